@@ -1,0 +1,55 @@
+//! # tilec-dialect: the tile IR
+//!
+//! The target-independent tile language a frontend writes (one program per output tile,
+//! like a Triton kernel after its frontend) and the GPU-level ops the passes produce, with
+//! a parser, a printer, a verifier and diagnostics. It knows nothing of passes or MLIR.
+//!
+//! ```text
+//! tile.kernel @gemm(%A: tensor<?x?xbf16>, %B: tensor<?x?xbf16>, %C: tensor<?x?xbf16>,
+//!                   %M: index, %N: index, %K: index) {grid = [ceildiv(%N, 256), ceildiv(%M, 128)]} {
+//!   %pn = tile.program_id {dim = 0} : index
+//!   ...
+//!   %acc = tile.for %c0, %K, %c64, %zero : tile<128x256xf32> {
+//!   ^bb0(%k: index, %c: tile<128x256xf32>):
+//!     %a = tile.load %A, %row, %k : tile<128x64xbf16>
+//!     %b = tile.load %B, %k, %col : tile<64x256xbf16>
+//!     %d = tile.dot %a, %b, %c : tile<128x256xf32>
+//!     tile.yield %d
+//!   }
+//!   ...
+//!   tile.return
+//! }
+//! ```
+//!
+//! Modules: [`types`], [`attr`], [`ops`] (the op table), [`ir`], [`parser`], [`printer`],
+//! [`verifier`] (its doc lists every invariant), [`diag`], [`expected`]
+//! (`--verify-diagnostics`), [`builder`].
+//!
+//! Dependencies: `thiserror` for the error types. Dev: `insta` (snapshots of printed
+//! IR), `proptest` (printer/parser round-trip properties).
+
+#![deny(missing_docs)]
+
+pub mod attr;
+pub mod builder;
+pub mod diag;
+pub mod expected;
+pub mod ir;
+pub mod lexer;
+pub mod location;
+pub mod ops;
+pub mod parser;
+pub mod printer;
+pub mod types;
+pub mod verifier;
+
+pub use attr::{Attribute, Expr};
+pub use builder::Builder;
+pub use diag::{Diagnostic, Diagnostics, Severity};
+pub use ir::{AttrMap, Block, Module, Operation, Value, ValueInfo};
+pub use location::Location;
+pub use ops::{OpClass, OpKind};
+pub use parser::{parse, parse_bytes, split_input};
+pub use printer::{print_module, print_op};
+pub use types::{ScalarType, Type};
+pub use verifier::{verify, VerifiedModule};

@@ -1,0 +1,152 @@
+//! The op table: the one list of every op of the tile dialect, with its spelling, its
+//! class and a one-line summary. Everything else (parser, printer, verifier, `--help`
+//! text, the docs) reads this table; nothing lists the ops twice.
+
+/// The class of an op, which decides its generic verification rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OpClass {
+    /// A region-holding structural op (kernel, loop, branch).
+    Structure,
+    /// A block terminator.
+    Terminator,
+    /// Scalar `index`/integer arithmetic: two operands, one result, all of one integer type.
+    IntBinary,
+    /// Elementwise float binary op on tiles or float scalars of one type.
+    FloatBinary,
+    /// Elementwise float unary op on tiles or float scalars.
+    FloatUnary,
+    /// Any other op, verified by its own rule.
+    Other,
+    /// A GPU-level op produced by `tile-to-gpu` (shared memory, TMA, MMA, async groups).
+    Gpu,
+}
+
+macro_rules! define_ops {
+    ($( $variant:ident = $name:literal, $class:ident, $summary:literal; )*) => {
+        /// Every op of the dialect. `OpKind::name` gives its spelling.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum OpKind {
+            $( #[doc = $summary] $variant, )*
+        }
+
+        impl OpKind {
+            /// All ops, in table order.
+            pub const ALL: &'static [OpKind] = &[$(OpKind::$variant),*];
+
+            /// The spelling (`"tile.dot"`).
+            pub fn name(self) -> &'static str {
+                match self { $(OpKind::$variant => $name,)* }
+            }
+
+            /// The class (see [`OpClass`]).
+            pub fn class(self) -> OpClass {
+                match self { $(OpKind::$variant => OpClass::$class,)* }
+            }
+
+            /// One-line summary, for `--help` and docs.
+            pub fn summary(self) -> &'static str {
+                match self { $(OpKind::$variant => $summary,)* }
+            }
+
+            /// Look an op up by spelling.
+            pub fn from_name(s: &str) -> Option<OpKind> {
+                match s { $($name => Some(OpKind::$variant),)* _ => None }
+            }
+        }
+    };
+}
+
+define_ops! {
+    // ---- structure -------------------------------------------------------------------
+    Kernel = "tile.kernel", Structure, "A GPU kernel: named arguments, a launch grid expression, one body region ending in `tile.return`.";
+    Return = "tile.return", Terminator, "Ends a kernel body.";
+    For = "tile.for", Structure, "Counted loop `for %i = lb to ub step s` with loop-carried values (operands lb, ub, step, inits...).";
+    If = "tile.if", Structure, "Two-way branch on an `i1`; both regions yield the results.";
+    Yield = "tile.yield", Terminator, "Ends a `tile.for` or `tile.if` region, passing its values on.";
+    // ---- scalars ---------------------------------------------------------------------
+    ProgramId = "tile.program_id", Other, "The index of this program (CTA tile) along grid dimension `dim` (0, 1 or 2): PTX `%ctaid`.";
+    NumPrograms = "tile.num_programs", Other, "The number of programs along grid dimension `dim`: PTX `%nctaid`.";
+    Constant = "tile.constant", Other, "A scalar constant `{value = ...}` of the result type.";
+    Dim = "tile.dim", Other, "The runtime size (elements) of dimension `dim` of a global tensor.";
+    AddI = "tile.addi", IntBinary, "Integer addition (wrapping).";
+    SubI = "tile.subi", IntBinary, "Integer subtraction (wrapping).";
+    MulI = "tile.muli", IntBinary, "Integer multiplication (wrapping).";
+    DivI = "tile.divi", IntBinary, "Signed integer division rounding toward zero.";
+    RemI = "tile.remi", IntBinary, "Signed integer remainder.";
+    CeilDiv = "tile.ceildiv", IntBinary, "Integer division rounding up (for non-negative operands).";
+    MinI = "tile.mini", IntBinary, "Signed integer minimum.";
+    MaxI = "tile.maxi", IntBinary, "Signed integer maximum.";
+    CmpI = "tile.cmpi", Other, "Integer comparison `{predicate = \"eq\"|\"ne\"|\"slt\"|\"sle\"|\"sgt\"|\"sge\"}` giving `i1`.";
+    Select = "tile.select", Other, "`select %cond, %a, %b`: %a where %cond is true, else %b (scalars or tiles).";
+    // ---- tiles -----------------------------------------------------------------------
+    Load = "tile.load", Other, "Load a tile from a global tensor at element offsets (one per dimension); out-of-bounds elements read as zero.";
+    Store = "tile.store", Other, "Store a tile into a global tensor at element offsets; out-of-bounds elements are dropped.";
+    Dot = "tile.dot", Other, "Matrix product with accumulate: `dot %a, %b, %acc` = a(M×K) · b(K×N) + acc(M×N).";
+    Add = "tile.add", FloatBinary, "Elementwise addition.";
+    Sub = "tile.sub", FloatBinary, "Elementwise subtraction.";
+    Mul = "tile.mul", FloatBinary, "Elementwise multiplication.";
+    Div = "tile.div", FloatBinary, "Elementwise division.";
+    Max = "tile.max", FloatBinary, "Elementwise maximum (IEEE maxNum).";
+    Min = "tile.min", FloatBinary, "Elementwise minimum (IEEE minNum).";
+    Neg = "tile.neg", FloatUnary, "Elementwise negation.";
+    Abs = "tile.abs", FloatUnary, "Elementwise absolute value.";
+    Exp = "tile.exp", FloatUnary, "Elementwise e^x.";
+    Exp2 = "tile.exp2", FloatUnary, "Elementwise 2^x.";
+    Log = "tile.log", FloatUnary, "Elementwise natural logarithm.";
+    Sqrt = "tile.sqrt", FloatUnary, "Elementwise square root.";
+    Rsqrt = "tile.rsqrt", FloatUnary, "Elementwise 1/sqrt(x).";
+    Tanh = "tile.tanh", FloatUnary, "Elementwise hyperbolic tangent.";
+    Relu = "tile.relu", FloatUnary, "Elementwise max(x, 0).";
+    Convert = "tile.convert", Other, "Element type conversion of a tile or scalar (round to nearest even on narrowing).";
+    Transpose = "tile.transpose", Other, "Swap the two dimensions of a 2-D tile.";
+    Reshape = "tile.reshape", Other, "Reshape a tile to another shape with the same number of elements (row-major order), e.g. drop a size-1 batch dimension.";
+    Broadcast = "tile.broadcast", Other, "Broadcast a tile with size-1 dimensions (or a scalar) to the result shape.";
+    Reduce = "tile.reduce", Other, "Reduce dimension `dim` with `kind` (\"add\"|\"max\"|\"min\"); the result keeps that dimension with size 1.";
+    Splat = "tile.splat", Other, "A tile with every element equal to a scalar operand.";
+    Zeros = "tile.zeros", Other, "A tile of zeros.";
+    // ---- GPU level (produced by tile-to-gpu) -------------------------------------------
+    SmemAlloc = "tile.smem_alloc", Gpu, "Allocate a shared-memory ring (`smem<stages x shape x elem>`), `{swizzle = 128}` bytes.";
+    MbarrierAlloc = "tile.mbarrier_alloc", Gpu, "Allocate and initialise `mbarrier<count>` with `{arrive_count = n}` (PTX `mbarrier.init.shared.b64`).";
+    TmaLoad = "tile.tma_load", Gpu, "Bulk tensor copy global→shared (`cp.async.bulk.tensor`) of one stage: operands tensor, smem ring, stage, mbarriers, coords...; completes on the stage's mbarrier (`expect_tx`).";
+    MbarrierWait = "tile.mbarrier_wait", Gpu, "Wait until barrier `index` of an mbarrier array completes the phase with parity `phase` (`mbarrier.try_wait.parity`).";
+    MbarrierArrive = "tile.mbarrier_arrive", Gpu, "Arrive on barrier `index` (`mbarrier.arrive`): releases a stage to its producer.";
+    WgmmaFence = "tile.wgmma_fence", Gpu, "`wgmma.fence.sync.aligned`: orders register accesses before the next wgmma.";
+    Mma = "tile.mma", Gpu, "Asynchronous MMA of one K step from shared-memory stages: `mma %a_ring, %b_ring, %stage, %acc` (wgmma on sm_90a, ldmatrix+mma.sync elsewhere).";
+    CommitGroup = "tile.commit_group", Gpu, "`wgmma.commit_group.sync.aligned`: closes the group of MMAs issued since the last commit.";
+    WaitGroup = "tile.wait_group", Gpu, "`wgmma.wait_group.sync.aligned N`: waits until at most `pending` groups are pending; takes and returns the accumulators it guards.";
+    Barrier = "tile.barrier", Gpu, "CTA-wide barrier (`bar.sync 0`).";
+}
+
+impl OpKind {
+    /// Whether the op must end a block.
+    pub fn is_terminator(self) -> bool {
+        self.class() == OpClass::Terminator
+    }
+    /// Whether the op has no side effects (may be removed when unused, and reordered).
+    pub fn is_pure(self) -> bool {
+        !matches!(
+            self,
+            OpKind::Kernel
+                | OpKind::Return
+                | OpKind::For
+                | OpKind::If
+                | OpKind::Yield
+                | OpKind::Store
+        ) && self.class() != OpClass::Gpu
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn names_are_unique_and_round_trip() {
+        let mut seen = std::collections::HashSet::new();
+        for &op in OpKind::ALL {
+            assert!(seen.insert(op.name()), "duplicate {}", op.name());
+            assert_eq!(OpKind::from_name(op.name()), Some(op));
+            assert!(op.name().starts_with("tile."));
+        }
+        assert_eq!(OpKind::from_name("tile.nope"), None);
+    }
+}

@@ -1,0 +1,534 @@
+//! The parser: IR text to a [`Module`]. Grammar (one statement per op):
+//!
+//! ```text
+//! op       ::= [value-list '='] op-name [symbol ['(' arg-list ')']] [value-list]
+//!              [attr-dict] [':' type-list] region*
+//! region   ::= '{' ['^' label '(' arg-list ')' ':'] op* '}'
+//! arg-list ::= %name ':' type (',' %name ':' type)*
+//! attr-dict::= '{' key '=' attr (',' key '=' attr)* '}'
+//! attr     ::= int | float | string | true | false | '[' attr,* ']' | type | @sym | expr
+//! expr     ::= int | %arg | ('ceildiv'|'mul'|'add'|'min') '(' expr ',' expr ')'
+//! ```
+//!
+//! The operands of an op start on the line of its name. The parser checks names: a use
+//! before its definition and a second definition of a name are errors. It does not check
+//! types; run [`crate::verify`] next.
+
+use crate::attr::{Attribute, Expr};
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::ir::{AttrMap, Block, Module, Operation, Value};
+use crate::lexer::{lex, Tok, Token};
+use crate::location::Location;
+use crate::ops::OpKind;
+use crate::types::{ScalarType, Type};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The deepest region nesting the parser accepts (deeper input is an error, not a stack
+/// overflow).
+pub const MAX_NESTING: usize = 128;
+
+/// Parse a whole file. `file` names it in locations.
+///
+/// # Errors
+/// The first syntax or naming error, with its location.
+pub fn parse(src: &str, file: &str) -> Result<Module, Diagnostics> {
+    parse_chunk(src, &Arc::from(file), 1)
+}
+
+/// Parse raw bytes: like [`parse`], but invalid UTF-8 is an error at its position.
+///
+/// # Errors
+/// Invalid UTF-8, or any error [`parse`] reports.
+pub fn parse_bytes(bytes: &[u8], file: &str) -> Result<Module, Diagnostics> {
+    let src = utf8(bytes, file)?;
+    parse(src, file)
+}
+
+/// Check that `bytes` are UTF-8; the error names the line and column of the first bad byte.
+///
+/// # Errors
+/// An error diagnostic at the first invalid byte.
+pub fn utf8<'a>(bytes: &'a [u8], file: &str) -> Result<&'a str, Diagnostics> {
+    std::str::from_utf8(bytes).map_err(|e| {
+        let good = &bytes[..e.valid_up_to()];
+        let line = good.iter().filter(|&&c| c == b'\n').count() as u32 + 1;
+        let col = good.iter().rev().take_while(|&&c| c != b'\n').count() as u32 + 1;
+        Diagnostic::error(
+            Location::new(Arc::from(file), line, col),
+            format!("input is not valid UTF-8 (byte offset {})", e.valid_up_to()),
+        )
+        .into()
+    })
+}
+
+/// Split a file at lines `// -----` (MLIR's `--split-input-file`). Each piece comes with
+/// the line number its first line has in the file, so diagnostics keep file positions.
+pub fn split_input(src: &str) -> Vec<(&str, u32)> {
+    let mut out = vec![];
+    let (mut start, mut start_line, mut pos, mut line) = (0usize, 1u32, 0usize, 1u32);
+    for l in src.split_inclusive('\n') {
+        if l.trim_end() == "// -----" {
+            out.push((&src[start..pos], start_line));
+            start = pos + l.len();
+            start_line = line + 1;
+        }
+        pos += l.len();
+        line += 1;
+    }
+    out.push((&src[start..], start_line));
+    out
+}
+
+/// Parse one piece of a file whose first line is `first_line`.
+///
+/// # Errors
+/// As [`parse`].
+pub fn parse_chunk(src: &str, file: &Arc<str>, first_line: u32) -> Result<Module, Diagnostics> {
+    let toks = lex(src, file, first_line)?;
+    let mut p = Parser { toks, pos: 0, file: file.clone(), module: Module::new(), scopes: vec![] };
+    p.module_body().map_err(Diagnostics::from)?;
+    Ok(p.module)
+}
+
+struct Parser {
+    toks: Vec<Token>,
+    pos: usize,
+    file: Arc<str>,
+    module: Module,
+    /// Name scopes, innermost last.
+    scopes: Vec<HashMap<String, Value>>,
+}
+
+type PResult<T> = Result<T, Diagnostic>;
+
+impl Parser {
+    fn peek(&self) -> &Tok {
+        &self.toks[self.pos].tok
+    }
+    fn peek_at(&self, n: usize) -> &Tok {
+        &self.toks[(self.pos + n).min(self.toks.len() - 1)].tok
+    }
+    fn loc(&self) -> Location {
+        let t = &self.toks[self.pos];
+        Location::new(self.file.clone(), t.line, t.col)
+    }
+    fn bump(&mut self) -> Tok {
+        let t = self.toks[self.pos].tok.clone();
+        if self.pos + 1 < self.toks.len() {
+            self.pos += 1;
+        }
+        t
+    }
+    fn err<T>(&self, msg: impl Into<String>) -> PResult<T> {
+        Err(Diagnostic::error(self.loc(), msg))
+    }
+    fn expected<T>(&self, what: &str) -> PResult<T> {
+        self.err(format!("expected {what}, found {}", self.peek().describe()))
+    }
+    fn is_punct(&self, p: &str) -> bool {
+        matches!(self.peek(), Tok::Punct(q) if *q == p)
+    }
+    fn eat_punct(&mut self, p: &str) -> bool {
+        if self.is_punct(p) {
+            self.bump();
+            true
+        } else {
+            false
+        }
+    }
+    fn expect_punct(&mut self, p: &str) -> PResult<()> {
+        if self.eat_punct(p) {
+            Ok(())
+        } else {
+            self.expected(&format!("'{p}'"))
+        }
+    }
+
+    fn module_body(&mut self) -> PResult<()> {
+        self.scopes.push(HashMap::new());
+        while *self.peek() != Tok::Eof {
+            if self.is_punct("}") {
+                return self.err("unexpected '}' at top level");
+            }
+            let op = self.operation(0)?;
+            self.module.ops.push(op);
+        }
+        Ok(())
+    }
+
+    fn lookup(&self, name: &str) -> Option<Value> {
+        self.scopes.iter().rev().find_map(|s| s.get(name).copied())
+    }
+
+    fn define(&mut self, name: String, ty: Type, loc: &Location) -> PResult<Value> {
+        if self.lookup(&name).is_some() {
+            return Err(Diagnostic::error(loc.clone(), format!("redefinition of value '%{name}'")));
+        }
+        let v = self.module.new_value(ty, Some(name.clone()));
+        self.scopes.last_mut().expect("scope").insert(name, v);
+        Ok(v)
+    }
+
+    fn use_value(&mut self) -> PResult<Value> {
+        let loc = self.loc();
+        match self.bump() {
+            Tok::ValueRef(n) => self.lookup(&n).ok_or_else(|| {
+                Diagnostic::error(loc, format!("use of undefined value '%{n}'"))
+            }),
+            t => Err(Diagnostic::error(loc, format!("expected a value, found {}", t.describe()))),
+        }
+    }
+
+    fn operation(&mut self, depth: usize) -> PResult<Operation> {
+        let loc = self.loc();
+        // Results.
+        let mut result_names = vec![];
+        if matches!(self.peek(), Tok::ValueRef(_)) {
+            loop {
+                let l = self.loc();
+                match self.bump() {
+                    Tok::ValueRef(n) => {
+                        if result_names.iter().any(|(m, _)| *m == n) {
+                            return Err(Diagnostic::error(l, format!("redefinition of value '%{n}'")));
+                        }
+                        result_names.push((n, l));
+                    }
+                    t => return Err(Diagnostic::error(l, format!("expected a result name, found {}", t.describe()))),
+                }
+                if !self.eat_punct(",") {
+                    break;
+                }
+            }
+            self.expect_punct("=")?;
+        }
+        // Name.
+        let name_loc = self.loc();
+        let kind = match self.bump() {
+            Tok::Ident(n) => OpKind::from_name(&n).ok_or_else(|| {
+                Diagnostic::error(name_loc.clone(), format!("unknown op '{n}'"))
+            })?,
+            t => return Err(Diagnostic::error(name_loc, format!("expected an op name, found {}", t.describe()))),
+        };
+        let mut op = Operation::new(kind, loc.clone());
+        // Symbol and signature.
+        let mut sig_args: Option<Vec<(String, Type, Location)>> = None;
+        if let Tok::Symbol(s) = self.peek().clone() {
+            self.bump();
+            op.symbol = Some(s);
+            if self.is_punct("(") {
+                sig_args = Some(self.arg_list()?);
+            }
+        }
+        // Operands: the first on the op's line.
+        if matches!(self.peek(), Tok::ValueRef(_)) && !self.toks[self.pos].newline_before {
+            loop {
+                op.operands.push(self.use_value()?);
+                if !self.eat_punct(",") {
+                    break;
+                }
+            }
+        }
+        // Attributes.
+        if self.is_punct("{") && matches!(self.peek_at(1), Tok::Ident(_)) && matches!(self.peek_at(2), Tok::Punct("=")) {
+            op.attrs = self.attr_dict()?;
+        }
+        // Result types.
+        let mut types = vec![];
+        if self.eat_punct(":") {
+            loop {
+                types.push(self.ty()?);
+                if !self.eat_punct(",") {
+                    break;
+                }
+            }
+        }
+        if types.len() != result_names.len() {
+            return Err(Diagnostic::error(
+                loc,
+                format!(
+                    "'{}' has {} result name(s) but {} result type(s)",
+                    kind.name(),
+                    result_names.len(),
+                    types.len()
+                ),
+            ));
+        }
+        // Regions (their names are scoped; results become visible after them).
+        let mut first = true;
+        while self.is_punct("{") {
+            if depth >= MAX_NESTING {
+                return self.err(format!("regions nested deeper than {MAX_NESTING} levels"));
+            }
+            let args = if first { sig_args.take() } else { None };
+            first = false;
+            let block = self.region(args, depth + 1)?;
+            op.regions.push(block);
+        }
+        if let Some(args) = sig_args {
+            return Err(Diagnostic::error(
+                args.first().map(|a| a.2.clone()).unwrap_or(loc),
+                format!("'{}' has a signature but no body region", kind.name()),
+            ));
+        }
+        for ((n, l), t) in result_names.into_iter().zip(types) {
+            let v = self.define(n, t, &l)?;
+            op.results.push(v);
+        }
+        Ok(op)
+    }
+
+    fn arg_list(&mut self) -> PResult<Vec<(String, Type, Location)>> {
+        self.expect_punct("(")?;
+        let mut args = vec![];
+        if !self.eat_punct(")") {
+            loop {
+                let l = self.loc();
+                let n = match self.bump() {
+                    Tok::ValueRef(n) => n,
+                    t => return Err(Diagnostic::error(l, format!("expected an argument name, found {}", t.describe()))),
+                };
+                self.expect_punct(":")?;
+                let t = self.ty()?;
+                args.push((n, t, l));
+                if !self.eat_punct(",") {
+                    break;
+                }
+            }
+            self.expect_punct(")")?;
+        }
+        Ok(args)
+    }
+
+    fn region(&mut self, sig_args: Option<Vec<(String, Type, Location)>>, depth: usize) -> PResult<Block> {
+        let open = self.loc();
+        self.expect_punct("{")?;
+        self.scopes.push(HashMap::new());
+        let mut block = Block::default();
+        let mut args = sig_args.unwrap_or_default();
+        if let Tok::BlockLabel(_) = self.peek() {
+            if !args.is_empty() {
+                return self.err("a region with a signature takes no block label");
+            }
+            self.bump();
+            if self.is_punct("(") {
+                args = self.arg_list()?;
+            }
+            self.expect_punct(":")?;
+        }
+        for (n, t, l) in args {
+            let v = self.define(n, t, &l)?;
+            block.args.push(v);
+        }
+        loop {
+            if self.eat_punct("}") {
+                break;
+            }
+            if *self.peek() == Tok::Eof {
+                return Err(Diagnostic::error(self.loc(), "unterminated region: expected '}'")
+                    .with_note(open, "the region starts here"));
+            }
+            let op = self.operation(depth)?;
+            block.ops.push(op);
+        }
+        self.scopes.pop();
+        Ok(block)
+    }
+
+    fn attr_dict(&mut self) -> PResult<AttrMap> {
+        self.expect_punct("{")?;
+        let mut m = AttrMap::new();
+        loop {
+            let l = self.loc();
+            let key = match self.bump() {
+                Tok::Ident(k) => k,
+                t => return Err(Diagnostic::error(l, format!("expected an attribute name, found {}", t.describe()))),
+            };
+            self.expect_punct("=")?;
+            let v = self.attr(0)?;
+            if m.insert(key.clone(), v).is_some() {
+                return Err(Diagnostic::error(l, format!("duplicate attribute '{key}'")));
+            }
+            if !self.eat_punct(",") {
+                break;
+            }
+        }
+        self.expect_punct("}")?;
+        Ok(m)
+    }
+
+    fn attr(&mut self, depth: usize) -> PResult<Attribute> {
+        if depth > MAX_NESTING {
+            return self.err(format!("attribute nested deeper than {MAX_NESTING} levels"));
+        }
+        let l = self.loc();
+        Ok(match self.peek().clone() {
+            Tok::Int(i) => {
+                self.bump();
+                Attribute::Int(i)
+            }
+            Tok::Float(f) => {
+                self.bump();
+                Attribute::Float(f)
+            }
+            Tok::Str(s) => {
+                self.bump();
+                Attribute::Str(s)
+            }
+            Tok::Symbol(s) => {
+                self.bump();
+                Attribute::Symbol(s)
+            }
+            Tok::Ident(w) if w == "true" || w == "false" => {
+                self.bump();
+                Attribute::Bool(w == "true")
+            }
+            Tok::Punct("[") => {
+                self.bump();
+                let mut v = vec![];
+                if !self.eat_punct("]") {
+                    loop {
+                        v.push(self.attr(depth + 1)?);
+                        if !self.eat_punct(",") {
+                            break;
+                        }
+                    }
+                    self.expect_punct("]")?;
+                }
+                Attribute::Array(v)
+            }
+            Tok::ValueRef(_) => Attribute::Expr(self.expr(depth)?),
+            Tok::Ident(w) if Expr::FUNCTIONS.contains(&w.as_str()) => Attribute::Expr(self.expr(depth)?),
+            Tok::Ident(_) | Tok::AngleType(_) => Attribute::Type(self.ty()?),
+            t => return Err(Diagnostic::error(l, format!("expected an attribute value, found {}", t.describe()))),
+        })
+    }
+
+    fn expr(&mut self, depth: usize) -> PResult<Expr> {
+        if depth > MAX_NESTING {
+            return self.err(format!("expression nested deeper than {MAX_NESTING} levels"));
+        }
+        let l = self.loc();
+        match self.bump() {
+            Tok::Int(i) => Ok(Expr::Int(i)),
+            Tok::ValueRef(n) => Ok(Expr::Arg(n)),
+            Tok::Ident(f) if Expr::FUNCTIONS.contains(&f.as_str()) => {
+                self.expect_punct("(")?;
+                let a = self.expr(depth + 1)?;
+                self.expect_punct(",")?;
+                let b = self.expr(depth + 1)?;
+                self.expect_punct(")")?;
+                Ok(Expr::binary(&f, a, b).expect("listed function"))
+            }
+            t => Err(Diagnostic::error(l, format!("expected an expression, found {}", t.describe()))),
+        }
+    }
+
+    fn ty(&mut self) -> PResult<Type> {
+        let l = self.loc();
+        let t = self.bump();
+        let bad = |msg: String| Err(Diagnostic::error(l.clone(), msg));
+        match t {
+            Tok::Ident(w) => match ScalarType::from_name(&w) {
+                Some(s) => Ok(Type::Scalar(s)),
+                None => bad(format!("unknown type '{w}'")),
+            },
+            Tok::AngleType(text) => match parse_angle_type(&text) {
+                Ok(t) => Ok(t),
+                Err(m) => bad(format!("malformed type '{text}': {m}")),
+            },
+            t => bad(format!("expected a type, found {}", t.describe())),
+        }
+    }
+}
+
+/// Parse `tile<…>`, `tensor<…>`, `smem<…>` or `mbarrier<…>` from its whole spelling.
+fn parse_angle_type(text: &str) -> Result<Type, String> {
+    let (head, rest) = text.split_once('<').ok_or("missing '<'")?;
+    let inner = rest.strip_suffix('>').ok_or("missing '>'")?.trim();
+    if head == "mbarrier" {
+        let n: u64 = inner.parse().map_err(|_| format!("expected a count, found '{inner}'"))?;
+        if n == 0 {
+            return Err("count must be positive".into());
+        }
+        return Ok(Type::Mbarrier { count: n });
+    }
+    let parts: Vec<&str> = inner.split('x').collect();
+    let (elem_s, dims) = parts.split_last().ok_or("empty")?;
+    let elem = ScalarType::from_name(elem_s.trim())
+        .ok_or_else(|| format!("unknown element type '{}'", elem_s.trim()))?;
+    if head == "tensor" {
+        if dims.is_empty() || dims.iter().any(|d| d.trim() != "?") {
+            return Err("tensor dimensions must all be '?' (sizes are runtime values)".into());
+        }
+        if dims.len() > 5 {
+            return Err("tensors have at most 5 dimensions".into());
+        }
+        return Ok(Type::Tensor { rank: dims.len() as u32, elem });
+    }
+    let mut shape = vec![];
+    for d in dims {
+        let n: u64 = d.trim().parse().map_err(|_| format!("expected a static size, found '{d}'"))?;
+        if n == 0 {
+            return Err("dimensions must be positive".into());
+        }
+        if n > (1 << 20) {
+            return Err(format!("dimension {n} is larger than 1048576"));
+        }
+        shape.push(n);
+    }
+    match head {
+        "tile" => {
+            if shape.is_empty() || shape.len() > 3 {
+                return Err("a tile has 1 to 3 dimensions".into());
+            }
+            Ok(Type::Tile { shape, elem })
+        }
+        "smem" => {
+            if shape.len() < 2 {
+                return Err("expected stages and at least one dimension".into());
+            }
+            let stages = shape.remove(0);
+            Ok(Type::Smem { stages, shape, elem })
+        }
+        _ => Err(format!("unknown type '{head}'")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_keeps_line_numbers() {
+        let s = "a\n// -----\nb\nc\n// -----\nd";
+        let parts = split_input(s);
+        assert_eq!(parts, vec![("a\n", 1), ("b\nc\n", 3), ("d", 6)]);
+    }
+
+    #[test]
+    fn types_parse() {
+        assert_eq!(parse_angle_type("tile<128x64xbf16>").unwrap(), Type::tile(&[128, 64], ScalarType::BF16));
+        assert!(parse_angle_type("tile<0x4xf32>").is_err());
+        assert!(parse_angle_type("tensor<4xf32>").is_err());
+        assert_eq!(parse_angle_type("mbarrier<4>").unwrap(), Type::Mbarrier { count: 4 });
+    }
+
+    #[test]
+    fn undefined_and_redefined_values() {
+        let e = parse("tile.kernel @k() {\n  %a = tile.add %b, %b : f32\n  tile.return\n}\n", "t.tile").unwrap_err();
+        assert_eq!(e.0[0].to_string(), "t.tile:2:17: error: use of undefined value '%b'");
+        let e = parse("tile.kernel @k(%x: f32) {\n  %x = tile.neg %x : f32\n  tile.return\n}\n", "t.tile").unwrap_err();
+        assert_eq!(e.0[0].to_string(), "t.tile:2:3: error: redefinition of value '%x'");
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let mut s = String::from("tile.kernel @k(%c: i1) {\n");
+        for _ in 0..10_000 {
+            s.push_str("tile.if %c {\n");
+        }
+        let e = parse(&s, "deep.tile").unwrap_err();
+        assert!(e.0[0].message.contains("nested deeper than 128"), "{}", e);
+    }
+}

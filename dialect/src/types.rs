@@ -1,0 +1,236 @@
+//! Types of the tile IR.
+//!
+//! | text | meaning |
+//! | --- | --- |
+//! | `i1`, `i32`, `i64`, `index` | integers; `index` is 64-bit in the kernel ABI |
+//! | `f16`, `bf16`, `f32` | IEEE half, bfloat16, single |
+//! | `tile<128x64xbf16>` | a value tile: static shape (elements, outermost first) and element type, held by the CTA |
+//! | `tensor<?x?xbf16>` | a global-memory tensor argument: rank and element type; sizes and strides are runtime values |
+//! | `smem<4x128x64xbf16>` | (GPU level) a shared-memory ring: stages × tile shape |
+//! | `mbarrier<4>` | (GPU level) an array of `mbarrier` objects in shared memory, 8 bytes each |
+
+use std::fmt;
+
+/// Scalar element types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ScalarType {
+    /// 1-bit integer (booleans, predicates).
+    I1,
+    /// 32-bit integer.
+    I32,
+    /// 64-bit integer.
+    I64,
+    /// Index arithmetic type (64-bit).
+    Index,
+    /// IEEE 754 binary16.
+    F16,
+    /// bfloat16 (8-bit exponent, 7-bit mantissa).
+    BF16,
+    /// IEEE 754 binary32.
+    F32,
+}
+
+impl ScalarType {
+    /// All scalar types, in the order of their spelling table.
+    pub const ALL: [ScalarType; 7] = [
+        ScalarType::I1,
+        ScalarType::I32,
+        ScalarType::I64,
+        ScalarType::Index,
+        ScalarType::F16,
+        ScalarType::BF16,
+        ScalarType::F32,
+    ];
+
+    /// The spelling in IR text (`bf16`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ScalarType::I1 => "i1",
+            ScalarType::I32 => "i32",
+            ScalarType::I64 => "i64",
+            ScalarType::Index => "index",
+            ScalarType::F16 => "f16",
+            ScalarType::BF16 => "bf16",
+            ScalarType::F32 => "f32",
+        }
+    }
+
+    /// Parse a spelling (`"bf16"`).
+    pub fn from_name(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.name() == s)
+    }
+
+    /// Whether this is a floating-point type.
+    pub fn is_float(self) -> bool {
+        matches!(self, ScalarType::F16 | ScalarType::BF16 | ScalarType::F32)
+    }
+
+    /// Whether this is an integer type (including `index` and `i1`).
+    pub fn is_int(self) -> bool {
+        !self.is_float()
+    }
+
+    /// Size in bytes in memory (`i1` takes a byte; `index` 8).
+    pub fn size_bytes(self) -> u64 {
+        match self {
+            ScalarType::I1 => 1,
+            ScalarType::F16 | ScalarType::BF16 => 2,
+            ScalarType::I32 | ScalarType::F32 => 4,
+            ScalarType::I64 | ScalarType::Index => 8,
+        }
+    }
+}
+
+impl fmt::Display for ScalarType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A type of an SSA value.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Type {
+    /// A scalar.
+    Scalar(ScalarType),
+    /// A value tile with a static shape (elements per dimension, outermost first).
+    Tile {
+        /// Dimensions in elements, outermost first; none is zero.
+        shape: Vec<u64>,
+        /// Element type.
+        elem: ScalarType,
+    },
+    /// A global tensor of `rank` dimensions whose sizes and strides are runtime values.
+    Tensor {
+        /// Number of dimensions (1 to 5, the TMA limit).
+        rank: u32,
+        /// Element type.
+        elem: ScalarType,
+    },
+    /// A ring of `stages` shared-memory tiles of `shape` (GPU level).
+    Smem {
+        /// Number of ring stages.
+        stages: u64,
+        /// Shape of one stage in elements, outermost first.
+        shape: Vec<u64>,
+        /// Element type.
+        elem: ScalarType,
+    },
+    /// An array of `count` mbarriers in shared memory (GPU level), 8 bytes each.
+    Mbarrier {
+        /// Number of barriers.
+        count: u64,
+    },
+}
+
+impl Type {
+    /// `index`.
+    pub const INDEX: Type = Type::Scalar(ScalarType::Index);
+    /// `i1`.
+    pub const I1: Type = Type::Scalar(ScalarType::I1);
+
+    /// A tile type.
+    pub fn tile(shape: &[u64], elem: ScalarType) -> Type {
+        Type::Tile { shape: shape.to_vec(), elem }
+    }
+
+    /// The element type of a scalar, tile, tensor or smem type.
+    pub fn elem(&self) -> Option<ScalarType> {
+        match self {
+            Type::Scalar(s) => Some(*s),
+            Type::Tile { elem, .. } | Type::Tensor { elem, .. } | Type::Smem { elem, .. } => {
+                Some(*elem)
+            }
+            Type::Mbarrier { .. } => None,
+        }
+    }
+
+    /// The shape of a tile type.
+    pub fn tile_shape(&self) -> Option<&[u64]> {
+        match self {
+            Type::Tile { shape, .. } => Some(shape),
+            _ => None,
+        }
+    }
+
+    /// Whether this is a scalar type.
+    pub fn is_scalar(&self) -> bool {
+        matches!(self, Type::Scalar(_))
+    }
+
+    /// Whether this is `index` or an integer scalar.
+    pub fn is_int_scalar(&self) -> bool {
+        matches!(self, Type::Scalar(s) if s.is_int())
+    }
+
+    /// Same type with another element type (tiles and scalars).
+    pub fn with_elem(&self, e: ScalarType) -> Type {
+        match self {
+            Type::Scalar(_) => Type::Scalar(e),
+            Type::Tile { shape, .. } => Type::Tile { shape: shape.clone(), elem: e },
+            Type::Tensor { rank, .. } => Type::Tensor { rank: *rank, elem: e },
+            Type::Smem { stages, shape, .. } => {
+                Type::Smem { stages: *stages, shape: shape.clone(), elem: e }
+            }
+            Type::Mbarrier { .. } => self.clone(),
+        }
+    }
+
+    /// Bytes of shared memory this type takes when allocated (smem rings, mbarriers).
+    pub fn smem_bytes(&self) -> u64 {
+        match self {
+            Type::Smem { stages, shape, elem } => {
+                stages * shape.iter().product::<u64>() * elem.size_bytes()
+            }
+            Type::Mbarrier { count } => count * 8,
+            _ => 0,
+        }
+    }
+}
+
+fn write_dims(f: &mut fmt::Formatter<'_>, dims: &[u64]) -> fmt::Result {
+    for d in dims {
+        write!(f, "{d}x")?;
+    }
+    Ok(())
+}
+
+impl fmt::Display for Type {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Type::Scalar(s) => write!(f, "{s}"),
+            Type::Tile { shape, elem } => {
+                f.write_str("tile<")?;
+                write_dims(f, shape)?;
+                write!(f, "{elem}>")
+            }
+            Type::Tensor { rank, elem } => {
+                f.write_str("tensor<")?;
+                for _ in 0..*rank {
+                    f.write_str("?x")?;
+                }
+                write!(f, "{elem}>")
+            }
+            Type::Smem { stages, shape, elem } => {
+                write!(f, "smem<{stages}x")?;
+                write_dims(f, shape)?;
+                write!(f, "{elem}>")
+            }
+            Type::Mbarrier { count } => write!(f, "mbarrier<{count}>"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_spellings() {
+        assert_eq!(Type::tile(&[128, 64], ScalarType::BF16).to_string(), "tile<128x64xbf16>");
+        assert_eq!(Type::Tensor { rank: 2, elem: ScalarType::F32 }.to_string(), "tensor<?x?xf32>");
+        let s = Type::Smem { stages: 4, shape: vec![128, 64], elem: ScalarType::BF16 };
+        assert_eq!(s.to_string(), "smem<4x128x64xbf16>");
+        assert_eq!(s.smem_bytes(), 4 * 128 * 64 * 2);
+        assert_eq!(Type::Mbarrier { count: 4 }.smem_bytes(), 32);
+    }
+}

@@ -1,0 +1,728 @@
+//! The verifier. It checks, and reports every violation it finds (not only the first):
+//!
+//! 1. **Top level**: only `tile.kernel` ops, each with a symbol name unique in the module.
+//! 2. **Handles and SSA dominance**: every operand is a value of the module defined before
+//!    its use, in the same block or an enclosing one (block arguments included); no value
+//!    is defined twice. Kernels are isolated from above.
+//! 3. **Regions and terminators**: each op has the number of regions its kind takes; every
+//!    block ends with the terminator its parent expects (`tile.return` in a kernel,
+//!    `tile.yield` in `tile.for`/`tile.if`) and no terminator stands elsewhere.
+//! 4. **Kernels**: arguments are scalars or tensors with distinct names; the `grid`
+//!    attribute is a list of 1 to 3 expressions over the kernel's integer arguments.
+//! 5. **Operand and result types** of each op, per its summary in [`crate::OpKind`]:
+//!    integer ops on one integer type, float elementwise ops on one float type, `tile.dot`
+//!    shapes (M×K · K×N + M×N) and dtypes (f16/bf16 inputs with f32 or same-type
+//!    accumulator; f32 inputs with f32), loads and stores with one `index` offset per
+//!    tensor dimension and a tile of the tensor's rank and element type, loop-carried
+//!    types equal across inits, block arguments, yields and results.
+//! 6. **Attributes**: required attributes present, of the right kind, in range
+//!    (`dim`, `predicate`, `kind`, `value`).
+//! 7. **GPU-level ops**: operand kinds (smem rings, mbarrier arrays, tensors) and ranges of
+//!    `stage`/`index`/`pending`.
+
+use crate::attr::{Attribute, Expr};
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::ir::{Block, Module, Operation, Value};
+use crate::ops::{OpClass, OpKind};
+use crate::types::{ScalarType, Type};
+use std::collections::{HashMap, HashSet};
+
+/// Verify a module; `Ok` if it satisfies every invariant in the module doc.
+///
+/// # Errors
+/// Every violation found, each at the location of the op that breaks it.
+pub fn verify(m: &Module) -> Result<(), Diagnostics> {
+    let mut v = Verifier { m, diags: vec![], defined: HashSet::new(), visible: vec![] };
+    let mut symbols = HashMap::new();
+    for op in &m.ops {
+        if op.kind != OpKind::Kernel {
+            v.error(op, format!("'{}' is not allowed at top level; only 'tile.kernel' is", op.kind.name()));
+            continue;
+        }
+        if let Some(s) = &op.symbol {
+            if let Some(prev) = symbols.insert(s.clone(), op.loc.clone()) {
+                let d = Diagnostic::error(op.loc.clone(), format!("redefinition of kernel '@{s}'"))
+                    .with_note(prev, "previous definition is here");
+                v.diags.push(d);
+            }
+        }
+        v.visible.clear();
+        v.op(op, None);
+    }
+    if v.diags.is_empty() {
+        Ok(())
+    } else {
+        Err(Diagnostics(v.diags))
+    }
+}
+
+/// A module that passed [`verify`]. Back ends take this, so unverified IR cannot reach
+/// MLIR (which aborts the process on ops it cannot take).
+#[derive(Clone, Debug)]
+pub struct VerifiedModule(Module);
+
+impl VerifiedModule {
+    /// Verify `m` and wrap it.
+    ///
+    /// # Errors
+    /// As [`verify`].
+    pub fn new(m: Module) -> Result<Self, Diagnostics> {
+        verify(&m)?;
+        Ok(VerifiedModule(m))
+    }
+    /// The module.
+    pub fn module(&self) -> &Module {
+        &self.0
+    }
+    /// Give the module back.
+    pub fn into_inner(self) -> Module {
+        self.0
+    }
+}
+
+struct Verifier<'a> {
+    m: &'a Module,
+    diags: Vec<Diagnostic>,
+    defined: HashSet<Value>,
+    /// Values visible at the current point, one set per enclosing block.
+    visible: Vec<HashSet<Value>>,
+}
+
+fn is_float_like(t: &Type) -> bool {
+    matches!(t, Type::Scalar(s) | Type::Tile { elem: s, .. } if s.is_float())
+}
+
+impl Verifier<'_> {
+    fn error(&mut self, op: &Operation, msg: impl Into<String>) {
+        self.diags.push(Diagnostic::error(op.loc.clone(), msg));
+    }
+
+    fn ty(&self, v: Value) -> Option<&Type> {
+        self.m.try_ty(v)
+    }
+
+    fn define(&mut self, op: &Operation, v: Value) {
+        if self.m.try_ty(v).is_none() {
+            self.error(op, format!("'{}' defines a value handle {} that the module does not have", op.kind.name(), v.0));
+            return;
+        }
+        if !self.defined.insert(v) {
+            self.error(op, format!("value {} is defined more than once", self.show(v)));
+        }
+        if let Some(s) = self.visible.last_mut() {
+            s.insert(v);
+        }
+    }
+
+    fn show(&self, v: Value) -> String {
+        match self.m.name(v) {
+            Some(n) => format!("'%{n}'"),
+            None => format!("#{}", v.0),
+        }
+    }
+
+    fn block(&mut self, b: &Block, parent: &Operation, terminator: OpKind) {
+        self.visible.push(HashSet::new());
+        for &a in &b.args {
+            self.define(parent, a);
+        }
+        for (i, op) in b.ops.iter().enumerate() {
+            let last = i + 1 == b.ops.len();
+            if op.kind.is_terminator() && !last {
+                self.error(op, format!("'{}' must be the last op of its block", op.kind.name()));
+            }
+            self.op(op, Some(parent));
+        }
+        match b.ops.last() {
+            Some(t) if t.kind == terminator => {}
+            Some(t) if t.kind.is_terminator() => self.error(
+                t,
+                format!("'{}' cannot end a '{}' region; expected '{}'", t.kind.name(), parent.kind.name(), terminator.name()),
+            ),
+            _ => self.error(parent, format!("'{}' region must end with '{}'", parent.kind.name(), terminator.name())),
+        }
+        self.visible.pop();
+    }
+
+    fn op(&mut self, op: &Operation, parent: Option<&Operation>) {
+        // Dominance of operands.
+        for &v in &op.operands {
+            if self.ty(v).is_none() {
+                self.error(op, format!("'{}' uses value handle {} that the module does not have", op.kind.name(), v.0));
+            } else if !self.visible.iter().any(|s| s.contains(&v)) {
+                let msg = if self.defined.contains(&v) {
+                    format!("operand {} of '{}' does not dominate this use", self.show(v), op.kind.name())
+                } else {
+                    format!("operand {} of '{}' is used before it is defined", self.show(v), op.kind.name())
+                };
+                self.error(op, msg);
+            }
+        }
+        if op.kind == OpKind::Kernel && parent.is_some() {
+            self.error(op, "'tile.kernel' must be at top level");
+        }
+        let expected_regions = match op.kind {
+            OpKind::Kernel | OpKind::For => 1,
+            OpKind::If => 2,
+            _ => 0,
+        };
+        if op.regions.len() != expected_regions {
+            self.error(op, format!("'{}' expects {} region(s), found {}", op.kind.name(), expected_regions, op.regions.len()));
+        }
+        if op.symbol.is_some() != (op.kind == OpKind::Kernel) {
+            if op.kind == OpKind::Kernel {
+                self.error(op, "'tile.kernel' needs a symbol name, e.g. '@gemm'");
+            } else {
+                self.error(op, format!("'{}' does not take a symbol name", op.kind.name()));
+            }
+        }
+        if let (Some(p), true) = (parent, op.kind.is_terminator()) {
+            let ok = match op.kind {
+                OpKind::Return => p.kind == OpKind::Kernel,
+                _ => matches!(p.kind, OpKind::For | OpKind::If),
+            };
+            if !ok {
+                self.error(op, format!("'{}' cannot appear inside '{}'", op.kind.name(), p.kind.name()));
+            }
+        }
+        self.check_op(op, parent);
+        // Regions.
+        match op.kind {
+            OpKind::Kernel => {
+                if let Some(b) = op.regions.first() {
+                    let saved = std::mem::take(&mut self.visible);
+                    self.block(b, op, OpKind::Return);
+                    self.visible = saved;
+                }
+            }
+            OpKind::For => {
+                if let Some(b) = op.regions.first() {
+                    self.block(b, op, OpKind::Yield);
+                }
+            }
+            OpKind::If => {
+                for b in &op.regions {
+                    if !b.args.is_empty() {
+                        self.error(op, "'tile.if' regions take no block arguments");
+                    }
+                    self.block(b, op, OpKind::Yield);
+                }
+            }
+            _ => {}
+        }
+        for &r in &op.results {
+            self.define(op, r);
+        }
+    }
+
+    fn operand_types(&self, op: &Operation) -> Option<Vec<Type>> {
+        op.operands.iter().map(|&v| self.ty(v).cloned()).collect()
+    }
+
+    fn count(&mut self, op: &Operation, operands: usize, results: usize) -> bool {
+        let mut ok = true;
+        if op.operands.len() != operands {
+            self.error(op, format!("'{}' expects {} operand(s), found {}", op.kind.name(), operands, op.operands.len()));
+            ok = false;
+        }
+        if op.results.len() != results {
+            self.error(op, format!("'{}' expects {} result(s), found {}", op.kind.name(), results, op.results.len()));
+            ok = false;
+        }
+        ok
+    }
+
+    fn int_attr_in(&mut self, op: &Operation, name: &str, lo: i64, hi: i64) -> Option<i64> {
+        match op.attr(name) {
+            None => {
+                self.error(op, format!("'{}' requires attribute '{name}'", op.kind.name()));
+                None
+            }
+            Some(Attribute::Int(i)) if (lo..=hi).contains(i) => Some(*i),
+            Some(Attribute::Int(i)) => {
+                self.error(op, format!("'{}' attribute '{name}' = {i} is out of range [{lo}, {hi}]", op.kind.name()));
+                None
+            }
+            Some(a) => {
+                self.error(op, format!("'{}' attribute '{name}' must be an integer, found {a}", op.kind.name()));
+                None
+            }
+        }
+    }
+
+    fn str_attr_in(&mut self, op: &Operation, name: &str, allowed: &[&str]) -> Option<String> {
+        match op.attr(name) {
+            Some(Attribute::Str(s)) if allowed.contains(&s.as_str()) => Some(s.clone()),
+            Some(a) => {
+                self.error(op, format!("'{}' attribute '{name}' must be one of {:?}, found {a}", op.kind.name(), allowed));
+                None
+            }
+            None => {
+                self.error(op, format!("'{}' requires attribute '{name}' (one of {:?})", op.kind.name(), allowed));
+                None
+            }
+        }
+    }
+
+    fn result_must_be(&mut self, op: &Operation, want: &Type) {
+        if let Some(&r) = op.results.first() {
+            if let Some(t) = self.ty(r) {
+                if t != want {
+                    let msg = format!("'{}' result type must be {want}, found {t}", op.kind.name());
+                    self.error(op, msg);
+                }
+            }
+        }
+    }
+
+    fn grid_rank(parent_kernel_grid: Option<usize>) -> usize {
+        parent_kernel_grid.unwrap_or(3)
+    }
+
+    fn check_op(&mut self, op: &Operation, parent: Option<&Operation>) {
+        let Some(ots) = self.operand_types(op) else { return };
+        let rts: Vec<Type> = op.results.iter().filter_map(|&v| self.ty(v).cloned()).collect();
+        if rts.len() != op.results.len() {
+            return;
+        }
+        let name = op.kind.name();
+        match op.kind.class() {
+            OpClass::IntBinary => {
+                if self.count(op, 2, 1) {
+                    if !ots[0].is_int_scalar() || ots[0] != ots[1] || rts[0] != ots[0] {
+                        self.error(op, format!("'{name}' expects two operands and a result of one integer type, found {}, {} -> {}", ots[0], ots[1], rts[0]));
+                    }
+                }
+                return;
+            }
+            OpClass::FloatBinary => {
+                if self.count(op, 2, 1) {
+                    if ots[0] != ots[1] {
+                        self.error(op, format!("'{name}' operand types differ: {} and {} (broadcast explicitly with 'tile.broadcast')", ots[0], ots[1]));
+                    } else if !is_float_like(&ots[0]) {
+                        self.error(op, format!("'{name}' expects float tiles or scalars, found {}", ots[0]));
+                    } else if rts[0] != ots[0] {
+                        self.error(op, format!("'{name}' result type must be {}, found {}", ots[0], rts[0]));
+                    }
+                }
+                return;
+            }
+            OpClass::FloatUnary => {
+                if self.count(op, 1, 1) {
+                    if !is_float_like(&ots[0]) {
+                        self.error(op, format!("'{name}' expects a float tile or scalar, found {}", ots[0]));
+                    } else if rts[0] != ots[0] {
+                        self.error(op, format!("'{name}' result type must be {}, found {}", ots[0], rts[0]));
+                    }
+                }
+                return;
+            }
+            OpClass::Gpu => {
+                self.check_gpu_op(op, &ots, &rts);
+                return;
+            }
+            _ => {}
+        }
+        match op.kind {
+            OpKind::Kernel => self.check_kernel(op),
+            OpKind::Return => {
+                self.count(op, 0, 0);
+            }
+            OpKind::Yield => {
+                if !rts.is_empty() {
+                    self.error(op, "'tile.yield' has no results");
+                }
+                if let Some(p) = parent {
+                    let want: Vec<Type> = match p.kind {
+                        OpKind::For | OpKind::If => p.results.iter().filter_map(|&v| self.ty(v).cloned()).collect(),
+                        _ => return,
+                    };
+                    if want != ots {
+                        self.error(op, format!("'tile.yield' types ({}) do not match the results of '{}' ({})", list(&ots), p.kind.name(), list(&want)));
+                    }
+                }
+            }
+            OpKind::ProgramId | OpKind::NumPrograms => {
+                if self.count(op, 0, 1) {
+                    self.result_must_be(op, &Type::INDEX);
+                }
+                let _ = Self::grid_rank(None);
+                self.int_attr_in(op, "dim", 0, 2);
+            }
+            OpKind::Constant => {
+                if self.count(op, 0, 1) {
+                    match (&rts[0], op.attr("value")) {
+                        (Type::Scalar(s), Some(Attribute::Int(i))) if s.is_int() => {
+                            let (lo, hi) = match s {
+                                ScalarType::I1 => (0, 1),
+                                ScalarType::I32 => (i32::MIN as i64, i32::MAX as i64),
+                                _ => (i64::MIN, i64::MAX),
+                            };
+                            if !(lo..=hi).contains(i) {
+                                self.error(op, format!("'tile.constant' value {i} does not fit in {s}"));
+                            }
+                        }
+                        (Type::Scalar(s), Some(Attribute::Int(_) | Attribute::Float(_))) if s.is_float() => {}
+                        (Type::Scalar(s), Some(a)) => self.error(op, format!("'tile.constant' value {a} is not a valid {s}")),
+                        (Type::Scalar(_), None) => self.error(op, "'tile.constant' requires attribute 'value'"),
+                        (t, _) => self.error(op, format!("'tile.constant' result must be a scalar, found {t} (use 'tile.splat' for tiles)")),
+                    }
+                }
+            }
+            OpKind::Dim => {
+                if self.count(op, 1, 1) {
+                    self.result_must_be(op, &Type::INDEX);
+                    match &ots[0] {
+                        Type::Tensor { rank, .. } => {
+                            self.int_attr_in(op, "dim", 0, *rank as i64 - 1);
+                        }
+                        t => self.error(op, format!("'tile.dim' expects a tensor, found {t}")),
+                    }
+                }
+            }
+            OpKind::CmpI => {
+                if self.count(op, 2, 1) {
+                    if !ots[0].is_int_scalar() || ots[0] != ots[1] {
+                        self.error(op, format!("'tile.cmpi' expects two operands of one integer type, found {} and {}", ots[0], ots[1]));
+                    }
+                    self.result_must_be(op, &Type::I1);
+                }
+                self.str_attr_in(op, "predicate", &["eq", "ne", "slt", "sle", "sgt", "sge"]);
+            }
+            OpKind::Select => {
+                if self.count(op, 3, 1) {
+                    if ots[0] != Type::I1 {
+                        self.error(op, format!("'tile.select' condition must be i1, found {}", ots[0]));
+                    }
+                    if ots[1] != ots[2] || rts[0] != ots[1] {
+                        self.error(op, format!("'tile.select' expects both values and the result of one type, found {}, {} -> {}", ots[1], ots[2], rts[0]));
+                    }
+                }
+            }
+            OpKind::Load => self.check_load_store(op, &ots, &rts, true),
+            OpKind::Store => self.check_load_store(op, &ots, &rts, false),
+            OpKind::Dot => self.check_dot(op, &ots, &rts),
+            OpKind::Convert => {
+                if self.count(op, 1, 1) {
+                    let same_shape = match (&ots[0], &rts[0]) {
+                        (Type::Scalar(_), Type::Scalar(_)) => true,
+                        (Type::Tile { shape: a, .. }, Type::Tile { shape: b, .. }) => a == b,
+                        _ => false,
+                    };
+                    if !same_shape {
+                        self.error(op, format!("'tile.convert' changes only the element type: {} -> {} changes the shape or kind", ots[0], rts[0]));
+                    }
+                }
+            }
+            OpKind::Transpose => {
+                if self.count(op, 1, 1) {
+                    match (&ots[0], &rts[0]) {
+                        (Type::Tile { shape: a, elem: e1 }, Type::Tile { shape: b, elem: e2 }) if a.len() == 2 => {
+                            if e1 != e2 || b.len() != 2 || a[0] != b[1] || a[1] != b[0] {
+                                self.error(op, format!("'tile.transpose' of {} must give tile<{}x{}x{}>, found {}", ots[0], a[1], a[0], e1, rts[0]));
+                            }
+                        }
+                        _ => self.error(op, format!("'tile.transpose' expects a 2-D tile, found {}", ots[0])),
+                    }
+                }
+            }
+            OpKind::Reshape => {
+                if self.count(op, 1, 1) {
+                    match (&ots[0], &rts[0]) {
+                        (Type::Tile { shape: a, elem: e1 }, Type::Tile { shape: b, elem: e2 })
+                            if e1 == e2 && a.iter().product::<u64>() == b.iter().product::<u64>() => {}
+                        _ => self.error(op, format!("'tile.reshape' must keep the element type and the number of elements: {} -> {}", ots[0], rts[0])),
+                    }
+                }
+            }
+            OpKind::Broadcast => {
+                if self.count(op, 1, 1) {
+                    match (&ots[0], &rts[0]) {
+                        (Type::Scalar(s), Type::Tile { elem, .. }) if s == elem => {}
+                        (Type::Tile { shape: a, elem: e1 }, Type::Tile { shape: b, elem: e2 }) if e1 == e2 && a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y || *x == 1) => {}
+                        _ => self.error(op, format!("'tile.broadcast' cannot broadcast {} to {}: each dimension must be 1 or equal, element types equal", ots[0], rts[0])),
+                    }
+                }
+            }
+            OpKind::Reduce => {
+                if self.count(op, 1, 1) {
+                    self.str_attr_in(op, "kind", &["add", "max", "min"]);
+                    match &ots[0] {
+                        Type::Tile { shape, elem } => {
+                            if let Some(d) = self.int_attr_in(op, "dim", 0, shape.len() as i64 - 1) {
+                                let mut s = shape.clone();
+                                s[d as usize] = 1;
+                                let want = Type::Tile { shape: s, elem: *elem };
+                                self.result_must_be(op, &want);
+                            }
+                        }
+                        t => self.error(op, format!("'tile.reduce' expects a tile, found {t}")),
+                    }
+                }
+            }
+            OpKind::Splat => {
+                if self.count(op, 1, 1) {
+                    match (&ots[0], &rts[0]) {
+                        (Type::Scalar(s), Type::Tile { elem, .. }) if s == elem => {}
+                        _ => self.error(op, format!("'tile.splat' expects a scalar and a tile of that element type, found {} -> {}", ots[0], rts[0])),
+                    }
+                }
+            }
+            OpKind::Zeros => {
+                if self.count(op, 0, 1) && !matches!(rts[0], Type::Tile { .. }) {
+                    self.error(op, format!("'tile.zeros' result must be a tile, found {}", rts[0]));
+                }
+            }
+            OpKind::For => self.check_for(op, &ots, &rts),
+            OpKind::If => {
+                if ots.len() != 1 || ots[0] != Type::I1 {
+                    self.error(op, format!("'tile.if' expects one i1 condition, found ({})", list(&ots)));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn check_kernel(&mut self, op: &Operation) {
+        if !op.operands.is_empty() || !op.results.is_empty() {
+            self.error(op, "'tile.kernel' takes no operands and has no results");
+        }
+        let Some(body) = op.regions.first() else { return };
+        let mut names = HashMap::new();
+        for &a in &body.args {
+            match self.ty(a) {
+                Some(Type::Scalar(_) | Type::Tensor { .. }) => {}
+                Some(t) => {
+                    let msg = format!("kernel argument {} has type {t}; arguments are scalars or tensors", self.show(a));
+                    self.error(op, msg);
+                }
+                None => {}
+            }
+            match self.m.name(a) {
+                Some(n) => {
+                    names.insert(n.to_string(), self.ty(a).cloned());
+                }
+                None => self.error(op, "kernel arguments must be named (the launch manifest uses the names)"),
+            }
+        }
+        match op.attr("grid") {
+            Some(Attribute::Array(dims)) if (1..=3).contains(&dims.len()) => {
+                for d in dims {
+                    let e = match d {
+                        Attribute::Int(i) if *i >= 1 => continue,
+                        Attribute::Expr(e) => e,
+                        other => {
+                            self.error(op, format!("grid dimension {other} must be a positive integer or an expression like ceildiv(%N, 128)"));
+                            continue;
+                        }
+                    };
+                    for n in e.args() {
+                        match names.get(n) {
+                            Some(Some(t)) if t.is_int_scalar() => {}
+                            Some(Some(t)) => self.error(op, format!("grid expression {e} reads '%{n}' of type {t}; it must be an integer")),
+                            _ => self.error(op, format!("grid expression {e} reads '%{n}', which is not an argument of the kernel")),
+                        }
+                    }
+                    check_expr_divisors(self, op, e);
+                }
+            }
+            Some(a) => self.error(op, format!("kernel attribute 'grid' must be a list of 1 to 3 dimensions, found {a}")),
+            None => self.error(op, "'tile.kernel' requires attribute 'grid', e.g. {grid = [ceildiv(%N, 128)]}"),
+        }
+        let grid_rank = op.attr("grid").and_then(Attribute::as_array).map_or(3, <[_]>::len) as i64;
+        op.walk(&mut |o| {
+            if matches!(o.kind, OpKind::ProgramId | OpKind::NumPrograms) {
+                if let Some(d) = o.int_attr("dim") {
+                    if d >= grid_rank && d <= 2 {
+                        self.diags.push(Diagnostic::error(o.loc.clone(), format!("'{}' dim = {d}, but the kernel grid has {grid_rank} dimension(s)", o.kind.name())));
+                    }
+                }
+            }
+        });
+    }
+
+    fn check_load_store(&mut self, op: &Operation, ots: &[Type], rts: &[Type], is_load: bool) {
+        let name = op.kind.name();
+        let Some(Type::Tensor { rank, elem }) = ots.first() else {
+            self.error(op, format!("'{name}' expects a tensor as its first operand, found {}", ots.first().map_or("nothing".into(), |t| t.to_string())));
+            return;
+        };
+        let r = *rank as usize;
+        let want_operands = 1 + r + usize::from(!is_load);
+        if ots.len() != want_operands {
+            self.error(op, format!("'{name}' of a rank-{r} tensor expects {want_operands} operands (tensor, {r} offset(s){}), found {}", if is_load { "" } else { ", value" }, ots.len()));
+            return;
+        }
+        for t in &ots[1..=r] {
+            if *t != Type::INDEX {
+                self.error(op, format!("'{name}' offsets must be index, found {t}"));
+            }
+        }
+        let tile = if is_load {
+            if rts.len() != 1 {
+                self.error(op, "'tile.load' has one result");
+                return;
+            }
+            &rts[0]
+        } else {
+            if !rts.is_empty() {
+                self.error(op, "'tile.store' has no results");
+            }
+            &ots[r + 1]
+        };
+        match tile {
+            Type::Tile { shape, elem: e } if shape.len() == r && e == elem => {}
+            t => self.error(op, format!("'{name}' tile must have the tensor's rank ({r}) and element type ({elem}), found {t}")),
+        }
+    }
+
+    fn check_dot(&mut self, op: &Operation, ots: &[Type], rts: &[Type]) {
+        if !self.count(op, 3, 1) {
+            return;
+        }
+        let (Some(a), Some(b), Some(c)) = (ots[0].tile_shape(), ots[1].tile_shape(), ots[2].tile_shape()) else {
+            self.error(op, format!("'tile.dot' expects three tiles, found {}, {}, {}", ots[0], ots[1], ots[2]));
+            return;
+        };
+        if a.len() != 2 || b.len() != 2 || c.len() != 2 {
+            self.error(op, format!("'tile.dot' expects 2-D tiles, found {}, {}, {}", ots[0], ots[1], ots[2]));
+            return;
+        }
+        if a[1] != b[0] {
+            self.error(op, format!("'tile.dot' contraction sizes differ: a is {}x{} (K = {}), b is {}x{} (K = {})", a[0], a[1], a[1], b[0], b[1], b[0]));
+        }
+        if c[0] != a[0] || c[1] != b[1] {
+            self.error(op, format!("'tile.dot' accumulator must be {}x{} (M x N), found {}x{}", a[0], b[1], c[0], c[1]));
+        }
+        let (ea, eb, ec) = (ots[0].elem().unwrap(), ots[1].elem().unwrap(), ots[2].elem().unwrap());
+        if ea != eb {
+            self.error(op, format!("'tile.dot' operand element types differ: {ea} and {eb}"));
+        } else {
+            let ok = match ea {
+                ScalarType::F16 => matches!(ec, ScalarType::F16 | ScalarType::F32),
+                ScalarType::BF16 | ScalarType::F32 => ec == ScalarType::F32,
+                _ => false,
+            };
+            if !ok {
+                self.error(op, format!("'tile.dot' does not support {ea} inputs with a {ec} accumulator; supported: f16 x f16 + f16|f32, bf16 x bf16 + f32, f32 x f32 + f32"));
+            }
+        }
+        if rts[0] != ots[2] {
+            self.error(op, format!("'tile.dot' result type must equal the accumulator type {}, found {}", ots[2], rts[0]));
+        }
+    }
+
+    fn check_for(&mut self, op: &Operation, ots: &[Type], rts: &[Type]) {
+        if ots.len() < 3 {
+            self.error(op, format!("'tile.for' expects lower bound, upper bound and step, found {} operand(s)", ots.len()));
+            return;
+        }
+        for (i, what) in ["lower bound", "upper bound", "step"].iter().enumerate() {
+            if ots[i] != Type::INDEX {
+                self.error(op, format!("'tile.for' {what} must be index, found {}", ots[i]));
+            }
+        }
+        let inits = &ots[3..];
+        if inits != rts {
+            self.error(op, format!("'tile.for' results ({}) must have the types of its initial values ({})", list(rts), list(inits)));
+        }
+        if let Some(b) = op.regions.first() {
+            let args: Vec<Type> = b.args.iter().filter_map(|&v| self.ty(v).cloned()).collect();
+            let mut want = vec![Type::INDEX];
+            want.extend_from_slice(inits);
+            if args != want {
+                self.error(op, format!("'tile.for' body arguments must be (index, {}) — the induction variable and the carried values — found ({})", list(inits), list(&args)));
+            }
+        }
+    }
+
+    fn check_gpu_op(&mut self, op: &Operation, ots: &[Type], rts: &[Type]) {
+        let name = op.kind.name();
+        let want_smem = |t: &Type| matches!(t, Type::Smem { .. });
+        let want_bar = |t: &Type| matches!(t, Type::Mbarrier { .. });
+        match op.kind {
+            OpKind::SmemAlloc => {
+                if self.count(op, 0, 1) && !want_smem(&rts[0]) {
+                    self.error(op, format!("'{name}' result must be an smem ring, found {}", rts[0]));
+                }
+                if op.attr("swizzle").is_some() {
+                    if let Some(s) = self.int_attr_in(op, "swizzle", 0, 128) {
+                        if ![0, 32, 64, 128].contains(&s) {
+                            self.error(op, format!("'{name}' swizzle must be 0, 32, 64 or 128 bytes, found {s}"));
+                        }
+                    }
+                }
+            }
+            OpKind::MbarrierAlloc => {
+                if self.count(op, 0, 1) && !want_bar(&rts[0]) {
+                    self.error(op, format!("'{name}' result must be an mbarrier array, found {}", rts[0]));
+                }
+                self.int_attr_in(op, "arrive_count", 1, 1024);
+            }
+            OpKind::TmaLoad => {
+                // tensor, ring, barriers, stage, coords...
+                let ok = ots.len() >= 5
+                    && matches!(ots[0], Type::Tensor { .. })
+                    && want_smem(&ots[1])
+                    && want_bar(&ots[2])
+                    && ots[3..].iter().all(|t| *t == Type::INDEX);
+                if !ok || !rts.is_empty() {
+                    self.error(op, format!("'{name}' expects (tensor, smem ring, mbarriers, stage: index, coords: index...) and no results"));
+                } else if let Type::Tensor { rank, .. } = &ots[0] {
+                    if ots.len() != 4 + *rank as usize {
+                        self.error(op, format!("'{name}' of a rank-{rank} tensor takes {rank} coordinate(s), found {}", ots.len() - 4));
+                    }
+                }
+            }
+            OpKind::MbarrierWait | OpKind::MbarrierArrive => {
+                let n = if op.kind == OpKind::MbarrierWait { 3 } else { 2 };
+                let ok = ots.len() == n && want_bar(&ots[0]) && ots[1..].iter().all(|t| *t == Type::INDEX);
+                if !ok || !rts.is_empty() {
+                    self.error(op, format!("'{name}' expects (mbarriers, index{}) and no results", if n == 3 { ", phase parity: index" } else { "" }));
+                }
+            }
+            OpKind::WgmmaFence | OpKind::CommitGroup | OpKind::Barrier => {
+                self.count(op, 0, 0);
+            }
+            OpKind::Mma => {
+                // a ring, b ring, stage, k-step, acc
+                if self.count(op, 5, 1) {
+                    let ok = want_smem(&ots[0]) && want_smem(&ots[1]) && ots[2] == Type::INDEX && ots[3] == Type::INDEX && matches!(ots[4], Type::Tile { .. }) && rts[0] == ots[4];
+                    if !ok {
+                        self.error(op, format!("'{name}' expects (a ring, b ring, stage: index, k step: index, acc: tile) -> acc type"));
+                    }
+                }
+            }
+            OpKind::WaitGroup => {
+                self.int_attr_in(op, "pending", 0, 7);
+                if ots != rts {
+                    self.error(op, format!("'{name}' returns the accumulators it guards: result types ({}) must equal operand types ({})", list(rts), list(ots)));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn check_expr_divisors(v: &mut Verifier<'_>, op: &Operation, e: &Expr) {
+    match e {
+        Expr::CeilDiv(a, b) => {
+            if let Expr::Int(d) = **b {
+                if d <= 0 {
+                    v.error(op, format!("grid expression {e} divides by {d}"));
+                }
+            }
+            check_expr_divisors(v, op, a);
+            check_expr_divisors(v, op, b);
+        }
+        Expr::Mul(a, b) | Expr::Add(a, b) | Expr::Min(a, b) => {
+            check_expr_divisors(v, op, a);
+            check_expr_divisors(v, op, b);
+        }
+        Expr::Int(_) | Expr::Arg(_) => {}
+    }
+}
+
+fn list(ts: &[Type]) -> String {
+    ts.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ")
+}
