@@ -1,1 +1,282 @@
-fn main() {}
+//! `tile-opt`: the opt-style driver of tilec's passes, as `mlir-opt` is for MLIR's.
+//!
+//! ```text
+//! tile-opt [FILE|-] [-o OUT] [--pass-pipeline=PIPELINE | --PASS[=OPTIONS] ...]
+//!          [--split-input-file] [--verify-diagnostics] [--print-ir-after-all]
+//!          [--print-ir-before=PASS] [--print-ir-after=PASS] [--timing]
+//!          [--pass-statistics] [--verify-each=false] [--list-passes]
+//! ```
+//! Exit codes: 0 success, 1 diagnostics (bad IR, failed pass, mismatched expectations),
+//! 2 usage.
+
+#[path = "../common.rs"]
+mod common;
+
+use clap::{Arg, ArgAction, Command};
+use common::*;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tilec_dialect::{expected, parser, print_module, verify, Diagnostic, Diagnostics, Module};
+use tilec_passes::{describe_passes, registry, PassManager, PipelineElement, Stage};
+
+fn cli() -> Command {
+    let mut cmd = Command::new("tile-opt")
+        .version(env!("CARGO_PKG_VERSION"))
+        .about("Run tilec passes on tile IR (like mlir-opt)")
+        .after_help(format!("Passes (also usable as --pass-pipeline='a,b{{opt=v}}'):\n{}", describe_passes()))
+        .arg(Arg::new("input").default_value("-").help("Input file, or - for standard input"))
+        .arg(Arg::new("output").short('o').value_name("FILE").help("Output file (default: standard output)"))
+        .arg(Arg::new("pass-pipeline").long("pass-pipeline").value_name("PIPELINE").help("Textual pipeline, e.g. 'cse,dce'"))
+        .arg(Arg::new("split-input-file").long("split-input-file").action(ArgAction::SetTrue).help("Process each '// -----' piece of the input on its own"))
+        .arg(Arg::new("verify-diagnostics").long("verify-diagnostics").action(ArgAction::SetTrue).help("Check diagnostics against 'expected-error@+N {{...}}' comments"))
+        .arg(Arg::new("print-ir-after-all").long("print-ir-after-all").action(ArgAction::SetTrue).help("Print the IR to stderr after every pass"))
+        .arg(Arg::new("print-ir-before").long("print-ir-before").value_name("PASS").action(ArgAction::Append).help("Print the IR to stderr before PASS"))
+        .arg(Arg::new("print-ir-after").long("print-ir-after").value_name("PASS").action(ArgAction::Append).help("Print the IR to stderr after PASS"))
+        .arg(Arg::new("timing").long("timing").action(ArgAction::SetTrue).help("Print the time of parsing, each pass, verification and printing to stderr"))
+        .arg(Arg::new("pass-statistics").long("pass-statistics").action(ArgAction::SetTrue).help("Print each pass's statistics to stderr"))
+        .arg(Arg::new("verify-each").long("verify-each").value_name("BOOL").value_parser(clap::value_parser!(bool)).default_value("true").help("Run the verifier after each pass"))
+        .arg(Arg::new("list-passes").long("list-passes").action(ArgAction::SetTrue).help("List the passes with their options and exit"));
+    for e in registry() {
+        cmd = cmd.arg(
+            Arg::new(e.info.name)
+                .long(e.info.name)
+                .value_name("OPTIONS")
+                .num_args(0..=1)
+                .require_equals(true)
+                .default_missing_value("")
+                .action(ArgAction::Append)
+                .help(e.info.summary),
+        );
+    }
+    cmd
+}
+
+fn main() {
+    std::process::exit(run());
+}
+
+fn run() -> i32 {
+    let m = match cli().try_get_matches() {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+        }
+    };
+    if m.get_flag("list-passes") {
+        print!("Available passes:\n{}", describe_passes());
+        return EXIT_OK;
+    }
+    // The pipeline: --pass-pipeline, or the per-pass flags in command-line order.
+    let mut elements: Vec<(usize, PipelineElement)> = vec![];
+    for e in registry() {
+        let id = e.info.name;
+        if let (Some(vals), Some(idx)) = (m.get_many::<String>(id), m.indices_of(id)) {
+            for (v, i) in vals.zip(idx) {
+                let options = v.split_whitespace().map(|w| match w.split_once('=') {
+                    Some((k, v)) => (k.to_string(), v.to_string()),
+                    None => (w.to_string(), String::new()),
+                });
+                elements.push((i, PipelineElement { name: e.info.name.to_string(), options: options.collect() }));
+            }
+        }
+    }
+    elements.sort_by_key(|(i, _)| *i);
+    let pipeline_text = m.get_one::<String>("pass-pipeline");
+    if pipeline_text.is_some() && !elements.is_empty() {
+        eprintln!("error: give passes either with --pass-pipeline or as flags, not both");
+        return EXIT_USAGE;
+    }
+    let build = || -> Result<PassManager, String> {
+        match pipeline_text {
+            Some(t) => PassManager::parse(t),
+            None => {
+                let mut pm = PassManager::new();
+                for (_, el) in &elements {
+                    pm.add_element(el)?;
+                }
+                Ok(pm)
+            }
+        }
+    };
+    if let Err(e) = build() {
+        eprintln!("error: {e}");
+        return EXIT_USAGE;
+    }
+    let known: Vec<&str> = registry().iter().map(|e| e.info.name).collect();
+    let before: Vec<String> = m.get_many::<String>("print-ir-before").map(|v| v.cloned().collect()).unwrap_or_default();
+    let after: Vec<String> = m.get_many::<String>("print-ir-after").map(|v| v.cloned().collect()).unwrap_or_default();
+    for p in before.iter().chain(&after) {
+        if !known.contains(&p.as_str()) {
+            eprintln!("error: unknown pass '{p}' in --print-ir-before/--print-ir-after");
+            return EXIT_USAGE;
+        }
+    }
+    let input = m.get_one::<String>("input").expect("default");
+    let (name, bytes) = match read_input(input) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("{e}");
+            return EXIT_DIAGNOSTICS;
+        }
+    };
+    let src = match parser::utf8(&bytes, &name) {
+        Ok(s) => s,
+        Err(d) => {
+            eprint_diags(&d, None);
+            return EXIT_DIAGNOSTICS;
+        }
+    };
+    let opts = RunOpts {
+        verify_diagnostics: m.get_flag("verify-diagnostics"),
+        print_after_all: m.get_flag("print-ir-after-all"),
+        before,
+        after,
+        statistics: m.get_flag("pass-statistics"),
+        verify_each: *m.get_one::<bool>("verify-each").expect("default"),
+    };
+    let chunks = if m.get_flag("split-input-file") { parser::split_input(src) } else { vec![(src, 1)] };
+    let file: Arc<str> = Arc::from(name.as_str());
+    let mut outputs = vec![];
+    let mut failed = false;
+    let mut timing = Timing::default();
+    for (chunk, first_line) in chunks {
+        let mut pm = build().expect("checked above");
+        pm.verify_each = opts.verify_each;
+        match process(chunk, first_line, &file, src, &mut pm, &opts, &mut timing) {
+            Ok(Some(text)) => outputs.push(text),
+            Ok(None) => {}
+            Err(()) => failed = true,
+        }
+    }
+    let t0 = Instant::now();
+    let text = outputs.join("// -----\n");
+    if !opts.verify_diagnostics || !text.is_empty() {
+        if let Err(e) = write_output(m.get_one::<String>("output").map(String::as_str), &text) {
+            eprintln!("{e}");
+            return EXIT_DIAGNOSTICS;
+        }
+    }
+    timing.print += t0.elapsed();
+    if m.get_flag("timing") {
+        timing.report();
+    }
+    if failed {
+        EXIT_DIAGNOSTICS
+    } else {
+        EXIT_OK
+    }
+}
+
+struct RunOpts {
+    verify_diagnostics: bool,
+    print_after_all: bool,
+    before: Vec<String>,
+    after: Vec<String>,
+    statistics: bool,
+    verify_each: bool,
+}
+
+#[derive(Default)]
+struct Timing {
+    parse: Duration,
+    verify: Duration,
+    passes: Vec<(String, Duration)>,
+    print: Duration,
+}
+
+impl Timing {
+    fn report(&self) {
+        let total = self.parse + self.verify + self.print + self.passes.iter().map(|p| p.1).sum::<Duration>();
+        eprintln!("===-------------------------------------------------------------------------===");
+        eprintln!("                         ... Execution time report ...");
+        eprintln!("===-------------------------------------------------------------------------===");
+        eprintln!("  Total Execution Time: {:.4} ms", ms(total));
+        eprintln!("  {:>10}  Name", "Wall (ms)");
+        eprintln!("  {:>10.4}  Parser", ms(self.parse));
+        eprintln!("  {:>10.4}  Verifier", ms(self.verify));
+        for (n, d) in &self.passes {
+            eprintln!("  {:>10.4}  {n}", ms(*d));
+        }
+        eprintln!("  {:>10.4}  Output", ms(self.print));
+        eprintln!("  {:>10.4}  Total", ms(total));
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Parse, verify, run the pipeline and print one chunk. `Ok(None)`: nothing to print.
+fn process(chunk: &str, first_line: u32, file: &Arc<str>, whole: &str, pm: &mut PassManager, o: &RunOpts, timing: &mut Timing) -> Result<Option<String>, ()> {
+    let mut produced: Vec<Diagnostic> = vec![];
+    let t0 = Instant::now();
+    let parsed = parser::parse_chunk(chunk, file, first_line);
+    timing.parse += t0.elapsed();
+    let result: Result<Module, Diagnostics> = (|| {
+        let mut module = parsed?;
+        let t1 = Instant::now();
+        let v = verify(&module);
+        timing.verify += t1.elapsed();
+        v?;
+        let mut observe = |pass: &str, stage: Stage, m: &Module| {
+            let want = match stage {
+                Stage::Before => o.before.iter().any(|p| p == pass),
+                Stage::After => o.print_after_all || o.after.iter().any(|p| p == pass),
+            };
+            if want {
+                let what = if stage == Stage::Before { "Before" } else { "After" };
+                eprint!("// -----// IR Dump {what} {pass} //----- //\n{}\n", print_module(m));
+            }
+        };
+        let report = pm.run(&mut module, &mut observe)?;
+        for p in &report.passes {
+            timing.passes.push((p.name.clone(), p.time));
+            timing.verify += p.verify_time;
+        }
+        produced.extend(report.diagnostics.iter().cloned());
+        if o.statistics {
+            eprintln!("===-------------------------------------------------------------------------===");
+            eprintln!("                         ... Pass statistics report ...");
+            eprintln!("===-------------------------------------------------------------------------===");
+            for p in &report.passes {
+                eprintln!("'{}'", p.name);
+                for (k, v) in &p.statistics {
+                    eprintln!("  ({v}) {k}");
+                }
+            }
+        }
+        Ok(module)
+    })();
+    let module = match result {
+        Ok(m) => Some(m),
+        Err(Diagnostics(ds)) => {
+            produced.extend(ds);
+            None
+        }
+    };
+    if o.verify_diagnostics {
+        let exp = match expected::collect(chunk, file, first_line) {
+            Ok(e) => e,
+            Err(d) => {
+                eprint_diags(&d.into(), Some(whole));
+                return Err(());
+            }
+        };
+        let mismatches = expected::check(&exp, &produced);
+        if !mismatches.is_empty() {
+            eprint_diags(&Diagnostics(mismatches), Some(whole));
+            return Err(());
+        }
+        return Ok(module.map(|m| print_module(&m)));
+    }
+    // Warnings and remarks are printed; errors fail the chunk.
+    let has_errors = produced.iter().any(|d| d.severity == tilec_dialect::Severity::Error);
+    if !produced.is_empty() {
+        eprint_diags(&Diagnostics(produced), Some(whole));
+    }
+    match module {
+        Some(m) if !has_errors => Ok(Some(print_module(&m))),
+        _ => Err(()),
+    }
+}

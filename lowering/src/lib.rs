@@ -1,0 +1,34 @@
+//! `tilec-lowering`: tile IR → MLIR (`gpu`, `nvvm`, `llvm` dialects) → PTX.
+//!
+//! This crate is the only library of the workspace that links MLIR and LLVM. Its last stage,
+//! [`mlir_driver`], takes an MLIR module as text — a builtin module carrying
+//! `gpu.container_module` that holds one `gpu.module` of `llvm.func` kernels written with
+//! `nvvm.*` ops — and turns it into PTX with MLIR's own NVPTX serialization
+//! (`convert-nvvm-to-llvm`, `reconcile-unrealized-casts`, `nvvm-attach-target`,
+//! `gpu-module-to-binary`), or into LLVM IR for `--emit llvm`.
+//!
+//! # Dependencies and why each is here
+//!
+//! - `melior`: safe Rust wrappers over the MLIR C API — the context, dialect registry,
+//!   diagnostic handlers, pass manager and textual pass pipelines. Later lowering stages
+//!   build `gpu`/`nvvm`/`llvm` ops with its `OperationBuilder`.
+//! - `mlir-sys`: the raw C API underneath melior, for what melior does not wrap: parsing a
+//!   module with a source name (`mlirOperationCreateParse`), reading the payload of a
+//!   `#gpu.object` (`mlirGPUObjectAttrGetObject`), and the LLVM-C calls used to print the
+//!   LLVM IR bitcode that `gpu-module-to-binary{format=llvm}` produces. Its build script is
+//!   also what links the static MLIR/LLVM libraries (found through `MLIR_SYS_220_PREFIX`).
+//! - `thiserror`: derives `std::error::Error` and `Display` for [`MlirError`].
+//!
+//! # Process-wide state
+//!
+//! MLIR's passes and dialects are registered once per process; every call of
+//! [`mlir_to_ptx`] / [`mlir_to_llvm_ir`] builds a fresh MLIR context and runs under one
+//! process-wide lock, so the functions can be called any number of times from any thread.
+//! Inputs that make LLVM's NVPTX back end call `report_fatal_error` end the whole process;
+//! see [`mlir_driver`] for which ones and how they are kept out.
+
+pub mod mlir_driver;
+
+pub use mlir_driver::{
+    min_ptx_version, mlir_to_llvm_ir, mlir_to_ptx, Diagnostic, MlirError, Severity, TargetSpec,
+};

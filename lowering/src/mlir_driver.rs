@@ -1,0 +1,750 @@
+//! The MLIR driver: MLIR text (`gpu` + `llvm` + `nvvm` dialects) → PTX or LLVM IR.
+//!
+//! The input is a builtin module with the `gpu.container_module` attribute holding exactly
+//! one `gpu.module`, whose kernels are `llvm.func`s marked `nvvm.kernel` and written with
+//! `llvm.*` and `nvvm.*` ops. [`mlir_to_ptx`] runs, each stage in its own pass-manager run
+//! so that a failure names its pass:
+//!
+//! 1. `convert-nvvm-to-llvm` (needed by e.g. `nvvm.wgmma.mma_async`, which lowers to inline PTX),
+//! 2. `reconcile-unrealized-casts`,
+//! 3. `nvvm-attach-target{chip=… features=+ptxNN O=…}`,
+//! 4. `gpu-module-to-binary{format=isa}` (MLIR's NVPTX serialization through LLVM's NVPTX
+//!    back end),
+//!
+//! and returns the PTX text held by the `#gpu.object` of the resulting `gpu.binary`.
+//! [`mlir_to_llvm_ir`] runs the same stages with `gpu-module-to-binary{format=llvm}` and
+//! prints the LLVM bitcode found there as text: the LLVM module LLVM's NVPTX back end is
+//! given (target triple and data layout set, optimised at `opt_level`).
+//!
+//! # Errors, and the inputs that abort
+//!
+//! Every MLIR diagnostic (parser, verifier, passes, translation) is captured by a handler on
+//! the context and returned in the [`MlirError`]; nothing is printed to stderr. Checked with
+//! MLIR 22.1:
+//!
+//! - malformed text, unknown ops, ill-typed ops → [`MlirError::Parse`] (MLIR's parser also
+//!   runs the verifier, so verifier errors in the input arrive here too);
+//! - an `nvvm` op the chip lacks where the op declares it (`NVVMRequiresSM`/`NVVMRequiresSMa`
+//!   in `NVVMOps.td`, e.g. `nvvm.wgmma.*` on `sm_80`/`sm_90`/`sm_100`, or
+//!   `nvvm.clusterlaunchcontrol.try.cancel` on `sm_90a`) → [`MlirError::Pass`] for
+//!   `nvvm-attach-target` (the verifier that runs after it checks ops against the attached
+//!   `#nvvm.target`), message `'nvvm.…' op is not supported on sm_80`;
+//! - an unknown chip, an unknown PTX ISA version, or a PTX ISA version below the chip's
+//!   minimum → [`MlirError::Target`], checked here *before* MLIR runs, because LLVM would
+//!   either print "not a recognized processor" to stderr and carry on, or (too old a PTX
+//!   version: "PTX version 8.0 does not support target 'sm_100'") call `report_fatal_error`,
+//!   which exits the process.
+//!
+//! Inputs that still **end the process** (LLVM `report_fatal_error`, which cannot be caught:
+//! LLVM exits or aborts after calling any installed handler): an intrinsic the NVPTX back end
+//! cannot select for the chip although MLIR's verifier let it through — checked example:
+//! `nvvm.clusterlaunchcontrol.try.cancel multicast, …` on `sm_100` ("Cannot select:
+//! intrinsic %llvm.nvvm.clusterlaunchcontrol.try_cancel.async.multicast.shared"; it needs
+//! `sm_100a`). The tile-level verifier must reject target-specific ops the target lacks
+//! before MLIR is built (DESIGN.md, "Targets"); this driver is not a safety net for that.
+//!
+//! # Concurrency
+//!
+//! Dialects and passes are registered once per process (registering passes twice crashes
+//! MLIR). Each call creates its own single-threaded MLIR context and runs under one
+//! process-wide mutex: LLVM's target machinery keeps global state, and a compile takes
+//! milliseconds, so serialising costs little.
+
+use melior::{
+    diagnostic::{Diagnostic as MlirDiagnostic, DiagnosticSeverity},
+    dialect::DialectRegistry,
+    ir::{
+        attribute::AttributeLike, block::BlockLike, operation::OperationLike, Location, Module,
+        Operation, OperationRef,
+    },
+    pass::PassManager,
+    utility::{
+        parse_pass_pipeline, register_all_dialects, register_all_llvm_translations,
+        register_all_passes,
+    },
+    Context, StringRef,
+};
+use std::{
+    cell::RefCell,
+    ffi::{c_char, CStr},
+    fmt,
+    rc::Rc,
+    sync::{Mutex, OnceLock},
+};
+
+/// The buffer name the input text is parsed under; diagnostics about the text itself are
+/// located as `input.mlir:LINE:COL`. Locations written in the text (`loc("k.tile":3:5)`)
+/// are reported as written.
+pub const SOURCE_NAME: &str = "input.mlir";
+
+/// Which GPU and PTX ISA to build for.
+///
+/// `chip` is an LLVM NVPTX processor name (`sm_90a`, `sm_100`, …); `ptx_version` is the PTX
+/// ISA version as `(major, minor)` — `(8, 0)` becomes the `+ptx80` feature and
+/// `.version 8.0` in the PTX; `opt_level` is LLVM's optimisation level, 0 to 3.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TargetSpec {
+    /// The `.target` of the PTX, e.g. `"sm_90a"`.
+    pub chip: String,
+    /// The PTX ISA version `(major, minor)`, e.g. `(8, 0)`; at least [`min_ptx_version`].
+    pub ptx_version: (u32, u32),
+    /// LLVM optimisation level, 0–3.
+    pub opt_level: u32,
+}
+
+impl TargetSpec {
+    /// A target with `opt_level` 3.
+    pub fn new(chip: impl Into<String>, ptx_version: (u32, u32)) -> Self {
+        Self {
+            chip: chip.into(),
+            ptx_version,
+            opt_level: 3,
+        }
+    }
+
+    /// Hopper with wgmma: `sm_90a`, PTX ISA 8.0.
+    pub fn sm_90a() -> Self {
+        Self::new("sm_90a", (8, 0))
+    }
+
+    /// Portable Hopper: `sm_90`, PTX ISA 8.0.
+    pub fn sm_90() -> Self {
+        Self::new("sm_90", (8, 0))
+    }
+
+    /// Blackwell, forward-compatible: `sm_100`, PTX ISA 8.6 (the first with try_cancel).
+    pub fn sm_100() -> Self {
+        Self::new("sm_100", (8, 6))
+    }
+
+    /// Arch-specific Blackwell: `sm_100a`, PTX ISA 8.6.
+    pub fn sm_100a() -> Self {
+        Self::new("sm_100a", (8, 6))
+    }
+
+    /// The LLVM feature string for the PTX ISA version, e.g. `+ptx80`.
+    pub fn ptx_feature(&self) -> String {
+        format!("+ptx{}{}", self.ptx_version.0, self.ptx_version.1)
+    }
+
+    /// Checks the chip, PTX version and optimisation level against what LLVM 22's NVPTX back
+    /// end accepts (see [`min_ptx_version`]), so that LLVM never sees a combination it would
+    /// ignore with a message on stderr or die on.
+    pub fn validate(&self) -> Result<(), MlirError> {
+        let Some(min) = min_ptx_version(&self.chip) else {
+            return Err(MlirError::Target(format!(
+                "unknown chip `{}`; LLVM 22's NVPTX back end knows: {}",
+                self.chip,
+                CHIP_MIN_PTX
+                    .iter()
+                    .map(|(c, _)| *c)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        };
+        if !PTX_VERSIONS.contains(&self.ptx_version) {
+            return Err(MlirError::Target(format!(
+                "unknown PTX ISA version {}.{}; LLVM 22 knows: {}",
+                self.ptx_version.0,
+                self.ptx_version.1,
+                PTX_VERSIONS
+                    .iter()
+                    .map(|(a, b)| format!("{a}.{b}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        if self.ptx_version < min {
+            return Err(MlirError::Target(format!(
+                "PTX ISA {}.{} does not support {}; it needs at least {}.{}",
+                self.ptx_version.0, self.ptx_version.1, self.chip, min.0, min.1
+            )));
+        }
+        if self.opt_level > 3 {
+            return Err(MlirError::Target(format!(
+                "optimisation level {} is out of range 0..=3",
+                self.opt_level
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Every processor of LLVM 22's NVPTX back end with the least PTX ISA version it accepts
+/// (measured with `llc -mcpu=… -mattr=+ptxNN` against LLVM 22.1).
+const CHIP_MIN_PTX: &[(&str, (u32, u32))] = &[
+    ("sm_20", (3, 2)),
+    ("sm_21", (3, 2)),
+    ("sm_30", (3, 2)),
+    ("sm_32", (4, 0)),
+    ("sm_35", (3, 2)),
+    ("sm_37", (4, 1)),
+    ("sm_50", (4, 0)),
+    ("sm_52", (4, 1)),
+    ("sm_53", (4, 2)),
+    ("sm_60", (5, 0)),
+    ("sm_61", (5, 0)),
+    ("sm_62", (5, 0)),
+    ("sm_70", (6, 0)),
+    ("sm_72", (6, 1)),
+    ("sm_75", (6, 3)),
+    ("sm_80", (7, 0)),
+    ("sm_86", (7, 1)),
+    ("sm_87", (7, 4)),
+    ("sm_88", (9, 0)),
+    ("sm_89", (7, 8)),
+    ("sm_90", (7, 8)),
+    ("sm_90a", (8, 0)),
+    ("sm_100", (8, 6)),
+    ("sm_100a", (8, 6)),
+    ("sm_100f", (8, 8)),
+    ("sm_101", (8, 6)),
+    ("sm_101a", (8, 6)),
+    ("sm_101f", (8, 8)),
+    ("sm_103", (8, 8)),
+    ("sm_103a", (8, 8)),
+    ("sm_103f", (8, 8)),
+    ("sm_110", (9, 0)),
+    ("sm_110a", (9, 0)),
+    ("sm_110f", (9, 0)),
+    ("sm_120", (8, 7)),
+    ("sm_120a", (8, 7)),
+    ("sm_120f", (8, 8)),
+    ("sm_121", (8, 8)),
+    ("sm_121a", (8, 8)),
+    ("sm_121f", (8, 8)),
+];
+
+/// The PTX ISA versions LLVM 22's NVPTX back end has a `+ptxNN` feature for.
+const PTX_VERSIONS: &[(u32, u32)] = &[
+    (3, 2),
+    (4, 0),
+    (4, 1),
+    (4, 2),
+    (4, 3),
+    (5, 0),
+    (6, 0),
+    (6, 1),
+    (6, 2),
+    (6, 3),
+    (6, 4),
+    (6, 5),
+    (7, 0),
+    (7, 1),
+    (7, 2),
+    (7, 3),
+    (7, 4),
+    (7, 5),
+    (7, 6),
+    (7, 7),
+    (7, 8),
+    (8, 0),
+    (8, 1),
+    (8, 2),
+    (8, 3),
+    (8, 4),
+    (8, 5),
+    (8, 6),
+    (8, 7),
+    (8, 8),
+    (9, 0),
+];
+
+/// The least PTX ISA version LLVM 22 accepts for `chip`, or `None` for a chip it does not know.
+pub fn min_ptx_version(chip: &str) -> Option<(u32, u32)> {
+    CHIP_MIN_PTX
+        .iter()
+        .find(|(c, _)| *c == chip)
+        .map(|(_, v)| *v)
+}
+
+/// How serious a [`Diagnostic`] is (MLIR's severities).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Severity {
+    /// An error: the input or a pass failed.
+    Error,
+    /// A warning.
+    Warning,
+    /// A note attached to the diagnostic before it (e.g. "see current operation: …").
+    Note,
+    /// A remark.
+    Remark,
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Note => "note",
+            Severity::Remark => "remark",
+        })
+    }
+}
+
+/// One MLIR diagnostic, copied out of the MLIR context.
+///
+/// Displays as `location: severity: message`, like `mlir-opt` does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// Error, warning, note or remark. Notes follow the diagnostic they belong to.
+    pub severity: Severity,
+    /// The message, as MLIR prints it.
+    pub message: String,
+    /// `file:line:col` as MLIR prints it (`input.mlir:4:7` for the text itself, see
+    /// [`SOURCE_NAME`]); name locations give their child's position, call sites their
+    /// callee's, fused locations their first one's; `unknown` when MLIR has no position.
+    pub location: String,
+}
+
+impl Diagnostic {
+    fn synthetic(message: impl Into<String>) -> Self {
+        Self {
+            severity: Severity::Error,
+            message: message.into(),
+            location: "unknown".into(),
+        }
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}: {}", self.location, self.severity, self.message)
+    }
+}
+
+/// Formats diagnostics one per line, for the `Display` of [`MlirError`].
+struct Lines<'a>(&'a [Diagnostic]);
+
+impl fmt::Display for Lines<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for d in self.0 {
+            write!(f, "\n  {d}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Why [`mlir_to_ptx`] or [`mlir_to_llvm_ir`] failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MlirError {
+    /// The [`TargetSpec`] is not one LLVM 22 can build for.
+    #[error("invalid target: {0}")]
+    Target(String),
+    /// The text is not a valid MLIR module: a syntax error, an unknown op or dialect, or a
+    /// verifier error (MLIR verifies while parsing).
+    #[error("failed to parse the MLIR module:{}", Lines(diagnostics))]
+    Parse {
+        /// What MLIR reported.
+        diagnostics: Vec<Diagnostic>,
+    },
+    /// The module parsed but is not what the driver builds from: not a builtin module, no
+    /// `gpu.container_module` attribute, not exactly one `gpu.module`, or it fails
+    /// verification.
+    #[error("the MLIR module is not a valid input:{}", Lines(diagnostics))]
+    Verify {
+        /// What is wrong with it.
+        diagnostics: Vec<Diagnostic>,
+    },
+    /// A pass of the pipeline failed.
+    #[error("MLIR pass `{pass}` failed:{}", Lines(diagnostics))]
+    Pass {
+        /// The pass with its options, as given to the pass pipeline parser.
+        pass: String,
+        /// What MLIR reported.
+        diagnostics: Vec<Diagnostic>,
+    },
+    /// The pipeline succeeded but left no `gpu.binary` with a `#gpu.object`.
+    #[error("gpu-module-to-binary produced no gpu.binary with a #gpu.object")]
+    NoBinary,
+    /// The serialized object could not be read back (PTX that is not UTF-8, bitcode that
+    /// LLVM cannot parse).
+    #[error("cannot read the serialized GPU object: {0}")]
+    Object(String),
+}
+
+impl MlirError {
+    /// The diagnostics carried by this error (empty for variants without any).
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        match self {
+            MlirError::Parse { diagnostics }
+            | MlirError::Verify { diagnostics }
+            | MlirError::Pass { diagnostics, .. } => diagnostics,
+            _ => &[],
+        }
+    }
+}
+
+/// What `gpu-module-to-binary` should produce.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ObjectFormat {
+    /// PTX text.
+    Isa,
+    /// LLVM bitcode of the optimised module.
+    Llvm,
+}
+
+impl ObjectFormat {
+    fn option(self) -> &'static str {
+        match self {
+            ObjectFormat::Isa => "isa",
+            ObjectFormat::Llvm => "llvm",
+        }
+    }
+}
+
+/// Parse an MLIR module given as text (a `gpu.module` with `llvm.func` kernels using `nvvm.*`
+/// ops, inside a builtin module with `gpu.container_module`), verify it, run
+/// `convert-nvvm-to-llvm`, `reconcile-unrealized-casts`,
+/// `nvvm-attach-target{chip=… features=+ptxNN O=…}`, `gpu-module-to-binary{format=isa}`, and
+/// return the PTX text.
+///
+/// Safe to call any number of times, from any thread (calls are serialised). See the
+/// [module docs](self) for the errors and for the inputs that end the process.
+pub fn mlir_to_ptx(module_text: &str, target: &TargetSpec) -> Result<String, MlirError> {
+    let object = compile(module_text, target, ObjectFormat::Isa)?;
+    let mut ptx = String::from_utf8(object)
+        .map_err(|e| MlirError::Object(format!("the PTX is not UTF-8: {e}")))?;
+    // The NVPTX serializer may keep the C string's terminator.
+    while ptx.ends_with('\0') {
+        ptx.pop();
+    }
+    Ok(ptx)
+}
+
+/// Same input as [`mlir_to_ptx`]; returns the LLVM IR text of the `gpu.module` for
+/// `--emit llvm`: the module MLIR hands to LLVM's NVPTX back end, i.e. after
+/// `convert-nvvm-to-llvm`, translation to LLVM IR, the NVPTX target triple and data layout,
+/// and LLVM's optimisation pipeline at `target.opt_level` (it is produced by
+/// `gpu-module-to-binary{format=llvm}` and printed with LLVM's IR printer).
+pub fn mlir_to_llvm_ir(module_text: &str, target: &TargetSpec) -> Result<String, MlirError> {
+    let bitcode = compile(module_text, target, ObjectFormat::Llvm)?;
+    bitcode_to_text(&bitcode, "gpu.module")
+}
+
+/// Process-wide MLIR state: the dialect registry every context is created from.
+struct Global {
+    registry: DialectRegistry,
+}
+
+// SAFETY: the registry is only touched while the mutex around `Global` is held.
+unsafe impl Send for Global {}
+
+/// Registers everything once, and returns the lock every compile runs under.
+fn global() -> &'static Mutex<Global> {
+    static GLOBAL: OnceLock<Mutex<Global>> = OnceLock::new();
+    GLOBAL.get_or_init(|| {
+        // melior guards this with its own `Once` too; passes must be registered only once.
+        register_all_passes();
+        let registry = DialectRegistry::new();
+        register_all_dialects(&registry);
+        Mutex::new(Global { registry })
+    })
+}
+
+/// The shared diagnostic sink a context's handler appends to.
+type Sink = Rc<RefCell<Vec<Diagnostic>>>;
+
+/// Runs the whole pipeline and returns the bytes of the `#gpu.object`.
+fn compile(
+    module_text: &str,
+    target: &TargetSpec,
+    format: ObjectFormat,
+) -> Result<Vec<u8>, MlirError> {
+    target.validate()?;
+    // A panic elsewhere while holding the lock leaves no MLIR state half-built that later
+    // calls share (each call has its own context), so a poisoned lock is still usable.
+    let global = global()
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+
+    // Single-threaded: one gpu.module gains nothing from MLIR's thread pool, and the
+    // diagnostic handler below (an `Rc`) must only ever run on this thread.
+    let context = Context::new_with_registry(&global.registry, false);
+    register_all_llvm_translations(&context);
+    let sink: Sink = Rc::default();
+    {
+        let sink = sink.clone();
+        context.attach_diagnostic_handler(move |diagnostic| {
+            push_diagnostic(&mut sink.borrow_mut(), &diagnostic, false);
+            true // handled: MLIR must not print it to stderr
+        });
+    }
+
+    let mut module = parse(&context, module_text, &sink)?;
+    check_input(&module, &sink)?;
+
+    let stages = [
+        "convert-nvvm-to-llvm".to_string(),
+        "reconcile-unrealized-casts".to_string(),
+        format!(
+            "nvvm-attach-target{{chip={} features={} O={}}}",
+            target.chip,
+            target.ptx_feature(),
+            target.opt_level
+        ),
+        format!("gpu-module-to-binary{{format={}}}", format.option()),
+    ];
+    for stage in &stages {
+        run_stage(&context, &mut module, stage, &sink)?;
+    }
+
+    let object = gpu_object(&module);
+    // Drop the module before the context (declaration order would do it too; be explicit).
+    drop(module);
+    object
+}
+
+/// Copies an MLIR diagnostic and its notes into `out`.
+fn push_diagnostic(out: &mut Vec<Diagnostic>, diagnostic: &MlirDiagnostic, is_note: bool) {
+    let severity = if is_note {
+        Severity::Note
+    } else {
+        match diagnostic.severity() {
+            DiagnosticSeverity::Error => Severity::Error,
+            DiagnosticSeverity::Warning => Severity::Warning,
+            DiagnosticSeverity::Note => Severity::Note,
+            DiagnosticSeverity::Remark => Severity::Remark,
+        }
+    };
+    out.push(Diagnostic {
+        severity,
+        message: diagnostic.to_string(),
+        location: format_location(diagnostic.location()),
+    });
+    for index in 0..diagnostic.note_count() {
+        if let Ok(note) = diagnostic.note(index) {
+            push_diagnostic(out, &note, true);
+        }
+    }
+}
+
+/// `file:line:col` for a location, looking through name, call-site and fused locations.
+fn format_location(location: Location) -> String {
+    fn find(location: Location, depth: usize) -> Option<String> {
+        if depth > 16 {
+            return None;
+        }
+        if location.is_file_line_col_range() {
+            let file = location.file_line_col_range_filename();
+            let file = file.as_string_ref().as_str().unwrap_or("?").to_string();
+            return Some(format!(
+                "{}:{}:{}",
+                file,
+                location.file_line_col_range_start_line(),
+                location.file_line_col_range_start_column()
+            ));
+        }
+        if location.is_name() {
+            return find(location.name_child_location(), depth + 1);
+        }
+        if location.is_call_site() {
+            return find(location.call_site_callee(), depth + 1);
+        }
+        if location.is_fused() {
+            return (0..location.fused_num_locations())
+                .find_map(|i| find(location.fused_location(i), depth + 1));
+        }
+        None
+    }
+    find(location, 0).unwrap_or_else(|| "unknown".to_string())
+}
+
+/// Takes what the handler collected so far.
+fn take(sink: &Sink) -> Vec<Diagnostic> {
+    std::mem::take(&mut *sink.borrow_mut())
+}
+
+/// Parses (and, as MLIR's parser does, verifies) the text into a builtin module.
+fn parse<'c>(context: &'c Context, text: &str, sink: &Sink) -> Result<Module<'c>, MlirError> {
+    // SAFETY: the string refs outlive the call; MLIR copies what it keeps.
+    let raw = unsafe {
+        mlir_sys::mlirOperationCreateParse(
+            context.to_raw(),
+            StringRef::new(text).to_raw(),
+            StringRef::new(SOURCE_NAME).to_raw(),
+        )
+    };
+    // SAFETY: `raw` is null or an operation we now own.
+    let Some(operation) = (unsafe { Operation::from_option_raw(raw) }) else {
+        let mut diagnostics = take(sink);
+        if diagnostics.is_empty() {
+            diagnostics.push(Diagnostic::synthetic("MLIR failed to parse the module"));
+        }
+        return Err(MlirError::Parse { diagnostics });
+    };
+    let name = operation
+        .name()
+        .as_string_ref()
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    if name != "builtin.module" {
+        let location = format_location(operation.location());
+        return Err(MlirError::Verify {
+            diagnostics: vec![Diagnostic {
+                severity: Severity::Error,
+                message: format!("expected a builtin `module` at the top level, found `{name}`"),
+                location,
+            }],
+        });
+    }
+    Module::from_operation(operation).ok_or_else(|| MlirError::Verify {
+        diagnostics: vec![Diagnostic::synthetic(
+            "the top-level operation is not a builtin module",
+        )],
+    })
+}
+
+/// Checks the shape the pipeline needs: `gpu.container_module`, exactly one `gpu.module`,
+/// and a module that verifies.
+fn check_input(module: &Module, sink: &Sink) -> Result<(), MlirError> {
+    let top = module.as_operation();
+    let location = format_location(top.location());
+    let mut problems = Vec::new();
+    if !top.has_attribute("gpu.container_module") {
+        problems.push(Diagnostic {
+            severity: Severity::Error,
+            message: "the builtin module needs the `gpu.container_module` attribute".into(),
+            location: location.clone(),
+        });
+    }
+    let gpu_modules = ops_named(module, "gpu.module").len();
+    if gpu_modules != 1 {
+        problems.push(Diagnostic {
+            severity: Severity::Error,
+            message: format!("expected exactly one `gpu.module`, found {gpu_modules}"),
+            location,
+        });
+    }
+    if !problems.is_empty() {
+        return Err(MlirError::Verify {
+            diagnostics: problems,
+        });
+    }
+    if !top.verify() {
+        let mut diagnostics = take(sink);
+        if diagnostics.is_empty() {
+            diagnostics.push(Diagnostic::synthetic("the module failed verification"));
+        }
+        return Err(MlirError::Verify { diagnostics });
+    }
+    take(sink); // drop warnings/remarks from parsing
+    Ok(())
+}
+
+/// The top-level operations of the module body named `name`.
+fn ops_named<'c, 'a>(module: &'a Module<'c>, name: &str) -> Vec<OperationRef<'c, 'a>> {
+    let mut found = Vec::new();
+    let mut next = module.body().first_operation();
+    while let Some(op) = next {
+        if op.name().as_string_ref().as_str() == Ok(name) {
+            found.push(op);
+        }
+        next = op.next_in_block();
+    }
+    found
+}
+
+/// Runs one pipeline stage (`pass{options}`) on the module in its own pass manager.
+fn run_stage(
+    context: &Context,
+    module: &mut Module,
+    stage: &str,
+    sink: &Sink,
+) -> Result<(), MlirError> {
+    let manager = PassManager::new(context);
+    if let Err(error) = parse_pass_pipeline(
+        manager.as_operation_pass_manager(),
+        &format!("builtin.module({stage})"),
+    ) {
+        let mut diagnostics = take(sink);
+        diagnostics.push(Diagnostic::synthetic(error.to_string()));
+        return Err(MlirError::Pass {
+            pass: stage.to_string(),
+            diagnostics,
+        });
+    }
+    if manager.run(module).is_err() {
+        let mut diagnostics = take(sink);
+        if diagnostics.is_empty() {
+            diagnostics.push(Diagnostic::synthetic(
+                "the pass failed without a diagnostic",
+            ));
+        }
+        return Err(MlirError::Pass {
+            pass: stage.to_string(),
+            diagnostics,
+        });
+    }
+    take(sink); // drop warnings/remarks of a successful stage
+    Ok(())
+}
+
+/// The bytes of the first `#gpu.object` of the (single) `gpu.binary`.
+fn gpu_object(module: &Module) -> Result<Vec<u8>, MlirError> {
+    let binaries = ops_named(module, "gpu.binary");
+    let binary = binaries.first().ok_or(MlirError::NoBinary)?;
+    let objects = binary
+        .attribute("objects")
+        .map_err(|_| MlirError::NoBinary)?;
+    let raw = objects.to_raw();
+    // SAFETY: plain queries on a live attribute of a live module.
+    unsafe {
+        if !mlir_sys::mlirAttributeIsAArray(raw) || mlir_sys::mlirArrayAttrGetNumElements(raw) < 1 {
+            return Err(MlirError::NoBinary);
+        }
+        let object = mlir_sys::mlirArrayAttrGetElement(raw, 0);
+        if !mlir_sys::mlirAttributeIsAGPUObjectAttr(object) {
+            return Err(MlirError::NoBinary);
+        }
+        let bytes = mlir_sys::mlirGPUObjectAttrGetObject(object);
+        if bytes.data.is_null() {
+            return Ok(Vec::new());
+        }
+        Ok(std::slice::from_raw_parts(bytes.data as *const u8, bytes.length).to_vec())
+    }
+}
+
+// LLVM-C's bitcode reader (libLLVMBitReader, linked by mlir-sys's build script); mlir-sys's
+// bindings leave `llvm-c/BitReader.h` out.
+unsafe extern "C" {
+    fn LLVMParseBitcodeInContext2(
+        context: mlir_sys::LLVMContextRef,
+        buffer: mlir_sys::LLVMMemoryBufferRef,
+        module: *mut mlir_sys::LLVMModuleRef,
+    ) -> mlir_sys::LLVMBool;
+}
+
+/// Prints LLVM bitcode as LLVM IR text (in a fresh LLVM context); `name` becomes the
+/// `; ModuleID`.
+fn bitcode_to_text(bitcode: &[u8], name: &str) -> Result<String, MlirError> {
+    let name = std::ffi::CString::new(name).unwrap_or_default();
+    // SAFETY: every LLVM object made here is disposed of here, the module before its context;
+    // the memory buffer only borrows `bitcode`, which outlives it.
+    unsafe {
+        let context = mlir_sys::LLVMContextCreate();
+        let buffer = mlir_sys::LLVMCreateMemoryBufferWithMemoryRange(
+            bitcode.as_ptr() as *const c_char,
+            bitcode.len(),
+            name.as_ptr(),
+            0,
+        );
+        let mut module: mlir_sys::LLVMModuleRef = std::ptr::null_mut();
+        let failed = LLVMParseBitcodeInContext2(context, buffer, &mut module) != 0;
+        mlir_sys::LLVMDisposeMemoryBuffer(buffer);
+        let result = if failed || module.is_null() {
+            Err(MlirError::Object(
+                "LLVM cannot parse the bitcode of the gpu.object".into(),
+            ))
+        } else {
+            let text = mlir_sys::LLVMPrintModuleToString(module);
+            let string = CStr::from_ptr(text).to_string_lossy().into_owned();
+            mlir_sys::LLVMDisposeMessage(text);
+            mlir_sys::LLVMDisposeModule(module);
+            Ok(string)
+        };
+        mlir_sys::LLVMContextDispose(context);
+        result
+    }
+}

@@ -1,0 +1,51 @@
+//! Code both binaries share: reading input files, rendering diagnostics, exit codes.
+
+#![allow(dead_code)]
+
+use std::io::Read;
+use tilec_dialect::Diagnostics;
+
+/// Exit code: success.
+pub const EXIT_OK: i32 = 0;
+/// Exit code: the input had errors (diagnostics were printed).
+pub const EXIT_DIAGNOSTICS: i32 = 1;
+/// Exit code: the command line was wrong.
+pub const EXIT_USAGE: i32 = 2;
+
+/// An input file: its display name and bytes. `-` reads standard input (named `<stdin>`).
+pub fn read_input(path: &str) -> Result<(String, Vec<u8>), String> {
+    if path == "-" {
+        let mut buf = vec![];
+        std::io::stdin().read_to_end(&mut buf).map_err(|e| format!("error: could not read standard input: {e}"))?;
+        Ok(("<stdin>".to_string(), buf))
+    } else {
+        let bytes = std::fs::read(path).map_err(|e| format!("error: could not open input file '{path}': {}", io_reason(&e)))?;
+        Ok((path.to_string(), bytes))
+    }
+}
+
+/// The reason of an I/O error without Rust's "(os error N)" suffix.
+pub fn io_reason(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(p) => s[..p].to_string(),
+        None => s,
+    }
+}
+
+/// Print diagnostics to stderr with source lines and carets.
+pub fn eprint_diags(d: &Diagnostics, source: Option<&str>) {
+    eprint!("{}", d.render(source));
+}
+
+/// Write `text` to `-o FILE` or stdout.
+pub fn write_output(path: Option<&str>, text: &str) -> Result<(), String> {
+    match path {
+        None | Some("-") => {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes()).map_err(|e| format!("error: could not write standard output: {}", io_reason(&e)))
+        }
+        Some(p) => std::fs::write(p, text).map_err(|e| format!("error: could not write '{p}': {}", io_reason(&e))),
+    }
+}
