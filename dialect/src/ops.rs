@@ -105,15 +105,17 @@ define_ops! {
     Splat = "tile.splat", Other, "A tile with every element equal to a scalar operand.";
     Zeros = "tile.zeros", Other, "A tile of zeros.";
     // ---- GPU level (produced by tile-to-gpu) -------------------------------------------
-    SmemAlloc = "tile.smem_alloc", Gpu, "Allocate a shared-memory ring (`smem<stages x shape x elem>`), `{swizzle = 128}` bytes.";
-    MbarrierAlloc = "tile.mbarrier_alloc", Gpu, "Allocate and initialise `mbarrier<count>` with `{arrive_count = n}` (PTX `mbarrier.init.shared.b64`).";
-    TmaLoad = "tile.tma_load", Gpu, "Bulk tensor copy global→shared (`cp.async.bulk.tensor`) of one stage: operands tensor, smem ring, stage, mbarriers, coords...; completes on the stage's mbarrier (`expect_tx`).";
-    MbarrierWait = "tile.mbarrier_wait", Gpu, "Wait until barrier `index` of an mbarrier array completes the phase with parity `phase` (`mbarrier.try_wait.parity`).";
-    MbarrierArrive = "tile.mbarrier_arrive", Gpu, "Arrive on barrier `index` (`mbarrier.arrive`): releases a stage to its producer.";
+    SmemAlloc = "tile.smem_alloc", Gpu, "Allocate a shared-memory ring `smem<stages x shape x elem>` with `{swizzle = 0|32|64|128}` (bytes); stages are 1024-byte aligned.";
+    MbarrierAlloc = "tile.mbarrier_alloc", Gpu, "Allocate `mbarrier<count>` in shared memory and initialise each with `{arrive_count = n}` (PTX `mbarrier.init.shared.b64`).";
+    WarpSpecialize = "tile.warp_specialize", Structure, "Split the CTA: region 0 runs on the producer warpgroup (one elected thread issues copies), region 1 on `consumers` warpgroups; the results are what region 1 yields.";
+    MbarrierExpectTx = "tile.mbarrier_expect_tx", Gpu, "`mbarrier.arrive.expect_tx` on barrier `index` of an array for `bytes` transaction bytes (one elected producer thread).";
+    TmaLoad = "tile.tma_load", Gpu, "`cp.async.bulk.tensor` global→shared of one ring stage: operands (tensor, ring, mbarriers, stage, coords...); completes on barrier `stage` of the mbarriers.";
+    MbarrierWait = "tile.mbarrier_wait", Gpu, "Wait until barrier `index` completes the phase of parity `phase` (`mbarrier.try_wait.parity` in a loop): operands (mbarriers, index, phase).";
+    MbarrierArrive = "tile.mbarrier_arrive", Gpu, "Arrive on barrier `index` (`mbarrier.arrive`, one elected thread per consumer warpgroup): releases a stage to its producer.";
     WgmmaFence = "tile.wgmma_fence", Gpu, "`wgmma.fence.sync.aligned`: orders register accesses before the next wgmma.";
-    Mma = "tile.mma", Gpu, "Asynchronous MMA of one K step from shared-memory stages: `mma %a_ring, %b_ring, %stage, %acc` (wgmma on sm_90a, ldmatrix+mma.sync elsewhere).";
+    Mma = "tile.mma", Gpu, "Asynchronous MMA over one ring stage: `mma %a_ring, %b_ring, %stage, %acc` (`wgmma.mma_async` chain on sm_90a; `ldmatrix` + `mma.sync` elsewhere).";
     CommitGroup = "tile.commit_group", Gpu, "`wgmma.commit_group.sync.aligned`: closes the group of MMAs issued since the last commit.";
-    WaitGroup = "tile.wait_group", Gpu, "`wgmma.wait_group.sync.aligned N`: waits until at most `pending` groups are pending; takes and returns the accumulators it guards.";
+    WaitGroup = "tile.wait_group", Gpu, "`wgmma.wait_group.sync.aligned N` with N = `pending`: returns once at most N groups are pending; takes and returns the accumulators it guards (tied).";
     Barrier = "tile.barrier", Gpu, "CTA-wide barrier (`bar.sync 0`).";
 }
 
@@ -132,6 +134,7 @@ impl OpKind {
                 | OpKind::If
                 | OpKind::Yield
                 | OpKind::Store
+                | OpKind::WarpSpecialize
         ) && self.class() != OpClass::Gpu
     }
 }

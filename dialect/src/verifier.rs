@@ -163,7 +163,7 @@ impl Verifier<'_> {
         }
         let expected_regions = match op.kind {
             OpKind::Kernel | OpKind::For => 1,
-            OpKind::If => 2,
+            OpKind::If | OpKind::WarpSpecialize => 2,
             _ => 0,
         };
         if op.regions.len() != expected_regions {
@@ -179,7 +179,7 @@ impl Verifier<'_> {
         if let (Some(p), true) = (parent, op.kind.is_terminator()) {
             let ok = match op.kind {
                 OpKind::Return => p.kind == OpKind::Kernel,
-                _ => matches!(p.kind, OpKind::For | OpKind::If),
+                _ => matches!(p.kind, OpKind::For | OpKind::If | OpKind::WarpSpecialize),
             };
             if !ok {
                 self.error(op, format!("'{}' cannot appear inside '{}'", op.kind.name(), p.kind.name()));
@@ -200,10 +200,10 @@ impl Verifier<'_> {
                     self.block(b, op, OpKind::Yield);
                 }
             }
-            OpKind::If => {
+            OpKind::If | OpKind::WarpSpecialize => {
                 for b in &op.regions {
                     if !b.args.is_empty() {
-                        self.error(op, "'tile.if' regions take no block arguments");
+                        self.error(op, format!("'{}' regions take no block arguments", op.kind.name()));
                     }
                     self.block(b, op, OpKind::Yield);
                 }
@@ -333,8 +333,11 @@ impl Verifier<'_> {
                     self.error(op, "'tile.yield' has no results");
                 }
                 if let Some(p) = parent {
+                    let producer_region = p.kind == OpKind::WarpSpecialize
+                        && p.regions.first().and_then(|b| b.ops.last()).is_some_and(|t| std::ptr::eq(t, op));
                     let want: Vec<Type> = match p.kind {
-                        OpKind::For | OpKind::If => p.results.iter().filter_map(|&v| self.ty(v).cloned()).collect(),
+                        _ if producer_region => vec![],
+                        OpKind::For | OpKind::If | OpKind::WarpSpecialize => p.results.iter().filter_map(|&v| self.ty(v).cloned()).collect(),
                         _ => return,
                     };
                     if want != ots {
@@ -474,6 +477,12 @@ impl Verifier<'_> {
                 }
             }
             OpKind::For => self.check_for(op, &ots, &rts),
+            OpKind::WarpSpecialize => {
+                if !ots.is_empty() {
+                    self.error(op, "'tile.warp_specialize' takes no operands");
+                }
+                self.int_attr_in(op, "consumers", 1, 3);
+            }
             OpKind::If => {
                 if ots.len() != 1 || ots[0] != Type::I1 {
                     self.error(op, format!("'tile.if' expects one i1 condition, found ({})", list(&ots)));
@@ -674,6 +683,13 @@ impl Verifier<'_> {
                     }
                 }
             }
+            OpKind::MbarrierExpectTx => {
+                let ok = ots.len() == 2 && want_bar(&ots[0]) && ots[1] == Type::INDEX;
+                if !ok || !rts.is_empty() {
+                    self.error(op, format!("'{name}' expects (mbarriers, index) and no results"));
+                }
+                self.int_attr_in(op, "bytes", 1, 1 << 20);
+            }
             OpKind::MbarrierWait | OpKind::MbarrierArrive => {
                 let n = if op.kind == OpKind::MbarrierWait { 3 } else { 2 };
                 let ok = ots.len() == n && want_bar(&ots[0]) && ots[1..].iter().all(|t| *t == Type::INDEX);
@@ -685,11 +701,11 @@ impl Verifier<'_> {
                 self.count(op, 0, 0);
             }
             OpKind::Mma => {
-                // a ring, b ring, stage, k-step, acc
-                if self.count(op, 5, 1) {
-                    let ok = want_smem(&ots[0]) && want_smem(&ots[1]) && ots[2] == Type::INDEX && ots[3] == Type::INDEX && matches!(ots[4], Type::Tile { .. }) && rts[0] == ots[4];
+                // a ring, b ring, stage, acc
+                if self.count(op, 4, 1) {
+                    let ok = want_smem(&ots[0]) && want_smem(&ots[1]) && ots[2] == Type::INDEX && matches!(ots[3], Type::Tile { .. }) && rts[0] == ots[3];
                     if !ok {
-                        self.error(op, format!("'{name}' expects (a ring, b ring, stage: index, k step: index, acc: tile) -> acc type"));
+                        self.error(op, format!("'{name}' expects (a ring, b ring, stage: index, acc: tile) -> acc type"));
                     }
                 }
             }
