@@ -40,6 +40,7 @@ pub mod location;
 pub mod ops;
 pub mod parser;
 pub mod printer;
+pub mod target;
 pub mod types;
 pub mod verifier;
 
@@ -51,5 +52,6 @@ pub use location::Location;
 pub use ops::{OpClass, OpKind};
 pub use parser::{parse, parse_bytes, split_input};
 pub use printer::{print_module, print_op};
+pub use target::Target;
 pub use types::{ScalarType, Type};
 pub use verifier::{verify, VerifiedModule};

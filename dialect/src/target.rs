@@ -1,0 +1,83 @@
+//! GPU targets tilec compiles for, and what each has. Sources: PTX ISA 8.x/9.x, §9.7.15
+//! (wgmma: sm_90a only), §9.7.9.25 (cp.async.bulk.tensor: sm_90+), §9.7.13.x
+//! (clusterlaunchcontrol.try_cancel: sm_100+, PTX ISA 8.6; `.multicast::cluster::all`
+//! needs an `a` target), and the CUDA programming guide's per-architecture limits.
+
+use std::fmt;
+
+/// A compilation target (`ptxas -arch` value).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// Hopper, portable subset (no wgmma, no setmaxnreg).
+    Sm90,
+    /// Hopper with architecture-specific features: wgmma, setmaxnreg.
+    Sm90a,
+    /// Blackwell, portable subset: try_cancel (no multicast).
+    Sm100,
+    /// Blackwell with architecture-specific features (try_cancel multicast).
+    Sm100a,
+}
+
+impl Target {
+    /// Every target.
+    pub const ALL: [Target; 4] = [Target::Sm90, Target::Sm90a, Target::Sm100, Target::Sm100a];
+
+    /// Parse `sm_90a` etc.
+    pub fn from_name(s: &str) -> Option<Target> {
+        Self::ALL.into_iter().find(|t| t.name() == s)
+    }
+    /// The spelling (`sm_90a`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Sm90 => "sm_90",
+            Target::Sm90a => "sm_90a",
+            Target::Sm100 => "sm_100",
+            Target::Sm100a => "sm_100a",
+        }
+    }
+    /// The comma-separated list of target names (for messages).
+    pub fn names() -> String {
+        Self::ALL.map(Target::name).join(", ")
+    }
+    /// Whether `wgmma.mma_async` exists (sm_90a only).
+    pub fn has_wgmma(self) -> bool {
+        self == Target::Sm90a
+    }
+    /// Whether `setmaxnreg` exists (sm_90a; sm_100a too, but tilec uses it only with wgmma).
+    pub fn has_setmaxnreg(self) -> bool {
+        matches!(self, Target::Sm90a | Target::Sm100a)
+    }
+    /// Whether `clusterlaunchcontrol.try_cancel` exists.
+    pub fn has_try_cancel(self) -> bool {
+        matches!(self, Target::Sm100 | Target::Sm100a)
+    }
+    /// Whether the `.multicast::cluster::all` form of try_cancel exists.
+    pub fn has_try_cancel_multicast(self) -> bool {
+        self == Target::Sm100a
+    }
+    /// The lowest PTX ISA version the target accepts, as (major, minor).
+    pub fn min_ptx_version(self) -> (u32, u32) {
+        match self {
+            Target::Sm90 | Target::Sm90a => (8, 0),
+            Target::Sm100 | Target::Sm100a => (8, 6),
+        }
+    }
+    /// The most dynamic shared memory one CTA may use, in bytes (227 KiB on both).
+    pub fn max_smem_per_block(self) -> u64 {
+        232_448
+    }
+    /// The MMA instruction family tilec uses on this target.
+    pub fn mma_kind(self) -> &'static str {
+        if self.has_wgmma() {
+            "wgmma"
+        } else {
+            "mma_sync"
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
