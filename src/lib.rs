@@ -1,5 +1,163 @@
-//! # tilec
+//! # tilec: tile-level GPU programs to PTX for Hopper and Blackwell
 //!
-//! Facade crate: re-exports the public API of the workspace.
+//! The facade a tensor compiler calls. [`compile`] takes IR text (or a module built with
+//! [`dialect::Builder`]), runs the default pipeline for the target and returns the PTX and
+//! its launch manifest. It never panics on bad input and never lets MLIR abort the process:
+//! the IR is verified, and the target's limits checked, before MLIR is built.
+//!
+//! ```no_run
+//! let src = std::fs::read_to_string("examples/gemm_bf16.tile").unwrap();
+//! let k = tilec::compile(tilec::Input::Text { source: &src, file: "gemm_bf16.tile" },
+//!                        &tilec::Options::new(tilec::dialect::Target::Sm90a)).unwrap();
+//! assert!(k.ptx.contains(".target sm_90a"));
+//! println!("{}", k.manifest.to_json());
+//! ```
+//!
+//! Pipeline (each pass usable alone from `tile-opt`): `tile-to-gpu{target stages}` →
+//! `async-wait-placement` → `verify-async-waits` → `convert-tile-to-nvvm` → MLIR's
+//! `convert-nvvm-to-llvm`, `nvvm-attach-target`, `gpu-module-to-binary{format=isa}`.
+//!
+//! Dependencies: the workspace crates, and `thiserror` for [`Error`].
+
 pub use tilec_dialect as dialect;
+pub use tilec_lowering as lowering;
 pub use tilec_passes as passes;
+
+use std::time::{Duration, Instant};
+use tilec_dialect::{parse, verify, Diagnostics, Module, Target, VerifiedModule};
+use tilec_lowering::{convert_tile_to_nvvm, mlir_to_llvm_ir, mlir_to_ptx, Manifest, TargetSpec};
+use tilec_passes::PassManager;
+
+/// What to compile.
+pub enum Input<'a> {
+    /// IR text and the file name used in diagnostics.
+    Text {
+        /// The IR.
+        source: &'a str,
+        /// Its name in `file:line:col`.
+        file: &'a str,
+    },
+    /// A module built in memory (it is verified first).
+    Module(Module),
+}
+
+/// Where to stop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Emit {
+    /// The GPU-level tile IR after the tilec passes.
+    Tile,
+    /// The MLIR module handed to MLIR.
+    Mlir,
+    /// LLVM IR of the kernel (after MLIR's NVVM lowering and LLVM's optimisation).
+    Llvm,
+    /// PTX.
+    Ptx,
+}
+
+/// Compilation options.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Target GPU.
+    pub target: Target,
+    /// Shared-memory ring depth (`tile-to-gpu` `stages`), 2 to 8.
+    pub stages: u32,
+    /// Where to stop.
+    pub emit: Emit,
+    /// Run `verify-async-waits` after placement (default true).
+    pub check_waits: bool,
+}
+
+impl Options {
+    /// Defaults for `target`: 4 stages, PTX, waits checked.
+    pub fn new(target: Target) -> Self {
+        Options { target, stages: 4, emit: Emit::Ptx, check_waits: true }
+    }
+
+    /// The tilec pass pipeline these options select, as `tile-opt` text.
+    pub fn pipeline(&self) -> String {
+        let mut p = format!("tile-to-gpu{{target={} stages={}}}", self.target, self.stages);
+        if tilec_passes::lookup("async-wait-placement").is_some() {
+            p.push_str(",async-wait-placement");
+            if self.check_waits && tilec_passes::lookup("verify-async-waits").is_some() {
+                p.push_str(",verify-async-waits");
+            }
+        }
+        p
+    }
+}
+
+/// A compiled kernel.
+#[derive(Clone, Debug)]
+pub struct Kernel {
+    /// The kernel's name.
+    pub name: String,
+    /// What `emit` asked for: PTX, LLVM IR, MLIR or tile IR text.
+    pub text: String,
+    /// The PTX (same as `text` when emitting PTX; empty otherwise).
+    pub ptx: String,
+    /// The launch manifest.
+    pub manifest: Manifest,
+    /// Wall time per stage (parse+verify, tilec passes, lowering to MLIR, MLIR to the output).
+    pub timings: Vec<(&'static str, Duration)>,
+}
+
+/// Why compilation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Parse, verify, pass or lowering diagnostics (with locations).
+    #[error("{0}")]
+    Diagnostics(Diagnostics),
+    /// MLIR rejected the module or a pass failed (a tilec bug when it happens: report it).
+    #[error("MLIR: {0}")]
+    Mlir(#[from] tilec_lowering::MlirError),
+    /// The pipeline text did not build.
+    #[error("pipeline: {0}")]
+    Pipeline(String),
+}
+
+impl From<Diagnostics> for Error {
+    fn from(d: Diagnostics) -> Self {
+        Error::Diagnostics(d)
+    }
+}
+
+/// Compile one kernel. A module with several kernels compiles the first; use the passes
+/// and [`lowering`] directly for more control.
+///
+/// # Errors
+/// See [`Error`]. Every error carries a location in the input where it has one.
+pub fn compile(input: Input<'_>, opts: &Options) -> Result<Kernel, Error> {
+    let mut timings = vec![];
+    let t = Instant::now();
+    let mut module = match input {
+        Input::Text { source, file } => parse(source, file)?,
+        Input::Module(m) => m,
+    };
+    verify(&module)?;
+    timings.push(("parse+verify", t.elapsed()));
+    let t = Instant::now();
+    let mut pm = PassManager::parse(&opts.pipeline()).map_err(Error::Pipeline)?;
+    pm.run(&mut module, &mut |_, _, _| {})?;
+    timings.push(("tilec passes", t.elapsed()));
+    let vm = VerifiedModule::new(module)?;
+    let t = Instant::now();
+    let lowered = convert_tile_to_nvvm(&vm).map_err(Diagnostics::from)?;
+    let Some(k) = lowered.into_iter().next() else {
+        return Err(Error::Diagnostics(Diagnostics(vec![tilec_dialect::Diagnostic::error(tilec_dialect::Location::unknown(), "the module holds no kernel")])));
+    };
+    timings.push(("convert-tile-to-nvvm", t.elapsed()));
+    let name = k.manifest.kernel.clone();
+    let spec = TargetSpec::new(opts.target.name(), opts.target.min_ptx_version());
+    let t = Instant::now();
+    let (text, ptx) = match opts.emit {
+        Emit::Tile => (tilec_dialect::print_module(vm.module()), String::new()),
+        Emit::Mlir => (k.mlir.clone(), String::new()),
+        Emit::Llvm => (mlir_to_llvm_ir(&k.mlir, &spec)?, String::new()),
+        Emit::Ptx => {
+            let p = mlir_to_ptx(&k.mlir, &spec)?;
+            (p.clone(), p)
+        }
+    };
+    timings.push(("MLIR", t.elapsed()));
+    Ok(Kernel { name, text, ptx, manifest: k.manifest, timings })
+}

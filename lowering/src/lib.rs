@@ -17,6 +17,9 @@
 //!   `#gpu.object` (`mlirGPUObjectAttrGetObject`), and the LLVM-C calls used to print the
 //!   LLVM IR bitcode that `gpu-module-to-binary{format=llvm}` produces. Its build script is
 //!   also what links the static MLIR/LLVM libraries (found through `MLIR_SYS_220_PREFIX`).
+//! - `tilec-dialect`: the IR being lowered (a `VerifiedModule`, so unverified IR never
+//!   reaches MLIR).
+//! - `serde`, `serde_json`: the launch manifest.
 //! - `thiserror`: derives `std::error::Error` and `Display` for [`MlirError`].
 //!
 //! # Process-wide state
@@ -27,7 +30,12 @@
 //! Inputs that make LLVM's NVPTX back end call `report_fatal_error` end the whole process;
 //! see [`mlir_driver`] for which ones and how they are kept out.
 
+pub mod manifest;
 pub mod mlir_driver;
+pub mod nvvm;
+
+pub use manifest::{Manifest, Param, SCHEMA_VERSION};
+pub use nvvm::{convert_tile_to_nvvm, LoweredKernel};
 
 pub use mlir_driver::{
     min_ptx_version, mlir_to_llvm_ir, mlir_to_ptx, Diagnostic, MlirError, Severity, TargetSpec,

@@ -1,0 +1,979 @@
+//! `convert-tile-to-nvvm`: GPU-level tile IR → an MLIR module (`gpu.module` holding one
+//! `llvm.func` kernel written with `llvm.*` and `nvvm.*` ops), as text that
+//! [`crate::mlir_driver`] parses and compiles.
+//!
+//! The module follows `lowering/reference/gemm_bf16_sm90a.mlir` (checked on an H200), op by
+//! op:
+//!
+//! | tile op | MLIR |
+//! | --- | --- |
+//! | `tile.smem_alloc`, `tile.mbarrier_alloc` | offsets in the dynamic shared memory (`@dynamic_smem`, 1024-aligned): barriers in `[0, 1024)`, rings after, each 1024-aligned; thread 0 runs `nvvm.mbarrier.init` for each, then `nvvm.fence.mbarrier.init` and `nvvm.barrier0` |
+//! | `tile.warp_specialize` | warpgroup 0 → producer (`nvvm.setmaxregister decrease 40` on sm_90a; thread 0 runs region 0), the others → consumers (`increase 232`), which run region 1 and the rest of the kernel |
+//! | `tile.mbarrier_wait` | `nvvm.mbarrier.try_wait.parity` |
+//! | `tile.mbarrier_expect_tx` | `nvvm.mbarrier.arrive.expect_tx` |
+//! | `tile.tma_load` | `nvvm.cp.async.bulk.tensor.shared.cluster.global`, one per 64-element-wide box |
+//! | `tile.mma {kind = "wgmma"}` | 4 × `nvvm.wgmma.mma_async` m64nNk16 with shared-memory descriptors (128-byte swizzle; B N-major); `zero_acc` → `scale-d = 0` on the first |
+//! | `tile.wgmma_fence`, `tile.commit_group` | `nvvm.wgmma.fence.aligned`, `nvvm.wgmma.commit.group.sync.aligned` |
+//! | `tile.wait_group` | `llvm.inline_asm "wgmma.wait_group.sync.aligned N;"` with the accumulators as tied operands, so no use of them can move above the wait |
+//! | `tile.mbarrier_arrive` | `nvvm.mbarrier.arrive` by lane 0 of each consumer warp |
+//! | epilogue ops on the accumulator (`convert`, elementwise, `broadcast`, `load`, `store`) | per register of the wgmma fragment: value v of (warp w, lane l) is row 16w + l/4 + 8((v/2) mod 2), column 8(v/4) + 2(l mod 4) + (v mod 2) |
+//!
+//! `index` values are 64-bit. Every construct it does not lower is an error naming the op
+//! and its location, raised before MLIR sees anything.
+
+use crate::manifest::{GridExpr, Manifest, Param};
+use std::collections::HashMap;
+use std::fmt::Write;
+use tilec_dialect::{Attribute, Diagnostic, Expr, Location, Module, OpKind, Operation, ScalarType, Target, Type, Value, VerifiedModule};
+
+/// Cycles hint of `mbarrier.try_wait.parity` (the op loops until the phase completes).
+const TRY_WAIT_TICKS: i64 = 10_000_000;
+
+/// The lowered kernel: MLIR text, and the manifest describing its launch.
+#[derive(Clone, Debug)]
+pub struct LoweredKernel {
+    /// The MLIR module text.
+    pub mlir: String,
+    /// The launch manifest.
+    pub manifest: Manifest,
+    /// The target the kernel was lowered for.
+    pub target: Target,
+}
+
+/// Lower every kernel of a verified GPU-level module (one kernel per module for now).
+///
+/// # Errors
+/// A diagnostic at the op that cannot be lowered: a kernel not yet through `tile-to-gpu`
+/// (no `target`), an MMA kind or shape not supported, an epilogue op outside the supported
+/// set.
+pub fn convert_tile_to_nvvm(vm: &VerifiedModule) -> Result<Vec<LoweredKernel>, Diagnostic> {
+    let m = vm.module();
+    m.kernels().map(|k| lower_kernel(m, k)).collect()
+}
+
+/// How a tile IR value lives in the lowered code.
+#[derive(Clone, Debug)]
+enum Lv {
+    /// A scalar SSA value with its MLIR type.
+    Scalar(String, &'static str),
+    /// A kernel tensor passed as a tensor map (`!llvm.ptr` to the param).
+    TensorMap(String),
+    /// A kernel tensor passed as pointer + sizes + strides (i64 each).
+    TensorPtr { ptr: String, sizes: Vec<String>, strides: Vec<String>, elem: ScalarType },
+    /// A shared-memory ring at a byte offset of dynamic shared memory.
+    Ring { offset: u64, stage_bytes: u64, shape: Vec<u64>, elem: ScalarType },
+    /// An mbarrier array at a byte offset.
+    Bars { offset: u64 },
+    /// A wgmma accumulator: an `!acc` struct value.
+    Acc(String),
+    /// A per-thread fragment in the accumulator layout: one scalar SSA per register.
+    Frag(Vec<String>, ScalarType),
+}
+
+fn mlir_scalar(t: ScalarType) -> &'static str {
+    match t {
+        ScalarType::I1 => "i1",
+        ScalarType::I32 => "i32",
+        ScalarType::I64 | ScalarType::Index => "i64",
+        ScalarType::F16 => "f16",
+        ScalarType::BF16 => "bf16",
+        ScalarType::F32 => "f32",
+    }
+}
+
+struct Em<'a> {
+    m: &'a Module,
+    target: Target,
+    body: Vec<String>,
+    consts: Vec<String>,
+    const_names: HashMap<(i64, &'static str), String>,
+    fconsts: HashMap<(u64, &'static str), String>,
+    n: usize,
+    blocks: usize,
+    vals: HashMap<Value, Lv>,
+    /// Set once tid etc. exist.
+    tid: String,
+    smem: String,
+    smem_i32: String,
+    /// Consumer-side values for the fragment layout.
+    cwg: Option<String>,
+    lane: String,
+    warp_in_wg: String,
+    /// Accumulator shape (rows, cols) of the CTA tile and registers per thread.
+    acc_cols: u64,
+    nacc: usize,
+    acc_ty: String,
+    /// Tile origin (row, col) in elements for the fragment layout (i64 SSA values).
+    tile_origin: Option<(String, String)>,
+    /// Tensor params: name → (kind) for the manifest.
+    exit_block: String,
+    barrier_inits: Vec<(u64, u64, i64)>,
+    smem_end: u64,
+}
+
+type R<T> = Result<T, Diagnostic>;
+
+fn err<T>(op: &Operation, msg: impl Into<String>) -> R<T> {
+    Err(Diagnostic::error(op.loc.clone(), msg.into()))
+}
+
+impl Em<'_> {
+    fn fresh(&mut self, hint: &str) -> String {
+        self.n += 1;
+        format!("%{hint}{}", self.n)
+    }
+    fn emit(&mut self, s: impl AsRef<str>) {
+        self.body.push(format!("    {}", s.as_ref()));
+    }
+    fn label(&mut self, s: &str) {
+        self.body.push(format!("  ^{s}"));
+    }
+    fn block_name(&mut self, hint: &str) -> String {
+        self.blocks += 1;
+        format!("{hint}{}", self.blocks)
+    }
+    fn op(&mut self, text: impl AsRef<str>, hint: &str) -> String {
+        let r = self.fresh(hint);
+        self.emit(format!("{r} = {}", text.as_ref()));
+        r
+    }
+    fn cst(&mut self, v: i64, t: &'static str) -> String {
+        if let Some(n) = self.const_names.get(&(v, t)) {
+            return n.clone();
+        }
+        let name = format!("%c{}_{t}", if v < 0 { format!("m{}", -v) } else { v.to_string() });
+        self.consts.push(format!("    {name} = llvm.mlir.constant({v} : {t}) : {t}"));
+        self.const_names.insert((v, t), name.clone());
+        name
+    }
+    fn fcst(&mut self, v: f64, t: &'static str) -> String {
+        if let Some(n) = self.fconsts.get(&(v.to_bits(), t)) {
+            return n.clone();
+        }
+        self.n += 1;
+        let name = format!("%f{}_{t}", self.n);
+        self.consts.push(format!("    {name} = llvm.mlir.constant({v:e} : {t}) : {t}"));
+        self.fconsts.insert((v.to_bits(), t), name.clone());
+        name
+    }
+    fn bin(&mut self, o: &str, a: &str, b: &str, t: &str, hint: &str) -> String {
+        self.op(format!("llvm.{o} {a}, {b} : {t}"), hint)
+    }
+    fn icmp(&mut self, pred: &str, a: &str, b: &str, t: &str) -> String {
+        self.op(format!("llvm.icmp \"{pred}\" {a}, {b} : {t}"), "p")
+    }
+    fn gep3(&mut self, off_i32: &str) -> String {
+        let smem = self.smem.clone();
+        self.op(format!("llvm.getelementptr {smem}[{off_i32}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8"), "ptr")
+    }
+    fn trunc32(&mut self, v: &str) -> String {
+        self.op(format!("llvm.trunc {v} : i64 to i32"), "t")
+    }
+    fn zext64(&mut self, v: &str) -> String {
+        self.op(format!("llvm.zext {v} : i32 to i64"), "z")
+    }
+    fn scalar(&self, op: &Operation, v: Value) -> R<String> {
+        match self.vals.get(&v) {
+            Some(Lv::Scalar(s, _)) => Ok(s.clone()),
+            _ => err(op, format!("'{}': operand is not a lowered scalar", op.kind.name())),
+        }
+    }
+    /// Byte address (i32, in shared memory) of barrier `idx` (an i64 SSA value) of an array.
+    fn bar_addr(&mut self, op: &Operation, bars: Value, idx: Value) -> R<String> {
+        let Some(Lv::Bars { offset }) = self.vals.get(&bars).cloned() else { return err(op, "expected an mbarrier array") };
+        let i = self.scalar(op, idx)?;
+        let i32v = self.trunc32(&i);
+        let c3 = self.cst(3, "i32");
+        let sh = self.bin("shl", &i32v, &c3, "i32", "boff");
+        let co = self.cst(offset as i64, "i32");
+        let off = self.bin("add", &sh, &co, "i32", "boff");
+        Ok(self.gep3(&off))
+    }
+}
+
+fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
+    let name = k.symbol.clone().unwrap_or_default();
+    let Some(target) = k.str_attr("target").and_then(Target::from_name) else {
+        return err(k, format!("kernel '@{name}' has no 'target': run 'tile-to-gpu' before 'convert-tile-to-nvvm'"));
+    };
+    let block: Vec<i64> = k.attr("block").and_then(Attribute::as_array).map(|a| a.iter().filter_map(Attribute::as_int).collect()).unwrap_or_default();
+    if block.len() != 3 {
+        return err(k, "kernel has no 'block' attribute (set by tile-to-gpu)");
+    }
+    let body = &k.regions[0];
+    // Which tensors are read by TMA (→ tensor maps) and with which box.
+    let mut tma_boxes: HashMap<Value, Vec<u64>> = HashMap::new();
+    k.walk(&mut |o| {
+        if o.kind == OpKind::TmaLoad {
+            if let Some(Type::Smem { shape, .. }) = m.try_ty(o.operands[1]) {
+                let inner = shape[1].min(64);
+                tma_boxes.insert(o.operands[0], vec![shape[0], inner]);
+            }
+        }
+    });
+    let mut em = Em {
+        m,
+        target,
+        body: vec![],
+        consts: vec![],
+        const_names: HashMap::new(),
+        fconsts: HashMap::new(),
+        n: 0,
+        blocks: 0,
+        vals: HashMap::new(),
+        tid: String::new(),
+        smem: String::new(),
+        smem_i32: String::new(),
+        cwg: None,
+        lane: String::new(),
+        warp_in_wg: String::new(),
+        acc_cols: 0,
+        nacc: 0,
+        acc_ty: String::new(),
+        tile_origin: None,
+        exit_block: "exit".into(),
+        barrier_inits: vec![],
+        smem_end: 1024,
+    };
+    // Parameters.
+    let tm_attr = "{llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}";
+    let mut params_mlir = vec![];
+    let mut params = vec![];
+    for &a in &body.args {
+        let an = m.name(a).unwrap_or("arg").to_string();
+        let pn = sanitize(&an);
+        match m.ty(a) {
+            Type::Tensor { rank, elem } => {
+                if let Some(b) = tma_boxes.get(&a) {
+                    params_mlir.push(format!("%{pn}: !llvm.ptr {tm_attr}"));
+                    em.vals.insert(a, Lv::TensorMap(format!("%{pn}")));
+                    params.push(Param::TensorMap { name: an.clone(), dtype: elem.name().into(), rank: *rank, box_: b.clone(), swizzle: "128B".into(), fill: "zero".into(), interleave: "none".into(), l2_promotion: "256B".into() });
+                } else {
+                    params_mlir.push(format!("%{pn}_ptr: i64"));
+                    let sizes: Vec<String> = (0..*rank).map(|i| format!("%{pn}_size{i}")).collect();
+                    let strides: Vec<String> = (0..*rank).map(|i| format!("%{pn}_stride{i}")).collect();
+                    for s in sizes.iter().chain(&strides) {
+                        params_mlir.push(format!("{s}: i64"));
+                    }
+                    em.vals.insert(a, Lv::TensorPtr { ptr: format!("%{pn}_ptr"), sizes, strides, elem: *elem });
+                    params.push(Param::TensorPointer { name: an.clone(), dtype: elem.name().into(), rank: *rank });
+                }
+            }
+            Type::Scalar(s) => {
+                let t = mlir_scalar(*s);
+                params_mlir.push(format!("%{pn}: {t}"));
+                em.vals.insert(a, Lv::Scalar(format!("%{pn}"), t));
+                params.push(Param::Scalar { name: an.clone(), dtype: t.into() });
+            }
+            t => return err(k, format!("kernel argument '%{an}' of type {t} cannot be a kernel parameter")),
+        }
+    }
+    // Entry.
+    em.tid = em.op("nvvm.read.ptx.sreg.tid.x : i32", "tid");
+    em.smem = em.op("llvm.mlir.addressof @dynamic_smem : !llvm.ptr<3>", "smem");
+    let smem = em.smem.clone();
+    em.smem_i32 = em.op(format!("llvm.ptrtoint {smem} : !llvm.ptr<3> to i32"), "smem_addr");
+    let c31 = em.cst(31, "i32");
+    let tid = em.tid.clone();
+    em.lane = em.bin("and", &tid, &c31, "i32", "lane");
+    let c5 = em.cst(5, "i32");
+    let c3 = em.cst(3, "i32");
+    let w = em.bin("lshr", &tid, &c5, "i32", "warp");
+    em.warp_in_wg = em.bin("and", &w, &c3, "i32", "warp_in_wg");
+    lower_block(&mut em, &body.ops)?;
+    em.label("exit:");
+    em.emit("llvm.return");
+
+    let maxntid = format!("array<i32: {}, {}, {}>", block[0], block[1], block[2]);
+    let mut text = String::new();
+    let _ = writeln!(text, "// Generated by tilec convert-tile-to-nvvm from kernel @{name} for {target}.");
+    if !em.acc_ty.is_empty() {
+        let _ = writeln!(text, "!acc = {}", em.acc_ty);
+    }
+    let _ = writeln!(text, "module attributes {{gpu.container_module}} {{");
+    let _ = writeln!(text, "gpu.module @{}_module {{", sanitize(&name));
+    let _ = writeln!(text, "  llvm.mlir.global external @dynamic_smem() {{addr_space = 3 : i32, alignment = 1024 : i64}} : !llvm.array<0 x i8>");
+    let _ = writeln!(text, "  llvm.func @{}({}) attributes {{gpu.kernel, nvvm.kernel, nvvm.maxntid = {maxntid}, nvvm.minctasm = 1 : i32}} {{", sanitize(&name), params_mlir.join(", "));
+    for c in &em.consts {
+        let _ = writeln!(text, "{c}");
+    }
+    for l in &em.body {
+        let _ = writeln!(text, "{l}");
+    }
+    let _ = writeln!(text, "  }}\n}}\n}}");
+
+    let grid = k.attr("grid").and_then(Attribute::as_array).unwrap_or(&[]);
+    let mut dims: Vec<GridExpr> = grid.iter().map(|a| match a {
+        Attribute::Int(i) => GridExpr::from_expr(&Expr::Int(*i)),
+        Attribute::Expr(e) => GridExpr::from_expr(e),
+        _ => GridExpr::Int(1),
+    }).collect();
+    let mut texts: Vec<String> = grid.iter().map(|a| match a {
+        Attribute::Expr(e) => e.to_plain_string(),
+        other => other.to_string(),
+    }).collect();
+    while dims.len() < 3 {
+        dims.push(GridExpr::Int(1));
+        texts.push("1".into());
+    }
+    let smem_bytes = k.int_attr("smem_bytes").unwrap_or(em.smem_end as i64) as u64;
+    let (maj, min) = target.min_ptx_version();
+    let manifest = Manifest::new(name.clone(), target.name().into(), format!("{maj}.{min}"), [block[0] as u32, block[1] as u32, block[2] as u32], smem_bytes.max(em.smem_end), dims, texts, params);
+    Ok(LoweredKernel { mlir: text, manifest, target })
+}
+
+/// MLIR SSA names allow `[A-Za-z0-9_$.-]`; keep tile names as they are where possible.
+fn sanitize(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect()
+}
+
+fn lower_block(em: &mut Em, ops: &[Operation]) -> R<()> {
+    for op in ops {
+        lower_op(em, op)?;
+    }
+    Ok(())
+}
+
+fn def_scalar(em: &mut Em, op: &Operation, s: String, t: &'static str) {
+    em.vals.insert(op.results[0], Lv::Scalar(s, t));
+}
+
+fn lower_op(em: &mut Em, op: &Operation) -> R<()> {
+    let m = em.m;
+    match op.kind {
+        OpKind::ProgramId | OpKind::NumPrograms => {
+            let d = ["x", "y", "z"][op.int_attr("dim").unwrap_or(0) as usize];
+            let reg = if op.kind == OpKind::ProgramId { "ctaid" } else { "nctaid" };
+            let v = em.op(format!("nvvm.read.ptx.sreg.{reg}.{d} : i32"), reg);
+            let z = em.zext64(&v);
+            def_scalar(em, op, z, "i64");
+        }
+        OpKind::Constant => {
+            let Type::Scalar(s) = m.ty(op.results[0]) else { return err(op, "non-scalar constant") };
+            let t = mlir_scalar(*s);
+            let c = match op.attr("value") {
+                Some(Attribute::Int(i)) if s.is_int() => em.cst(*i, t),
+                Some(a) => em.fcst(a.as_f64().unwrap_or(0.0), t),
+                None => return err(op, "constant without value"),
+            };
+            def_scalar(em, op, c, t);
+        }
+        OpKind::AddI | OpKind::SubI | OpKind::MulI | OpKind::DivI | OpKind::RemI | OpKind::MinI | OpKind::MaxI | OpKind::CeilDiv => {
+            let (a, b) = (em.scalar(op, op.operands[0])?, em.scalar(op, op.operands[1])?);
+            let Type::Scalar(s) = m.ty(op.results[0]) else { return err(op, "non-scalar") };
+            let t = mlir_scalar(*s);
+            let r = match op.kind {
+                OpKind::AddI => em.bin("add", &a, &b, t, "v"),
+                OpKind::SubI => em.bin("sub", &a, &b, t, "v"),
+                OpKind::MulI => em.bin("mul", &a, &b, t, "v"),
+                OpKind::DivI => em.bin("sdiv", &a, &b, t, "v"),
+                OpKind::RemI => em.bin("srem", &a, &b, t, "v"),
+                OpKind::MinI => em.op(format!("llvm.intr.smin({a}, {b}) : ({t}, {t}) -> {t}"), "v"),
+                OpKind::MaxI => em.op(format!("llvm.intr.smax({a}, {b}) : ({t}, {t}) -> {t}"), "v"),
+                _ => {
+                    let one = em.cst(1, t);
+                    let bm1 = em.bin("sub", &b, &one, t, "v");
+                    let s = em.bin("add", &a, &bm1, t, "v");
+                    em.bin("sdiv", &s, &b, t, "v")
+                }
+            };
+            def_scalar(em, op, r, t);
+        }
+        OpKind::CmpI => {
+            let (a, b) = (em.scalar(op, op.operands[0])?, em.scalar(op, op.operands[1])?);
+            let t = match m.ty(op.operands[0]) { Type::Scalar(s) => mlir_scalar(*s), _ => "i64" };
+            let r = em.icmp(op.str_attr("predicate").unwrap_or("eq"), &a, &b, t);
+            def_scalar(em, op, r, "i1");
+        }
+        OpKind::Zeros => {
+            // Only as the initial accumulator of a zero_acc MMA; materialised as undef.
+            em.vals.insert(op.results[0], Lv::Scalar("<zeros>".into(), "zeros"));
+        }
+        OpKind::SmemAlloc => {
+            let Type::Smem { stages, shape, elem } = m.ty(op.results[0]).clone() else { return err(op, "bad ring") };
+            let stage_bytes = shape.iter().product::<u64>() * elem.size_bytes();
+            let offset = em.smem_end.div_ceil(1024) * 1024;
+            em.smem_end = offset + stages * stage_bytes;
+            em.vals.insert(op.results[0], Lv::Ring { offset, stage_bytes, shape, elem });
+        }
+        OpKind::MbarrierAlloc => {
+            let Type::Mbarrier { count } = m.ty(op.results[0]).clone() else { return err(op, "bad barriers") };
+            let offset: u64 = em.barrier_inits.iter().map(|b| b.1 * 8).sum();
+            if offset + count * 8 > 1024 {
+                return err(op, "more than 128 mbarriers do not fit the 1024-byte barrier region");
+            }
+            em.barrier_inits.push((offset, count, op.int_attr("arrive_count").unwrap_or(1)));
+            em.vals.insert(op.results[0], Lv::Bars { offset });
+        }
+        OpKind::WarpSpecialize => lower_warp_specialize(em, op)?,
+        OpKind::For => lower_for(em, op)?,
+        OpKind::If => {
+            let c = em.scalar(op, op.operands[0])?;
+            if !op.results.is_empty() {
+                return err(op, "'tile.if' with results is not lowered yet");
+            }
+            let (t, e, j) = (em.block_name("then"), em.block_name("else"), em.block_name("join"));
+            em.emit(format!("llvm.cond_br {c}, ^{t}, ^{e}"));
+            em.label(&format!("{t}:"));
+            lower_block(em, &op.regions[0].ops)?;
+            em.emit(format!("llvm.br ^{j}"));
+            em.label(&format!("{e}:"));
+            lower_block(em, &op.regions[1].ops)?;
+            em.emit(format!("llvm.br ^{j}"));
+            em.label(&format!("{j}:"));
+        }
+        OpKind::Yield => {} // handled by the parent
+        OpKind::Return => {
+            let x = em.exit_block.clone();
+            em.emit(format!("llvm.br ^{x}"));
+        }
+        OpKind::MbarrierWait => {
+            let a = em.bar_addr(op, op.operands[0], op.operands[1])?;
+            let p = em.scalar(op, op.operands[2])?;
+            let p32 = em.trunc32(&p);
+            let t = em.cst(TRY_WAIT_TICKS, "i32");
+            em.emit(format!("nvvm.mbarrier.try_wait.parity {a}, {p32}, {t} : !llvm.ptr<3>, i32, i32"));
+        }
+        OpKind::MbarrierExpectTx => {
+            let a = em.bar_addr(op, op.operands[0], op.operands[1])?;
+            let b = em.cst(op.int_attr("bytes").unwrap_or(0), "i32");
+            em.emit(format!("nvvm.mbarrier.arrive.expect_tx {a}, {b} : !llvm.ptr<3>, i32"));
+        }
+        OpKind::MbarrierArrive => {
+            // One arrive per warp (lane 0), matching arrive_count = 4 × consumer warpgroups.
+            let a = em.bar_addr(op, op.operands[0], op.operands[1])?;
+            let lane = em.lane.clone();
+            let z = em.cst(0, "i32");
+            let l0 = em.icmp("eq", &lane, &z, "i32");
+            let (go, cont) = (em.block_name("arrive"), em.block_name("arrived"));
+            em.emit(format!("llvm.cond_br {l0}, ^{go}, ^{cont}"));
+            em.label(&format!("{go}:"));
+            em.emit(format!("nvvm.mbarrier.arrive {a} : !llvm.ptr<3>"));
+            em.emit(format!("llvm.br ^{cont}"));
+            em.label(&format!("{cont}:"));
+        }
+        OpKind::TmaLoad => lower_tma_load(em, op)?,
+        OpKind::WgmmaFence => em.emit("nvvm.wgmma.fence.aligned"),
+        OpKind::CommitGroup => em.emit("nvvm.wgmma.commit.group.sync.aligned"),
+        OpKind::Barrier => em.emit("nvvm.barrier0"),
+        OpKind::Mma => lower_mma(em, op)?,
+        OpKind::WaitGroup => lower_wait(em, op)?,
+        OpKind::Convert | OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div | OpKind::Max | OpKind::Min | OpKind::Neg | OpKind::Abs | OpKind::Relu | OpKind::Exp | OpKind::Exp2 | OpKind::Log | OpKind::Sqrt | OpKind::Rsqrt | OpKind::Tanh | OpKind::Broadcast | OpKind::Splat => lower_elementwise(em, op)?,
+        OpKind::Load => lower_epilogue_load(em, op)?,
+        OpKind::Store => lower_store(em, op)?,
+        other => return err(op, format!("convert-tile-to-nvvm does not lower '{}' here", other.name())),
+    }
+    Ok(())
+}
+
+fn lower_warp_specialize(em: &mut Em, op: &Operation) -> R<()> {
+    // Barrier init by thread 0, made visible to the async proxy and the CTA.
+    let tid = em.tid.clone();
+    let z = em.cst(0, "i32");
+    let t0 = em.icmp("eq", &tid, &z, "i32");
+    em.emit(format!("llvm.cond_br {t0}, ^init, ^after_init"));
+    em.label("init:  // [mbarrier.init]");
+    for (offset, count, arrive) in em.barrier_inits.clone() {
+        for s in 0..count {
+            let o = em.cst((offset + 8 * s) as i64, "i32");
+            let p = em.gep3(&o);
+            let c = em.cst(arrive, "i32");
+            em.emit(format!("nvvm.mbarrier.init {p}, {c} : !llvm.ptr<3>, i32"));
+        }
+    }
+    em.emit("nvvm.fence.mbarrier.init");
+    em.emit("llvm.br ^after_init");
+    em.label("after_init:");
+    em.emit("nvvm.barrier0");
+    let c128 = em.cst(128, "i32");
+    let wg = em.bin("udiv", &tid, &c128, "i32", "wg");
+    let is_p = em.icmp("eq", &wg, &z, "i32");
+    em.emit(format!("llvm.cond_br {is_p}, ^producer, ^consumer"));
+    em.label("producer:  // warpgroup 0: TMA producer");
+    if em.target.has_setmaxnreg() {
+        em.emit("nvvm.setmaxregister decrease 40");
+    }
+    let t0b = em.icmp("eq", &tid, &z, "i32");
+    em.emit(format!("llvm.cond_br {t0b}, ^producer_elected, ^exit"));
+    em.label("producer_elected:");
+    lower_block(em, &op.regions[0].ops)?;
+    em.emit("llvm.br ^exit");
+    em.label("consumer:  // consumer warpgroups");
+    if em.target.has_setmaxnreg() {
+        em.emit("nvvm.setmaxregister increase 232");
+    }
+    let one = em.cst(1, "i32");
+    em.cwg = Some(em.bin("sub", &wg, &one, "i32", "cwg"));
+    lower_block(em, &op.regions[1].ops)?;
+    let y = op.regions[1].ops.last().expect("verified yield");
+    for (r, v) in op.results.iter().zip(&y.operands) {
+        let lv = em.vals.get(v).cloned().ok_or_else(|| Diagnostic::error(y.loc.clone(), "yielded value not lowered"))?;
+        em.vals.insert(*r, lv);
+    }
+    Ok(())
+}
+
+fn lv_type(em: &Em, lv: &Lv) -> Option<String> {
+    match lv {
+        Lv::Scalar(_, t) => Some(t.to_string()),
+        Lv::Acc(_) => Some("!acc".into()),
+        _ => {
+            let _ = em;
+            None
+        }
+    }
+}
+
+fn lv_name(lv: &Lv) -> Option<String> {
+    match lv {
+        Lv::Scalar(s, _) | Lv::Acc(s) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+fn lower_for(em: &mut Em, op: &Operation) -> R<()> {
+    let lb = em.scalar(op, op.operands[0])?;
+    let ub = em.scalar(op, op.operands[1])?;
+    let step = em.scalar(op, op.operands[2])?;
+    let mut init_names = vec![lb.clone()];
+    let mut init_tys = vec!["i64".to_string()];
+    let mut carried_kinds = vec![];
+    for &v in &op.operands[3..] {
+        let lv = em.vals.get(&v).cloned().ok_or_else(|| Diagnostic::error(op.loc.clone(), "loop init not lowered"))?;
+        let (Some(n), Some(t)) = (lv_name(&lv), lv_type(em, &lv)) else {
+            return err(op, "convert-tile-to-nvvm: a loop may carry scalars and accumulators only");
+        };
+        init_names.push(n);
+        init_tys.push(t);
+        carried_kinds.push(lv);
+    }
+    let (head, body, exit) = (em.block_name("loop"), em.block_name("body"), em.block_name("done"));
+    let b = &op.regions[0];
+    let arg_names: Vec<String> = (0..b.args.len()).map(|i| format!("%{head}_a{i}")).collect();
+    em.emit(format!("llvm.br ^{head}({} : {})", init_names.join(", "), init_tys.join(", ")));
+    let args_sig: Vec<String> = arg_names.iter().zip(&init_tys).map(|(n, t)| format!("{n}: {t}")).collect();
+    em.label(&format!("{head}({}):", args_sig.join(", ")));
+    for ((&a, n), kind) in b.args.iter().zip(&arg_names).zip(std::iter::once(None).chain(carried_kinds.iter().map(Some))) {
+        let lv = match kind {
+            None => Lv::Scalar(n.clone(), "i64"),
+            Some(Lv::Acc(_)) => Lv::Acc(n.clone()),
+            Some(Lv::Scalar(_, t)) => Lv::Scalar(n.clone(), t),
+            Some(_) => unreachable!("checked above"),
+        };
+        em.vals.insert(a, lv);
+    }
+    let iv = arg_names[0].clone();
+    let c = em.icmp("slt", &iv, &ub, "i64");
+    let carried_args: Vec<String> = arg_names[1..].to_vec();
+    let exit_sig = if carried_args.is_empty() { String::new() } else { format!("({} : {})", carried_args.join(", "), init_tys[1..].join(", ")) };
+    em.emit(format!("llvm.cond_br {c}, ^{body}, ^{exit}{exit_sig}"));
+    em.label(&format!("{body}:"));
+    lower_block(em, &b.ops)?;
+    let y = b.ops.last().expect("verified yield");
+    let mut next = vec![em.bin("add", &iv, &step, "i64", "iv")];
+    for v in &y.operands {
+        let lv = em.vals.get(v).cloned().ok_or_else(|| Diagnostic::error(y.loc.clone(), "yielded value not lowered"))?;
+        next.push(lv_name(&lv).unwrap_or_default());
+    }
+    em.emit(format!("llvm.br ^{head}({} : {})", next.join(", "), init_tys.join(", ")));
+    let res_names: Vec<String> = (0..op.results.len()).map(|i| format!("%{exit}_r{i}")).collect();
+    let res_sig: Vec<String> = res_names.iter().zip(&init_tys[1..]).map(|(n, t)| format!("{n}: {t}")).collect();
+    if res_sig.is_empty() {
+        em.label(&format!("{exit}:"));
+    } else {
+        em.label(&format!("{exit}({}):", res_sig.join(", ")));
+    }
+    for ((&r, n), kind) in op.results.iter().zip(&res_names).zip(&carried_kinds) {
+        let lv = match kind {
+            Lv::Acc(_) => Lv::Acc(n.clone()),
+            Lv::Scalar(_, t) => Lv::Scalar(n.clone(), t),
+            _ => unreachable!(),
+        };
+        em.vals.insert(r, lv);
+    }
+    Ok(())
+}
+
+fn lower_tma_load(em: &mut Em, op: &Operation) -> R<()> {
+    let Some(Lv::TensorMap(tm)) = em.vals.get(&op.operands[0]).cloned() else { return err(op, "TMA source is not a tensor map") };
+    let Some(Lv::Ring { offset, stage_bytes, shape, elem }) = em.vals.get(&op.operands[1]).cloned() else { return err(op, "TMA destination is not a ring") };
+    let bar = em.bar_addr(op, op.operands[2], op.operands[3])?;
+    if shape.len() != 2 || op.operands.len() != 6 {
+        return err(op, "convert-tile-to-nvvm lowers 2-D TMA copies only");
+    }
+    let inner_bytes = 64 * elem.size_bytes();
+    if shape[1] * elem.size_bytes() % 128 != 0 || inner_bytes != 128 {
+        return err(op, format!("TMA stage inner dimension must be a multiple of 64 {elem} elements (128 bytes)"));
+    }
+    let st = em.scalar(op, op.operands[3])?;
+    let st32 = em.trunc32(&st);
+    let sb = em.cst(stage_bytes as i64, "i32");
+    let so = em.bin("mul", &st32, &sb, "i32", "soff");
+    let base_c = em.cst(offset as i64, "i32");
+    let base = em.bin("add", &so, &base_c, "i32", "soff");
+    let outer = em.scalar(op, op.operands[4])?;
+    let inner = em.scalar(op, op.operands[5])?;
+    let outer32 = em.trunc32(&outer);
+    let inner32 = em.trunc32(&inner);
+    let boxes = shape[1] / 64;
+    let box_bytes = shape[0] * 128;
+    for j in 0..boxes {
+        let d = if j == 0 { base.clone() } else {
+            let c = em.cst((j * box_bytes) as i64, "i32");
+            em.bin("add", &base, &c, "i32", "doff")
+        };
+        let p = em.gep3(&d);
+        let p7 = em.op(format!("llvm.addrspacecast {p} : !llvm.ptr<3> to !llvm.ptr<7>"), "dst");
+        let ij = if j == 0 { inner32.clone() } else {
+            let c = em.cst((64 * j) as i64, "i32");
+            em.bin("add", &inner32, &c, "i32", "x")
+        };
+        em.emit(format!("nvvm.cp.async.bulk.tensor.shared.cluster.global {p7}, {tm}, {bar}, box[{ij}, {outer32}] : !llvm.ptr<7>, !llvm.ptr"));
+    }
+    Ok(())
+}
+
+fn lower_mma(em: &mut Em, op: &Operation) -> R<()> {
+    if op.str_attr("kind") != Some("wgmma") {
+        return err(op, format!("convert-tile-to-nvvm lowers wgmma MMAs only so far (kind = {:?}); the ldmatrix + mma.sync path is not written yet", op.str_attr("kind").unwrap_or("?")));
+    }
+    let (Some(Lv::Ring { offset: a_off, stage_bytes: a_sb, shape: a_sh, elem }), Some(Lv::Ring { offset: b_off, stage_bytes: b_sb, shape: b_sh, .. })) = (em.vals.get(&op.operands[0]).cloned(), em.vals.get(&op.operands[1]).cloned()) else {
+        return err(op, "MMA operands are not rings");
+    };
+    let n = b_sh[1];
+    if a_sh[1] != 64 || b_sh[0] != 64 {
+        return err(op, "wgmma lowering expects 64-wide K stages");
+    }
+    let et = mlir_scalar(elem);
+    let nacc = (n / 2) as usize;
+    if em.acc_ty.is_empty() {
+        em.acc_ty = format!("!llvm.struct<({})>", vec!["f32"; nacc].join(", "));
+        em.nacc = nacc;
+        em.acc_cols = n;
+    } else if em.nacc != nacc {
+        return err(op, "all MMAs of a kernel must share one accumulator shape");
+    }
+    let _ = a_sh[0];
+    let cwg = em.cwg.clone().ok_or_else(|| Diagnostic::error(op.loc.clone(), "'tile.mma' outside the consumer region of 'tile.warp_specialize'"))?;
+    // Descriptors: layout (1 = 128B swizzle) << 62 | (SBO >> 4) << 32 | (LBO >> 4) << 16 | addr >> 4.
+    let st = em.scalar(op, op.operands[2])?;
+    let st32 = em.trunc32(&st);
+    let wg_rows = em.cst(64 * 128, "i32");
+    let a_wg = em.bin("mul", &cwg, &wg_rows, "i32", "a_wg");
+    let a_sbc = em.cst(a_sb as i64, "i32");
+    let a_so = em.bin("mul", &st32, &a_sbc, "i32", "a_so");
+    let a_base = em.cst(a_off as i64, "i32");
+    let a1 = em.bin("add", &a_so, &a_base, "i32", "a_off");
+    let a2 = em.bin("add", &a1, &a_wg, "i32", "a_off");
+    let smem_i32 = em.smem_i32.clone();
+    let a_addr = em.bin("add", &smem_i32, &a2, "i32", "a_addr");
+    let b_sbc = em.cst(b_sb as i64, "i32");
+    let b_so = em.bin("mul", &st32, &b_sbc, "i32", "b_so");
+    let b_base = em.cst(b_off as i64, "i32");
+    let b1 = em.bin("add", &b_so, &b_base, "i32", "b_off");
+    let b_addr = em.bin("add", &smem_i32, &b1, "i32", "b_addr");
+    let c4 = em.cst(4, "i32");
+    let a_lo = em.bin("lshr", &a_addr, &c4, "i32", "a_lo");
+    let b_lo = em.bin("lshr", &b_addr, &c4, "i32", "b_lo");
+    let a_lo64 = em.zext64(&a_lo);
+    let b_lo64 = em.zext64(&b_lo);
+    let (a_lbo, a_sbo) = (16u64, 1024u64);
+    let (b_lbo, b_sbo) = (64 * 64 * 2u64, 1024u64);
+    let hi = |lbo: u64, sbo: u64| ((1u64 << 62) | ((sbo >> 4) << 32) | ((lbo >> 4) << 16)) as i64;
+    let ahi = em.cst(hi(a_lbo, a_sbo), "i64");
+    let bhi = em.cst(hi(b_lbo, b_sbo), "i64");
+    let da0 = em.bin("or", &a_lo64, &ahi, "i64", "descA");
+    let db0 = em.bin("or", &b_lo64, &bhi, "i64", "descB");
+    let zero_acc = op.attr("zero_acc").and_then(Attribute::as_bool) == Some(true);
+    let mut acc = if zero_acc {
+        em.op("llvm.mlir.undef : !acc", "acc_undef")
+    } else {
+        match em.vals.get(&op.operands[3]) {
+            Some(Lv::Acc(a)) => a.clone(),
+            _ => return err(op, "MMA accumulator is not a wgmma accumulator (start a chain with zero_acc)"),
+        }
+    };
+    for kk in 0..4i64 {
+        let (da, db) = if kk == 0 { (da0.clone(), db0.clone()) } else {
+            let ca = em.cst((32 * kk) >> 4, "i64");
+            let cb = em.cst((2048 * kk) >> 4, "i64");
+            (em.bin("add", &da0, &ca, "i64", "dA"), em.bin("add", &db0, &cb, "i64", "dB"))
+        };
+        let scale = if zero_acc && kk == 0 { "zero" } else { "one" };
+        acc = em.op(format!("nvvm.wgmma.mma_async {da}, {db}, {acc}, <m = 64, n = {n}, k = 16>, D[<f32>, <{scale}>], A[<{et}>, <one>, <row>], B[<{et}>, <one>, <row>] : !acc -> !acc"), "acc");
+    }
+    em.vals.insert(op.results[0], Lv::Acc(acc));
+    Ok(())
+}
+
+fn lower_wait(em: &mut Em, op: &Operation) -> R<()> {
+    let n = op.int_attr("pending").unwrap_or(0);
+    match op.operands.as_slice() {
+        [] => em.emit(format!("nvvm.wgmma.wait.group.sync.aligned {n}")),
+        [a] => {
+            let Some(Lv::Acc(acc)) = em.vals.get(a).cloned() else { return err(op, "wait_group operand is not an accumulator") };
+            let nacc = em.nacc;
+            let elems: Vec<String> = (0..nacc).map(|i| em.op(format!("llvm.extractvalue {acc}[{i}] : !acc"), "a")).collect();
+            let cons: Vec<String> = std::iter::repeat_n("=f".to_string(), nacc).chain((0..nacc).map(|i| i.to_string())).collect();
+            let r = em.op(format!("llvm.inline_asm has_side_effects asm_dialect = att \"wgmma.wait_group.sync.aligned {n};\", \"{}\" {} : ({}) -> !acc", cons.join(","), elems.join(", "), vec!["f32"; nacc].join(", ")), "accw");
+            em.vals.insert(op.results[0], Lv::Acc(r));
+        }
+        _ => return err(op, "convert-tile-to-nvvm: a wait guarding more than one accumulator is not lowered yet"),
+    }
+    Ok(())
+}
+
+/// Registers of value `v`: (row offset within the 64-row warpgroup slice relative to the
+/// thread's base row, column offset relative to the thread's base column).
+fn frag_coord(v: usize) -> (u64, u64) {
+    (8 * ((v / 2) % 2) as u64, (8 * (v / 4) + v % 2) as u64)
+}
+
+/// The thread's base row and column (i64) of the fragment, relative to the tile origin.
+fn frag_base(em: &mut Em, op: &Operation) -> R<(String, String)> {
+    let cwg = em.cwg.clone().ok_or_else(|| Diagnostic::error(op.loc.clone(), "epilogue op outside the consumers"))?;
+    let c64 = em.cst(64, "i32");
+    let c16 = em.cst(16, "i32");
+    let c2 = em.cst(2, "i32");
+    let c3 = em.cst(3, "i32");
+    let w = em.warp_in_wg.clone();
+    let lane = em.lane.clone();
+    let r0 = em.bin("mul", &cwg, &c64, "i32", "r");
+    let r1 = em.bin("mul", &w, &c16, "i32", "r");
+    let r2 = em.bin("lshr", &lane, &c2, "i32", "r");
+    let r3 = em.bin("add", &r0, &r1, "i32", "r");
+    let row = em.bin("add", &r3, &r2, "i32", "frow");
+    let l3 = em.bin("and", &lane, &c3, "i32", "c");
+    let col = em.bin("mul", &l3, &c2, "i32", "fcol");
+    Ok((em.zext64(&row), em.zext64(&col)))
+}
+
+fn frag_of(em: &mut Em, op: &Operation, v: Value) -> R<(Vec<String>, ScalarType)> {
+    match em.vals.get(&v).cloned() {
+        Some(Lv::Frag(x, t)) => Ok((x, t)),
+        Some(Lv::Acc(acc)) => {
+            let regs = (0..em.nacc).map(|i| em.op(format!("llvm.extractvalue {acc}[{i}] : !acc"), "x")).collect();
+            Ok((regs, ScalarType::F32))
+        }
+        Some(Lv::Scalar(s, _)) => {
+            let t = m_elem(em.m.ty(v));
+            Ok((vec![s; em.nacc], t))
+        }
+        _ => err(op, format!("'{}': operand is not a fragment of the accumulator", op.kind.name())),
+    }
+}
+
+fn m_elem(t: &Type) -> ScalarType {
+    t.elem().unwrap_or(ScalarType::F32)
+}
+
+fn lower_elementwise(em: &mut Em, op: &Operation) -> R<()> {
+    let rt = m_elem(em.m.ty(op.results[0]));
+    let t = mlir_scalar(rt);
+    if op.kind == OpKind::Broadcast || op.kind == OpKind::Splat {
+        // Fragments are already indexed by the result's (row, col): a broadcast of a
+        // [1, N] / [M, 1] load or of a scalar is the identity here.
+        let (x, et) = frag_of(em, op, op.operands[0])?;
+        em.vals.insert(op.results[0], Lv::Frag(x, et));
+        return Ok(());
+    }
+    let (a, at) = frag_of(em, op, op.operands[0])?;
+    let b = if op.operands.len() > 1 { Some(frag_of(em, op, op.operands[1])?.0) } else { None };
+    let mut out = Vec::with_capacity(a.len());
+    for i in 0..a.len() {
+        let x = &a[i];
+        let r = match op.kind {
+            OpKind::Convert => {
+                let (from, to) = (at, rt);
+                if from == to {
+                    x.clone()
+                } else if from.is_float() && to.is_float() {
+                    let o = if from.size_bytes() > to.size_bytes() { "fptrunc" } else { "fpext" };
+                    em.op(format!("llvm.{o} {x} : {} to {t}", mlir_scalar(from)), "cv")
+                } else {
+                    return err(op, format!("convert-tile-to-nvvm: {from} -> {to} conversion in the epilogue is not lowered yet"));
+                }
+            }
+            OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div => {
+                let y = &b.as_ref().expect("binary")[i];
+                let o = match op.kind { OpKind::Add => "fadd", OpKind::Sub => "fsub", OpKind::Mul => "fmul", _ => "fdiv" };
+                em.op(format!("llvm.{o} {x}, {y} : {t}"), "e")
+            }
+            OpKind::Max | OpKind::Min => {
+                let y = &b.as_ref().expect("binary")[i];
+                let o = if op.kind == OpKind::Max { "maxnum" } else { "minnum" };
+                em.op(format!("llvm.intr.{o}({x}, {y}) : ({t}, {t}) -> {t}"), "e")
+            }
+            OpKind::Neg => em.op(format!("llvm.fneg {x} : {t}"), "e"),
+            OpKind::Relu => {
+                let z = em.fcst(0.0, t);
+                em.op(format!("llvm.intr.maxnum({x}, {z}) : ({t}, {t}) -> {t}"), "e")
+            }
+            OpKind::Abs => em.op(format!("llvm.intr.fabs({x}) : ({t}) -> {t}"), "e"),
+            OpKind::Exp => em.op(format!("llvm.intr.exp({x}) : ({t}) -> {t}"), "e"),
+            OpKind::Exp2 => em.op(format!("llvm.intr.exp2({x}) : ({t}) -> {t}"), "e"),
+            OpKind::Log => em.op(format!("llvm.intr.log({x}) : ({t}) -> {t}"), "e"),
+            OpKind::Sqrt => em.op(format!("llvm.intr.sqrt({x}) : ({t}) -> {t}"), "e"),
+            OpKind::Rsqrt => {
+                let s = em.op(format!("llvm.intr.sqrt({x}) : ({t}) -> {t}"), "e");
+                let one = em.fcst(1.0, t);
+                em.op(format!("llvm.fdiv {one}, {s} : {t}"), "e")
+            }
+            OpKind::Tanh => em.op(format!("llvm.intr.tanh({x}) : ({t}) -> {t}"), "e"),
+            _ => return err(op, "unsupported elementwise op"),
+        };
+        out.push(r);
+    }
+    em.vals.insert(op.results[0], Lv::Frag(out, rt));
+    Ok(())
+}
+
+/// The tile origin (row, col) of the accumulator: the offsets of the kernel's store.
+fn origin(em: &mut Em, op: &Operation, row: Value, col: Value) -> R<(String, String)> {
+    let r = em.scalar(op, row)?;
+    let c = em.scalar(op, col)?;
+    Ok((r, c))
+}
+
+fn lower_epilogue_load(em: &mut Em, op: &Operation) -> R<()> {
+    let Some(Lv::TensorPtr { ptr, sizes, strides, elem }) = em.vals.get(&op.operands[0]).cloned() else {
+        return err(op, "convert-tile-to-nvvm: only pointer tensors are loaded in the epilogue");
+    };
+    let Type::Tile { shape, .. } = em.m.ty(op.results[0]).clone() else { return err(op, "load of a non-tile") };
+    if shape.len() != 2 || em.nacc == 0 {
+        return err(op, "convert-tile-to-nvvm: epilogue loads are 2-D tiles after the MMA");
+    }
+    let (r0, c0) = origin(em, op, op.operands[1], op.operands[2])?;
+    let (fr, fc) = frag_base(em, op)?;
+    let t = mlir_scalar(elem);
+    let base = em.op(format!("llvm.inttoptr {ptr} : i64 to !llvm.ptr<1>"), "lbase");
+    let zero = em.fcst(0.0, t);
+    let mut cache: HashMap<(u64, u64), String> = HashMap::new();
+    let mut regs = vec![];
+    let (rows_bcast, cols_bcast) = (shape[0] == 1, shape[1] == 1);
+    for v in 0..em.nacc {
+        let (dr, dc) = frag_coord(v);
+        let key = (if rows_bcast { u64::MAX } else { dr }, if cols_bcast { u64::MAX } else { dc });
+        if let Some(x) = cache.get(&key) {
+            regs.push(x.clone());
+            continue;
+        }
+        let row = if rows_bcast { r0.clone() } else {
+            let d = em.cst(dr as i64, "i64");
+            let a = em.bin("add", &r0, &fr, "i64", "lr");
+            em.bin("add", &a, &d, "i64", "lr")
+        };
+        let col = if cols_bcast { c0.clone() } else {
+            let d = em.cst(dc as i64, "i64");
+            let a = em.bin("add", &c0, &fc, "i64", "lc");
+            em.bin("add", &a, &d, "i64", "lc")
+        };
+        let rok = em.icmp("ult", &row, &sizes[0], "i64");
+        let cok = em.icmp("ult", &col, &sizes[1], "i64");
+        let ok = em.bin("and", &rok, &cok, "i1", "ok");
+        let (ld, join) = (em.block_name("ld"), em.block_name("ldj"));
+        em.emit(format!("llvm.cond_br {ok}, ^{ld}, ^{join}({zero} : {t})"));
+        em.label(&format!("{ld}:"));
+        let ro = em.bin("mul", &row, &strides[0], "i64", "ro");
+        let co = em.bin("mul", &col, &strides[1], "i64", "co");
+        let off = em.bin("add", &ro, &co, "i64", "off");
+        let p = em.op(format!("llvm.getelementptr {base}[{off}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, {t}"), "lp");
+        let x = em.op(format!("llvm.load {p} : !llvm.ptr<1> -> {t}"), "lx");
+        em.emit(format!("llvm.br ^{join}({x} : {t})"));
+        let r = format!("%{join}_v");
+        em.label(&format!("{join}({r}: {t}):"));
+        cache.insert(key, r.clone());
+        regs.push(r);
+    }
+    em.vals.insert(op.results[0], Lv::Frag(regs, elem));
+    Ok(())
+}
+
+fn lower_store(em: &mut Em, op: &Operation) -> R<()> {
+    let Some(Lv::TensorPtr { ptr, sizes, strides, elem }) = em.vals.get(&op.operands[0]).cloned() else {
+        return err(op, "convert-tile-to-nvvm: the epilogue stores to a pointer tensor");
+    };
+    if op.operands.len() != 4 {
+        return err(op, "convert-tile-to-nvvm: epilogue stores are 2-D");
+    }
+    let (r0, c0) = origin(em, op, op.operands[1], op.operands[2])?;
+    em.tile_origin = Some((r0.clone(), c0.clone()));
+    let (regs, vt) = frag_of(em, op, op.operands[3])?;
+    if vt != elem {
+        return err(op, "store element type differs from the tensor's");
+    }
+    let Type::Tile { shape, .. } = em.m.ty(op.operands[3]).clone() else { return err(op, "store of a non-tile") };
+    let (fr, fc) = frag_base(em, op)?;
+    let t = mlir_scalar(elem);
+    let eb = elem.size_bytes() as i64;
+    let base = em.op(format!("llvm.inttoptr {ptr} : i64 to !llvm.ptr<1>"), "c_base");
+    let row0 = em.bin("add", &r0, &fr, "i64", "row0");
+    let col0 = em.bin("add", &c0, &fc, "i64", "col0");
+    // Fast path: the whole tile inside, unit column stride, even row stride, aligned base.
+    let bm = em.cst(shape[0] as i64, "i64");
+    let bn = em.cst(shape[1] as i64, "i64");
+    let re = em.bin("add", &r0, &bm, "i64", "re");
+    let ce = em.bin("add", &c0, &bn, "i64", "ce");
+    let f1 = em.icmp("ule", &re, &sizes[0], "i64");
+    let f2 = em.icmp("ule", &ce, &sizes[1], "i64");
+    let one = em.cst(1, "i64");
+    let f3 = em.icmp("eq", &strides[1], &one, "i64");
+    let s0 = em.bin("and", &strides[0], &one, "i64", "odd");
+    let z64 = em.cst(0, "i64");
+    let f4 = em.icmp("eq", &s0, &z64, "i64");
+    let amask = em.cst(2 * eb - 1, "i64");
+    let pa = em.bin("and", &ptr, &amask, "i64", "al");
+    let f5 = em.icmp("eq", &pa, &z64, "i64");
+    let g1 = em.bin("and", &f1, &f2, "i1", "f");
+    let g2 = em.bin("and", &f3, &f4, "i1", "f");
+    let g3 = em.bin("and", &g1, &g2, "i1", "f");
+    let fast = em.bin("and", &g3, &f5, "i1", "fast");
+    let (fb, sb, done) = (em.block_name("epi_fast"), em.block_name("epi_slow"), em.block_name("epi_done"));
+    em.emit(format!("llvm.cond_br {fast}, ^{fb}, ^{sb}"));
+    em.label(&format!("{fb}:"));
+    let ro = em.bin("mul", &row0, &strides[0], "i64", "ro");
+    let off0 = em.bin("add", &ro, &col0, "i64", "off");
+    let p0 = em.op(format!("llvm.getelementptr {base}[{off0}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, {t}"), "p_row");
+    let c8 = em.cst(8, "i64");
+    let s8 = em.bin("mul", &strides[0], &c8, "i64", "s8");
+    let p8 = em.op(format!("llvm.getelementptr {p0}[{s8}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, {t}"), "p_row8");
+    let u2 = em.op(format!("llvm.mlir.undef : vector<2x{t}>"), "u2");
+    let i0 = em.cst(0, "i32");
+    let i1 = em.cst(1, "i32");
+    for j in 0..regs.len() / 4 {
+        for h in 0..2 {
+            let v = 4 * j + 2 * h;
+            let vec = em.op(format!("llvm.insertelement {}, {u2}[{i0} : i32] : vector<2x{t}>", regs[v]), "vec");
+            let vec = em.op(format!("llvm.insertelement {}, {vec}[{i1} : i32] : vector<2x{t}>", regs[v + 1]), "vec");
+            let pb = if h == 1 { p8.clone() } else { p0.clone() };
+            let p = em.op(format!("llvm.getelementptr {pb}[{}] : (!llvm.ptr<1>) -> !llvm.ptr<1>, {t}", 8 * j), "p");
+            em.emit(format!("llvm.store {vec}, {p} {{alignment = {} : i64}} : vector<2x{t}>, !llvm.ptr<1>", 2 * eb));
+        }
+    }
+    em.emit(format!("llvm.br ^{done}"));
+    em.label(&format!("{sb}:  // ragged or strided: every element checked"));
+    for (v, x) in regs.iter().enumerate() {
+        let (dr, dc) = frag_coord(v);
+        let cdr = em.cst(dr as i64, "i64");
+        let cdc = em.cst(dc as i64, "i64");
+        let row = em.bin("add", &row0, &cdr, "i64", "row");
+        let col = em.bin("add", &col0, &cdc, "i64", "col");
+        let rok = em.icmp("ult", &row, &sizes[0], "i64");
+        let cok = em.icmp("ult", &col, &sizes[1], "i64");
+        let ok = em.bin("and", &rok, &cok, "i1", "ok");
+        let (st, sk) = (em.block_name("st"), em.block_name("sk"));
+        em.emit(format!("llvm.cond_br {ok}, ^{st}, ^{sk}"));
+        em.label(&format!("{st}:"));
+        let ro = em.bin("mul", &row, &strides[0], "i64", "ro");
+        let co = em.bin("mul", &col, &strides[1], "i64", "co");
+        let off = em.bin("add", &ro, &co, "i64", "off");
+        let p = em.op(format!("llvm.getelementptr {base}[{off}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, {t}"), "p");
+        em.emit(format!("llvm.store {x}, {p} {{alignment = {eb} : i64}} : {t}, !llvm.ptr<1>"));
+        em.emit(format!("llvm.br ^{sk}"));
+        em.label(&format!("{sk}:"));
+    }
+    em.emit(format!("llvm.br ^{done}"));
+    em.label(&format!("{done}:"));
+    let _ = Location::unknown();
+    Ok(())
+}

@@ -1,0 +1,389 @@
+#!/usr/bin/env python3
+"""Launch a tilec kernel from its manifest on a CUDA GPU, check it against torch, time it.
+
+    python3 tools/gpu/run.py MANIFEST.json [--shapes M,N,K ...] [--time] [--iters 50]
+                             [--json OUT] [--seed 0] [--launch-ex] [--tol 1e-2]
+
+The manifest format is docs/manifest.md (schema version 1). The PTX named by `ptx_file`
+(relative to the manifest) is loaded with cuModuleLoadData (the driver JIT-compiles it for the
+device), the `.entry` named by `kernel` is looked up, its dynamic shared memory limit is raised
+to `dynamic_shared_memory_bytes`, the grid is evaluated from `grid`, and the kernel is launched
+with cuLaunchKernelEx (with a cluster-dimension attribute when `cluster` != [1,1,1]; with
+--launch-ex also for cluster [1,1,1], otherwise plain cuLaunchKernel).
+
+Binding convention (the problem is a GEMM, C[M,N] = A[M,K] @ B[K,N]):
+  * each manifest parameter binds by its `role` field if present, else by its `name`;
+  * tensor parameters (kind `tensor_map` or `tensor_pointer`) with role A, B, C get A (M x K),
+    B (K x N), C (M x N); all row-major (last dimension contiguous), dtype from the parameter;
+  * scalar parameters with role M, N, K get the problem sizes (dtype i32, i64, u32, u64 or
+    index); any other scalar is an error;
+  * a `tensor_map` parameter is encoded with cuTensorMapEncodeTiled over the whole tensor:
+    global dims and byte strides innermost first, boxDim = reversed `box`, element strides 1,
+    `swizzle` (none, 32B, 64B, 128B), `interleave` (none), `l2_promotion` (none, 64B, 128B,
+    256B), `fill` zero -> CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE (out-of-bounds reads give zero);
+    it is passed by value (128 bytes);
+  * a `tensor_pointer` parameter becomes base pointer, rank sizes, rank strides (u64,
+    elements), as docs/manifest.md lists.
+TMA needs 16-byte aligned row pitches: a tensor read through a tensor map whose row is not a
+multiple of 16 bytes is stored with its pitch rounded up and the padding filled with NaN (so a
+read beyond the logical bounds would poison the result).
+
+Checks per case: A, B random (torch, seeded, fresh per case); C poisoned with a NaN bit pattern
+and followed by a poisoned guard region; after the launch, the relative Frobenius error against
+a float32 torch.matmul reference (TF32 off) must be <= --tol, every C element must have been
+written (no NaN left) and the guard must be intact. --time then times the kernel and
+torch.matmul (cuBLAS) on the same inputs with CUDA events (warm-up, median of --iters >= 20).
+Exit status 1 if any case fails.
+"""
+import argparse
+import ctypes
+import json
+import math
+import os
+import statistics
+import sys
+
+import torch
+
+try:  # cuda-python >= 12.x
+    from cuda.bindings import driver as cu
+except ImportError:  # older cuda-python
+    from cuda import cuda as cu
+
+
+# ------------------------------------------------------------------------------------------
+# driver helpers
+
+def check(ret, what):
+    """cuda-python returns (CUresult, values...): raise on error, return the values."""
+    if isinstance(ret, tuple):
+        err, vals = ret[0], ret[1:]
+    else:
+        err, vals = ret, ()
+    if int(err) != 0:
+        _, name = cu.cuGetErrorName(err)
+        _, msg = cu.cuGetErrorString(err)
+        raise RuntimeError("%s failed: %s (%s)" % (
+            what, name.decode() if isinstance(name, bytes) else name,
+            msg.decode() if isinstance(msg, bytes) else msg))
+    if not vals:
+        return None
+    return vals[0] if len(vals) == 1 else vals
+
+
+TORCH_DTYPE = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
+TMAP_DTYPE = {
+    "bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
+    "f16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16",
+    "f32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32",
+}
+SWIZZLE = {"none": "CU_TENSOR_MAP_SWIZZLE_NONE", "32B": "CU_TENSOR_MAP_SWIZZLE_32B",
+           "64B": "CU_TENSOR_MAP_SWIZZLE_64B", "128B": "CU_TENSOR_MAP_SWIZZLE_128B"}
+L2PROMO = {"none": "CU_TENSOR_MAP_L2_PROMOTION_NONE", "64B": "CU_TENSOR_MAP_L2_PROMOTION_L2_64B",
+           "128B": "CU_TENSOR_MAP_L2_PROMOTION_L2_128B", "256B": "CU_TENSOR_MAP_L2_PROMOTION_L2_256B"}
+INTERLEAVE = {"none": "CU_TENSOR_MAP_INTERLEAVE_NONE", "16B": "CU_TENSOR_MAP_INTERLEAVE_16B",
+              "32B": "CU_TENSOR_MAP_INTERLEAVE_32B"}
+SCALAR_CTYPE = {"i32": ctypes.c_int32, "u32": ctypes.c_uint32, "i64": ctypes.c_int64,
+                "u64": ctypes.c_uint64, "index": ctypes.c_int64, "f32": ctypes.c_float}
+
+
+def encode_tensor_map(param, t):
+    """CUtensorMap for 2-D+ tensor t (row-major, any pitch) per the manifest parameter."""
+    rank = t.dim()
+    assert param.get("rank", rank) == rank, "rank mismatch for %s" % param["name"]
+    esz = t.element_size()
+    dims = [cu.cuuint64_t(int(d)) for d in reversed(t.shape)]
+    strides = [cu.cuuint64_t(int(s) * esz) for s in reversed(t.stride()[:-1])]
+    assert t.stride()[-1] == 1, "tensor-map tensors need a unit innermost stride"
+    box = [cu.cuuint32_t(int(b)) for b in reversed(param["box"])]
+    estr = [cu.cuuint32_t(1)] * rank
+    fill = param.get("fill", "zero")
+    if fill not in ("zero", "none"):
+        raise ValueError("unsupported fill %r" % fill)
+    tmap = check(cu.cuTensorMapEncodeTiled(
+        getattr(cu.CUtensorMapDataType, TMAP_DTYPE[param["dtype"]]),
+        rank, t.data_ptr(), dims, strides, box, estr,
+        getattr(cu.CUtensorMapInterleave, INTERLEAVE[param.get("interleave", "none")]),
+        getattr(cu.CUtensorMapSwizzle, SWIZZLE[param.get("swizzle", "none")]),
+        getattr(cu.CUtensorMapL2promotion, L2PROMO[param.get("l2_promotion", "none")]),
+        cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+        "cuTensorMapEncodeTiled(%s)" % param["name"])
+    return tmap
+
+
+def tensor_map_bytes(tmap):
+    """The 128 bytes of a CUtensorMap as a ctypes buffer (the launch copies them by value)."""
+    buf = (ctypes.c_uint8 * 128)()
+    if hasattr(tmap, "getPtr"):
+        ctypes.memmove(buf, int(tmap.getPtr()), 128)
+    else:
+        words = [int(w) for w in tmap.opaque]
+        ctypes.memmove(buf, (ctypes.c_uint64 * 16)(*words), 128)
+    return buf
+
+
+def eval_expr(e, env):
+    if isinstance(e, int):
+        return e
+    if isinstance(e, dict):
+        (k, v), = e.items()
+        if k == "arg":
+            return int(env[v])
+        a, b = (eval_expr(x, env) for x in v)
+        if k == "ceildiv":
+            return -(-a // b)
+        if k == "mul":
+            return a * b
+        if k == "add":
+            return a + b
+        if k == "min":
+            return min(a, b)
+        if k == "max":
+            return max(a, b)
+    raise ValueError("bad grid expression %r" % (e,))
+
+
+# ------------------------------------------------------------------------------------------
+
+class Kernel:
+    def __init__(self, manifest_path, launch_ex=False):
+        self.path = manifest_path
+        with open(manifest_path) as f:
+            self.m = json.load(f)
+        if self.m.get("schema_version") != 1:
+            raise ValueError("unsupported manifest schema_version %r" % self.m.get("schema_version"))
+        ptx_path = os.path.join(os.path.dirname(os.path.abspath(manifest_path)), self.m["ptx_file"])
+        with open(ptx_path, "rb") as f:
+            ptx = f.read()
+        self.launch_ex = launch_ex or tuple(self.m.get("cluster", [1, 1, 1])) != (1, 1, 1)
+        torch.cuda.init()
+        check(cu.cuInit(0), "cuInit")
+        dev = check(cu.cuDeviceGet(torch.cuda.current_device()), "cuDeviceGet")
+        self.ctx = check(cu.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+        check(cu.cuCtxSetCurrent(self.ctx), "cuCtxSetCurrent")
+        self._image = ctypes.create_string_buffer(ptx)  # NUL-terminated PTX text
+        self.module = check(cu.cuModuleLoadData(ctypes.addressof(self._image)), "cuModuleLoadData")
+        self.func = check(cu.cuModuleGetFunction(self.module, self.m["kernel"].encode()),
+                          "cuModuleGetFunction")
+        self.smem = int(self.m.get("dynamic_shared_memory_bytes", 0))
+        if self.smem > 48 * 1024:
+            check(cu.cuFuncSetAttribute(
+                self.func, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                self.smem), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
+        self.num_regs = check(cu.cuFuncGetAttribute(
+            cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NUM_REGS, self.func), "cuFuncGetAttribute")
+        self.sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+
+    def role(self, p):
+        return p.get("role", p["name"])
+
+    def grid(self, env):
+        g = self.m["grid"]
+        dims = [eval_expr(g[d], env) if d in g else 1 for d in ("x", "y", "z")]
+        pers = self.m.get("persistent")
+        if pers:
+            tiles = dims[0] * dims[1] * dims[2]
+            dims = [min(tiles, self.sms * int(pers.get("ctas_per_sm", 1))), 1, 1]
+        return dims
+
+    def prepare(self, tensors, scalars, stream):
+        """Build the kernel-parameter array (void**) and the launch closure."""
+        holders = []
+        for p in self.m["params"]:
+            kind, role = p["kind"], self.role(p)
+            if kind == "tensor_map":
+                holders.append(tensor_map_bytes(encode_tensor_map(p, tensors[role])))
+            elif kind == "tensor_pointer":
+                t = tensors[role]
+                assert TORCH_DTYPE[p["dtype"]] == t.dtype
+                holders.append(ctypes.c_uint64(t.data_ptr()))
+                holders += [ctypes.c_uint64(int(s)) for s in t.shape]
+                holders += [ctypes.c_uint64(int(s)) for s in t.stride()]
+            elif kind == "scalar":
+                holders.append(SCALAR_CTYPE[p["dtype"]](scalars[role]))
+            else:
+                raise ValueError("unknown param kind %r" % kind)
+        ptrs = (ctypes.c_void_p * len(holders))(*[ctypes.addressof(h) for h in holders])
+        gx, gy, gz = self.grid(scalars)
+        bx, by, bz = self.m["block"]
+        cl = self.m.get("cluster", [1, 1, 1])
+        keep = [holders, ptrs]
+        if self.launch_ex:
+            cfg = cu.CUlaunchConfig()
+            cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = gx, gy, gz
+            cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = bx, by, bz
+            cfg.sharedMemBytes = self.smem
+            cfg.hStream = cu.CUstream(stream)
+            attrs = []
+            if tuple(cl) != (1, 1, 1):
+                a = cu.CUlaunchAttribute()
+                a.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+                a.value.clusterDim.x, a.value.clusterDim.y, a.value.clusterDim.z = cl
+                attrs.append(a)
+            cfg.attrs = attrs
+            cfg.numAttrs = len(attrs)
+            keep.append(cfg)
+
+            func = self.func
+
+            def launch():
+                check(cu.cuLaunchKernelEx(cfg, func, ctypes.addressof(ptrs), 0), "cuLaunchKernelEx")
+        else:
+            hs = cu.CUstream(stream)
+
+            def launch():
+                check(cu.cuLaunchKernel(self.func, gx, gy, gz, bx, by, bz, self.smem, hs,
+                                        ctypes.addressof(ptrs), 0), "cuLaunchKernel")
+        launch.keep = keep  # the parameter buffers must outlive every launch
+        return launch, (gx, gy, gz)
+
+
+def make_tma_friendly(shape, dtype, gen, device, pad_value=float("nan")):
+    """Random tensor of `shape`, row pitch rounded up to 16 bytes (padding = NaN)."""
+    esz = torch.tensor([], dtype=dtype).element_size()
+    rows, cols = shape
+    per16 = 16 // esz
+    pitch = -(-cols // per16) * per16
+    store = torch.full((rows, pitch), pad_value, dtype=dtype, device=device)
+    t = store[:, :cols]
+    t.copy_(torch.randn(rows, cols, generator=gen, dtype=torch.float32, device=device).to(dtype))
+    return t
+
+
+def time_events(fn, iters, warmup=5):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    for i in range(iters):
+        starts[i].record()
+        fn()
+        ends[i].record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
+
+
+def run_case(k, M, N, K, args, case_idx):
+    dev = torch.device("cuda")
+    gen = torch.Generator(device=dev)
+    gen.manual_seed(args.seed * 1000003 + case_idx)
+    dt = {}
+    for p in k.m["params"]:
+        if p["kind"] in ("tensor_map", "tensor_pointer"):
+            dt[k.role(p)] = TORCH_DTYPE[p["dtype"]]
+    kinds = {k.role(p): p["kind"] for p in k.m["params"]}
+    shapes = {"A": (M, K), "B": (K, N), "C": (M, N)}
+    tensors = {}
+    for r in ("A", "B"):
+        if kinds.get(r) == "tensor_map":
+            tensors[r] = make_tma_friendly(shapes[r], dt[r], gen, dev)
+        else:
+            tensors[r] = torch.randn(shapes[r], generator=gen, dtype=torch.float32,
+                                     device=dev).to(dt[r])
+    # C with a poisoned guard region behind it (all-ones bits: NaN in bf16/f16/f32).
+    guard = 4096
+    cdt = dt["C"]
+    cbuf = torch.empty(M * N + guard, dtype=cdt, device=dev)
+    ibits = {2: torch.int16, 4: torch.int32}[cbuf.element_size()]
+
+    def poison():
+        cbuf.view(ibits).fill_(-1)
+    C = cbuf[:M * N].view(M, N)
+    tensors["C"] = C
+    scalars = {"M": M, "N": N, "K": K}
+    stream = torch.cuda.current_stream().cuda_stream
+    launch, grid = k.prepare(tensors, scalars, stream)
+
+    poison()
+    torch.cuda.synchronize()
+    launch()
+    check(cu.cuStreamSynchronize(cu.CUstream(stream)), "kernel execution")
+    torch.cuda.synchronize()
+
+    prev_tf32 = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    ref = torch.matmul(tensors["A"].float(), tensors["B"].float())
+    torch.backends.cuda.matmul.allow_tf32 = prev_tf32
+    out = C.float()
+    all_written = not bool(torch.isnan(out).any())
+    guard_ok = bool((cbuf[M * N:].view(ibits) == -1).all())
+    diff = torch.nan_to_num(out, nan=0.0) - ref
+    rel = float(torch.linalg.vector_norm(diff) / torch.linalg.vector_norm(ref).clamp_min(1e-30))
+    if not all_written:
+        rel = float("nan")
+    ok = all_written and guard_ok and rel <= args.tol
+    row = {"M": M, "N": N, "K": K, "grid": grid, "rel_err": rel, "all_written": all_written,
+           "guard_ok": guard_ok, "ok": ok}
+    if args.time:
+        flops = 2.0 * M * N * K
+        # Fresh poison is not needed for timing; the kernel overwrites C each launch.
+        t_ms = time_events(launch, args.iters)
+        cref = torch.empty(M, N, dtype=cdt, device=dev)
+        A, B = tensors["A"], tensors["B"]
+        t_ref = time_events(lambda: torch.matmul(A, B, out=cref), args.iters)
+        row.update({"tilec_ms": t_ms, "tilec_tflops": flops / t_ms / 1e9,
+                    "cublas_ms": t_ref, "cublas_tflops": flops / t_ref / 1e9,
+                    "ratio": t_ref / t_ms})
+        # Re-check after the timing loop: the same output must still be there.
+        out2 = C.float()
+        if not torch.equal(torch.nan_to_num(out2, nan=0.0), torch.nan_to_num(out, nan=0.0)):
+            row["ok"] = False
+            row["rerun_mismatch"] = True
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("manifest")
+    ap.add_argument("--shapes", nargs="+", default=["1024,1024,1024"], help="M,N,K ...")
+    ap.add_argument("--time", action="store_true")
+    ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--json", help="write the rows here")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--tol", type=float, default=1e-2)
+    ap.add_argument("--launch-ex", action="store_true", help="use cuLaunchKernelEx even without clusters")
+    args = ap.parse_args()
+    if args.time and args.iters < 20:
+        ap.error("--iters must be >= 20 for a median")
+    k = Kernel(args.manifest, launch_ex=args.launch_ex)
+    print("# %s: kernel %s, %s, block %s, cluster %s, dyn smem %d B, %d regs (driver JIT), %d SMs, launch %s"
+          % (args.manifest, k.m["kernel"], k.m["target"], k.m["block"], k.m.get("cluster"), k.smem,
+             k.num_regs, k.sms, "cuLaunchKernelEx" if k.launch_ex else "cuLaunchKernel"), flush=True)
+    rows = []
+    failed = False
+    hdr = "%6s %6s %6s  %9s  %7s  %9s %8s  %9s %8s  %6s  %s" % (
+        "M", "N", "K", "rel_err", "written", "tilec_ms", "TFLOP/s", "cublas_ms", "TFLOP/s", "ratio", "status")
+    lines = []
+    for i, s in enumerate(args.shapes):
+        M, N, K = (int(x) for x in s.split(","))
+        try:
+            row = run_case(k, M, N, K, args, i)
+        except Exception as e:  # report and continue with the other shapes
+            row = {"M": M, "N": N, "K": K, "ok": False, "error": str(e)}
+        rows.append(row)
+        failed |= not row["ok"]
+        if "error" in row:
+            line = "%6d %6d %6d  ERROR %s" % (M, N, K, row["error"])
+        else:
+            tm = ("%9.4f %8.1f  %9.4f %8.1f  %6.2f" % (row["tilec_ms"], row["tilec_tflops"], row["cublas_ms"],
+                                                     row["cublas_tflops"], row["ratio"])
+                  if args.time else "%9s %8s  %9s %8s  %6s" % ("-", "-", "-", "-", "-"))
+            line = "%6d %6d %6d  %9.2e  %7s  %s  %s" % (
+                M, N, K, row["rel_err"], "yes" if row["all_written"] else "NO", tm,
+                "ok" if row["ok"] else "FAIL" + ("" if row.get("guard_ok", True) else " (guard overwritten)"))
+        lines.append(line)
+        print(line, flush=True)
+    print()
+    print(hdr)
+    for l in lines:
+        print(l)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"manifest": args.manifest, "kernel": k.m["kernel"], "num_regs": k.num_regs,
+                       "device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,195 @@
+//! `tile-compile`: a tile IR file to PTX and a launch manifest.
+//!
+//! ```text
+//! tile-compile FILE --target sm_90a|sm_90|sm_100|sm_100a [-o DIR] [--emit ptx|mlir|llvm|tile]
+//!              [--stages N] [--ptxas] [--timing]
+//! ```
+//! Writes `DIR/NAME.ptx` (or `.mlir`, `.ll`, `.tile` with `--emit`) and `DIR/NAME.json`.
+//! `--ptxas` assembles the PTX with `ptxas -v` (found through `$PTXAS`, the repository's
+//! `.venv`, or `PATH`) and reports registers, shared memory, spills and warnings.
+//! Exit codes: 0 success, 1 diagnostics or a failed ptxas, 2 usage.
+
+#[path = "../common.rs"]
+mod common;
+
+use clap::{Parser, ValueEnum};
+use common::*;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use tilec::dialect::{parser, Target};
+use tilec::{compile, Emit, Error, Input, Options};
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum EmitArg {
+    Ptx,
+    Mlir,
+    Llvm,
+    Tile,
+}
+
+#[derive(Parser, Debug)]
+#[command(name = "tile-compile", version, about = "Compile a tile IR kernel to PTX and a launch manifest")]
+struct Cli {
+    /// Input file (- for standard input).
+    file: String,
+    /// Target GPU: sm_90a (wgmma), sm_90, sm_100, sm_100a.
+    #[arg(long, value_parser = parse_target)]
+    target: Target,
+    /// Output directory (default: the current one).
+    #[arg(short = 'o', long = "output-dir", value_name = "DIR", default_value = ".")]
+    out_dir: PathBuf,
+    /// What to write.
+    #[arg(long, value_enum, default_value = "ptx")]
+    emit: EmitArg,
+    /// Shared-memory ring depth (2 to 8).
+    #[arg(long, default_value_t = 4)]
+    stages: u32,
+    /// Run ptxas -v on the PTX and report registers, shared memory, spills and warnings.
+    #[arg(long)]
+    ptxas: bool,
+    /// Print the time of each stage and of the whole compile.
+    #[arg(long)]
+    timing: bool,
+}
+
+fn parse_target(s: &str) -> Result<Target, String> {
+    Target::from_name(s).ok_or_else(|| format!("unknown target '{s}' (known: {})", Target::names()))
+}
+
+fn main() {
+    std::process::exit(run());
+}
+
+fn run() -> i32 {
+    let t0 = Instant::now();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+        }
+    };
+    let (name, bytes) = match read_input(&cli.file) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("{e}");
+            return EXIT_DIAGNOSTICS;
+        }
+    };
+    let src = match parser::utf8(&bytes, &name) {
+        Ok(s) => s,
+        Err(d) => {
+            eprint_diags(&d, None);
+            return EXIT_DIAGNOSTICS;
+        }
+    };
+    let mut opts = Options::new(cli.target);
+    opts.stages = cli.stages;
+    opts.emit = match cli.emit {
+        EmitArg::Ptx => Emit::Ptx,
+        EmitArg::Mlir => Emit::Mlir,
+        EmitArg::Llvm => Emit::Llvm,
+        EmitArg::Tile => Emit::Tile,
+    };
+    let k = match compile(Input::Text { source: src, file: &name }, &opts) {
+        Ok(k) => k,
+        Err(Error::Diagnostics(d)) => {
+            eprint_diags(&d, Some(src));
+            return EXIT_DIAGNOSTICS;
+        }
+        Err(e) => {
+            eprintln!("{name}: error: {e}");
+            return EXIT_DIAGNOSTICS;
+        }
+    };
+    if let Err(e) = std::fs::create_dir_all(&cli.out_dir) {
+        eprintln!("error: could not create '{}': {}", cli.out_dir.display(), io_reason(&e));
+        return EXIT_DIAGNOSTICS;
+    }
+    let ext = match cli.emit {
+        EmitArg::Ptx => "ptx",
+        EmitArg::Mlir => "mlir",
+        EmitArg::Llvm => "ll",
+        EmitArg::Tile => "tile",
+    };
+    let out = cli.out_dir.join(format!("{}.{ext}", k.name));
+    let man = cli.out_dir.join(format!("{}.json", k.name));
+    for (path, text) in [(&out, &k.text), (&man, &k.manifest.to_json())] {
+        if let Err(e) = write_output(Some(&path.display().to_string()), text) {
+            eprintln!("{e}");
+            return EXIT_DIAGNOSTICS;
+        }
+    }
+    eprintln!("wrote {} and {}", out.display(), man.display());
+    let mut status = EXIT_OK;
+    if cli.ptxas {
+        if !matches!(cli.emit, EmitArg::Ptx) {
+            eprintln!("error: --ptxas needs --emit ptx");
+            return EXIT_USAGE;
+        }
+        status = run_ptxas(&out, cli.target);
+    }
+    if cli.timing {
+        for (stage, d) in &k.timings {
+            eprintln!("  {:>9.3} ms  {stage}", d.as_secs_f64() * 1e3);
+        }
+        eprintln!("  {:>9.3} ms  total (process, including I/O)", t0.elapsed().as_secs_f64() * 1e3);
+    }
+    status
+}
+
+/// Find ptxas: `$PTXAS`, the repository's `.venv` (from the `nvidia-cuda-nvcc` wheel), `PATH`.
+fn find_ptxas() -> Option<PathBuf> {
+    if let Ok(p) = std::env::var("PTXAS") {
+        return Some(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().ok()?;
+    for dir in exe.ancestors() {
+        let cand = dir.join(".venv/lib");
+        if let Ok(rd) = std::fs::read_dir(&cand) {
+            for py in rd.flatten() {
+                let p = py.path().join("site-packages/nvidia/cu13/bin/ptxas");
+                if p.exists() {
+                    return Some(p);
+                }
+            }
+        }
+    }
+    std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|d| d.join("ptxas")).find(|p| p.exists()))
+}
+
+fn run_ptxas(ptx: &Path, target: Target) -> i32 {
+    let Some(ptxas) = find_ptxas() else {
+        eprintln!("error: ptxas not found: set PTXAS, or install the nvidia-cuda-nvcc wheel into .venv");
+        return EXIT_DIAGNOSTICS;
+    };
+    let cubin = ptx.with_extension("cubin");
+    let out = std::process::Command::new(&ptxas).arg(format!("-arch={}", target.name())).arg("-v").arg(ptx).arg("-o").arg(&cubin).output();
+    let out = match out {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: could not run {}: {}", ptxas.display(), io_reason(&e));
+            return EXIT_DIAGNOSTICS;
+        }
+    };
+    let text = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    let mut summary = vec![];
+    for l in text.lines() {
+        let l = l.trim();
+        if l.contains("Used") || l.contains("spill") || l.contains("warning") || l.contains("error") {
+            summary.push(l.to_string());
+        }
+    }
+    eprintln!("ptxas -arch={} -v:", target.name());
+    for l in &summary {
+        eprintln!("  {l}");
+    }
+    if !out.status.success() {
+        eprintln!("error: ptxas failed");
+        return EXIT_DIAGNOSTICS;
+    }
+    if text.contains("warning") {
+        eprintln!("warning: ptxas reported warnings");
+    }
+    EXIT_OK
+}
