@@ -107,7 +107,7 @@ define_ops! {
     // ---- GPU level (produced by tile-to-gpu) -------------------------------------------
     SmemAlloc = "tile.smem_alloc", Gpu, "Allocate a shared-memory ring `smem<stages x shape x elem>` with `{swizzle = 0|32|64|128}` (bytes); stages are 1024-byte aligned.";
     MbarrierAlloc = "tile.mbarrier_alloc", Gpu, "Allocate `mbarrier<count>` in shared memory and initialise each with `{arrive_count = n}` (PTX `mbarrier.init.shared.b64`).";
-    WarpSpecialize = "tile.warp_specialize", Structure, "Split the CTA: region 0 runs on the producer warpgroup (one elected thread issues copies), region 1 on `consumers` warpgroups; the results are what region 1 yields.";
+    WarpSpecialize = "tile.warp_specialize", Structure, "Split the CTA: region 0 runs on the producer (the first warpgroup with wgmma, the first warp otherwise; one elected thread issues copies), region 1 on `consumers` warpgroups; the results are what region 1 yields.";
     MbarrierExpectTx = "tile.mbarrier_expect_tx", Gpu, "`mbarrier.arrive.expect_tx` on barrier `index` of an array for `bytes` transaction bytes (one elected producer thread).";
     TmaLoad = "tile.tma_load", Gpu, "`cp.async.bulk.tensor` global→shared of one ring stage: operands (tensor, ring, mbarriers, stage, coords...); completes on barrier `stage` of the mbarriers.";
     MbarrierWait = "tile.mbarrier_wait", Gpu, "Wait until barrier `index` completes the phase of parity `phase` (`mbarrier.try_wait.parity` in a loop): operands (mbarriers, index, phase).";

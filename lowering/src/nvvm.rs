@@ -70,6 +70,15 @@ enum Lv {
     Frag(Vec<String>, ScalarType),
 }
 
+/// A float literal MLIR's lexer takes back exactly: `1.5e-3`, `0.0e0` (it needs the '.').
+fn mlir_float(v: f64) -> String {
+    let s = format!("{v:e}");
+    match s.split_once('e') {
+        Some((m, e)) if !m.contains('.') => format!("{m}.0e{e}"),
+        _ => s,
+    }
+}
+
 fn mlir_scalar(t: ScalarType) -> &'static str {
     match t {
         ScalarType::I1 => "i1",
@@ -105,6 +114,12 @@ struct Em<'a> {
     acc_ty: String,
     /// Tile origin (row, col) in elements for the fragment layout (i64 SSA values).
     tile_origin: Option<(String, String)>,
+    /// The MMA family of the kernel: decides the fragment layout.
+    mma_sync: bool,
+    /// Threads of the producer (128 with wgmma, 32 with mma.sync).
+    producer_threads: i64,
+    /// mma.sync: the consumer warp's (warp_m, warp_n) in the 2 x 4 warp grid.
+    warp_mn: Option<(String, String)>,
     /// Tensor params: name → (kind) for the manifest.
     exit_block: String,
     barrier_inits: Vec<(u64, u64, i64)>,
@@ -152,7 +167,7 @@ impl Em<'_> {
         }
         self.n += 1;
         let name = format!("%f{}_{t}", self.n);
-        self.consts.push(format!("    {name} = llvm.mlir.constant({v:e} : {t}) : {t}"));
+        self.consts.push(format!("    {name} = llvm.mlir.constant({} : {t}) : {t}", mlir_float(v)));
         self.fconsts.insert((v.to_bits(), t), name.clone());
         name
     }
@@ -231,6 +246,9 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
         nacc: 0,
         acc_ty: String::new(),
         tile_origin: None,
+        mma_sync: !target.has_wgmma(),
+        producer_threads: if target.has_wgmma() { 128 } else { 32 },
+        warp_mn: None,
         exit_block: "exit".into(),
         barrier_inits: vec![],
         smem_end: 1024,
@@ -485,9 +503,8 @@ fn lower_warp_specialize(em: &mut Em, op: &Operation) -> R<()> {
     em.emit("llvm.br ^after_init");
     em.label("after_init:");
     em.emit("nvvm.barrier0");
-    let c128 = em.cst(128, "i32");
-    let wg = em.bin("udiv", &tid, &c128, "i32", "wg");
-    let is_p = em.icmp("eq", &wg, &z, "i32");
+    let pt = em.cst(em.producer_threads, "i32");
+    let is_p = em.icmp("ult", &tid, &pt, "i32");
     em.emit(format!("llvm.cond_br {is_p}, ^producer, ^consumer"));
     em.label("producer:  // warpgroup 0: TMA producer");
     if em.target.has_setmaxnreg() {
@@ -502,8 +519,21 @@ fn lower_warp_specialize(em: &mut Em, op: &Operation) -> R<()> {
     if em.target.has_setmaxnreg() {
         em.emit("nvvm.setmaxregister increase 232");
     }
+    let c128 = em.cst(128, "i32");
+    let wg = em.bin("udiv", &tid, &c128, "i32", "wg");
     let one = em.cst(1, "i32");
     em.cwg = Some(em.bin("sub", &wg, &one, "i32", "cwg"));
+    if em.mma_sync {
+        // Consumer warps 0..7 (after the producer warp) in a 2 x 4 grid of 64 x 64 tiles.
+        let c5 = em.cst(5, "i32");
+        let w = em.bin("lshr", &tid, &c5, "i32", "w");
+        let cw = em.bin("sub", &w, &one, "i32", "cw");
+        let c2 = em.cst(2, "i32");
+        let c3 = em.cst(3, "i32");
+        let wm = em.bin("lshr", &cw, &c2, "i32", "warp_m");
+        let wn = em.bin("and", &cw, &c3, "i32", "warp_n");
+        em.warp_mn = Some((wm, wn));
+    }
     lower_block(em, &op.regions[1].ops)?;
     let y = op.regions[1].ops.last().expect("verified yield");
     for (r, v) in op.results.iter().zip(&y.operands) {
@@ -634,8 +664,10 @@ fn lower_tma_load(em: &mut Em, op: &Operation) -> R<()> {
 }
 
 fn lower_mma(em: &mut Em, op: &Operation) -> R<()> {
-    if op.str_attr("kind") != Some("wgmma") {
-        return err(op, format!("convert-tile-to-nvvm lowers wgmma MMAs only so far (kind = {:?}); the ldmatrix + mma.sync path is not written yet", op.str_attr("kind").unwrap_or("?")));
+    match op.str_attr("kind") {
+        Some("wgmma") => {}
+        Some("mma_sync") => return lower_mma_sync(em, op),
+        k => return err(op, format!("convert-tile-to-nvvm: unknown MMA kind {:?}", k.unwrap_or("?"))),
     }
     let (Some(Lv::Ring { offset: a_off, stage_bytes: a_sb, shape: a_sh, elem }), Some(Lv::Ring { offset: b_off, stage_bytes: b_sb, shape: b_sh, .. })) = (em.vals.get(&op.operands[0]).cloned(), em.vals.get(&op.operands[1]).cloned()) else {
         return err(op, "MMA operands are not rings");
@@ -723,16 +755,36 @@ fn lower_wait(em: &mut Em, op: &Operation) -> R<()> {
     Ok(())
 }
 
-/// Registers of value `v`: (row offset within the 64-row warpgroup slice relative to the
-/// thread's base row, column offset relative to the thread's base column).
-fn frag_coord(v: usize) -> (u64, u64) {
-    (8 * ((v / 2) % 2) as u64, (8 * (v / 4) + v % 2) as u64)
+/// Register `v` of a thread's fragment: (row, column) offset from the thread's base.
+/// wgmma m64nN: v → (8((v/2) mod 2), 8(v/4) + v mod 2). mma.sync m16n8 tiles of a 64×64
+/// warp tile, v = 4(8 mi + ni) + e → (16 mi + 8(e/2), 8 ni + e mod 2).
+fn frag_coord(mma_sync: bool, v: usize) -> (u64, u64) {
+    if mma_sync {
+        let (t, e) = (v / 4, v % 4);
+        let (mi, ni) = (t / 8, t % 8);
+        ((16 * mi + 8 * (e / 2)) as u64, (8 * ni + e % 2) as u64)
+    } else {
+        (8 * ((v / 2) % 2) as u64, (8 * (v / 4) + v % 2) as u64)
+    }
 }
 
 /// The thread's base row and column (i64) of the fragment, relative to the tile origin.
 fn frag_base(em: &mut Em, op: &Operation) -> R<(String, String)> {
     let cwg = em.cwg.clone().ok_or_else(|| Diagnostic::error(op.loc.clone(), "epilogue op outside the consumers"))?;
     let c64 = em.cst(64, "i32");
+    if let Some((wm, wn)) = em.warp_mn.clone() {
+        let c2 = em.cst(2, "i32");
+        let c3 = em.cst(3, "i32");
+        let lane = em.lane.clone();
+        let r0 = em.bin("mul", &wm, &c64, "i32", "r");
+        let g = em.bin("lshr", &lane, &c2, "i32", "r");
+        let row = em.bin("add", &r0, &g, "i32", "frow");
+        let c0 = em.bin("mul", &wn, &c64, "i32", "c");
+        let t = em.bin("and", &lane, &c3, "i32", "c");
+        let t2 = em.bin("mul", &t, &c2, "i32", "c");
+        let col = em.bin("add", &c0, &t2, "i32", "fcol");
+        return Ok((em.zext64(&row), em.zext64(&col)));
+    }
     let c16 = em.cst(16, "i32");
     let c2 = em.cst(2, "i32");
     let c3 = em.cst(3, "i32");
@@ -852,7 +904,7 @@ fn lower_epilogue_load(em: &mut Em, op: &Operation) -> R<()> {
     let mut regs = vec![];
     let (rows_bcast, cols_bcast) = (shape[0] == 1, shape[1] == 1);
     for v in 0..em.nacc {
-        let (dr, dc) = frag_coord(v);
+        let (dr, dc) = frag_coord(em.mma_sync, v);
         let key = (if rows_bcast { u64::MAX } else { dr }, if cols_bcast { u64::MAX } else { dc });
         if let Some(x) = cache.get(&key) {
             regs.push(x.clone());
@@ -934,26 +986,33 @@ fn lower_store(em: &mut Em, op: &Operation) -> R<()> {
     let ro = em.bin("mul", &row0, &strides[0], "i64", "ro");
     let off0 = em.bin("add", &ro, &col0, "i64", "off");
     let p0 = em.op(format!("llvm.getelementptr {base}[{off0}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, {t}"), "p_row");
-    let c8 = em.cst(8, "i64");
-    let s8 = em.bin("mul", &strides[0], &c8, "i64", "s8");
-    let p8 = em.op(format!("llvm.getelementptr {p0}[{s8}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, {t}"), "p_row8");
     let u2 = em.op(format!("llvm.mlir.undef : vector<2x{t}>"), "u2");
     let i0 = em.cst(0, "i32");
     let i1 = em.cst(1, "i32");
-    for j in 0..regs.len() / 4 {
-        for h in 0..2 {
-            let v = 4 * j + 2 * h;
-            let vec = em.op(format!("llvm.insertelement {}, {u2}[{i0} : i32] : vector<2x{t}>", regs[v]), "vec");
-            let vec = em.op(format!("llvm.insertelement {}, {vec}[{i1} : i32] : vector<2x{t}>", regs[v + 1]), "vec");
-            let pb = if h == 1 { p8.clone() } else { p0.clone() };
-            let p = em.op(format!("llvm.getelementptr {pb}[{}] : (!llvm.ptr<1>) -> !llvm.ptr<1>, {t}", 8 * j), "p");
-            em.emit(format!("llvm.store {vec}, {p} {{alignment = {} : i64}} : vector<2x{t}>, !llvm.ptr<1>", 2 * eb));
-        }
+    let mut rowptr: HashMap<u64, String> = HashMap::new();
+    for v in (0..regs.len()).step_by(2) {
+        let (dr, dc) = frag_coord(em.mma_sync, v);
+        let pr = match rowptr.get(&dr) {
+            Some(p) => p.clone(),
+            None => {
+                let p = if dr == 0 { p0.clone() } else {
+                    let c = em.cst(dr as i64, "i64");
+                    let o = em.bin("mul", &strides[0], &c, "i64", "so");
+                    em.op(format!("llvm.getelementptr {p0}[{o}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, {t}"), "p_row")
+                };
+                rowptr.insert(dr, p.clone());
+                p
+            }
+        };
+        let vec = em.op(format!("llvm.insertelement {}, {u2}[{i0} : i32] : vector<2x{t}>", regs[v]), "vec");
+        let vec = em.op(format!("llvm.insertelement {}, {vec}[{i1} : i32] : vector<2x{t}>", regs[v + 1]), "vec");
+        let p = em.op(format!("llvm.getelementptr {pr}[{dc}] : (!llvm.ptr<1>) -> !llvm.ptr<1>, {t}"), "p");
+        em.emit(format!("llvm.store {vec}, {p} {{alignment = {} : i64}} : vector<2x{t}>, !llvm.ptr<1>", 2 * eb));
     }
     em.emit(format!("llvm.br ^{done}"));
     em.label(&format!("{sb}:  // ragged or strided: every element checked"));
     for (v, x) in regs.iter().enumerate() {
-        let (dr, dc) = frag_coord(v);
+        let (dr, dc) = frag_coord(em.mma_sync, v);
         let cdr = em.cst(dr as i64, "i64");
         let cdc = em.cst(dc as i64, "i64");
         let row = em.bin("add", &row0, &cdr, "i64", "row");
@@ -975,5 +1034,123 @@ fn lower_store(em: &mut Em, op: &Operation) -> R<()> {
     em.emit(format!("llvm.br ^{done}"));
     em.label(&format!("{done}:"));
     let _ = Location::unknown();
+    Ok(())
+}
+
+/// `tile.mma {kind = "mma_sync"}`: one k stage (64) as 4 k16 steps; per step each consumer
+/// warp loads its A fragments (4 m16 tiles, `ldmatrix.x4`) and B fragments (8 n8 tiles,
+/// `ldmatrix.x4.trans`) from the 128-byte-swizzled stage and issues 32
+/// `mma.sync.m16n8k16.row.col.f32.bf16.bf16.f32`. The 128 accumulator registers of a lane
+/// travel as one `!acc` struct (LLVM's SROA splits it).
+fn lower_mma_sync(em: &mut Em, op: &Operation) -> R<()> {
+    let (Some(Lv::Ring { offset: a_off, stage_bytes: a_sb, shape: a_sh, elem }), Some(Lv::Ring { offset: b_off, stage_bytes: b_sb, shape: b_sh, .. })) = (em.vals.get(&op.operands[0]).cloned(), em.vals.get(&op.operands[1]).cloned()) else {
+        return err(op, "MMA operands are not rings");
+    };
+    if a_sh != [128, 64] || b_sh != [64, 256] || elem != ScalarType::BF16 && elem != ScalarType::F16 {
+        return err(op, format!("mma.sync lowering handles 128x64 and 64x256 bf16/f16 stages (2 x 4 warps of 64 x 64), found {}x{} and {}x{}", a_sh[0], a_sh[1], b_sh[0], b_sh[1]));
+    }
+    let et = if elem == ScalarType::BF16 { "bf16" } else { "f16" };
+    const NACC: usize = 128;
+    if em.acc_ty.is_empty() {
+        em.acc_ty = format!("!llvm.struct<({})>", vec!["f32"; NACC].join(", "));
+        em.nacc = NACC;
+        em.acc_cols = 256;
+    }
+    let Some((wm, wn)) = em.warp_mn.clone() else { return err(op, "'tile.mma' outside the consumer region") };
+    let st = em.scalar(op, op.operands[2])?;
+    let st32 = em.trunc32(&st);
+    // Per-lane ldmatrix addressing: lane gives the row address of 8x8 matrix lane/8:
+    // row = lane mod 16, 16-byte chunk = lane / 16 (+ 2 per k16 step), swizzled chunk =
+    // chunk xor (row mod 8) = chunk xor (lane mod 8).
+    let lane = em.lane.clone();
+    let c15 = em.cst(15, "i32");
+    let c7 = em.cst(7, "i32");
+    let c4 = em.cst(4, "i32");
+    let l16 = em.bin("and", &lane, &c15, "i32", "l16");
+    let l8 = em.bin("and", &lane, &c7, "i32", "l8");
+    let lhi = em.bin("lshr", &lane, &c4, "i32", "lhi");
+    let ch0 = em.bin("xor", &lhi, &l8, "i32", "chunk");
+    let chunk0 = em.bin("shl", &ch0, &c4, "i32", "chunk_b");
+    let c64 = em.cst(64, "i32");
+    let c7s = em.cst(7, "i32");
+    let ar = em.bin("mul", &wm, &c64, "i32", "a_row");
+    let ar2 = em.bin("add", &ar, &l16, "i32", "a_row");
+    let a_lane = em.bin("shl", &ar2, &c7s, "i32", "a_lane");
+    let bbox = em.cst(8192, "i32");
+    let bb = em.bin("mul", &wn, &bbox, "i32", "b_box");
+    let brow = em.bin("shl", &l16, &c7s, "i32", "b_row");
+    let b_lane = em.bin("add", &bb, &brow, "i32", "b_lane");
+    let asb = em.cst(a_sb as i64, "i32");
+    let bsb = em.cst(b_sb as i64, "i32");
+    let aso = em.bin("mul", &st32, &asb, "i32", "a_st");
+    let bso = em.bin("mul", &st32, &bsb, "i32", "b_st");
+    let aoffc = em.cst(a_off as i64, "i32");
+    let boffc = em.cst(b_off as i64, "i32");
+    let a0 = em.bin("add", &aso, &aoffc, "i32", "a_base");
+    let a_base = em.bin("add", &a0, &a_lane, "i32", "a_base");
+    let b0 = em.bin("add", &bso, &boffc, "i32", "b_base");
+    let b_base = em.bin("add", &b0, &b_lane, "i32", "b_base");
+    let zero_acc = op.attr("zero_acc").and_then(Attribute::as_bool) == Some(true);
+    let mut acc: Vec<String> = if zero_acc {
+        let z = em.fcst(0.0, "f32");
+        vec![z; NACC]
+    } else {
+        let Some(Lv::Acc(a)) = em.vals.get(&op.operands[3]).cloned() else { return err(op, "MMA accumulator is not lowered") };
+        (0..NACC).map(|i| em.op(format!("llvm.extractvalue {a}[{i}] : !acc"), "x")).collect()
+    };
+    let ldm = "!llvm.struct<(i32, i32, i32, i32)>";
+    let acc4 = "!llvm.struct<(f32, f32, f32, f32)>";
+    for kk in 0..4i64 {
+        let ch = if kk == 0 { chunk0.clone() } else {
+            let c = em.cst(32 * kk, "i32");
+            em.bin("xor", &chunk0, &c, "i32", "ch")
+        };
+        let mut afrag = vec![];
+        for mi in 0..4i64 {
+            let o = if mi == 0 { a_base.clone() } else {
+                let c = em.cst(mi * 16 * 128, "i32");
+                em.bin("add", &a_base, &c, "i32", "a_off")
+            };
+            let o = em.bin("add", &o, &ch, "i32", "a_off");
+            let p = em.gep3(&o);
+            let r = em.op(format!("nvvm.ldmatrix {p} {{num = 4 : i32, layout = #nvvm.mma_layout<row>, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>, eltType = #nvvm.ld_st_matrix_elt_type<b16>}} : (!llvm.ptr<3>) -> {ldm}"), "afrag");
+            let q: Vec<String> = (0..4).map(|i| em.op(format!("llvm.extractvalue {r}[{i}] : {ldm}"), "a")).collect();
+            afrag.push(q);
+        }
+        let mut bfrag: Vec<(String, String)> = vec![];
+        for nj in 0..4i64 {
+            let o = if kk == 0 { b_base.clone() } else {
+                let c = em.cst(kk * 16 * 128, "i32");
+                em.bin("add", &b_base, &c, "i32", "b_off")
+            };
+            let chb = if nj == 0 { chunk0.clone() } else {
+                let c = em.cst(32 * nj, "i32");
+                em.bin("xor", &chunk0, &c, "i32", "bch")
+            };
+            let o = em.bin("add", &o, &chb, "i32", "b_off");
+            let p = em.gep3(&o);
+            let r = em.op(format!("nvvm.ldmatrix {p} {{num = 4 : i32, layout = #nvvm.mma_layout<col>, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>, eltType = #nvvm.ld_st_matrix_elt_type<b16>}} : (!llvm.ptr<3>) -> {ldm}"), "bfrag");
+            let v: Vec<String> = (0..4).map(|i| em.op(format!("llvm.extractvalue {r}[{i}] : {ldm}"), "b")).collect();
+            bfrag.push((v[0].clone(), v[1].clone()));
+            bfrag.push((v[2].clone(), v[3].clone()));
+        }
+        for mi in 0..4usize {
+            for ni in 0..8usize {
+                let a = &afrag[mi];
+                let (b0, b1) = &bfrag[ni];
+                let base = 4 * (8 * mi + ni);
+                let c = &acc[base..base + 4];
+                let d = em.op(format!("nvvm.mma.sync A[{}, {}, {}, {}] B[{b0}, {b1}] C[{}, {}, {}, {}] {{layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<{et}>, multiplicandBPtxType = #nvvm.mma_type<{et}>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}} : (i32, i32, f32) -> {acc4}", a[0], a[1], a[2], a[3], c[0], c[1], c[2], c[3]), "d");
+                for e in 0..4 {
+                    acc[base + e] = em.op(format!("llvm.extractvalue {d}[{e}] : {acc4}"), "acc");
+                }
+            }
+        }
+    }
+    let mut s = em.op("llvm.mlir.undef : !acc", "accs");
+    for (i, x) in acc.iter().enumerate() {
+        s = em.op(format!("llvm.insertvalue {x}, {s}[{i}] : !acc"), "accs");
+    }
+    em.vals.insert(op.results[0], Lv::Acc(s));
     Ok(())
 }

@@ -352,7 +352,11 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64) 
     body.push(ws);
     body.extend(tail);
     k.attrs.insert("target".into(), Attribute::Str(target.name().into()));
-    k.attrs.insert("block".into(), Attribute::Array(vec![Attribute::Int(WARPGROUP_THREADS * (1 + consumers)), Attribute::Int(1), Attribute::Int(1)]));
+    // wgmma needs warpgroup-aligned consumers, so the producer is a whole warpgroup (which
+    // gives its registers away with setmaxnreg); with mma.sync one producer warp suffices and
+    // keeps the per-thread register cap at 65536 / 288 = 227.
+    let producer_threads = if target.has_wgmma() { WARPGROUP_THREADS } else { 32 };
+    k.attrs.insert("block".into(), Attribute::Array(vec![Attribute::Int(producer_threads + WARPGROUP_THREADS * consumers), Attribute::Int(1), Attribute::Int(1)]));
     k.attrs.insert("smem_bytes".into(), Attribute::Int(smem as i64));
     k.attrs.insert("stages".into(), Attribute::Int(s as i64));
     Ok(smem)
