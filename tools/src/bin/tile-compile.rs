@@ -176,7 +176,7 @@ fn run_ptxas(ptx: &Path, target: Target) -> i32 {
     let mut summary = vec![];
     for l in text.lines() {
         let l = l.trim();
-        if l.contains("Used") || l.contains("spill") || l.contains("warning") || l.contains("error") {
+        if l.contains("Used") || l.contains("spill") || l.contains("warning") || l.contains("error") || l.contains("(C75") {
             summary.push(l.to_string());
         }
     }
