@@ -84,9 +84,15 @@ fn gemm_bias_relu_fused_epilogue() {
     for t in [Target::Sm90a, Target::Sm90] {
         let (ptx, log, _) = build("gemm_bias_relu.tile", t);
         assert!(ptx.contains("max.f32") || ptx.contains("max.NaN.f32") || ptx.contains("max.ftz.f32"), "{t}: no relu max in PTX");
-        // Known: the bias epilogue spills on sm_90a (the whole bias fragment is loaded
-        // before the adds); see docs/performance.md. Only the wgmma checks are strict here.
-        assert_no_c75(&log, &format!("gemm_bias_relu {t}"));
+        assert!(ptx.contains("@p ld.global.f32"), "{t}: the bias is read with predicated loads");
+        if t == Target::Sm90a {
+            assert_clean(&log, "gemm_bias_relu sm_90a");
+        } else {
+            // Known: at the 224-register cap of 288 threads the mma.sync bias epilogue
+            // spills 8 bytes (docs/performance.md); everything else must be clean.
+            assert_no_c75(&log, "gemm_bias_relu sm_90");
+            assert!(!log.contains("warning"), "{log}");
+        }
     }
 }
 

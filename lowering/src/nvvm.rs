@@ -16,7 +16,7 @@
 //! | `tile.wgmma_fence`, `tile.commit_group` | `nvvm.wgmma.fence.aligned`, `nvvm.wgmma.commit.group.sync.aligned` |
 //! | `tile.wait_group` | `llvm.inline_asm "wgmma.wait_group.sync.aligned N;"` with the accumulators as tied operands, so no use of them can move above the wait |
 //! | `tile.mbarrier_arrive` | `nvvm.mbarrier.arrive` by lane 0 of each consumer warp |
-//! | epilogue ops on the accumulator (`convert`, elementwise, `broadcast`, `load`, `store`) | per register of the wgmma fragment: value v of (warp w, lane l) is row 16w + l/4 + 8((v/2) mod 2), column 8(v/4) + 2(l mod 4) + (v mod 2) |
+//! | epilogue ops on the accumulator (`convert`, elementwise, `broadcast`, `load`, `store`) | evaluated per register at the store (each register's chain is short-lived): value v of (warp w, lane l) of a wgmma fragment is row 16w + l/4 + 8((v/2) mod 2), column 8(v/4) + 2(l mod 4) + (v mod 2); epilogue loads are predicated `ld.global` (out of bounds reads zero, touches nothing) |
 //!
 //! `index` values are 64-bit. Every construct it does not lower is an error naming the op
 //! and its location, raised before MLIR sees anything.
@@ -24,7 +24,8 @@
 use crate::manifest::{GridExpr, Manifest, Param};
 use std::collections::HashMap;
 use std::fmt::Write;
-use tilec_dialect::{Attribute, Diagnostic, Expr, Location, Module, OpKind, Operation, ScalarType, Target, Type, Value, VerifiedModule};
+use std::rc::Rc;
+use tilec_dialect::{Attribute, Diagnostic, Expr, Module, OpKind, Operation, ScalarType, Target, Type, Value, VerifiedModule};
 
 /// Cycles hint of `mbarrier.try_wait.parity` (the op loops until the phase completes).
 const TRY_WAIT_TICKS: i64 = 10_000_000;
@@ -66,8 +67,8 @@ enum Lv {
     Bars { offset: u64 },
     /// A wgmma accumulator: an `!acc` struct value.
     Acc(String),
-    /// A per-thread fragment in the accumulator layout: one scalar SSA per register.
-    Frag(Vec<String>, ScalarType),
+    /// An epilogue value of the accumulator's tile, evaluated per register at its store.
+    Lazy(Rc<Lazy>),
 }
 
 /// A float literal MLIR's lexer takes back exactly: `1.5e-3`, `0.0e0` (it needs the '.').
@@ -112,14 +113,14 @@ struct Em<'a> {
     acc_cols: u64,
     nacc: usize,
     acc_ty: String,
-    /// Tile origin (row, col) in elements for the fragment layout (i64 SSA values).
-    tile_origin: Option<(String, String)>,
     /// The MMA family of the kernel: decides the fragment layout.
     mma_sync: bool,
     /// Threads of the producer (128 with wgmma, 32 with mma.sync).
     producer_threads: i64,
     /// mma.sync: the consumer warp's (warp_m, warp_n) in the 2 x 4 warp grid.
     warp_mn: Option<(String, String)>,
+    /// The thread's base (row, col) in the accumulator tile (i64), set in the consumer region.
+    frag_rc: Option<(String, String)>,
     /// Tensor params: name → (kind) for the manifest.
     exit_block: String,
     barrier_inits: Vec<(u64, u64, i64)>,
@@ -245,10 +246,10 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
         acc_cols: 0,
         nacc: 0,
         acc_ty: String::new(),
-        tile_origin: None,
         mma_sync: !target.has_wgmma(),
         producer_threads: if target.has_wgmma() { 128 } else { 32 },
         warp_mn: None,
+        frag_rc: None,
         exit_block: "exit".into(),
         barrier_inits: vec![],
         smem_end: 1024,
@@ -311,7 +312,12 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
     let _ = writeln!(text, "module attributes {{gpu.container_module}} {{");
     let _ = writeln!(text, "gpu.module @{}_module {{", sanitize(&name));
     let _ = writeln!(text, "  llvm.mlir.global external @dynamic_smem() {{addr_space = 3 : i32, alignment = 1024 : i64}} : !llvm.array<0 x i8>");
-    let _ = writeln!(text, "  llvm.func @{}({}) attributes {{gpu.kernel, nvvm.kernel, nvvm.maxntid = {maxntid}, nvvm.minctasm = 1 : i32}} {{", sanitize(&name), params_mlir.join(", "));
+    // Register budget. wgmma kernels: maxntid 384 + minctasm 1 gives ptxas a cap of 168 at
+    // entry, which setmaxnreg then rebalances (40 producer / 232 consumers). mma.sync
+    // kernels (no setmaxnreg): 288 threads would get the same 168 from ptxas's rounding, so
+    // the cap is set explicitly to the most that still launches: 224 × 288 ≤ 65536.
+    let regs = if em.mma_sync { format!("nvvm.maxnreg = {} : i32", (65536 / (block[0] * block[1] * block[2]) as u64).min(255) / 8 * 8) } else { "nvvm.minctasm = 1 : i32".to_string() };
+    let _ = writeln!(text, "  llvm.func @{}({}) attributes {{gpu.kernel, nvvm.kernel, nvvm.maxntid = {maxntid}, {regs}}} {{", sanitize(&name), params_mlir.join(", "));
     for c in &em.consts {
         let _ = writeln!(text, "{c}");
     }
@@ -534,6 +540,7 @@ fn lower_warp_specialize(em: &mut Em, op: &Operation) -> R<()> {
         let wn = em.bin("and", &cw, &c3, "i32", "warp_n");
         em.warp_mn = Some((wm, wn));
     }
+    em.frag_rc = Some(frag_base(em, op)?);
     lower_block(em, &op.regions[1].ops)?;
     let y = op.regions[1].ops.last().expect("verified yield");
     for (r, v) in op.results.iter().zip(&y.operands) {
@@ -800,87 +807,166 @@ fn frag_base(em: &mut Em, op: &Operation) -> R<(String, String)> {
     Ok((em.zext64(&row), em.zext64(&col)))
 }
 
-fn frag_of(em: &mut Em, op: &Operation, v: Value) -> R<(Vec<String>, ScalarType)> {
-    match em.vals.get(&v).cloned() {
-        Some(Lv::Frag(x, t)) => Ok((x, t)),
-        Some(Lv::Acc(acc)) => {
-            let regs = (0..em.nacc).map(|i| em.op(format!("llvm.extractvalue {acc}[{i}] : !acc"), "x")).collect();
-            Ok((regs, ScalarType::F32))
-        }
-        Some(Lv::Scalar(s, _)) => {
-            let t = m_elem(em.m.ty(v));
-            Ok((vec![s; em.nacc], t))
-        }
-        _ => err(op, format!("'{}': operand is not a fragment of the accumulator", op.kind.name())),
-    }
-}
-
 fn m_elem(t: &Type) -> ScalarType {
     t.elem().unwrap_or(ScalarType::F32)
 }
 
+/// An epilogue value, evaluated register by register where it is stored: each register's
+/// chain (load, add, activation, convert) lives only until its store, so a fused epilogue
+/// needs no more registers than the accumulator.
+#[derive(Debug)]
+enum Lazy {
+    /// Register v of a wgmma/mma.sync accumulator struct.
+    Acc(String),
+    /// The same scalar in every register (a splat, or a broadcast scalar).
+    Scalar(String),
+    /// A tile loaded from a pointer tensor at (r0, c0); size-1 dimensions broadcast.
+    Load { base: String, sizes: Vec<String>, strides: Vec<String>, r0: String, c0: String, bcast_rows: bool, bcast_cols: bool, elem: ScalarType },
+    /// An elementwise op (or conversion) of other values, from element type `from` to `to`.
+    Op { kind: OpKind, args: Vec<Rc<Lazy>>, from: ScalarType, to: ScalarType },
+}
+
+fn lazy_of(em: &Em, op: &Operation, v: Value) -> R<Rc<Lazy>> {
+    match em.vals.get(&v) {
+        Some(Lv::Lazy(l)) => Ok(l.clone()),
+        Some(Lv::Acc(a)) => Ok(Rc::new(Lazy::Acc(a.clone()))),
+        Some(Lv::Scalar(s, _)) => Ok(Rc::new(Lazy::Scalar(s.clone()))),
+        _ => err(op, format!("'{}': operand is not an epilogue value of the accumulator's tile", op.kind.name())),
+    }
+}
+
+fn lazy_elem(l: &Lazy) -> ScalarType {
+    match l {
+        Lazy::Acc(_) => ScalarType::F32,
+        Lazy::Scalar(_) => ScalarType::F32,
+        Lazy::Load { elem, .. } => *elem,
+        Lazy::Op { to, .. } => *to,
+    }
+}
+
+/// Memo of one evaluation path: values already computed for the current register, and
+/// (on straight-line paths) loads by coordinate, reusable across registers.
+#[derive(Default)]
+struct EvalMemo {
+    reg: HashMap<*const Lazy, String>,
+    loads: Option<HashMap<(*const Lazy, u64, u64), String>>,
+}
+
+fn eval(em: &mut Em, node: &Rc<Lazy>, v: usize, memo: &mut EvalMemo) -> String {
+    let key = Rc::as_ptr(node);
+    if let Some(x) = memo.reg.get(&key) {
+        return x.clone();
+    }
+    let r = match &**node {
+        Lazy::Acc(a) => em.op(format!("llvm.extractvalue {a}[{v}] : !acc"), "x"),
+        Lazy::Scalar(s) => s.clone(),
+        Lazy::Load { base, sizes, strides, r0, c0, bcast_rows, bcast_cols, elem } => {
+            let (dr, dc) = frag_coord(em.mma_sync, v);
+            let lk = (key, if *bcast_rows { u64::MAX } else { dr }, if *bcast_cols { u64::MAX } else { dc });
+            if let Some(x) = memo.loads.as_ref().and_then(|m| m.get(&lk)) {
+                let x = x.clone();
+                memo.reg.insert(key, x.clone());
+                return x;
+            }
+            let (fr, fc) = em.frag_rc.clone().expect("fragment base set in the consumer region");
+            let row = if *bcast_rows { r0.clone() } else {
+                let d = em.cst(dr as i64, "i64");
+                let a = em.bin("add", r0, &fr, "i64", "lr");
+                em.bin("add", &a, &d, "i64", "lr")
+            };
+            let col = if *bcast_cols { c0.clone() } else {
+                let d = em.cst(dc as i64, "i64");
+                let a = em.bin("add", c0, &fc, "i64", "lc");
+                em.bin("add", &a, &d, "i64", "lc")
+            };
+            let rok = em.icmp("ult", &row, &sizes[0], "i64");
+            let cok = em.icmp("ult", &col, &sizes[1], "i64");
+            let ok = em.bin("and", &rok, &cok, "i1", "ok");
+            let ok32 = em.op(format!("llvm.zext {ok} : i1 to i32"), "ok");
+            let ro = em.bin("mul", &row, &strides[0], "i64", "ro");
+            let co = em.bin("mul", &col, &strides[1], "i64", "co");
+            let off = em.bin("add", &ro, &co, "i64", "off");
+            let eb = em.cst(elem.size_bytes() as i64, "i64");
+            let boff = em.bin("mul", &off, &eb, "i64", "boff");
+            let addr = em.bin("add", base, &boff, "i64", "addr");
+            // A predicated load: out-of-bounds elements read zero and touch no memory.
+            let x = match elem {
+                ScalarType::F32 => em.op(format!("llvm.inline_asm asm_dialect = att \"{{ .reg .pred p; setp.ne.u32 p, $2, 0; mov.b32 $0, 0; @p ld.global.f32 $0, [$1]; }}\", \"=f,l,r\" {addr}, {ok32} : (i64, i32) -> f32"), "lx"),
+                ScalarType::BF16 | ScalarType::F16 => {
+                    let h = em.op(format!("llvm.inline_asm asm_dialect = att \"{{ .reg .pred p; setp.ne.u32 p, $2, 0; mov.b16 $0, 0; @p ld.global.b16 $0, [$1]; }}\", \"=h,l,r\" {addr}, {ok32} : (i64, i32) -> i16"), "lh");
+                    em.op(format!("llvm.bitcast {h} : i16 to {}", mlir_scalar(*elem)), "lx")
+                }
+                _ => unreachable!("checked when the load was lowered"),
+            };
+            if let Some(m) = memo.loads.as_mut() {
+                m.insert(lk, x.clone());
+            }
+            x
+        }
+        Lazy::Op { kind, args, from, to } => {
+            let xs: Vec<String> = args.iter().map(|a| eval(em, a, v, memo)).collect();
+            let t = mlir_scalar(*to);
+            let x = &xs[0];
+            match kind {
+                OpKind::Convert => {
+                    if from == to {
+                        x.clone()
+                    } else {
+                        let o = if from.size_bytes() > to.size_bytes() { "fptrunc" } else { "fpext" };
+                        em.op(format!("llvm.{o} {x} : {} to {t}", mlir_scalar(*from)), "cv")
+                    }
+                }
+                OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div => {
+                    let o = match kind { OpKind::Add => "fadd", OpKind::Sub => "fsub", OpKind::Mul => "fmul", _ => "fdiv" };
+                    em.op(format!("llvm.{o} {x}, {} : {t}", xs[1]), "e")
+                }
+                OpKind::Max | OpKind::Min => {
+                    let o = if *kind == OpKind::Max { "maxnum" } else { "minnum" };
+                    em.op(format!("llvm.intr.{o}({x}, {}) : ({t}, {t}) -> {t}", xs[1]), "e")
+                }
+                OpKind::Neg => em.op(format!("llvm.fneg {x} : {t}"), "e"),
+                OpKind::Relu => {
+                    let z = em.fcst(0.0, t);
+                    em.op(format!("llvm.intr.maxnum({x}, {z}) : ({t}, {t}) -> {t}"), "e")
+                }
+                OpKind::Abs => em.op(format!("llvm.intr.fabs({x}) : ({t}) -> {t}"), "e"),
+                OpKind::Exp => em.op(format!("llvm.intr.exp({x}) : ({t}) -> {t}"), "e"),
+                OpKind::Exp2 => em.op(format!("llvm.intr.exp2({x}) : ({t}) -> {t}"), "e"),
+                OpKind::Log => em.op(format!("llvm.intr.log({x}) : ({t}) -> {t}"), "e"),
+                OpKind::Sqrt => em.op(format!("llvm.intr.sqrt({x}) : ({t}) -> {t}"), "e"),
+                OpKind::Rsqrt => {
+                    let sq = em.op(format!("llvm.intr.sqrt({x}) : ({t}) -> {t}"), "e");
+                    let one = em.fcst(1.0, t);
+                    em.op(format!("llvm.fdiv {one}, {sq} : {t}"), "e")
+                }
+                OpKind::Tanh => em.op(format!("llvm.intr.tanh({x}) : ({t}) -> {t}"), "e"),
+                _ => unreachable!("only elementwise kinds are built"),
+            }
+        }
+    };
+    memo.reg.insert(key, r.clone());
+    r
+}
+
 fn lower_elementwise(em: &mut Em, op: &Operation) -> R<()> {
     let rt = m_elem(em.m.ty(op.results[0]));
-    let t = mlir_scalar(rt);
     if op.kind == OpKind::Broadcast || op.kind == OpKind::Splat {
-        // Fragments are already indexed by the result's (row, col): a broadcast of a
-        // [1, N] / [M, 1] load or of a scalar is the identity here.
-        let (x, et) = frag_of(em, op, op.operands[0])?;
-        em.vals.insert(op.results[0], Lv::Frag(x, et));
+        // Registers are indexed by the result's (row, col): broadcasting a [1, N] / [M, 1]
+        // load or a scalar changes nothing per register.
+        let l = lazy_of(em, op, op.operands[0])?;
+        em.vals.insert(op.results[0], Lv::Lazy(l));
         return Ok(());
     }
-    let (a, at) = frag_of(em, op, op.operands[0])?;
-    let b = if op.operands.len() > 1 { Some(frag_of(em, op, op.operands[1])?.0) } else { None };
-    let mut out = Vec::with_capacity(a.len());
-    for i in 0..a.len() {
-        let x = &a[i];
-        let r = match op.kind {
-            OpKind::Convert => {
-                let (from, to) = (at, rt);
-                if from == to {
-                    x.clone()
-                } else if from.is_float() && to.is_float() {
-                    let o = if from.size_bytes() > to.size_bytes() { "fptrunc" } else { "fpext" };
-                    em.op(format!("llvm.{o} {x} : {} to {t}", mlir_scalar(from)), "cv")
-                } else {
-                    return err(op, format!("convert-tile-to-nvvm: {from} -> {to} conversion in the epilogue is not lowered yet"));
-                }
-            }
-            OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div => {
-                let y = &b.as_ref().expect("binary")[i];
-                let o = match op.kind { OpKind::Add => "fadd", OpKind::Sub => "fsub", OpKind::Mul => "fmul", _ => "fdiv" };
-                em.op(format!("llvm.{o} {x}, {y} : {t}"), "e")
-            }
-            OpKind::Max | OpKind::Min => {
-                let y = &b.as_ref().expect("binary")[i];
-                let o = if op.kind == OpKind::Max { "maxnum" } else { "minnum" };
-                em.op(format!("llvm.intr.{o}({x}, {y}) : ({t}, {t}) -> {t}"), "e")
-            }
-            OpKind::Neg => em.op(format!("llvm.fneg {x} : {t}"), "e"),
-            OpKind::Relu => {
-                let z = em.fcst(0.0, t);
-                em.op(format!("llvm.intr.maxnum({x}, {z}) : ({t}, {t}) -> {t}"), "e")
-            }
-            OpKind::Abs => em.op(format!("llvm.intr.fabs({x}) : ({t}) -> {t}"), "e"),
-            OpKind::Exp => em.op(format!("llvm.intr.exp({x}) : ({t}) -> {t}"), "e"),
-            OpKind::Exp2 => em.op(format!("llvm.intr.exp2({x}) : ({t}) -> {t}"), "e"),
-            OpKind::Log => em.op(format!("llvm.intr.log({x}) : ({t}) -> {t}"), "e"),
-            OpKind::Sqrt => em.op(format!("llvm.intr.sqrt({x}) : ({t}) -> {t}"), "e"),
-            OpKind::Rsqrt => {
-                let s = em.op(format!("llvm.intr.sqrt({x}) : ({t}) -> {t}"), "e");
-                let one = em.fcst(1.0, t);
-                em.op(format!("llvm.fdiv {one}, {s} : {t}"), "e")
-            }
-            OpKind::Tanh => em.op(format!("llvm.intr.tanh({x}) : ({t}) -> {t}"), "e"),
-            _ => return err(op, "unsupported elementwise op"),
-        };
-        out.push(r);
+    let args: Vec<Rc<Lazy>> = op.operands.iter().map(|&v| lazy_of(em, op, v)).collect::<R<_>>()?;
+    let from = lazy_elem(&args[0]);
+    if op.kind == OpKind::Convert && !(from.is_float() && rt.is_float()) {
+        return err(op, format!("convert-tile-to-nvvm: {from} -> {rt} conversion in the epilogue is not lowered yet"));
     }
-    em.vals.insert(op.results[0], Lv::Frag(out, rt));
+    em.vals.insert(op.results[0], Lv::Lazy(Rc::new(Lazy::Op { kind: op.kind, args, from, to: rt })));
     Ok(())
 }
 
-/// The tile origin (row, col) of the accumulator: the offsets of the kernel's store.
+/// The tile origin (row, col) of a load or store.
 fn origin(em: &mut Em, op: &Operation, row: Value, col: Value) -> R<(String, String)> {
     let r = em.scalar(op, row)?;
     let c = em.scalar(op, col)?;
@@ -892,52 +978,15 @@ fn lower_epilogue_load(em: &mut Em, op: &Operation) -> R<()> {
         return err(op, "convert-tile-to-nvvm: only pointer tensors are loaded in the epilogue");
     };
     let Type::Tile { shape, .. } = em.m.ty(op.results[0]).clone() else { return err(op, "load of a non-tile") };
-    if shape.len() != 2 || em.nacc == 0 {
-        return err(op, "convert-tile-to-nvvm: epilogue loads are 2-D tiles after the MMA");
+    if shape.len() != 2 || em.frag_rc.is_none() {
+        return err(op, "convert-tile-to-nvvm: epilogue loads are 2-D tiles loaded by the consumers after the MMA");
+    }
+    if !matches!(elem, ScalarType::F32 | ScalarType::BF16 | ScalarType::F16) {
+        return err(op, format!("convert-tile-to-nvvm: epilogue loads of {elem} are not lowered yet"));
     }
     let (r0, c0) = origin(em, op, op.operands[1], op.operands[2])?;
-    let (fr, fc) = frag_base(em, op)?;
-    let t = mlir_scalar(elem);
-    let base = em.op(format!("llvm.inttoptr {ptr} : i64 to !llvm.ptr<1>"), "lbase");
-    let zero = em.fcst(0.0, t);
-    let mut cache: HashMap<(u64, u64), String> = HashMap::new();
-    let mut regs = vec![];
-    let (rows_bcast, cols_bcast) = (shape[0] == 1, shape[1] == 1);
-    for v in 0..em.nacc {
-        let (dr, dc) = frag_coord(em.mma_sync, v);
-        let key = (if rows_bcast { u64::MAX } else { dr }, if cols_bcast { u64::MAX } else { dc });
-        if let Some(x) = cache.get(&key) {
-            regs.push(x.clone());
-            continue;
-        }
-        let row = if rows_bcast { r0.clone() } else {
-            let d = em.cst(dr as i64, "i64");
-            let a = em.bin("add", &r0, &fr, "i64", "lr");
-            em.bin("add", &a, &d, "i64", "lr")
-        };
-        let col = if cols_bcast { c0.clone() } else {
-            let d = em.cst(dc as i64, "i64");
-            let a = em.bin("add", &c0, &fc, "i64", "lc");
-            em.bin("add", &a, &d, "i64", "lc")
-        };
-        let rok = em.icmp("ult", &row, &sizes[0], "i64");
-        let cok = em.icmp("ult", &col, &sizes[1], "i64");
-        let ok = em.bin("and", &rok, &cok, "i1", "ok");
-        let (ld, join) = (em.block_name("ld"), em.block_name("ldj"));
-        em.emit(format!("llvm.cond_br {ok}, ^{ld}, ^{join}({zero} : {t})"));
-        em.label(&format!("{ld}:"));
-        let ro = em.bin("mul", &row, &strides[0], "i64", "ro");
-        let co = em.bin("mul", &col, &strides[1], "i64", "co");
-        let off = em.bin("add", &ro, &co, "i64", "off");
-        let p = em.op(format!("llvm.getelementptr {base}[{off}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, {t}"), "lp");
-        let x = em.op(format!("llvm.load {p} : !llvm.ptr<1> -> {t}"), "lx");
-        em.emit(format!("llvm.br ^{join}({x} : {t})"));
-        let r = format!("%{join}_v");
-        em.label(&format!("{join}({r}: {t}):"));
-        cache.insert(key, r.clone());
-        regs.push(r);
-    }
-    em.vals.insert(op.results[0], Lv::Frag(regs, elem));
+    let node = Lazy::Load { base: ptr, sizes, strides, r0, c0, bcast_rows: shape[0] == 1, bcast_cols: shape[1] == 1, elem };
+    em.vals.insert(op.results[0], Lv::Lazy(Rc::new(node)));
     Ok(())
 }
 
@@ -945,17 +994,17 @@ fn lower_store(em: &mut Em, op: &Operation) -> R<()> {
     let Some(Lv::TensorPtr { ptr, sizes, strides, elem }) = em.vals.get(&op.operands[0]).cloned() else {
         return err(op, "convert-tile-to-nvvm: the epilogue stores to a pointer tensor");
     };
-    if op.operands.len() != 4 {
-        return err(op, "convert-tile-to-nvvm: epilogue stores are 2-D");
+    if op.operands.len() != 4 || em.frag_rc.is_none() {
+        return err(op, "convert-tile-to-nvvm: epilogue stores are 2-D, by the consumers after the MMA");
     }
     let (r0, c0) = origin(em, op, op.operands[1], op.operands[2])?;
-    em.tile_origin = Some((r0.clone(), c0.clone()));
-    let (regs, vt) = frag_of(em, op, op.operands[3])?;
-    if vt != elem {
+    let val = lazy_of(em, op, op.operands[3])?;
+    if lazy_elem(&val) != elem {
         return err(op, "store element type differs from the tensor's");
     }
     let Type::Tile { shape, .. } = em.m.ty(op.operands[3]).clone() else { return err(op, "store of a non-tile") };
-    let (fr, fc) = frag_base(em, op)?;
+    let (fr, fc) = em.frag_rc.clone().expect("checked");
+    let nregs = em.nacc;
     let t = mlir_scalar(elem);
     let eb = elem.size_bytes() as i64;
     let base = em.op(format!("llvm.inttoptr {ptr} : i64 to !llvm.ptr<1>"), "c_base");
@@ -990,7 +1039,8 @@ fn lower_store(em: &mut Em, op: &Operation) -> R<()> {
     let i0 = em.cst(0, "i32");
     let i1 = em.cst(1, "i32");
     let mut rowptr: HashMap<u64, String> = HashMap::new();
-    for v in (0..regs.len()).step_by(2) {
+    let mut memo = EvalMemo { reg: HashMap::new(), loads: Some(HashMap::new()) };
+    for v in (0..nregs).step_by(2) {
         let (dr, dc) = frag_coord(em.mma_sync, v);
         let pr = match rowptr.get(&dr) {
             Some(p) => p.clone(),
@@ -1004,14 +1054,19 @@ fn lower_store(em: &mut Em, op: &Operation) -> R<()> {
                 p
             }
         };
-        let vec = em.op(format!("llvm.insertelement {}, {u2}[{i0} : i32] : vector<2x{t}>", regs[v]), "vec");
-        let vec = em.op(format!("llvm.insertelement {}, {vec}[{i1} : i32] : vector<2x{t}>", regs[v + 1]), "vec");
+        memo.reg.clear();
+        let x0 = eval(em, &val, v, &mut memo);
+        memo.reg.clear();
+        let x1 = eval(em, &val, v + 1, &mut memo);
+        let vec = em.op(format!("llvm.insertelement {x0}, {u2}[{i0} : i32] : vector<2x{t}>"), "vec");
+        let vec = em.op(format!("llvm.insertelement {x1}, {vec}[{i1} : i32] : vector<2x{t}>"), "vec");
         let p = em.op(format!("llvm.getelementptr {pr}[{dc}] : (!llvm.ptr<1>) -> !llvm.ptr<1>, {t}"), "p");
         em.emit(format!("llvm.store {vec}, {p} {{alignment = {} : i64}} : vector<2x{t}>, !llvm.ptr<1>", 2 * eb));
     }
     em.emit(format!("llvm.br ^{done}"));
     em.label(&format!("{sb}:  // ragged or strided: every element checked"));
-    for (v, x) in regs.iter().enumerate() {
+    let mut memo = EvalMemo::default();
+    for v in 0..nregs {
         let (dr, dc) = frag_coord(em.mma_sync, v);
         let cdr = em.cst(dr as i64, "i64");
         let cdc = em.cst(dc as i64, "i64");
@@ -1023,6 +1078,8 @@ fn lower_store(em: &mut Em, op: &Operation) -> R<()> {
         let (st, sk) = (em.block_name("st"), em.block_name("sk"));
         em.emit(format!("llvm.cond_br {ok}, ^{st}, ^{sk}"));
         em.label(&format!("{st}:"));
+        memo.reg.clear();
+        let x = eval(em, &val, v, &mut memo);
         let ro = em.bin("mul", &row, &strides[0], "i64", "ro");
         let co = em.bin("mul", &col, &strides[1], "i64", "co");
         let off = em.bin("add", &ro, &co, "i64", "off");
@@ -1033,7 +1090,6 @@ fn lower_store(em: &mut Em, op: &Operation) -> R<()> {
     }
     em.emit(format!("llvm.br ^{done}"));
     em.label(&format!("{done}:"));
-    let _ = Location::unknown();
     Ok(())
 }
 
