@@ -107,13 +107,13 @@ define_ops! {
     // ---- GPU level (produced by tile-to-gpu) -------------------------------------------
     SmemAlloc = "tile.smem_alloc", Gpu, "Allocate a shared-memory ring `smem<stages x shape x elem>` with `{swizzle = 0|32|64|128}` (bytes); stages are 1024-byte aligned.";
     MbarrierAlloc = "tile.mbarrier_alloc", Gpu, "Allocate `mbarrier<count>` in shared memory and initialise each with `{arrive_count = n}` (PTX `mbarrier.init.shared.b64`).";
-    WarpSpecialize = "tile.warp_specialize", Structure, "Split the CTA: region 0 runs on the producer (the first warpgroup with wgmma, the first warp otherwise; one elected thread issues copies), region 1 on `consumers` warpgroups; the results are what region 1 yields.";
+    WarpSpecialize = "tile.warp_specialize", Structure, "Split the CTA: region 0 runs on the producer (the first warpgroup with wgmma, the first warp otherwise; one elected thread issues copies), region 1 on `consumers` warpgroups (the epilogue included); results, if any, are what region 1 yields.";
     MbarrierExpectTx = "tile.mbarrier_expect_tx", Gpu, "`mbarrier.arrive.expect_tx` on barrier `index` of an array for `bytes` transaction bytes (one elected producer thread).";
     TmaLoad = "tile.tma_load", Gpu, "`cp.async.bulk.tensor` global→shared of one ring stage: operands (tensor, ring, mbarriers, stage, coords...); completes on barrier `stage` of the mbarriers.";
     MbarrierWait = "tile.mbarrier_wait", Gpu, "Wait until barrier `index` completes the phase of parity `phase` (`mbarrier.try_wait.parity` in a loop): operands (mbarriers, index, phase).";
     MbarrierArrive = "tile.mbarrier_arrive", Gpu, "Arrive on barrier `index` (`mbarrier.arrive`, one elected thread per consumer warpgroup): releases a stage to its producer.";
     WgmmaFence = "tile.wgmma_fence", Gpu, "`wgmma.fence.sync.aligned`: orders register accesses before the next wgmma.";
-    Mma = "tile.mma", Gpu, "Asynchronous MMA over one ring stage: `mma %a_ring, %b_ring, %stage, %acc` (`wgmma.mma_async` chain on sm_90a; `ldmatrix` + `mma.sync` elsewhere).";
+    Mma = "tile.mma", Gpu, "Asynchronous MMA over one ring stage: `mma %a_ring, %b_ring, %stage, %acc` (`wgmma.mma_async` chain on sm_90a; `ldmatrix` + `mma.sync` elsewhere); `%a` may be a tile in registers (wgmma's A-from-registers form).";
     CommitGroup = "tile.commit_group", Gpu, "`wgmma.commit_group.sync.aligned`: closes the group of MMAs issued since the last commit.";
     WaitGroup = "tile.wait_group", Gpu, "`wgmma.wait_group.sync.aligned N` with N = `pending`: returns once at most N groups are pending; takes and returns the accumulators it guards (tied).";
     Barrier = "tile.barrier", Gpu, "CTA-wide barrier (`bar.sync 0`).";

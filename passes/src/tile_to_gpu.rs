@@ -19,7 +19,8 @@
 //! whose elected thread issues the copies, and BM/64 consumer warpgroups running
 //! `tile.mma` over each stage. The first k tile is peeled (its MMA zeroes the
 //! accumulator). A consumer releases stage `kt-1` in iteration `kt` (deferred release), so one MMA group can stay in flight; `async-wait-placement` then
-//! puts the waits. The epilogue after the loop is kept as is (lowered per fragment).
+//! puts the waits. The epilogue after the loop moves into the consumer region (the consumers hold the
+//! accumulator) and is lowered per fragment.
 //!
 //! On `sm_90a` the MMA is `wgmma` (m64nBNk16); elsewhere `ldmatrix` + `mma.sync`
 //! m16n8k16. Checked before anything is rewritten, each with the limit it breaks: the
@@ -334,23 +335,29 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64) 
     e.ops = consumer_prologue;
     let mut consumer_loop = Operation::new(OpKind::For, lp_loc.clone());
     consumer_loop.operands = vec![c1, ktiles, c1, acc0];
-    let acc_out = e.m.new_value(mm.acc_ty.clone(), Some("acc_final".into()));
-    consumer_loop.results = vec![acc_out];
+    // The loop's result keeps the old loop's value, so the epilogue reads it unchanged.
+    consumer_loop.results = old_loop.results.clone();
     consumer_loop.regions.push(Block { args: vec![kt_c, acc_in], ops: consumer_ops });
     e.ops.push(consumer_loop);
-    e.op(OpKind::Yield, &[acc_out], &[], &[], None);
-    let consumer_region = Block { args: vec![], ops: e.take() };
+    let mut consumer_ops = e.take();
+
+    // The epilogue (everything after the K loop but the kernel's `tile.return`) runs on the
+    // consumers, which hold the accumulator: it moves into the consumer region.
+    let body = &mut k.regions[0].ops;
+    let mut tail = body.split_off(mm.loop_idx);
+    let ret = tail.pop().expect("verified kernel ends with tile.return");
+    consumer_ops.extend(tail);
+    let mut yield_op = Operation::new(OpKind::Yield, ret.loc.clone());
+    yield_op.operands.clear();
+    consumer_ops.push(yield_op);
+    let consumer_region = Block { args: vec![], ops: consumer_ops };
 
     let mut ws = Operation::new(OpKind::WarpSpecialize, lp_loc);
     ws.attrs.insert("consumers".into(), Attribute::Int(consumers));
-    ws.results = old_loop.results.clone();
     ws.regions = vec![producer_region, consumer_region];
-
-    let body = &mut k.regions[0].ops;
-    let tail = body.split_off(mm.loop_idx);
     body.extend(prologue);
     body.push(ws);
-    body.extend(tail);
+    body.push(ret);
     k.attrs.insert("target".into(), Attribute::Str(target.name().into()));
     // wgmma needs warpgroup-aligned consumers, so the producer is a whole warpgroup (which
     // gives its registers away with setmaxnreg); with mma.sync one producer warp suffices and
