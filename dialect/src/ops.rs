@@ -117,6 +117,8 @@ define_ops! {
     CommitGroup = "tile.commit_group", Gpu, "`wgmma.commit_group.sync.aligned`: closes the group of MMAs issued since the last commit.";
     WaitGroup = "tile.wait_group", Gpu, "`wgmma.wait_group.sync.aligned N` with N = `pending`: returns once at most N groups are pending; takes and returns the accumulators it guards (tied).";
     Barrier = "tile.barrier", Gpu, "CTA-wide barrier (`bar.sync 0`).";
+    CtaId = "tile.ctaid", Gpu, "The hardware CTA index along `dim` (PTX `%ctaid`), as opposed to the logical `tile.program_id` (used by persistent schedules).";
+    NumCtas = "tile.nctaid", Gpu, "The number of launched CTAs along `dim` (PTX `%nctaid`).";
 }
 
 impl OpKind {

@@ -145,8 +145,11 @@ impl Verifier<'_> {
     }
 
     fn op(&mut self, op: &Operation, parent: Option<&Operation>) {
-        // Dominance of operands.
-        for &v in &op.operands {
+        // Dominance of operands (one report per value, however often the op uses it).
+        for (i, &v) in op.operands.iter().enumerate() {
+            if op.operands[..i].contains(&v) {
+                continue;
+            }
             if self.ty(v).is_none() {
                 self.error(op, format!("'{}' uses value handle {} that the module does not have", op.kind.name(), v.0));
             } else if !self.visible.iter().any(|s| s.contains(&v)) {
@@ -640,7 +643,7 @@ impl Verifier<'_> {
             let mut want = vec![Type::INDEX];
             want.extend_from_slice(inits);
             if args != want {
-                self.error(op, format!("'tile.for' body arguments must be (index, {}) — the induction variable and the carried values — found ({})", list(inits), list(&args)));
+                self.error(op, format!("'tile.for' body arguments must be ({}) — the induction variable and the carried values — found ({})", list(&want), list(&args)));
             }
         }
     }
@@ -697,15 +700,21 @@ impl Verifier<'_> {
                     self.error(op, format!("'{name}' expects (mbarriers, index{}) and no results", if n == 3 { ", phase parity: index" } else { "" }));
                 }
             }
+            OpKind::CtaId | OpKind::NumCtas => {
+                if self.count(op, 0, 1) {
+                    self.result_must_be(op, &Type::INDEX);
+                }
+                self.int_attr_in(op, "dim", 0, 2);
+            }
             OpKind::WgmmaFence | OpKind::CommitGroup | OpKind::Barrier => {
                 self.count(op, 0, 0);
             }
             OpKind::Mma => {
-                // a ring, b ring, stage, acc
+                // a ring (or, for wgmma's register-A form, an A-fragment tile), b ring, stage, acc
                 if self.count(op, 4, 1) {
-                    let ok = want_smem(&ots[0]) && want_smem(&ots[1]) && ots[2] == Type::INDEX && matches!(ots[3], Type::Tile { .. }) && rts[0] == ots[3];
+                    let ok = (want_smem(&ots[0]) || matches!(ots[0], Type::Tile { .. })) && want_smem(&ots[1]) && ots[2] == Type::INDEX && matches!(ots[3], Type::Tile { .. }) && rts[0] == ots[3];
                     if !ok {
-                        self.error(op, format!("'{name}' expects (a ring, b ring, stage: index, acc: tile) -> acc type"));
+                        self.error(op, format!("'{name}' expects (a ring or A-fragment tile, b ring, stage: index, acc: tile) -> acc type"));
                     }
                 }
             }

@@ -133,7 +133,10 @@ pub struct Manifest {
     pub dynamic_shared_memory_bytes: u64,
     /// The launch grid.
     pub grid: Grid,
-    /// `null`, or the persistent schedule (later).
+    /// `null` (one CTA per tile), or the persistent schedule:
+    /// `{"schedule": "static", "ctas_per_sm": 1, "group_m": 8}` — launch
+    /// min(tiles, SMs × ctas_per_sm) CTAs along x, the tile count being the product of the
+    /// grid dimensions and the SM count read from the device at launch.
     pub persistent: Option<serde_json::Value>,
     /// Parameters in order.
     pub params: Vec<Param>,

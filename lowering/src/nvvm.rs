@@ -342,7 +342,12 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
     }
     let smem_bytes = k.int_attr("smem_bytes").unwrap_or(em.smem_end as i64) as u64;
     let (maj, min) = target.min_ptx_version();
-    let manifest = Manifest::new(name.clone(), target.name().into(), format!("{maj}.{min}"), [block[0] as u32, block[1] as u32, block[2] as u32], smem_bytes.max(em.smem_end), dims, texts, params);
+    let persistent = match k.str_attr("schedule") {
+        Some("static") => Some(serde_json::json!({"schedule": "static", "ctas_per_sm": 1, "group_m": k.int_attr("group_m").unwrap_or(0)})),
+        _ => None,
+    };
+    let mut manifest = Manifest::new(name.clone(), target.name().into(), format!("{maj}.{min}"), [block[0] as u32, block[1] as u32, block[2] as u32], smem_bytes.max(em.smem_end), dims, texts, params);
+    manifest.persistent = persistent;
     Ok(LoweredKernel { mlir: text, manifest, target })
 }
 
@@ -365,9 +370,9 @@ fn def_scalar(em: &mut Em, op: &Operation, s: String, t: &'static str) {
 fn lower_op(em: &mut Em, op: &Operation) -> R<()> {
     let m = em.m;
     match op.kind {
-        OpKind::ProgramId | OpKind::NumPrograms => {
+        OpKind::ProgramId | OpKind::NumPrograms | OpKind::CtaId | OpKind::NumCtas => {
             let d = ["x", "y", "z"][op.int_attr("dim").unwrap_or(0) as usize];
-            let reg = if op.kind == OpKind::ProgramId { "ctaid" } else { "nctaid" };
+            let reg = if matches!(op.kind, OpKind::ProgramId | OpKind::CtaId) { "ctaid" } else { "nctaid" };
             let v = em.op(format!("nvvm.read.ptx.sreg.{reg}.{d} : i32"), reg);
             let z = em.zext64(&v);
             def_scalar(em, op, z, "i64");

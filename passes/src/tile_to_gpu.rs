@@ -157,9 +157,9 @@ struct Matmul {
     init: Value,
 }
 
-fn find_matmul(m: &Module, body: &Block) -> Result<Matmul, Diagnostic> {
+fn find_matmul<'a>(m: &Module, outer: &'a [Operation], body: &'a Block) -> Result<Matmul, Diagnostic> {
     let mut defs: HashMap<Value, &Operation> = HashMap::new();
-    for op in &body.ops {
+    for op in outer.iter().chain(&body.ops) {
         for &r in &op.results {
             defs.insert(r, op);
         }
@@ -257,13 +257,78 @@ fn check_config(mm: &Matmul, target: Target, stages: u64, loc: &Location) -> Res
     Ok(total)
 }
 
+/// Deep-copy `ops` with fresh result and block-argument values; `map` renames operands
+/// (and receives the new names).
+fn clone_ops(m: &mut Module, ops: &[Operation], map: &mut HashMap<Value, Value>) -> Vec<Operation> {
+    ops.iter().map(|o| clone_op(m, o, map)).collect()
+}
+
+fn clone_op(m: &mut Module, o: &Operation, map: &mut HashMap<Value, Value>) -> Operation {
+    let mut c = o.clone();
+    for v in &mut c.operands {
+        if let Some(r) = map.get(v) {
+            *v = *r;
+        }
+    }
+    c.regions = o
+        .regions
+        .iter()
+        .map(|b| {
+            let args = b.args.iter().map(|&a| {
+                let n = m.values[a.0 as usize].clone();
+                let v = m.new_value(n.ty, n.name);
+                map.insert(a, v);
+                v
+            }).collect();
+            Block { args, ops: clone_ops(m, &b.ops, map) }
+        })
+        .collect();
+    c.results = o.results.iter().map(|&r| {
+        let n = m.values[r.0 as usize].clone();
+        let v = m.new_value(n.ty, n.name);
+        map.insert(r, v);
+        v
+    }).collect();
+    c
+}
+
 fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64) -> Result<u64, Diagnostic> {
-    let body = k.regions.first().ok_or_else(|| Diagnostic::error(k.loc.clone(), "kernel without body"))?;
-    let mm = find_matmul(m, body)?;
-    let lp_loc = body.ops[mm.loop_idx].loc.clone();
+    // The K loop sits in the kernel body, or in the body of a persistent tile loop
+    // (`tile.for {tile_loop = true}`, made by the `persistent` pass).
+    let kbody = &k.regions[0];
+    let tile_loop_idx = kbody.ops.iter().position(|o| o.kind == OpKind::For && o.attr("tile_loop").and_then(Attribute::as_bool) == Some(true));
+    let (outer_ops, scope): (&[Operation], &Block) = match tile_loop_idx {
+        Some(i) => (&kbody.ops[..i], &kbody.ops[i].regions[0]),
+        None => (&[], kbody),
+    };
+    let mm = find_matmul(m, outer_ops, scope)?;
+    let lp_loc = scope.ops[mm.loop_idx].loc.clone();
+    if tile_loop_idx.is_some() && scope.ops[..mm.loop_idx].iter().any(|o| o.results.contains(&mm.ub)) {
+        return Err(Diagnostic::error(lp_loc, "tile-to-gpu: the K loop's bound must not depend on the tile (define it outside the persistent tile loop)"));
+    }
     let smem = check_config(&mm, target, stages, &lp_loc)?;
-    let old_loop = k.regions[0].ops.remove(mm.loop_idx);
     let consumers = (mm.bm / 64) as i64;
+
+    // Split the ops: kernel-level (kept), per-tile prologue P, the K loop, epilogue E.
+    let mut kernel_ops = std::mem::take(&mut k.regions[0].ops);
+    let ret = kernel_ops.pop().expect("verified kernel ends with tile.return");
+    let (kernel_head, tile_loop, mut scope_ops) = match tile_loop_idx {
+        Some(i) => {
+            let mut tl = kernel_ops.remove(i);
+            let rest = kernel_ops.split_off(i);
+            if !rest.is_empty() {
+                return Err(Diagnostic::error(rest[0].loc.clone(), "tile-to-gpu: nothing may follow the persistent tile loop"));
+            }
+            let mut ops = std::mem::take(&mut tl.regions[0].ops);
+            ops.pop(); // its tile.yield
+            (kernel_ops, Some(tl), ops)
+        }
+        None => (vec![], None, kernel_ops),
+    };
+    let epilogue = scope_ops.split_off(mm.loop_idx + 1);
+    let old_loop = scope_ops.pop().expect("the K loop");
+    let per_tile = scope_ops;
+
     let mut e = Emitter { m, ops: vec![], loc: lp_loc.clone() };
     let s = stages;
     let a_ring = e.one(OpKind::SmemAlloc, &[], &[("swizzle", Attribute::Int(128))], Type::Smem { stages: s, shape: vec![mm.bm, mm.bk], elem: mm.elem }, "a_ring");
@@ -281,87 +346,148 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64) 
     let ktiles = e.int(OpKind::MaxI, kceil, c1, "ktiles");
     let prologue = e.take();
 
-    // Stage and phase parity of k tile %kt: s = kt mod S, parity = (kt / S) mod 2.
-    let stage_and_parity = |e: &mut Emitter, kt: Value| {
-        let st = e.int(OpKind::RemI, kt, cs, "stage");
-        let round = e.int(OpKind::DivI, kt, cs, "round");
+    // Stage and phase parity of global k tile g: s = g mod S, parity = (g / S) mod 2. The
+    // global count runs on across the tiles of a persistent loop, so the ring's phases do.
+    let stage_and_parity = |e: &mut Emitter, g: Value| {
+        let st = e.int(OpKind::RemI, g, cs, "stage");
+        let round = e.int(OpKind::DivI, g, cs, "round");
         let ph = e.int(OpKind::RemI, round, c2, "phase");
         (st, ph)
     };
+    let mma_attrs = [("kind", Attribute::Str(target.mma_kind().into()))];
+    let tx = (mm.bm * mm.bk + mm.bk * mm.bn) * mm.elem.size_bytes();
 
+    // One region's work for one tile, given its global k base `g`; returns the ops.
     // Producer: for each k tile, wait for the stage to be empty (the first round passes at
     // once: a fresh mbarrier is in phase 0, so waiting for parity 1 returns), arm the full
     // barrier with the stage's bytes, issue both copies.
-    let kt_p = e.m.new_value(Type::INDEX, Some("kt".into()));
-    let (st, ph) = stage_and_parity(&mut e, kt_p);
-    let eph = e.int(OpKind::SubI, c1, ph, "empty_phase");
-    e.op(OpKind::MbarrierWait, &[empty, st, eph], &[], &[], None);
-    let tx = (mm.bm * mm.bk + mm.bk * mm.bn) * mm.elem.size_bytes();
-    e.op(OpKind::MbarrierExpectTx, &[full, st], &[("bytes", Attribute::Int(tx as i64))], &[], None);
-    let kk = e.int(OpKind::MulI, kt_p, cbk, "k");
-    e.op(OpKind::TmaLoad, &[mm.a_tensor, a_ring, full, st, mm.row, kk], &[], &[], None);
-    e.op(OpKind::TmaLoad, &[mm.b_tensor, b_ring, full, st, kk, mm.col], &[], &[], None);
-    e.op(OpKind::Yield, &[], &[], &[], None);
-    let producer_body = Block { args: vec![kt_p], ops: e.take() };
-    let mut producer_loop = Operation::new(OpKind::For, lp_loc.clone());
-    producer_loop.operands = vec![c0, ktiles, c1];
-    producer_loop.regions.push(producer_body);
-    e.ops.push(producer_loop);
-    e.op(OpKind::Yield, &[], &[], &[], None);
-    let producer_region = Block { args: vec![], ops: e.take() };
+    let producer_tile = |e: &mut Emitter, g: Value, row: Value, col: Value| {
+        let kt = e.m.new_value(Type::INDEX, Some("kt".into()));
+        let kg = e.int(OpKind::AddI, g, kt, "kg");
+        let (st, ph) = stage_and_parity(e, kg);
+        let eph = e.int(OpKind::SubI, c1, ph, "empty_phase");
+        e.op(OpKind::MbarrierWait, &[empty, st, eph], &[], &[], None);
+        e.op(OpKind::MbarrierExpectTx, &[full, st], &[("bytes", Attribute::Int(tx as i64))], &[], None);
+        let kk = e.int(OpKind::MulI, kt, cbk, "k");
+        e.op(OpKind::TmaLoad, &[mm.a_tensor, a_ring, full, st, row, kk], &[], &[], None);
+        e.op(OpKind::TmaLoad, &[mm.b_tensor, b_ring, full, st, kk, col], &[], &[], None);
+        e.op(OpKind::Yield, &[], &[], &[], None);
+        let body = Block { args: vec![kt], ops: e.take() };
+        let mut lp = Operation::new(OpKind::For, lp_loc.clone());
+        lp.operands = vec![c0, ktiles, c1];
+        lp.regions.push(body);
+        lp
+    };
+    // Consumers: k tile 0 is peeled (its MMA starts from a zero accumulator, `zero_acc` =
+    // wgmma's scale-d = 0, so no instruction but the MMA defines the accumulator
+    // registers); in iteration kt, wait for the stage to be full, MMA over it, then
+    // release stage kt-1 (deferred release keeps one MMA group in flight); after the loop
+    // release the tile's last stage, then the epilogue.
+    let consumer_tile = |e: &mut Emitter, g: Value| -> Vec<Operation> {
+        let (st0, ph0) = stage_and_parity(e, g);
+        e.op(OpKind::MbarrierWait, &[full, st0, ph0], &[], &[], None);
+        let mut first_attrs = mma_attrs.to_vec();
+        first_attrs.push(("zero_acc", Attribute::Bool(true)));
+        let acc0 = e.one(OpKind::Mma, &[a_ring, b_ring, st0, mm.init], &first_attrs, mm.acc_ty.clone(), "acc0");
+        let head = e.take();
+        let kt = e.m.new_value(Type::INDEX, Some("kt".into()));
+        let acc_in = e.m.new_value(mm.acc_ty.clone(), Some("acc_iter".into()));
+        let kg = e.int(OpKind::AddI, g, kt, "kg");
+        let (st, ph) = stage_and_parity(e, kg);
+        e.op(OpKind::MbarrierWait, &[full, st, ph], &[], &[], None);
+        let d = e.one(OpKind::Mma, &[a_ring, b_ring, st, acc_in], &mma_attrs, mm.acc_ty.clone(), "acc_next");
+        let wrapped = e.int(OpKind::AddI, kg, cs, "kg_wrap");
+        let prev_kg = e.int(OpKind::SubI, wrapped, c1, "kg_prev");
+        let prev = e.int(OpKind::RemI, prev_kg, cs, "prev_stage");
+        e.op(OpKind::MbarrierArrive, &[empty, prev], &[], &[], None);
+        e.op(OpKind::Yield, &[d], &[], &[], None);
+        let body = Block { args: vec![kt, acc_in], ops: e.take() };
+        let mut lp = Operation::new(OpKind::For, lp_loc.clone());
+        lp.operands = vec![c1, ktiles, c1, acc0];
+        // The loop's result keeps the old loop's value, so the epilogue reads it unchanged.
+        lp.results = old_loop.results.clone();
+        lp.regions.push(body);
+        let mut ops = head;
+        ops.push(lp);
+        let last_g = e.int(OpKind::AddI, g, ktiles, "kg_end");
+        let last_w = e.int(OpKind::AddI, last_g, cs, "kg_end_wrap");
+        let last_p = e.int(OpKind::SubI, last_w, c1, "kg_last");
+        let last = e.int(OpKind::RemI, last_p, cs, "last_stage");
+        e.op(OpKind::MbarrierArrive, &[empty, last], &[], &[], None);
+        ops.extend(e.take());
+        ops
+    };
 
-    // Consumers: wait for the stage to be full, MMA over it, then release the previous
-    // stage (deferred release keeps one MMA group in flight).
-    // k tile 0 is peeled: its MMA starts from a zero accumulator (`zero_acc`, wgmma's
-    // scale-d = 0), so no instruction but the MMA ever defines the accumulator registers.
-    let mma_attrs = [("kind", Attribute::Str(target.mma_kind().into()))];
-    let mut first_attrs = mma_attrs.to_vec();
-    first_attrs.push(("zero_acc", Attribute::Bool(true)));
-    e.op(OpKind::MbarrierWait, &[full, c0, c0], &[], &[], None);
-    let acc0 = e.one(OpKind::Mma, &[a_ring, b_ring, c0, mm.init], &first_attrs, mm.acc_ty.clone(), "acc0");
-    let consumer_prologue = e.take();
-    let kt_c = e.m.new_value(Type::INDEX, Some("kt".into()));
-    let acc_in = e.m.new_value(mm.acc_ty.clone(), Some("acc_iter".into()));
-    let (st, ph) = stage_and_parity(&mut e, kt_c);
-    e.op(OpKind::MbarrierWait, &[full, st, ph], &[], &[], None);
-    let d = e.one(OpKind::Mma, &[a_ring, b_ring, st, acc_in], &mma_attrs, mm.acc_ty.clone(), "acc_next");
-    // Release stage kt-1 (deferred release): (kt + S - 1) mod S.
-    let wrapped = e.int(OpKind::AddI, kt_c, cs, "kt_wrap");
-    let prev_kt = e.int(OpKind::SubI, wrapped, c1, "kt_prev");
-    let prev = e.int(OpKind::RemI, prev_kt, cs, "prev_stage");
-    e.op(OpKind::MbarrierArrive, &[empty, prev], &[], &[], None);
-    e.op(OpKind::Yield, &[d], &[], &[], None);
-    let consumer_ops = e.take();
-    e.ops = consumer_prologue;
-    let mut consumer_loop = Operation::new(OpKind::For, lp_loc.clone());
-    consumer_loop.operands = vec![c1, ktiles, c1, acc0];
-    // The loop's result keeps the old loop's value, so the epilogue reads it unchanged.
-    consumer_loop.results = old_loop.results.clone();
-    consumer_loop.regions.push(Block { args: vec![kt_c, acc_in], ops: consumer_ops });
-    e.ops.push(consumer_loop);
-    let mut consumer_ops = e.take();
+    let (producer_region, consumer_region) = match tile_loop {
+        None => {
+            // One tile per CTA: the per-tile prologue stays at kernel level.
+            let p = producer_tile(&mut e, c0, mm.row, mm.col);
+            let mut pops = vec![p];
+            e.op(OpKind::Yield, &[], &[], &[], None);
+            pops.extend(e.take());
+            let mut cops = consumer_tile(&mut e, c0);
+            cops.extend(epilogue);
+            e.op(OpKind::Yield, &[], &[], &[], None);
+            cops.extend(e.take());
+            let mut kernel_level = prologue;
+            kernel_level.splice(0..0, per_tile);
+            e.ops = kernel_level;
+            (Block { args: vec![], ops: pops }, Block { args: vec![], ops: cops })
+        }
+        Some(tl) => {
+            // Persistent: both regions run the tile loop, carrying the global k base.
+            let t_c = tl.regions[0].args[0];
+            let mut map = HashMap::new();
+            let t_p = e.m.new_value(Type::INDEX, Some("tile".into()));
+            map.insert(t_c, t_p);
+            let p_prologue = clone_ops(e.m, &per_tile, &mut map);
+            let (row_p, col_p) = (*map.get(&mm.row).unwrap_or(&mm.row), *map.get(&mm.col).unwrap_or(&mm.col));
+            let g_p = e.m.new_value(Type::INDEX, Some("kbase".into()));
+            let mut pbody = p_prologue;
+            pbody.push(producer_tile(&mut e, g_p, row_p, col_p));
+            let next = e.int(OpKind::AddI, g_p, ktiles, "kbase_next");
+            e.op(OpKind::Yield, &[next], &[], &[], None);
+            pbody.extend(e.take());
+            let mut ploop = Operation::new(OpKind::For, tl.loc.clone());
+            ploop.operands = vec![tl.operands[0], tl.operands[1], tl.operands[2], c0];
+            ploop.attrs = tl.attrs.clone();
+            ploop.results = vec![e.m.new_value(Type::INDEX, Some("kbase_end".into()))];
+            ploop.regions.push(Block { args: vec![t_p, g_p], ops: pbody });
+            e.op(OpKind::Yield, &[], &[], &[], None);
+            let mut pops = vec![ploop];
+            pops.extend(e.take());
 
-    // The epilogue (everything after the K loop but the kernel's `tile.return`) runs on the
-    // consumers, which hold the accumulator: it moves into the consumer region.
-    let body = &mut k.regions[0].ops;
-    let mut tail = body.split_off(mm.loop_idx);
-    let ret = tail.pop().expect("verified kernel ends with tile.return");
-    consumer_ops.extend(tail);
-    let mut yield_op = Operation::new(OpKind::Yield, ret.loc.clone());
-    yield_op.operands.clear();
-    consumer_ops.push(yield_op);
-    let consumer_region = Block { args: vec![], ops: consumer_ops };
-
+            let g_c = e.m.new_value(Type::INDEX, Some("kbase".into()));
+            let mut cbody = per_tile;
+            cbody.extend(consumer_tile(&mut e, g_c));
+            cbody.extend(epilogue);
+            let next = e.int(OpKind::AddI, g_c, ktiles, "kbase_next");
+            e.op(OpKind::Yield, &[next], &[], &[], None);
+            cbody.extend(e.take());
+            let mut cloop = Operation::new(OpKind::For, tl.loc.clone());
+            cloop.operands = vec![tl.operands[0], tl.operands[1], tl.operands[2], c0];
+            cloop.attrs = tl.attrs.clone();
+            cloop.results = vec![e.m.new_value(Type::INDEX, Some("kbase_end".into()))];
+            cloop.regions.push(Block { args: vec![t_c, g_c], ops: cbody });
+            e.op(OpKind::Yield, &[], &[], &[], None);
+            let mut cops = vec![cloop];
+            cops.extend(e.take());
+            e.ops = prologue;
+            (Block { args: vec![], ops: pops }, Block { args: vec![], ops: cops })
+        }
+    };
+    let kernel_level = e.take();
     let mut ws = Operation::new(OpKind::WarpSpecialize, lp_loc);
     ws.attrs.insert("consumers".into(), Attribute::Int(consumers));
     ws.regions = vec![producer_region, consumer_region];
-    body.extend(prologue);
+    let mut body = kernel_head;
+    body.extend(kernel_level);
     body.push(ws);
     body.push(ret);
+    k.regions[0].ops = body;
     k.attrs.insert("target".into(), Attribute::Str(target.name().into()));
     // wgmma needs warpgroup-aligned consumers, so the producer is a whole warpgroup (which
-    // gives its registers away with setmaxnreg); with mma.sync one producer warp suffices and
-    // keeps the per-thread register cap at 65536 / 288 = 227.
+    // gives its registers away with setmaxnreg); with mma.sync one producer warp suffices.
     let producer_threads = if target.has_wgmma() { WARPGROUP_THREADS } else { 32 };
     k.attrs.insert("block".into(), Attribute::Array(vec![Attribute::Int(producer_threads + WARPGROUP_THREADS * consumers), Attribute::Int(1), Attribute::Int(1)]));
     k.attrs.insert("smem_bytes".into(), Attribute::Int(smem as i64));
