@@ -58,8 +58,8 @@ pub fn collect(src: &str, file: &str, first_line: u32) -> Result<Vec<Expected>, 
                 let spec = &spec_text[..end];
                 let target = match spec {
                     "above" => lineno.checked_sub(1),
-                    "below" => Some(lineno + 1),
-                    s if s.starts_with('+') => s[1..].parse::<u32>().ok().map(|n| lineno + n),
+                    "below" => lineno.checked_add(1),
+                    s if s.starts_with('+') => s[1..].parse::<u32>().ok().and_then(|n| lineno.checked_add(n)),
                     s if s.starts_with('-') => s[1..].parse::<u32>().ok().and_then(|n| lineno.checked_sub(n)),
                     _ => None,
                 };
@@ -124,6 +124,14 @@ mod tests {
         assert_eq!((e[0].line, e[0].text.as_str()), (2, "bad thing"));
         assert_eq!((e[1].line, e[1].severity), (3, Severity::Warning));
         assert_eq!(e[2].line, 2);
+    }
+
+    #[test]
+    fn huge_offsets_are_errors_not_overflows() {
+        let e = collect("// expected-error@+4294967295 {{x}}", "f", 1).unwrap_err();
+        assert_eq!(e.to_string(), "f:1:4: error: malformed line offset '@+4294967295' in expected diagnostic");
+        assert!(collect("\n// expected-error@-4294967295 {{x}}", "f", 1).is_err());
+        assert!(collect("// expected-error@+99999999999 {{x}}", "f", 1).is_err());
     }
 
     #[test]

@@ -73,6 +73,9 @@ pub fn lex(src: &str, file: &Arc<str>, first_line: u32) -> Result<Vec<Token>, Di
     let b = src.as_bytes();
     let mut toks = Vec::new();
     let (mut i, mut line, mut line_start) = (0usize, first_line, 0usize);
+    // Just past the last token: where the end of input is reported ("expected '}'"), so
+    // that the message shows the line where the text stopped, not a line after it.
+    let (mut end_line, mut end_col) = (first_line, 1usize);
     let mut newline_before = true;
     let err = |line: u32, col: usize, msg: String| {
         Diagnostic::error(Location::new(file.clone(), line, col as u32 + 1), msg)
@@ -167,11 +170,20 @@ pub fn lex(src: &str, file: &Arc<str>, first_line: u32) -> Result<Vec<Token>, Di
                     i += 1;
                 }
                 let text = &src[start..i];
+                let digits = text.strip_prefix('-').unwrap_or(text);
+                let is_int_text = !digits.is_empty() && digits.bytes().all(|d| d.is_ascii_digit());
                 if let Ok(v) = text.parse::<i64>() {
                     Tok::Int(v)
+                } else if is_int_text {
+                    // Not silently a float: 2^64 would print back as 1.8446744073709552e19.
+                    return Err(err(line, col, format!("integer literal '{text}' does not fit in 64 bits")));
                 } else if let Ok(v) = text.parse::<f64>() {
                     if text.contains(|ch: char| ch.is_ascii_alphabetic() && ch != 'e' && ch != 'E') {
                         return Err(err(line, col, format!("malformed number '{text}'")));
+                    }
+                    if !v.is_finite() {
+                        // `1e999` would become infinity, which has no spelling to print back.
+                        return Err(err(line, col, format!("float literal '{text}' is out of range")));
                     }
                     Tok::Float(v)
                 } else {
@@ -216,13 +228,9 @@ pub fn lex(src: &str, file: &Arc<str>, first_line: u32) -> Result<Vec<Token>, Di
             }
         };
         toks.push(Token { tok, line, col: col as u32 + 1, newline_before });
+        (end_line, end_col) = (line, i - line_start + 1);
         newline_before = false;
     }
-    toks.push(Token {
-        tok: Tok::Eof,
-        line,
-        col: (i - line_start) as u32 + 1,
-        newline_before: true,
-    });
+    toks.push(Token { tok: Tok::Eof, line: end_line, col: end_col as u32, newline_before: true });
     Ok(toks)
 }

@@ -442,6 +442,33 @@ impl Parser {
     }
 }
 
+/// Split `128x64xbf16` into its dimensions and its element type: dimensions (digits or
+/// `?`) each followed by `x`, then the element type (`index` has an `x` of its own). When
+/// what follows is no element type, split at the last `x` instead, so that the error names
+/// a bad dimension (`4xax3xf32`) or a bad element type (`4xbindex`) as written.
+fn split_dims(inner: &str) -> (Vec<&str>, &str) {
+    let looks_like_dim = |s: &str| {
+        let t = s.trim();
+        !t.is_empty() && t.chars().all(|c| c.is_ascii_digit() || matches!(c, '?' | '+' | '-'))
+    };
+    let mut dims = vec![];
+    let mut rest = inner;
+    while let Some((d, r)) = rest.split_once('x') {
+        if !looks_like_dim(d) {
+            break;
+        }
+        dims.push(d);
+        rest = r;
+    }
+    if ScalarType::from_name(rest.trim()).is_some() {
+        return (dims, rest);
+    }
+    match inner.rsplit_once('x') {
+        Some((d, e)) if ScalarType::from_name(e.trim()).is_some() => (d.split('x').collect(), e),
+        _ => (dims, rest),
+    }
+}
+
 /// Parse `tile<…>`, `tensor<…>`, `smem<…>` or `mbarrier<…>` from its whole spelling.
 fn parse_angle_type(text: &str) -> Result<Type, String> {
     let (head, rest) = text.split_once('<').ok_or("missing '<'")?;
@@ -453,8 +480,7 @@ fn parse_angle_type(text: &str) -> Result<Type, String> {
         }
         return Ok(Type::Mbarrier { count: n });
     }
-    let parts: Vec<&str> = inner.split('x').collect();
-    let (elem_s, dims) = parts.split_last().ok_or("empty")?;
+    let (dims, elem_s) = split_dims(inner);
     let elem = ScalarType::from_name(elem_s.trim())
         .ok_or_else(|| format!("unknown element type '{}'", elem_s.trim()))?;
     if head == "tensor" {
@@ -489,6 +515,14 @@ fn parse_angle_type(text: &str) -> Result<Type, String> {
                 return Err("expected stages and at least one dimension".into());
             }
             let stages = shape.remove(0);
+            if shape.len() > 3 {
+                return Err("a ring stage has 1 to 3 dimensions".into());
+            }
+            // Keep `Type::smem_bytes` free of overflow.
+            let bytes = shape.iter().try_fold(stages * elem.size_bytes(), |acc, &d| acc.checked_mul(d));
+            if bytes.is_none() {
+                return Err("the ring's size in bytes does not fit in 64 bits".into());
+            }
             Ok(Type::Smem { stages, shape, elem })
         }
         _ => Err(format!("unknown type '{head}'")),
@@ -512,6 +546,14 @@ mod tests {
         assert!(parse_angle_type("tile<0x4xf32>").is_err());
         assert!(parse_angle_type("tensor<4xf32>").is_err());
         assert_eq!(parse_angle_type("mbarrier<4>").unwrap(), Type::Mbarrier { count: 4 });
+        // `index` has an `x` of its own.
+        assert_eq!(parse_angle_type("tile<4x8xindex>").unwrap(), Type::tile(&[4, 8], ScalarType::Index));
+        assert_eq!(parse_angle_type("tensor<?x?xindex>").unwrap(), Type::Tensor { rank: 2, elem: ScalarType::Index });
+        assert!(parse_angle_type("tile<index>").is_err());
+        assert!(parse_angle_type("tile<4xbindex>").is_err());
+        for t in ["tile<4x8xindex>", "tensor<?xindex>", "smem<2x4x8xindex>", "tile<3xi64>"] {
+            assert_eq!(parse_angle_type(t).unwrap().to_string(), t);
+        }
     }
 
     #[test]

@@ -2,13 +2,15 @@
 //!
 //! A pure op without regions whose kind, operands, attributes and result types equal those
 //! of an op that dominates it (earlier in the same block or in an enclosing block) is
-//! removed and its results replaced by the earlier op's.
+//! removed and its results replaced by the earlier op's. `tile.load` reads memory, so a
+//! load is only replaced by an identical load earlier in the same block with no op that
+//! may write memory (a store, a GPU-level op, an op with regions) between them.
 //!
 //! Options: none. Statistics: `ops-eliminated`.
 
 use crate::pass::{Pass, PassContext, PassInfo};
 use std::collections::HashMap;
-use tilec_dialect::{Block, Diagnostics, Module, Operation, Type, Value};
+use tilec_dialect::{Block, Diagnostics, Module, OpKind, Operation, Type, Value};
 
 /// The registry entry.
 pub static INFO: PassInfo = PassInfo {
@@ -55,7 +57,15 @@ fn block(b: &mut Block, types: &[Type], repl: &mut HashMap<Value, Value>, scopes
         }
         if o.kind.is_pure() && o.regions.is_empty() && !o.results.is_empty() {
             let k = key(&o, types);
-            if let Some(prev) = scopes.iter().rev().find_map(|s| s.get(&k)) {
+            // A load reads memory: it may only reuse a load of the same block with no
+            // possible write between them (see `clobbers`), never one from outside a loop
+            // body or branch, which a store inside it may have overwritten.
+            let prev = if o.kind == OpKind::Load {
+                scopes.last().and_then(|s| s.get(&k))
+            } else {
+                scopes.iter().rev().find_map(|s| s.get(&k))
+            };
+            if let Some(prev) = prev {
                 for (r, p) in o.results.iter().zip(prev) {
                     repl.insert(*r, *p);
                 }
@@ -67,11 +77,20 @@ fn block(b: &mut Block, types: &[Type], repl: &mut HashMap<Value, Value>, scopes
         for r in &mut o.regions {
             n += block(r, types, repl, scopes);
         }
+        if clobbers(&o) {
+            scopes.last_mut().expect("scope").retain(|k, _| k.0 != OpKind::Load);
+        }
         kept.push(o);
     }
     b.ops = kept;
     scopes.pop();
     n
+}
+
+/// Whether `o` may write memory a `tile.load` reads: any op with side effects (stores,
+/// GPU-level ops) and any op holding regions, whatever they contain.
+fn clobbers(o: &Operation) -> bool {
+    !o.kind.is_pure() || !o.regions.is_empty()
 }
 
 impl Pass for Cse {

@@ -123,7 +123,9 @@ fn run() -> i32 {
     let src = match parser::utf8(&bytes, &name) {
         Ok(s) => s,
         Err(d) => {
-            eprint_diags(&d, None);
+            // Show the line with the bad bytes replaced (U+FFFD): the text before them,
+            // where the caret points, is unchanged.
+            eprint_diags(&d, Some(&String::from_utf8_lossy(&bytes)));
             return EXIT_DIAGNOSTICS;
         }
     };
