@@ -23,9 +23,11 @@
 //!
 //! Modules: [`types`], [`attr`], [`ops`] (the op table), [`ir`], [`parser`], [`printer`],
 //! [`verifier`] (its doc lists every invariant), [`diag`], [`expected`]
-//! (`--verify-diagnostics`), [`builder`].
+//! (`--verify-diagnostics`), [`builder`], [`interp`] (the reference interpreter of level-1
+//! IR: the oracle that pass tests compare against).
 //!
-//! Dependencies: `thiserror` for the error types. Dev: `insta` (snapshots of printed
+//! Dependencies: `thiserror` for the error types, `half` for the interpreter's bf16/f16
+//! rounding. Dev: `insta` (snapshots of printed
 //! IR), `proptest` (printer/parser round-trip properties).
 
 #![deny(missing_docs)]
@@ -34,6 +36,7 @@ pub mod attr;
 pub mod builder;
 pub mod diag;
 pub mod expected;
+pub mod interp;
 pub mod ir;
 pub mod lexer;
 pub mod location;

@@ -5,25 +5,37 @@
 //! MLIR upstream does. The [`manager`] builds pipelines from MLIR's textual syntax, runs
 //! them, verifies after each pass, and times them. Nothing here knows about MLIR.
 //!
-//! Passes: [`dce`], [`cse`], [`tile_to_gpu`].
+//! Passes: [`async_wait_placement`], [`cse`], [`dce`], [`persistent`], [`simplify`]
+//! (`tile-simplify`), [`tile_to_gpu`], [`verify_async_waits`]. [`async_model`] holds what the wait placement and its checker
+//! agree a hazard is.
 //!
-//! Dependencies: `tilec-dialect` (the IR), `thiserror` (error types). Dev: `proptest`.
+//! Dependencies: `tilec-dialect` (the IR), `thiserror` (error types), `egg` (e-graphs, for
+//! `tile-simplify`). Dev: `proptest`.
 
 #![deny(missing_docs)]
 
+pub mod async_model;
+pub mod async_wait_placement;
 pub mod cse;
 pub mod dce;
 pub mod manager;
 pub mod pass;
+pub mod persistent;
 pub mod pipeline;
+pub mod simplify;
 pub mod tile_to_gpu;
+pub mod verify_async_waits;
 
 pub use manager::{describe_passes, lookup, registry, PassManager, RegistryEntry, RunReport, Stage};
 pub use pass::{OptionInfo, OptionKind, Pass, PassContext, PassInfo, PassOptions};
 pub use pipeline::{parse_pipeline, PipelineElement};
 
 static REGISTRY: &[RegistryEntry] = &[
+    RegistryEntry { info: &async_wait_placement::INFO, build: |_| Ok(Box::new(async_wait_placement::AsyncWaitPlacement)) },
     RegistryEntry { info: &cse::INFO, build: |_| Ok(Box::new(cse::Cse)) },
     RegistryEntry { info: &dce::INFO, build: |_| Ok(Box::new(dce::Dce)) },
+    RegistryEntry { info: &persistent::INFO, build: |o| Ok(Box::new(persistent::Persistent::from_options(o)?)) },
+    RegistryEntry { info: &simplify::INFO, build: |o| Ok(Box::new(simplify::TileSimplify { options: simplify::SimplifyOptions::from_options(o) })) },
     RegistryEntry { info: &tile_to_gpu::INFO, build: |o| Ok(Box::new(tile_to_gpu::TileToGpu::from_options(o)?)) },
+    RegistryEntry { info: &verify_async_waits::INFO, build: |_| Ok(Box::new(verify_async_waits::VerifyAsyncWaits)) },
 ];

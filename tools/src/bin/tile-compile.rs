@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! tile-compile FILE --target sm_90a|sm_90|sm_100|sm_100a [-o DIR] [--emit ptx|mlir|llvm|tile]
-//!              [--stages N] [--ptxas] [--timing]
+//!              [--stages N] [--schedule static|none|off] [--group-m G] [--no-simplify]
+//!              [--ptxas] [--timing]
 //! ```
 //! Writes `DIR/NAME.ptx` (or `.mlir`, `.ll`, `.tile` with `--emit`) and `DIR/NAME.json`.
 //! `--ptxas` assembles the PTX with `ptxas -v` (found through `$PTXAS`, the repository's
@@ -44,6 +45,15 @@ struct Cli {
     /// Shared-memory ring depth (2 to 8).
     #[arg(long, default_value_t = 4)]
     stages: u32,
+    /// Persistent schedule: static (default on sm_90/sm_90a), none (default on sm_100/sm_100a), off.
+    #[arg(long, value_parser = ["static", "none", "off"])]
+    schedule: Option<String>,
+    /// Tiles of M swept per group for L2 reuse (0 = row-major order).
+    #[arg(long, default_value_t = 8)]
+    group_m: u32,
+    /// Skip tile-simplify.
+    #[arg(long)]
+    no_simplify: bool,
     /// Run ptxas -v on the PTX and report registers, shared memory, spills and warnings.
     #[arg(long)]
     ptxas: bool,
@@ -85,6 +95,15 @@ fn run() -> i32 {
     };
     let mut opts = Options::new(cli.target);
     opts.stages = cli.stages;
+    if let Some(s) = &cli.schedule {
+        opts.schedule = match s.as_str() {
+            "static" => "static",
+            "none" => "none",
+            _ => "off",
+        };
+    }
+    opts.group_m = cli.group_m;
+    opts.simplify = !cli.no_simplify;
     opts.emit = match cli.emit {
         EmitArg::Ptx => Emit::Ptx,
         EmitArg::Mlir => Emit::Mlir,

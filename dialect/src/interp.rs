@@ -1,0 +1,1194 @@
+//! A reference interpreter of level-1 tile IR: runs every program of a kernel's grid on
+//! the CPU, one after another, for small shapes. It is the oracle that pass tests compare
+//! against (a pass must not change what [`run`] computes), so its semantics are written
+//! down exactly here:
+//!
+//! - **Floats** are held as `f32`; a `bf16` or `f16` value is an `f32` that the narrower
+//!   type represents exactly. Every float op computes its `f32` result and rounds it to the
+//!   element type, round-to-nearest-even ([`round_to`], using the `half` crate). For
+//!   `+ - * / sqrt` that is the correctly rounded narrow result (f32 has more than
+//!   2p + 2 bits for p = 8 and 11, so the double rounding is innocuous).
+//! - `tile.max`/`tile.min` are IEEE 754-2019 `maximumNumber`/`minimumNumber`: a NaN
+//!   operand yields the other operand, and −0 < +0. `tile.relu x` is `max(x, +0)`
+//!   (so `relu(NaN) = +0`, `relu(−0) = +0`). `tile.rsqrt x` is `1 / sqrt(x)` (two
+//!   roundings); `exp`, `exp2`, `log` and `tanh` are Rust's `f32` functions.
+//! - **`tile.dot a, b, acc`**: for each (i, j) the products are summed in `f32` with k
+//!   ascending, starting from +0 and each step one fused multiply-add
+//!   (`s = fma(a[i,k], b[k,j], s)`; for bf16/f16 inputs the product is exact, so each step
+//!   rounds once); then the accumulator is added, `r = s + acc[i,j]` in `f32`, and `r` is
+//!   rounded to the accumulator type. Because `s` is never −0, `dot(a, b, 0) + c` equals
+//!   `dot(a, b, c)` bit for bit (for an f32 accumulator).
+//! - `tile.reduce` folds the elements along `dim` in ascending order in `f32`, starting
+//!   from the first, and rounds once at the end.
+//! - **`tile.convert`**: float → float rounds to nearest even; integer → float converts
+//!   the value (through `f64` for bf16/f16); float → integer truncates toward zero and
+//!   saturates (NaN → 0); integer → integer wraps (two's complement; `i1` keeps the low
+//!   bit).
+//! - **Integers** wrap in their type (`index`, `i64`: 64 bits; `i32`; `i1` is 0 or 1).
+//!   `divi`/`remi` round toward zero, `ceildiv` rounds up; a zero divisor is an error.
+//! - **Memory**: `tile.load` reads element `offset + i` per dimension and gives 0 where
+//!   any coordinate is outside `[0, size)`; `tile.store` writes only in-bounds elements.
+//!   Tensors are strided views of their own buffers (arguments never alias).
+//! - **Grid**: the `grid` expressions are evaluated with the integer arguments; programs
+//!   run in order with dimension 0 fastest. `tile.for` with `step <= 0` is an error.
+//!
+//! Verified IR never makes the interpreter panic: whatever it cannot run (GPU-level ops,
+//! a bad argument, a division by zero, a tile larger than [`Limits::max_tile_elems`], a
+//! run longer than [`Limits::max_ops`] op executions) is an [`InterpError`].
+
+use crate::attr::Attribute;
+use crate::ir::{Block, Module, Operation, Value};
+use crate::ops::{OpClass, OpKind};
+use crate::types::{ScalarType, Type};
+use std::rc::Rc;
+
+/// Round an `f32` to the nearest value of the float type `elem` (ties to even). For
+/// `f32` (and non-float types) the value is returned unchanged.
+pub fn round_to(elem: ScalarType, x: f32) -> f32 {
+    match elem {
+        ScalarType::BF16 => half::bf16::from_f32(x).to_f32(),
+        ScalarType::F16 => half::f16::from_f32(x).to_f32(),
+        _ => x,
+    }
+}
+
+/// Whether every value of float type `from` is exactly a value of float type `to`
+/// (`bf16 ⊆ f32`, `f16 ⊆ f32`, every type ⊆ itself).
+pub fn float_subset(from: ScalarType, to: ScalarType) -> bool {
+    from == to || (to == ScalarType::F32 && from.is_float())
+}
+
+/// IEEE 754-2019 `maximumNumber`: a NaN operand gives the other; −0 < +0.
+pub fn max_num(a: f32, b: f32) -> f32 {
+    if a.is_nan() {
+        return b;
+    }
+    if b.is_nan() {
+        return a;
+    }
+    if a == b {
+        // Equal: differ at most in the sign of zero; +0 wins.
+        return if a.is_sign_negative() { b } else { a };
+    }
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
+
+/// IEEE 754-2019 `minimumNumber`: a NaN operand gives the other; −0 < +0.
+pub fn min_num(a: f32, b: f32) -> f32 {
+    if a.is_nan() {
+        return b;
+    }
+    if b.is_nan() {
+        return a;
+    }
+    if a == b {
+        return if a.is_sign_negative() { a } else { b };
+    }
+    if a < b {
+        a
+    } else {
+        b
+    }
+}
+
+/// The result of the float binary op `kind` (`tile.add` … `tile.min`) on values of type
+/// `elem`, rounded to `elem`; `None` if `kind` is no float binary op.
+pub fn float_binary(kind: OpKind, elem: ScalarType, a: f32, b: f32) -> Option<f32> {
+    let r = match kind {
+        OpKind::Add => a + b,
+        OpKind::Sub => a - b,
+        OpKind::Mul => a * b,
+        OpKind::Div => a / b,
+        OpKind::Max => max_num(a, b),
+        OpKind::Min => min_num(a, b),
+        _ => return None,
+    };
+    Some(round_to(elem, r))
+}
+
+/// The result of the float unary op `kind` (`tile.neg` … `tile.relu`) on a value of type
+/// `elem`, rounded to `elem`; `None` if `kind` is no float unary op.
+pub fn float_unary(kind: OpKind, elem: ScalarType, a: f32) -> Option<f32> {
+    let r = match kind {
+        OpKind::Neg => -a,
+        OpKind::Abs => a.abs(),
+        OpKind::Exp => a.exp(),
+        OpKind::Exp2 => a.exp2(),
+        OpKind::Log => a.ln(),
+        OpKind::Sqrt => a.sqrt(),
+        OpKind::Rsqrt => 1.0 / a.sqrt(),
+        OpKind::Tanh => a.tanh(),
+        OpKind::Relu => max_num(a, 0.0),
+        _ => return None,
+    };
+    Some(round_to(elem, r))
+}
+
+/// Convert a float value (exact in its own type) to the float type `to`.
+pub fn convert_float(to: ScalarType, x: f32) -> f32 {
+    round_to(to, x)
+}
+
+/// Wrap an integer into the integer type `t` (`i1`: the low bit; `i32`: sign-extended).
+pub fn wrap_int(t: ScalarType, x: i64) -> i64 {
+    match t {
+        ScalarType::I1 => x & 1,
+        ScalarType::I32 => x as i32 as i64,
+        _ => x,
+    }
+}
+
+fn int_to_float(to: ScalarType, x: i64) -> f32 {
+    match to {
+        ScalarType::BF16 => half::bf16::from_f64(x as f64).to_f32(),
+        ScalarType::F16 => half::f16::from_f64(x as f64).to_f32(),
+        _ => x as f32,
+    }
+}
+
+fn float_to_int(to: ScalarType, x: f32) -> i64 {
+    // `as` truncates toward zero, saturates and maps NaN to 0.
+    match to {
+        ScalarType::I1 => (x as i64).clamp(0, 1),
+        ScalarType::I32 => x as i32 as i64,
+        _ => x as i64,
+    }
+}
+
+/// Element storage of a tensor or a tile.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Data {
+    /// Float elements (`f32`, `bf16`, `f16`), each exact in the element type.
+    Float(Vec<f32>),
+    /// Integer elements (`i1`, `i32`, `i64`, `index`), each wrapped to the element type.
+    Int(Vec<i64>),
+}
+
+impl Data {
+    fn zeros(elem: ScalarType, n: usize) -> Data {
+        if elem.is_float() {
+            Data::Float(vec![0.0; n])
+        } else {
+            Data::Int(vec![0; n])
+        }
+    }
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            Data::Float(v) => v.len(),
+            Data::Int(v) => v.len(),
+        }
+    }
+    /// Whether there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A global tensor argument: a strided view (strides in elements) of its own buffer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tensor {
+    /// Element type; must equal the kernel argument's.
+    pub elem: ScalarType,
+    /// Size of each dimension, outermost first.
+    pub shape: Vec<usize>,
+    /// Distance in elements between neighbours along each dimension.
+    pub strides: Vec<usize>,
+    /// The buffer; element `(i0, i1, …)` is at `Σ i_d · strides[d]`.
+    pub data: Data,
+}
+
+fn row_major_strides(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        s[d] = s[d + 1] * shape[d + 1];
+    }
+    s
+}
+
+impl Tensor {
+    /// A row-major float tensor holding `values` rounded to `elem`.
+    ///
+    /// # Panics
+    /// If `values.len()` is not the product of `shape` or `elem` is not a float type.
+    pub fn from_f32(elem: ScalarType, shape: &[usize], values: &[f32]) -> Tensor {
+        assert!(elem.is_float(), "Tensor::from_f32 needs a float element type");
+        assert_eq!(values.len(), shape.iter().product::<usize>(), "values do not fill the shape");
+        let data = Data::Float(values.iter().map(|&x| round_to(elem, x)).collect());
+        Tensor { elem, shape: shape.to_vec(), strides: row_major_strides(shape), data }
+    }
+
+    /// A row-major integer tensor holding `values` wrapped to `elem`.
+    ///
+    /// # Panics
+    /// If `values.len()` is not the product of `shape` or `elem` is a float type.
+    pub fn from_i64(elem: ScalarType, shape: &[usize], values: &[i64]) -> Tensor {
+        assert!(elem.is_int(), "Tensor::from_i64 needs an integer element type");
+        assert_eq!(values.len(), shape.iter().product::<usize>(), "values do not fill the shape");
+        let data = Data::Int(values.iter().map(|&x| wrap_int(elem, x)).collect());
+        Tensor { elem, shape: shape.to_vec(), strides: row_major_strides(shape), data }
+    }
+
+    /// A row-major tensor of zeros.
+    pub fn zeros(elem: ScalarType, shape: &[usize]) -> Tensor {
+        let n = shape.iter().product();
+        Tensor { elem, shape: shape.to_vec(), strides: row_major_strides(shape), data: Data::zeros(elem, n) }
+    }
+
+    /// A row-major tensor of `fill` (rounded to `elem`), e.g. to poison an output.
+    pub fn filled(elem: ScalarType, shape: &[usize], fill: f32) -> Tensor {
+        let n = shape.iter().product();
+        if elem.is_float() {
+            Tensor { elem, shape: shape.to_vec(), strides: row_major_strides(shape), data: Data::Float(vec![round_to(elem, fill); n]) }
+        } else {
+            Tensor::zeros(elem, shape)
+        }
+    }
+
+    fn offset(&self, idx: &[usize]) -> usize {
+        idx.iter().zip(&self.strides).map(|(i, s)| i * s).sum()
+    }
+
+    /// The elements in row-major order of `shape`, as `f64` (floats and integers alike).
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        let n: usize = self.shape.iter().product();
+        let mut out = Vec::with_capacity(n);
+        let mut idx = vec![0usize; self.shape.len()];
+        for _ in 0..n {
+            let o = self.offset(&idx);
+            out.push(match &self.data {
+                Data::Float(v) => v.get(o).map_or(f64::NAN, |&x| x as f64),
+                Data::Int(v) => v.get(o).map_or(f64::NAN, |&x| x as f64),
+            });
+            for d in (0..idx.len()).rev() {
+                idx[d] += 1;
+                if idx[d] < self.shape[d] {
+                    break;
+                }
+                idx[d] = 0;
+            }
+        }
+        out
+    }
+
+    /// The float elements in row-major order of `shape` (`None` for an integer tensor).
+    pub fn to_f32_vec(&self) -> Option<Vec<f32>> {
+        match self.data {
+            Data::Float(_) => Some(self.to_f64_vec().into_iter().map(|x| x as f32).collect()),
+            Data::Int(_) => None,
+        }
+    }
+
+    /// Check that the view fits its buffer and the element kind matches.
+    fn check(&self) -> Result<(), String> {
+        if self.shape.len() != self.strides.len() {
+            return Err(format!("{} dimension(s) but {} stride(s)", self.shape.len(), self.strides.len()));
+        }
+        if matches!(self.data, Data::Float(_)) != self.elem.is_float() {
+            return Err(format!("element type {} does not match the data", self.elem));
+        }
+        if self.shape.contains(&0) {
+            return Ok(());
+        }
+        let mut last: usize = 0;
+        for (&n, &s) in self.shape.iter().zip(&self.strides) {
+            last = (n - 1).checked_mul(s).and_then(|x| x.checked_add(last)).ok_or("the view's extent overflows")?;
+        }
+        if last >= self.data.len() {
+            return Err(format!("the view reaches element {last} of a buffer of {}", self.data.len()));
+        }
+        Ok(())
+    }
+}
+
+/// A kernel argument.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ArgValue {
+    /// A global tensor (for a `tensor<…>` argument). Stores write into it.
+    Tensor(Tensor),
+    /// An integer scalar (`index`, `i64`, `i32`, `i1`), wrapped to the argument's type.
+    Int(i64),
+    /// A float scalar, rounded to the argument's type.
+    Float(f32),
+}
+
+impl ArgValue {
+    /// The tensor, if this is one.
+    pub fn tensor(&self) -> Option<&Tensor> {
+        match self {
+            ArgValue::Tensor(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
+/// What stops a run.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum InterpError {
+    /// The module has no kernel of that name.
+    #[error("no kernel named '@{0}' in the module")]
+    NoKernel(String),
+    /// Wrong number of arguments.
+    #[error("kernel '@{kernel}' takes {expected} argument(s), {found} given")]
+    ArgCount {
+        /// The kernel.
+        kernel: String,
+        /// Its argument count.
+        expected: usize,
+        /// The count given.
+        found: usize,
+    },
+    /// An argument does not fit the kernel's signature.
+    #[error("argument {index} of '@{kernel}': {message}")]
+    Arg {
+        /// The kernel.
+        kernel: String,
+        /// Position of the argument.
+        index: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// The grid could not be evaluated.
+    #[error("grid of '@{kernel}': {message}")]
+    Grid {
+        /// The kernel.
+        kernel: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// An op could not run (division by zero, a non-positive loop step, an op the
+    /// interpreter does not run, a tile too large…).
+    #[error("{loc}: '{op}': {message}")]
+    Op {
+        /// The op's location.
+        loc: String,
+        /// The op's name.
+        op: &'static str,
+        /// What happened.
+        message: String,
+    },
+    /// The run executed more ops than [`Limits::max_ops`].
+    #[error("the run exceeded its budget of {0} op executions")]
+    Budget(u64),
+}
+
+/// Bounds on a run, so that any input ends in bounded time and memory.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Most op executions (all programs together).
+    pub max_ops: u64,
+    /// Most elements of one tile.
+    pub max_tile_elems: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_ops: 1 << 32, max_tile_elems: 1 << 24 }
+    }
+}
+
+/// A tile value.
+#[derive(Clone, Debug, PartialEq)]
+struct TileVal {
+    shape: Vec<usize>,
+    elem: ScalarType,
+    data: Data,
+}
+
+/// A runtime value.
+#[derive(Clone, Debug)]
+enum Val {
+    Int(i64),
+    Float(f32),
+    Tile(Rc<TileVal>),
+    /// A tensor: the index of the kernel argument holding it.
+    Tensor(usize),
+}
+
+/// Run every program of kernel `kernel` of `m` on `args` (in the kernel's argument
+/// order), with [`Limits::default`]. Stores write into the tensor arguments.
+///
+/// # Errors
+/// See [`InterpError`]. The module should be verified; unverified IR gives errors, not
+/// panics, but their wording may be poor.
+pub fn run(m: &Module, kernel: &str, args: &mut [ArgValue]) -> Result<(), InterpError> {
+    run_with(m, kernel, args, Limits::default())
+}
+
+/// [`run`] with explicit [`Limits`].
+///
+/// # Errors
+/// As [`run`].
+pub fn run_with(m: &Module, kernel: &str, args: &mut [ArgValue], limits: Limits) -> Result<(), InterpError> {
+    let k = m.kernels().find(|k| k.symbol.as_deref() == Some(kernel)).ok_or_else(|| InterpError::NoKernel(kernel.to_string()))?;
+    let body = k.regions.first().ok_or_else(|| InterpError::NoKernel(kernel.to_string()))?;
+    if body.args.len() != args.len() {
+        return Err(InterpError::ArgCount { kernel: kernel.into(), expected: body.args.len(), found: args.len() });
+    }
+    let arg_err = |index: usize, message: String| InterpError::Arg { kernel: kernel.into(), index, message };
+    let mut env: Vec<Option<Val>> = vec![None; m.values.len()];
+    let mut scalars = std::collections::HashMap::new();
+    for (i, (&v, a)) in body.args.iter().zip(args.iter_mut()).enumerate() {
+        let ty = m.try_ty(v).ok_or_else(|| arg_err(i, "unknown value".into()))?;
+        let val = match (ty, &mut *a) {
+            (Type::Tensor { rank, elem }, ArgValue::Tensor(t)) => {
+                if t.shape.len() != *rank as usize || t.elem != *elem {
+                    return Err(arg_err(i, format!("expected a rank-{rank} {elem} tensor, found a rank-{} {} tensor", t.shape.len(), t.elem)));
+                }
+                t.check().map_err(|e| arg_err(i, e))?;
+                Val::Tensor(i)
+            }
+            (Type::Scalar(s), ArgValue::Int(x)) if s.is_int() => {
+                let x = wrap_int(*s, *x);
+                if let Some(n) = m.name(v) {
+                    scalars.insert(n.to_string(), x);
+                }
+                Val::Int(x)
+            }
+            (Type::Scalar(s), ArgValue::Float(x)) if s.is_float() => Val::Float(round_to(*s, *x)),
+            (t, a) => return Err(arg_err(i, format!("expected a value of type {t}, found {a:?}"))),
+        };
+        env[v.0 as usize] = Some(val);
+    }
+    // The grid.
+    let grid_err = |message: String| InterpError::Grid { kernel: kernel.into(), message };
+    let dims = k.attr("grid").and_then(Attribute::as_array).ok_or_else(|| grid_err("missing 'grid'".into()))?;
+    let mut grid = [1i64; 3];
+    if dims.is_empty() || dims.len() > 3 {
+        return Err(grid_err(format!("{} dimensions", dims.len())));
+    }
+    for (d, e) in dims.iter().enumerate() {
+        let n = match e {
+            Attribute::Int(i) => Some(*i),
+            Attribute::Expr(e) => e.eval(&|name| scalars.get(name).copied()),
+            _ => None,
+        }
+        .ok_or_else(|| grid_err(format!("cannot evaluate dimension {d} ({e})")))?;
+        if n < 0 {
+            return Err(grid_err(format!("dimension {d} is {n}")));
+        }
+        grid[d] = n;
+    }
+    let mut mach = Machine { m, env, args, pid: [0; 3], grid, ops_left: limits.max_ops, limits };
+    for z in 0..grid[2] {
+        for y in 0..grid[1] {
+            for x in 0..grid[0] {
+                mach.pid = [x, y, z];
+                mach.block(body)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+struct Machine<'a> {
+    m: &'a Module,
+    env: Vec<Option<Val>>,
+    args: &'a mut [ArgValue],
+    pid: [i64; 3],
+    grid: [i64; 3],
+    ops_left: u64,
+    limits: Limits,
+}
+
+type R<T> = Result<T, InterpError>;
+
+fn op_err(op: &Operation, message: impl Into<String>) -> InterpError {
+    InterpError::Op { loc: op.loc.to_string(), op: op.kind.name(), message: message.into() }
+}
+
+fn bin_int(kind: OpKind, t: ScalarType, a: i64, b: i64) -> Result<i64, &'static str> {
+    let r = match kind {
+        OpKind::AddI => a.wrapping_add(b),
+        OpKind::SubI => a.wrapping_sub(b),
+        OpKind::MulI => a.wrapping_mul(b),
+        OpKind::DivI | OpKind::RemI | OpKind::CeilDiv if b == 0 => return Err("division by zero"),
+        OpKind::DivI => a.wrapping_div(b),
+        OpKind::RemI => a.wrapping_rem(b),
+        OpKind::CeilDiv => {
+            let q = a.wrapping_div(b);
+            if a.wrapping_rem(b) != 0 && ((a < 0) == (b < 0)) {
+                q.wrapping_add(1)
+            } else {
+                q
+            }
+        }
+        OpKind::MinI => a.min(b),
+        OpKind::MaxI => a.max(b),
+        _ => return Err("not an integer op"),
+    };
+    Ok(wrap_int(t, r))
+}
+
+impl Machine<'_> {
+    fn get(&self, op: &Operation, v: Value) -> R<Val> {
+        self.env.get(v.0 as usize).and_then(Clone::clone).ok_or_else(|| op_err(op, format!("operand {v} has no value")))
+    }
+
+    fn set(&mut self, op: &Operation, v: Value, val: Val) -> R<()> {
+        let slot = self.env.get_mut(v.0 as usize).ok_or_else(|| op_err(op, format!("result {v} is not a value of the module")))?;
+        *slot = Some(val);
+        Ok(())
+    }
+
+    fn result_type(&self, op: &Operation) -> R<&Type> {
+        let r = *op.results.first().ok_or_else(|| op_err(op, "no result"))?;
+        self.m.try_ty(r).ok_or_else(|| op_err(op, "unknown result type"))
+    }
+
+    fn result_tile(&self, op: &Operation) -> R<(Vec<usize>, ScalarType)> {
+        match self.result_type(op)? {
+            Type::Tile { shape, elem } => {
+                let n: u64 = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d)).unwrap_or(u64::MAX);
+                if n > self.limits.max_tile_elems {
+                    return Err(op_err(op, format!("a tile of {n} elements is larger than the interpreter's limit of {}", self.limits.max_tile_elems)));
+                }
+                Ok((shape.iter().map(|&d| d as usize).collect(), *elem))
+            }
+            t => Err(op_err(op, format!("expected a tile result, found {t}"))),
+        }
+    }
+
+    fn tile(&self, op: &Operation, i: usize) -> R<Rc<TileVal>> {
+        let v = *op.operands.get(i).ok_or_else(|| op_err(op, format!("missing operand {i}")))?;
+        match self.get(op, v)? {
+            Val::Tile(t) => Ok(t),
+            _ => Err(op_err(op, format!("operand {i} is not a tile"))),
+        }
+    }
+
+    fn int(&self, op: &Operation, i: usize) -> R<i64> {
+        let v = *op.operands.get(i).ok_or_else(|| op_err(op, format!("missing operand {i}")))?;
+        match self.get(op, v)? {
+            Val::Int(x) => Ok(x),
+            _ => Err(op_err(op, format!("operand {i} is not an integer"))),
+        }
+    }
+
+    fn tensor_index(&self, op: &Operation) -> R<usize> {
+        let v = *op.operands.first().ok_or_else(|| op_err(op, "missing tensor operand"))?;
+        match self.get(op, v)? {
+            Val::Tensor(i) => Ok(i),
+            _ => Err(op_err(op, "operand 0 is not a tensor")),
+        }
+    }
+
+    fn tensor(&self, op: &Operation) -> R<&Tensor> {
+        let i = self.tensor_index(op)?;
+        self.args.get(i).and_then(ArgValue::tensor).ok_or_else(|| op_err(op, "operand 0 is not a tensor"))
+    }
+
+    /// Run a block; returns the operands of its terminator.
+    fn block(&mut self, b: &Block) -> R<Vec<Val>> {
+        for op in &b.ops {
+            if self.ops_left == 0 {
+                return Err(InterpError::Budget(self.limits.max_ops));
+            }
+            self.ops_left -= 1;
+            match op.kind {
+                OpKind::Return | OpKind::Yield => {
+                    return op.operands.iter().map(|&v| self.get(op, v)).collect();
+                }
+                _ => self.op(op)?,
+            }
+        }
+        Ok(vec![])
+    }
+
+    fn op(&mut self, op: &Operation) -> R<()> {
+        let val = match op.kind.class() {
+            OpClass::IntBinary => {
+                let t = self.result_type(op)?.elem().ok_or_else(|| op_err(op, "bad result type"))?;
+                let (a, b) = (self.int(op, 0)?, self.int(op, 1)?);
+                Val::Int(bin_int(op.kind, t, a, b).map_err(|e| op_err(op, e))?)
+            }
+            OpClass::FloatBinary => self.elementwise(op, 2)?,
+            OpClass::FloatUnary => self.elementwise(op, 1)?,
+            OpClass::Gpu | OpClass::Terminator => return Err(op_err(op, "the reference interpreter runs level-1 tile IR only")),
+            OpClass::Structure | OpClass::Other => match op.kind {
+                OpKind::For => return self.for_loop(op),
+                OpKind::If => {
+                    let c = self.int(op, 0)?;
+                    let region = op.regions.get(if c != 0 { 0 } else { 1 }).ok_or_else(|| op_err(op, "missing region"))?;
+                    let ys = self.block(region)?;
+                    if ys.len() != op.results.len() {
+                        return Err(op_err(op, "region yields the wrong number of values"));
+                    }
+                    for (&r, y) in op.results.iter().zip(ys) {
+                        self.set(op, r, y)?;
+                    }
+                    return Ok(());
+                }
+                OpKind::Store => return self.store(op),
+                OpKind::ProgramId | OpKind::NumPrograms => {
+                    let d = op.int_attr("dim").filter(|d| (0..3).contains(d)).ok_or_else(|| op_err(op, "bad 'dim'"))? as usize;
+                    Val::Int(if op.kind == OpKind::ProgramId { self.pid[d] } else { self.grid[d] })
+                }
+                OpKind::Constant => {
+                    let t = self.result_type(op)?.elem().ok_or_else(|| op_err(op, "bad result type"))?;
+                    match op.attr("value") {
+                        Some(Attribute::Int(i)) if t.is_int() => Val::Int(wrap_int(t, *i)),
+                        Some(a) if t.is_float() => {
+                            let x = a.as_f64().ok_or_else(|| op_err(op, "bad 'value'"))?;
+                            Val::Float(round_to(t, x as f32))
+                        }
+                        _ => return Err(op_err(op, "bad 'value'")),
+                    }
+                }
+                OpKind::Dim => {
+                    let t = self.tensor(op)?;
+                    let d = op.int_attr("dim").and_then(|d| usize::try_from(d).ok()).filter(|&d| d < t.shape.len()).ok_or_else(|| op_err(op, "bad 'dim'"))?;
+                    Val::Int(t.shape[d] as i64)
+                }
+                OpKind::CmpI => {
+                    let (a, b) = (self.int(op, 0)?, self.int(op, 1)?);
+                    let r = match op.str_attr("predicate") {
+                        Some("eq") => a == b,
+                        Some("ne") => a != b,
+                        Some("slt") => a < b,
+                        Some("sle") => a <= b,
+                        Some("sgt") => a > b,
+                        Some("sge") => a >= b,
+                        _ => return Err(op_err(op, "bad 'predicate'")),
+                    };
+                    Val::Int(r as i64)
+                }
+                OpKind::Select => {
+                    let c = self.int(op, 0)?;
+                    let v = *op.operands.get(if c != 0 { 1 } else { 2 }).ok_or_else(|| op_err(op, "missing operand"))?;
+                    self.get(op, v)?
+                }
+                OpKind::Load => self.load(op)?,
+                OpKind::Dot => self.dot(op)?,
+                OpKind::Convert => self.convert(op)?,
+                OpKind::Transpose => {
+                    let a = self.tile(op, 0)?;
+                    let (shape, elem) = self.result_tile(op)?;
+                    if a.shape.len() != 2 || shape.len() != 2 || a.shape[0] != shape[1] || a.shape[1] != shape[0] {
+                        return Err(op_err(op, "bad shapes"));
+                    }
+                    let (r, c) = (a.shape[0], a.shape[1]);
+                    let data = gather(&a.data, r * c, |i| (i % r) * c + i / r);
+                    tile_val(shape, elem, data)
+                }
+                OpKind::Reshape => {
+                    let a = self.tile(op, 0)?;
+                    let (shape, elem) = self.result_tile(op)?;
+                    if shape.iter().product::<usize>() != a.data.len() {
+                        return Err(op_err(op, "element counts differ"));
+                    }
+                    tile_val(shape, elem, a.data.clone())
+                }
+                OpKind::Broadcast => self.broadcast(op)?,
+                OpKind::Reduce => self.reduce(op)?,
+                OpKind::Splat => {
+                    let (shape, elem) = self.result_tile(op)?;
+                    let n = shape.iter().product();
+                    let v = *op.operands.first().ok_or_else(|| op_err(op, "missing operand"))?;
+                    let data = match self.get(op, v)? {
+                        Val::Float(x) => Data::Float(vec![x; n]),
+                        Val::Int(x) => Data::Int(vec![x; n]),
+                        _ => return Err(op_err(op, "operand is not a scalar")),
+                    };
+                    tile_val(shape, elem, data)
+                }
+                OpKind::Zeros => {
+                    let (shape, elem) = self.result_tile(op)?;
+                    let n = shape.iter().product();
+                    tile_val(shape, elem, Data::zeros(elem, n))
+                }
+                _ => return Err(op_err(op, "the reference interpreter cannot run this op")),
+            },
+        };
+        let r = *op.results.first().ok_or_else(|| op_err(op, "no result"))?;
+        self.set(op, r, val)
+    }
+
+    fn elementwise(&mut self, op: &Operation, arity: usize) -> R<Val> {
+        let elem = self.result_type(op)?.elem().ok_or_else(|| op_err(op, "bad result type"))?;
+        let f = |a: f32, b: f32| -> R<f32> {
+            let r = if arity == 2 { float_binary(op.kind, elem, a, b) } else { float_unary(op.kind, elem, a) };
+            r.ok_or_else(|| op_err(op, "not a float op"))
+        };
+        let vals: Vec<Val> = op.operands.iter().map(|&v| self.get(op, v)).collect::<R<_>>()?;
+        if vals.len() != arity {
+            return Err(op_err(op, format!("expects {arity} operand(s)")));
+        }
+        match (&vals[0], vals.get(1)) {
+            (Val::Float(a), None) => Ok(Val::Float(f(*a, 0.0)?)),
+            (Val::Float(a), Some(Val::Float(b))) => Ok(Val::Float(f(*a, *b)?)),
+            (Val::Tile(a), rest) => {
+                let b = match rest {
+                    None => None,
+                    Some(Val::Tile(b)) if b.shape == a.shape => Some(b.clone()),
+                    _ => return Err(op_err(op, "operand shapes differ")),
+                };
+                let Data::Float(x) = &a.data else { return Err(op_err(op, "expects float tiles")) };
+                let out = match b.as_deref().map(|b| &b.data) {
+                    None => x.iter().map(|&p| f(p, 0.0)).collect::<R<Vec<_>>>()?,
+                    Some(Data::Float(y)) => x.iter().zip(y).map(|(&p, &q)| f(p, q)).collect::<R<Vec<_>>>()?,
+                    Some(Data::Int(_)) => return Err(op_err(op, "expects float tiles")),
+                };
+                Ok(tile_val(a.shape.clone(), elem, Data::Float(out)))
+            }
+            _ => Err(op_err(op, "expects float tiles or scalars")),
+        }
+    }
+
+    fn for_loop(&mut self, op: &Operation) -> R<()> {
+        let (lb, ub, step) = (self.int(op, 0)?, self.int(op, 1)?, self.int(op, 2)?);
+        if step <= 0 {
+            return Err(op_err(op, format!("step {step} is not positive")));
+        }
+        let body = op.regions.first().ok_or_else(|| op_err(op, "missing body"))?;
+        let mut carried: Vec<Val> = op.operands[3..].iter().map(|&v| self.get(op, v)).collect::<R<_>>()?;
+        if body.args.len() != carried.len() + 1 {
+            return Err(op_err(op, "body arguments do not match the carried values"));
+        }
+        let mut iv = lb;
+        while iv < ub {
+            self.set(op, body.args[0], Val::Int(iv))?;
+            for (&a, c) in body.args[1..].iter().zip(carried) {
+                self.set(op, a, c)?;
+            }
+            carried = self.block(body)?;
+            if carried.len() != body.args.len() - 1 {
+                return Err(op_err(op, "body yields the wrong number of values"));
+            }
+            iv = match iv.checked_add(step) {
+                Some(n) => n,
+                None => break,
+            };
+        }
+        if carried.len() != op.results.len() {
+            return Err(op_err(op, "results do not match the carried values"));
+        }
+        for (&r, c) in op.results.iter().zip(carried) {
+            self.set(op, r, c)?;
+        }
+        Ok(())
+    }
+
+    fn offsets(&self, op: &Operation, rank: usize) -> R<Vec<i64>> {
+        (1..=rank).map(|i| self.int(op, i)).collect()
+    }
+
+    fn load(&mut self, op: &Operation) -> R<Val> {
+        let (shape, elem) = self.result_tile(op)?;
+        let t = self.tensor(op)?;
+        if t.shape.len() != shape.len() || t.elem != elem {
+            return Err(op_err(op, "the tile does not match the tensor"));
+        }
+        let offs = self.offsets(op, shape.len())?;
+        let n: usize = shape.iter().product();
+        let mut idx = vec![0usize; shape.len()];
+        let mut data = Data::zeros(elem, n);
+        for lin in 0..n {
+            let mut off = Some(0usize);
+            for d in 0..shape.len() {
+                let c = offs[d].checked_add(idx[d] as i64).filter(|&c| c >= 0 && (c as u64) < t.shape[d] as u64);
+                off = match (off, c) {
+                    (Some(o), Some(c)) => Some(o + c as usize * t.strides[d]),
+                    _ => None,
+                };
+            }
+            if let Some(o) = off {
+                match (&mut data, &t.data) {
+                    (Data::Float(out), Data::Float(src)) => out[lin] = round_to(elem, src[o]),
+                    (Data::Int(out), Data::Int(src)) => out[lin] = wrap_int(elem, src[o]),
+                    _ => return Err(op_err(op, "element kinds differ")),
+                }
+            }
+            step_index(&mut idx, &shape);
+        }
+        Ok(tile_val(shape, elem, data))
+    }
+
+    fn store(&mut self, op: &Operation) -> R<()> {
+        let ti = self.tensor_index(op)?;
+        let rank = self.tensor(op)?.shape.len();
+        let offs = self.offsets(op, rank)?;
+        let value = self.tile(op, rank + 1)?;
+        let Some(ArgValue::Tensor(t)) = self.args.get_mut(ti) else { return Err(op_err(op, "operand 0 is not a tensor")) };
+        if value.shape.len() != rank || value.elem != t.elem {
+            return Err(op_err(op, "the tile does not match the tensor"));
+        }
+        let mut idx = vec![0usize; rank];
+        for lin in 0..value.data.len() {
+            let mut off = Some(0usize);
+            for d in 0..rank {
+                let c = offs[d].checked_add(idx[d] as i64).filter(|&c| c >= 0 && (c as u64) < t.shape[d] as u64);
+                off = match (off, c) {
+                    (Some(o), Some(c)) => Some(o + c as usize * t.strides[d]),
+                    _ => None,
+                };
+            }
+            if let Some(o) = off {
+                match (&mut t.data, &value.data) {
+                    (Data::Float(dst), Data::Float(src)) => dst[o] = src[lin],
+                    (Data::Int(dst), Data::Int(src)) => dst[o] = src[lin],
+                    _ => return Err(op_err(op, "element kinds differ")),
+                }
+            }
+            step_index(&mut idx, &value.shape);
+        }
+        Ok(())
+    }
+
+    fn dot(&mut self, op: &Operation) -> R<Val> {
+        let (a, b, c) = (self.tile(op, 0)?, self.tile(op, 1)?, self.tile(op, 2)?);
+        let (shape, elem) = self.result_tile(op)?;
+        let ok = a.shape.len() == 2 && b.shape.len() == 2 && c.shape.len() == 2 && a.shape[1] == b.shape[0] && c.shape[0] == a.shape[0] && c.shape[1] == b.shape[1] && shape == c.shape;
+        if !ok {
+            return Err(op_err(op, "bad shapes"));
+        }
+        let (Data::Float(x), Data::Float(y), Data::Float(z)) = (&a.data, &b.data, &c.data) else {
+            return Err(op_err(op, "expects float tiles"));
+        };
+        let (m, k, n) = (a.shape[0], a.shape[1], b.shape[1]);
+        let mut out = vec![0.0f32; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                let mut s = 0.0f32;
+                for kk in 0..k {
+                    s = x[i * k + kk].mul_add(y[kk * n + j], s);
+                }
+                out[i * n + j] = round_to(elem, s + z[i * n + j]);
+            }
+        }
+        Ok(tile_val(shape, elem, Data::Float(out)))
+    }
+
+    fn convert(&mut self, op: &Operation) -> R<Val> {
+        let to = self.result_type(op)?.elem().ok_or_else(|| op_err(op, "bad result type"))?;
+        let cvt_f = |x: f32| if to.is_float() { Val::Float(convert_float(to, x)) } else { Val::Int(float_to_int(to, x)) };
+        let cvt_i = |x: i64| if to.is_float() { Val::Float(int_to_float(to, x)) } else { Val::Int(wrap_int(to, x)) };
+        let v = *op.operands.first().ok_or_else(|| op_err(op, "missing operand"))?;
+        Ok(match self.get(op, v)? {
+            Val::Float(x) => cvt_f(x),
+            Val::Int(x) => cvt_i(x),
+            Val::Tile(t) => {
+                let data = match &t.data {
+                    Data::Float(v) if to.is_float() => Data::Float(v.iter().map(|&x| convert_float(to, x)).collect()),
+                    Data::Float(v) => Data::Int(v.iter().map(|&x| float_to_int(to, x)).collect()),
+                    Data::Int(v) if to.is_float() => Data::Float(v.iter().map(|&x| int_to_float(to, x)).collect()),
+                    Data::Int(v) => Data::Int(v.iter().map(|&x| wrap_int(to, x)).collect()),
+                };
+                tile_val(t.shape.clone(), to, data)
+            }
+            Val::Tensor(_) => return Err(op_err(op, "cannot convert a tensor")),
+        })
+    }
+
+    fn broadcast(&mut self, op: &Operation) -> R<Val> {
+        let (shape, elem) = self.result_tile(op)?;
+        let n: usize = shape.iter().product();
+        let v = *op.operands.first().ok_or_else(|| op_err(op, "missing operand"))?;
+        let data = match self.get(op, v)? {
+            Val::Float(x) => Data::Float(vec![x; n]),
+            Val::Int(x) => Data::Int(vec![x; n]),
+            Val::Tile(a) => {
+                if a.shape.len() != shape.len() || a.shape.iter().zip(&shape).any(|(&s, &d)| s != d && s != 1) {
+                    return Err(op_err(op, "bad shapes"));
+                }
+                let src_strides = row_major_strides(&a.shape);
+                let mut idx = vec![0usize; shape.len()];
+                let mut map = Vec::with_capacity(n);
+                for _ in 0..n {
+                    map.push(idx.iter().zip(&a.shape).zip(&src_strides).map(|((&i, &s), &st)| if s == 1 { 0 } else { i * st }).sum::<usize>());
+                    step_index(&mut idx, &shape);
+                }
+                gather(&a.data, n, |i| map[i])
+            }
+            Val::Tensor(_) => return Err(op_err(op, "cannot broadcast a tensor")),
+        };
+        Ok(tile_val(shape, elem, data))
+    }
+
+    fn reduce(&mut self, op: &Operation) -> R<Val> {
+        let a = self.tile(op, 0)?;
+        let (shape, elem) = self.result_tile(op)?;
+        let d = op.int_attr("dim").and_then(|d| usize::try_from(d).ok()).filter(|&d| d < a.shape.len()).ok_or_else(|| op_err(op, "bad 'dim'"))?;
+        let kind = op.str_attr("kind").unwrap_or("");
+        let Data::Float(x) = &a.data else { return Err(op_err(op, "expects a float tile")) };
+        let f: fn(f32, f32) -> f32 = match kind {
+            "add" => |p, q| p + q,
+            "max" => max_num,
+            "min" => min_num,
+            _ => return Err(op_err(op, "bad 'kind'")),
+        };
+        let outer: usize = a.shape[..d].iter().product();
+        let len = a.shape[d];
+        let inner: usize = a.shape[d + 1..].iter().product();
+        if shape.iter().product::<usize>() != outer * inner {
+            return Err(op_err(op, "bad result shape"));
+        }
+        let mut out = vec![0.0f32; outer * inner];
+        for o in 0..outer {
+            for i in 0..inner {
+                let at = |j: usize| x[(o * len + j) * inner + i];
+                let mut s = at(0);
+                for j in 1..len {
+                    s = f(s, at(j));
+                }
+                out[o * inner + i] = round_to(elem, s);
+            }
+        }
+        Ok(tile_val(shape, elem, Data::Float(out)))
+    }
+}
+
+fn tile_val(shape: Vec<usize>, elem: ScalarType, data: Data) -> Val {
+    Val::Tile(Rc::new(TileVal { shape, elem, data }))
+}
+
+fn gather(src: &Data, n: usize, at: impl Fn(usize) -> usize) -> Data {
+    match src {
+        Data::Float(v) => Data::Float((0..n).map(|i| v[at(i)]).collect()),
+        Data::Int(v) => Data::Int((0..n).map(|i| v[at(i)]).collect()),
+    }
+}
+
+/// Advance a row-major multi-index.
+fn step_index(idx: &mut [usize], shape: &[usize]) {
+    for d in (0..idx.len()).rev() {
+        idx[d] += 1;
+        if idx[d] < shape[d] {
+            return;
+        }
+        idx[d] = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{parse, verify};
+
+    /// A small deterministic generator (xorshift), so tests need no dependency.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        /// Uniform in [-1, 1).
+        fn unit(&mut self) -> f32 {
+            (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        }
+    }
+
+    fn example(name: &str) -> Module {
+        let path = format!("{}/../examples/{name}", env!("CARGO_MANIFEST_DIR"));
+        let src = std::fs::read_to_string(&path).unwrap();
+        let m = parse(&src, &path).unwrap();
+        verify(&m).unwrap();
+        m
+    }
+
+    fn random(rng: &mut Rng, elem: ScalarType, shape: &[usize]) -> Tensor {
+        let n = shape.iter().product();
+        let v: Vec<f32> = (0..n).map(|_| rng.unit()).collect();
+        Tensor::from_f32(elem, shape, &v)
+    }
+
+    /// C = A·B in f64 from the (already rounded) inputs.
+    fn gemm_f64(a: &Tensor, b: &Tensor, m: usize, n: usize, k: usize) -> Vec<f64> {
+        let (a, b) = (a.to_f64_vec(), b.to_f64_vec());
+        let mut c = vec![0.0; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                c[i * n + j] = (0..k).map(|kk| a[i * k + kk] * b[kk * n + j]).sum();
+            }
+        }
+        c
+    }
+
+    /// |got − want| within the bf16 rounding of the result (2^-8 relative) plus the f32
+    /// accumulation error (K · 2^-24 of Σ|a·b|, bounded here by K · 2^-24 · K).
+    fn assert_bf16_close(got: &[f64], want: &[f64], k: usize) {
+        assert_eq!(got.len(), want.len());
+        for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+            let tol = w.abs() * 2f64.powi(-8) + (k * k) as f64 * 2f64.powi(-24) + 1e-30;
+            assert!((g - w).abs() <= tol, "element {i}: got {g}, want {w} (tolerance {tol})");
+        }
+    }
+
+    #[test]
+    fn gemm_bf16_ragged_matches_f64_reference() {
+        let m = example("gemm_bf16.tile");
+        let mut rng = Rng(0x9e3779b97f4a7c15);
+        for &(mm, nn, kk) in &[(37usize, 300usize, 130usize), (1, 1, 1), (128, 256, 64), (129, 257, 65)] {
+            let a = random(&mut rng, ScalarType::BF16, &[mm, kk]);
+            let b = random(&mut rng, ScalarType::BF16, &[kk, nn]);
+            let want = gemm_f64(&a, &b, mm, nn, kk);
+            // Poison the output: every element must be written.
+            let c = Tensor::filled(ScalarType::BF16, &[mm, nn], f32::NAN);
+            let mut args = vec![ArgValue::Tensor(a), ArgValue::Tensor(b), ArgValue::Tensor(c), ArgValue::Int(mm as i64), ArgValue::Int(nn as i64), ArgValue::Int(kk as i64)];
+            run(&m, "gemm_bf16", &mut args).unwrap();
+            let got = args[2].tensor().unwrap().to_f64_vec();
+            assert_bf16_close(&got, &want, kk);
+        }
+    }
+
+    #[test]
+    fn gemm_bias_relu_matches_f64_reference() {
+        let m = example("gemm_bias_relu.tile");
+        let mut rng = Rng(12345);
+        let (mm, nn, kk) = (37usize, 300usize, 70usize);
+        let a = random(&mut rng, ScalarType::BF16, &[mm, kk]);
+        let b = random(&mut rng, ScalarType::BF16, &[kk, nn]);
+        let bias = random(&mut rng, ScalarType::F32, &[1, nn]);
+        let mut want = gemm_f64(&a, &b, mm, nn, kk);
+        let bv = bias.to_f64_vec();
+        for i in 0..mm {
+            for j in 0..nn {
+                want[i * nn + j] = (want[i * nn + j] + bv[j]).max(0.0);
+            }
+        }
+        let c = Tensor::filled(ScalarType::BF16, &[mm, nn], f32::NAN);
+        let mut args = vec![ArgValue::Tensor(a), ArgValue::Tensor(b), ArgValue::Tensor(bias), ArgValue::Tensor(c), ArgValue::Int(mm as i64), ArgValue::Int(nn as i64), ArgValue::Int(kk as i64)];
+        run(&m, "gemm_bias_relu", &mut args).unwrap();
+        let got = args[3].tensor().unwrap().to_f64_vec();
+        assert_bf16_close(&got, &want, kk);
+        assert!(got.iter().all(|&x| x >= 0.0), "relu output is non-negative");
+    }
+
+    #[test]
+    fn strided_views_and_out_of_bounds() {
+        // A 2×3 tile loaded at (1, 2) from a 3×4 view (row stride 5) of a 15-element
+        // buffer: elements outside the view read 0; the store drops them.
+        let src = "tile.kernel @k(%X: tensor<?x?xf32>, %Y: tensor<?x?xf32>) {grid = [1]} {
+  %c1 = tile.constant {value = 1} : index
+  %c2 = tile.constant {value = 2} : index
+  %t = tile.load %X, %c1, %c2 : tile<2x3xf32>
+  tile.store %Y, %c1, %c2, %t
+  tile.return
+}
+";
+        let m = parse(src, "t.tile").unwrap();
+        verify(&m).unwrap();
+        let x = Tensor { elem: ScalarType::F32, shape: vec![3, 4], strides: vec![5, 1], data: Data::Float((0..15).map(|i| i as f32).collect()) };
+        let y = Tensor::filled(ScalarType::F32, &[3, 4], -1.0);
+        let mut args = vec![ArgValue::Tensor(x), ArgValue::Tensor(y)];
+        run(&m, "k", &mut args).unwrap();
+        let got = args[1].tensor().unwrap().to_f64_vec();
+        #[rustfmt::skip]
+        let want = [-1.0, -1.0, -1.0, -1.0,
+                    -1.0, -1.0,  7.0,  8.0,
+                    -1.0, -1.0, 12.0, 13.0];
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn rounding_is_to_nearest_even() {
+        // 1 + 2^-8 lies halfway between the bf16 values 1 and 1 + 2^-7: ties to even (1).
+        assert_eq!(round_to(ScalarType::BF16, 1.0 + 2f32.powi(-8)), 1.0);
+        assert_eq!(round_to(ScalarType::BF16, 1.0 + 3.0 * 2f32.powi(-8)), 1.0 + 2.0 * 2f32.powi(-7));
+        assert_eq!(round_to(ScalarType::F16, 1.0 + 2f32.powi(-11)), 1.0);
+        assert_eq!(round_to(ScalarType::F16, 70000.0), f32::INFINITY);
+        assert_eq!(max_num(-0.0, 0.0).to_bits(), 0.0f32.to_bits());
+        assert_eq!(min_num(0.0, -0.0).to_bits(), (-0.0f32).to_bits());
+        assert_eq!(max_num(f32::NAN, 2.0), 2.0);
+    }
+
+    #[test]
+    fn scalars_loops_ifs_and_errors() {
+        let src = "tile.kernel @k(%Y: tensor<?xf32>, %n: index, %x: f32) {grid = [2]} {
+  %pid = tile.program_id {dim = 0} : index
+  %c0 = tile.constant {value = 0} : index
+  %c1 = tile.constant {value = 1} : index
+  %c3 = tile.constant {value = 3} : index
+  %init = tile.splat %x : tile<4xf32>
+  %s = tile.for %c0, %n, %c1, %init : tile<4xf32> {
+  ^bb0(%i: index, %acc: tile<4xf32>):
+    %d = tile.add %acc, %acc : tile<4xf32>
+    tile.yield %d
+  }
+  %isz = tile.cmpi %pid, %c0 {predicate = \"eq\"} : i1
+  %r = tile.if %isz : tile<4xf32> {
+    tile.yield %s
+  } {
+    %ng = tile.neg %s : tile<4xf32>
+    tile.yield %ng
+  }
+  %q = tile.ceildiv %c3, %n : index
+  %off = tile.muli %pid, %q : index
+  %off4 = tile.muli %off, %c3 : index
+  tile.store %Y, %off4, %r
+  tile.return
+}
+";
+        let m = parse(src, "t.tile").unwrap();
+        verify(&m).unwrap();
+        let mut args = vec![ArgValue::Tensor(Tensor::zeros(ScalarType::F32, &[8])), ArgValue::Int(2), ArgValue::Float(1.5)];
+        run(&m, "k", &mut args).unwrap();
+        // ceildiv(3, 2) = 2: program 1 stores at 6 (two elements in bounds).
+        assert_eq!(args[0].tensor().unwrap().to_f64_vec(), vec![6.0, 6.0, 6.0, 6.0, 0.0, 0.0, -6.0, -6.0]);
+        // ceildiv by zero is an error, not a panic.
+        let mut args = vec![ArgValue::Tensor(Tensor::zeros(ScalarType::F32, &[8])), ArgValue::Int(0), ArgValue::Float(1.5)];
+        let e = run(&m, "k", &mut args).unwrap_err();
+        assert!(e.to_string().contains("division by zero"), "{e}");
+        // Wrong arguments.
+        let mut args = vec![ArgValue::Int(0)];
+        assert!(matches!(run(&m, "k", &mut args), Err(InterpError::ArgCount { .. })));
+        assert!(matches!(run(&m, "nope", &mut args), Err(InterpError::NoKernel(_))));
+        let mut args = vec![ArgValue::Float(0.0), ArgValue::Int(2), ArgValue::Float(1.5)];
+        assert!(matches!(run(&m, "k", &mut args), Err(InterpError::Arg { index: 0, .. })));
+        // A budget stops long runs.
+        let mut args = vec![ArgValue::Tensor(Tensor::zeros(ScalarType::F32, &[8])), ArgValue::Int(1 << 40), ArgValue::Float(1.5)];
+        assert_eq!(run_with(&m, "k", &mut args, Limits { max_ops: 10_000, ..Limits::default() }), Err(InterpError::Budget(10_000)));
+    }
+
+    #[test]
+    fn dot_accumulator_is_added_last() {
+        // s = Σ a·b from +0, then + acc: dot(a, b, 0) + c == dot(a, b, c) bit for bit.
+        let src = "tile.kernel @k(%A: tensor<?x?xf32>, %B: tensor<?x?xf32>, %C: tensor<?x?xf32>, %O1: tensor<?x?xf32>, %O2: tensor<?x?xf32>) {grid = [1]} {
+  %c0 = tile.constant {value = 0} : index
+  %a = tile.load %A, %c0, %c0 : tile<2x3xf32>
+  %b = tile.load %B, %c0, %c0 : tile<3x2xf32>
+  %c = tile.load %C, %c0, %c0 : tile<2x2xf32>
+  %z = tile.zeros : tile<2x2xf32>
+  %d0 = tile.dot %a, %b, %z : tile<2x2xf32>
+  %s = tile.add %d0, %c : tile<2x2xf32>
+  %d1 = tile.dot %a, %b, %c : tile<2x2xf32>
+  tile.store %O1, %c0, %c0, %s
+  tile.store %O2, %c0, %c0, %d1
+  tile.return
+}
+";
+        let m = parse(src, "t.tile").unwrap();
+        verify(&m).unwrap();
+        let mut rng = Rng(7);
+        for _ in 0..50 {
+            let mut args = vec![
+                ArgValue::Tensor(random(&mut rng, ScalarType::F32, &[2, 3])),
+                ArgValue::Tensor(random(&mut rng, ScalarType::F32, &[3, 2])),
+                ArgValue::Tensor(Tensor::from_f32(ScalarType::F32, &[2, 2], &[-0.0, 0.0, rng.unit(), 1e30])),
+                ArgValue::Tensor(Tensor::zeros(ScalarType::F32, &[2, 2])),
+                ArgValue::Tensor(Tensor::zeros(ScalarType::F32, &[2, 2])),
+            ];
+            run(&m, "k", &mut args).unwrap();
+            let bits = |t: &Tensor| t.to_f32_vec().unwrap().iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(args[3].tensor().unwrap()), bits(args[4].tensor().unwrap()));
+        }
+    }
+
+    #[test]
+    fn gpu_ops_are_an_error() {
+        let src = "tile.kernel @k() {grid = [1]} {
+  tile.barrier
+  tile.return
+}
+";
+        let m = parse(src, "t.tile").unwrap();
+        let e = run(&m, "k", &mut []).unwrap_err();
+        assert!(e.to_string().contains("level-1"), "{e}");
+    }
+}

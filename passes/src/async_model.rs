@@ -1,0 +1,643 @@
+//! What both sides of the async-group contract agree on: which ops open wgmma groups,
+//! which registers and shared-memory stages a group reads and writes, and which ops are
+//! hazards for a pending group (DESIGN.md, "Async groups and tight waits").
+//!
+//! [`crate::async_wait_placement`] computes waits from these facts by dataflow;
+//! [`crate::verify_async_waits`] re-derives safety and tightness from them by path
+//! exploration. The facts are static (per op), so the two analyses share the *definition*
+//! of a hazard and nothing of the *analysis*.
+//!
+//! - **Groups**: every `tile.mma {kind = "wgmma"}` is one asynchronous MMA; `tile.mma` of
+//!   any other kind is synchronous and is an ordinary op here.
+//! - **Register slots**: values that must live in the same registers are joined into one
+//!   slot: an MMA's accumulator operand and its result (the chain; not with `zero_acc`,
+//!   which does not read the operand), a loop's init, carried argument, yielded value and
+//!   result, a branch's yields and results, `tile.warp_specialize`'s consumer yields and
+//!   results, and a wait's operands and results (tied). Yields, loops, branches and waits
+//!   are plumbing: they neither read nor write a slot. Every other op that takes or defines
+//!   a value of a slot that a wgmma uses reads or writes its registers.
+//! - **Stages**: a stage operand is evaluated symbolically: a constant exactly;
+//!   `tile.remi(x, S)` with `S` a constant and `x` a sum (`tile.addi`/`tile.subi`) of
+//!   constants, at most one loop induction variable `%iv` and at most one other value
+//!   `%base` as "`(iv + base + c) mod S`" (stage indices are taken to be non-negative);
+//!   anything else as unknown, which may alias every stage. Two stages with the same
+//!   `%iv`, `%base` and `S` are equal exactly when their `c` are. A group from `d`
+//!   iterations back has its `c` shifted by `-d·step` (the step must be a constant, else
+//!   unknown); leaving the loop makes it unknown, and so does crossing a back edge of a
+//!   loop inside which `%base` is defined (its value changes there). The persistent
+//!   kernel's `(kbase + kt) mod S`, `kbase` carried by the tile loop, is of this form.
+//! - **Hazards** for a pending group `g` at an op `X`: `X` is not a wgmma of `g`'s chain
+//!   and reads or writes `g`'s accumulator or A-fragment registers; `X` is a
+//!   `tile.tma_load` into a stage of a ring `g` reads that may alias; `X` is a
+//!   `tile.mbarrier_arrive %bar, %i` whose barrier guards a ring `g` reads (the rings the
+//!   producer loads after waiting on `%bar`; every ring when none is known) at a stage
+//!   that may alias `%i`; `X` is `tile.return` (or the end of the producer region of a
+//!   `tile.warp_specialize`, where the producer warpgroup exits).
+//! - **Warpgroups**: groups are per warpgroup. The number of warpgroups that run an op
+//!   (and so read a buffer it overwrites) is `consumers` inside region 1 of a
+//!   `tile.warp_specialize` and in the kernel code after it, 1 in its region 0, and the
+//!   kernel's `block` threads / 128 elsewhere.
+
+use std::collections::{BTreeSet, HashMap};
+use tilec_dialect::{Block, Module, OpKind, Operation, Type, Value};
+
+/// Pre-order index of an op inside its kernel (the kernel itself is 0).
+pub(crate) type OpId = u32;
+
+/// A register slot: the id of a class of values that share registers.
+pub(crate) type Slot = u32;
+
+/// The cap on commits counted after a group: a wait's `pending` is at most 7, so a group
+/// with 8 or more commits after it is retired by any wait.
+pub(crate) const C_CAP: u8 = 8;
+
+/// The largest `pending` the verifier accepts.
+pub(crate) const MAX_PENDING: u8 = 7;
+
+/// A ring stage, symbolically.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum StageSym {
+    /// A known stage.
+    Const(i64),
+    /// `(iv + base + off) mod modulus`: `iv` the current iteration of loop `lp` (if any),
+    /// `base` a value that does not change while the stage is compared (if any).
+    Rel { lp: Option<OpId>, base: Option<Value>, off: i64, modulus: i64 },
+    /// Anything else: may alias every stage.
+    Unknown,
+}
+
+impl StageSym {
+    /// Whether the two stages may be the same stage.
+    pub(crate) fn may_alias(self, o: StageSym) -> bool {
+        match (self, o) {
+            (StageSym::Const(a), StageSym::Const(b)) => a == b,
+            (StageSym::Rel { lp: l1, base: b1, off: o1, modulus: m1 }, StageSym::Rel { lp: l2, base: b2, off: o2, modulus: m2 })
+                if l1 == l2 && b1 == b2 && m1 == m2 =>
+            {
+                o1 == o2
+            }
+            _ => true,
+        }
+    }
+}
+
+/// One issued wgmma, as it is seen now: its op and the ring stages it reads (stage
+/// symbols relative to the current iterations).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct Inst {
+    /// The `tile.mma` op.
+    pub mma: OpId,
+    /// (ring, stage) it reads.
+    pub stages: Vec<(Value, StageSym)>,
+}
+
+/// The static description of a wgmma `tile.mma`.
+#[derive(Clone, Debug)]
+pub(crate) struct GroupDesc {
+    /// Accumulator slot (written; read unless `zero_acc`).
+    pub acc: Slot,
+    /// A-fragment slot for the register-A form.
+    pub a: Option<Slot>,
+    /// (ring, stage) read from shared memory, stages relative to the issuing iteration.
+    pub smem: Vec<(Value, StageSym)>,
+}
+
+impl GroupDesc {
+    /// The register slots the wgmma accesses.
+    pub(crate) fn slots(&self) -> impl Iterator<Item = Slot> + '_ {
+        std::iter::once(self.acc).chain(self.a)
+    }
+}
+
+/// Why an op must not run while a group is pending.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum Hazard {
+    /// Reads or writes the group's accumulator or A-fragment registers.
+    Registers,
+    /// Overwrites a shared-memory stage the group reads.
+    Overwrite,
+    /// Releases a stage the group reads to its producer.
+    Release,
+    /// The warpgroup exits.
+    Exit,
+}
+
+/// What one op does that matters to pending groups.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Access {
+    /// The op is a wgmma: its id.
+    pub wgmma: Option<OpId>,
+    /// Register slots of wgmma operands it reads or writes (non-wgmma, non-plumbing ops).
+    pub regs: BTreeSet<Slot>,
+    /// (ring, stage) it overwrites; ring `None` = unknown ring.
+    pub writes: Vec<(Option<Value>, StageSym)>,
+    /// (rings, stage) it releases; rings `None` = every ring.
+    pub releases: Vec<(Option<BTreeSet<Value>>, StageSym)>,
+    /// It ends the warpgroup.
+    pub exit: bool,
+}
+
+impl Access {
+    /// Whether the op matters at all.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.wgmma.is_none() && self.regs.is_empty() && self.writes.is_empty() && self.releases.is_empty() && !self.exit
+    }
+}
+
+/// The facts of one kernel.
+pub(crate) struct Facts<'k> {
+    /// Ops by id.
+    pub ops: Vec<&'k Operation>,
+    ids: HashMap<*const Operation, OpId>,
+    defs: HashMap<Value, OpId>,
+    /// The op whose region holds each block argument.
+    arg_owner: HashMap<Value, OpId>,
+    /// The op holding each op's block (`None` for the kernel).
+    parent: Vec<Option<OpId>>,
+    iv_of: HashMap<Value, OpId>,
+    slot_of: HashMap<Value, Slot>,
+    /// Slots some wgmma accesses.
+    pub reg_slots: BTreeSet<Slot>,
+    /// Stage count of each ring (`tile.smem_alloc` result).
+    pub rings: HashMap<Value, u64>,
+    bar_rings: HashMap<Value, BTreeSet<Value>>,
+    /// wgmma ops.
+    pub groups: HashMap<OpId, GroupDesc>,
+    /// For each wgmma, the first wgmma with the same register slots: the two conflict with
+    /// the same ops when they read the same stages.
+    pub canonical: HashMap<OpId, OpId>,
+    /// Warpgroups of the kernel (block threads / 128, at least 1).
+    pub kernel_warpgroups: u64,
+}
+
+/// Whether `op` is an asynchronous (wgmma) `tile.mma`.
+pub(crate) fn is_wgmma(op: &Operation) -> bool {
+    op.kind == OpKind::Mma && op.str_attr("kind") == Some("wgmma")
+}
+
+struct UnionFind(HashMap<Value, Value>);
+
+impl UnionFind {
+    fn find(&mut self, v: Value) -> Value {
+        let p = *self.0.get(&v).unwrap_or(&v);
+        if p == v {
+            return v;
+        }
+        let r = self.find(p);
+        self.0.insert(v, r);
+        r
+    }
+    fn union(&mut self, a: Value, b: Value) {
+        let (ra, rb) = (self.find(a), self.find(b));
+        if ra != rb {
+            self.0.insert(ra.max(rb), ra.min(rb));
+        }
+    }
+}
+
+/// Symbolic integer: a constant, `iv + base + c`, or unknown.
+#[derive(Clone, Copy)]
+enum Lin {
+    Const(i64),
+    Sym { iv: Option<OpId>, base: Option<Value>, off: i64 },
+    Other,
+}
+
+impl<'k> Facts<'k> {
+    /// Collect the facts of `kernel` (a `tile.kernel` of `m`).
+    pub(crate) fn new(m: &Module, kernel: &'k Operation) -> Self {
+        let mut f = Facts {
+            ops: vec![],
+            ids: HashMap::new(),
+            defs: HashMap::new(),
+            arg_owner: HashMap::new(),
+            parent: vec![],
+            iv_of: HashMap::new(),
+            slot_of: HashMap::new(),
+            reg_slots: BTreeSet::new(),
+            rings: HashMap::new(),
+            bar_rings: HashMap::new(),
+            groups: HashMap::new(),
+            canonical: HashMap::new(),
+            kernel_warpgroups: 1,
+        };
+        kernel.walk(&mut |o| {
+            let id = f.ops.len() as OpId;
+            f.ids.insert(o as *const Operation, id);
+            f.ops.push(o);
+        });
+        f.parent = vec![None; f.ops.len()];
+        for (id, o) in f.ops.clone().into_iter().enumerate() {
+            for b in &o.regions {
+                for &a in &b.args {
+                    f.arg_owner.insert(a, id as OpId);
+                }
+                for x in &b.ops {
+                    let xi = f.id(x);
+                    f.parent[xi as usize] = Some(id as OpId);
+                }
+            }
+        }
+        let mut uf = UnionFind(HashMap::new());
+        for (id, o) in f.ops.clone().into_iter().enumerate() {
+            let id = id as OpId;
+            for &r in &o.results {
+                f.defs.insert(r, id);
+            }
+            match o.kind {
+                OpKind::For => {
+                    let b = &o.regions[0];
+                    if let Some(&iv) = b.args.first() {
+                        f.iv_of.insert(iv, id);
+                    }
+                    let y = b.ops.last().filter(|t| t.kind == OpKind::Yield);
+                    for (i, &r) in o.results.iter().enumerate() {
+                        if let Some(&init) = o.operands.get(3 + i) {
+                            uf.union(r, init);
+                        }
+                        if let Some(&a) = b.args.get(1 + i) {
+                            uf.union(r, a);
+                        }
+                        if let Some(&yv) = y.and_then(|y| y.operands.get(i)) {
+                            uf.union(r, yv);
+                        }
+                    }
+                }
+                OpKind::If | OpKind::WarpSpecialize => {
+                    let regions: &[Block] = if o.kind == OpKind::If { &o.regions } else { &o.regions[1..] };
+                    for b in regions {
+                        if let Some(y) = b.ops.last().filter(|t| t.kind == OpKind::Yield) {
+                            for (&r, &yv) in o.results.iter().zip(&y.operands) {
+                                uf.union(r, yv);
+                            }
+                        }
+                    }
+                }
+                OpKind::WaitGroup => {
+                    for (&a, &r) in o.operands.iter().zip(&o.results) {
+                        uf.union(a, r);
+                    }
+                }
+                OpKind::Mma if is_wgmma(o) && o.operands.len() == 4 && o.results.len() == 1 => {
+                    if o.attr("zero_acc").and_then(|a| a.as_bool()) != Some(true) {
+                        uf.union(o.operands[3], o.results[0]);
+                    }
+                }
+                OpKind::SmemAlloc => {
+                    if let (Some(&r), Some(Type::Smem { stages, .. })) = (o.results.first(), o.results.first().map(|&r| m.ty(r))) {
+                        f.rings.insert(r, *stages);
+                    }
+                }
+                _ => {}
+            }
+        }
+        // Slot ids: the representative value's index.
+        let mut all_values: Vec<Value> = vec![];
+        for o in &f.ops {
+            all_values.extend(o.operands.iter().copied());
+            all_values.extend(o.results.iter().copied());
+            for b in &o.regions {
+                all_values.extend(b.args.iter().copied());
+            }
+        }
+        for v in all_values {
+            let r = uf.find(v);
+            f.slot_of.insert(v, r.0);
+        }
+        // Groups.
+        for (id, o) in f.ops.clone().into_iter().enumerate() {
+            if !is_wgmma(o) || o.operands.len() != 4 || o.results.len() != 1 {
+                continue;
+            }
+            let acc = f.slot(o.results[0]);
+            let a = matches!(m.try_ty(o.operands[0]), Some(Type::Tile { .. })).then(|| f.slot(o.operands[0]));
+            let stage = f.stage(o.operands[2]);
+            let smem: Vec<(Value, StageSym)> =
+                o.operands[..2].iter().filter(|&&v| matches!(m.try_ty(v), Some(Type::Smem { .. }))).map(|&v| (v, stage)).collect();
+            f.reg_slots.insert(acc);
+            if o.attr("zero_acc").and_then(|a| a.as_bool()) != Some(true) {
+                f.reg_slots.insert(f.slot(o.operands[3]));
+            }
+            if let Some(a) = a {
+                f.reg_slots.insert(a);
+            }
+            f.groups.insert(id as OpId, GroupDesc { acc, a, smem });
+        }
+        let mut first: HashMap<(Slot, Option<Slot>), OpId> = HashMap::new();
+        let mut ids: Vec<OpId> = f.groups.keys().copied().collect();
+        ids.sort();
+        for id in ids {
+            let g = &f.groups[&id];
+            let rep = *first.entry((g.acc, g.a)).or_insert(id);
+            f.canonical.insert(id, rep);
+        }
+        // Which rings a barrier guards: rings loaded by TMA after a wait on it.
+        if let Some(b) = kernel.regions.first() {
+            f.scan_barriers(b, &BTreeSet::new());
+        }
+        if let Some(dims) = kernel.attr("block").and_then(|a| a.as_array()) {
+            let threads: i64 = dims.iter().filter_map(|d| d.as_int()).product();
+            f.kernel_warpgroups = (threads / 128).max(1) as u64;
+        }
+        f
+    }
+
+    fn scan_barriers(&mut self, b: &Block, inherited: &BTreeSet<Value>) {
+        let mut waited = inherited.clone();
+        for o in &b.ops {
+            if o.kind == OpKind::MbarrierWait {
+                if let Some(&bar) = o.operands.first() {
+                    waited.insert(bar);
+                }
+            }
+            let mut loads = vec![];
+            o.walk(&mut |x| {
+                if x.kind == OpKind::TmaLoad {
+                    if let Some(&ring) = x.operands.get(1) {
+                        loads.push(ring);
+                    }
+                }
+            });
+            for ring in loads {
+                for &bar in &waited {
+                    self.bar_rings.entry(bar).or_default().insert(ring);
+                }
+            }
+            for r in &o.regions {
+                self.scan_barriers(r, &waited);
+            }
+        }
+    }
+
+    /// The id of `op`, which must belong to this kernel.
+    pub(crate) fn id(&self, op: &Operation) -> OpId {
+        self.ids[&(op as *const Operation)]
+    }
+
+    /// The slot of `v`.
+    pub(crate) fn slot(&self, v: Value) -> Slot {
+        self.slot_of.get(&v).copied().unwrap_or(v.0)
+    }
+
+    /// Whether `v` is in a register slot some wgmma uses.
+    pub(crate) fn is_reg(&self, v: Value) -> bool {
+        self.reg_slots.contains(&self.slot(v))
+    }
+
+    fn lin(&self, v: Value, depth: u32) -> Lin {
+        if let Some(&lp) = self.iv_of.get(&v) {
+            return Lin::Sym { iv: Some(lp), base: None, off: 0 };
+        }
+        let atom = Lin::Sym { iv: None, base: Some(v), off: 0 };
+        let Some(&d) = self.defs.get(&v) else { return atom };
+        let o = self.ops[d as usize];
+        if depth > 16 {
+            return Lin::Other;
+        }
+        match o.kind {
+            OpKind::Constant => o.int_attr("value").map_or(atom, Lin::Const),
+            OpKind::AddI | OpKind::SubI if o.operands.len() == 2 => {
+                let (a, b) = (self.lin(o.operands[0], depth + 1), self.lin(o.operands[1], depth + 1));
+                let sub = o.kind == OpKind::SubI;
+                let add = |x: i64, y: i64| if sub { x.wrapping_sub(y) } else { x.wrapping_add(y) };
+                match (a, b) {
+                    (Lin::Const(x), Lin::Const(y)) => Lin::Const(add(x, y)),
+                    (Lin::Sym { iv, base, off }, Lin::Const(y)) => Lin::Sym { iv, base, off: add(off, y) },
+                    (Lin::Const(x), Lin::Sym { iv, base, off }) if !sub => Lin::Sym { iv, base, off: x.wrapping_add(off) },
+                    (Lin::Sym { iv: i1, base: b1, off: o1 }, Lin::Sym { iv: i2, base: b2, off: o2 })
+                        if !sub && (i1.is_none() || i2.is_none()) && (b1.is_none() || b2.is_none()) =>
+                    {
+                        Lin::Sym { iv: i1.or(i2), base: b1.or(b2), off: o1.wrapping_add(o2) }
+                    }
+                    _ => atom,
+                }
+            }
+            _ => atom,
+        }
+    }
+
+    /// The stage `v` names, symbolically.
+    pub(crate) fn stage(&self, v: Value) -> StageSym {
+        if let Some(&d) = self.defs.get(&v) {
+            let o = self.ops[d as usize];
+            if o.kind == OpKind::RemI && o.operands.len() == 2 {
+                if let Lin::Const(s) = self.lin(o.operands[1], 0) {
+                    if s > 0 {
+                        return match self.lin(o.operands[0], 0) {
+                            Lin::Const(k) => StageSym::Const(k.rem_euclid(s)),
+                            Lin::Sym { iv, base, off } => StageSym::Rel { lp: iv, base, off: off.rem_euclid(s), modulus: s },
+                            Lin::Other => StageSym::Unknown,
+                        };
+                    }
+                }
+                return StageSym::Unknown;
+            }
+        }
+        match self.lin(v, 0) {
+            Lin::Const(k) => StageSym::Const(k),
+            _ => StageSym::Unknown,
+        }
+    }
+
+    /// The constant step of loop `lp`.
+    pub(crate) fn step(&self, lp: OpId) -> Option<i64> {
+        let o = self.ops[lp as usize];
+        match self.lin(*o.operands.get(2)?, 0) {
+            Lin::Const(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Whether `v` is defined inside loop `lp` (its block arguments included), so that it
+    /// may change from one iteration to the next.
+    fn defined_in(&self, v: Value, lp: OpId) -> bool {
+        let mut at = match (self.arg_owner.get(&v), self.defs.get(&v)) {
+            (Some(&owner), _) => Some(owner),
+            (None, Some(&d)) => self.parent[d as usize],
+            _ => None,
+        };
+        while let Some(x) = at {
+            if x == lp {
+                return true;
+            }
+            at = self.parent[x as usize];
+        }
+        false
+    }
+
+    /// `s` seen one iteration of loop `lp` later.
+    fn stage_next_iteration(&self, s: StageSym, lp: OpId) -> StageSym {
+        match s {
+            StageSym::Rel { base: Some(b), .. } if self.defined_in(b, lp) => StageSym::Unknown,
+            StageSym::Rel { lp: Some(l), base, off, modulus } if l == lp => match self.step(lp) {
+                Some(step) => StageSym::Rel { lp: Some(l), base, off: (off - step).rem_euclid(modulus), modulus },
+                None => StageSym::Unknown,
+            },
+            s => s,
+        }
+    }
+
+    /// `s` seen after loop `lp` ended.
+    fn stage_after_loop(&self, s: StageSym, lp: OpId) -> StageSym {
+        match s {
+            StageSym::Rel { lp: Some(l), .. } if l == lp => StageSym::Unknown,
+            StageSym::Rel { base: Some(b), .. } if self.defined_in(b, lp) => StageSym::Unknown,
+            s => s,
+        }
+    }
+
+    /// Shift the stages of `i` one iteration of loop `lp` on (at its back edge).
+    pub(crate) fn next_iteration(&self, i: &mut Inst, lp: OpId) {
+        for (_, s) in &mut i.stages {
+            *s = self.stage_next_iteration(*s, lp);
+        }
+    }
+
+    /// Forget what `i`'s stages say relative to loop `lp`, which ended.
+    pub(crate) fn after_loop(&self, i: &mut Inst, lp: OpId) {
+        for (_, s) in &mut i.stages {
+            *s = self.stage_after_loop(*s, lp);
+        }
+    }
+
+    /// The fresh instance a wgmma issues.
+    pub(crate) fn issue(&self, mma: OpId) -> Inst {
+        Inst { mma, stages: self.groups[&mma].smem.clone() }
+    }
+
+    /// What `op` does that matters (its id is `id`). `exit` marks a terminator at which
+    /// the warpgroup exits.
+    pub(crate) fn access(&self, op: &Operation, id: OpId, exit: bool) -> Access {
+        let mut a = Access { exit: exit || op.kind == OpKind::Return, ..Access::default() };
+        match op.kind {
+            OpKind::Mma if self.groups.contains_key(&id) => a.wgmma = Some(id),
+            OpKind::Yield | OpKind::For | OpKind::If | OpKind::WarpSpecialize | OpKind::WaitGroup | OpKind::Kernel => {}
+            _ => {
+                for &v in op.operands.iter().chain(&op.results) {
+                    if self.is_reg(v) {
+                        a.regs.insert(self.slot(v));
+                    }
+                }
+            }
+        }
+        match op.kind {
+            OpKind::TmaLoad if op.operands.len() >= 4 => {
+                let ring = op.operands[1];
+                let known = self.rings.contains_key(&ring).then_some(ring);
+                a.writes.push((known, self.stage(op.operands[3])));
+            }
+            OpKind::MbarrierArrive if op.operands.len() == 2 => {
+                let rings = self.bar_rings.get(&op.operands[0]).cloned();
+                a.releases.push((rings, self.stage(op.operands[1])));
+            }
+            _ => {}
+        }
+        a
+    }
+
+    /// Whether `x` must not run while `g` is pending, and why.
+    pub(crate) fn conflict(&self, x: &Access, g: &Inst) -> Option<Hazard> {
+        if x.exit {
+            return Some(Hazard::Exit);
+        }
+        let gd = &self.groups[&g.mma];
+        if let Some(m) = x.wgmma {
+            let xd = &self.groups[&m];
+            // Same chain (same accumulator registers): wgmma orders it. Otherwise a wgmma
+            // must not write g's A fragment or read g's accumulator as its A.
+            if gd.a == Some(xd.acc) || (xd.a == Some(gd.acc) && xd.acc != gd.acc) {
+                return Some(Hazard::Registers);
+            }
+        }
+        if gd.slots().any(|s| x.regs.contains(&s)) {
+            return Some(Hazard::Registers);
+        }
+        if self.overwrites(x, g) {
+            return Some(Hazard::Overwrite);
+        }
+        for (rings, st) in &x.releases {
+            for (ring, gs) in &g.stages {
+                if rings.as_ref().is_none_or(|rs| rs.contains(ring)) && st.may_alias(*gs) {
+                    return Some(Hazard::Release);
+                }
+            }
+        }
+        None
+    }
+
+    /// Whether `x` overwrites a stage `g` reads (the hazard that needs a CTA barrier when
+    /// several warpgroups read the buffer).
+    pub(crate) fn overwrites(&self, x: &Access, g: &Inst) -> bool {
+        x.writes.iter().any(|(ring, st)| g.stages.iter().any(|(r, gs)| ring.is_none_or(|x| x == *r) && st.may_alias(*gs)))
+    }
+
+    /// The rings with one stage among those `x` overwrites or releases that `g` reads.
+    pub(crate) fn single_stage_ring(&self, x: &Access, g: &Inst) -> Option<Value> {
+        let touched = |ring: &Value| {
+            x.writes.iter().any(|(r, _)| r.is_none_or(|r| r == *ring)) || x.releases.iter().any(|(rs, _)| rs.as_ref().is_none_or(|rs| rs.contains(ring)))
+        };
+        g.stages.iter().map(|(r, _)| *r).find(|r| self.rings.get(r) == Some(&1) && touched(r))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stage_aliasing() {
+        let rel = |off, modulus| StageSym::Rel { lp: Some(3), base: None, off, modulus };
+        assert!(!rel(0, 4).may_alias(rel(3, 4)));
+        assert!(rel(3, 4).may_alias(rel(3, 4)));
+        assert!(rel(0, 4).may_alias(rel(0, 2)));
+        assert!(StageSym::Const(1).may_alias(rel(1, 4)));
+        assert!(!StageSym::Const(1).may_alias(StageSym::Const(2)));
+        assert!(StageSym::Unknown.may_alias(StageSym::Const(2)));
+        let based = StageSym::Rel { lp: Some(3), base: Some(Value(7)), off: 0, modulus: 4 };
+        assert!(based.may_alias(rel(1, 4)));
+    }
+
+    fn facts_of(src: &str, f: impl FnOnce(&Module, &Facts<'_>)) {
+        let m = tilec_dialect::parse(src, "t").unwrap();
+        let k = m.kernels().next().unwrap();
+        let facts = Facts::new(&m, k);
+        f(&m, &facts);
+    }
+
+    #[test]
+    fn stages_of_a_persistent_loop() {
+        let src = "tile.kernel @k(%n: index) {grid = [1]} {
+  %c0 = tile.constant {value = 0} : index
+  %c1 = tile.constant {value = 1} : index
+  %c4 = tile.constant {value = 4} : index
+  %e = tile.for %c0, %n, %c1, %c0 : index {
+  ^bb0(%t: index, %kbase: index):
+    tile.for %c1, %n, %c1 {
+    ^bb0(%kt: index):
+      %kg = tile.addi %kbase, %kt : index
+      %s = tile.remi %kg, %c4 : index
+      %w = tile.addi %kg, %c4 : index
+      %p = tile.subi %w, %c1 : index
+      %prev = tile.remi %p, %c4 : index
+      tile.yield
+    }
+    %next = tile.addi %kbase, %n : index
+    tile.yield %next
+  }
+  tile.return
+}";
+        facts_of(src, |m, f| {
+            let named = |n: &str| Value((0..m.values.len() as u32).find(|&i| m.name(Value(i)) == Some(n)).unwrap());
+            let (s, prev) = (f.stage(named("s")), f.stage(named("prev")));
+            let (outer, inner) = (f.ops.iter().position(|o| o.kind == OpKind::For).unwrap() as OpId, f.ops.iter().rposition(|o| o.kind == OpKind::For).unwrap() as OpId);
+            assert!(matches!(s, StageSym::Rel { off: 0, modulus: 4, base: Some(_), .. }));
+            assert!(!s.may_alias(prev));
+            // One inner iteration later, the group's stage is the previous stage.
+            let s1 = f.stage_next_iteration(s, inner);
+            assert_eq!(s1, prev);
+            // Across the outer back edge, kbase changes: unknown.
+            assert_eq!(f.stage_next_iteration(s, outer), StageSym::Unknown);
+            assert_eq!(f.stage_after_loop(s, inner), StageSym::Unknown);
+        });
+    }
+}

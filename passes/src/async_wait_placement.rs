@@ -1,0 +1,578 @@
+//! `async-wait-placement` — wgmma fences, commit groups and the tightest safe waits.
+//!
+//! Every `tile.mma {kind = "wgmma"}` becomes one asynchronous group: the pass puts a
+//! `tile.commit_group` right after it, a `tile.wgmma_fence` before it where the PTX ISA
+//! needs one, and `tile.wait_group {pending = N}` before every *hazard* (an op that must
+//! not run while a group is pending; see [`crate::async_model`] for the exact list: a
+//! non-wgmma access of the group's accumulator or A-fragment registers, a TMA copy into a
+//! stage it reads, an `mbarrier_arrive` releasing such a stage, kernel exit) with the
+//! largest `N` that is safe on every path (DESIGN.md, "Async groups and tight waits").
+//!
+//! How: a forward dataflow over the structured IR. The state at a point maps each pending
+//! group instance (its `tile.mma` and the stages it reads, relative to the current loop
+//! iterations) to the smallest number of commits after it over the paths on which it is
+//! still pending — exact for "which N retires it on every path". Branches join by taking
+//! the minimum; loops iterate to a fixpoint, so groups that are only loop-carried stay in
+//! flight across iterations and are drained by the first hazard after the loop. At a
+//! hazard, `N` = the minimum over the conflicting groups (capped at 7); the wait goes
+//! directly before the hazard, so it is as late as it can be, and none is placed where an
+//! earlier wait already retired every conflicting group. Groups are per warpgroup: only
+//! region 1 of `tile.warp_specialize` (the consumers) and the kernel code after it carry
+//! the consumers' groups; region 0 starts from the state before the op and its end is an
+//! exit.
+//!
+//! A wait takes, and returns tied, every accumulator (or A-fragment) value of a group in
+//! flight before it that is still used after it; later uses in its scope are rewired to
+//! its results, so lowering cannot move accumulator uses across it.
+//!
+//! When an overwrite (`tile.tma_load`) races with a group that another warpgroup may still
+//! have pending — two or more warpgroups run the code (`consumers` ≥ 2 of a
+//! `tile.warp_specialize`, or a `block` of ≥ 256 threads without one) — a `tile.barrier`
+//! follows the wait, and only then. Inside a warp-specialized consumer region that barrier
+//! must be lowered as a barrier of the consumer warpgroups only.
+//!
+//! Fences: before a kernel's first wgmma on every path, and again only before a wgmma
+//! whose accumulator or A-fragment registers some other op read or wrote since the last
+//! fence. Accumulators that are only passed from wgmma to wgmma (loop-carried, through
+//! waits and yields) need none: the PTX ISA orders accumulator accesses of wgmmas of one
+//! shape, and ptxas 13.5 emits the same SASS (one `WARPGROUP.ARRIVE` per k-tile, no
+//! C75xx message) for the reference kernel with the per-iteration fence removed.
+//!
+//! The pass owns these ops: it first deletes every `tile.wgmma_fence`,
+//! `tile.commit_group` and `tile.wait_group` (and a `tile.barrier` directly after a wait)
+//! in the input, so running it twice gives the same IR. A ring of one stage that must be
+//! drained (`pending = 0`) before it is refilled or released gets a remark: a second stage
+//! would let one group stay in flight.
+//!
+//! Options: none. Statistics: `waits-placed`, `waits-N0` … `waits-N7` (waits by their N),
+//! `fences`, `commits`, `barriers`, and per loop with groups in flight at its back edge
+//! `groups-in-flight (loop at FILE:LINE:COL)`.
+//!
+//! Example (`tile-opt examples/gemm_bf16.tile --tile-to-gpu --async-wait-placement`), the
+//! consumer region:
+//!
+//! ```text
+//! tile.mbarrier_wait %full, %0, %0
+//! tile.wgmma_fence
+//! %acc0 = tile.mma %a_ring, %b_ring, %0, %zero {kind = "wgmma", zero_acc = true} : tile<128x256xf32>
+//! tile.commit_group
+//! %acc_final = tile.for %c1, %ktiles, %c1, %acc0 : tile<128x256xf32> {
+//! ^bb0(%kt: index, %acc_iter: tile<128x256xf32>):
+//!   ...
+//!   %acc_next = tile.mma %a_ring, %b_ring, %stage, %acc_iter {kind = "wgmma"} : tile<128x256xf32>
+//!   tile.commit_group
+//!   ...
+//!   %acc_next_w = tile.wait_group %acc_next {pending = 1} : tile<128x256xf32>
+//!   tile.mbarrier_arrive %empty, %prev_stage
+//!   tile.yield %acc_next_w
+//! }
+//! ```
+//!
+//! and after the `tile.warp_specialize`, `%acc_w = tile.wait_group %acc {pending = 0}`
+//! directly before the `tile.convert` that reads it.
+
+use crate::async_model::{Facts, Hazard, Inst, OpId, Slot, C_CAP, MAX_PENDING};
+use crate::pass::{Pass, PassContext, PassInfo};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use tilec_dialect::{Attribute, Block, Diagnostic, Diagnostics, Location, Module, OpKind, Operation, Value};
+
+/// The registry entry.
+pub static INFO: PassInfo = PassInfo {
+    name: "async-wait-placement",
+    summary: "Insert wgmma fences, commit groups and the tightest safe wait_group N",
+    description: "Puts tile.commit_group after every wgmma tile.mma, tile.wgmma_fence before the first wgmma and after other register accesses, and tile.wait_group {pending = N} directly before every hazard (accumulator use, stage overwrite or release, exit) with the largest N safe on every path, across branches, loops and warp specialization; adds a tile.barrier after the wait where several warpgroups read a stage about to be overwritten.\n\nExample: tile-opt examples/gemm_bf16.tile --tile-to-gpu --async-wait-placement --pass-statistics",
+    options: &[],
+};
+
+/// The pass.
+pub struct AsyncWaitPlacement;
+
+/// What the pass did, in numbers.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PlacementStats {
+    /// Waits by their `pending` value (index = N).
+    pub waits: [u64; 8],
+    /// Fences inserted.
+    pub fences: u64,
+    /// Commits inserted.
+    pub commits: u64,
+    /// CTA barriers inserted.
+    pub barriers: u64,
+    /// For each loop that keeps groups in flight across its back edge: its location and
+    /// the largest number of groups in flight there.
+    pub in_flight: Vec<(Location, u64)>,
+}
+
+/// Place fences, commits and waits in every kernel of `m`. Remarks (single-stage rings
+/// drained to zero) go to `remarks`.
+pub fn place_async_waits(m: &mut Module, remarks: &mut Vec<Diagnostic>) -> PlacementStats {
+    let mut stats = PlacementStats::default();
+    let mut kernels = std::mem::take(&mut m.ops);
+    for k in &mut kernels {
+        if k.kind == OpKind::Kernel {
+            place_kernel(m, k, &mut stats, remarks);
+        }
+    }
+    m.ops = kernels;
+    stats
+}
+
+// ---- stripping the ops the pass owns ----------------------------------------------------
+
+fn strip(k: &mut Operation) {
+    let mut repl = HashMap::new();
+    for b in &mut k.regions {
+        strip_block(b, &mut repl);
+    }
+    k.walk_mut(&mut |o| {
+        for v in &mut o.operands {
+            while let Some(&r) = repl.get(v) {
+                *v = r;
+            }
+        }
+    });
+}
+
+fn strip_block(b: &mut Block, repl: &mut HashMap<Value, Value>) {
+    let mut kept = Vec::with_capacity(b.ops.len());
+    let mut after_wait = false;
+    for mut o in std::mem::take(&mut b.ops) {
+        let was_wait = after_wait;
+        after_wait = false;
+        match o.kind {
+            OpKind::WgmmaFence | OpKind::CommitGroup => continue,
+            OpKind::WaitGroup => {
+                for (&r, &a) in o.results.iter().zip(&o.operands) {
+                    repl.insert(r, a);
+                }
+                after_wait = true;
+                continue;
+            }
+            OpKind::Barrier if was_wait => continue,
+            _ => {}
+        }
+        for r in &mut o.regions {
+            strip_block(r, repl);
+        }
+        kept.push(o);
+    }
+    b.ops = kept;
+}
+
+// ---- the dataflow ----------------------------------------------------------------------
+
+/// The state at a program point.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct State {
+    /// Pending instance → fewest commits after it over the paths where it is pending.
+    pending: BTreeMap<Inst, u8>,
+    /// Instances retired by this warpgroup's wait but not yet followed by a CTA barrier
+    /// (other warpgroups may still read their stages).
+    unsynced: BTreeSet<Inst>,
+    /// Register slots of wgmma operands accessed by other ops since the last fence.
+    dirty: BTreeSet<Slot>,
+    /// Some path reaches here with no fence yet.
+    unfenced: bool,
+}
+
+impl State {
+    fn join(&mut self, o: &State) {
+        for (i, &c) in &o.pending {
+            let e = self.pending.entry(i.clone()).or_insert(c);
+            *e = (*e).min(c);
+        }
+        self.unsynced.extend(o.unsynced.iter().cloned());
+        self.dirty.extend(o.dirty.iter().copied());
+        self.unfenced |= o.unfenced;
+    }
+
+    fn map_insts(&mut self, f: impl Fn(&mut Inst)) {
+        let pending = std::mem::take(&mut self.pending);
+        for (mut i, c) in pending {
+            f(&mut i);
+            let e = self.pending.entry(i).or_insert(c);
+            *e = (*e).min(c);
+        }
+        self.unsynced = std::mem::take(&mut self.unsynced)
+            .into_iter()
+            .map(|mut i| {
+                f(&mut i);
+                i
+            })
+            .collect();
+    }
+
+    /// A wait with `pending = n`; `shared`: other warpgroups run the same code, so the
+    /// retired groups' stages may still be read by theirs until a CTA barrier.
+    fn wait(&mut self, n: u8, shared: bool) {
+        let retired: Vec<Inst> = self.pending.iter().filter(|(_, &c)| c >= n).map(|(i, _)| i.clone()).collect();
+        for i in retired {
+            self.pending.remove(&i);
+            if shared && !i.stages.is_empty() {
+                self.unsynced.insert(i);
+            }
+        }
+    }
+
+    fn commit(&mut self, inst: Inst) {
+        for c in self.pending.values_mut() {
+            *c = (*c + 1).min(C_CAP);
+        }
+        self.pending.insert(inst, 0);
+    }
+}
+
+/// What to insert around one op.
+#[derive(Clone, Debug, Default)]
+struct Decision {
+    wait: Option<u8>,
+    barrier: bool,
+    fence: bool,
+    /// Slots of the groups in flight just before the wait.
+    in_flight: BTreeSet<Slot>,
+    /// A one-stage ring drained to zero here.
+    single_stage: Option<Value>,
+}
+
+#[derive(Clone, Copy)]
+struct Ctx {
+    warpgroups: u64,
+}
+
+struct Analysis<'a, 'k> {
+    f: &'a Facts<'k>,
+    decisions: HashMap<OpId, Decision>,
+    /// Loop id → groups in flight at its back edge (last analysis of the loop).
+    in_flight: HashMap<OpId, u64>,
+}
+
+/// Iterations after which loop states are joined instead of replaced (guarantees a
+/// fixpoint even where wait decisions make the transfer non-monotone).
+const PLAIN_ITERATIONS: u32 = 16;
+
+impl Analysis<'_, '_> {
+    fn block(&mut self, b: &Block, st: &mut State, ctx: &mut Ctx, exit_at_end: bool) {
+        let n = b.ops.len();
+        for (i, op) in b.ops.iter().enumerate() {
+            self.op(op, st, ctx, exit_at_end && i + 1 == n);
+        }
+    }
+
+    fn op(&mut self, op: &Operation, st: &mut State, ctx: &mut Ctx, exit: bool) {
+        let id = self.f.id(op);
+        match op.kind {
+            OpKind::For => {
+                self.decisions.insert(id, Decision::default());
+                let before = (self.decisions.clone(), self.in_flight.clone());
+                let out = self.run_loop(op, id, st.clone(), ctx);
+                if (st.unfenced || !st.dirty.is_empty()) && self.fence_inside(op) {
+                    // A fence the loop needs only because of what came before it goes
+                    // before the loop, not into every iteration.
+                    let after = (std::mem::replace(&mut self.decisions, before.0), std::mem::replace(&mut self.in_flight, before.1));
+                    let clean = State { unfenced: false, dirty: BTreeSet::new(), ..st.clone() };
+                    let hoisted = self.run_loop(op, id, clean, ctx);
+                    if !self.fence_inside(op) {
+                        self.decisions.insert(id, Decision { fence: true, ..Decision::default() });
+                        *st = hoisted;
+                        return;
+                    }
+                    (self.decisions, self.in_flight) = after;
+                }
+                *st = out;
+            }
+            OpKind::If => {
+                let mut t = st.clone();
+                let mut e = st.clone();
+                self.block(&op.regions[0], &mut t, &mut ctx.clone(), false);
+                self.block(&op.regions[1], &mut e, &mut ctx.clone(), false);
+                t.join(&e);
+                *st = t;
+            }
+            OpKind::WarpSpecialize => {
+                let mut p = st.clone();
+                self.block(&op.regions[0], &mut p, &mut Ctx { warpgroups: 1 }, true);
+                let consumers = op.int_attr("consumers").unwrap_or(1).max(1) as u64;
+                *ctx = Ctx { warpgroups: consumers };
+                self.block(&op.regions[1], st, &mut ctx.clone(), false);
+            }
+            _ => self.plain(op, id, st, ctx, exit),
+        }
+    }
+
+    /// Analyse loop `op` from `entry` to its fixpoint (recording the decisions of its
+    /// body); returns the state after it.
+    fn run_loop(&mut self, op: &Operation, id: OpId, entry: State, ctx: &Ctx) -> State {
+        let mut head = entry.clone();
+        let mut iter = 0;
+        loop {
+            let mut s = head.clone();
+            let mut c = *ctx;
+            self.block(&op.regions[0], &mut s, &mut c, false);
+            s.map_insts(|i| self.f.next_iteration(i, id));
+            let depth = s.pending.values().map(|&c| u64::from(c) + 1).max().unwrap_or(0);
+            self.in_flight.insert(id, depth);
+            let mut next = entry.clone();
+            next.join(&s);
+            if iter >= PLAIN_ITERATIONS {
+                let mut acc = head.clone();
+                acc.join(&next);
+                next = acc;
+            }
+            if next == head {
+                break;
+            }
+            head = next;
+            iter += 1;
+        }
+        head.map_insts(|i| self.f.after_loop(i, id));
+        head
+    }
+
+    /// Whether a fence was decided anywhere inside `op`'s regions.
+    fn fence_inside(&self, op: &Operation) -> bool {
+        let mut any = false;
+        for r in &op.regions {
+            for o in &r.ops {
+                o.walk(&mut |x| any |= self.decisions.get(&self.f.id(x)).is_some_and(|d| d.fence));
+            }
+        }
+        any
+    }
+
+    fn plain(&mut self, op: &Operation, id: OpId, st: &mut State, ctx: &Ctx, exit: bool) {
+        let x = self.f.access(op, id, exit);
+        let mut d = Decision::default();
+        if !x.is_empty() {
+            let mut n: Option<u8> = None;
+            let mut overwrite_pending = false;
+            for (g, &c) in &st.pending {
+                if let Some(h) = self.f.conflict(&x, g) {
+                    n = Some(n.map_or(c, |n| n.min(c)));
+                    overwrite_pending |= h == Hazard::Overwrite || self.f.overwrites(&x, g);
+                    if c == 0 && matches!(h, Hazard::Overwrite | Hazard::Release) {
+                        d.single_stage = d.single_stage.or(self.f.single_stage_ring(&x, g));
+                    }
+                }
+            }
+            let overwrite_unsynced = st.unsynced.iter().any(|g| self.f.overwrites(&x, g));
+            if let Some(n) = n {
+                let n = n.min(MAX_PENDING);
+                d.in_flight = st.pending.keys().flat_map(|g| self.f.groups[&g.mma].slots()).collect();
+                d.wait = Some(n);
+                st.wait(n, ctx.warpgroups >= 2);
+                if n > 0 {
+                    d.single_stage = None;
+                }
+            }
+            if ctx.warpgroups >= 2 && (overwrite_pending || overwrite_unsynced) {
+                d.barrier = true;
+                st.unsynced.clear();
+            }
+        }
+        match op.kind {
+            OpKind::Barrier => st.unsynced.clear(),
+            _ if x.wgmma.is_some() => {
+                let gd = &self.f.groups[&id];
+                if st.unfenced || gd.slots().any(|s| st.dirty.contains(&s)) {
+                    d.fence = true;
+                    st.unfenced = false;
+                    st.dirty.clear();
+                }
+                st.commit(self.f.issue(id));
+            }
+            _ => st.dirty.extend(x.regs.iter().copied()),
+        }
+        self.decisions.insert(id, d);
+    }
+}
+
+// ---- which values a wait takes --------------------------------------------------------
+
+fn used_in(op: &Operation, v: Value) -> bool {
+    op.operands.contains(&v) || op.regions.iter().any(|b| b.ops.iter().any(|o| used_in(o, v)))
+}
+
+/// One level of the position of an op: a block and the op's index in it, with the op that
+/// holds the block and the region's index.
+struct Level<'k> {
+    block: &'k Block,
+    index: usize,
+    parent: &'k Operation,
+    region: usize,
+}
+
+/// Whether `v` (visible at the op at the innermost level) is used at or after that op.
+fn live_at(levels: &[Level<'_>], v: Value) -> bool {
+    for (depth, l) in levels.iter().enumerate().rev() {
+        let innermost = depth + 1 == levels.len();
+        let from = if innermost { l.index } else { l.index + 1 };
+        if l.block.ops[from..].iter().any(|o| used_in(o, v)) {
+            return true;
+        }
+        match l.parent.kind {
+            OpKind::For => {
+                let local = l.block.args.contains(&v) || l.block.ops[..l.index].iter().any(|o| o.results.contains(&v));
+                if !local && l.block.ops[..l.index].iter().any(|o| used_in(o, v)) {
+                    return true;
+                }
+            }
+            OpKind::WarpSpecialize if l.region == 0 => return false,
+            OpKind::Kernel => return false,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// For each op with a wait before it, the values the wait takes, in value order.
+fn wait_operands(f: &Facts<'_>, kernel: &Operation, decisions: &HashMap<OpId, Decision>) -> HashMap<OpId, Vec<Value>> {
+    fn walk<'k>(f: &Facts<'k>, parent: &'k Operation, region: usize, levels: &mut Vec<Level<'k>>, d: &HashMap<OpId, Decision>, out: &mut HashMap<OpId, Vec<Value>>) {
+        let block = &parent.regions[region];
+        levels.push(Level { block, index: 0, parent, region });
+        for (i, op) in block.ops.iter().enumerate() {
+            levels.last_mut().expect("level").index = i;
+            let id = f.id(op);
+            if let Some(dec) = d.get(&id).filter(|d| d.wait.is_some()) {
+                let mut vals = vec![];
+                for l in levels.iter() {
+                    let visible = l.block.args.iter().copied().chain(l.block.ops[..l.index].iter().flat_map(|o| o.results.iter().copied()));
+                    for v in visible {
+                        if f.is_reg(v) && dec.in_flight.contains(&f.slot(v)) && live_at(levels, v) {
+                            vals.push(v);
+                        }
+                    }
+                }
+                vals.sort();
+                vals.dedup();
+                out.insert(id, vals);
+            }
+            for r in 0..op.regions.len() {
+                walk(f, op, r, levels, d, out);
+            }
+        }
+        levels.pop();
+    }
+    let mut out = HashMap::new();
+    if !kernel.regions.is_empty() {
+        walk(f, kernel, 0, &mut vec![], decisions, &mut out);
+    }
+    out
+}
+
+// ---- the rewrite -----------------------------------------------------------------------
+
+struct Rewriter<'a> {
+    m: &'a mut Module,
+    decisions: HashMap<OpId, Decision>,
+    operands: HashMap<OpId, Vec<Value>>,
+    wgmma: BTreeSet<OpId>,
+    next_id: OpId,
+    stats: &'a mut PlacementStats,
+}
+
+impl Rewriter<'_> {
+    fn block(&mut self, b: &mut Block, repl: &HashMap<Value, Value>) {
+        let mut repl = repl.clone();
+        let mut out = Vec::with_capacity(b.ops.len() + 4);
+        for mut op in std::mem::take(&mut b.ops) {
+            let id = self.next_id;
+            self.next_id += 1;
+            let loc = op.loc.clone();
+            if let Some(d) = self.decisions.get(&id).cloned() {
+                if let Some(n) = d.wait {
+                    let mut w = Operation::new(OpKind::WaitGroup, loc.clone());
+                    w.attrs.insert("pending".into(), Attribute::Int(i64::from(n)));
+                    for v in self.operands.get(&id).cloned().unwrap_or_default() {
+                        let cur = repl.get(&v).copied().unwrap_or(v);
+                        let ty = self.m.ty(cur).clone();
+                        let name = self.m.name(v).map(|s| format!("{s}_w"));
+                        let r = self.m.new_value(ty, name);
+                        w.operands.push(cur);
+                        w.results.push(r);
+                        repl.insert(v, r);
+                    }
+                    out.push(w);
+                    self.stats.waits[n as usize] += 1;
+                }
+                if d.barrier {
+                    out.push(Operation::new(OpKind::Barrier, loc.clone()));
+                    self.stats.barriers += 1;
+                }
+                if d.fence {
+                    out.push(Operation::new(OpKind::WgmmaFence, loc.clone()));
+                    self.stats.fences += 1;
+                }
+            }
+            for v in &mut op.operands {
+                if let Some(&r) = repl.get(v) {
+                    *v = r;
+                }
+            }
+            for r in &mut op.regions {
+                self.block(r, &repl);
+            }
+            out.push(op);
+            if self.wgmma.contains(&id) {
+                out.push(Operation::new(OpKind::CommitGroup, loc));
+                self.stats.commits += 1;
+            }
+        }
+        b.ops = out;
+    }
+}
+
+fn place_kernel(m: &mut Module, k: &mut Operation, stats: &mut PlacementStats, remarks: &mut Vec<Diagnostic>) {
+    strip(k);
+    let (decisions, operands, wgmma, loops) = {
+        let f = Facts::new(m, k);
+        if f.groups.is_empty() {
+            return;
+        }
+        let mut a = Analysis { f: &f, decisions: HashMap::new(), in_flight: HashMap::new() };
+        let mut st = State { unfenced: true, ..State::default() };
+        let mut ctx = Ctx { warpgroups: f.kernel_warpgroups };
+        a.block(&k.regions[0], &mut st, &mut ctx, false);
+        let operands = wait_operands(&f, k, &a.decisions);
+        for (&id, d) in &a.decisions {
+            if let Some(ring) = d.single_stage {
+                let name = m.name(ring).map_or_else(|| "a ring".to_string(), |n| format!("'%{n}'"));
+                remarks.push(Diagnostic::remark(
+                    f.ops[id as usize].loc.clone(),
+                    format!("{name} has one stage: every wgmma reading it must complete here (pending = 0); a second stage would let one group stay in flight (pending = 1)"),
+                ));
+            }
+        }
+        let mut loops: Vec<(Location, u64)> =
+            a.in_flight.iter().filter(|(_, &n)| n > 0).map(|(&id, &n)| (f.ops[id as usize].loc.clone(), n)).collect();
+        loops.sort_by(|a, b| (a.0.line, a.0.col).cmp(&(b.0.line, b.0.col)));
+        let wgmma: BTreeSet<OpId> = f.groups.keys().copied().collect();
+        (a.decisions, operands, wgmma, loops)
+    };
+    stats.in_flight.extend(loops);
+    let mut rw = Rewriter { m, decisions, operands, wgmma, next_id: 1, stats };
+    for r in &mut k.regions {
+        rw.block(r, &HashMap::new());
+    }
+}
+
+impl Pass for AsyncWaitPlacement {
+    fn info(&self) -> &'static PassInfo {
+        &INFO
+    }
+    fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<(), Diagnostics> {
+        let s = place_async_waits(m, &mut cx.diagnostics);
+        cx.stat("waits-placed", s.waits.iter().sum());
+        for (n, &c) in s.waits.iter().enumerate() {
+            if c > 0 {
+                cx.stat(&format!("waits-N{n}"), c);
+            }
+        }
+        cx.stat("fences", s.fences);
+        cx.stat("commits", s.commits);
+        cx.stat("barriers", s.barriers);
+        for (loc, n) in &s.in_flight {
+            cx.stat(&format!("groups-in-flight (loop at {loc})"), *n);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,643 @@
+//! `verify-async-waits` — an independent check that every wgmma wait is safe and tight.
+//!
+//! It re-derives what `async-wait-placement` computes, by different means: instead of a
+//! dataflow over "fewest commits after each group", it explores the paths of the
+//! structured IR one by one, carrying the *exact* queue of each path — the committed
+//! groups in order, the wgmmas issued but not yet committed, the groups retired but not
+//! yet followed by a CTA barrier, and the registers touched since the last fence. Both
+//! sides of a branch are taken; loops run 0, 1, 2, … iterations: the first two are
+//! always unrolled, later ones until no path brings a queue not seen at the loop head
+//! before (paths with equal queues have equal futures, so the exploration is exhaustive).
+//! What counts as a hazard is defined once, in [`crate::async_model`].
+//!
+//! Errors, each at the op concerned, with notes at the group's `tile.mma` and the last wait
+//! on the path, and the path spelled out ("iteration 2 of the loop at f:12:3, then-branch
+//! of the if at f:15:5"):
+//! - **unsafe**: a hazard that, on some path, sees a group pending (or a wgmma not yet
+//!   committed); an overwrite that another warpgroup's group may still read because no
+//!   `tile.barrier` follows the wait that retired it (≥ 2 warpgroups); a wgmma with no
+//!   `tile.wgmma_fence` since the warpgroup started or since another op touched its
+//!   registers.
+//! - **not tight** (checked when the kernel is safe, by re-running the exploration on a
+//!   changed copy): a wait whose `pending` can be raised by one and stay safe; a wait that
+//!   can be deleted and stay safe (redundant); a wait that can be swapped with the op after
+//!   it (or sunk into both branches of a `tile.if` after it, when nothing uses its results)
+//!   and stay safe; a `tile.barrier` directly after a wait that can be deleted and stay
+//!   safe.
+//!
+//! Options: none. Statistics: `waits-checked`, `kernels-checked`.
+//!
+//! Example: `tile-opt gemm.tile --tile-to-gpu --async-wait-placement --verify-async-waits`
+//! passes; `tests/lit/passes/verify-async-waits.tile` holds rejected variants, e.g.
+//!
+//! ```text
+//! error: 'tile.mbarrier_arrive' releases to its producer a shared-memory stage read by the
+//!   wgmma group of the 'tile.mma' at f.tile:9:5 while it may be pending (0 groups committed
+//!   after it) on the path: iteration 1 of the loop at f.tile:7:3
+//! ```
+
+use crate::async_model::{is_wgmma, Facts, Hazard, Inst, OpId, Slot, MAX_PENDING};
+use crate::pass::{Pass, PassContext, PassInfo};
+use std::collections::{BTreeMap, BTreeSet};
+use tilec_dialect::{Attribute, Diagnostic, Diagnostics, Location, Module, OpKind, Operation, Value};
+
+/// The registry entry.
+pub static INFO: PassInfo = PassInfo {
+    name: "verify-async-waits",
+    summary: "Check that every wgmma wait is safe and tight, by path exploration",
+    description: "Explores every path of each kernel (both branch sides, loops unrolled at least twice and until the group queues repeat) with the exact queue of pending wgmma groups, and rejects a hazard that can see a pending group, a missing fence or CTA barrier, and a wait whose pending could be larger, that is redundant, or that could move later. Changes nothing.\n\nExample: tile-opt k.tile --async-wait-placement --verify-async-waits",
+    options: &[],
+};
+
+/// The pass.
+pub struct VerifyAsyncWaits;
+
+/// The most committed groups a queue keeps in order: older ones are only known to be
+/// older, since every wait retires them. Per kernel it is one more than the largest
+/// `pending` of its waits (exact, and it keeps the queues few: most kernels wait with 0 or
+/// 1); this is the bound for any kernel.
+const MAX_KEEP: usize = MAX_PENDING as usize + 1;
+
+/// The exact per-path state.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+struct Queue {
+    /// Committed groups, oldest first.
+    committed: Vec<Vec<Inst>>,
+    /// Groups with at least `keep` groups committed after them.
+    old: BTreeSet<Inst>,
+    /// wgmmas issued since the last commit.
+    open: Vec<Inst>,
+    /// Retired by this warpgroup's wait, not yet followed by a CTA barrier.
+    unsynced: BTreeSet<Inst>,
+    /// Register slots of wgmmas touched by other ops since the last fence.
+    dirty: BTreeSet<Slot>,
+    /// No fence yet on this path.
+    unfenced: bool,
+}
+
+impl Queue {
+    fn insts_mut(&mut self) -> impl Iterator<Item = &mut Inst> {
+        self.committed.iter_mut().flatten().chain(self.open.iter_mut())
+    }
+    fn map_sets(&mut self, f: &dyn Fn(&mut Inst)) {
+        for i in self.insts_mut() {
+            f(i);
+        }
+        self.old = std::mem::take(&mut self.old).into_iter().map(|mut i| { f(&mut i); i }).collect();
+        self.unsynced = std::mem::take(&mut self.unsynced).into_iter().map(|mut i| { f(&mut i); i }).collect();
+    }
+}
+
+/// One step of a path, for messages.
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    /// Inside iteration k of a loop.
+    Iter(OpId, u32),
+    /// A loop ran k times.
+    Ran(OpId, u32),
+    /// A side of a branch.
+    Branch(OpId, bool),
+    /// A region of a warp_specialize.
+    Region(OpId, usize),
+}
+
+#[derive(Clone, Debug, Default)]
+struct Trail {
+    steps: Vec<Step>,
+    last_wait: Option<OpId>,
+}
+
+type States = BTreeMap<Queue, Trail>;
+
+fn add(s: &mut States, q: Queue, t: Trail) {
+    s.entry(q).or_insert(t);
+}
+
+struct Explorer<'a, 'k> {
+    f: &'a Facts<'k>,
+    mode: Mode,
+    /// Committed groups kept in order (see [`MAX_KEEP`]).
+    keep: usize,
+    failed: bool,
+    /// One error per offending op.
+    errors: BTreeMap<OpId, Diagnostic>,
+    /// The offending ops (`Mode::Collect`).
+    offending: BTreeSet<OpId>,
+}
+
+/// How much an exploration reports.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Every error with its diagnostic.
+    Full,
+    /// Whether there is an error: stop at the first (groups known by their registers).
+    Quick,
+    /// Which ops are unsafe, without diagnostics (groups known by their registers).
+    Collect,
+}
+
+impl Explorer<'_, '_> {
+    fn loc(&self, id: OpId) -> &Location {
+        &self.f.ops[id as usize].loc
+    }
+
+    fn path(&self, t: &Trail) -> String {
+        if t.steps.is_empty() {
+            return "straight-line code".into();
+        }
+        let parts: Vec<String> = t
+            .steps
+            .iter()
+            .map(|s| match *s {
+                Step::Iter(l, k) => format!("iteration {k} of the loop at {}", self.loc(l)),
+                Step::Ran(l, 0) => format!("the loop at {} skipped", self.loc(l)),
+                Step::Ran(l, k) => format!("{k} iteration{} of the loop at {}", if k == 1 { "" } else { "s" }, self.loc(l)),
+                Step::Branch(i, then) => format!("{}-branch of the if at {}", if then { "then" } else { "else" }, self.loc(i)),
+                Step::Region(w, r) => format!("{} region of the warp_specialize at {}", if r == 0 { "producer" } else { "consumer" }, self.loc(w)),
+            })
+            .collect();
+        parts.join(", ")
+    }
+
+    fn report(&mut self, id: OpId, d: impl FnOnce(&Self) -> Diagnostic) {
+        match self.mode {
+            Mode::Quick => {
+                self.failed = true;
+                return;
+            }
+            Mode::Collect => {
+                self.offending.insert(id);
+                return;
+            }
+            Mode::Full => {}
+        }
+        if !self.errors.contains_key(&id) {
+            let d = d(self);
+            self.errors.insert(id, d);
+        }
+    }
+
+    fn block(&mut self, b: &tilec_dialect::Block, mut states: States, wg: &mut u64, exit_at_end: bool) -> States {
+        let n = b.ops.len();
+        for (i, op) in b.ops.iter().enumerate() {
+            if self.failed || states.is_empty() {
+                return States::new();
+            }
+            states = self.op(op, states, wg, exit_at_end && i + 1 == n);
+        }
+        states
+    }
+
+    fn op(&mut self, op: &Operation, states: States, wg: &mut u64, exit: bool) -> States {
+        let id = self.f.id(op);
+        match op.kind {
+            OpKind::For => self.for_loop(op, id, states, *wg),
+            OpKind::If => {
+                let mut out = States::new();
+                for (r, then) in [(0, true), (1, false)] {
+                    let entered = states.iter().map(|(q, t)| {
+                        let mut t = t.clone();
+                        t.steps.push(Step::Branch(id, then));
+                        (q.clone(), t)
+                    });
+                    for (q, t) in self.block(&op.regions[r], entered.collect(), &mut wg.clone(), false) {
+                        add(&mut out, q, t);
+                    }
+                }
+                out
+            }
+            OpKind::WarpSpecialize => {
+                let enter = |r: usize| -> States {
+                    states
+                        .iter()
+                        .map(|(q, t)| {
+                            let mut t = t.clone();
+                            t.steps.push(Step::Region(id, r));
+                            (q.clone(), t)
+                        })
+                        .collect()
+                };
+                self.block(&op.regions[0], enter(0), &mut 1, true);
+                *wg = op.int_attr("consumers").unwrap_or(1).max(1) as u64;
+                let mut consumers = *wg;
+                self.block(&op.regions[1], enter(1), &mut consumers, false)
+            }
+            _ => {
+                let mut out = States::new();
+                for (q, t) in states {
+                    if let Some((q, t)) = self.step(op, id, q, t, *wg, exit) {
+                        add(&mut out, q, t);
+                    }
+                }
+                out
+            }
+        }
+    }
+
+    fn for_loop(&mut self, op: &Operation, id: OpId, states: States, wg: u64) -> States {
+        let mut out = States::new();
+        let mut seen: BTreeSet<Queue> = BTreeSet::new();
+        let mut frontier = States::new();
+        for (q, t) in states {
+            seen.insert(q.clone());
+            let mut skipped = t.clone();
+            skipped.steps.push(Step::Ran(id, 0));
+            add(&mut out, q.clone(), skipped);
+            let mut t = t;
+            t.steps.push(Step::Iter(id, 1));
+            add(&mut frontier, q, t);
+        }
+        let mut k = 1u32;
+        while !frontier.is_empty() && !self.failed {
+            let end = self.block(&op.regions[0], frontier, &mut wg.clone(), false);
+            let mut next = States::new();
+            for (mut q, mut t) in end {
+                q.map_sets(&|i: &mut Inst| self.f.next_iteration(i, id));
+                let at = t.steps.iter().rposition(|s| matches!(s, Step::Iter(l, _) if *l == id)).unwrap_or(t.steps.len());
+                t.steps.truncate(at);
+                let mut ran = t.clone();
+                ran.steps.push(Step::Ran(id, k));
+                add(&mut out, q.clone(), ran);
+                if k >= 2 && seen.contains(&q) {
+                    continue;
+                }
+                seen.insert(q.clone());
+                t.steps.push(Step::Iter(id, k + 1));
+                add(&mut next, q, t);
+            }
+            frontier = next;
+            k += 1;
+        }
+        let mut exits = States::new();
+        for (mut q, t) in out {
+            q.map_sets(&|i: &mut Inst| self.f.after_loop(i, id));
+            add(&mut exits, q, t);
+        }
+        exits
+    }
+
+    /// Check `op` against one path's queue and apply it.
+    fn step(&mut self, op: &Operation, id: OpId, mut q: Queue, mut t: Trail, wg: u64, exit: bool) -> Option<(Queue, Trail)> {
+        let x = self.f.access(op, id, exit);
+        if !x.is_empty() {
+            let n = q.committed.len();
+            let pending = q
+                .open
+                .iter()
+                .map(|i| (i, None))
+                .chain(q.committed.iter().enumerate().flat_map(|(j, g)| g.iter().map(move |i| (i, Some(n - 1 - j)))))
+                .chain(q.old.iter().map(|i| (i, Some(self.keep))));
+            let mut hit = None;
+            // The youngest conflicting group (`Some(None)`: one not even committed).
+            let mut youngest: Option<Option<usize>> = None;
+            for (g, after) in pending {
+                if let Some(h) = self.f.conflict(&x, g) {
+                    if hit.is_none() {
+                        hit = Some((g.clone(), after, h));
+                    }
+                    youngest = Some(match (youngest, after) {
+                        (Some(None), _) | (_, None) => None,
+                        (Some(Some(a)), Some(b)) => Some(a.min(b)),
+                        (None, Some(b)) => Some(b),
+                    });
+                }
+            }
+            if let Some((g, after, h)) = hit {
+                self.report(id, |e| e.unsafe_diag(op, &g, after, h, &t));
+                // Go on as if the wait this path needed were there, so that one missing
+                // wait is reported once and the queues stay as small as in safe code.
+                match youngest {
+                    Some(Some(n)) => {
+                        let keep_from = q.committed.len() - n;
+                        q.committed.drain(..keep_from);
+                        q.old.clear();
+                    }
+                    _ => {
+                        q.committed.clear();
+                        q.old.clear();
+                        q.open.clear();
+                    }
+                }
+            } else if wg >= 2 {
+                if let Some(g) = q.unsynced.iter().find(|g| self.f.overwrites(&x, g)).cloned() {
+                    self.report(id, |e| {
+                        Diagnostic::error(
+                            op.loc.clone(),
+                            format!(
+                                "'{}' overwrites a shared-memory stage that the wgmma group of the 'tile.mma' at {} may still be reading in another of the {wg} warpgroups: no 'tile.barrier' follows the wait that retired it, on the path: {}",
+                                op.kind.name(),
+                                e.loc(g.mma),
+                                e.path(&t)
+                            ),
+                        )
+                        .with_note(e.loc(g.mma).clone(), "the group's 'tile.mma'")
+                    });
+                    q.unsynced.clear();
+                }
+            }
+            if let Some(m) = x.wgmma {
+                let gd = &self.f.groups[&m];
+                let why = if q.unfenced {
+                    Some("before any 'tile.wgmma_fence' of the warpgroup".to_string())
+                } else {
+                    gd.slots().any(|s| q.dirty.contains(&s)).then(|| "after another op accessed its registers, with no 'tile.wgmma_fence' since".to_string())
+                };
+                if let Some(why) = why {
+                    self.report(id, |e| Diagnostic::error(op.loc.clone(), format!("wgmma 'tile.mma' issued {why}, on the path: {}", e.path(&t))));
+                    q.dirty.clear();
+                    q.unfenced = false;
+                }
+            }
+        }
+        if self.failed {
+            return None;
+        }
+        match op.kind {
+            OpKind::WaitGroup => {
+                let n = op.int_attr("pending").unwrap_or(0).clamp(0, 64) as usize;
+                let keep_from = q.committed.len().saturating_sub(n);
+                let retired: Vec<Inst> = q.committed.drain(..keep_from).flatten().chain(std::mem::take(&mut q.old)).collect();
+                // Only where other warpgroups run the same code can they still read.
+                if wg >= 2 {
+                    q.unsynced.extend(retired.into_iter().filter(|i| !i.stages.is_empty()));
+                }
+                t.last_wait = Some(id);
+            }
+            OpKind::CommitGroup => {
+                let g = std::mem::take(&mut q.open);
+                q.committed.push(g);
+                if q.committed.len() > self.keep {
+                    let oldest = q.committed.remove(0);
+                    q.old.extend(oldest);
+                }
+            }
+            OpKind::Barrier => q.unsynced.clear(),
+            OpKind::WgmmaFence => {
+                q.dirty.clear();
+                q.unfenced = false;
+            }
+            _ if x.wgmma.is_some() => {
+                let mut i = self.f.issue(id);
+                if self.mode != Mode::Full {
+                    // Only safety is asked: a group is known by what it may conflict with.
+                    i.mma = self.f.canonical[&id];
+                }
+                q.open.push(i);
+            }
+            _ => q.dirty.extend(x.regs.iter().copied()),
+        }
+        Some((q, t))
+    }
+
+    fn unsafe_diag(&self, op: &Operation, g: &Inst, after: Option<usize>, h: Hazard, t: &Trail) -> Diagnostic {
+        let (x, at) = (op.kind.name(), self.loc(g.mma));
+        let state = match after {
+            None => "issued but not committed".to_string(),
+            Some(n) if n >= self.keep => format!("{} or more groups committed after it", self.keep),
+            Some(n) => format!("{n} group{} committed after it", if n == 1 { "" } else { "s" }),
+        };
+        let what = match h {
+            Hazard::Registers => format!("'{x}' accesses the registers of the wgmma group of the 'tile.mma' at {at}, which may still be pending"),
+            Hazard::Overwrite => format!("'{x}' overwrites a shared-memory stage that the wgmma group of the 'tile.mma' at {at} reads, which may still be pending"),
+            Hazard::Release => format!("'{x}' releases to its producer a shared-memory stage that the wgmma group of the 'tile.mma' at {at} reads, which may still be pending"),
+            Hazard::Exit => format!("'{x}' ends the warpgroup while the wgmma group of the 'tile.mma' at {at} may still be pending"),
+        };
+        let mut d = Diagnostic::error(op.loc.clone(), format!("{what} ({state}) on the path: {}", self.path(t))).with_note(at.clone(), "the group's 'tile.mma'");
+        if let Some(w) = t.last_wait {
+            let n = self.f.ops[w as usize].int_attr("pending").unwrap_or(0);
+            d = d.with_note(self.loc(w).clone(), format!("the last wait on that path (pending = {n}) leaves it pending"));
+        }
+        d
+    }
+}
+
+/// Explore `kernel`: whether it is safe, the errors (`Mode::Full`) and the unsafe ops
+/// (`Mode::Collect`).
+fn explore(m: &Module, kernel: &Operation, mode: Mode) -> (bool, Vec<Diagnostic>, BTreeSet<OpId>) {
+    let f = Facts::new(m, kernel);
+    if f.groups.is_empty() {
+        return (true, vec![], BTreeSet::new());
+    }
+    let mut max_pending = 0;
+    kernel.walk(&mut |o| {
+        if o.kind == OpKind::WaitGroup {
+            max_pending = max_pending.max(o.int_attr("pending").unwrap_or(0).clamp(0, MAX_PENDING as i64) as usize);
+        }
+    });
+    let keep = (max_pending + 1).min(MAX_KEEP);
+    let mut e = Explorer { f: &f, mode, keep, failed: false, errors: BTreeMap::new(), offending: BTreeSet::new() };
+    let start: States = [(Queue { unfenced: true, ..Queue::default() }, Trail::default())].into_iter().collect();
+    let mut wg = f.kernel_warpgroups;
+    e.block(&kernel.regions[0], start, &mut wg, false);
+    let ok = !e.failed && e.errors.is_empty() && e.offending.is_empty();
+    (ok, e.errors.into_values().collect(), e.offending)
+}
+
+// ---- changed copies for the tightness checks ------------------------------------------
+
+/// The (region, index) steps from the kernel to the op with pre-order id `id` (the
+/// kernel is 0).
+fn path_to(op: &Operation, id: OpId, next: &mut OpId, path: &mut Vec<(usize, usize)>) -> bool {
+    for (r, b) in op.regions.iter().enumerate() {
+        for (i, o) in b.ops.iter().enumerate() {
+            *next += 1;
+            path.push((r, i));
+            if *next == id || path_to(o, id, next, path) {
+                return true;
+            }
+            path.pop();
+        }
+    }
+    false
+}
+
+/// A copy of `kernel` with `f` applied to the block holding op `id` and its index; `None`
+/// when `f` declines.
+fn edit(kernel: &Operation, id: OpId, f: impl FnOnce(&mut Vec<Operation>, usize) -> bool) -> Option<Operation> {
+    let mut path = vec![];
+    if !path_to(kernel, id, &mut 0, &mut path) {
+        return None;
+    }
+    let mut k = kernel.clone();
+    let (&(lr, li), outer) = path.split_last()?;
+    let mut op = &mut k;
+    for &(r, i) in outer {
+        op = &mut op.regions[r].ops[i];
+    }
+    f(&mut op.regions[lr].ops, li).then_some(k)
+}
+
+fn rewire(k: &mut Operation, from: &[Value], to: &[Value]) {
+    k.walk_mut(&mut |o| {
+        for v in &mut o.operands {
+            if let Some(p) = from.iter().position(|x| x == v) {
+                *v = to[p];
+            }
+        }
+    });
+}
+
+fn delete_wait(kernel: &Operation, id: OpId) -> Option<Operation> {
+    let mut tied = None;
+    let mut k = edit(kernel, id, |ops, i| {
+        let w = ops.remove(i);
+        tied = Some((w.results, w.operands));
+        true
+    })?;
+    let (rs, os) = tied?;
+    rewire(&mut k, &rs, &os);
+    Some(k)
+}
+
+fn uses_any(op: &Operation, vs: &[Value]) -> bool {
+    let mut hit = false;
+    op.walk(&mut |o| hit |= o.operands.iter().any(|v| vs.contains(v)));
+    hit
+}
+
+/// Run the tightness checks on a safe kernel. Waits are taken last to first; one found
+/// redundant is deleted from the copy the later checks look at, so the waits reported
+/// redundant can all be deleted together.
+fn tightness(m: &Module, kernel: &Operation, out: &mut Vec<Diagnostic>) -> u64 {
+    let f = Facts::new(m, kernel);
+    let waits: Vec<(OpId, &Operation)> = f.ops.iter().enumerate().filter(|(_, o)| o.kind == OpKind::WaitGroup).map(|(i, o)| (i as OpId, *o)).collect();
+    let safe = |k: &Operation| explore(m, k, Mode::Quick).0;
+    let mut cur = kernel.clone();
+    for &(id, w) in waits.iter().rev() {
+        let n = w.int_attr("pending").unwrap_or(0);
+        let name = format!("'tile.wait_group' (pending = {n})");
+        // Redundant?
+        if let Some(k) = delete_wait(&cur, id) {
+            if safe(&k) {
+                out.push(Diagnostic::error(w.loc.clone(), format!("{name} is redundant: every path stays safe without it")));
+                cur = k;
+                continue;
+            }
+        }
+        // N too small?
+        if n < i64::from(MAX_PENDING) {
+            let raised = edit(&cur, id, |ops, i| {
+                ops[i].attrs.insert("pending".into(), Attribute::Int(n + 1));
+                true
+            });
+            if let Some(k) = raised {
+                if safe(&k) {
+                    let mut d = Diagnostic::error(w.loc.clone(), format!("{name} is not tight: pending = {} is still safe on every path", n + 1));
+                    if let Some(k) = delete_wait(&cur, id) {
+                        for h in explore(m, &k, Mode::Full).1.iter().take(3) {
+                            d = d.with_note(h.loc.clone(), "a hazard it guards");
+                        }
+                    }
+                    out.push(d);
+                    continue;
+                }
+            }
+        }
+        // Could it move later? Not past an op it guards: one that, without it, is unsafe on
+        // some path (even if a wait on an earlier trip round a loop would then cover it).
+        let guards_next = delete_wait(&cur, id).is_some_and(|k| explore(m, &k, Mode::Collect).2.contains(&id));
+        let mut moved_past: Option<(Location, String)> = None;
+        let later = edit(&cur, id, |ops, i| {
+            let Some(next) = ops.get(i + 1) else { return false };
+            let results = ops[i].results.clone();
+            match next.kind {
+                k if k.is_terminator() => false,
+                // A barrier right after the wait belongs to it.
+                OpKind::For | OpKind::WarpSpecialize | OpKind::Barrier => false,
+                OpKind::If => {
+                    if ops.iter().any(|o| uses_any(o, &results)) {
+                        return false;
+                    }
+                    moved_past = Some((next.loc.clone(), "into both branches of the 'tile.if'".into()));
+                    let w = ops.remove(i);
+                    for r in &mut ops[i].regions {
+                        r.ops.insert(0, w.clone());
+                    }
+                    true
+                }
+                _ => {
+                    if uses_any(next, &results) {
+                        return false;
+                    }
+                    moved_past = Some((next.loc.clone(), format!("after the '{}'", next.kind.name())));
+                    ops.swap(i, i + 1);
+                    true
+                }
+            }
+        });
+        if let (Some(k), Some((loc, what)), false) = (later, moved_past, guards_next) {
+            if safe(&k) {
+                out.push(Diagnostic::error(w.loc.clone(), format!("{name} could move later, {what} at {loc}, and stay safe")).with_note(loc, "this op needs no group to complete"));
+            }
+        }
+    }
+    // Barriers directly after a wait.
+    for (i, o) in f.ops.iter().enumerate() {
+        if o.kind != OpKind::Barrier {
+            continue;
+        }
+        let id = i as OpId;
+        let after_wait = i > 0 && f.ops[i - 1].kind == OpKind::WaitGroup;
+        if !after_wait {
+            continue;
+        }
+        if let Some(k) = edit(kernel, id, |ops, i| {
+            ops.remove(i);
+            true
+        }) {
+            if safe(&k) {
+                out.push(Diagnostic::error(o.loc.clone(), "'tile.barrier' after the wait is not needed: no stage another warpgroup reads is overwritten before the next barrier"));
+            }
+        }
+    }
+    waits.len() as u64
+}
+
+/// Check every kernel of `m`. Returns the number of waits checked.
+///
+/// # Errors
+/// Every unsafe hazard, missing fence or barrier, and (for kernels that are safe) every
+/// wait or barrier that is not tight, at the op concerned.
+pub fn verify_async_waits(m: &Module) -> Result<u64, Diagnostics> {
+    let mut errors = vec![];
+    let mut checked = 0;
+    for k in m.kernels() {
+        if k.regions.is_empty() {
+            continue;
+        }
+        let mut any = false;
+        k.walk(&mut |o| any |= is_wgmma(o));
+        if !any {
+            continue;
+        }
+        let (ok, mut errs, _) = explore(m, k, Mode::Full);
+        if ok {
+            checked += tightness(m, k, &mut errs);
+        }
+        errors.append(&mut errs);
+    }
+    if errors.is_empty() {
+        Ok(checked)
+    } else {
+        errors.sort_by(|a, b| (a.loc.line, a.loc.col).cmp(&(b.loc.line, b.loc.col)));
+        Err(Diagnostics(errors))
+    }
+}
+
+/// Whether `m` is safe (no hazard can see a pending group, fences and barriers present);
+/// tightness is not checked. Cheaper than [`verify_async_waits`].
+pub fn async_waits_are_safe(m: &Module) -> bool {
+    m.kernels().filter(|k| !k.regions.is_empty()).all(|k| explore(m, k, Mode::Quick).0)
+}
+
+impl Pass for VerifyAsyncWaits {
+    fn info(&self) -> &'static PassInfo {
+        &INFO
+    }
+    fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<(), Diagnostics> {
+        let n = verify_async_waits(m)?;
+        cx.stat("waits-checked", n);
+        cx.stat("kernels-checked", m.kernels().count() as u64);
+        Ok(())
+    }
+}

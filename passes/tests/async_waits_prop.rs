@@ -1,0 +1,393 @@
+//! Property test of `async-wait-placement` against its independent checker
+//! `verify-async-waits`: random structured kernels (sequences, branches, nested loops,
+//! several accumulators, several rings, register-A wgmmas, 1–2 warpgroups, with or without
+//! warp specialization) → placement → the checker accepts (safe and tight); and for each
+//! placed wait, raising its `pending` by one or deleting it makes the checker reject.
+//!
+//! Cases: 256 by default (about half a minute in a debug build on two cores). More with
+//! the environment variable, e.g. the 10,000-case run:
+//!
+//! ```sh
+//! PROPTEST_CASES=10000 cargo test -p tilec-passes --test async_waits_prop
+//! ```
+
+use proptest::prelude::*;
+use std::fmt::Write;
+use tilec_dialect::{parse, print_module, verify, Block, Module, OpKind, Operation, Value};
+use tilec_passes::async_wait_placement::place_async_waits;
+use tilec_passes::verify_async_waits::{async_waits_are_safe, verify_async_waits};
+
+const MAX_ACCS: usize = 3;
+const MAX_RINGS: usize = 2;
+
+/// A stage operand: a constant, or `(iv + off) mod S` of an enclosing loop (`up` levels
+/// out from the innermost).
+#[derive(Clone, Debug)]
+enum StageE {
+    Const(u8),
+    Iv { up: u8, off: u8 },
+}
+
+#[derive(Clone, Debug)]
+enum Stmt {
+    /// A wgmma on accumulator `acc` over a stage of ring `ring`; `rs`: A from registers
+    /// (a fragment loaded just before); `zero`: `zero_acc`.
+    Mma { acc: u8, ring: u8, stage: StageE, rs: bool, zero: bool },
+    /// A non-wgmma read of an accumulator.
+    Use { acc: u8 },
+    /// A non-wgmma write of an accumulator.
+    Reset { acc: u8 },
+    /// A TMA copy into a stage.
+    Load { ring: u8, stage: StageE },
+    /// Release a stage to the producer.
+    Release { ring: u8, stage: StageE },
+    If(Vec<Stmt>, Vec<Stmt>),
+    For(Vec<Stmt>),
+}
+
+#[derive(Clone, Debug)]
+struct Program {
+    accs: usize,
+    /// Stage count of each ring.
+    rings: Vec<u8>,
+    /// 0: no warp specialization; else the number of consumer warpgroups.
+    consumers: u8,
+    /// Warpgroups without warp specialization.
+    warpgroups: u8,
+    body: Vec<Stmt>,
+}
+
+fn stage() -> impl Strategy<Value = StageE> {
+    prop_oneof![
+        1 => (0u8..4).prop_map(StageE::Const),
+        3 => (0u8..3, 0u8..4).prop_map(|(up, off)| StageE::Iv { up, off }),
+    ]
+}
+
+fn stmt() -> impl Strategy<Value = Stmt> {
+    let leaf = prop_oneof![
+        6 => (0..MAX_ACCS as u8, 0..MAX_RINGS as u8, stage(), prop::bool::weighted(0.2), prop::bool::weighted(0.15))
+            .prop_map(|(acc, ring, stage, rs, zero)| Stmt::Mma { acc, ring, stage, rs, zero }),
+        2 => (0..MAX_ACCS as u8).prop_map(|acc| Stmt::Use { acc }),
+        1 => (0..MAX_ACCS as u8).prop_map(|acc| Stmt::Reset { acc }),
+        2 => (0..MAX_RINGS as u8, stage()).prop_map(|(ring, stage)| Stmt::Load { ring, stage }),
+        2 => (0..MAX_RINGS as u8, stage()).prop_map(|(ring, stage)| Stmt::Release { ring, stage }),
+    ];
+    leaf.prop_recursive(3, 24, 5, |inner| {
+        prop_oneof![
+            (prop::collection::vec(inner.clone(), 0..4), prop::collection::vec(inner.clone(), 0..3)).prop_map(|(t, e)| Stmt::If(t, e)),
+            prop::collection::vec(inner, 1..5).prop_map(Stmt::For),
+        ]
+    })
+}
+
+fn program() -> impl Strategy<Value = Program> {
+    (1..=MAX_ACCS, prop::collection::vec(1u8..=3, 1..=MAX_RINGS), 0u8..=2, 1u8..=2, prop::collection::vec(stmt(), 1..6))
+        .prop_map(|(accs, rings, consumers, warpgroups, body)| Program { accs, rings, consumers, warpgroups, body })
+}
+
+/// Writes a program as tile IR.
+struct Emit<'p> {
+    p: &'p Program,
+    out: String,
+    next: usize,
+    /// Current SSA name of each accumulator.
+    accs: Vec<String>,
+    /// Induction variables of the enclosing loops, innermost last.
+    ivs: Vec<String>,
+    indent: usize,
+}
+
+const ACC: &str = "tile<64x64xf32>";
+
+impl Emit<'_> {
+    fn fresh(&mut self, p: &str) -> String {
+        self.next += 1;
+        format!("%{p}{}", self.next)
+    }
+    fn line(&mut self, s: &str) {
+        let _ = writeln!(self.out, "{}{s}", "  ".repeat(self.indent));
+    }
+    fn stage(&mut self, ring: usize, s: &StageE) -> String {
+        let n = self.p.rings[ring];
+        match s {
+            StageE::Const(k) => format!("%c{}", k % n),
+            StageE::Iv { .. } if self.ivs.is_empty() => "%c0".into(),
+            StageE::Iv { up, off } => {
+                let iv = self.ivs[self.ivs.len() - 1 - (*up as usize % self.ivs.len())].clone();
+                let (x, r) = (self.fresh("x"), self.fresh("st"));
+                self.line(&format!("{x} = tile.addi {iv}, %c{off} : index"));
+                self.line(&format!("{r} = tile.remi {x}, %c{n} : index"));
+                r
+            }
+        }
+    }
+    fn stmts(&mut self, ss: &[Stmt]) {
+        for s in ss {
+            self.stmt(s);
+        }
+    }
+    fn stmt(&mut self, s: &Stmt) {
+        let na = self.p.accs;
+        let nr = self.p.rings.len();
+        match s {
+            Stmt::Mma { acc, ring, stage, rs, zero } => {
+                let (a, r) = (*acc as usize % na, *ring as usize % nr);
+                let st = self.stage(r, stage);
+                let a_op = if *rs {
+                    let f = self.fresh("frag");
+                    self.line(&format!("{f} = tile.load %A, %c0, %c0 : tile<64x64xbf16>"));
+                    f
+                } else {
+                    format!("%ring{r}")
+                };
+                let d = self.fresh("acc");
+                let attrs = if *zero { "{kind = \"wgmma\", zero_acc = true}" } else { "{kind = \"wgmma\"}" };
+                let cur = self.accs[a].clone();
+                self.line(&format!("{d} = tile.mma {a_op}, %ring{r}, {st}, {cur} {attrs} : {ACC}"));
+                self.accs[a] = d;
+            }
+            Stmt::Use { acc } => {
+                let a = *acc as usize % na;
+                let u = self.fresh("use");
+                let cur = self.accs[a].clone();
+                self.line(&format!("{u} = tile.relu {cur} : {ACC}"));
+            }
+            Stmt::Reset { acc } => {
+                let a = *acc as usize % na;
+                let z = self.fresh("reset");
+                self.line(&format!("{z} = tile.zeros : {ACC}"));
+                self.accs[a] = z;
+            }
+            Stmt::Load { ring, stage } => {
+                let r = *ring as usize % nr;
+                let st = self.stage(r, stage);
+                self.line(&format!("tile.tma_load %A, %ring{r}, %full{r}, {st}, %c0, %c0"));
+            }
+            Stmt::Release { ring, stage } => {
+                let r = *ring as usize % nr;
+                let st = self.stage(r, stage);
+                self.line(&format!("tile.mbarrier_arrive %empty{r}, {st}"));
+            }
+            Stmt::If(t, e) => {
+                let before = self.accs.clone();
+                let res: Vec<String> = (0..na).map(|_| self.fresh("if")).collect();
+                let tys = vec![ACC; na].join(", ");
+                self.line(&format!("{} = tile.if %flag : {tys} {{", res.join(", ")));
+                self.indent += 1;
+                self.stmts(t);
+                let y = self.accs.join(", ");
+                self.line(&format!("tile.yield {y}"));
+                self.indent -= 1;
+                self.line("} {");
+                self.indent += 1;
+                self.accs = before;
+                self.stmts(e);
+                let y = self.accs.join(", ");
+                self.line(&format!("tile.yield {y}"));
+                self.indent -= 1;
+                self.line("}");
+                self.accs = res;
+            }
+            Stmt::For(b) => {
+                let res: Vec<String> = (0..na).map(|_| self.fresh("for")).collect();
+                let args: Vec<String> = (0..na).map(|_| self.fresh("carried")).collect();
+                let iv = self.fresh("iv");
+                let tys = vec![ACC; na].join(", ");
+                let inits = self.accs.join(", ");
+                self.line(&format!("{} = tile.for %c0, %N, %c1, {inits} : {tys} {{", res.join(", ")));
+                let bargs: Vec<String> = args.iter().map(|a| format!("{a}: {ACC}")).collect();
+                self.line(&format!("^bb0({iv}: index, {}):", bargs.join(", ")));
+                self.indent += 1;
+                self.accs = args;
+                self.ivs.push(iv);
+                self.stmts(b);
+                self.ivs.pop();
+                let y = self.accs.join(", ");
+                self.line(&format!("tile.yield {y}"));
+                self.indent -= 1;
+                self.line("}");
+                self.accs = res;
+            }
+        }
+    }
+}
+
+fn render(p: &Program) -> String {
+    let mut e = Emit { p, out: String::new(), next: 0, accs: vec![], ivs: vec![], indent: 1 };
+    let threads = 128 * if p.consumers > 0 { 1 + p.consumers as u32 } else { p.warpgroups as u32 };
+    let _ = writeln!(e.out, "tile.kernel @k(%A: tensor<?x?xbf16>, %N: index, %flag: i1) {{block = [{threads}, 1, 1], grid = [1]}} {{");
+    for c in 0..4 {
+        e.line(&format!("%c{c} = tile.constant {{value = {c}}} : index"));
+    }
+    for (r, &s) in p.rings.iter().enumerate() {
+        e.line(&format!("%ring{r} = tile.smem_alloc {{swizzle = 128}} : smem<{s}x64x64xbf16>"));
+        e.line(&format!("%full{r} = tile.mbarrier_alloc {{arrive_count = 1}} : mbarrier<{s}>"));
+        e.line(&format!("%empty{r} = tile.mbarrier_alloc {{arrive_count = 4}} : mbarrier<{s}>"));
+    }
+    for a in 0..p.accs {
+        e.line(&format!("%z{a} = tile.zeros : {ACC}"));
+    }
+    e.accs = (0..p.accs).map(|a| format!("%z{a}")).collect();
+    if p.consumers > 0 {
+        let res: Vec<String> = (0..p.accs).map(|a| format!("%ws{a}")).collect();
+        let tys = vec![ACC; p.accs].join(", ");
+        e.line(&format!("{} = tile.warp_specialize {{consumers = {}}} : {tys} {{", res.join(", "), p.consumers));
+        e.indent += 1;
+        e.line("tile.for %c0, %N, %c1 {");
+        e.line("^bb0(%pk: index):");
+        e.indent += 1;
+        for (r, &s) in p.rings.iter().enumerate() {
+            e.line(&format!("%ps{r} = tile.remi %pk, %c{s} : index"));
+            e.line(&format!("tile.mbarrier_wait %empty{r}, %ps{r}, %c0"));
+            e.line(&format!("tile.tma_load %A, %ring{r}, %full{r}, %ps{r}, %c0, %c0"));
+        }
+        e.line("tile.yield");
+        e.indent -= 1;
+        e.line("}");
+        e.line("tile.yield");
+        e.indent -= 1;
+        e.line("} {");
+        e.indent += 1;
+        e.stmts(&p.body);
+        let y = e.accs.join(", ");
+        e.line(&format!("tile.yield {y}"));
+        e.indent -= 1;
+        e.line("}");
+        e.accs = res;
+    } else {
+        e.stmts(&p.body);
+    }
+    for a in e.accs.clone() {
+        let u = e.fresh("epi");
+        e.line(&format!("{u} = tile.relu {a} : {ACC}"));
+    }
+    e.line("tile.return");
+    e.out.push_str("}\n");
+    e.out
+}
+
+/// Apply `f` to the `k`-th wait of the module (pre-order); `f` gets the block and index
+/// and may return values to rewire (from, to) across the module.
+type Rewire = Option<(Vec<Value>, Vec<Value>)>;
+
+fn with_wait(m: &Module, k: usize, f: impl FnOnce(&mut Block, usize) -> Rewire) -> Module {
+    fn apply<F: FnOnce(&mut Block, usize) -> Rewire>(b: &mut Block, k: &mut usize, f: &mut Option<F>) -> Option<Rewire> {
+        for i in 0..b.ops.len() {
+            if b.ops[i].kind == OpKind::WaitGroup {
+                if *k == 0 {
+                    let f = f.take().expect("applied once");
+                    return Some(f(b, i));
+                }
+                *k -= 1;
+            }
+            for r in &mut b.ops[i].regions {
+                if let Some(x) = apply(r, k, f) {
+                    return Some(x);
+                }
+            }
+        }
+        None
+    }
+    let mut m = m.clone();
+    let (mut left, mut f) = (k, Some(f));
+    let mut rewire = None;
+    'outer: for op in &mut m.ops {
+        for r in &mut op.regions {
+            if let Some(x) = apply(r, &mut left, &mut f) {
+                rewire = x;
+                break 'outer;
+            }
+        }
+    }
+    if let Some((from, to)) = rewire {
+        for op in &mut m.ops {
+            op.walk_mut(&mut |o: &mut Operation| {
+                for v in &mut o.operands {
+                    if let Some(p) = from.iter().position(|x| x == v) {
+                        *v = to[p];
+                    }
+                }
+            });
+        }
+    }
+    m
+}
+
+fn waits(m: &Module) -> Vec<i64> {
+    let mut out = vec![];
+    m.walk(&mut |o| {
+        if o.kind == OpKind::WaitGroup {
+            out.push(o.int_attr("pending").unwrap_or(0));
+        }
+    });
+    out
+}
+
+fn check(p: &Program) -> Result<(), TestCaseError> {
+    let text = render(p);
+    let mut m = parse(&text, "prop").map_err(|d| TestCaseError::fail(format!("generated IR does not parse: {d}\n{text}")))?;
+    verify(&m).map_err(|d| TestCaseError::fail(format!("generated IR does not verify: {d}\n{text}")))?;
+    let t0 = std::time::Instant::now();
+    place_async_waits(&mut m, &mut vec![]);
+    let t_place = t0.elapsed();
+    let placed = print_module(&m);
+    verify(&m).map_err(|d| TestCaseError::fail(format!("placed IR does not verify: {d}\n{placed}")))?;
+    let t1 = std::time::Instant::now();
+    if let Err(d) = verify_async_waits(&m) {
+        return Err(TestCaseError::fail(format!("checker rejects the placement:\n{d}\n{placed}")));
+    }
+    if std::env::var_os("ASYNC_PROP_DEBUG").is_some() {
+        eprintln!("place {:?} check {:?} lines {}", t_place, t1.elapsed(), placed.lines().count());
+        if t1.elapsed().as_secs_f64() > 2.0 || t_place.as_secs_f64() > 2.0 {
+            eprintln!("{text}");
+        }
+    }
+    for (k, n) in waits(&m).into_iter().enumerate() {
+        if n < 7 {
+            let raised = with_wait(&m, k, |b, i| {
+                b.ops[i].attrs.insert("pending".into(), tilec_dialect::Attribute::Int(n + 1));
+                None
+            });
+            prop_assert!(!async_waits_are_safe(&raised), "wait #{k} (pending = {n}) raised by one is still safe:\n{placed}");
+        }
+        let deleted = with_wait(&m, k, |b, i| {
+            let w = b.ops.remove(i);
+            Some((w.results, w.operands))
+        });
+        prop_assert!(!async_waits_are_safe(&deleted), "wait #{k} (pending = {n}) can be deleted:\n{placed}");
+    }
+    Ok(())
+}
+
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(256)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), max_shrink_iters: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn placement_is_safe_and_tight(p in program()) {
+        check(&p)?;
+    }
+}
+
+/// The example kernel's shape, as a fixed case.
+#[test]
+fn fixed_pipeline() {
+    let p = Program {
+        accs: 1,
+        rings: vec![3],
+        consumers: 2,
+        warpgroups: 1,
+        body: vec![
+            Stmt::Mma { acc: 0, ring: 0, stage: StageE::Const(0), rs: false, zero: true },
+            Stmt::For(vec![
+                Stmt::Mma { acc: 0, ring: 0, stage: StageE::Iv { up: 0, off: 0 }, rs: false, zero: false },
+                Stmt::Release { ring: 0, stage: StageE::Iv { up: 0, off: 2 } },
+            ]),
+        ],
+    };
+    check(&p).unwrap();
+}
