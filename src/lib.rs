@@ -66,10 +66,9 @@ pub struct Options {
     pub emit: Emit,
     /// Run `verify-async-waits` after placement (default true).
     pub check_waits: bool,
-    /// The `persistent` schedule: `static` (default on sm_90/sm_90a: a strided persistent
-    /// loop, measured 0.95 of cuBLAS at 8192³ against 0.89 without, docs/performance.md),
-    /// `none` (default on sm_100/sm_100a until `clc` exists: one tile per CTA, grouped
-    /// order), or `off` (no `persistent` pass).
+    /// The `persistent` schedule: `static` (default on sm_90a: a strided persistent loop,
+    /// measured 1.02 of cuBLAS at 8192³ against 0.99 without, docs/performance.md), `none`
+    /// (default elsewhere: one tile per CTA in grouped order), or `off` (no `persistent`).
     pub schedule: &'static str,
     /// Tiles of M swept per group for L2 reuse (`persistent` `group_m`; 0 = row-major).
     pub group_m: u32,
@@ -80,7 +79,10 @@ pub struct Options {
 impl Options {
     /// Defaults for `target`: 4 stages, PTX, waits checked.
     pub fn new(target: Target) -> Self {
-        let schedule = if target.has_try_cancel() { "none" } else { "static" };
+        // static on sm_90a (wgmma); elsewhere `none` (grouped order, one tile per CTA):
+        // with mma.sync the persistent loop's extra live values spill at the 168-register
+        // cap (docs/performance.md), and sm_100's `clc` schedule is not written yet.
+        let schedule = if target.has_wgmma() { "static" } else { "none" };
         Options { target, stages: 4, emit: Emit::Ptx, check_waits: true, schedule, group_m: 8, simplify: true }
     }
 

@@ -314,9 +314,16 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
     let _ = writeln!(text, "  llvm.mlir.global external @dynamic_smem() {{addr_space = 3 : i32, alignment = 1024 : i64}} : !llvm.array<0 x i8>");
     // Register budget. wgmma kernels: maxntid 384 + minctasm 1 gives ptxas a cap of 168 at
     // entry, which setmaxnreg then rebalances (40 producer / 232 consumers). mma.sync
-    // kernels (no setmaxnreg): 288 threads would get the same 168 from ptxas's rounding, so
-    // the cap is set explicitly to the most that still launches: 224 × 288 ≤ 65536.
-    let regs = if em.mma_sync { format!("nvvm.maxnreg = {} : i32", (65536 / (block[0] * block[1] * block[2]) as u64).min(255) / 8 * 8) } else { "nvvm.minctasm = 1 : i32".to_string() };
+    // kernels (no setmaxnreg): the hardware allocates warps in groups of 4, so 288 threads
+    // (9 warps) take the register file of 12 warps: 65536 / (12 × 32) = 170 → 168. (A cap
+    // of 224 assembled but failed to launch on the H200 with LAUNCH_OUT_OF_RESOURCES.)
+    let regs = if em.mma_sync {
+        let warps = ((block[0] * block[1] * block[2]) as u64).div_ceil(32);
+        let alloc_warps = warps.div_ceil(4) * 4;
+        format!("nvvm.maxnreg = {} : i32", (65536 / (alloc_warps * 32)).min(255) / 8 * 8)
+    } else {
+        "nvvm.minctasm = 1 : i32".to_string()
+    };
     let _ = writeln!(text, "  llvm.func @{}({}) attributes {{gpu.kernel, nvvm.kernel, nvvm.maxntid = {maxntid}, {regs}}} {{", sanitize(&name), params_mlir.join(", "));
     for c in &em.consts {
         let _ = writeln!(text, "{c}");

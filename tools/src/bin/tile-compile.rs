@@ -45,7 +45,7 @@ struct Cli {
     /// Shared-memory ring depth (2 to 8).
     #[arg(long, default_value_t = 4)]
     stages: u32,
-    /// Persistent schedule: static (default on sm_90/sm_90a), none (default on sm_100/sm_100a), off.
+    /// Persistent schedule: static (default on sm_90a), none (default elsewhere), off.
     #[arg(long, value_parser = ["static", "none", "off"])]
     schedule: Option<String>,
     /// Tiles of M swept per group for L2 reuse (0 = row-major order).
