@@ -74,6 +74,8 @@ pub struct Options {
     pub group_m: u32,
     /// Run `tile-simplify` first (default true when the pass exists).
     pub simplify: bool,
+    /// LLVM's optimisation level for the NVPTX back end (0 to 3, default 3).
+    pub opt_level: u32,
 }
 
 impl Options {
@@ -83,7 +85,7 @@ impl Options {
         // with mma.sync the persistent loop's extra live values spill at the 168-register
         // cap (docs/performance.md), and sm_100's `clc` schedule is not written yet.
         let schedule = if target.has_wgmma() { "static" } else { "none" };
-        Options { target, stages: 4, emit: Emit::Ptx, check_waits: true, schedule, group_m: 8, simplify: true }
+        Options { target, stages: 4, emit: Emit::Ptx, check_waits: true, schedule, group_m: 8, simplify: true, opt_level: 3 }
     }
 
     /// The tilec pass pipeline these options select, as `tile-opt` text.
@@ -167,7 +169,8 @@ pub fn compile(input: Input<'_>, opts: &Options) -> Result<Kernel, Error> {
     };
     timings.push(("convert-tile-to-nvvm", t.elapsed()));
     let name = k.manifest.kernel.clone();
-    let spec = TargetSpec::new(opts.target.name(), opts.target.min_ptx_version());
+    let mut spec = TargetSpec::new(opts.target.name(), opts.target.min_ptx_version());
+    spec.opt_level = opts.opt_level.min(3);
     let t = Instant::now();
     let (text, ptx) = match opts.emit {
         Emit::Tile => (tilec_dialect::print_module(vm.module()), String::new()),

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! tile-compile FILE --target sm_90a|sm_90|sm_100|sm_100a [-o DIR] [--emit ptx|mlir|llvm|tile]
-//!              [--stages N] [--schedule static|none|off] [--group-m G] [--no-simplify]
+//!              [--stages N] [--schedule static|none|off] [--group-m G] [--no-simplify] [-O 0-3]
 //!              [--ptxas] [--timing]
 //! ```
 //! Writes `DIR/NAME.ptx` (or `.mlir`, `.ll`, `.tile` with `--emit`) and `DIR/NAME.json`.
@@ -51,6 +51,9 @@ struct Cli {
     /// Tiles of M swept per group for L2 reuse (0 = row-major order).
     #[arg(long, default_value_t = 8)]
     group_m: u32,
+    /// LLVM optimisation level of the NVPTX back end (0-3).
+    #[arg(short = 'O', long = "opt-level", default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=3))]
+    opt_level: u32,
     /// Skip tile-simplify.
     #[arg(long)]
     no_simplify: bool,
@@ -104,6 +107,7 @@ fn run() -> i32 {
     }
     opts.group_m = cli.group_m;
     opts.simplify = !cli.no_simplify;
+    opts.opt_level = cli.opt_level;
     opts.emit = match cli.emit {
         EmitArg::Ptx => Emit::Ptx,
         EmitArg::Mlir => Emit::Mlir,
