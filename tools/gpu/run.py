@@ -291,6 +291,10 @@ def run_case(k, M, N, K, args, case_idx):
         cbuf.view(ibits).fill_(-1)
     C = cbuf[:M * N].view(M, N)
     tensors["C"] = C
+    if "bias" in kinds:
+        # A fused epilogue's bias: one f32 per column (a 1 x N tensor), bound by name.
+        tensors["bias"] = torch.randn((1, N), generator=gen, dtype=torch.float32,
+                                      device=dev).to(dt["bias"])
     scalars = {"M": M, "N": N, "K": K}
     stream = torch.cuda.current_stream().cuda_stream
     launch, grid = k.prepare(tensors, scalars, stream)
@@ -305,6 +309,14 @@ def run_case(k, M, N, K, args, case_idx):
     torch.backends.cuda.matmul.allow_tf32 = False
     ref = torch.matmul(tensors["A"].float(), tensors["B"].float())
     torch.backends.cuda.matmul.allow_tf32 = prev_tf32
+    # --epilogue: what the kernel applies after the product (checked, not timed on cuBLAS's
+    # side: the cuBLAS column stays a plain matmul).
+    if args.scale != 1.0:
+        ref = ref * args.scale
+    if "bias" in tensors:
+        ref = ref + tensors["bias"].float()
+    if args.epilogue == "relu":
+        ref = torch.relu(ref)
     out = C.float()
     all_written = not bool(torch.isnan(out).any())
     guard_ok = bool((cbuf[M * N:].view(ibits) == -1).all())
@@ -343,6 +355,9 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tol", type=float, default=1e-2)
     ap.add_argument("--launch-ex", action="store_true", help="use cuLaunchKernelEx even without clusters")
+    ap.add_argument("--epilogue", choices=["none", "relu"], default="none",
+                    help="the kernel's activation after (scale *) A@B (+ bias when the manifest has a 'bias' tensor)")
+    ap.add_argument("--scale", type=float, default=1.0, help="the kernel's scale of A@B in the reference")
     args = ap.parse_args()
     if args.time and args.iters < 20:
         ap.error("--iters must be >= 20 for a median")
