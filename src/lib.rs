@@ -151,9 +151,9 @@ impl From<Diagnostics> for Error {
 pub fn compile(input: Input<'_>, opts: &Options) -> Result<Kernel, Error> {
     let mut timings = vec![];
     let t = Instant::now();
-    let mut module = match input {
-        Input::Text { source, file } => parse(source, file)?,
-        Input::Module(m) => m,
+    let (mut module, file) = match input {
+        Input::Text { source, file } => (parse(source, file)?, file.to_string()),
+        Input::Module(m) => (m, "<module>".to_string()),
     };
     verify(&module)?;
     timings.push(("parse+verify", t.elapsed()));
@@ -165,7 +165,8 @@ pub fn compile(input: Input<'_>, opts: &Options) -> Result<Kernel, Error> {
     let t = Instant::now();
     let lowered = convert_tile_to_nvvm(&vm).map_err(Diagnostics::from)?;
     let Some(k) = lowered.into_iter().next() else {
-        return Err(Error::Diagnostics(Diagnostics(vec![tilec_dialect::Diagnostic::error(tilec_dialect::Location::unknown(), "the module holds no kernel")])));
+        let loc = tilec_dialect::Location::new(std::sync::Arc::from(file.as_str()), 1, 1);
+        return Err(Error::Diagnostics(Diagnostics(vec![tilec_dialect::Diagnostic::error(loc, "the module holds no kernel")])));
     };
     timings.push(("convert-tile-to-nvvm", t.elapsed()));
     let name = k.manifest.kernel.clone();

@@ -36,14 +36,14 @@ struct Cli {
     /// Target GPU: sm_90a (wgmma), sm_90, sm_100, sm_100a.
     #[arg(long, value_parser = parse_target)]
     target: Target,
-    /// Output directory (default: the current one).
+    /// Output directory.
     #[arg(short = 'o', long = "output-dir", value_name = "DIR", default_value = ".")]
     out_dir: PathBuf,
     /// What to write.
     #[arg(long, value_enum, default_value = "ptx")]
     emit: EmitArg,
     /// Shared-memory ring depth (2 to 8).
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(2..=8))]
     stages: u32,
     /// Persistent schedule: static (default on sm_90a), none (default elsewhere), off.
     #[arg(long, value_parser = ["static", "none", "off"])]
@@ -167,7 +167,8 @@ fn find_ptxas() -> Option<PathBuf> {
         return Some(PathBuf::from(p));
     }
     let exe = std::env::current_exe().ok()?;
-    for dir in exe.ancestors() {
+    let cwd = std::env::current_dir().ok()?;
+    for dir in exe.ancestors().chain(cwd.ancestors()) {
         let cand = dir.join(".venv/lib");
         if let Ok(rd) = std::fs::read_dir(&cand) {
             for py in rd.flatten() {
