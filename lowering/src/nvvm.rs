@@ -759,17 +759,39 @@ fn lower_mma(em: &mut Em, op: &Operation) -> R<()> {
 
 fn lower_wait(em: &mut Em, op: &Operation) -> R<()> {
     let n = op.int_attr("pending").unwrap_or(0);
-    match op.operands.as_slice() {
-        [] => em.emit(format!("nvvm.wgmma.wait.group.sync.aligned {n}")),
-        [a] => {
-            let Some(Lv::Acc(acc)) = em.vals.get(a).cloned() else { return err(op, "wait_group operand is not an accumulator") };
-            let nacc = em.nacc;
-            let elems: Vec<String> = (0..nacc).map(|i| em.op(format!("llvm.extractvalue {acc}[{i}] : !acc"), "a")).collect();
-            let cons: Vec<String> = std::iter::repeat_n("=f".to_string(), nacc).chain((0..nacc).map(|i| i.to_string())).collect();
-            let r = em.op(format!("llvm.inline_asm has_side_effects asm_dialect = att \"wgmma.wait_group.sync.aligned {n};\", \"{}\" {} : ({}) -> !acc", cons.join(","), elems.join(", "), vec!["f32"; nacc].join(", ")), "accw");
-            em.vals.insert(op.results[0], Lv::Acc(r));
+    if op.operands.is_empty() {
+        em.emit(format!("nvvm.wgmma.wait.group.sync.aligned {n}"));
+        return Ok(());
+    }
+    // Every guarded accumulator's registers go through one asm statement as tied operands,
+    // so no use of any of them can be scheduled above the wait.
+    let mut accs = vec![];
+    for a in &op.operands {
+        let Some(Lv::Acc(acc)) = em.vals.get(a).cloned() else { return err(op, "wait_group operand is not an accumulator") };
+        accs.push(acc);
+    }
+    let nacc = em.nacc;
+    let total = nacc * accs.len();
+    let mut elems = vec![];
+    for acc in &accs {
+        for i in 0..nacc {
+            elems.push(em.op(format!("llvm.extractvalue {acc}[{i}] : !acc"), "a"));
         }
-        _ => return err(op, "convert-tile-to-nvvm: a wait guarding more than one accumulator is not lowered yet"),
+    }
+    let cons: Vec<String> = std::iter::repeat_n("=f".to_string(), total).chain((0..total).map(|i| i.to_string())).collect();
+    let ret_ty = if accs.len() == 1 { "!acc".to_string() } else { format!("!llvm.struct<({})>", vec!["f32"; total].join(", ")) };
+    let r = em.op(format!("llvm.inline_asm has_side_effects asm_dialect = att \"wgmma.wait_group.sync.aligned {n};\", \"{}\" {} : ({}) -> {ret_ty}", cons.join(","), elems.join(", "), vec!["f32"; total].join(", ")), "accw");
+    if accs.len() == 1 {
+        em.vals.insert(op.results[0], Lv::Acc(r));
+        return Ok(());
+    }
+    for (j, &res) in op.results.iter().enumerate() {
+        let mut st = em.op("llvm.mlir.undef : !acc", "accw");
+        for i in 0..nacc {
+            let x = em.op(format!("llvm.extractvalue {r}[{}] : {ret_ty}", j * nacc + i), "w");
+            st = em.op(format!("llvm.insertvalue {x}, {st}[{i}] : !acc"), "accw");
+        }
+        em.vals.insert(res, Lv::Acc(st));
     }
     Ok(())
 }
