@@ -278,10 +278,8 @@ impl<'k> Facts<'k> {
                         uf.union(a, r);
                     }
                 }
-                OpKind::Mma if is_wgmma(o) && o.operands.len() == 4 && o.results.len() == 1 => {
-                    if o.attr("zero_acc").and_then(|a| a.as_bool()) != Some(true) {
-                        uf.union(o.operands[3], o.results[0]);
-                    }
+                OpKind::Mma if is_wgmma(o) && o.operands.len() == 4 && o.results.len() == 1 && o.attr("zero_acc").and_then(|a| a.as_bool()) != Some(true) => {
+                    uf.union(o.operands[3], o.results[0]);
                 }
                 OpKind::SmemAlloc => {
                     if let (Some(&r), Some(Type::Smem { stages, .. })) = (o.results.first(), o.results.first().map(|&r| m.ty(r))) {

@@ -16,10 +16,19 @@
 //! flight across iterations and are drained by the first hazard after the loop. At a
 //! hazard, `N` = the minimum over the conflicting groups (capped at 7); the wait goes
 //! directly before the hazard, so it is as late as it can be, and none is placed where an
-//! earlier wait already retired every conflicting group. Groups are per warpgroup: only
-//! region 1 of `tile.warp_specialize` (the consumers) and the kernel code after it carry
-//! the consumers' groups; region 0 starts from the state before the op and its end is an
-//! exit.
+//! earlier wait already retired every conflicting group.
+//!
+//! A wait changes the states it was decided from (one placed because a group from the
+//! previous trip round a loop may reach a hazard retires that very group), so a loop's
+//! decisions are made from a head state that covers every trip, and the states that flow
+//! on are then recomputed with the decisions frozen (a monotone least fixpoint, exact).
+//! Last, the decisions are refined against those exact states: from the last wait to the
+//! first, a wait (then a barrier) that the others make unnecessary is dropped, and each
+//! remaining `pending` is raised while every hazard stays safe.
+//!
+//! Groups are per warpgroup: only region 1 of `tile.warp_specialize` (the consumers) and
+//! the kernel code after it carry the consumers' groups; region 0 starts from the state
+//! before the op and its end is an exit.
 //!
 //! A wait takes, and returns tied, every accumulator (or A-fragment) value of a group in
 //! flight before it that is still used after it; later uses in its scope are rewired to
@@ -36,7 +45,9 @@
 //! fence. Accumulators that are only passed from wgmma to wgmma (loop-carried, through
 //! waits and yields) need none: the PTX ISA orders accumulator accesses of wgmmas of one
 //! shape, and ptxas 13.5 emits the same SASS (one `WARPGROUP.ARRIVE` per k-tile, no
-//! C75xx message) for the reference kernel with the per-iteration fence removed.
+//! C75xx message) for the reference kernel with the per-iteration fence removed. A fence
+//! that a loop needs only because of what ran before it goes before the loop, not into
+//! every iteration.
 //!
 //! The pass owns these ops: it first deletes every `tile.wgmma_fence`,
 //! `tile.commit_group` and `tile.wait_group` (and a `tile.barrier` directly after a wait)
@@ -49,27 +60,31 @@
 //! `groups-in-flight (loop at FILE:LINE:COL)`.
 //!
 //! Example (`tile-opt examples/gemm_bf16.tile --tile-to-gpu --async-wait-placement`), the
-//! consumer region:
+//! consumer region (stage arithmetic elided):
 //!
 //! ```text
-//! tile.mbarrier_wait %full, %0, %0
+//! tile.mbarrier_wait %full, %stage, %phase
 //! tile.wgmma_fence
-//! %acc0 = tile.mma %a_ring, %b_ring, %0, %zero {kind = "wgmma", zero_acc = true} : tile<128x256xf32>
+//! %acc0 = tile.mma %a_ring, %b_ring, %stage, %zero {kind = "wgmma", zero_acc = true} : tile<128x256xf32>
 //! tile.commit_group
-//! %acc_final = tile.for %c1, %ktiles, %c1, %acc0 : tile<128x256xf32> {
+//! %acc = tile.for %c1, %ktiles, %c1, %acc0 : tile<128x256xf32> {
 //! ^bb0(%kt: index, %acc_iter: tile<128x256xf32>):
 //!   ...
-//!   %acc_next = tile.mma %a_ring, %b_ring, %stage, %acc_iter {kind = "wgmma"} : tile<128x256xf32>
+//!   %acc_next = tile.mma %a_ring, %b_ring, %1, %acc_iter {kind = "wgmma"} : tile<128x256xf32>
 //!   tile.commit_group
 //!   ...
 //!   %acc_next_w = tile.wait_group %acc_next {pending = 1} : tile<128x256xf32>
 //!   tile.mbarrier_arrive %empty, %prev_stage
 //!   tile.yield %acc_next_w
 //! }
+//! ...
+//! %acc_w = tile.wait_group %acc {pending = 0} : tile<128x256xf32>
+//! tile.mbarrier_arrive %empty, %last_stage
+//! %out = tile.convert %acc_w : tile<128x256xbf16>
 //! ```
 //!
-//! and after the `tile.warp_specialize`, `%acc_w = tile.wait_group %acc {pending = 0}`
-//! directly before the `tile.convert` that reads it.
+//! One group stays in flight in the K loop; the drain is the first hazard after it (the
+//! release of the last stage), and the epilogue reads the wait's result.
 
 use crate::async_model::{Facts, Hazard, Inst, OpId, Slot, C_CAP, MAX_PENDING};
 use crate::pass::{Pass, PassContext, PassInfo};
@@ -241,6 +256,12 @@ struct Ctx {
 
 struct Analysis<'a, 'k> {
     f: &'a Facts<'k>,
+    /// Apply the recorded decisions instead of making them (the states that follow from
+    /// the decisions, as opposed to the states the decisions are made from).
+    frozen: bool,
+    /// Hazards that, in a frozen run, see a conflicting group pending (or an overwrite
+    /// another warpgroup may still read) after the decisions are applied.
+    violations: u64,
     decisions: HashMap<OpId, Decision>,
     /// Loop id → groups in flight at its back edge (last analysis of the loop).
     in_flight: HashMap<OpId, u64>,
@@ -261,6 +282,13 @@ impl Analysis<'_, '_> {
     fn op(&mut self, op: &Operation, st: &mut State, ctx: &mut Ctx, exit: bool) {
         let id = self.f.id(op);
         match op.kind {
+            OpKind::For if self.frozen => {
+                if self.decisions.get(&id).is_some_and(|d| d.fence) {
+                    st.unfenced = false;
+                    st.dirty.clear();
+                }
+                *st = self.run_loop(op, id, st.clone(), ctx);
+            }
             OpKind::For => {
                 self.decisions.insert(id, Decision::default());
                 let before = (self.decisions.clone(), self.in_flight.clone());
@@ -299,11 +327,42 @@ impl Analysis<'_, '_> {
         }
     }
 
-    /// Analyse loop `op` from `entry` to its fixpoint (recording the decisions of its
-    /// body); returns the state after it.
+    /// Analyse loop `op` from `entry`: make the decisions of its body (unless frozen) from
+    /// a head state that covers every trip count, then compute the states that follow from
+    /// those decisions; returns the state after the loop.
+    ///
+    /// Decisions change the states they are made from (a wait placed because a group from
+    /// the previous trip may reach a hazard retires that very group), so the head state
+    /// may oscillate; after `PLAIN_ITERATIONS` it is joined instead of replaced, which
+    /// ends at a state covering every head state seen — sound for the decisions. The state
+    /// that flows on is then the least fixpoint with the decisions frozen (monotone, so
+    /// plain iteration from the entry reaches it), not that cover: a group the loop's own
+    /// wait retires on every trip must not seem to leave the loop.
     fn run_loop(&mut self, op: &Operation, id: OpId, entry: State, ctx: &Ctx) -> State {
+        if !self.frozen {
+            let mut head = entry.clone();
+            let mut iter = 0;
+            loop {
+                let mut s = head.clone();
+                let mut c = *ctx;
+                self.block(&op.regions[0], &mut s, &mut c, false);
+                s.map_insts(|i| self.f.next_iteration(i, id));
+                let mut next = entry.clone();
+                next.join(&s);
+                if iter >= PLAIN_ITERATIONS {
+                    let mut acc = head.clone();
+                    acc.join(&next);
+                    next = acc;
+                }
+                if next == head {
+                    break;
+                }
+                head = next;
+                iter += 1;
+            }
+        }
+        let was = std::mem::replace(&mut self.frozen, true);
         let mut head = entry.clone();
-        let mut iter = 0;
         loop {
             let mut s = head.clone();
             let mut c = *ctx;
@@ -313,17 +372,12 @@ impl Analysis<'_, '_> {
             self.in_flight.insert(id, depth);
             let mut next = entry.clone();
             next.join(&s);
-            if iter >= PLAIN_ITERATIONS {
-                let mut acc = head.clone();
-                acc.join(&next);
-                next = acc;
-            }
             if next == head {
                 break;
             }
             head = next;
-            iter += 1;
         }
+        self.frozen = was;
         head.map_insts(|i| self.f.after_loop(i, id));
         head
     }
@@ -339,8 +393,80 @@ impl Analysis<'_, '_> {
         any
     }
 
+    /// Run the whole kernel with the decisions frozen; whether no hazard sees a group it
+    /// conflicts with (exact: the frozen states are least fixpoints). Also records, for
+    /// each wait, the slots of the groups in flight before it.
+    fn frozen_safe(&mut self, body: &Block) -> bool {
+        let was = std::mem::replace(&mut self.frozen, true);
+        self.violations = 0;
+        let mut st = State { unfenced: true, ..State::default() };
+        let mut ctx = Ctx { warpgroups: self.f.kernel_warpgroups };
+        self.block(body, &mut st, &mut ctx, false);
+        self.frozen = was;
+        self.violations == 0
+    }
+
+    /// Tighten the decisions against the exact states: last to first, drop each wait
+    /// (then each barrier) that the others make unnecessary, then raise each remaining
+    /// `pending` while it stays safe. Decisions are made from loop-head states that cover
+    /// every trip; a wait later in a loop can make one earlier in the next trip redundant.
+    fn refine(&mut self, body: &Block) {
+        let mut waits: Vec<OpId> = self.decisions.iter().filter(|(_, d)| d.wait.is_some()).map(|(&id, _)| id).collect();
+        waits.sort_unstable_by(|a, b| b.cmp(a));
+        for &id in &waits {
+            let saved = self.decisions.get_mut(&id).expect("decision").wait.take();
+            if !self.frozen_safe(body) {
+                self.decisions.get_mut(&id).expect("decision").wait = saved;
+            }
+        }
+        let mut barriers: Vec<OpId> = self.decisions.iter().filter(|(_, d)| d.barrier).map(|(&id, _)| id).collect();
+        barriers.sort_unstable_by(|a, b| b.cmp(a));
+        for &id in &barriers {
+            self.decisions.get_mut(&id).expect("decision").barrier = false;
+            if !self.frozen_safe(body) {
+                self.decisions.get_mut(&id).expect("decision").barrier = true;
+            }
+        }
+        for &id in &waits {
+            while let Some(n) = self.decisions[&id].wait.filter(|&n| n < MAX_PENDING) {
+                self.decisions.get_mut(&id).expect("decision").wait = Some(n + 1);
+                if !self.frozen_safe(body) {
+                    self.decisions.get_mut(&id).expect("decision").wait = Some(n);
+                    break;
+                }
+            }
+        }
+        for d in self.decisions.values_mut() {
+            if d.wait != Some(0) {
+                d.single_stage = None;
+            }
+        }
+        // The final states: in-flight sets of the waits, groups in flight per loop.
+        self.frozen_safe(body);
+    }
+
     fn plain(&mut self, op: &Operation, id: OpId, st: &mut State, ctx: &Ctx, exit: bool) {
         let x = self.f.access(op, id, exit);
+        if self.frozen {
+            let d = self.decisions.get(&id).cloned().unwrap_or_default();
+            if let Some(n) = d.wait {
+                let in_flight = st.pending.keys().flat_map(|g| self.f.groups[&g.mma].slots()).collect();
+                if let Some(e) = self.decisions.get_mut(&id) {
+                    e.in_flight = in_flight;
+                }
+                st.wait(n, ctx.warpgroups >= 2);
+            }
+            if d.barrier {
+                st.unsynced.clear();
+            }
+            if !x.is_empty() {
+                let pending_conflict = st.pending.keys().any(|g| self.f.conflict(&x, g).is_some());
+                let unsynced_conflict = ctx.warpgroups >= 2 && st.unsynced.iter().any(|g| self.f.overwrites(&x, g));
+                self.violations += u64::from(pending_conflict || unsynced_conflict);
+            }
+            self.effect(op, id, &x, st, d.fence);
+            return;
+        }
         let mut d = Decision::default();
         if !x.is_empty() {
             let mut n: Option<u8> = None;
@@ -369,12 +495,21 @@ impl Analysis<'_, '_> {
                 st.unsynced.clear();
             }
         }
+        if x.wgmma.is_some() {
+            let gd = &self.f.groups[&id];
+            d.fence = st.unfenced || gd.slots().any(|s| st.dirty.contains(&s));
+        }
+        self.effect(op, id, &x, st, d.fence);
+        self.decisions.insert(id, d);
+    }
+
+    /// What `op` itself does to the state (after any wait or barrier before it); `fence`:
+    /// a fence goes before it.
+    fn effect(&self, op: &Operation, id: OpId, x: &crate::async_model::Access, st: &mut State, fence: bool) {
         match op.kind {
             OpKind::Barrier => st.unsynced.clear(),
             _ if x.wgmma.is_some() => {
-                let gd = &self.f.groups[&id];
-                if st.unfenced || gd.slots().any(|s| st.dirty.contains(&s)) {
-                    d.fence = true;
+                if fence {
                     st.unfenced = false;
                     st.dirty.clear();
                 }
@@ -382,7 +517,6 @@ impl Analysis<'_, '_> {
             }
             _ => st.dirty.extend(x.regs.iter().copied()),
         }
-        self.decisions.insert(id, d);
     }
 }
 
@@ -401,21 +535,22 @@ struct Level<'k> {
     region: usize,
 }
 
-/// Whether `v` (visible at the op at the innermost level) is used at or after that op.
-fn live_at(levels: &[Level<'_>], v: Value) -> bool {
+/// Whether `v`, defined in the block of level `def_level`, is used at or after the op at
+/// the innermost level.
+fn live_at(levels: &[Level<'_>], v: Value, def_level: usize) -> bool {
     for (depth, l) in levels.iter().enumerate().rev() {
+        if depth < def_level {
+            return false;
+        }
         let innermost = depth + 1 == levels.len();
         let from = if innermost { l.index } else { l.index + 1 };
         if l.block.ops[from..].iter().any(|o| used_in(o, v)) {
             return true;
         }
         match l.parent.kind {
-            OpKind::For => {
-                let local = l.block.args.contains(&v) || l.block.ops[..l.index].iter().any(|o| o.results.contains(&v));
-                if !local && l.block.ops[..l.index].iter().any(|o| used_in(o, v)) {
-                    return true;
-                }
-            }
+            // A value from outside the loop is live at any use in its body: the next
+            // iteration reaches it.
+            OpKind::For if depth > def_level && l.block.ops.iter().any(|o| used_in(o, v)) => return true,
             OpKind::WarpSpecialize if l.region == 0 => return false,
             OpKind::Kernel => return false,
             _ => {}
@@ -434,10 +569,10 @@ fn wait_operands(f: &Facts<'_>, kernel: &Operation, decisions: &HashMap<OpId, De
             let id = f.id(op);
             if let Some(dec) = d.get(&id).filter(|d| d.wait.is_some()) {
                 let mut vals = vec![];
-                for l in levels.iter() {
+                for (def_level, l) in levels.iter().enumerate() {
                     let visible = l.block.args.iter().copied().chain(l.block.ops[..l.index].iter().flat_map(|o| o.results.iter().copied()));
                     for v in visible {
-                        if f.is_reg(v) && dec.in_flight.contains(&f.slot(v)) && live_at(levels, v) {
+                        if f.is_reg(v) && dec.in_flight.contains(&f.slot(v)) && live_at(levels, v, def_level) {
                             vals.push(v);
                         }
                     }
@@ -528,10 +663,11 @@ fn place_kernel(m: &mut Module, k: &mut Operation, stats: &mut PlacementStats, r
         if f.groups.is_empty() {
             return;
         }
-        let mut a = Analysis { f: &f, decisions: HashMap::new(), in_flight: HashMap::new() };
+        let mut a = Analysis { f: &f, frozen: false, violations: 0, decisions: HashMap::new(), in_flight: HashMap::new() };
         let mut st = State { unfenced: true, ..State::default() };
         let mut ctx = Ctx { warpgroups: f.kernel_warpgroups };
         a.block(&k.regions[0], &mut st, &mut ctx, false);
+        a.refine(&k.regions[0]);
         let operands = wait_operands(&f, k, &a.decisions);
         for (&id, d) in &a.decisions {
             if let Some(ring) = d.single_stage {
@@ -544,7 +680,7 @@ fn place_kernel(m: &mut Module, k: &mut Operation, stats: &mut PlacementStats, r
         }
         let mut loops: Vec<(Location, u64)> =
             a.in_flight.iter().filter(|(_, &n)| n > 0).map(|(&id, &n)| (f.ops[id as usize].loc.clone(), n)).collect();
-        loops.sort_by(|a, b| (a.0.line, a.0.col).cmp(&(b.0.line, b.0.col)));
+        loops.sort_by_key(|l| (l.0.line, l.0.col));
         let wgmma: BTreeSet<OpId> = f.groups.keys().copied().collect();
         (a.decisions, operands, wgmma, loops)
     };

@@ -6,8 +6,8 @@
 //! them, verifies after each pass, and times them. Nothing here knows about MLIR.
 //!
 //! Passes: [`async_wait_placement`], [`cse`], [`dce`], [`persistent`], [`simplify`]
-//! (`tile-simplify`), [`tile_to_gpu`], [`verify_async_waits`]. [`async_model`] holds what the wait placement and its checker
-//! agree a hazard is.
+//! (`tile-simplify`), [`tile_to_gpu`], [`verify_async_waits`]. [`async_model`] holds what
+//! the wait placement and its checker agree a hazard is.
 //!
 //! Dependencies: `tilec-dialect` (the IR), `thiserror` (error types), `egg` (e-graphs, for
 //! `tile-simplify`). Dev: `proptest`.
@@ -37,5 +37,5 @@ static REGISTRY: &[RegistryEntry] = &[
     RegistryEntry { info: &persistent::INFO, build: |o| Ok(Box::new(persistent::Persistent::from_options(o)?)) },
     RegistryEntry { info: &simplify::INFO, build: |o| Ok(Box::new(simplify::TileSimplify { options: simplify::SimplifyOptions::from_options(o) })) },
     RegistryEntry { info: &tile_to_gpu::INFO, build: |o| Ok(Box::new(tile_to_gpu::TileToGpu::from_options(o)?)) },
-    RegistryEntry { info: &verify_async_waits::INFO, build: |_| Ok(Box::new(verify_async_waits::VerifyAsyncWaits)) },
+    RegistryEntry { info: &verify_async_waits::INFO, build: |o| Ok(Box::new(verify_async_waits::VerifyAsyncWaits { max_steps: o.uint("max_steps") })) },
 ];

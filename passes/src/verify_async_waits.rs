@@ -18,26 +18,41 @@
 //!   `tile.barrier` follows the wait that retired it (≥ 2 warpgroups); a wgmma with no
 //!   `tile.wgmma_fence` since the warpgroup started or since another op touched its
 //!   registers.
+//!   After reporting, a path goes on as if the wait (barrier, fence) it needed were there,
+//!   so one missing wait gives one error, not one per later op.
 //! - **not tight** (checked when the kernel is safe, by re-running the exploration on a
-//!   changed copy): a wait whose `pending` can be raised by one and stay safe; a wait that
-//!   can be deleted and stay safe (redundant); a wait that can be swapped with the op after
-//!   it (or sunk into both branches of a `tile.if` after it, when nothing uses its results)
-//!   and stay safe; a `tile.barrier` directly after a wait that can be deleted and stay
-//!   safe.
+//!   changed copy, waits taken last to first): a wait that can be deleted and stay safe
+//!   (redundant; it is then deleted from the copy, so the waits reported redundant can all
+//!   go together); a wait whose `pending` can be raised by one and stay safe; a wait that
+//!   can be swapped with the op after it (or sunk into both branches of a `tile.if` after
+//!   it, when nothing uses its results) and stay safe — unless that op is one it guards
+//!   (unsafe on some path without the wait), since "as late as possible" means "directly
+//!   before the first hazard"; a `tile.barrier` directly after a wait that can be deleted
+//!   and stay safe.
 //!
-//! Options: none. Statistics: `waits-checked`, `kernels-checked`.
+//! The exploration of one kernel is bounded by `max_steps` (path, op) steps; a kernel
+//! that needs more is reported as not proven (the example GEMM takes under 500). Two exact
+//! reductions keep the queues few: a queue orders only the youngest N + 1 groups, N the
+//! largest `pending` in the kernel (every wait retires the older ones); and when only
+//! safety is asked (the tightness variants, and the first pass over a kernel) a group is
+//! known by its registers and stages, not by which `tile.mma` issued it.
+//!
+//! Options: `max_steps` (1000000). Statistics: `waits-checked`, `path-steps` (of the
+//! safety explorations), `kernels-checked`.
 //!
 //! Example: `tile-opt gemm.tile --tile-to-gpu --async-wait-placement --verify-async-waits`
 //! passes; `tests/lit/passes/verify-async-waits.tile` holds rejected variants, e.g.
 //!
 //! ```text
-//! error: 'tile.mbarrier_arrive' releases to its producer a shared-memory stage read by the
-//!   wgmma group of the 'tile.mma' at f.tile:9:5 while it may be pending (0 groups committed
-//!   after it) on the path: iteration 1 of the loop at f.tile:7:3
+//! f.tile:23:5: error: 'tile.mbarrier_arrive' releases to its producer a shared-memory stage
+//!   that the wgmma group of the 'tile.mma' at f.tile:12:3 reads, which may still be pending
+//!   (1 group committed after it) on the path: iteration 1 of the loop at f.tile:14:3
+//! f.tile:12:3: note: the group's 'tile.mma'
+//! f.tile:22:5: note: the last wait on that path (pending = 2) leaves it pending
 //! ```
 
 use crate::async_model::{is_wgmma, Facts, Hazard, Inst, OpId, Slot, MAX_PENDING};
-use crate::pass::{Pass, PassContext, PassInfo};
+use crate::pass::{OptionInfo, OptionKind, Pass, PassContext, PassInfo};
 use std::collections::{BTreeMap, BTreeSet};
 use tilec_dialect::{Attribute, Diagnostic, Diagnostics, Location, Module, OpKind, Operation, Value};
 
@@ -46,11 +61,19 @@ pub static INFO: PassInfo = PassInfo {
     name: "verify-async-waits",
     summary: "Check that every wgmma wait is safe and tight, by path exploration",
     description: "Explores every path of each kernel (both branch sides, loops unrolled at least twice and until the group queues repeat) with the exact queue of pending wgmma groups, and rejects a hazard that can see a pending group, a missing fence or CTA barrier, and a wait whose pending could be larger, that is redundant, or that could move later. Changes nothing.\n\nExample: tile-opt k.tile --async-wait-placement --verify-async-waits",
-    options: &[],
+    options: &[OptionInfo {
+        name: "max_steps",
+        kind: OptionKind::UInt,
+        default: "1000000",
+        help: "Budget of one path exploration in (path, op) steps; a kernel that needs more is reported, not proven",
+    }],
 };
 
 /// The pass.
-pub struct VerifyAsyncWaits;
+pub struct VerifyAsyncWaits {
+    /// The budget of one exploration, in (path, op) steps.
+    pub max_steps: u64,
+}
 
 /// The most committed groups a queue keeps in order: older ones are only known to be
 /// older, since every wait retires them. Per kernel it is one more than the largest
@@ -118,7 +141,13 @@ struct Explorer<'a, 'k> {
     mode: Mode,
     /// Committed groups kept in order (see [`MAX_KEEP`]).
     keep: usize,
+    /// An error was found (`Mode::Quick`: stop).
     failed: bool,
+    /// (path, op) steps taken, and the most allowed.
+    steps: u64,
+    budget: u64,
+    /// The budget ran out: the exploration is incomplete.
+    gave_up: bool,
     /// One error per offending op.
     errors: BTreeMap<OpId, Diagnostic>,
     /// The offending ops (`Mode::Collect`).
@@ -180,7 +209,7 @@ impl Explorer<'_, '_> {
     fn block(&mut self, b: &tilec_dialect::Block, mut states: States, wg: &mut u64, exit_at_end: bool) -> States {
         let n = b.ops.len();
         for (i, op) in b.ops.iter().enumerate() {
-            if self.failed || states.is_empty() {
+            if self.failed || self.gave_up || states.is_empty() {
                 return States::new();
             }
             states = self.op(op, states, wg, exit_at_end && i + 1 == n);
@@ -248,7 +277,7 @@ impl Explorer<'_, '_> {
             add(&mut frontier, q, t);
         }
         let mut k = 1u32;
-        while !frontier.is_empty() && !self.failed {
+        while !frontier.is_empty() && !self.failed && !self.gave_up {
             let end = self.block(&op.regions[0], frontier, &mut wg.clone(), false);
             let mut next = States::new();
             for (mut q, mut t) in end {
@@ -278,6 +307,11 @@ impl Explorer<'_, '_> {
 
     /// Check `op` against one path's queue and apply it.
     fn step(&mut self, op: &Operation, id: OpId, mut q: Queue, mut t: Trail, wg: u64, exit: bool) -> Option<(Queue, Trail)> {
+        self.steps += 1;
+        if self.steps > self.budget {
+            self.gave_up = true;
+            return None;
+        }
         let x = self.f.access(op, id, exit);
         if !x.is_empty() {
             let n = q.committed.len();
@@ -411,12 +445,36 @@ impl Explorer<'_, '_> {
     }
 }
 
-/// Explore `kernel`: whether it is safe, the errors (`Mode::Full`) and the unsafe ops
-/// (`Mode::Collect`).
-fn explore(m: &Module, kernel: &Operation, mode: Mode) -> (bool, Vec<Diagnostic>, BTreeSet<OpId>) {
+/// What an exploration found.
+struct Outcome {
+    /// Every path was explored (the step budget did not run out).
+    complete: bool,
+    /// No error was found.
+    clean: bool,
+    /// The errors (`Mode::Full`).
+    errors: Vec<Diagnostic>,
+    /// The unsafe ops (`Mode::Collect`).
+    offending: BTreeSet<OpId>,
+    /// Steps taken.
+    steps: u64,
+}
+
+impl Outcome {
+    /// Safe, proven (`Some(true)`); unsafe (`Some(false)`); unknown (`None`).
+    fn safe(&self) -> Option<bool> {
+        if !self.clean {
+            Some(false)
+        } else {
+            self.complete.then_some(true)
+        }
+    }
+}
+
+/// Explore `kernel` within `budget` (path, op) steps.
+fn explore(m: &Module, kernel: &Operation, mode: Mode, budget: u64) -> Outcome {
     let f = Facts::new(m, kernel);
     if f.groups.is_empty() {
-        return (true, vec![], BTreeSet::new());
+        return Outcome { complete: true, clean: true, errors: vec![], offending: BTreeSet::new(), steps: 0 };
     }
     let mut max_pending = 0;
     kernel.walk(&mut |o| {
@@ -425,12 +483,12 @@ fn explore(m: &Module, kernel: &Operation, mode: Mode) -> (bool, Vec<Diagnostic>
         }
     });
     let keep = (max_pending + 1).min(MAX_KEEP);
-    let mut e = Explorer { f: &f, mode, keep, failed: false, errors: BTreeMap::new(), offending: BTreeSet::new() };
+    let mut e = Explorer { f: &f, mode, keep, failed: false, steps: 0, budget, gave_up: false, errors: BTreeMap::new(), offending: BTreeSet::new() };
     let start: States = [(Queue { unfenced: true, ..Queue::default() }, Trail::default())].into_iter().collect();
     let mut wg = f.kernel_warpgroups;
     e.block(&kernel.regions[0], start, &mut wg, false);
-    let ok = !e.failed && e.errors.is_empty() && e.offending.is_empty();
-    (ok, e.errors.into_values().collect(), e.offending)
+    let clean = !e.failed && e.errors.is_empty() && e.offending.is_empty();
+    Outcome { complete: !e.gave_up, clean, errors: e.errors.into_values().collect(), offending: e.offending, steps: e.steps }
 }
 
 // ---- changed copies for the tightness checks ------------------------------------------
@@ -498,10 +556,11 @@ fn uses_any(op: &Operation, vs: &[Value]) -> bool {
 /// Run the tightness checks on a safe kernel. Waits are taken last to first; one found
 /// redundant is deleted from the copy the later checks look at, so the waits reported
 /// redundant can all be deleted together.
-fn tightness(m: &Module, kernel: &Operation, out: &mut Vec<Diagnostic>) -> u64 {
+fn tightness(m: &Module, kernel: &Operation, budget: u64, out: &mut Vec<Diagnostic>) -> u64 {
     let f = Facts::new(m, kernel);
     let waits: Vec<(OpId, &Operation)> = f.ops.iter().enumerate().filter(|(_, o)| o.kind == OpKind::WaitGroup).map(|(i, o)| (i as OpId, *o)).collect();
-    let safe = |k: &Operation| explore(m, k, Mode::Quick).0;
+    // A change is reported only when it is proven safe (within the budget).
+    let safe = |k: &Operation| explore(m, k, Mode::Quick, budget).safe() == Some(true);
     let mut cur = kernel.clone();
     for &(id, w) in waits.iter().rev() {
         let n = w.int_attr("pending").unwrap_or(0);
@@ -524,7 +583,7 @@ fn tightness(m: &Module, kernel: &Operation, out: &mut Vec<Diagnostic>) -> u64 {
                 if safe(&k) {
                     let mut d = Diagnostic::error(w.loc.clone(), format!("{name} is not tight: pending = {} is still safe on every path", n + 1));
                     if let Some(k) = delete_wait(&cur, id) {
-                        for h in explore(m, &k, Mode::Full).1.iter().take(3) {
+                        for h in explore(m, &k, Mode::Full, budget).errors.iter().take(3) {
                             d = d.with_note(h.loc.clone(), "a hazard it guards");
                         }
                     }
@@ -535,7 +594,10 @@ fn tightness(m: &Module, kernel: &Operation, out: &mut Vec<Diagnostic>) -> u64 {
         }
         // Could it move later? Not past an op it guards: one that, without it, is unsafe on
         // some path (even if a wait on an earlier trip round a loop would then cover it).
-        let guards_next = delete_wait(&cur, id).is_some_and(|k| explore(m, &k, Mode::Collect).2.contains(&id));
+        let guards_next = delete_wait(&cur, id).is_none_or(|k| {
+            let o = explore(m, &k, Mode::Collect, budget);
+            !o.complete || o.offending.contains(&id)
+        });
         let mut moved_past: Option<(Location, String)> = None;
         let later = edit(&cur, id, |ops, i| {
             let Some(next) = ops.get(i + 1) else { return false };
@@ -593,14 +655,27 @@ fn tightness(m: &Module, kernel: &Operation, out: &mut Vec<Diagnostic>) -> u64 {
     waits.len() as u64
 }
 
-/// Check every kernel of `m`. Returns the number of waits checked.
+/// The default budget of one exploration: (path, op) steps.
+pub const DEFAULT_MAX_STEPS: u64 = 1_000_000;
+
+/// What [`verify_async_waits`] checked.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CheckReport {
+    /// Waits checked for tightness.
+    pub waits: u64,
+    /// (path, op) steps of the safety explorations (one per kernel).
+    pub steps: u64,
+}
+
+/// Check every kernel of `m`, each exploration within `max_steps` (path, op) steps.
 ///
 /// # Errors
 /// Every unsafe hazard, missing fence or barrier, and (for kernels that are safe) every
-/// wait or barrier that is not tight, at the op concerned.
-pub fn verify_async_waits(m: &Module) -> Result<u64, Diagnostics> {
+/// wait or barrier that is not tight, at the op concerned; and a kernel whose paths could
+/// not all be explored within the budget (it is not proven safe).
+pub fn verify_async_waits(m: &Module, max_steps: u64) -> Result<CheckReport, Diagnostics> {
     let mut errors = vec![];
-    let mut checked = 0;
+    let mut report = CheckReport::default();
     for k in m.kernels() {
         if k.regions.is_empty() {
             continue;
@@ -610,24 +685,54 @@ pub fn verify_async_waits(m: &Module) -> Result<u64, Diagnostics> {
         if !any {
             continue;
         }
-        let (ok, mut errs, _) = explore(m, k, Mode::Full);
-        if ok {
-            checked += tightness(m, k, &mut errs);
+        // Safety first with groups known by their registers (fewer queues); the exact
+        // exploration, for the diagnostics, only when something is wrong.
+        let mut o = explore(m, k, Mode::Quick, max_steps);
+        report.steps += o.steps;
+        if o.safe() == Some(false) {
+            o = explore(m, k, Mode::Full, max_steps);
+            if o.errors.is_empty() {
+                // The exact exploration ran out of steps before the error: name the op.
+                let bad = explore(m, k, Mode::Collect, max_steps).offending;
+                let f = Facts::new(m, k);
+                for id in bad {
+                    let op = f.ops[id as usize];
+                    errors.push(Diagnostic::error(op.loc.clone(), format!("'{}' may run while a wgmma group it conflicts with is pending, or without a fence or barrier it needs", op.kind.name())));
+                }
+                o.complete = true;
+            }
         }
-        errors.append(&mut errs);
+        errors.extend(o.errors.iter().cloned());
+        if !o.complete {
+            errors.push(Diagnostic::error(
+                k.loc.clone(),
+                format!("verify-async-waits could not explore every path of this kernel within max_steps = {max_steps} (path, op) steps, so its waits are not proven safe; raise max_steps"),
+            ));
+        } else if o.clean {
+            report.waits += tightness(m, k, max_steps, &mut errors);
+        }
     }
     if errors.is_empty() {
-        Ok(checked)
+        Ok(report)
     } else {
-        errors.sort_by(|a, b| (a.loc.line, a.loc.col).cmp(&(b.loc.line, b.loc.col)));
+        errors.sort_by_key(|d| (d.loc.line, d.loc.col));
         Err(Diagnostics(errors))
     }
 }
 
-/// Whether `m` is safe (no hazard can see a pending group, fences and barriers present);
-/// tightness is not checked. Cheaper than [`verify_async_waits`].
-pub fn async_waits_are_safe(m: &Module) -> bool {
-    m.kernels().filter(|k| !k.regions.is_empty()).all(|k| explore(m, k, Mode::Quick).0)
+/// Whether every kernel of `m` is safe (no hazard can see a pending group; fences and
+/// barriers present), tightness not checked: `Some(true)` proven, `Some(false)` an
+/// unsafe path found, `None` the budget of `max_steps` ran out first.
+pub fn async_waits_are_safe(m: &Module, max_steps: u64) -> Option<bool> {
+    let mut all = Some(true);
+    for k in m.kernels().filter(|k| !k.regions.is_empty()) {
+        match explore(m, k, Mode::Quick, max_steps).safe() {
+            Some(false) => return Some(false),
+            None => all = None,
+            Some(true) => {}
+        }
+    }
+    all
 }
 
 impl Pass for VerifyAsyncWaits {
@@ -635,8 +740,9 @@ impl Pass for VerifyAsyncWaits {
         &INFO
     }
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<(), Diagnostics> {
-        let n = verify_async_waits(m)?;
-        cx.stat("waits-checked", n);
+        let r = verify_async_waits(m, self.max_steps)?;
+        cx.stat("waits-checked", r.waits);
+        cx.stat("path-steps", r.steps);
         cx.stat("kernels-checked", m.kernels().count() as u64);
         Ok(())
     }
