@@ -258,29 +258,9 @@ pub fn min_ptx_version(chip: &str) -> Option<(u32, u32)> {
         .map(|(_, v)| *v)
 }
 
-/// How serious a [`Diagnostic`] is (MLIR's severities).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Severity {
-    /// An error: the input or a pass failed.
-    Error,
-    /// A warning.
-    Warning,
-    /// A note attached to the diagnostic before it (e.g. "see current operation: …").
-    Note,
-    /// A remark.
-    Remark,
-}
-
-impl fmt::Display for Severity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-            Severity::Note => "note",
-            Severity::Remark => "remark",
-        })
-    }
-}
+/// How serious a [`Diagnostic`] is: MLIR's severities are the dialect's (error, warning,
+/// note, remark), so the type is shared.
+pub use tilec_dialect::Severity;
 
 /// One MLIR diagnostic, copied out of the MLIR context.
 ///
