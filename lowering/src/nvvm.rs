@@ -491,7 +491,14 @@ fn lower_op(em: &mut Em, op: &Operation) -> R<()> {
         OpKind::TmaLoad => lower_tma_load(em, op)?,
         OpKind::WgmmaFence => em.emit("nvvm.wgmma.fence.aligned"),
         OpKind::CommitGroup => em.emit("nvvm.wgmma.commit.group.sync.aligned"),
-        OpKind::Barrier => em.emit("nvvm.barrier0"),
+        OpKind::Barrier => {
+            // `bar.sync 0` waits for every thread of the CTA; inside a warp-specialized
+            // consumer region the producer never arrives, so it would hang.
+            if em.cwg.is_some() {
+                return err(op, "convert-tile-to-nvvm: 'tile.barrier' inside the consumer region of 'tile.warp_specialize' needs a named barrier over the consumer warpgroups, which is not lowered yet");
+            }
+            em.emit("nvvm.barrier0")
+        }
         OpKind::Mma => lower_mma(em, op)?,
         OpKind::WaitGroup => lower_wait(em, op)?,
         OpKind::Convert | OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div | OpKind::Max | OpKind::Min | OpKind::Neg | OpKind::Abs | OpKind::Relu | OpKind::Exp | OpKind::Exp2 | OpKind::Log | OpKind::Sqrt | OpKind::Rsqrt | OpKind::Tanh | OpKind::Broadcast | OpKind::Splat => lower_elementwise(em, op)?,
