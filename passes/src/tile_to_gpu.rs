@@ -442,36 +442,37 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64) 
             map.insert(t_c, t_p);
             let p_prologue = clone_ops(e.m, &per_tile, &mut map);
             let (row_p, col_p) = (*map.get(&mm.row).unwrap_or(&mm.row), *map.get(&mm.col).unwrap_or(&mm.col));
-            let g_p = e.m.new_value(Type::INDEX, Some("kbase".into()));
-            let mut pbody = p_prologue;
-            pbody.push(producer_tile(&mut e, g_p, row_p, col_p));
-            let next = e.int(OpKind::AddI, g_p, ktiles, "kbase_next");
-            e.op(OpKind::Yield, &[next], &[], &[], None);
-            pbody.extend(e.take());
-            let mut ploop = Operation::new(OpKind::For, tl.loc.clone());
-            ploop.operands = vec![tl.operands[0], tl.operands[1], tl.operands[2], c0];
-            ploop.attrs = tl.attrs.clone();
-            ploop.results = vec![e.m.new_value(Type::INDEX, Some("kbase_end".into()))];
-            ploop.regions.push(Block { args: vec![t_p, g_p], ops: pbody });
-            e.op(OpKind::Yield, &[], &[], &[], None);
-            let mut pops = vec![ploop];
-            pops.extend(e.take());
-
-            let g_c = e.m.new_value(Type::INDEX, Some("kbase".into()));
-            let mut cbody = per_tile;
-            cbody.extend(consumer_tile(&mut e, g_c));
-            cbody.extend(epilogue);
-            let next = e.int(OpKind::AddI, g_c, ktiles, "kbase_next");
-            e.op(OpKind::Yield, &[next], &[], &[], None);
-            cbody.extend(e.take());
-            let mut cloop = Operation::new(OpKind::For, tl.loc.clone());
-            cloop.operands = vec![tl.operands[0], tl.operands[1], tl.operands[2], c0];
-            cloop.attrs = tl.attrs.clone();
-            cloop.results = vec![e.m.new_value(Type::INDEX, Some("kbase_end".into()))];
-            cloop.regions.push(Block { args: vec![t_c, g_c], ops: cbody });
-            e.op(OpKind::Yield, &[], &[], &[], None);
-            let mut cops = vec![cloop];
-            cops.extend(e.take());
+            // One region's tile loop: `tile.for %t = start to tiles step stride` carrying the
+            // global k base, body = `body(g)` then `yield g + ktiles`; then the region's yield.
+            let tile_loop = |e: &mut Emitter, t: Value, body: &mut dyn FnMut(&mut Emitter, Value) -> Vec<Operation>| {
+                let g = e.m.new_value(Type::INDEX, Some("kbase".into()));
+                let mut ops = body(e, g);
+                let next = e.int(OpKind::AddI, g, ktiles, "kbase_next");
+                e.op(OpKind::Yield, &[next], &[], &[], None);
+                ops.extend(e.take());
+                let mut lp = Operation::new(OpKind::For, tl.loc.clone());
+                lp.operands = vec![tl.operands[0], tl.operands[1], tl.operands[2], c0];
+                lp.attrs = tl.attrs.clone();
+                lp.results = vec![e.m.new_value(Type::INDEX, Some("kbase_end".into()))];
+                lp.regions.push(Block { args: vec![t, g], ops });
+                e.op(OpKind::Yield, &[], &[], &[], None);
+                let mut region = vec![lp];
+                region.extend(e.take());
+                region
+            };
+            let mut p_prologue = Some(p_prologue);
+            let pops = tile_loop(&mut e, t_p, &mut |e, g| {
+                let mut ops = p_prologue.take().expect("called once");
+                ops.push(producer_tile(e, g, row_p, col_p));
+                ops
+            });
+            let (mut per_tile, mut epilogue) = (Some(per_tile), Some(epilogue));
+            let cops = tile_loop(&mut e, t_c, &mut |e, g| {
+                let mut ops = per_tile.take().expect("called once");
+                ops.extend(consumer_tile(e, g));
+                ops.extend(epilogue.take().expect("called once"));
+                ops
+            });
             e.ops = prologue;
             (Block { args: vec![], ops: pops }, Block { args: vec![], ops: cops })
         }

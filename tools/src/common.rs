@@ -24,6 +24,24 @@ pub fn read_input(path: &str) -> Result<(String, Vec<u8>), String> {
     }
 }
 
+/// Read an input file as IR text. On failure prints the error (a missing file; invalid
+/// UTF-8 with its line, column and caret) and returns the exit code to use.
+pub fn read_source(path: &str) -> Result<(String, String), i32> {
+    let (name, bytes) = read_input(path).map_err(|e| {
+        eprintln!("{e}");
+        EXIT_DIAGNOSTICS
+    })?;
+    match tilec_dialect::parser::utf8(&bytes, &name) {
+        Ok(s) => Ok((name, s.to_string())),
+        Err(d) => {
+            // Show the line with the bad bytes replaced (U+FFFD): the text before them,
+            // where the caret points, is unchanged.
+            eprint_diags(&d, Some(&String::from_utf8_lossy(&bytes)));
+            Err(EXIT_DIAGNOSTICS)
+        }
+    }
+}
+
 /// The reason of an I/O error without Rust's "(os error N)" suffix.
 pub fn io_reason(e: &std::io::Error) -> String {
     let s = e.to_string();

@@ -17,7 +17,7 @@ use clap::{Parser, ValueEnum};
 use common::*;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use tilec::dialect::{parser, Target};
+use tilec::dialect::Target;
 use tilec::{compile, Emit, Error, Input, Options};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -82,20 +82,11 @@ fn run() -> i32 {
             return if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
         }
     };
-    let (name, bytes) = match read_input(&cli.file) {
+    let (name, src) = match read_source(&cli.file) {
         Ok(x) => x,
-        Err(e) => {
-            eprintln!("{e}");
-            return EXIT_DIAGNOSTICS;
-        }
+        Err(code) => return code,
     };
-    let src = match parser::utf8(&bytes, &name) {
-        Ok(s) => s,
-        Err(d) => {
-            eprint_diags(&d, None);
-            return EXIT_DIAGNOSTICS;
-        }
-    };
+    let src = src.as_str();
     let mut opts = Options::new(cli.target);
     opts.stages = cli.stages;
     if let Some(s) = &cli.schedule {

@@ -113,22 +113,11 @@ fn run() -> i32 {
         }
     }
     let input = m.get_one::<String>("input").expect("default");
-    let (name, bytes) = match read_input(input) {
+    let (name, src) = match read_source(input) {
         Ok(x) => x,
-        Err(e) => {
-            eprintln!("{e}");
-            return EXIT_DIAGNOSTICS;
-        }
+        Err(code) => return code,
     };
-    let src = match parser::utf8(&bytes, &name) {
-        Ok(s) => s,
-        Err(d) => {
-            // Show the line with the bad bytes replaced (U+FFFD): the text before them,
-            // where the caret points, is unchanged.
-            eprint_diags(&d, Some(&String::from_utf8_lossy(&bytes)));
-            return EXIT_DIAGNOSTICS;
-        }
-    };
+    let src = src.as_str();
     let opts = RunOpts {
         verify_diagnostics: m.get_flag("verify-diagnostics"),
         print_after_all: m.get_flag("print-ir-after-all"),
