@@ -20,6 +20,8 @@
 //!
 //! Dependencies: the workspace crates, and `thiserror` for [`Error`].
 
+#![deny(missing_docs)]
+
 pub use tilec_dialect as dialect;
 pub use tilec_lowering as lowering;
 pub use tilec_passes as passes;

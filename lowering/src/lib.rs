@@ -30,6 +30,8 @@
 //! Inputs that make LLVM's NVPTX back end call `report_fatal_error` end the whole process;
 //! see [`mlir_driver`] for which ones and how they are kept out.
 
+#![deny(missing_docs)]
+
 pub mod manifest;
 pub mod mlir_driver;
 pub mod nvvm;
