@@ -69,9 +69,13 @@ pub struct Options {
     /// Run `verify-async-waits` after placement (default true).
     pub check_waits: bool,
     /// The `persistent` schedule: `static` (default on sm_90a: a strided persistent loop,
-    /// measured 1.02 of cuBLAS at 8192³ against 0.99 without, docs/performance.md), `none`
-    /// (default elsewhere: one tile per CTA in grouped order), or `off` (no `persistent`).
+    /// measured 1.02 of cuBLAS at 8192³ against 0.99 without, docs/performance.md), `clc`
+    /// (default on sm_100 and sm_100a: try_cancel work stealing), `none` (default on
+    /// sm_90: one tile per CTA in grouped order), or `off` (no `persistent`).
     pub schedule: &'static str,
+    /// CTAs per cluster along x for the `clc` schedule (1, 2 or 4; > 1 needs sm_100a: the
+    /// multicast try_cancel).
+    pub cluster: u32,
     /// Tiles of M swept per group for L2 reuse (`persistent` `group_m`; 0 = row-major).
     pub group_m: u32,
     /// Run `tile-simplify` first (default true when the pass exists).
@@ -83,11 +87,17 @@ pub struct Options {
 impl Options {
     /// Defaults for `target`: 4 stages, PTX, waits checked.
     pub fn new(target: Target) -> Self {
-        // static on sm_90a (wgmma); elsewhere `none` (grouped order, one tile per CTA):
-        // with mma.sync the persistent loop's extra live values spill at the 168-register
-        // cap (docs/performance.md), and sm_100's `clc` schedule is not written yet.
-        let schedule = if target.has_wgmma() { "static" } else { "none" };
-        Options { target, stages: 4, emit: Emit::Ptx, check_waits: true, schedule, group_m: 8, simplify: true, opt_level: 3 }
+        // static on sm_90a (wgmma), clc where try_cancel exists; on sm_90 `none` (grouped
+        // order, one tile per CTA): with mma.sync the static loop's extra live values spill
+        // at the 168-register cap (docs/performance.md).
+        let schedule = if target.has_wgmma() {
+            "static"
+        } else if target.has_try_cancel() {
+            "clc"
+        } else {
+            "none"
+        };
+        Options { target, stages: 4, emit: Emit::Ptx, check_waits: true, schedule, cluster: 1, group_m: 8, simplify: true, opt_level: 3 }
     }
 
     /// The tilec pass pipeline these options select, as `tile-opt` text.
@@ -97,7 +107,11 @@ impl Options {
             p.push_str("tile-simplify,");
         }
         if self.schedule != "off" {
-            p.push_str(&format!("persistent{{schedule={} group_m={}}},", self.schedule, self.group_m));
+            if self.schedule == "clc" {
+                p.push_str(&format!("persistent{{schedule=clc group_m={} cluster={}}},", self.group_m, self.cluster));
+            } else {
+                p.push_str(&format!("persistent{{schedule={} group_m={}}},", self.schedule, self.group_m));
+            }
         }
         p.push_str(&format!("tile-to-gpu{{target={} stages={}}}", self.target, self.stages));
         if tilec_passes::lookup("async-wait-placement").is_some() {

@@ -42,6 +42,9 @@ use crate::ops::{OpClass, OpKind};
 use crate::types::{ScalarType, Type};
 use std::rc::Rc;
 
+/// The most iterations the interpreter runs one `tile.while` before it reports an error.
+pub const MAX_WHILE_ITERATIONS: u64 = 1 << 24;
+
 /// Round an `f32` to the nearest value of the float type `elem` (ties to even). For
 /// `f32` (and non-float types) the value is returned unchanged.
 pub fn round_to(elem: ScalarType, x: f32) -> f32 {
@@ -611,6 +614,7 @@ impl Machine<'_> {
             OpClass::Gpu | OpClass::Terminator => return Err(op_err(op, "the reference interpreter runs level-1 tile IR only")),
             OpClass::Structure | OpClass::Other => match op.kind {
                 OpKind::For => return self.for_loop(op),
+                OpKind::While => return self.while_loop(op),
                 OpKind::If => {
                     let c = self.int(op, 0)?;
                     let region = op.regions.get(if c != 0 { 0 } else { 1 }).ok_or_else(|| op_err(op, "missing region"))?;
@@ -766,6 +770,42 @@ impl Machine<'_> {
         }
         if carried.len() != op.results.len() {
             return Err(op_err(op, "results do not match the carried values"));
+        }
+        for (&r, c) in op.results.iter().zip(carried) {
+            self.set(op, r, c)?;
+        }
+        Ok(())
+    }
+
+    /// `tile.while`: the body runs at least once, then again while it yields a non-zero
+    /// first value; at most [`MAX_WHILE_ITERATIONS`] iterations (then an error, not a hang).
+    fn while_loop(&mut self, op: &Operation) -> R<()> {
+        let body = op.regions.first().ok_or_else(|| op_err(op, "missing body"))?;
+        let mut carried: Vec<Val> = op.operands.iter().map(|&v| self.get(op, v)).collect::<R<_>>()?;
+        if body.args.len() != carried.len() {
+            return Err(op_err(op, "body arguments do not match the carried values"));
+        }
+        let mut n = 0u64;
+        loop {
+            n += 1;
+            if n > MAX_WHILE_ITERATIONS {
+                return Err(op_err(op, format!("'tile.while' ran more than {MAX_WHILE_ITERATIONS} iterations")));
+            }
+            for (&a, c) in body.args.iter().zip(carried) {
+                self.set(op, a, c)?;
+            }
+            let mut ys = self.block(body)?;
+            if ys.len() != body.args.len() + 1 {
+                return Err(op_err(op, "body must yield the continue flag and the carried values"));
+            }
+            let go = match ys.remove(0) {
+                Val::Int(i) => i != 0,
+                _ => return Err(op_err(op, "the continue flag is not an i1")),
+            };
+            carried = ys;
+            if !go {
+                break;
+            }
         }
         for (&r, c) in op.results.iter().zip(carried) {
             self.set(op, r, c)?;

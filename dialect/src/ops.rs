@@ -62,7 +62,8 @@ define_ops! {
     Return = "tile.return", Terminator, "Ends a kernel body.";
     For = "tile.for", Structure, "Counted loop `for %i = lb to ub step s` with loop-carried values (operands lb, ub, step, inits...).";
     If = "tile.if", Structure, "Two-way branch on an `i1`; both regions yield the results.";
-    Yield = "tile.yield", Terminator, "Ends a `tile.for` or `tile.if` region, passing its values on.";
+    While = "tile.while", Structure, "Do-while loop (MLIR `scf.while` with an empty before-region): operands are the initial carried values, the body's block arguments the carried values; the body runs at least once and ends with `tile.yield %continue: i1, %next...`; the results are the carried values yielded by the last iteration.";
+    Yield = "tile.yield", Terminator, "Ends a `tile.for`, `tile.while` or `tile.if` region, passing its values on (in `tile.while`, an `i1` 'continue' first).";
     // ---- scalars ---------------------------------------------------------------------
     ProgramId = "tile.program_id", Other, "The index of this program (CTA tile) along grid dimension `dim` (0, 1 or 2): PTX `%ctaid`.";
     NumPrograms = "tile.num_programs", Other, "The number of programs along grid dimension `dim`: PTX `%nctaid`.";
@@ -119,6 +120,10 @@ define_ops! {
     Barrier = "tile.barrier", Gpu, "CTA-wide barrier (`bar.sync 0`).";
     CtaId = "tile.ctaid", Gpu, "The hardware CTA index along `dim` (PTX `%ctaid`), as opposed to the logical `tile.program_id` (used by persistent schedules).";
     NumCtas = "tile.nctaid", Gpu, "The number of launched CTAs along `dim` (PTX `%nctaid`).";
+    ClusterCtaRank = "tile.cluster_ctarank", Gpu, "This CTA's rank in its cluster (PTX `%cluster_ctarank`, 0 to cluster size - 1).";
+    FenceProxyAsync = "tile.fence_proxy_async", Gpu, "`fence.proxy.async.shared::cta`: orders this thread's generic-proxy shared-memory accesses before later async-proxy ones (a response buffer read with `ld.shared` before `try_cancel` rewrites it).";
+    ClcTryCancel = "tile.clc_try_cancel", Gpu, "`clusterlaunchcontrol.try_cancel.async.shared::cta.mbarrier::complete_tx::bytes[.multicast::cluster::all].b128` (PTX ISA 8.6, sm_100; multicast sm_100a): operands (response ring `smem<S x 4 x i32>`, mbarriers, slot); asks to cancel a not-yet-launched cluster, writes the 16-byte response into slot `slot` and completes 16 transaction bytes on barrier `slot` (of every CTA of the cluster with `{multicast = true}`).";
+    ClcQuery = "tile.clc_query", Gpu, "Read slot `slot` of a try_cancel response ring with one `ld.shared.b128` (`load_bits`, default 128) and decode it: results (`i1` is_canceled, index ctaid.x, ctaid.y, ctaid.z of the canceled cluster's first CTA; the ids are 0 when not canceled) — `clusterlaunchcontrol.query_cancel.is_canceled` and a predicated `get_first_ctaid`.";
 }
 
 impl OpKind {
@@ -134,6 +139,7 @@ impl OpKind {
                 | OpKind::Return
                 | OpKind::For
                 | OpKind::If
+                | OpKind::While
                 | OpKind::Yield
                 | OpKind::Store
                 | OpKind::WarpSpecialize

@@ -19,11 +19,18 @@
 //!    (`dim`, `predicate`, `kind`, `value`).
 //! 7. **GPU-level ops**: operand kinds (smem rings, mbarrier arrays, tensors) and ranges of
 //!    `stage`/`index`/`pending`.
+//! 8. **Targets**: in a kernel with a `target` attribute (set by `tile-to-gpu`), an op or
+//!    form the target lacks is an error naming the op, the target and the targets that
+//!    have it: `tile.mma {kind = "wgmma"}` needs sm_90a; `tile.clc_try_cancel` and
+//!    `tile.clc_query` need sm_100 or sm_100a (PTX ISA 8.6); the multicast try_cancel
+//!    (`{multicast = true}`) needs sm_100a. A `cluster` attribute is a list of three
+//!    positive sizes of at most 16 CTAs in all.
 
 use crate::attr::{Attribute, Expr};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::ir::{Block, Module, Operation, Value};
 use crate::ops::{OpClass, OpKind};
+use crate::target::Target;
 use crate::types::{ScalarType, Type};
 use std::collections::{HashMap, HashSet};
 
@@ -32,7 +39,7 @@ use std::collections::{HashMap, HashSet};
 /// # Errors
 /// Every violation found, each at the location of the op that breaks it.
 pub fn verify(m: &Module) -> Result<(), Diagnostics> {
-    let mut v = Verifier { m, diags: vec![], defined: HashSet::new(), visible: vec![] };
+    let mut v = Verifier { m, diags: vec![], defined: HashSet::new(), visible: vec![], target: None };
     let mut symbols = HashMap::new();
     for op in &m.ops {
         if op.kind != OpKind::Kernel {
@@ -47,6 +54,7 @@ pub fn verify(m: &Module) -> Result<(), Diagnostics> {
             }
         }
         v.visible.clear();
+        v.target = op.str_attr("target").and_then(Target::from_name);
         v.op(op, None);
     }
     if v.diags.is_empty() {
@@ -86,6 +94,8 @@ struct Verifier<'a> {
     defined: HashSet<Value>,
     /// Values visible at the current point, one set per enclosing block.
     visible: Vec<HashSet<Value>>,
+    /// The current kernel's target, once `tile-to-gpu` has set one.
+    target: Option<Target>,
 }
 
 fn is_float_like(t: &Type) -> bool {
@@ -165,7 +175,7 @@ impl Verifier<'_> {
             self.error(op, "'tile.kernel' must be at top level");
         }
         let expected_regions = match op.kind {
-            OpKind::Kernel | OpKind::For => 1,
+            OpKind::Kernel | OpKind::For | OpKind::While => 1,
             OpKind::If | OpKind::WarpSpecialize => 2,
             _ => 0,
         };
@@ -182,7 +192,7 @@ impl Verifier<'_> {
         if let (Some(p), true) = (parent, op.kind.is_terminator()) {
             let ok = match op.kind {
                 OpKind::Return => p.kind == OpKind::Kernel,
-                _ => matches!(p.kind, OpKind::For | OpKind::If | OpKind::WarpSpecialize),
+                _ => matches!(p.kind, OpKind::For | OpKind::While | OpKind::If | OpKind::WarpSpecialize),
             };
             if !ok {
                 self.error(op, format!("'{}' cannot appear inside '{}'", op.kind.name(), p.kind.name()));
@@ -198,7 +208,7 @@ impl Verifier<'_> {
                     self.visible = saved;
                 }
             }
-            OpKind::For => {
+            OpKind::For | OpKind::While => {
                 if let Some(b) = op.regions.first() {
                     self.block(b, op, OpKind::Yield);
                 }
@@ -341,6 +351,7 @@ impl Verifier<'_> {
                     let want: Vec<Type> = match p.kind {
                         _ if producer_region => vec![],
                         OpKind::For | OpKind::If | OpKind::WarpSpecialize => p.results.iter().filter_map(|&v| self.ty(v).cloned()).collect(),
+                        OpKind::While => std::iter::once(Type::I1).chain(p.results.iter().filter_map(|&v| self.ty(v).cloned())).collect(),
                         _ => return,
                     };
                     if want != ots {
@@ -480,6 +491,17 @@ impl Verifier<'_> {
                 }
             }
             OpKind::For => self.check_for(op, &ots, &rts),
+            OpKind::While => {
+                if ots != rts {
+                    self.error(op, format!("'tile.while' results ({}) must have the types of its initial values ({})", list(&rts), list(&ots)));
+                }
+                if let Some(b) = op.regions.first() {
+                    let args: Vec<Type> = b.args.iter().filter_map(|&v| self.ty(v).cloned()).collect();
+                    if args != ots {
+                        self.error(op, format!("'tile.while' body arguments must be the carried values ({}), found ({})", list(&ots), list(&args)));
+                    }
+                }
+            }
             OpKind::WarpSpecialize => {
                 if !ots.is_empty() {
                     self.error(op, "'tile.warp_specialize' takes no operands");
@@ -540,6 +562,13 @@ impl Verifier<'_> {
             }
             Some(a) => self.error(op, format!("kernel attribute 'grid' must be a list of 1 to 3 dimensions, found {a}")),
             None => self.error(op, "'tile.kernel' requires attribute 'grid', e.g. {grid = [ceildiv(%N, 128)]}"),
+        }
+        if let Some(c) = op.attr("cluster") {
+            let dims: Option<Vec<i64>> = c.as_array().map(|a| a.iter().filter_map(Attribute::as_int).collect());
+            match dims {
+                Some(d) if d.len() == 3 && d.iter().all(|&x| x >= 1) && d.iter().product::<i64>() <= 16 => {}
+                _ => self.error(op, format!("kernel attribute 'cluster' must be three positive CTA counts, at most 16 in all (e.g. [2, 1, 1]), found {c}")),
+            }
         }
         let grid_rank = op.attr("grid").and_then(Attribute::as_array).map_or(3, <[_]>::len) as i64;
         op.walk(&mut |o| {
@@ -706,6 +735,49 @@ impl Verifier<'_> {
                 }
                 self.int_attr_in(op, "dim", 0, 2);
             }
+            OpKind::ClusterCtaRank => {
+                if self.count(op, 0, 1) {
+                    self.result_must_be(op, &Type::INDEX);
+                }
+            }
+            OpKind::FenceProxyAsync => {
+                self.count(op, 0, 0);
+            }
+            OpKind::ClcTryCancel | OpKind::ClcQuery => {
+                let is_query = op.kind == OpKind::ClcQuery;
+                let response = |t: &Type| matches!(t, Type::Smem { shape, elem: ScalarType::I32, .. } if shape.as_slice() == [4]);
+                let ok = if is_query {
+                    ots.len() == 2 && response(&ots[0]) && ots[1] == Type::INDEX
+                } else {
+                    ots.len() == 3 && response(&ots[0]) && want_bar(&ots[1]) && ots[2] == Type::INDEX
+                };
+                if !ok {
+                    let want = if is_query { "(response ring: smem<S x 4 x i32>, slot: index)" } else { "(response ring: smem<S x 4 x i32>, mbarriers, slot: index)" };
+                    self.error(op, format!("'{name}' expects {want}, found ({})", list(ots)));
+                }
+                if is_query {
+                    let want = [Type::I1, Type::INDEX, Type::INDEX, Type::INDEX];
+                    if rts != want {
+                        self.error(op, format!("'{name}' results must be (i1, index, index, index): is_canceled and the first ctaid, found ({})", list(rts)));
+                    }
+                    if op.attr("load_bits").is_some() {
+                        if let Some(b) = self.int_attr_in(op, "load_bits", 32, 128) {
+                            if ![32, 64, 128].contains(&b) {
+                                self.error(op, format!("'{name}' load_bits must be 32, 64 or 128, found {b}"));
+                            }
+                        }
+                    }
+                } else if !rts.is_empty() {
+                    self.error(op, format!("'{name}' has no results"));
+                }
+                if let Some(t) = self.target {
+                    if !t.has_try_cancel() {
+                        self.error(op, format!("'{name}' (clusterlaunchcontrol, PTX ISA 8.6) is not available on {t}; targets that have it: sm_100, sm_100a"));
+                    } else if op.attr("multicast").and_then(Attribute::as_bool) == Some(true) && !t.has_try_cancel_multicast() {
+                        self.error(op, format!("'{name}' with multicast = true (.multicast::cluster::all) is not available on {t}; targets that have it: sm_100a"));
+                    }
+                }
+            }
             OpKind::WgmmaFence | OpKind::CommitGroup | OpKind::Barrier => {
                 self.count(op, 0, 0);
             }
@@ -715,6 +787,11 @@ impl Verifier<'_> {
                     let ok = (want_smem(&ots[0]) || matches!(ots[0], Type::Tile { .. })) && want_smem(&ots[1]) && ots[2] == Type::INDEX && matches!(ots[3], Type::Tile { .. }) && rts[0] == ots[3];
                     if !ok {
                         self.error(op, format!("'{name}' expects (a ring or A-fragment tile, b ring, stage: index, acc: tile) -> acc type"));
+                    }
+                }
+                if let (Some(t), Some("wgmma")) = (self.target, op.str_attr("kind")) {
+                    if !t.has_wgmma() {
+                        self.error(op, format!("'{name}' with kind = \"wgmma\" (wgmma.mma_async) is not available on {t}; targets that have it: sm_90a"));
                     }
                 }
             }

@@ -15,7 +15,13 @@
 //! | `tile.mma {kind = "wgmma"}` | 4 × `nvvm.wgmma.mma_async` m64nNk16 with shared-memory descriptors (128-byte swizzle; B N-major); `zero_acc` → `scale-d = 0` on the first |
 //! | `tile.wgmma_fence`, `tile.commit_group` | `nvvm.wgmma.fence.aligned`, `nvvm.wgmma.commit.group.sync.aligned` |
 //! | `tile.wait_group` | `llvm.inline_asm "wgmma.wait_group.sync.aligned N;"` with the accumulators as tied operands, so no use of them can move above the wait |
-//! | `tile.mbarrier_arrive` | `nvvm.mbarrier.arrive` by lane 0 of each consumer warp |
+//! | `tile.mbarrier_arrive` | `nvvm.mbarrier.arrive` by lane 0 of each consumer warp (after `bar.warp.sync`, unless a `.sync.aligned` wait just converged the warp); `{cta = r}`: `mapa` + `mbarrier.arrive.release.cluster.shared::cluster` on CTA r's barrier |
+//! | `tile.while` | a do-while block: the body, then `llvm.cond_br` on the yielded flag back to the body or out |
+//! | `tile.clc_try_cancel` | inline `clusterlaunchcontrol.try_cancel.async.shared::cta.mbarrier::complete_tx::bytes[.multicast::cluster::all].b128 [slot], [mbar]` |
+//! | `tile.clc_query` | inline: one `ld.shared.b128` of the slot, `clusterlaunchcontrol.query_cancel.is_canceled.pred.b128`, then `@p …get_first_ctaid.v4.b32.b128` (ids 0 when not canceled) |
+//! | `tile.fence_proxy_async` | inline `fence.proxy.async.shared::cta` |
+//! | `tile.cluster_ctarank` | `%cluster_ctarank` |
+//! | kernel `cluster = [x, y, z]` | `nvvm.cluster_dim` (`.reqnctapercluster`); every thread ends with `barrier.cluster.arrive.release` + `barrier.cluster.wait.acquire` |
 //! | epilogue ops on the accumulator (`convert`, elementwise, `broadcast`, `load`, `store`) | evaluated per register at the store (each register's chain is short-lived): value v of (warp w, lane l) of a wgmma fragment is row 16w + l/4 + 8((v/2) mod 2), column 8(v/4) + 2(l mod 4) + (v mod 2); epilogue loads are predicated `ld.global` (out of bounds reads zero, touches nothing) |
 //!
 //! `index` values are 64-bit. Every construct it does not lower is an error naming the op
@@ -125,6 +131,11 @@ struct Em<'a> {
     exit_block: String,
     barrier_inits: Vec<(u64, u64, i64)>,
     smem_end: u64,
+    /// The kind of the op lowered last in the current block (a `.sync.aligned` wait
+    /// converges the warp, so an arrive right after it needs no `bar.warp.sync`).
+    prev: Option<OpKind>,
+    /// CTAs per cluster (1: no cluster launch).
+    cluster_size: i64,
 }
 
 type R<T> = Result<T, Diagnostic>;
@@ -217,6 +228,7 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
         return err(k, "kernel has no 'block' attribute (set by tile-to-gpu)");
     }
     let body = &k.regions[0];
+    let cluster: Vec<i64> = k.attr("cluster").and_then(Attribute::as_array).map(|a| a.iter().filter_map(Attribute::as_int).collect()).unwrap_or_else(|| vec![1, 1, 1]);
     // Which tensors are read by TMA (→ tensor maps) and with which box.
     let mut tma_boxes: HashMap<Value, Vec<u64>> = HashMap::new();
     k.walk(&mut |o| {
@@ -253,6 +265,8 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
         exit_block: "exit".into(),
         barrier_inits: vec![],
         smem_end: 1024,
+        prev: None,
+        cluster_size: 1,
     };
     // Parameters.
     let tm_attr = "{llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}";
@@ -299,8 +313,14 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
     let c3 = em.cst(3, "i32");
     let w = em.bin("lshr", &tid, &c5, "i32", "warp");
     em.warp_in_wg = em.bin("and", &w, &c3, "i32", "warp_in_wg");
+    em.cluster_size = cluster.iter().product();
     lower_block(&mut em, &body.ops)?;
     em.label("exit:");
+    if cluster.iter().product::<i64>() > 1 {
+        // No CTA may exit while a peer can still write into its shared memory (a multicast
+        // try_cancel response, a remote mbarrier arrive): every thread meets here.
+        em.emit("llvm.inline_asm has_side_effects asm_dialect = att \"barrier.cluster.arrive.release; barrier.cluster.wait.acquire;\", \"\"  : () -> ()");
+    }
     em.emit("llvm.return");
 
     let maxntid = format!("array<i32: {}, {}, {}>", block[0], block[1], block[2]);
@@ -323,6 +343,11 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
         format!("nvvm.maxnreg = {} : i32", (65536 / (alloc_warps * 32)).min(255) / 8 * 8)
     } else {
         "nvvm.minctasm = 1 : i32".to_string()
+    };
+    let regs = if cluster.iter().product::<i64>() > 1 {
+        format!("{regs}, nvvm.cluster_dim = array<i32: {}, {}, {}>", cluster[0], cluster[1], cluster[2])
+    } else {
+        regs
     };
     let _ = writeln!(text, "  llvm.func @{}({}) attributes {{gpu.kernel, nvvm.kernel, nvvm.maxntid = {maxntid}, {regs}}} {{", sanitize(&name), params_mlir.join(", "));
     for c in &em.consts {
@@ -351,10 +376,12 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
     let (maj, min) = target.min_ptx_version();
     let persistent = match k.str_attr("schedule") {
         Some("static") => Some(serde_json::json!({"schedule": "static", "ctas_per_sm": 1, "group_m": k.int_attr("group_m").unwrap_or(0)})),
+        Some("clc") => Some(serde_json::json!({"schedule": "clc", "group_m": k.int_attr("group_m").unwrap_or(0)})),
         _ => None,
     };
     let mut manifest = Manifest::new(name.clone(), target.name().into(), format!("{maj}.{min}"), [block[0] as u32, block[1] as u32, block[2] as u32], smem_bytes.max(em.smem_end), dims, texts, params);
     manifest.persistent = persistent;
+    manifest.cluster = [cluster[0] as u32, cluster[1] as u32, cluster[2] as u32];
     Ok(LoweredKernel { mlir: text, manifest, target })
 }
 
@@ -364,8 +391,10 @@ fn sanitize(s: &str) -> String {
 }
 
 fn lower_block(em: &mut Em, ops: &[Operation]) -> R<()> {
+    em.prev = None;
     for op in ops {
         lower_op(em, op)?;
+        em.prev = Some(op.kind);
     }
     Ok(())
 }
@@ -477,6 +506,12 @@ fn lower_op(em: &mut Em, op: &Operation) -> R<()> {
         }
         OpKind::MbarrierArrive => {
             // One arrive per warp (lane 0), matching arrive_count = 4 × consumer warpgroups.
+            // The arrive releases what every lane of the warp read: unless a `.sync.aligned`
+            // wait just converged the warp, `bar.warp.sync` orders the other lanes' reads
+            // first (not in the producer region, where one thread runs).
+            if em.cwg.is_some() && em.prev != Some(OpKind::WaitGroup) {
+                em.emit("llvm.inline_asm has_side_effects asm_dialect = att \"bar.warp.sync -1;\", \"\"  : () -> ()");
+            }
             let a = em.bar_addr(op, op.operands[0], op.operands[1])?;
             let lane = em.lane.clone();
             let z = em.cst(0, "i32");
@@ -484,9 +519,48 @@ fn lower_op(em: &mut Em, op: &Operation) -> R<()> {
             let (go, cont) = (em.block_name("arrive"), em.block_name("arrived"));
             em.emit(format!("llvm.cond_br {l0}, ^{go}, ^{cont}"));
             em.label(&format!("{go}:"));
-            em.emit(format!("nvvm.mbarrier.arrive {a} : !llvm.ptr<3>"));
+            match op.int_attr("cta") {
+                None => em.emit(format!("nvvm.mbarrier.arrive {a} : !llvm.ptr<3>")),
+                Some(cta) => {
+                    let a32 = em.op(format!("llvm.ptrtoint {a} : !llvm.ptr<3> to i32"), "bar32");
+                    let r = em.cst(cta, "i32");
+                    em.emit(format!("llvm.inline_asm has_side_effects asm_dialect = att \"{{ .reg .b32 remote; mapa.shared::cluster.u32 remote, $0, $1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote]; }}\", \"r,r\" {a32}, {r} : (i32, i32) -> ()"));
+                }
+            }
             em.emit(format!("llvm.br ^{cont}"));
             em.label(&format!("{cont}:"));
+        }
+        OpKind::While => lower_while(em, op)?,
+        OpKind::FenceProxyAsync => em.emit("llvm.inline_asm has_side_effects asm_dialect = att \"fence.proxy.async.shared::cta;\", \"\"  : () -> ()"),
+        OpKind::ClusterCtaRank => {
+            let r = em.op("llvm.inline_asm asm_dialect = att \"mov.u32 $0, %cluster_ctarank;\", \"=r\"  : () -> i32", "rank32");
+            let r64 = em.zext64(&r);
+            def_scalar(em, op, r64, "i64");
+        }
+        OpKind::ClcTryCancel => {
+            let slot = clc_slot_addr(em, op)?;
+            let b = em.bar_addr(op, op.operands[1], op.operands[2])?;
+            let b32 = em.op(format!("llvm.ptrtoint {b} : !llvm.ptr<3> to i32"), "bar32");
+            let mc = if op.attr("multicast").and_then(Attribute::as_bool) == Some(true) { ".multicast::cluster::all" } else { "" };
+            em.emit(format!("llvm.inline_asm has_side_effects asm_dialect = att \"clusterlaunchcontrol.try_cancel.async.shared::cta.mbarrier::complete_tx::bytes{mc}.b128 [$0], [$1];\", \"r,r\" {slot}, {b32} : (i32, i32) -> ()"));
+        }
+        OpKind::ClcQuery => {
+            let bits = op.int_attr("load_bits").unwrap_or(128);
+            if bits != 128 {
+                return err(op, format!("convert-tile-to-nvvm: a try_cancel response is an opaque 128-bit value read with one ld.shared.b128; load_bits = {bits} is not lowered"));
+            }
+            let slot = clc_slot_addr(em, op)?;
+            let asm = "{ .reg .b128 resp; .reg .pred canceled; .reg .b32 w; ld.shared.b128 resp, [$4]; clusterlaunchcontrol.query_cancel.is_canceled.pred.b128 canceled, resp; selp.u32 $0, 1, 0, canceled; mov.u32 $1, 0; mov.u32 $2, 0; mov.u32 $3, 0; @canceled clusterlaunchcontrol.query_cancel.get_first_ctaid.v4.b32.b128 {$1, $2, $3, w}, resp; }";
+            let r = em.op(format!("llvm.inline_asm has_side_effects asm_dialect = att \"{asm}\", \"=r,=r,=r,=r,r\" {slot} : (i32) -> !llvm.struct<(i32, i32, i32, i32)>"), "clc");
+            let f = em.op(format!("llvm.extractvalue {r}[0] : !llvm.struct<(i32, i32, i32, i32)>"), "canceled32");
+            let z = em.cst(0, "i32");
+            let ok = em.icmp("ne", &f, &z, "i32");
+            em.vals.insert(op.results[0], Lv::Scalar(ok, "i1"));
+            for d in 0..3 {
+                let x = em.op(format!("llvm.extractvalue {r}[{}] : !llvm.struct<(i32, i32, i32, i32)>", d + 1), "first_ctaid");
+                let x64 = em.zext64(&x);
+                em.vals.insert(op.results[d + 1], Lv::Scalar(x64, "i64"));
+            }
         }
         OpKind::TmaLoad => lower_tma_load(em, op)?,
         OpKind::WgmmaFence => em.emit("nvvm.wgmma.fence.aligned"),
@@ -528,6 +602,11 @@ fn lower_warp_specialize(em: &mut Em, op: &Operation) -> R<()> {
     em.emit("llvm.br ^after_init");
     em.label("after_init:");
     em.emit("nvvm.barrier0");
+    if em.cluster_size > 1 {
+        // Peers arrive on this CTA's barriers and multicast into its shared memory: the
+        // whole cluster sees every barrier initialised before anyone goes on.
+        em.emit("llvm.inline_asm has_side_effects asm_dialect = att \"barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;\", \"\"  : () -> ()");
+    }
     let pt = em.cst(em.producer_threads, "i32");
     let is_p = em.icmp("ult", &tid, &pt, "i32");
     em.emit(format!("llvm.cond_br {is_p}, ^producer, ^consumer"));
@@ -646,6 +725,71 @@ fn lower_for(em: &mut Em, op: &Operation) -> R<()> {
             _ => unreachable!(),
         };
         em.vals.insert(r, lv);
+    }
+    Ok(())
+}
+
+/// Shared-memory address (i32) of slot `operands[last]` of the response ring `operands[0]`
+/// (16 bytes per slot).
+fn clc_slot_addr(em: &mut Em, op: &Operation) -> R<String> {
+    let Some(Lv::Ring { offset, stage_bytes, .. }) = em.vals.get(&op.operands[0]).cloned() else { return err(op, "the try_cancel response is not a shared-memory ring") };
+    if stage_bytes != 16 || offset % 16 != 0 {
+        return err(op, format!("a try_cancel response slot must be 16 bytes, 16-byte aligned; found {stage_bytes} bytes at offset {offset}"));
+    }
+    let slot = em.scalar(op, *op.operands.last().expect("verified"))?;
+    let s32 = em.trunc32(&slot);
+    let c4 = em.cst(4, "i32");
+    let so = em.bin("shl", &s32, &c4, "i32", "slot_off");
+    let base = em.cst(offset as i64, "i32");
+    let o = em.bin("add", &so, &base, "i32", "slot_off");
+    let smem = em.smem_i32.clone();
+    Ok(em.bin("add", &smem, &o, "i32", "slot_addr"))
+}
+
+/// `tile.while` as a do-while: `br ^body(inits)`; `^body(args)`: the body, then
+/// `cond_br %continue, ^body(next), ^done(next)`.
+fn lower_while(em: &mut Em, op: &Operation) -> R<()> {
+    let mut init_names = vec![];
+    let mut tys = vec![];
+    let mut kinds = vec![];
+    for &v in &op.operands {
+        let lv = em.vals.get(&v).cloned().ok_or_else(|| Diagnostic::error(op.loc.clone(), "loop init not lowered"))?;
+        let (Some(n), Some(t)) = (lv_name(&lv), lv_type(em, &lv)) else {
+            return err(op, "convert-tile-to-nvvm: a loop may carry scalars and accumulators only");
+        };
+        init_names.push(n);
+        tys.push(t);
+        kinds.push(lv);
+    }
+    let (head, exit) = (em.block_name("while"), em.block_name("while_done"));
+    let b = &op.regions[0];
+    let arg_names: Vec<String> = (0..b.args.len()).map(|i| format!("%{head}_a{i}")).collect();
+    em.emit(format!("llvm.br ^{head}({} : {})", init_names.join(", "), tys.join(", ")));
+    let sig: Vec<String> = arg_names.iter().zip(&tys).map(|(n, t)| format!("{n}: {t}")).collect();
+    em.label(&format!("{head}({}):", sig.join(", ")));
+    let with_name = |lv: &Lv, n: &str| match lv {
+        Lv::Acc(_) => Lv::Acc(n.to_string()),
+        Lv::Scalar(_, t) => Lv::Scalar(n.to_string(), t),
+        _ => unreachable!("checked above"),
+    };
+    for ((&a, n), kind) in b.args.iter().zip(&arg_names).zip(&kinds) {
+        em.vals.insert(a, with_name(kind, n));
+    }
+    lower_block(em, &b.ops)?;
+    let y = b.ops.last().expect("verified yield");
+    let mut vals = vec![];
+    for v in &y.operands {
+        let lv = em.vals.get(v).cloned().ok_or_else(|| Diagnostic::error(y.loc.clone(), "yielded value not lowered"))?;
+        vals.push(lv_name(&lv).unwrap_or_default());
+    }
+    let go = vals.remove(0);
+    let next = format!("({} : {})", vals.join(", "), tys.join(", "));
+    em.emit(format!("llvm.cond_br {go}, ^{head}{next}, ^{exit}{next}"));
+    let res_names: Vec<String> = (0..op.results.len()).map(|i| format!("%{exit}_r{i}")).collect();
+    let res_sig: Vec<String> = res_names.iter().zip(&tys).map(|(n, t)| format!("{n}: {t}")).collect();
+    em.label(&format!("{exit}({}):", res_sig.join(", ")));
+    for ((&r, n), kind) in op.results.iter().zip(&res_names).zip(&kinds) {
+        em.vals.insert(r, with_name(kind, n));
     }
     Ok(())
 }

@@ -11,8 +11,45 @@
 //!   nctaid.x`), so every tile runs exactly once, the ragged last row and column included.
 //! - `schedule=none`: one tile per CTA as launched, but tile ids are still remapped to the
 //!   grouped order below.
-//! - `schedule=clc` (sm_100): Blackwell's `clusterlaunchcontrol.try_cancel` work stealing.
-//!   Not implemented yet: the pass reports an error naming the schedule.
+//! - `schedule=clc` (sm_100, sm_100a): Blackwell's `clusterlaunchcontrol.try_cancel` work
+//!   stealing (PTX ISA 8.6). The host launches the whole tile grid; a CTA starts with its
+//!   own tile (its linearised `ctaid`) and steals not-yet-launched clusters:
+//!
+//!   ```text
+//!   %clc_resp  = tile.smem_alloc : smem<2x4xi32>          // two 16-byte response slots
+//!   %clc_full  = tile.mbarrier_alloc {arrive_count = 1}   // response n arrived (16 tx bytes)
+//!   %clc_empty = tile.mbarrier_alloc {arrive_count = C, per_cta = true}  // slot read by the CTA(s)
+//!   %end:2 = tile.while %first, %c0 {tile_loop = true} {
+//!   ^bb0(%tile, %n):                                        // n-th tile of this CTA
+//!     slot = n mod 2, parity = (n / 2) mod 2
+//!     mbarrier_wait %clc_empty, slot, 1 - parity  {role = "scheduler"}  // slot's last reader done
+//!     fence_proxy_async                         {role = "scheduler"}  // generic reads → async write
+//!     mbarrier_expect_tx %clc_full, slot {bytes = 16, role = "scheduler"}
+//!     clc_try_cancel %clc_resp, %clc_full, slot {role = "scheduler"}  // overlaps this tile
+//!     … decode %tile into program ids; the kernel body …
+//!     mbarrier_wait %clc_full, slot, parity {role = "all"}  // every thread of the CTA
+//!     %ok, %x, %y, %z = clc_query %clc_resp, slot {role = "all"}  // one ld.shared.b128
+//!     mbarrier_arrive %clc_empty, slot {role = "all"}
+//!     tile.yield %ok, linear(%x, %y, %z), n + 1
+//!   }
+//!   ```
+//!
+//!   A request is issued only at the top of an iteration, which runs only after the last
+//!   response was a success: **no request follows an observed failure**. Two response
+//!   slots let the scheduler issue request n + 1 while readers still hold response n. The
+//!   tile id reaches every thread because every thread reads the response itself, after
+//!   its own wait on the response barrier. `role = "scheduler"` marks what the elected
+//!   scheduler thread alone executes; `role = "all"` what every thread executes after the
+//!   tile, the producer too (`tile-to-gpu` distributes both).
+//!
+//!   With `cluster = C > 1` (sm_100a): the kernel gets `cluster = [C, 1, 1]`, grid x is
+//!   rounded up to a multiple of C (padding tiles lie out of bounds: their loads read zeros,
+//!   their stores are dropped), every CTA arms its own `%clc_full`, only the CTA of cluster
+//!   rank 0 waits for the slot to be free and issues the `{multicast = true}` request (one
+//!   response, written to every CTA of the cluster), every reader arrives on rank 0's
+//!   `%clc_empty` (`{cta = 0}`), and each CTA takes tile (x + rank, y, z) of the cancelled
+//!   cluster. The lowering ends such a kernel with a cluster barrier, so no CTA exits
+//!   while a multicast response may still be written into it.
 //!
 //! Tile order: linear tile t is decoded to program ids. With `group_m = G > 0` on a grid of
 //! 2 or more dimensions, tiles sweep G rows of dimension 1 (M) before moving along
@@ -25,7 +62,8 @@
 //! Every `tile.program_id {dim = d}` becomes the decoded id, every `tile.num_programs`
 //! the grid size, both computed from the kernel's grid expressions in the kernel.
 //!
-//! Options: `schedule` (static), `group_m` (8). Statistics: `kernels-made-persistent`.
+//! Options: `schedule` (static), `group_m` (8), `cluster` (1; clc only). Statistics:
+//! `kernels-made-persistent`.
 
 use crate::pass::{OptionInfo, OptionKind, Pass, PassContext, PassInfo, PassOptions};
 use std::collections::HashMap;
@@ -37,8 +75,9 @@ pub static INFO: PassInfo = PassInfo {
     summary: "Make the kernel a persistent loop over its tiles (static stride), in grouped tile order",
     description: "Wraps the kernel body in a loop over linear tile ids (start ctaid.x, step nctaid.x), decoding each into program ids in grouped order for L2 reuse. The launcher starts min(tiles, SMs x CTAs per SM) CTAs.\n\nExample: tile-opt --persistent='schedule=static group_m=8' examples/gemm_bf16.tile",
     options: &[
-        OptionInfo { name: "schedule", kind: OptionKind::Enum(&["static", "none", "clc"]), default: "static", help: "static: strided persistent loop; none: one tile per CTA (grouped order only); clc: try_cancel work stealing (sm_100, not yet)" },
+        OptionInfo { name: "schedule", kind: OptionKind::Enum(&["static", "none", "clc"]), default: "static", help: "static: strided persistent loop; none: one tile per CTA (grouped order only); clc: try_cancel work stealing (sm_100, sm_100a)" },
         OptionInfo { name: "group_m", kind: OptionKind::UInt, default: "8", help: "Tiles of dimension 1 swept per group (0: row-major order)" },
+        OptionInfo { name: "cluster", kind: OptionKind::UInt, default: "1", help: "clc only: CTAs per cluster along x (1, 2 or 4); > 1 uses the multicast try_cancel (sm_100a)" },
     ],
 };
 
@@ -48,6 +87,26 @@ pub struct Persistent {
     pub schedule: String,
     /// Group size along dimension 1 (0 = off).
     pub group_m: u64,
+    /// CTAs per cluster along x (clc only).
+    pub cluster: u64,
+    /// Test-only: emit a deliberately broken clc protocol (the model test must catch it).
+    #[doc(hidden)]
+    pub fault: Option<ClcFault>,
+}
+
+/// Deliberately broken variants of the clc protocol, for the model test only (no pass
+/// option reaches them).
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClcFault {
+    /// Issue the next request right after reading a response, whatever its outcome.
+    RequestAfterFailure,
+    /// Readers do not wait on the response barrier before reading.
+    MissingBarrierWait,
+    /// Read the response with four 32-bit loads.
+    NarrowLoads,
+    /// Only the scheduler thread reads the response; the other threads never learn the id.
+    IdNotBroadcast,
 }
 
 impl Persistent {
@@ -56,7 +115,14 @@ impl Persistent {
     /// # Errors
     /// None today; the signature matches the registry.
     pub fn from_options(o: &PassOptions) -> Result<Self, String> {
-        Ok(Persistent { schedule: o.get("schedule").to_string(), group_m: o.uint("group_m") })
+        let cluster = o.uint("cluster");
+        if ![1, 2, 4].contains(&cluster) {
+            return Err(format!("persistent option 'cluster' must be 1, 2 or 4, found {cluster}"));
+        }
+        if cluster > 1 && o.get("schedule") != "clc" {
+            return Err(format!("persistent option 'cluster={cluster}' needs schedule=clc"));
+        }
+        Ok(Persistent { schedule: o.get("schedule").to_string(), group_m: o.uint("group_m"), cluster, fault: None })
     }
 }
 
@@ -71,7 +137,7 @@ impl Pass for Persistent {
             if k.kind != OpKind::Kernel || k.attr("schedule").is_some() || k.attr("target").is_some() {
                 continue;
             }
-            match make_persistent(m, k, &self.schedule, self.group_m) {
+            match make_persistent(m, k, self) {
                 Ok(()) => cx.stat("kernels-made-persistent", 1),
                 Err(d) => errors.push(d),
             }
@@ -128,12 +194,10 @@ impl Em<'_> {
 }
 
 /// Rewrite one kernel in place.
-fn make_persistent(m: &mut Module, k: &mut Operation, schedule: &str, group_m: u64) -> Result<(), Diagnostic> {
+fn make_persistent(m: &mut Module, k: &mut Operation, p: &Persistent) -> Result<(), Diagnostic> {
+    let (schedule, group_m) = (p.schedule.as_str(), p.group_m);
     let err = |msg: String| Diagnostic::error(k.loc.clone(), msg);
-    if schedule == "clc" {
-        return Err(err("persistent: schedule=clc (clusterlaunchcontrol.try_cancel work stealing) is not implemented yet; use schedule=static or none".into()));
-    }
-    let grid: Vec<Expr> = k
+    let mut grid: Vec<Expr> = k
         .attr("grid")
         .and_then(Attribute::as_array)
         .ok_or_else(|| err("persistent: kernel has no grid".into()))?
@@ -144,6 +208,14 @@ fn make_persistent(m: &mut Module, k: &mut Operation, schedule: &str, group_m: u
             other => Err(err(format!("persistent: grid dimension {other} is not an expression"))),
         })
         .collect::<Result<_, _>>()?;
+    let cluster = if schedule == "clc" { p.cluster } else { 1 };
+    if cluster > 1 {
+        // A cluster launch needs grid x divisible by the cluster size: pad it.
+        let c = Box::new(Expr::Int(cluster as i64));
+        grid[0] = Expr::Mul(Box::new(Expr::CeilDiv(Box::new(grid[0].clone()), c.clone())), c);
+        k.attrs.insert("grid".into(), Attribute::Array(grid.iter().cloned().map(Attribute::Expr).collect()));
+        k.attrs.insert("cluster".into(), Attribute::Array(vec![Attribute::Int(cluster as i64), Attribute::Int(1), Attribute::Int(1)]));
+    }
     let body = &k.regions[0];
     let args: HashMap<String, Value> = body.args.iter().filter_map(|&a| m.name(a).map(|n| (n.to_string(), a))).collect();
     let loc = k.loc.clone();
@@ -155,24 +227,22 @@ fn make_persistent(m: &mut Module, k: &mut Operation, schedule: &str, group_m: u
     }
     let prologue = std::mem::take(&mut em.ops);
 
-    // The tile index: a loop variable (static) or the linearised ctaid (none).
+    // The tile index: a loop variable (static, clc) or the linearised ctaid (none).
+    let mut clc_first = None;
     let (t, loop_head) = if schedule == "static" {
         let start = em.one(OpKind::CtaId, &[], &[("dim", Attribute::Int(0))], "cta");
         let stride = em.one(OpKind::NumCtas, &[], &[("dim", Attribute::Int(0))], "ncta");
         let t = em.m.new_value(Type::INDEX, Some("tile".into()));
         (t, Some((start, stride)))
     } else {
-        let mut lin = em.one(OpKind::CtaId, &[], &[("dim", Attribute::Int(0))], "cta_x");
-        let mut scale = gd[0];
-        for d in 1..gd.len() {
-            let c = em.one(OpKind::CtaId, &[], &[("dim", Attribute::Int(d as i64))], "cta");
-            let o = em.bin(OpKind::MulI, c, scale, "lin");
-            lin = em.bin(OpKind::AddI, lin, o, "tile");
-            if d + 1 < gd.len() {
-                scale = em.bin(OpKind::MulI, scale, gd[d], "scale");
-            }
+        let ids: Vec<Value> = (0..gd.len()).map(|d| em.one(OpKind::CtaId, &[], &[("dim", Attribute::Int(d as i64))], "cta")).collect();
+        let lin = linearize(&mut em, &ids, &gd);
+        if schedule == "clc" {
+            clc_first = Some(lin);
+            (em.m.new_value(Type::INDEX, Some("tile".into())), None)
+        } else {
+            (lin, None)
         }
-        (lin, None)
     };
     let head_ops = std::mem::take(&mut em.ops);
 
@@ -205,6 +275,17 @@ fn make_persistent(m: &mut Module, k: &mut Operation, schedule: &str, group_m: u
         });
     }
     let mut new_body = prologue;
+    if let Some(first) = clc_first {
+        new_body.extend(head_ops);
+        let mut inner = decode_ops;
+        inner.extend(body_ops);
+        new_body.extend(clc_loop(&mut em, k.loc.clone(), ret.loc.clone(), first, t, inner, &gd, cluster, p.fault));
+        new_body.push(ret);
+        k.regions[0].ops = new_body;
+        k.attrs.insert("schedule".into(), Attribute::Str(schedule.to_string()));
+        k.attrs.insert("group_m".into(), Attribute::Int(group_m as i64));
+        return Ok(());
+    }
     match loop_head {
         Some((start, stride)) => {
             new_body.extend(head_ops);
@@ -230,6 +311,152 @@ fn make_persistent(m: &mut Module, k: &mut Operation, schedule: &str, group_m: u
     k.attrs.insert("schedule".into(), Attribute::Str(schedule.to_string()));
     k.attrs.insert("group_m".into(), Attribute::Int(group_m as i64));
     Ok(())
+}
+
+/// Linear id `x + y·gx + z·gx·gy` of grid position `ids` on grid `gd`.
+fn linearize(em: &mut Em, ids: &[Value], gd: &[Value]) -> Value {
+    let mut lin = ids[0];
+    let mut scale = gd[0];
+    for d in 1..ids.len() {
+        let o = em.bin(OpKind::MulI, ids[d], scale, "lin");
+        lin = em.bin(OpKind::AddI, lin, o, "tile");
+        if d + 1 < ids.len() {
+            scale = em.bin(OpKind::MulI, scale, gd[d], "scale");
+        }
+    }
+    lin
+}
+
+/// Emit one op with `role` (see the module doc) and optional results.
+fn role_op(em: &mut Em, kind: OpKind, operands: &[Value], attrs: &[(&str, Attribute)], role: Option<&str>, results: &[(Type, &str)]) -> Vec<Value> {
+    let mut op = Operation::new(kind, em.loc.clone());
+    op.operands = operands.to_vec();
+    op.attrs = attrs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+    if let Some(r) = role {
+        op.attrs.insert("role".into(), Attribute::Str(r.into()));
+    }
+    op.results = results.iter().map(|(t, n)| em.m.new_value(t.clone(), Some(n.to_string()))).collect();
+    let r = op.results.clone();
+    em.ops.push(op);
+    r
+}
+
+/// The clc work-stealing loop (module doc): allocations, then `tile.while` over the
+/// CTA's tiles starting at `first`, running `body` (which reads the tile as `t`).
+#[allow(clippy::too_many_arguments)]
+fn clc_loop(em: &mut Em, loc: Location, yield_loc: Location, first: Value, t: Value, body: Vec<Operation>, gd: &[Value], cluster: u64, fault: Option<ClcFault>) -> Vec<Operation> {
+    let saved = std::mem::take(&mut em.ops);
+    let resp_ty = Type::Smem { stages: 2, shape: vec![4], elem: tilec_dialect::ScalarType::I32 };
+    let resp = role_op(em, OpKind::SmemAlloc, &[], &[], None, &[(resp_ty, "clc_resp")])[0];
+    let full = role_op(em, OpKind::MbarrierAlloc, &[], &[("arrive_count", Attribute::Int(1))], None, &[(Type::Mbarrier { count: 2 }, "clc_full")])[0];
+    let empty = role_op(em, OpKind::MbarrierAlloc, &[], &[("arrive_count", Attribute::Int(cluster as i64)), ("per_cta", Attribute::Bool(true))], None, &[(Type::Mbarrier { count: 2 }, "clc_empty")])[0];
+    let (c0, c1, c2) = (em.cst(0), em.cst(1), em.cst(2));
+    let rank = (cluster > 1).then(|| em.one(OpKind::ClusterCtaRank, &[], &[], "rank"));
+    let mut out = std::mem::take(&mut em.ops);
+
+    let n = em.m.new_value(Type::INDEX, Some("n".into()));
+    let slot = em.bin(OpKind::RemI, n, c2, "slot");
+    let round = em.bin(OpKind::DivI, n, c2, "round");
+    let parity = em.bin(OpKind::RemI, round, c2, "parity");
+    let free = em.bin(OpKind::SubI, c1, parity, "free_parity");
+    // The request for this iteration's successor: rank 0 (or the only CTA) waits for the
+    // slot's last readers, fences, and issues; every CTA arms its own barrier.
+    let request = |em: &mut Em, slot: Value, free: Value| {
+        let multicast: &[(&str, Attribute)] = if cluster > 1 { &[("multicast", Attribute::Bool(true))] } else { &[] };
+        let arm = |em: &mut Em| {
+            role_op(em, OpKind::MbarrierExpectTx, &[full, slot], &[("bytes", Attribute::Int(16))], Some("scheduler"), &[]);
+        };
+        match rank {
+            None => {
+                role_op(em, OpKind::MbarrierWait, &[empty, slot, free], &[], Some("scheduler"), &[]);
+                role_op(em, OpKind::FenceProxyAsync, &[], &[], Some("scheduler"), &[]);
+                arm(em);
+                role_op(em, OpKind::ClcTryCancel, &[resp, full, slot], multicast, Some("scheduler"), &[]);
+            }
+            Some(rank) => {
+                let lead = role_op(em, OpKind::CmpI, &[rank, c0], &[("predicate", Attribute::Str("eq".into()))], None, &[(Type::I1, "lead")])[0];
+                let before = std::mem::take(&mut em.ops);
+                role_op(em, OpKind::MbarrierWait, &[empty, slot, free], &[], Some("scheduler"), &[]);
+                role_op(em, OpKind::FenceProxyAsync, &[], &[], Some("scheduler"), &[]);
+                role_op(em, OpKind::Yield, &[], &[], None, &[]);
+                let wait_then = std::mem::take(&mut em.ops);
+                em.ops = before;
+                let mut if1 = Operation::new(OpKind::If, em.loc.clone());
+                if1.operands = vec![lead];
+                if1.attrs.insert("role".into(), Attribute::Str("scheduler".into()));
+                let y = Operation::new(OpKind::Yield, em.loc.clone());
+                if1.regions = vec![Block { args: vec![], ops: wait_then }, Block { args: vec![], ops: vec![y.clone()] }];
+                em.ops.push(if1);
+                arm(em);
+                let before = std::mem::take(&mut em.ops);
+                role_op(em, OpKind::ClcTryCancel, &[resp, full, slot], multicast, Some("scheduler"), &[]);
+                em.ops.push(y.clone());
+                let issue = std::mem::take(&mut em.ops);
+                em.ops = before;
+                let mut if2 = Operation::new(OpKind::If, em.loc.clone());
+                if2.operands = vec![lead];
+                if2.attrs.insert("role".into(), Attribute::Str("scheduler".into()));
+                if2.regions = vec![Block { args: vec![], ops: issue }, Block { args: vec![], ops: vec![y] }];
+                em.ops.push(if2);
+            }
+        }
+    };
+    if fault != Some(ClcFault::RequestAfterFailure) {
+        request(em, slot, free);
+    }
+    let mut inner = std::mem::take(&mut em.ops);
+    inner.extend(body);
+    // After the tile: every thread reads the response and releases the slot.
+    let reader = if fault == Some(ClcFault::IdNotBroadcast) { "scheduler" } else { "all" };
+    if fault != Some(ClcFault::MissingBarrierWait) {
+        role_op(em, OpKind::MbarrierWait, &[full, slot, parity], &[], Some(reader), &[]);
+    }
+    let mut qattrs = vec![];
+    if fault == Some(ClcFault::NarrowLoads) {
+        qattrs.push(("load_bits", Attribute::Int(32)));
+    }
+    let q = role_op(em, OpKind::ClcQuery, &[resp, slot], &qattrs, Some(reader), &[(Type::I1, "ok"), (Type::INDEX, "next_x"), (Type::INDEX, "next_y"), (Type::INDEX, "next_z")]);
+    let mut aattrs = vec![];
+    if cluster > 1 {
+        aattrs.push(("cta", Attribute::Int(0)));
+    }
+    role_op(em, OpKind::MbarrierArrive, &[empty, slot], &aattrs, Some(reader), &[]);
+    let mut ids = q[1..=gd.len()].to_vec();
+    if let Some(rank) = rank {
+        ids[0] = em.bin(OpKind::AddI, ids[0], rank, "next_x");
+    }
+    let next = linearize(em, &ids, gd);
+    let n1 = em.bin(OpKind::AddI, n, c1, "n_next");
+    if fault == Some(ClcFault::RequestAfterFailure) {
+        // Broken: the next request goes out right after the read, whatever `ok` said (the
+        // first one before the loop).
+        let s1 = em.bin(OpKind::RemI, n1, c2, "slot");
+        let r1 = em.bin(OpKind::DivI, n1, c2, "round");
+        let p1 = em.bin(OpKind::RemI, r1, c2, "parity");
+        let f1 = em.bin(OpKind::SubI, c1, p1, "free_parity");
+        request(em, s1, f1);
+        let tail = std::mem::take(&mut em.ops);
+        request(em, c0, c1);
+        out.extend(std::mem::take(&mut em.ops));
+        em.ops = tail;
+    }
+    // Everything after the tile is executed by every thread (role "all") unless it is the
+    // scheduler's alone.
+    for o in &mut em.ops {
+        o.attrs.entry("role".into()).or_insert_with(|| Attribute::Str("all".into()));
+    }
+    inner.extend(std::mem::take(&mut em.ops));
+    let mut y = Operation::new(OpKind::Yield, yield_loc);
+    y.operands = vec![q[0], next, n1];
+    inner.push(y);
+    let mut lp = Operation::new(OpKind::While, loc);
+    lp.operands = vec![first, c0];
+    lp.attrs.insert("tile_loop".into(), Attribute::Bool(true));
+    lp.results = vec![em.m.new_value(Type::INDEX, Some("last_tile".into())), em.m.new_value(Type::INDEX, Some("tiles_done".into()))];
+    lp.regions.push(Block { args: vec![t, n], ops: inner });
+    out.push(lp);
+    em.ops = saved;
+    out
 }
 
 /// Program ids of linear tile `t` on grid `gd` (see the module doc for the order).

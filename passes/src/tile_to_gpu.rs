@@ -29,6 +29,17 @@
 //! warpgroups; BN a multiple of 8 up to 256 (wgmma's N) — for mma.sync 128 or 256; the
 //! ring plus barriers fit the target's shared memory per block.
 //!
+//! A persistent tile loop made by `persistent` (`tile.for` or, for the clc schedule,
+//! `tile.while`, with `{tile_loop = true}`) runs in both regions and carries one more value,
+//! the global k-tile count, so the ring's phases run on across tiles. Ops of the tile loop
+//! with `role = "scheduler"` go to the producer region only (its elected thread is the
+//! CTA's scheduler); ops after the K loop with `role = "all"` run in both regions, after
+//! the producer's copies and after the consumers' epilogue. In the consumer region, a
+//! scheduler-only op's results are registers it never wrote: `tile.constant 0`
+//! (`false` for `i1`). An mbarrier array with `{per_cta = true}` counts arrivals per CTA;
+//! its `arrive_count` is multiplied by the arrivals one CTA makes (one from the producer's
+//! elected thread, one per consumer warp).
+//!
 //! Options: `target` (sm_90a), `stages` (4). Statistics: `loops-pipelined`,
 //! `smem-bytes`.
 
@@ -224,7 +235,7 @@ fn find_matmul<'a>(m: &Module, outer: &'a [Operation], body: &'a Block) -> Resul
 }
 
 /// Check the tile configuration against the target; the error names the limit.
-fn check_config(mm: &Matmul, target: Target, stages: u64, loc: &Location) -> Result<u64, Diagnostic> {
+fn check_config(mm: &Matmul, target: Target, stages: u64, other_smem: u64, loc: &Location) -> Result<u64, Diagnostic> {
     let e = |msg: String| Err(Diagnostic::error(loc.clone(), msg));
     if !matches!(mm.elem, ScalarType::BF16 | ScalarType::F16) || mm.acc_ty.elem() != Some(ScalarType::F32) {
         return e(format!("tile-to-gpu for {target}: the MMA takes bf16 or f16 inputs with an f32 accumulator, found {} inputs with a {} accumulator", mm.elem, mm.acc_ty.elem().map_or("?".into(), |t| t.to_string())));
@@ -246,12 +257,13 @@ fn check_config(mm: &Matmul, target: Target, stages: u64, loc: &Location) -> Res
         return e(format!("tile-to-gpu: on {target} (ldmatrix + mma.sync) the N tile must be 128 or 256, found {}", mm.bn));
     }
     let stage_bytes = (mm.bm * mm.bk + mm.bk * mm.bn) * mm.elem.size_bytes();
-    let total = BARRIER_REGION_BYTES + stages * stage_bytes;
+    let total = BARRIER_REGION_BYTES + other_smem + stages * stage_bytes;
     let limit = target.max_smem_per_block();
     if total > limit {
+        let other = if other_smem > 0 { format!(" + {other_smem} for other buffers") } else { String::new() };
         return e(format!(
-            "tile-to-gpu: {stages} stages of {}x{} + {}x{} {} tiles need {total} bytes of shared memory ({stage_bytes} per stage + {BARRIER_REGION_BYTES} for barriers), over the {limit}-byte limit per block on {target}; use at most {} stages",
-            mm.bm, mm.bk, mm.bk, mm.bn, mm.elem, (limit - BARRIER_REGION_BYTES) / stage_bytes
+            "tile-to-gpu: {stages} stages of {}x{} + {}x{} {} tiles need {total} bytes of shared memory ({stage_bytes} per stage + {BARRIER_REGION_BYTES} for barriers{other}), over the {limit}-byte limit per block on {target}; use at most {} stages",
+            mm.bm, mm.bk, mm.bk, mm.bn, mm.elem, (limit - BARRIER_REGION_BYTES - other_smem.min(limit - BARRIER_REGION_BYTES)) / stage_bytes
         ));
     }
     Ok(total)
@@ -296,7 +308,7 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64) 
     // The K loop sits in the kernel body, or in the body of a persistent tile loop
     // (`tile.for {tile_loop = true}`, made by the `persistent` pass).
     let kbody = &k.regions[0];
-    let tile_loop_idx = kbody.ops.iter().position(|o| o.kind == OpKind::For && o.attr("tile_loop").and_then(Attribute::as_bool) == Some(true));
+    let tile_loop_idx = kbody.ops.iter().position(|o| matches!(o.kind, OpKind::For | OpKind::While) && o.attr("tile_loop").and_then(Attribute::as_bool) == Some(true));
     let (outer_ops, scope): (&[Operation], &Block) = match tile_loop_idx {
         Some(i) => (&kbody.ops[..i], &kbody.ops[i].regions[0]),
         None => (&[], kbody),
@@ -306,12 +318,23 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64) 
     if tile_loop_idx.is_some() && scope.ops[..mm.loop_idx].iter().any(|o| o.results.contains(&mm.ub)) {
         return Err(Diagnostic::error(lp_loc, "tile-to-gpu: the K loop's bound must not depend on the tile (define it outside the persistent tile loop)"));
     }
-    let smem = check_config(&mm, target, stages, &lp_loc)?;
+    // Shared memory the kernel already allocates (e.g. clc response slots), each buffer
+    // 1024-byte aligned as the lowering places it.
+    let other_smem: u64 = outer_ops
+        .iter()
+        .filter(|o| o.kind == OpKind::SmemAlloc)
+        .filter_map(|o| match m.ty(o.results[0]) {
+            Type::Smem { stages, shape, elem } => Some((stages * shape.iter().product::<u64>() * elem.size_bytes()).div_ceil(1024) * 1024),
+            _ => None,
+        })
+        .sum();
+    let smem = check_config(&mm, target, stages, other_smem, &lp_loc)?;
     let consumers = (mm.bm / 64) as i64;
 
     // Split the ops: kernel-level (kept), per-tile prologue P, the K loop, epilogue E.
     let mut kernel_ops = std::mem::take(&mut k.regions[0].ops);
     let ret = kernel_ops.pop().expect("verified kernel ends with tile.return");
+    let mut tl_yield: Option<Operation> = None;
     let (kernel_head, tile_loop, mut scope_ops) = match tile_loop_idx {
         Some(i) => {
             let mut tl = kernel_ops.remove(i);
@@ -320,14 +343,45 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64) 
                 return Err(Diagnostic::error(rest[0].loc.clone(), "tile-to-gpu: nothing may follow the persistent tile loop"));
             }
             let mut ops = std::mem::take(&mut tl.regions[0].ops);
-            ops.pop(); // its tile.yield
+            tl_yield = ops.pop(); // its tile.yield
             (kernel_ops, Some(tl), ops)
         }
         None => (vec![], None, kernel_ops),
     };
-    let epilogue = scope_ops.split_off(mm.loop_idx + 1);
+    let after = scope_ops.split_off(mm.loop_idx + 1);
     let old_loop = scope_ops.pop().expect("the K loop");
     let per_tile = scope_ops;
+    let role = |o: &Operation| o.str_attr("role").map(str::to_string);
+    let (tail, epilogue): (Vec<Operation>, Vec<Operation>) = after.into_iter().partition(|o| role(o).is_some());
+    // The consumer region's copy of ops that may be scheduler-only: those become the
+    // constants a never-written register holds.
+    let for_consumers = |e: &mut Emitter, ops: Vec<Operation>| -> Vec<Operation> {
+        let mut out = vec![];
+        for o in ops {
+            if o.str_attr("role") == Some("scheduler") {
+                for &r in &o.results {
+                    let mut c = Operation::new(OpKind::Constant, o.loc.clone());
+                    c.attrs.insert("value".into(), Attribute::Int(0));
+                    c.results = vec![r];
+                    out.push(c);
+                }
+                let _ = &e;
+            } else {
+                out.push(o);
+            }
+        }
+        out
+    };
+    // Scale per-CTA arrival counts by the arrivals one CTA makes.
+    let arrivals_per_cta = 1 + 4 * (mm.bm / 64) as i64;
+    let mut kernel_head = kernel_head;
+    for o in &mut kernel_head {
+        if o.kind == OpKind::MbarrierAlloc && o.attr("per_cta").and_then(Attribute::as_bool) == Some(true) {
+            let n = o.int_attr("arrive_count").unwrap_or(1);
+            o.attrs.insert("arrive_count".into(), Attribute::Int(n * arrivals_per_cta));
+            o.attrs.remove("per_cta");
+        }
+    }
 
     let mut e = Emitter { m, ops: vec![], loc: lp_loc.clone() };
     let s = stages;
@@ -435,42 +489,64 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64) 
             (Block { args: vec![], ops: pops }, Block { args: vec![], ops: cops })
         }
         Some(tl) => {
-            // Persistent: both regions run the tile loop, carrying the global k base.
-            let t_c = tl.regions[0].args[0];
+            // Persistent: both regions run the tile loop, carrying the global k base. The
+            // producer's copy gets fresh values for the loop's block arguments and for
+            // everything defined in the loop body.
+            let tl_args = tl.regions[0].args.clone();
+            let tl_yield = tl_yield.expect("tile loop yield");
             let mut map = HashMap::new();
-            let t_p = e.m.new_value(Type::INDEX, Some("tile".into()));
-            map.insert(t_c, t_p);
+            let p_args: Vec<Value> = tl_args.iter().map(|&a| {
+                let n = e.m.values[a.0 as usize].clone();
+                let v = e.m.new_value(n.ty, n.name);
+                map.insert(a, v);
+                v
+            }).collect();
             let p_prologue = clone_ops(e.m, &per_tile, &mut map);
             let (row_p, col_p) = (*map.get(&mm.row).unwrap_or(&mm.row), *map.get(&mm.col).unwrap_or(&mm.col));
-            // One region's tile loop: `tile.for %t = start to tiles step stride` carrying the
-            // global k base, body = `body(g)` then `yield g + ktiles`; then the region's yield.
-            let tile_loop = |e: &mut Emitter, t: Value, body: &mut dyn FnMut(&mut Emitter, Value) -> Vec<Operation>| {
+            let p_tail = clone_ops(e.m, &tail, &mut map);
+            let p_yield: Vec<Value> = tl_yield.operands.iter().map(|v| *map.get(v).unwrap_or(v)).collect();
+            // One region's tile loop (`tile.for` or `tile.while` as `persistent` made it)
+            // carrying the global k base too: body = `body(g)` then yield the loop's
+            // values and `g + ktiles`; then the region's yield.
+            let tile_loop = |e: &mut Emitter, args: Vec<Value>, yielded: Vec<Value>, body: &mut dyn FnMut(&mut Emitter, Value) -> Vec<Operation>| {
                 let g = e.m.new_value(Type::INDEX, Some("kbase".into()));
                 let mut ops = body(e, g);
                 let next = e.int(OpKind::AddI, g, ktiles, "kbase_next");
-                e.op(OpKind::Yield, &[next], &[], &[], None);
+                let mut y = yielded;
+                y.push(next);
+                e.op(OpKind::Yield, &y, &[], &[], None);
                 ops.extend(e.take());
-                let mut lp = Operation::new(OpKind::For, tl.loc.clone());
-                lp.operands = vec![tl.operands[0], tl.operands[1], tl.operands[2], c0];
+                let mut lp = Operation::new(tl.kind, tl.loc.clone());
+                lp.operands = tl.operands.clone();
+                lp.operands.push(c0);
                 lp.attrs = tl.attrs.clone();
-                lp.results = vec![e.m.new_value(Type::INDEX, Some("kbase_end".into()))];
-                lp.regions.push(Block { args: vec![t, g], ops });
+                lp.results = tl.results.iter().map(|&r| {
+                    let n = e.m.values[r.0 as usize].clone();
+                    e.m.new_value(n.ty, n.name)
+                }).collect();
+                lp.results.push(e.m.new_value(Type::INDEX, Some("kbase_end".into())));
+                let mut bargs = args;
+                bargs.push(g);
+                lp.regions.push(Block { args: bargs, ops });
                 e.op(OpKind::Yield, &[], &[], &[], None);
                 let mut region = vec![lp];
                 region.extend(e.take());
                 region
             };
-            let mut p_prologue = Some(p_prologue);
-            let pops = tile_loop(&mut e, t_p, &mut |e, g| {
-                let mut ops = p_prologue.take().expect("called once");
+            let mut p_parts = Some((p_prologue, p_tail));
+            let pops = tile_loop(&mut e, p_args, p_yield, &mut |e, g| {
+                let (mut ops, tail) = p_parts.take().expect("called once");
                 ops.push(producer_tile(e, g, row_p, col_p));
+                ops.extend(tail);
                 ops
             });
-            let (mut per_tile, mut epilogue) = (Some(per_tile), Some(epilogue));
-            let cops = tile_loop(&mut e, t_c, &mut |e, g| {
-                let mut ops = per_tile.take().expect("called once");
+            let mut c_parts = Some((per_tile, epilogue, tail));
+            let cops = tile_loop(&mut e, tl_args, tl_yield.operands.clone(), &mut |e, g| {
+                let (per_tile, epilogue, tail) = c_parts.take().expect("called once");
+                let mut ops = for_consumers(e, per_tile);
                 ops.extend(consumer_tile(e, g));
-                ops.extend(epilogue.take().expect("called once"));
+                ops.extend(epilogue);
+                ops.extend(for_consumers(e, tail));
                 ops
             });
             e.ops = prologue;

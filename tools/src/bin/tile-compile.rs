@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! tile-compile FILE --target sm_90a|sm_90|sm_100|sm_100a [-o DIR] [--emit ptx|mlir|llvm|tile]
-//!              [--stages N] [--schedule static|none|off] [--group-m G] [--no-simplify] [-O 0-3]
+//!              [--stages N] [--schedule static|clc|none|off] [--cluster C] [--group-m G]
+//!              [--no-simplify] [-O 0-3]
 //!              [--ptxas] [--timing]
 //! ```
 //! Writes `DIR/NAME.ptx` (or `.mlir`, `.ll`, `.tile` with `--emit`) and `DIR/NAME.json`.
@@ -45,9 +46,14 @@ struct Cli {
     /// Shared-memory ring depth (2 to 8).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(2..=8))]
     stages: u32,
-    /// Persistent schedule: static (default on sm_90a), none (default elsewhere), off.
-    #[arg(long, value_parser = ["static", "none", "off"])]
+    /// Persistent schedule: static (default on sm_90a), clc (try_cancel work stealing,
+    /// default on sm_100/sm_100a), none (default on sm_90), off.
+    #[arg(long, value_parser = ["static", "clc", "none", "off"])]
     schedule: Option<String>,
+    /// CTAs per cluster along x with --schedule clc (1, 2 or 4; > 1 uses the multicast
+    /// try_cancel, sm_100a only).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4))]
+    cluster: u32,
     /// Tiles of M swept per group for L2 reuse (0 = row-major order).
     #[arg(long, default_value_t = 8)]
     group_m: u32,
@@ -92,11 +98,13 @@ fn run() -> i32 {
     if let Some(s) = &cli.schedule {
         opts.schedule = match s.as_str() {
             "static" => "static",
+            "clc" => "clc",
             "none" => "none",
             _ => "off",
         };
     }
     opts.group_m = cli.group_m;
+    opts.cluster = cli.cluster;
     opts.simplify = !cli.no_simplify;
     opts.opt_level = cli.opt_level;
     opts.emit = match cli.emit {
