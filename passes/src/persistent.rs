@@ -403,6 +403,20 @@ fn clc_loop(em: &mut Em, loc: Location, yield_loc: Location, first: Value, t: Va
     };
     if fault != Some(ClcFault::RequestAfterFailure) {
         request(em, slot, free);
+    } else {
+        // Broken: the first request at the top of iteration 0 only; the others go out
+        // right after each read (below), whatever the response said.
+        let is_first = role_op(em, OpKind::CmpI, &[n, c0], &[("predicate", Attribute::Str("eq".into()))], None, &[(Type::I1, "first_iter")])[0];
+        let before = std::mem::take(&mut em.ops);
+        request(em, slot, free);
+        role_op(em, OpKind::Yield, &[], &[], None, &[]);
+        let then = std::mem::take(&mut em.ops);
+        em.ops = before;
+        let mut i = Operation::new(OpKind::If, em.loc.clone());
+        i.operands = vec![is_first];
+        i.attrs.insert("role".into(), Attribute::Str("scheduler".into()));
+        i.regions = vec![Block { args: vec![], ops: then }, Block { args: vec![], ops: vec![Operation::new(OpKind::Yield, em.loc.clone())] }];
+        em.ops.push(i);
     }
     let mut inner = std::mem::take(&mut em.ops);
     inner.extend(body);
@@ -435,10 +449,6 @@ fn clc_loop(em: &mut Em, loc: Location, yield_loc: Location, first: Value, t: Va
         let p1 = em.bin(OpKind::RemI, r1, c2, "parity");
         let f1 = em.bin(OpKind::SubI, c1, p1, "free_parity");
         request(em, s1, f1);
-        let tail = std::mem::take(&mut em.ops);
-        request(em, c0, c1);
-        out.extend(std::mem::take(&mut em.ops));
-        em.ops = tail;
     }
     // Everything after the tile is executed by every thread (role "all") unless it is the
     // scheduler's alone.
