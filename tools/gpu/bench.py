@@ -120,7 +120,7 @@ def run_bench(args):
     labels = [b[0] for b in backends]
     side = torch.cuda.Stream()
     rows = []
-    result = {"info": info, "backends": labels, "rows": rows}
+    result = {"info": info, "backends": labels + (["tilec-best"] if args.best_of else []), "rows": rows}
 
     def save():
         if args.json:
@@ -226,6 +226,16 @@ def run_bench(args):
             r = row["results"][label]
             if cub and r.get("ms"):
                 r["ratio_to_cublas"] = cub / r["ms"]
+        if args.best_of:
+            # The fastest of the given tilec tile programs that passed (an autotuning step
+            # over a small documented set, like Triton's configs).
+            cands = [(row["results"][l]["ms"], l) for l in args.best_of
+                     if row["results"].get(l, {}).get("ms") and row["results"][l].get("ok")]
+            if cands:
+                ms, l = min(cands)
+                row["results"]["tilec-best"] = dict(row["results"][l], config=l)
+        for label in labels + (["tilec-best"] if args.best_of else []):
+            r = row["results"].get(label, {})
             if not r.get("ms") and r.get("ok"):
                 print("    %-18s correct, rel_err %.2e" % (label, r["rel_err"]), flush=True)
             if r.get("ms"):
@@ -406,6 +416,8 @@ def main():
     ap.add_argument("--tilec", action="append", default=[], metavar="[LABEL=]MANIFEST",
                     help="a tilec manifest (repeatable)")
     ap.add_argument("--no-triton", action="store_true")
+    ap.add_argument("--best-of", nargs="+", metavar="LABEL",
+                    help="also report 'tilec-best': per shape the fastest correct of these tilec labels")
     ap.add_argument("--shapes", nargs="+", help="M,N,K ... (default: the issue-7 list)")
     ap.add_argument("--iters", type=int, default=50, help="timed replays per backend and shape (>= 50)")
     ap.add_argument("--repeat", type=int, default=1,
