@@ -181,7 +181,9 @@ class Kernel:
         g = self.m["grid"]
         dims = [eval_expr(g[d], env) if d in g else 1 for d in ("x", "y", "z")]
         pers = self.m.get("persistent")
-        if pers:
+        if pers and pers.get("schedule", "static") == "static":
+            # Static persistent: min(tiles, SMs x CTAs per SM) CTAs along x. Other
+            # schedules (clc: try_cancel stealing) launch the tile grid as given.
             tiles = dims[0] * dims[1] * dims[2]
             dims = [min(tiles, self.sms * int(pers.get("ctas_per_sm", 1))), 1, 1]
         return dims
