@@ -68,6 +68,28 @@ fn gemm_sm90a_wgmma() {
 }
 
 #[test]
+fn smaller_tile_programs_sm90a() {
+    // The smaller-tile GEMM programs the benchmark autotunes over (docs/performance.md):
+    // one tile per CTA, deeper rings; m64nBN wgmma, 8 per k tile and consumer warpgroup.
+    for (file, stages, hgmma, per_tile) in [("gemm_bf16_64x64.tile", 8, "HGMMA.64x64x16.F32.BF16", 8), ("gemm_bf16_64x128.tile", 6, "HGMMA.64x128x16.F32.BF16", 8), ("gemm_bf16_128x128.tile", 6, "HGMMA.64x128x16.F32.BF16", 8)] {
+        let src = example(file);
+        let mut o = Options::new(Target::Sm90a);
+        o.schedule = "none";
+        o.stages = stages;
+        let k = compile(Input::Text { source: &src, file }, &o).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let dir = std::env::temp_dir().join(format!("tilec-ptxas-{}-{file}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("k.ptx"), &k.ptx).unwrap();
+        let out = Command::new(nv_tool("ptxas", "PTXAS")).args(["-arch=sm_90a", "-v"]).arg(dir.join("k.ptx")).arg("-o").arg(dir.join("k.cubin")).output().unwrap();
+        let log = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{file}: {log}");
+        assert_clean(&log, file);
+        let sass = Command::new(nv_tool("nvdisasm", "NVDISASM")).arg(dir.join("k.cubin")).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&sass.stdout).matches(hgmma).count(), per_tile, "{file}: {hgmma} count");
+    }
+}
+
+#[test]
 fn gemm_sm90_and_sm100_mma_sync() {
     for (t, v) in [(Target::Sm90, ".version 8.0"), (Target::Sm100, ".version 8.6")] {
         let (ptx, log, _) = build("gemm_bf16.tile", t);
