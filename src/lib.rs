@@ -172,6 +172,16 @@ pub fn compile(input: Input<'_>, opts: &Options) -> Result<Kernel, Error> {
         Input::Module(m) => (m, "<module>".to_string()),
     };
     verify(&module)?;
+    // Input already lowered to GPU-level ops carries its target: it must be the one asked
+    // for (the PTX header and the ops' availability follow it).
+    for k in &module.ops {
+        if let Some(t) = k.str_attr("target") {
+            if t != opts.target.name() {
+                let msg = format!("kernel '@{}' was lowered for {t} ('target' attribute), but the compilation targets {}", k.symbol.as_deref().unwrap_or("?"), opts.target);
+                return Err(Error::Diagnostics(Diagnostics(vec![tilec_dialect::Diagnostic::error(k.loc.clone(), msg)])));
+            }
+        }
+    }
     timings.push(("parse+verify", t.elapsed()));
     let t = Instant::now();
     let mut pm = PassManager::parse(&opts.pipeline()).map_err(Error::Pipeline)?;

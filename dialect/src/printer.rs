@@ -42,8 +42,11 @@ impl Printer<'_> {
     }
 
     fn def(&mut self, v: Value) -> String {
+        // A name the lexer would not read back as one value name (e.g. `c-1`) prints as a
+        // number instead.
+        let readable = |n: &str| !n.is_empty() && n.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'.' || c == b'$');
         let name = match self.m.name(v) {
-            Some(n) if !self.taken(n) => n.to_string(),
+            Some(n) if readable(n) && !self.taken(n) => n.to_string(),
             _ => loop {
                 let n = self.next.to_string();
                 self.next += 1;

@@ -39,7 +39,7 @@ use std::collections::{HashMap, HashSet};
 /// # Errors
 /// Every violation found, each at the location of the op that breaks it.
 pub fn verify(m: &Module) -> Result<(), Diagnostics> {
-    let mut v = Verifier { m, diags: vec![], defined: HashSet::new(), visible: vec![], target: None };
+    let mut v = Verifier { m, diags: vec![], defined: HashSet::new(), visible: vec![], target: None, cluster_size: 1 };
     let mut symbols = HashMap::new();
     for op in &m.ops {
         if op.kind != OpKind::Kernel {
@@ -55,6 +55,11 @@ pub fn verify(m: &Module) -> Result<(), Diagnostics> {
         }
         v.visible.clear();
         v.target = op.str_attr("target").and_then(Target::from_name);
+        v.cluster_size = op
+            .attr("cluster")
+            .and_then(Attribute::as_array)
+            .map(|a| a.iter().filter_map(Attribute::as_int).map(|x| x.clamp(1, 16)).product())
+            .unwrap_or(1);
         v.op(op, None);
     }
     if v.diags.is_empty() {
@@ -96,6 +101,8 @@ struct Verifier<'a> {
     visible: Vec<HashSet<Value>>,
     /// The current kernel's target, once `tile-to-gpu` has set one.
     target: Option<Target>,
+    /// CTAs per cluster of the current kernel (`cluster` attribute; 1 without one).
+    cluster_size: i64,
 }
 
 fn is_float_like(t: &Type) -> bool {
@@ -197,6 +204,11 @@ impl Verifier<'_> {
             if !ok {
                 self.error(op, format!("'{}' cannot appear inside '{}'", op.kind.name(), p.kind.name()));
             }
+        }
+        match op.attr("role") {
+            None => {}
+            Some(Attribute::Str(r)) if r == "scheduler" || r == "all" => {}
+            Some(a) => self.error(op, format!("'{}' attribute 'role' must be \"scheduler\" (the CTA's scheduler thread alone) or \"all\" (every thread), found {a}", op.kind.name())),
         }
         self.check_op(op, parent);
         // Regions.
@@ -541,12 +553,12 @@ impl Verifier<'_> {
         }
         match op.attr("grid") {
             Some(Attribute::Array(dims)) if (1..=3).contains(&dims.len()) => {
-                for d in dims {
+                for (i, d) in dims.iter().enumerate() {
                     let e = match d {
                         Attribute::Int(i) if *i >= 1 => continue,
                         Attribute::Expr(e) => e,
                         other => {
-                            self.error(op, format!("grid dimension {other} must be a positive integer or an expression like ceildiv(%N, 128)"));
+                            self.error(op, format!("grid dimension {i} is {other}; it must be a positive integer or an expression like ceildiv(%N, 128)"));
                             continue;
                         }
                     };
@@ -566,7 +578,7 @@ impl Verifier<'_> {
         if let Some(c) = op.attr("cluster") {
             let dims: Option<Vec<i64>> = c.as_array().map(|a| a.iter().filter_map(Attribute::as_int).collect());
             match dims {
-                Some(d) if d.len() == 3 && d.iter().all(|&x| x >= 1) && d.iter().product::<i64>() <= 16 => {}
+                Some(d) if d.len() == 3 && d.iter().all(|&x| (1..=16).contains(&x)) && d.iter().product::<i64>() <= 16 => {}
                 _ => self.error(op, format!("kernel attribute 'cluster' must be three positive CTA counts, at most 16 in all (e.g. [2, 1, 1]), found {c}")),
             }
         }
@@ -723,6 +735,15 @@ impl Verifier<'_> {
                 self.int_attr_in(op, "bytes", 1, 1 << 20);
             }
             OpKind::MbarrierWait | OpKind::MbarrierArrive => {
+                if let Some(a) = op.attr("cta") {
+                    let size = self.cluster_size;
+                    match a {
+                        Attribute::Int(r) if op.kind == OpKind::MbarrierArrive && (0..size).contains(r) && size > 1 => {}
+                        _ if op.kind == OpKind::MbarrierWait => self.error(op, format!("'{name}' waits on this CTA's barriers only; it takes no 'cta' attribute")),
+                        _ if size == 1 => self.error(op, format!("'{name}' with 'cta' = {a} arrives on a peer CTA's barrier, but the kernel has no 'cluster' of more than one CTA")),
+                        _ => self.error(op, format!("'{name}' attribute 'cta' must be a CTA rank in the cluster, 0 to {}, found {a}", size - 1)),
+                    }
+                }
                 let n = if op.kind == OpKind::MbarrierWait { 3 } else { 2 };
                 let ok = ots.len() == n && want_bar(&ots[0]) && ots[1..].iter().all(|t| *t == Type::INDEX);
                 if !ok || !rts.is_empty() {
@@ -754,6 +775,16 @@ impl Verifier<'_> {
                 if !ok {
                     let want = if is_query { "(response ring: smem<S x 4 x i32>, slot: index)" } else { "(response ring: smem<S x 4 x i32>, mbarriers, slot: index)" };
                     self.error(op, format!("'{name}' expects {want}, found ({})", list(ots)));
+                }
+                match op.attr("multicast") {
+                    None | Some(Attribute::Bool(_)) if !is_query => {}
+                    None if is_query => {}
+                    Some(a) if is_query => self.error(op, format!("'{name}' takes no 'multicast' attribute (found {a}); the request decides")),
+                    Some(a) => self.error(op, format!("'{name}' attribute 'multicast' must be true or false, found {a}")),
+                    _ => {}
+                }
+                if op.attr("multicast").and_then(Attribute::as_bool) == Some(true) && self.cluster_size == 1 {
+                    self.error(op, format!("'{name}' with multicast = true needs a kernel 'cluster' of more than one CTA"));
                 }
                 if is_query {
                     let want = [Type::I1, Type::INDEX, Type::INDEX, Type::INDEX];

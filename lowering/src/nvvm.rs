@@ -708,7 +708,7 @@ fn lower_for(em: &mut Em, op: &Operation) -> R<()> {
     let mut next = vec![em.bin("add", &iv, &step, "i64", "iv")];
     for v in &y.operands {
         let lv = em.vals.get(v).cloned().ok_or_else(|| Diagnostic::error(y.loc.clone(), "yielded value not lowered"))?;
-        next.push(lv_name(&lv).unwrap_or_default());
+        next.push(lv_name(&lv).ok_or_else(|| Diagnostic::error(y.loc.clone(), "convert-tile-to-nvvm: a loop may carry scalars and accumulators only; this yields an epilogue tile (evaluated per register at its store)"))?);
     }
     em.emit(format!("llvm.br ^{head}({} : {})", next.join(", "), init_tys.join(", ")));
     let res_names: Vec<String> = (0..op.results.len()).map(|i| format!("%{exit}_r{i}")).collect();
@@ -780,7 +780,7 @@ fn lower_while(em: &mut Em, op: &Operation) -> R<()> {
     let mut vals = vec![];
     for v in &y.operands {
         let lv = em.vals.get(v).cloned().ok_or_else(|| Diagnostic::error(y.loc.clone(), "yielded value not lowered"))?;
-        vals.push(lv_name(&lv).unwrap_or_default());
+        vals.push(lv_name(&lv).ok_or_else(|| Diagnostic::error(y.loc.clone(), "convert-tile-to-nvvm: a loop may carry scalars and accumulators only; this yields an epilogue tile (evaluated per register at its store)"))?);
     }
     let go = vals.remove(0);
     let next = format!("({} : {})", vals.join(", "), tys.join(", "));

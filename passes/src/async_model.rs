@@ -245,20 +245,27 @@ impl<'k> Facts<'k> {
                 f.defs.insert(r, id);
             }
             match o.kind {
-                OpKind::For => {
+                OpKind::For | OpKind::While => {
+                    // tile.for: (lb, ub, step, inits...), args (iv, carried...), yield
+                    // (carried...); tile.while: (inits...), args (carried...), yield
+                    // (continue, carried...).
                     let b = &o.regions[0];
-                    if let Some(&iv) = b.args.first() {
-                        f.iv_of.insert(iv, id);
+                    let is_for = o.kind == OpKind::For;
+                    if is_for {
+                        if let Some(&iv) = b.args.first() {
+                            f.iv_of.insert(iv, id);
+                        }
                     }
+                    let (init_at, arg_at, yield_at) = if is_for { (3, 1, 0) } else { (0, 0, 1) };
                     let y = b.ops.last().filter(|t| t.kind == OpKind::Yield);
                     for (i, &r) in o.results.iter().enumerate() {
-                        if let Some(&init) = o.operands.get(3 + i) {
+                        if let Some(&init) = o.operands.get(init_at + i) {
                             uf.union(r, init);
                         }
-                        if let Some(&a) = b.args.get(1 + i) {
+                        if let Some(&a) = b.args.get(arg_at + i) {
                             uf.union(r, a);
                         }
-                        if let Some(&yv) = y.and_then(|y| y.operands.get(i)) {
+                        if let Some(&yv) = y.and_then(|y| y.operands.get(yield_at + i)) {
                             uf.union(r, yv);
                         }
                     }
@@ -509,7 +516,7 @@ impl<'k> Facts<'k> {
         let mut a = Access { exit: exit || op.kind == OpKind::Return, ..Access::default() };
         match op.kind {
             OpKind::Mma if self.groups.contains_key(&id) => a.wgmma = Some(id),
-            OpKind::Yield | OpKind::For | OpKind::If | OpKind::WarpSpecialize | OpKind::WaitGroup | OpKind::Kernel => {}
+            OpKind::Yield | OpKind::For | OpKind::While | OpKind::If | OpKind::WarpSpecialize | OpKind::WaitGroup | OpKind::Kernel => {}
             _ => {
                 for &v in op.operands.iter().chain(&op.results) {
                     if self.is_reg(v) {

@@ -282,14 +282,14 @@ impl Analysis<'_, '_> {
     fn op(&mut self, op: &Operation, st: &mut State, ctx: &mut Ctx, exit: bool) {
         let id = self.f.id(op);
         match op.kind {
-            OpKind::For if self.frozen => {
+            OpKind::For | OpKind::While if self.frozen => {
                 if self.decisions.get(&id).is_some_and(|d| d.fence) {
                     st.unfenced = false;
                     st.dirty.clear();
                 }
                 *st = self.run_loop(op, id, st.clone(), ctx);
             }
-            OpKind::For => {
+            OpKind::For | OpKind::While => {
                 self.decisions.insert(id, Decision::default());
                 let before = (self.decisions.clone(), self.in_flight.clone());
                 let out = self.run_loop(op, id, st.clone(), ctx);
@@ -550,7 +550,7 @@ fn live_at(levels: &[Level<'_>], v: Value, def_level: usize) -> bool {
         match l.parent.kind {
             // A value from outside the loop is live at any use in its body: the next
             // iteration reaches it.
-            OpKind::For if depth > def_level && l.block.ops.iter().any(|o| used_in(o, v)) => return true,
+            OpKind::For | OpKind::While if depth > def_level && l.block.ops.iter().any(|o| used_in(o, v)) => return true,
             OpKind::WarpSpecialize if l.region == 0 => return false,
             OpKind::Kernel => return false,
             _ => {}

@@ -115,6 +115,10 @@ impl Persistent {
     /// # Errors
     /// None today; the signature matches the registry.
     pub fn from_options(o: &PassOptions) -> Result<Self, String> {
+        let group_m = o.uint("group_m");
+        if group_m > 1 << 16 {
+            return Err(format!("persistent option 'group_m' must be at most 65536, found {group_m}"));
+        }
         let cluster = o.uint("cluster");
         if ![1, 2, 4].contains(&cluster) {
             return Err(format!("persistent option 'cluster' must be 1, 2 or 4, found {cluster}"));
@@ -122,7 +126,7 @@ impl Persistent {
         if cluster > 1 && o.get("schedule") != "clc" {
             return Err(format!("persistent option 'cluster={cluster}' needs schedule=clc"));
         }
-        Ok(Persistent { schedule: o.get("schedule").to_string(), group_m: o.uint("group_m"), cluster, fault: None })
+        Ok(Persistent { schedule: o.get("schedule").to_string(), group_m, cluster, fault: None })
     }
 }
 
@@ -169,7 +173,8 @@ impl Em<'_> {
         r
     }
     fn cst(&mut self, v: i64) -> Value {
-        self.one(OpKind::Constant, &[], &[("value", Attribute::Int(v))], &format!("c{v}"))
+        let name = if v < 0 { format!("cm{}", v.unsigned_abs()) } else { format!("c{v}") };
+        self.one(OpKind::Constant, &[], &[("value", Attribute::Int(v))], &name)
     }
     fn bin(&mut self, kind: OpKind, a: Value, b: Value, name: &str) -> Value {
         self.one(kind, &[a, b], &[], name)
@@ -209,6 +214,9 @@ fn make_persistent(m: &mut Module, k: &mut Operation, p: &Persistent) -> Result<
         })
         .collect::<Result<_, _>>()?;
     let cluster = if schedule == "clc" { p.cluster } else { 1 };
+    if let Some(c) = k.attr("cluster") {
+        return Err(err(format!("persistent: the kernel already has 'cluster = {c}'; the schedule sets the cluster shape itself (schedule=clc cluster=N)")));
+    }
     if cluster > 1 {
         // A cluster launch needs grid x divisible by the cluster size: pad it.
         let c = Box::new(Expr::Int(cluster as i64));

@@ -353,6 +353,17 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64) 
     let per_tile = scope_ops;
     let role = |o: &Operation| o.str_attr("role").map(str::to_string);
     let (tail, epilogue): (Vec<Operation>, Vec<Operation>) = after.into_iter().partition(|o| role(o).is_some());
+    // The tile loop's next iteration is decided in both regions: what it yields must not
+    // come from the epilogue, which only the consumers run.
+    if let Some(y) = &tl_yield {
+        let mut from_epilogue = std::collections::HashSet::new();
+        for o in &epilogue {
+            o.walk(&mut |x| from_epilogue.extend(x.results.iter().copied()));
+        }
+        if y.operands.iter().any(|v| from_epilogue.contains(v)) {
+            return Err(Diagnostic::error(y.loc.clone(), "tile-to-gpu: the persistent tile loop yields a value computed in the epilogue (after the K loop, without role = \"all\"); both the producer and the consumers need it"));
+        }
+    }
     // The consumer region's copy of ops that may be scheduler-only: those become the
     // constants a never-written register holds.
     let for_consumers = |e: &mut Emitter, ops: Vec<Operation>| -> Vec<Operation> {

@@ -220,7 +220,7 @@ impl Explorer<'_, '_> {
     fn op(&mut self, op: &Operation, states: States, wg: &mut u64, exit: bool) -> States {
         let id = self.f.id(op);
         match op.kind {
-            OpKind::For => self.for_loop(op, id, states, *wg),
+            OpKind::For | OpKind::While => self.for_loop(op, id, states, *wg),
             OpKind::If => {
                 let mut out = States::new();
                 for (r, then) in [(0, true), (1, false)] {
@@ -605,7 +605,7 @@ fn tightness(m: &Module, kernel: &Operation, budget: u64, out: &mut Vec<Diagnost
             match next.kind {
                 k if k.is_terminator() => false,
                 // A barrier right after the wait belongs to it.
-                OpKind::For | OpKind::WarpSpecialize | OpKind::Barrier => false,
+                OpKind::For | OpKind::While | OpKind::WarpSpecialize | OpKind::Barrier => false,
                 OpKind::If => {
                     if ops.iter().any(|o| uses_any(o, &results)) {
                         return false;

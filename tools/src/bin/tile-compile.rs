@@ -52,8 +52,8 @@ struct Cli {
     schedule: Option<String>,
     /// CTAs per cluster along x with --schedule clc (1, 2 or 4; > 1 uses the multicast
     /// try_cancel, sm_100a only).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4))]
-    cluster: u32,
+    #[arg(long, default_value = "1", value_parser = ["1", "2", "4"])]
+    cluster: String,
     /// Tiles of M swept per group for L2 reuse (0 = row-major order).
     #[arg(long, default_value_t = 8)]
     group_m: u32,
@@ -104,7 +104,15 @@ fn run() -> i32 {
         };
     }
     opts.group_m = cli.group_m;
-    opts.cluster = cli.cluster;
+    opts.cluster = cli.cluster.parse().expect("clap checked 1, 2 or 4");
+    if opts.cluster > 1 && opts.schedule != "clc" {
+        eprintln!("error: --cluster {} needs the clc schedule (--schedule clc; the default on sm_100 and sm_100a), but the schedule is {}", opts.cluster, opts.schedule);
+        return EXIT_USAGE;
+    }
+    if opts.cluster > 1 && !cli.target.has_try_cancel_multicast() {
+        eprintln!("error: --cluster {} uses the multicast try_cancel, which needs sm_100a; the target is {}", opts.cluster, cli.target);
+        return EXIT_USAGE;
+    }
     opts.simplify = !cli.no_simplify;
     opts.opt_level = cli.opt_level;
     opts.emit = match cli.emit {
