@@ -28,7 +28,7 @@ pub use tilec_passes as passes;
 
 use std::time::{Duration, Instant};
 use tilec_dialect::{parse, verify, Diagnostics, Module, Target, VerifiedModule};
-use tilec_lowering::{convert_tile_to_nvvm, mlir_to_llvm_ir, mlir_to_ptx, Manifest, TargetSpec};
+use tilec_lowering::{convert_tile_to_nvvm, mlir_to_llvm_ir, mlir_to_ptx_timed, Manifest, TargetSpec};
 use tilec_passes::PassManager;
 
 /// What to compile.
@@ -137,6 +137,9 @@ pub struct Kernel {
     pub manifest: Manifest,
     /// Wall time per stage (parse+verify, tilec passes, lowering to MLIR, MLIR to the output).
     pub timings: Vec<(&'static str, Duration)>,
+    /// The steps of the MLIR stage when emitting PTX (setup, parse+verify, then each MLIR
+    /// pass; see `tilec_lowering::StageTimings`); empty for the other outputs.
+    pub mlir_timings: Vec<(&'static str, Duration)>,
 }
 
 /// Why compilation failed.
@@ -199,15 +202,17 @@ pub fn compile(input: Input<'_>, opts: &Options) -> Result<Kernel, Error> {
     let mut spec = TargetSpec::new(opts.target.name(), opts.target.min_ptx_version());
     spec.opt_level = opts.opt_level.min(3);
     let t = Instant::now();
+    let mut mlir_timings = vec![];
     let (text, ptx) = match opts.emit {
         Emit::Tile => (tilec_dialect::print_module(vm.module()), String::new()),
         Emit::Mlir => (k.mlir.clone(), String::new()),
         Emit::Llvm => (mlir_to_llvm_ir(&k.mlir, &spec)?, String::new()),
         Emit::Ptx => {
-            let p = mlir_to_ptx(&k.mlir, &spec)?;
+            let (p, steps) = mlir_to_ptx_timed(&k.mlir, &spec)?;
+            mlir_timings = steps;
             (p.clone(), p)
         }
     };
     timings.push(("MLIR", t.elapsed()));
-    Ok(Kernel { name, text, ptx, manifest: k.manifest, timings })
+    Ok(Kernel { name, text, ptx, manifest: k.manifest, timings, mlir_timings })
 }

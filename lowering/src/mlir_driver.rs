@@ -70,6 +70,7 @@ use std::{
     fmt,
     rc::Rc,
     sync::{Mutex, OnceLock},
+    time::{Duration, Instant},
 };
 
 /// The buffer name the input text is parsed under; diagnostics about the text itself are
@@ -382,14 +383,29 @@ impl ObjectFormat {
 /// Safe to call any number of times, from any thread (calls are serialised). See the
 /// [module docs](self) for the errors and for the inputs that end the process.
 pub fn mlir_to_ptx(module_text: &str, target: &TargetSpec) -> Result<String, MlirError> {
-    let object = compile(module_text, target, ObjectFormat::Isa)?;
+    mlir_to_ptx_timed(module_text, target).map(|(ptx, _)| ptx)
+}
+
+/// Wall time of each step of one MLIR compile, in order: `setup` (the process-wide
+/// registration on the first call, waiting for the lock, the context and its LLVM
+/// translations), `parse+verify`, then one entry per pass-pipeline stage named by its pass
+/// (`gpu-module-to-binary` holds translation to LLVM IR, LLVM's optimisation pipeline and
+/// NVPTX code generation).
+pub type StageTimings = Vec<(&'static str, Duration)>;
+
+/// [`mlir_to_ptx`], also returning how long each step took ([`StageTimings`]).
+pub fn mlir_to_ptx_timed(
+    module_text: &str,
+    target: &TargetSpec,
+) -> Result<(String, StageTimings), MlirError> {
+    let (object, timings) = compile(module_text, target, ObjectFormat::Isa)?;
     let mut ptx = String::from_utf8(object)
         .map_err(|e| MlirError::Object(format!("the PTX is not UTF-8: {e}")))?;
     // The NVPTX serializer may keep the C string's terminator.
     while ptx.ends_with('\0') {
         ptx.pop();
     }
-    Ok(ptx)
+    Ok((ptx, timings))
 }
 
 /// Same input as [`mlir_to_ptx`]; returns the LLVM IR text of the `gpu.module` for
@@ -398,7 +414,7 @@ pub fn mlir_to_ptx(module_text: &str, target: &TargetSpec) -> Result<String, Mli
 /// and LLVM's optimisation pipeline at `target.opt_level` (it is produced by
 /// `gpu-module-to-binary{format=llvm}` and printed with LLVM's IR printer).
 pub fn mlir_to_llvm_ir(module_text: &str, target: &TargetSpec) -> Result<String, MlirError> {
-    let bitcode = compile(module_text, target, ObjectFormat::Llvm)?;
+    let (bitcode, _) = compile(module_text, target, ObjectFormat::Llvm)?;
     bitcode_to_text(&bitcode, "gpu.module")
 }
 
@@ -425,13 +441,21 @@ fn global() -> &'static Mutex<Global> {
 /// The shared diagnostic sink a context's handler appends to.
 type Sink = Rc<RefCell<Vec<Diagnostic>>>;
 
-/// Runs the whole pipeline and returns the bytes of the `#gpu.object`.
+/// Runs the whole pipeline and returns the bytes of the `#gpu.object` and the time taken
+/// by each step.
 fn compile(
     module_text: &str,
     target: &TargetSpec,
     format: ObjectFormat,
-) -> Result<Vec<u8>, MlirError> {
+) -> Result<(Vec<u8>, StageTimings), MlirError> {
     target.validate()?;
+    let mut timings = StageTimings::new();
+    let mut clock = Instant::now();
+    let mut lap = |name: &'static str| {
+        let now = Instant::now();
+        timings.push((name, now - clock));
+        clock = now;
+    };
     // A panic elsewhere while holding the lock leaves no MLIR state half-built that later
     // calls share (each call has its own context), so a poisoned lock is still usable.
     let global = global()
@@ -451,28 +475,38 @@ fn compile(
         });
     }
 
+    lap("setup");
+
     let mut module = parse(&context, module_text, &sink)?;
     check_input(&module, &sink)?;
+    lap("parse+verify");
 
     let stages = [
-        "convert-nvvm-to-llvm".to_string(),
-        "reconcile-unrealized-casts".to_string(),
-        format!(
-            "nvvm-attach-target{{chip={} features={} O={}}}",
-            target.chip,
-            target.ptx_feature(),
-            target.opt_level
+        ("convert-nvvm-to-llvm", String::new()),
+        ("reconcile-unrealized-casts", String::new()),
+        (
+            "nvvm-attach-target",
+            format!(
+                "{{chip={} features={} O={}}}",
+                target.chip,
+                target.ptx_feature(),
+                target.opt_level
+            ),
         ),
-        format!("gpu-module-to-binary{{format={}}}", format.option()),
+        (
+            "gpu-module-to-binary",
+            format!("{{format={}}}", format.option()),
+        ),
     ];
-    for stage in &stages {
-        run_stage(&context, &mut module, stage, &sink)?;
+    for (pass, options) in &stages {
+        run_stage(&context, &mut module, &format!("{pass}{options}"), &sink)?;
+        lap(pass);
     }
 
     let object = gpu_object(&module);
     // Drop the module before the context (declaration order would do it too; be explicit).
     drop(module);
-    object
+    Ok((object?, timings))
 }
 
 /// Copies an MLIR diagnostic and its notes into `out`.

@@ -22,7 +22,7 @@
 //! | `tile.fence_proxy_async` | inline `fence.proxy.async.shared::cta` |
 //! | `tile.cluster_ctarank` | `%cluster_ctarank` |
 //! | kernel `cluster = [x, y, z]` | `nvvm.cluster_dim` (`.reqnctapercluster`); every thread ends with `barrier.cluster.arrive.release` + `barrier.cluster.wait.acquire` |
-//! | epilogue ops on the accumulator (`convert`, elementwise, `broadcast`, `load`, `store`) | evaluated per register at the store (each register's chain is short-lived): value v of (warp w, lane l) of a wgmma fragment is row 16w + l/4 + 8((v/2) mod 2), column 8(v/4) + 2(l mod 4) + (v mod 2); epilogue loads are predicated `ld.global` (out of bounds reads zero, touches nothing) |
+//! | epilogue ops on the accumulator (`convert`, elementwise, `broadcast`, `load`, `store`) | evaluated per register at the store (each register's chain is short-lived): value v of (warp w, lane l) of a wgmma fragment is row 16w + l/4 + 8((v/2) mod 2), column 8(v/4) + 2(l mod 4) + (v mod 2); epilogue loads are predicated `ld.global` (out of bounds reads zero, touches nothing); the store has a fast path (whole tile inside, unit column stride, aligned: one `llvm.store` of 2 elements per register pair) and a slow path (one predicated `st.global` per element in inline asm, with its column, bounds check and address; out-of-bounds elements are dropped) |
 //!
 //! `index` values are 64-bit. Every construct it does not lower is an error naming the op
 //! and its location, raised before MLIR sees anything.
@@ -1249,29 +1249,44 @@ fn lower_store(em: &mut Em, op: &Operation) -> R<()> {
         em.emit(format!("llvm.store {vec}, {p} {{alignment = {} : i64}} : vector<2x{t}>, !llvm.ptr<1>", 2 * eb));
     }
     em.emit(format!("llvm.br ^{done}"));
+    // Slow path (ragged or strided): every element checked and stored by one predicated
+    // `st.global`, all in one block. LLVM computes the per-row parts (2 rows per thread for
+    // wgmma); each element's column, bounds check and address are in its store's asm, so
+    // LLVM sees 128 opaque stores instead of 128 guarded blocks of address arithmetic
+    // (which cost its NVPTX back end ~80 ms on a 2-vCPU x86 host, mostly in straight-line
+    // strength reduction; docs/performance.md, 2026-11-29 session 2).
     em.label(&format!("{sb}:  // ragged or strided: every element checked"));
+    let (st_ty, reg) = match elem {
+        ScalarType::F32 => ("f32", "f"),
+        ScalarType::BF16 | ScalarType::F16 => ("b16", "h"),
+        other => return err(op, format!("convert-tile-to-nvvm: epilogue stores of {other} are not lowered yet")),
+    };
+    let ebc = em.cst(eb, "i64");
+    let s1b = em.bin("mul", &strides[1], &ebc, "i64", "s1b");
+    let mut rows: HashMap<u64, (String, String)> = HashMap::new();
     let mut memo = EvalMemo::default();
     for v in 0..nregs {
         let (dr, dc) = frag_coord(em.mma_sync, v);
-        let cdr = em.cst(dr as i64, "i64");
-        let cdc = em.cst(dc as i64, "i64");
-        let row = em.bin("add", &row0, &cdr, "i64", "row");
-        let col = em.bin("add", &col0, &cdc, "i64", "col");
-        let rok = em.icmp("ult", &row, &sizes[0], "i64");
-        let cok = em.icmp("ult", &col, &sizes[1], "i64");
-        let ok = em.bin("and", &rok, &cok, "i1", "ok");
-        let (st, sk) = (em.block_name("st"), em.block_name("sk"));
-        em.emit(format!("llvm.cond_br {ok}, ^{st}, ^{sk}"));
-        em.label(&format!("{st}:"));
+        let (rok, raddr) = match rows.get(&dr) {
+            Some(x) => x.clone(),
+            None => {
+                let c = em.cst(dr as i64, "i64");
+                let row = em.bin("add", &row0, &c, "i64", "row");
+                let rok = em.icmp("ult", &row, &sizes[0], "i64");
+                let rok = em.op(format!("llvm.zext {rok} : i1 to i32"), "rok");
+                let ro = em.bin("mul", &row, &strides[0], "i64", "ro");
+                let rob = em.bin("mul", &ro, &ebc, "i64", "rob");
+                let raddr = em.bin("add", &ptr, &rob, "i64", "raddr");
+                rows.insert(dr, (rok.clone(), raddr.clone()));
+                (rok, raddr)
+            }
+        };
         memo.reg.clear();
         let x = eval(em, &val, v, &mut memo);
-        let ro = em.bin("mul", &row, &strides[0], "i64", "ro");
-        let co = em.bin("mul", &col, &strides[1], "i64", "co");
-        let off = em.bin("add", &ro, &co, "i64", "off");
-        let p = em.op(format!("llvm.getelementptr {base}[{off}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, {t}"), "p");
-        em.emit(format!("llvm.store {x}, {p} {{alignment = {eb} : i64}} : {t}, !llvm.ptr<1>"));
-        em.emit(format!("llvm.br ^{sk}"));
-        em.label(&format!("{sk}:"));
+        let (x, xt) = if reg == "h" { (em.op(format!("llvm.bitcast {x} : {t} to i16"), "xb"), "i16") } else { (x, "f32") };
+        // col = col0 + dc; p = col < N && row < M; store to row_addr + col * (stride1 * eb).
+        let asm = format!("{{ .reg .pred p; .reg .b64 c, a; add.s64 c, $2, {dc}; setp.lt.u64 p, c, $3; setp.ne.and.u32 p, $4, 0, p; mad.lo.s64 a, c, $1, $0; @p st.global.{st_ty} [a], $5; }}");
+        em.emit(format!("llvm.inline_asm has_side_effects asm_dialect = att \"{asm}\", \"l,l,l,l,r,{reg}\" {raddr}, {s1b}, {col0}, {n}, {rok}, {x} : (i64, i64, i64, i64, i32, {xt}) -> ()", n = sizes[1]));
     }
     em.emit(format!("llvm.br ^{done}"));
     em.label(&format!("{done}:"));

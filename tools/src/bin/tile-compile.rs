@@ -162,6 +162,11 @@ fn run() -> i32 {
     if cli.timing {
         for (stage, d) in &k.timings {
             eprintln!("  {:>9.3} ms  {stage}", d.as_secs_f64() * 1e3);
+            if *stage == "MLIR" {
+                for (step, d) in &k.mlir_timings {
+                    eprintln!("  {:>9.3} ms    {step}", d.as_secs_f64() * 1e3);
+                }
+            }
         }
         eprintln!("  {:>9.3} ms  total (process, including I/O)", t0.elapsed().as_secs_f64() * 1e3);
     }
