@@ -349,6 +349,20 @@ fn role_op(em: &mut Em, kind: OpKind, operands: &[Value], attrs: &[(&str, Attrib
     r
 }
 
+/// `tile.if %cond {role = "scheduler"}` whose then-region holds what `then` emits (and an
+/// empty else-region).
+fn scheduler_if(em: &mut Em, cond: Value, then: &mut dyn FnMut(&mut Em)) {
+    let before = std::mem::take(&mut em.ops);
+    then(em);
+    let mut ops = std::mem::replace(&mut em.ops, before);
+    ops.push(Operation::new(OpKind::Yield, em.loc.clone()));
+    let mut op = Operation::new(OpKind::If, em.loc.clone());
+    op.operands = vec![cond];
+    op.attrs.insert("role".into(), Attribute::Str("scheduler".into()));
+    op.regions = vec![Block { args: vec![], ops }, Block { args: vec![], ops: vec![Operation::new(OpKind::Yield, em.loc.clone())] }];
+    em.ops.push(op);
+}
+
 /// The clc work-stealing loop (module doc): allocations, then `tile.while` over the
 /// CTA's tiles starting at `first`, running `body` (which reads the tile as `t`).
 #[allow(clippy::too_many_arguments)]
@@ -383,29 +397,14 @@ fn clc_loop(em: &mut Em, loc: Location, yield_loc: Location, first: Value, t: Va
             }
             Some(rank) => {
                 let lead = role_op(em, OpKind::CmpI, &[rank, c0], &[("predicate", Attribute::Str("eq".into()))], None, &[(Type::I1, "lead")])[0];
-                let before = std::mem::take(&mut em.ops);
-                role_op(em, OpKind::MbarrierWait, &[empty, slot, free], &[], Some("scheduler"), &[]);
-                role_op(em, OpKind::FenceProxyAsync, &[], &[], Some("scheduler"), &[]);
-                role_op(em, OpKind::Yield, &[], &[], None, &[]);
-                let wait_then = std::mem::take(&mut em.ops);
-                em.ops = before;
-                let mut if1 = Operation::new(OpKind::If, em.loc.clone());
-                if1.operands = vec![lead];
-                if1.attrs.insert("role".into(), Attribute::Str("scheduler".into()));
-                let y = Operation::new(OpKind::Yield, em.loc.clone());
-                if1.regions = vec![Block { args: vec![], ops: wait_then }, Block { args: vec![], ops: vec![y.clone()] }];
-                em.ops.push(if1);
+                scheduler_if(em, lead, &mut |em| {
+                    role_op(em, OpKind::MbarrierWait, &[empty, slot, free], &[], Some("scheduler"), &[]);
+                    role_op(em, OpKind::FenceProxyAsync, &[], &[], Some("scheduler"), &[]);
+                });
                 arm(em);
-                let before = std::mem::take(&mut em.ops);
-                role_op(em, OpKind::ClcTryCancel, &[resp, full, slot], multicast, Some("scheduler"), &[]);
-                em.ops.push(y.clone());
-                let issue = std::mem::take(&mut em.ops);
-                em.ops = before;
-                let mut if2 = Operation::new(OpKind::If, em.loc.clone());
-                if2.operands = vec![lead];
-                if2.attrs.insert("role".into(), Attribute::Str("scheduler".into()));
-                if2.regions = vec![Block { args: vec![], ops: issue }, Block { args: vec![], ops: vec![y] }];
-                em.ops.push(if2);
+                scheduler_if(em, lead, &mut |em| {
+                    role_op(em, OpKind::ClcTryCancel, &[resp, full, slot], multicast, Some("scheduler"), &[]);
+                });
             }
         }
     };
@@ -415,16 +414,7 @@ fn clc_loop(em: &mut Em, loc: Location, yield_loc: Location, first: Value, t: Va
         // Broken: the first request at the top of iteration 0 only; the others go out
         // right after each read (below), whatever the response said.
         let is_first = role_op(em, OpKind::CmpI, &[n, c0], &[("predicate", Attribute::Str("eq".into()))], None, &[(Type::I1, "first_iter")])[0];
-        let before = std::mem::take(&mut em.ops);
-        request(em, slot, free);
-        role_op(em, OpKind::Yield, &[], &[], None, &[]);
-        let then = std::mem::take(&mut em.ops);
-        em.ops = before;
-        let mut i = Operation::new(OpKind::If, em.loc.clone());
-        i.operands = vec![is_first];
-        i.attrs.insert("role".into(), Attribute::Str("scheduler".into()));
-        i.regions = vec![Block { args: vec![], ops: then }, Block { args: vec![], ops: vec![Operation::new(OpKind::Yield, em.loc.clone())] }];
-        em.ops.push(i);
+        scheduler_if(em, is_first, &mut |em| request(em, slot, free));
     }
     let mut inner = std::mem::take(&mut em.ops);
     inner.extend(body);
