@@ -481,27 +481,26 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64, 
     // K = 0, and with K < 64 the TMA zero-fill supplies the rest).
     let kceil = e.int(OpKind::CeilDiv, mm.ub, cbk, "kceil");
     let ktiles = e.int(OpKind::MaxI, kceil, c1, "ktiles");
+    // The staging ring and the constants of the TMA-store epilogue (kernel level).
     let staging = tma_plan.map(|_| {
         let elem = m_elem_of(e.m, &epilogue);
-        e.one(OpKind::SmemAlloc, &[], &[("swizzle", Attribute::Int(128))], Type::Smem { stages: STAGING_SLOTS, shape: vec![mm.bm, STORE_BOX_COLS], elem }, "staging")
+        let ring = e.one(OpKind::SmemAlloc, &[], &[("swizzle", Attribute::Int(128))], Type::Smem { stages: STAGING_SLOTS, shape: vec![mm.bm, STORE_BOX_COLS], elem }, "staging");
+        let slots: Vec<Value> = (0..STAGING_SLOTS).map(|i| e.index(i as i64, &format!("slot{i}"))).collect();
+        let cols: Vec<Value> = (1..mm.bn / STORE_BOX_COLS).map(|j| e.index((j * STORE_BOX_COLS) as i64, &format!("box_col{j}"))).collect();
+        (ring, slots, cols)
     });
     let prologue = e.take();
-    if let (Some((si, _)), Some(staging)) = (tma_plan, staging) {
+    if let (Some((si, _)), Some((staging, slots, cols))) = (tma_plan, staging) {
         // The epilogue's store → per 64-column box: stage, fence, warpgroup barrier, TMA.
         let st = epilogue.remove(si);
         let (c, row, col, val) = (st.operands[0], st.operands[1], st.operands[2], st.operands[3]);
         e.loc = st.loc.clone();
         for j in 0..mm.bn / STORE_BOX_COLS {
-            let slot = e.index((j % STAGING_SLOTS) as i64, "slot");
+            let slot = slots[(j % STAGING_SLOTS) as usize];
             e.op(OpKind::SmemStore, &[val, staging, slot], &[("col_offset", Attribute::Int((j * STORE_BOX_COLS) as i64))], &[], None);
             e.op(OpKind::FenceProxyAsync, &[], &[], &[], None);
             e.op(OpKind::NamedBarrier, &[], &[("id", Attribute::Int(crate::async_wait_placement::EPILOGUE_BARRIER_ID)), ("threads", Attribute::Int(WARPGROUP_THREADS))], &[], None);
-            let cj = if j == 0 {
-                col
-            } else {
-                let off = e.index((j * STORE_BOX_COLS) as i64, "box_col");
-                e.int(OpKind::AddI, col, off, "store_col")
-            };
+            let cj = if j == 0 { col } else { e.int(OpKind::AddI, col, cols[j as usize - 1], &format!("store_col{j}")) };
             e.op(OpKind::TmaStore, &[c, staging, slot, row, cj], &[], &[], None);
         }
         let seq = e.take();
