@@ -20,6 +20,10 @@
 //! | `tile.clc_try_cancel` | inline `clusterlaunchcontrol.try_cancel.async.shared::cta.mbarrier::complete_tx::bytes[.multicast::cluster::all].b128 [slot], [mbar]` |
 //! | `tile.clc_query` | inline: one `ld.shared.b128` of the slot, `clusterlaunchcontrol.query_cancel.is_canceled.pred.b128`, then `@p …get_first_ctaid.v4.b32.b128` (ids 0 when not canceled) |
 //! | `tile.fence_proxy_async` | inline `fence.proxy.async.shared::cta` |
+//! | `tile.smem_store` | per 16 columns × 16 rows of a warp: 4 registers packed to bf16x2 (`cvt.rn.bf16x2.f32`), one `stmatrix.sync.aligned.m8n8.x4.shared.b16` at the 128B-swizzled address of the lane's row; 4 per warp per 64-column box |
+//! | `tile.tma_store` | inline, predicated on the warpgroup's thread 0: `cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [tmap, {col, row + 64 w}], [slot + w · 8 KB]` (w = consumer warpgroup); C's tensor map has box 64×64, 128B swizzle |
+//! | `tile.bulk_commit_group`, `tile.bulk_wait_group` | inline, predicated on the warpgroup's thread 0: `cp.async.bulk.commit_group`, `cp.async.bulk.wait_group[.read] N` |
+//! | `tile.named_barrier` | inline `bar.sync id, threads`; in the consumer region with 128 threads, `bar.sync id + w, 128` (each consumer warpgroup its own barrier) |
 //! | `tile.cluster_ctarank` | `%cluster_ctarank` |
 //! | kernel `cluster = [x, y, z]` | `nvvm.cluster_dim` (`.reqnctapercluster`); every thread ends with `barrier.cluster.arrive.release` + `barrier.cluster.wait.acquire` |
 //! | epilogue ops on the accumulator (`convert`, elementwise, `broadcast`, `load`, `store`) | evaluated per register at the store (each register's chain is short-lived): value v of (warp w, lane l) of a wgmma fragment is row 16w + l/4 + 8((v/2) mod 2), column 8(v/4) + 2(l mod 4) + (v mod 2); epilogue loads are predicated `ld.global` (out of bounds reads zero, touches nothing); the store has a fast path (whole tile inside, unit column stride, aligned: one `llvm.store` of 2 elements per register pair) and a slow path (one predicated `st.global` per element in inline asm, with its column, bounds check and address; out-of-bounds elements are dropped) |
