@@ -64,6 +64,9 @@ pub struct Options {
     pub target: Target,
     /// Shared-memory ring depth (`tile-to-gpu` `stages`), 2 to 8.
     pub stages: u32,
+    /// How the epilogue stores C (`tile-to-gpu` `epilogue`): `"direct"` (default, from the
+    /// accumulator registers) or `"tma"` (staged in shared memory, stored with TMA; sm_90a).
+    pub epilogue: &'static str,
     /// Where to stop.
     pub emit: Emit,
     /// Run `verify-async-waits` after placement (default true).
@@ -97,7 +100,7 @@ impl Options {
         } else {
             "none"
         };
-        Options { target, stages: 4, emit: Emit::Ptx, check_waits: true, schedule, cluster: 1, group_m: 8, simplify: true, opt_level: 3 }
+        Options { target, stages: 4, epilogue: "direct", emit: Emit::Ptx, check_waits: true, schedule, cluster: 1, group_m: 8, simplify: true, opt_level: 3 }
     }
 
     /// The tilec pass pipeline these options select, as `tile-opt` text.
@@ -113,7 +116,11 @@ impl Options {
                 p.push_str(&format!("persistent{{schedule={} group_m={}}},", self.schedule, self.group_m));
             }
         }
-        p.push_str(&format!("tile-to-gpu{{target={} stages={}}}", self.target, self.stages));
+        if self.epilogue == "tma" {
+            p.push_str(&format!("tile-to-gpu{{target={} stages={} epilogue=tma}}", self.target, self.stages));
+        } else {
+            p.push_str(&format!("tile-to-gpu{{target={} stages={}}}", self.target, self.stages));
+        }
         if tilec_passes::lookup("async-wait-placement").is_some() {
             p.push_str(",async-wait-placement");
             if self.check_waits && tilec_passes::lookup("verify-async-waits").is_some() {

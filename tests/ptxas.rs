@@ -28,9 +28,15 @@ fn example(name: &str) -> String {
 
 /// Compile, assemble, and return (ptx, ptxas output, cubin path).
 fn build(file: &str, target: Target) -> (String, String, PathBuf) {
+    build_with(file, &Options::new(target), "")
+}
+
+/// As [`build`], with options; `tag` keeps the scratch folders of variants apart.
+fn build_with(file: &str, opts: &Options, tag: &str) -> (String, String, PathBuf) {
+    let target = opts.target;
     let src = example(file);
-    let k = compile(Input::Text { source: &src, file }, &Options::new(target)).unwrap_or_else(|e| panic!("{file} for {target}: {e}"));
-    let dir = std::env::temp_dir().join(format!("tilec-ptxas-{}-{target}-{file}", std::process::id()));
+    let k = compile(Input::Text { source: &src, file }, opts).unwrap_or_else(|e| panic!("{file} for {target}: {e}"));
+    let dir = std::env::temp_dir().join(format!("tilec-ptxas-{}-{target}-{file}{tag}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let ptx = dir.join("k.ptx");
     std::fs::write(&ptx, &k.ptx).unwrap();
@@ -154,6 +160,44 @@ fn clc_try_cancel_sm100_and_multicast_sm100a() {
     match compile(Input::Text { source: &src, file: "gemm_bf16.tile" }, &o) {
         Err(Error::Diagnostics(d)) => assert!(d.to_string().contains("multicast = true (.multicast::cluster::all) is not available on sm_100; targets that have it: sm_100a"), "{d}"),
         other => panic!("expected a verifier error, got {:?}", other.map(|k| k.name)),
+    }
+}
+
+/// The TMA-store epilogue (`epilogue = "tma"`) on the default sm_90a kernel (persistent,
+/// 4 stages) and on the one-tile-per-CTA kernel: stmatrix into the staging slots, a bulk
+/// tensor store per 64x64 box, bulk waits; clean ptxas, and the SASS has UTMASTG
+/// (the TMA store) and STSM (stmatrix), no STG.
+#[test]
+fn gemm_sm90a_tma_epilogue() {
+    for (schedule, file) in [("static", "gemm_bf16.tile"), ("none", "gemm_bias_relu.tile")] {
+        let mut o = Options::new(Target::Sm90a);
+        o.epilogue = "tma";
+        o.schedule = schedule;
+        let what = format!("{file} sm_90a epilogue=tma schedule={schedule}");
+        let (ptx, log, cubin) = build_with(file, &o, &format!("-tma-{schedule}"));
+        assert_eq!(ptx.matches("stmatrix.sync.aligned.m8n8.x4.shared.b16").count(), 16, "{what}: stmatrix count");
+        assert_eq!(ptx.matches("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group").count(), 4, "{what}: TMA stores");
+        assert_eq!(ptx.matches("cp.async.bulk.commit_group").count(), 4, "{what}: bulk commits");
+        assert!(ptx.contains("cp.async.bulk.wait_group.read 0"), "{what}: exit drain");
+        assert!(!ptx.contains("st.global"), "{what}: no register-direct store left");
+        assert_clean(&log, &what);
+        let sass = Command::new(nv_tool("nvdisasm", "NVDISASM")).arg(&cubin).output().unwrap();
+        let sass = String::from_utf8_lossy(&sass.stdout);
+        assert_eq!(sass.matches("UTMASTG").count(), 4, "{what}: UTMASTG count");
+        assert_eq!(sass.matches("STSM.16.M88.4").count(), 16, "{what}: STSM count");
+        assert!(!sass.contains(" STG."), "{what}: STG in SASS");
+        assert_eq!(sass.matches("HGMMA.64x256x16.F32.BF16").count(), 8, "{what}: HGMMA count");
+    }
+    // The staging ring does not fit beside 5 stages: an error naming the limit.
+    let mut o = Options::new(Target::Sm90a);
+    o.epilogue = "tma";
+    o.stages = 5;
+    match compile(Input::Text { source: &example("gemm_bf16.tile"), file: "t.tile" }, &o) {
+        Err(Error::Diagnostics(d)) => {
+            let s = d.to_string();
+            assert!(s.contains("32768 for the epilogue=tma staging ring") && s.contains("use at most 4 stages"), "{s}");
+        }
+        other => panic!("expected a shared-memory error, got {:?}", other.map(|k| k.name)),
     }
 }
 

@@ -18,7 +18,13 @@
 //! 6. **Attributes**: required attributes present, of the right kind, in range
 //!    (`dim`, `predicate`, `kind`, `value`).
 //! 7. **GPU-level ops**: operand kinds (smem rings, mbarrier arrays, tensors) and ranges of
-//!    `stage`/`index`/`pending`.
+//!    `stage`/`index`/`pending`. The TMA-store epilogue ops: `tile.smem_store` takes a
+//!    2-D tile of the ring's element type with as many rows as a slot, and a `col_offset`
+//!    (a multiple of 8) whose slot-wide column range lies inside the tile;
+//!    `tile.tma_store` one coordinate per tensor dimension, a slot of the tensor's rank
+//!    and element type; `tile.bulk_wait_group` a `pending` of 0 to 7 and a boolean
+//!    `read`; `tile.named_barrier` an `id` of 1 to 15 and `threads` a multiple of 32 up
+//!    to 1024.
 //! 8. **Targets**: in a kernel with a `target` attribute (set by `tile-to-gpu`), an op or
 //!    form the target lacks is an error naming the op, the target and the targets that
 //!    have it: `tile.mma {kind = "wgmma"}` needs sm_90a; `tile.clc_try_cancel` and
@@ -806,6 +812,78 @@ impl Verifier<'_> {
                         self.error(op, format!("'{name}' (clusterlaunchcontrol, PTX ISA 8.6) is not available on {t}; targets that have it: sm_100, sm_100a"));
                     } else if op.attr("multicast").and_then(Attribute::as_bool) == Some(true) && !t.has_try_cancel_multicast() {
                         self.error(op, format!("'{name}' with multicast = true (.multicast::cluster::all) is not available on {t}; targets that have it: sm_100a"));
+                    }
+                }
+            }
+            OpKind::SmemStore => {
+                // tile, ring, slot
+                if self.count(op, 3, 0) {
+                    match (&ots[0], &ots[1]) {
+                        (Type::Tile { shape: ts, elem: te }, Type::Smem { shape: rs, elem: re, .. }) if ts.len() == 2 && rs.len() == 2 && ots[2] == Type::INDEX => {
+                            if te != re {
+                                self.error(op, format!("'{name}' stores a {te} tile into a {re} ring; convert the tile first (the element types must match)"));
+                            }
+                            if ts[0] != rs[0] {
+                                self.error(op, format!("'{name}': the tile has {} rows but a ring slot has {}", ts[0], rs[0]));
+                            }
+                            let c = match op.attr("col_offset") {
+                                None => Some(0),
+                                Some(_) => self.int_attr_in(op, "col_offset", 0, 1 << 20),
+                            };
+                            if let Some(c) = c {
+                                if c % 8 != 0 {
+                                    self.error(op, format!("'{name}' col_offset must be a multiple of 8 (one 8x8 fragment matrix), found {c}"));
+                                } else if c as u64 + rs[1] > ts[1] {
+                                    self.error(op, format!("'{name}': columns {c} to {} of the slot's {} columns lie outside the {}-column tile", c as u64 + rs[1] - 1, rs[1], ts[1]));
+                                }
+                            }
+                        }
+                        _ => self.error(op, format!("'{name}' expects (tile: 2-D tile, ring: 2-D smem ring, slot: index), found ({})", list(ots))),
+                    }
+                }
+            }
+            OpKind::TmaStore => {
+                // tensor, ring, slot, coords...
+                let ok = ots.len() >= 4 && matches!(ots[0], Type::Tensor { .. }) && want_smem(&ots[1]) && ots[2..].iter().all(|t| *t == Type::INDEX);
+                if !ok || !rts.is_empty() {
+                    self.error(op, format!("'{name}' expects (tensor, smem ring, slot: index, coords: index...) and no results"));
+                } else if let (Type::Tensor { rank, elem }, Type::Smem { shape, elem: re, .. }) = (&ots[0], &ots[1]) {
+                    if ots.len() != 3 + *rank as usize {
+                        self.error(op, format!("'{name}' of a rank-{rank} tensor takes {rank} coordinate(s), found {}", ots.len() - 3));
+                    }
+                    if shape.len() != *rank as usize {
+                        self.error(op, format!("'{name}': a slot of rank {} cannot be stored into a rank-{rank} tensor", shape.len()));
+                    }
+                    if elem != re {
+                        self.error(op, format!("'{name}' copies a {re} ring into a {elem} tensor; the element types must match"));
+                    }
+                }
+            }
+            OpKind::BulkCommitGroup => {
+                self.count(op, 0, 0);
+            }
+            OpKind::BulkWaitGroup => {
+                self.count(op, 0, 0);
+                if op.attr("pending").is_none() {
+                    self.error(op, format!("'{name}' needs attribute 'pending' (0 to 7)"));
+                } else {
+                    self.int_attr_in(op, "pending", 0, 7);
+                }
+                match op.attr("read") {
+                    None | Some(Attribute::Bool(_)) => {}
+                    Some(a) => self.error(op, format!("'{name}' attribute 'read' must be true or false, found {a}")),
+                }
+            }
+            OpKind::NamedBarrier => {
+                self.count(op, 0, 0);
+                if op.attr("id").is_none() || op.attr("threads").is_none() {
+                    self.error(op, format!("'{name}' needs attributes 'id' (1 to 15) and 'threads' (a multiple of 32)"));
+                } else {
+                    self.int_attr_in(op, "id", 1, 15);
+                    if let Some(t) = self.int_attr_in(op, "threads", 32, 1024) {
+                        if t % 32 != 0 {
+                            self.error(op, format!("'{name}' threads must be a multiple of 32 (whole warps), found {t}"));
+                        }
                     }
                 }
             }

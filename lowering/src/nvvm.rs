@@ -20,6 +20,10 @@
 //! | `tile.clc_try_cancel` | inline `clusterlaunchcontrol.try_cancel.async.shared::cta.mbarrier::complete_tx::bytes[.multicast::cluster::all].b128 [slot], [mbar]` |
 //! | `tile.clc_query` | inline: one `ld.shared.b128` of the slot, `clusterlaunchcontrol.query_cancel.is_canceled.pred.b128`, then `@p …get_first_ctaid.v4.b32.b128` (ids 0 when not canceled) |
 //! | `tile.fence_proxy_async` | inline `fence.proxy.async.shared::cta` |
+//! | `tile.smem_store` | per 16 columns × 16 rows of a warp: 4 registers packed to bf16x2 (`cvt.rn.bf16x2.f32`), one `stmatrix.sync.aligned.m8n8.x4.shared.b16` at the 128B-swizzled address of the lane's row; 4 per warp per 64-column box |
+//! | `tile.tma_store` | inline, predicated on the warpgroup's thread 0: `cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [tmap, {col, row + 64 w}], [slot + w · 8 KB]` (w = consumer warpgroup); C's tensor map has box 64×64, 128B swizzle |
+//! | `tile.bulk_commit_group`, `tile.bulk_wait_group` | inline, predicated on the warpgroup's thread 0: `cp.async.bulk.commit_group`, `cp.async.bulk.wait_group[.read] N` |
+//! | `tile.named_barrier` | inline `bar.sync id, threads`; in the consumer region with 128 threads, `bar.sync id + w, 128` (each consumer warpgroup its own barrier) |
 //! | `tile.cluster_ctarank` | `%cluster_ctarank` |
 //! | kernel `cluster = [x, y, z]` | `nvvm.cluster_dim` (`.reqnctapercluster`); every thread ends with `barrier.cluster.arrive.release` + `barrier.cluster.wait.acquire` |
 //! | epilogue ops on the accumulator (`convert`, elementwise, `broadcast`, `load`, `store`) | evaluated per register at the store (each register's chain is short-lived): value v of (warp w, lane l) of a wgmma fragment is row 16w + l/4 + 8((v/2) mod 2), column 8(v/4) + 2(l mod 4) + (v mod 2); epilogue loads are predicated `ld.global` (out of bounds reads zero, touches nothing); the store has a fast path (whole tile inside, unit column stride, aligned: one `llvm.store` of 2 elements per register pair) and a slow path (one predicated `st.global` per element in inline asm, with its column, bounds check and address; out-of-bounds elements are dropped) |
@@ -136,6 +140,8 @@ struct Em<'a> {
     prev: Option<OpKind>,
     /// CTAs per cluster (1: no cluster launch).
     cluster_size: i64,
+    /// Consumer warpgroups of the kernel's `tile.warp_specialize` (1 without one).
+    consumer_wgs: i64,
 }
 
 type R<T> = Result<T, Diagnostic>;
@@ -205,6 +211,16 @@ impl Em<'_> {
             _ => err(op, format!("'{}': operand is not a lowered scalar", op.kind.name())),
         }
     }
+    /// 1 (i32) in the consumer warpgroup's elected thread (its thread 0, which issues and
+    /// waits for its bulk groups), 0 elsewhere.
+    fn elected(&mut self) -> R<String> {
+        let tid = self.tid.clone();
+        let c127 = self.cst(127, "i32");
+        let r = self.bin("and", &tid, &c127, "i32", "wgtid");
+        let z = self.cst(0, "i32");
+        let e = self.icmp("eq", &r, &z, "i32");
+        Ok(self.op(format!("llvm.zext {e} : i1 to i32"), "elected"))
+    }
     /// Byte address (i32, in shared memory) of barrier `idx` (an i64 SSA value) of an array.
     fn bar_addr(&mut self, op: &Operation, bars: Value, idx: Value) -> R<String> {
         let Some(Lv::Bars { offset }) = self.vals.get(&bars).cloned() else { return err(op, "expected an mbarrier array") };
@@ -231,6 +247,15 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
     let cluster: Vec<i64> = k.attr("cluster").and_then(Attribute::as_array).map(|a| a.iter().filter_map(Attribute::as_int).collect()).unwrap_or_else(|| vec![1, 1, 1]);
     // Which tensors are read by TMA (→ tensor maps) and with which box.
     let mut tma_boxes: HashMap<Value, Vec<u64>> = HashMap::new();
+    // Tensors written by TMA (tile.tma_store): each consumer warpgroup stores its rows of
+    // a staging slot, so the box is (slot rows / consumers) x slot columns.
+    let mut store_boxes: HashMap<Value, (Vec<u64>, &Operation)> = HashMap::new();
+    let mut consumers = 1u64;
+    k.walk(&mut |o| {
+        if o.kind == OpKind::WarpSpecialize {
+            consumers = o.int_attr("consumers").unwrap_or(1).max(1) as u64;
+        }
+    });
     k.walk(&mut |o| {
         if o.kind == OpKind::TmaLoad {
             if let Some(Type::Smem { shape, .. }) = m.try_ty(o.operands[1]) {
@@ -238,7 +263,23 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
                 tma_boxes.insert(o.operands[0], vec![shape[0], inner]);
             }
         }
+        if o.kind == OpKind::TmaStore {
+            if let Some(Type::Smem { shape, .. }) = m.try_ty(o.operands[1]) {
+                if shape.len() == 2 {
+                    store_boxes.insert(o.operands[0], (vec![shape[0] / consumers, shape[1]], o));
+                }
+            }
+        }
     });
+    for (t, (b, o)) in &store_boxes {
+        if tma_boxes.get(t).is_some_and(|l| l != b) {
+            return err(o, "convert-tile-to-nvvm: a tensor both loaded and stored by TMA needs one box for both (one tensor map)");
+        }
+        if b[1] * m.ty(o.operands[1]).elem().map_or(2, ScalarType::size_bytes) != 128 {
+            return err(o, "convert-tile-to-nvvm: a TMA-store slot row must be 128 bytes (64 16-bit elements, one 128-byte swizzle span)");
+        }
+        tma_boxes.insert(*t, b.clone());
+    }
     let mut em = Em {
         m,
         target,
@@ -267,6 +308,7 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
         smem_end: 1024,
         prev: None,
         cluster_size: 1,
+        consumer_wgs: consumers as i64,
     };
     // Parameters.
     let tm_attr = "{llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}";
@@ -280,7 +322,9 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
                 if let Some(b) = tma_boxes.get(&a) {
                     params_mlir.push(format!("%{pn}: !llvm.ptr {tm_attr}"));
                     em.vals.insert(a, Lv::TensorMap(format!("%{pn}")));
-                    params.push(Param::TensorMap { name: an.clone(), dtype: elem.name().into(), rank: *rank, box_: b.clone(), swizzle: "128B".into(), fill: "zero".into(), interleave: "none".into(), l2_promotion: "256B".into() });
+                    // A map only stored through has no fill (TMA clips out-of-bounds writes).
+                    let fill = if store_boxes.contains_key(&a) && !k_loads(k, a) { "none" } else { "zero" };
+                    params.push(Param::TensorMap { name: an.clone(), dtype: elem.name().into(), rank: *rank, box_: b.clone(), swizzle: "128B".into(), fill: fill.into(), interleave: "none".into(), l2_promotion: "256B".into() });
                 } else {
                     params_mlir.push(format!("%{pn}_ptr: i64"));
                     let sizes: Vec<String> = (0..*rank).map(|i| format!("%{pn}_size{i}")).collect();
@@ -383,6 +427,13 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
     manifest.persistent = persistent;
     manifest.cluster = [cluster[0] as u32, cluster[1] as u32, cluster[2] as u32];
     Ok(LoweredKernel { mlir: text, manifest, target })
+}
+
+/// Whether kernel `k` reads tensor `t` with `tile.tma_load`.
+fn k_loads(k: &Operation, t: Value) -> bool {
+    let mut any = false;
+    k.walk(&mut |o| any |= o.kind == OpKind::TmaLoad && o.operands.first() == Some(&t));
+    any
 }
 
 /// MLIR SSA names allow `[A-Za-z0-9_$.-]`; keep tile names as they are where possible.
@@ -578,6 +629,34 @@ fn lower_op(em: &mut Em, op: &Operation) -> R<()> {
         OpKind::Convert | OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div | OpKind::Max | OpKind::Min | OpKind::Neg | OpKind::Abs | OpKind::Relu | OpKind::Exp | OpKind::Exp2 | OpKind::Log | OpKind::Sqrt | OpKind::Rsqrt | OpKind::Tanh | OpKind::Broadcast | OpKind::Splat => lower_elementwise(em, op)?,
         OpKind::Load => lower_epilogue_load(em, op)?,
         OpKind::Store => lower_store(em, op)?,
+        OpKind::SmemStore => lower_smem_store(em, op)?,
+        OpKind::TmaStore => lower_tma_store(em, op)?,
+        OpKind::BulkCommitGroup => {
+            let p = em.elected()?;
+            em.emit(format!("llvm.inline_asm has_side_effects asm_dialect = att \"{{ .reg .pred p; setp.ne.u32 p, $0, 0; @p cp.async.bulk.commit_group; }}\", \"r\" {p} : (i32) -> ()"));
+        }
+        OpKind::BulkWaitGroup => {
+            let p = em.elected()?;
+            let n = op.int_attr("pending").unwrap_or(0);
+            let read = if op.attr("read").and_then(Attribute::as_bool) == Some(true) { ".read" } else { "" };
+            em.emit(format!("llvm.inline_asm has_side_effects asm_dialect = att \"{{ .reg .pred p; setp.ne.u32 p, $0, 0; @p cp.async.bulk.wait_group{read} {n}; }}\", \"r\" {p} : (i32) -> ()"));
+        }
+        OpKind::NamedBarrier => {
+            let id = op.int_attr("id").unwrap_or(1);
+            let threads = op.int_attr("threads").unwrap_or(128);
+            // In the consumer region a one-warpgroup barrier is per warpgroup: id + w.
+            let idv = match em.cwg.clone() {
+                Some(cwg) if threads == 128 => {
+                    if id + em.consumer_wgs - 1 > 15 {
+                        return err(op, format!("convert-tile-to-nvvm: named barrier {id} + consumer warpgroup index exceeds barrier 15"));
+                    }
+                    let c = em.cst(id, "i32");
+                    em.bin("add", &cwg, &c, "i32", "bar_id")
+                }
+                _ => em.cst(id, "i32"),
+            };
+            em.emit(format!("llvm.inline_asm has_side_effects asm_dialect = att \"bar.sync $0, {threads};\", \"r\" {idv} : (i32) -> ()"));
+        }
         other => return err(op, format!("convert-tile-to-nvvm does not lower '{}' here", other.name())),
     }
     Ok(())
@@ -1408,5 +1487,122 @@ fn lower_mma_sync(em: &mut Em, op: &Operation) -> R<()> {
         s = em.op(format!("llvm.insertvalue {x}, {s}[{i}] : !acc"), "accs");
     }
     em.vals.insert(op.results[0], Lv::Acc(s));
+    Ok(())
+}
+
+/// Shared-memory byte address (i32) of slot `slot` (an index operand) of ring `ring`.
+fn slot_addr(em: &mut Em, op: &Operation, ring: Value, slot: Value) -> R<(String, Vec<u64>, ScalarType)> {
+    let Some(Lv::Ring { offset, stage_bytes, shape, elem }) = em.vals.get(&ring).cloned() else { return err(op, format!("'{}': the staging buffer is not a shared-memory ring", op.kind.name())) };
+    let s = em.scalar(op, slot)?;
+    let s32 = em.trunc32(&s);
+    let sb = em.cst(stage_bytes as i64, "i32");
+    let so = em.bin("mul", &s32, &sb, "i32", "slot_off");
+    let base = em.cst(offset as i64, "i32");
+    let o = em.bin("add", &so, &base, "i32", "slot_off");
+    let smem = em.smem_i32.clone();
+    Ok((em.bin("add", &smem, &o, "i32", "slot_addr"), shape, elem))
+}
+
+/// `tile.smem_store`: the warpgroup's 64 rows of columns [col_offset, col_offset + 64) of
+/// an accumulator-shaped 16-bit tile into a 128-byte-swizzled staging slot (row r of the
+/// slot at r·128 bytes, 16-byte chunk c at (c xor r mod 8)·16: the layout a 128B-swizzle
+/// TMA box of 64 16-bit columns reads), with `stmatrix.sync.aligned.m8n8.x4.shared.b16`.
+/// Each 8x8 matrix of a wgmma fragment is (row half h, column group g): lane l holds its
+/// row l/4, columns 2(l mod 4) and +1 as registers v = 4g + 2h and v + 1 — stmatrix's
+/// fragment layout. One x4 stores the 4 matrices of column groups g, g+1; lane l gives the
+/// address of row l mod 8 of matrix l/8. The rows differ mod 8 across the 8 lanes of a
+/// matrix, so the swizzle puts them in 8 different 16-byte bank groups: conflict-free.
+fn lower_smem_store(em: &mut Em, op: &Operation) -> R<()> {
+    if em.mma_sync || em.frag_rc.is_none() {
+        return err(op, "convert-tile-to-nvvm: 'tile.smem_store' is lowered for wgmma accumulators (sm_90a) in the consumer region only");
+    }
+    let (addr, shape, elem) = slot_addr(em, op, op.operands[1], op.operands[2])?;
+    if elem.size_bytes() != 2 || shape.len() != 2 || shape[1] != 64 {
+        return err(op, format!("convert-tile-to-nvvm: 'tile.smem_store' writes slots of 64 16-bit columns (one 128-byte swizzled row), found {} x {elem}", shape.iter().map(u64::to_string).collect::<Vec<_>>().join("x")));
+    }
+    let val = lazy_of(em, op, op.operands[0])?;
+    if lazy_elem(&val) != elem {
+        return err(op, "'tile.smem_store': the tile's element type differs from the ring's");
+    }
+    let col_offset = op.int_attr("col_offset").unwrap_or(0) as usize;
+    let cwg = em.cwg.clone().expect("checked");
+    let lane = em.lane.clone();
+    let w = em.warp_in_wg.clone();
+    let (c3, c4, c7, c64, c16, c128) = (em.cst(3, "i32"), em.cst(4, "i32"), em.cst(7, "i32"), em.cst(64, "i32"), em.cst(16, "i32"), em.cst(128, "i32"));
+    let one = em.cst(1, "i32");
+    // row = 64 cwg + 16 w + 8 ((l >> 3) & 1) + (l & 7)
+    let r0 = em.bin("mul", &cwg, &c64, "i32", "sr");
+    let r1 = em.bin("mul", &w, &c16, "i32", "sr");
+    let l3 = em.bin("lshr", &lane, &c3, "i32", "sr");
+    let h = em.bin("and", &l3, &one, "i32", "sr");
+    let h8 = em.bin("shl", &h, &c3, "i32", "sr");
+    let lr = em.bin("and", &lane, &c7, "i32", "sr");
+    let a = em.bin("add", &r0, &r1, "i32", "sr");
+    let b = em.bin("add", &a, &h8, "i32", "sr");
+    let row = em.bin("add", &b, &lr, "i32", "srow");
+    let rowb = em.bin("mul", &row, &c128, "i32", "srowb");
+    let rowaddr = em.bin("add", &addr, &rowb, "i32", "srowa");
+    // chunk base = (l >> 4) xor (l & 7); column group pair q adds 2q (xor: disjoint bits).
+    let hi = em.bin("lshr", &lane, &c4, "i32", "sc");
+    let cx = em.bin("xor", &hi, &lr, "i32", "schunk");
+    let t = mlir_scalar(elem);
+    let u2 = em.op(format!("llvm.mlir.undef : vector<2x{t}>"), "u2");
+    let i0 = em.cst(0, "i32");
+    let mut memo = EvalMemo { reg: HashMap::new(), loads: Some(HashMap::new()) };
+    for q in 0..4usize {
+        let chunk = if q == 0 { cx.clone() } else {
+            let c = em.cst(2 * q as i64, "i32");
+            em.bin("xor", &cx, &c, "i32", "schunk")
+        };
+        let cb = em.bin("shl", &chunk, &c4, "i32", "sco");
+        let p = em.bin("add", &rowaddr, &cb, "i32", "saddr");
+        let g = col_offset / 8 + 2 * q;
+        let mut regs = vec![];
+        for i in 0..4usize {
+            let v = 4 * g + 2 * i;
+            memo.reg.clear();
+            let x0 = eval(em, &val, v, &mut memo);
+            memo.reg.clear();
+            let x1 = eval(em, &val, v + 1, &mut memo);
+            let vec = em.op(format!("llvm.insertelement {x0}, {u2}[{i0} : i32] : vector<2x{t}>"), "pk");
+            let vec = em.op(format!("llvm.insertelement {x1}, {vec}[{one} : i32] : vector<2x{t}>"), "pk");
+            regs.push(em.op(format!("llvm.bitcast {vec} : vector<2x{t}> to i32"), "pk"));
+        }
+        em.emit(format!(
+            "llvm.inline_asm has_side_effects asm_dialect = att \"stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0], {{$1, $2, $3, $4}};\", \"r,r,r,r,r\" {p}, {} : (i32, i32, i32, i32, i32) -> ()",
+            regs.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// `tile.tma_store`: consumer warpgroup w's elected thread copies its 64 rows of the slot
+/// (at slot + w·64·128 bytes) to the tensor at (row + 64 w, col) with
+/// `cp.async.bulk.tensor.2d.global.shared::cta.bulk_group` (a 64x64 box of the tensor
+/// map, 128-byte swizzle); TMA clips what lies outside the tensor.
+fn lower_tma_store(em: &mut Em, op: &Operation) -> R<()> {
+    let Some(Lv::TensorMap(tm)) = em.vals.get(&op.operands[0]).cloned() else { return err(op, "'tile.tma_store': the destination is not a tensor map") };
+    if op.operands.len() != 5 {
+        return err(op, "convert-tile-to-nvvm lowers 2-D TMA stores only");
+    }
+    let Some(cwg) = em.cwg.clone() else { return err(op, "convert-tile-to-nvvm: 'tile.tma_store' is lowered in the consumer region of 'tile.warp_specialize' only") };
+    let (addr, shape, elem) = slot_addr(em, op, op.operands[1], op.operands[2])?;
+    let rows = shape[0] as i64 / em.consumer_wgs.max(1);
+    let row_bytes = (shape[1] * elem.size_bytes()) as i64;
+    let part = em.cst(rows * row_bytes, "i32");
+    let po = em.bin("mul", &cwg, &part, "i32", "part");
+    let src = em.bin("add", &addr, &po, "i32", "src");
+    let row = em.scalar(op, op.operands[3])?;
+    let col = em.scalar(op, op.operands[4])?;
+    let row32 = em.trunc32(&row);
+    let col32 = em.trunc32(&col);
+    let rc = em.cst(rows, "i32");
+    let ro = em.bin("mul", &cwg, &rc, "i32", "wrow");
+    let r = em.bin("add", &row32, &ro, "i32", "wrow");
+    let tmi = em.op(format!("llvm.ptrtoint {tm} : !llvm.ptr to i64"), "tmap");
+    let p = em.elected()?;
+    em.emit(format!(
+        "llvm.inline_asm has_side_effects asm_dialect = att \"{{ .reg .pred p; setp.ne.u32 p, $0, 0; @p cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$1, {{$2, $3}}], [$4]; }}\", \"r,l,r,r,r\" {p}, {tmi}, {col32}, {r}, {src} : (i32, i64, i32, i32, i32) -> ()"
+    ));
     Ok(())
 }

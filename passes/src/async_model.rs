@@ -33,6 +33,18 @@
 //!   producer loads after waiting on `%bar`; every ring when none is known) at a stage
 //!   that may alias `%i`; `X` is `tile.return` (or the end of the producer region of a
 //!   `tile.warp_specialize`, where the producer warpgroup exits).
+//! - **Bulk store groups** ([`GroupKind::Bulk`], the second, independent kind): every
+//!   `tile.tma_store` is one asynchronous bulk copy reading a slot of a staging ring,
+//!   closed by `tile.bulk_commit_group` and retired by `tile.bulk_wait_group {pending = N,
+//!   read = true}`; these count separately from wgmma groups (PTX keeps separate bulk
+//!   async-group counters), so each kind is analysed on its own, with its own commits and
+//!   waits. Hazards for a pending bulk group `g` at `X`: `X` is a `tile.smem_store` into a
+//!   slot `g` reads that may alias (slots compared like ring stages), or `X` ends the
+//!   warpgroup. The elected thread issues and waits; all 128 threads of the warpgroup
+//!   write the slot, so a retired group's slot counts as still read (unsynced) until a
+//!   `tile.named_barrier` (or `tile.barrier`) follows the wait, whatever the number of
+//!   warpgroups. No fences are placed for bulk groups (the `fence.proxy.async` before a
+//!   store's read is `tile-to-gpu`'s, part of the op sequence it emits).
 //! - **Warpgroups**: groups are per warpgroup. The number of warpgroups that run an op
 //!   (and so read a buffer it overwrites) is `consumers` inside region 1 of a
 //!   `tile.warp_specialize` and in the kernel code after it, 1 in its region 0, and the
@@ -144,8 +156,85 @@ impl Access {
     }
 }
 
+/// Which async groups an analysis is about: the two kinds have separate commit and wait
+/// counters, so each is analysed alone (the other kind's ops are ordinary ops).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum GroupKind {
+    /// `wgmma.mma_async` groups: `tile.mma {kind = "wgmma"}`, `tile.commit_group`,
+    /// `tile.wait_group`, `tile.wgmma_fence`, `tile.barrier` after a wait.
+    Wgmma,
+    /// `cp.async.bulk` store groups: `tile.tma_store`, `tile.bulk_commit_group`,
+    /// `tile.bulk_wait_group`, `tile.named_barrier` after a wait.
+    Bulk,
+}
+
+/// The register slot of a bulk group (it has no registers; never in any op's accesses).
+pub(crate) const NO_SLOT: Slot = Slot::MAX;
+
+impl GroupKind {
+    /// Whether `op` issues a group member of this kind.
+    pub(crate) fn is_group_op(self, op: &Operation) -> bool {
+        match self {
+            GroupKind::Wgmma => is_wgmma(op),
+            GroupKind::Bulk => op.kind == OpKind::TmaStore,
+        }
+    }
+    /// The op that closes a group.
+    pub(crate) fn commit_op(self) -> OpKind {
+        match self {
+            GroupKind::Wgmma => OpKind::CommitGroup,
+            GroupKind::Bulk => OpKind::BulkCommitGroup,
+        }
+    }
+    /// The op that waits for groups.
+    pub(crate) fn wait_op(self) -> OpKind {
+        match self {
+            GroupKind::Wgmma => OpKind::WaitGroup,
+            GroupKind::Bulk => OpKind::BulkWaitGroup,
+        }
+    }
+    /// The barrier the placement puts after a wait where other threads still may read
+    /// (wgmma) or are about to write (bulk) the retired groups' buffers.
+    pub(crate) fn barrier_op(self) -> OpKind {
+        match self {
+            GroupKind::Wgmma => OpKind::Barrier,
+            GroupKind::Bulk => OpKind::NamedBarrier,
+        }
+    }
+    /// Whether `op` synchronises the threads that share this kind's buffers (clears the
+    /// unsynced set).
+    pub(crate) fn is_barrier(self, op: &Operation) -> bool {
+        match self {
+            GroupKind::Wgmma => op.kind == OpKind::Barrier,
+            GroupKind::Bulk => matches!(op.kind, OpKind::Barrier | OpKind::NamedBarrier),
+        }
+    }
+    /// Whether a wait leaves retired groups' buffers in use by other threads until a
+    /// barrier: with `warpgroups` warpgroups running the code (wgmma: other warpgroups'
+    /// groups; bulk: always, the waiting thread is one of the warpgroup's 128 writers).
+    pub(crate) fn shared(self, warpgroups: u64) -> bool {
+        self == GroupKind::Bulk || warpgroups >= 2
+    }
+    /// The name used in messages.
+    pub(crate) fn what(self) -> &'static str {
+        match self {
+            GroupKind::Wgmma => "wgmma",
+            GroupKind::Bulk => "bulk store",
+        }
+    }
+    /// The op issuing a group, for messages.
+    pub(crate) fn issuer(self) -> &'static str {
+        match self {
+            GroupKind::Wgmma => "tile.mma",
+            GroupKind::Bulk => "tile.tma_store",
+        }
+    }
+}
+
 /// The facts of one kernel.
 pub(crate) struct Facts<'k> {
+    /// The kind of group analysed.
+    pub kind: GroupKind,
     /// Ops by id.
     pub ops: Vec<&'k Operation>,
     ids: HashMap<*const Operation, OpId>,
@@ -204,9 +293,16 @@ enum Lin {
 }
 
 impl<'k> Facts<'k> {
-    /// Collect the facts of `kernel` (a `tile.kernel` of `m`).
+    /// Collect the wgmma facts of `kernel` (a `tile.kernel` of `m`).
+    #[cfg(test)]
     pub(crate) fn new(m: &Module, kernel: &'k Operation) -> Self {
+        Self::of_kind(m, kernel, GroupKind::Wgmma)
+    }
+
+    /// Collect the facts of `kernel` about groups of `kind`.
+    pub(crate) fn of_kind(m: &Module, kernel: &'k Operation, kind: GroupKind) -> Self {
         let mut f = Facts {
+            kind,
             ops: vec![],
             ids: HashMap::new(),
             defs: HashMap::new(),
@@ -311,6 +407,13 @@ impl<'k> Facts<'k> {
         }
         // Groups.
         for (id, o) in f.ops.clone().into_iter().enumerate() {
+            if kind == GroupKind::Bulk {
+                if o.kind == OpKind::TmaStore && o.operands.len() >= 3 {
+                    let smem = vec![(o.operands[1], f.stage(o.operands[2]))];
+                    f.groups.insert(id as OpId, GroupDesc { acc: NO_SLOT, a: None, smem });
+                }
+                continue;
+            }
             if !is_wgmma(o) || o.operands.len() != 4 || o.results.len() != 1 {
                 continue;
             }
@@ -514,6 +617,18 @@ impl<'k> Facts<'k> {
     /// the warpgroup exits.
     pub(crate) fn access(&self, op: &Operation, id: OpId, exit: bool) -> Access {
         let mut a = Access { exit: exit || op.kind == OpKind::Return, ..Access::default() };
+        if self.kind == GroupKind::Bulk {
+            match op.kind {
+                OpKind::TmaStore if self.groups.contains_key(&id) => a.wgmma = Some(id),
+                OpKind::SmemStore if op.operands.len() == 3 => {
+                    let ring = op.operands[1];
+                    let known = self.rings.contains_key(&ring).then_some(ring);
+                    a.writes.push((known, self.stage(op.operands[2])));
+                }
+                _ => {}
+            }
+            return a;
+        }
         match op.kind {
             OpKind::Mma if self.groups.contains_key(&id) => a.wgmma = Some(id),
             OpKind::Yield | OpKind::For | OpKind::While | OpKind::If | OpKind::WarpSpecialize | OpKind::WaitGroup | OpKind::Kernel => {}
@@ -530,6 +645,11 @@ impl<'k> Facts<'k> {
                 let ring = op.operands[1];
                 let known = self.rings.contains_key(&ring).then_some(ring);
                 a.writes.push((known, self.stage(op.operands[3])));
+            }
+            OpKind::SmemStore if op.operands.len() == 3 => {
+                let ring = op.operands[1];
+                let known = self.rings.contains_key(&ring).then_some(ring);
+                a.writes.push((known, self.stage(op.operands[2])));
             }
             OpKind::MbarrierArrive if op.operands.len() == 2 => {
                 let rings = self.bar_rings.get(&op.operands[0]).cloned();

@@ -86,7 +86,7 @@
 //! One group stays in flight in the K loop; the drain is the first hazard after it (the
 //! release of the last stage), and the epilogue reads the wait's result.
 
-use crate::async_model::{Facts, Hazard, Inst, OpId, Slot, C_CAP, MAX_PENDING};
+use crate::async_model::{Facts, GroupKind, Hazard, Inst, OpId, Slot, C_CAP, MAX_PENDING};
 use crate::pass::{Pass, PassContext, PassInfo};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use tilec_dialect::{Attribute, Block, Diagnostic, Diagnostics, Location, Module, OpKind, Operation, Value};
@@ -116,6 +116,12 @@ pub struct PlacementStats {
     /// For each loop that keeps groups in flight across its back edge: its location and
     /// the largest number of groups in flight there.
     pub in_flight: Vec<(Location, u64)>,
+    /// Bulk store waits (`tile.bulk_wait_group`) by their `pending` value.
+    pub bulk_waits: [u64; 8],
+    /// Bulk commits (`tile.bulk_commit_group`) inserted.
+    pub bulk_commits: u64,
+    /// Named barriers inserted after bulk waits.
+    pub named_barriers: u64,
 }
 
 /// Place fences, commits and waits in every kernel of `m`. Remarks (single-stage rings
@@ -134,10 +140,10 @@ pub fn place_async_waits(m: &mut Module, remarks: &mut Vec<Diagnostic>) -> Place
 
 // ---- stripping the ops the pass owns ----------------------------------------------------
 
-fn strip(k: &mut Operation) {
+fn strip(k: &mut Operation, kind: GroupKind) {
     let mut repl = HashMap::new();
     for b in &mut k.regions {
-        strip_block(b, &mut repl);
+        strip_block(b, &mut repl, kind);
     }
     k.walk_mut(&mut |o| {
         for v in &mut o.operands {
@@ -148,26 +154,26 @@ fn strip(k: &mut Operation) {
     });
 }
 
-fn strip_block(b: &mut Block, repl: &mut HashMap<Value, Value>) {
+fn strip_block(b: &mut Block, repl: &mut HashMap<Value, Value>, kind: GroupKind) {
     let mut kept = Vec::with_capacity(b.ops.len());
     let mut after_wait = false;
     for mut o in std::mem::take(&mut b.ops) {
         let was_wait = after_wait;
         after_wait = false;
-        match o.kind {
-            OpKind::WgmmaFence | OpKind::CommitGroup => continue,
-            OpKind::WaitGroup => {
+        match (kind, o.kind) {
+            (GroupKind::Wgmma, OpKind::WgmmaFence | OpKind::CommitGroup) | (GroupKind::Bulk, OpKind::BulkCommitGroup) => continue,
+            (GroupKind::Wgmma, OpKind::WaitGroup) | (GroupKind::Bulk, OpKind::BulkWaitGroup) => {
                 for (&r, &a) in o.results.iter().zip(&o.operands) {
                     repl.insert(r, a);
                 }
                 after_wait = true;
                 continue;
             }
-            OpKind::Barrier if was_wait => continue,
+            (_, k) if was_wait && k == kind.barrier_op() => continue,
             _ => {}
         }
         for r in &mut o.regions {
-            strip_block(r, repl);
+            strip_block(r, repl, kind);
         }
         kept.push(o);
     }
@@ -399,7 +405,7 @@ impl Analysis<'_, '_> {
     fn frozen_safe(&mut self, body: &Block) -> bool {
         let was = std::mem::replace(&mut self.frozen, true);
         self.violations = 0;
-        let mut st = State { unfenced: true, ..State::default() };
+        let mut st = State { unfenced: self.f.kind == GroupKind::Wgmma, ..State::default() };
         let mut ctx = Ctx { warpgroups: self.f.kernel_warpgroups };
         self.block(body, &mut st, &mut ctx, false);
         self.frozen = was;
@@ -454,14 +460,14 @@ impl Analysis<'_, '_> {
                 if let Some(e) = self.decisions.get_mut(&id) {
                     e.in_flight = in_flight;
                 }
-                st.wait(n, ctx.warpgroups >= 2);
+                st.wait(n, self.f.kind.shared(ctx.warpgroups));
             }
             if d.barrier {
                 st.unsynced.clear();
             }
             if !x.is_empty() {
                 let pending_conflict = st.pending.keys().any(|g| self.f.conflict(&x, g).is_some());
-                let unsynced_conflict = ctx.warpgroups >= 2 && st.unsynced.iter().any(|g| self.f.overwrites(&x, g));
+                let unsynced_conflict = self.f.kind.shared(ctx.warpgroups) && st.unsynced.iter().any(|g| self.f.overwrites(&x, g));
                 self.violations += u64::from(pending_conflict || unsynced_conflict);
             }
             self.effect(op, id, &x, st, d.fence);
@@ -485,17 +491,17 @@ impl Analysis<'_, '_> {
                 let n = n.min(MAX_PENDING);
                 d.in_flight = st.pending.keys().flat_map(|g| self.f.groups[&g.mma].slots()).collect();
                 d.wait = Some(n);
-                st.wait(n, ctx.warpgroups >= 2);
+                st.wait(n, self.f.kind.shared(ctx.warpgroups));
                 if n > 0 {
                     d.single_stage = None;
                 }
             }
-            if ctx.warpgroups >= 2 && (overwrite_pending || overwrite_unsynced) {
+            if self.f.kind.shared(ctx.warpgroups) && (overwrite_pending || overwrite_unsynced) {
                 d.barrier = true;
                 st.unsynced.clear();
             }
         }
-        if x.wgmma.is_some() {
+        if x.wgmma.is_some() && self.f.kind == GroupKind::Wgmma {
             let gd = &self.f.groups[&id];
             d.fence = st.unfenced || gd.slots().any(|s| st.dirty.contains(&s));
         }
@@ -507,7 +513,7 @@ impl Analysis<'_, '_> {
     /// a fence goes before it.
     fn effect(&self, op: &Operation, id: OpId, x: &crate::async_model::Access, st: &mut State, fence: bool) {
         match op.kind {
-            OpKind::Barrier => st.unsynced.clear(),
+            _ if self.f.kind.is_barrier(op) => st.unsynced.clear(),
             _ if x.wgmma.is_some() => {
                 if fence {
                     st.unfenced = false;
@@ -597,6 +603,7 @@ fn wait_operands(f: &Facts<'_>, kernel: &Operation, decisions: &HashMap<OpId, De
 // ---- the rewrite -----------------------------------------------------------------------
 
 struct Rewriter<'a> {
+    kind: GroupKind,
     m: &'a mut Module,
     decisions: HashMap<OpId, Decision>,
     operands: HashMap<OpId, Vec<Value>>,
@@ -615,8 +622,12 @@ impl Rewriter<'_> {
             let loc = op.loc.clone();
             if let Some(d) = self.decisions.get(&id).cloned() {
                 if let Some(n) = d.wait {
-                    let mut w = Operation::new(OpKind::WaitGroup, loc.clone());
+                    let mut w = Operation::new(self.kind.wait_op(), loc.clone());
                     w.attrs.insert("pending".into(), Attribute::Int(i64::from(n)));
+                    if self.kind == GroupKind::Bulk {
+                        // Only the slot's reads must be done before it is rewritten.
+                        w.attrs.insert("read".into(), Attribute::Bool(true));
+                    }
                     for v in self.operands.get(&id).cloned().unwrap_or_default() {
                         let cur = repl.get(&v).copied().unwrap_or(v);
                         let ty = self.m.ty(cur).clone();
@@ -627,11 +638,23 @@ impl Rewriter<'_> {
                         repl.insert(v, r);
                     }
                     out.push(w);
-                    self.stats.waits[n as usize] += 1;
+                    match self.kind {
+                        GroupKind::Wgmma => self.stats.waits[n as usize] += 1,
+                        GroupKind::Bulk => self.stats.bulk_waits[n as usize] += 1,
+                    }
                 }
                 if d.barrier {
-                    out.push(Operation::new(OpKind::Barrier, loc.clone()));
-                    self.stats.barriers += 1;
+                    let mut b = Operation::new(self.kind.barrier_op(), loc.clone());
+                    if self.kind == GroupKind::Bulk {
+                        // The warpgroup's own barrier: its 128 threads wait for the elected
+                        // thread's wait before they write the slot again.
+                        b.attrs.insert("id".into(), Attribute::Int(EPILOGUE_BARRIER_ID));
+                        b.attrs.insert("threads".into(), Attribute::Int(128));
+                        self.stats.named_barriers += 1;
+                    } else {
+                        self.stats.barriers += 1;
+                    }
+                    out.push(b);
                 }
                 if d.fence {
                     out.push(Operation::new(OpKind::WgmmaFence, loc.clone()));
@@ -648,29 +671,41 @@ impl Rewriter<'_> {
             }
             out.push(op);
             if self.wgmma.contains(&id) {
-                out.push(Operation::new(OpKind::CommitGroup, loc));
-                self.stats.commits += 1;
+                out.push(Operation::new(self.kind.commit_op(), loc));
+                match self.kind {
+                    GroupKind::Wgmma => self.stats.commits += 1,
+                    GroupKind::Bulk => self.stats.bulk_commits += 1,
+                }
             }
         }
         b.ops = out;
     }
 }
 
+/// The named barrier id the TMA-store epilogue uses (`tile.named_barrier {id = 1,
+/// threads = 128}`; consumer warpgroup w synchronises on hardware barrier 1 + w).
+pub const EPILOGUE_BARRIER_ID: i64 = 1;
+
 fn place_kernel(m: &mut Module, k: &mut Operation, stats: &mut PlacementStats, remarks: &mut Vec<Diagnostic>) {
-    strip(k);
+    place_kernel_kind(m, k, stats, remarks, GroupKind::Wgmma);
+    place_kernel_kind(m, k, stats, remarks, GroupKind::Bulk);
+}
+
+fn place_kernel_kind(m: &mut Module, k: &mut Operation, stats: &mut PlacementStats, remarks: &mut Vec<Diagnostic>, kind: GroupKind) {
+    strip(k, kind);
     let (decisions, operands, wgmma, loops) = {
-        let f = Facts::new(m, k);
+        let f = Facts::of_kind(m, k, kind);
         if f.groups.is_empty() {
             return;
         }
         let mut a = Analysis { f: &f, frozen: false, violations: 0, decisions: HashMap::new(), in_flight: HashMap::new() };
-        let mut st = State { unfenced: true, ..State::default() };
+        let mut st = State { unfenced: kind == GroupKind::Wgmma, ..State::default() };
         let mut ctx = Ctx { warpgroups: f.kernel_warpgroups };
         a.block(&k.regions[0], &mut st, &mut ctx, false);
         a.refine(&k.regions[0]);
         let operands = wait_operands(&f, k, &a.decisions);
         for (&id, d) in &a.decisions {
-            if let Some(ring) = d.single_stage {
+            if let Some(ring) = d.single_stage.filter(|_| kind == GroupKind::Wgmma) {
                 let name = m.name(ring).map_or_else(|| "a ring".to_string(), |n| format!("'%{n}'"));
                 remarks.push(Diagnostic::remark(
                     f.ops[id as usize].loc.clone(),
@@ -679,13 +714,13 @@ fn place_kernel(m: &mut Module, k: &mut Operation, stats: &mut PlacementStats, r
             }
         }
         let mut loops: Vec<(Location, u64)> =
-            a.in_flight.iter().filter(|(_, &n)| n > 0).map(|(&id, &n)| (f.ops[id as usize].loc.clone(), n)).collect();
+            a.in_flight.iter().filter(|(_, &n)| n > 0 && kind == GroupKind::Wgmma).map(|(&id, &n)| (f.ops[id as usize].loc.clone(), n)).collect();
         loops.sort_by_key(|l| (l.0.line, l.0.col));
         let wgmma: BTreeSet<OpId> = f.groups.keys().copied().collect();
         (a.decisions, operands, wgmma, loops)
     };
     stats.in_flight.extend(loops);
-    let mut rw = Rewriter { m, decisions, operands, wgmma, next_id: 1, stats };
+    let mut rw = Rewriter { kind, m, decisions, operands, wgmma, next_id: 1, stats };
     for r in &mut k.regions {
         rw.block(r, &HashMap::new());
     }
@@ -706,6 +741,16 @@ impl Pass for AsyncWaitPlacement {
         cx.stat("fences", s.fences);
         cx.stat("commits", s.commits);
         cx.stat("barriers", s.barriers);
+        if s.bulk_commits > 0 {
+            cx.stat("bulk-waits-placed", s.bulk_waits.iter().sum());
+            for (n, &c) in s.bulk_waits.iter().enumerate() {
+                if c > 0 {
+                    cx.stat(&format!("bulk-waits-N{n}"), c);
+                }
+            }
+            cx.stat("bulk-commits", s.bulk_commits);
+            cx.stat("named-barriers", s.named_barriers);
+        }
         for (loc, n) in &s.in_flight {
             cx.stat(&format!("groups-in-flight (loop at {loc})"), *n);
         }

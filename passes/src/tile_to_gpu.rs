@@ -40,8 +40,29 @@
 //! its `arrive_count` is multiplied by the arrivals one CTA makes (one from the producer's
 //! elected thread, one per consumer warp).
 //!
-//! Options: `target` (sm_90a), `stages` (4). Statistics: `loops-pipelined`,
-//! `smem-bytes`.
+//! **Epilogue store** (`epilogue`): `direct` (default) keeps the epilogue's `tile.store`,
+//! lowered as stores from the accumulator registers. `tma` (sm_90a, a 16-bit C of
+//! BM×BN with BN a multiple of 64) stages the output through shared memory and stores it
+//! with TMA: a 2-slot staging ring `smem<2 x BM x 64 x T>` (128-byte swizzle, 2 × 16 KB
+//! for BM = 128), and for each 64-column box j of the tile:
+//!
+//! ```text
+//! tile.smem_store %out, %staging, %slot_j {col_offset = 64 j}   // stmatrix, each warpgroup its 64 rows
+//! tile.fence_proxy_async                                         // generic writes → async proxy
+//! tile.named_barrier {id = 1, threads = 128}                     // the warpgroup's 128 writers
+//! %c_j = tile.addi %col, 64 j
+//! tile.tma_store %C, %staging, %slot_j, %row, %c_j               // elected thread, 64×64 box
+//! ```
+//!
+//! with `slot_j = j mod 2`. `async-wait-placement` then closes a bulk group after each
+//! `tile.tma_store` and puts `tile.bulk_wait_group {read}` + a named barrier before a
+//! slot is written again (also across the tiles of a persistent loop) and before exit.
+//! TMA clips out-of-bounds rows and columns, so ragged tiles need no slow path. The
+//! staging ring counts against shared memory (4 stages of 128×256×64 bf16 + staging =
+//! 230,400 of 232,448 bytes).
+//!
+//! Options: `target` (sm_90a), `stages` (4), `epilogue` (`direct`). Statistics:
+//! `loops-pipelined`, `smem-bytes`.
 
 use crate::pass::{OptionInfo, OptionKind, Pass, PassContext, PassInfo, PassOptions};
 use std::collections::HashMap;
@@ -55,6 +76,7 @@ pub static INFO: PassInfo = PassInfo {
     options: &[
         OptionInfo { name: "target", kind: OptionKind::Enum(&["sm_90", "sm_90a", "sm_100", "sm_100a"]), default: "sm_90a", help: "GPU to build for" },
         OptionInfo { name: "stages", kind: OptionKind::UInt, default: "4", help: "Shared-memory ring depth (2 to 8)" },
+        OptionInfo { name: "epilogue", kind: OptionKind::Enum(&["direct", "tma"]), default: "direct", help: "How the epilogue stores C: direct (from the accumulator registers) or tma (staged in shared memory, stored with TMA; sm_90a)" },
     ],
 };
 
@@ -71,6 +93,8 @@ pub struct TileToGpu {
     pub target: Target,
     /// Ring depth.
     pub stages: u64,
+    /// Stage the epilogue's store through shared memory and store it with TMA.
+    pub tma_epilogue: bool,
 }
 
 impl TileToGpu {
@@ -84,7 +108,8 @@ impl TileToGpu {
         if !(2..=8).contains(&stages) {
             return Err(format!("tile-to-gpu option 'stages' must be 2 to 8, found {stages}"));
         }
-        Ok(TileToGpu { target, stages })
+        let tma_epilogue = o.get("epilogue") == "tma";
+        Ok(TileToGpu { target, stages, tma_epilogue })
     }
 }
 
@@ -99,7 +124,7 @@ impl Pass for TileToGpu {
             if k.kind != OpKind::Kernel || k.attr("target").is_some() {
                 continue;
             }
-            match lower_kernel(m, k, self.target, self.stages) {
+            match lower_kernel(m, k, self.target, self.stages, self.tma_epilogue) {
                 Ok(bytes) => {
                     cx.stat("loops-pipelined", 1);
                     cx.stat("smem-bytes", bytes);
@@ -235,7 +260,7 @@ fn find_matmul<'a>(m: &Module, outer: &'a [Operation], body: &'a Block) -> Resul
 }
 
 /// Check the tile configuration against the target; the error names the limit.
-fn check_config(mm: &Matmul, target: Target, stages: u64, other_smem: u64, loc: &Location) -> Result<u64, Diagnostic> {
+fn check_config(mm: &Matmul, target: Target, stages: u64, other_smem: u64, staging: u64, loc: &Location) -> Result<u64, Diagnostic> {
     let e = |msg: String| Err(Diagnostic::error(loc.clone(), msg));
     if !matches!(mm.elem, ScalarType::BF16 | ScalarType::F16) || mm.acc_ty.elem() != Some(ScalarType::F32) {
         return e(format!("tile-to-gpu for {target}: the MMA takes bf16 or f16 inputs with an f32 accumulator, found {} inputs with a {} accumulator", mm.elem, mm.acc_ty.elem().map_or("?".into(), |t| t.to_string())));
@@ -257,10 +282,14 @@ fn check_config(mm: &Matmul, target: Target, stages: u64, other_smem: u64, loc: 
         return e(format!("tile-to-gpu: on {target} (ldmatrix + mma.sync) the N tile must be 128 or 256, found {}", mm.bn));
     }
     let stage_bytes = (mm.bm * mm.bk + mm.bk * mm.bn) * mm.elem.size_bytes();
-    let total = BARRIER_REGION_BYTES + other_smem + stages * stage_bytes;
+    let total = BARRIER_REGION_BYTES + other_smem + staging + stages * stage_bytes;
     let limit = target.max_smem_per_block();
     if total > limit {
-        let other = if other_smem > 0 { format!(" + {other_smem} for other buffers") } else { String::new() };
+        let mut other = if other_smem > 0 { format!(" + {other_smem} for other buffers") } else { String::new() };
+        if staging > 0 {
+            other.push_str(&format!(" + {staging} for the epilogue=tma staging ring"));
+        }
+        let other_smem = other_smem + staging;
         return e(format!(
             "tile-to-gpu: {stages} stages of {}x{} + {}x{} {} tiles need {total} bytes of shared memory ({stage_bytes} per stage + {BARRIER_REGION_BYTES} for barriers{other}), over the {limit}-byte limit per block on {target}; use at most {} stages",
             mm.bm, mm.bk, mm.bk, mm.bn, mm.elem, (limit - BARRIER_REGION_BYTES - other_smem.min(limit - BARRIER_REGION_BYTES)) / stage_bytes
@@ -304,7 +333,43 @@ fn clone_op(m: &mut Module, o: &Operation, map: &mut HashMap<Value, Value>) -> O
     c
 }
 
-fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64) -> Result<u64, Diagnostic> {
+/// The element type of the (single) `tile.store`'s tile in `ops`.
+fn m_elem_of(m: &Module, ops: &[Operation]) -> ScalarType {
+    ops.iter().find(|o| o.kind == OpKind::Store).and_then(|o| m.ty(*o.operands.last()?).elem()).unwrap_or(ScalarType::BF16)
+}
+
+/// Columns of one TMA-store box (128 bytes of a 16-bit element: one swizzle span).
+pub const STORE_BOX_COLS: u64 = 64;
+
+/// Slots of the TMA-store staging ring.
+pub const STAGING_SLOTS: u64 = 2;
+
+/// The epilogue's `tile.store` to rewrite as a TMA store, checked: its index in
+/// `epilogue` and the staging ring's bytes.
+fn tma_store_plan(m: &Module, mm: &Matmul, target: Target, epilogue: &[Operation], loc: &Location) -> Result<(usize, u64), Diagnostic> {
+    let e = |l: &Location, msg: String| Err(Diagnostic::error(l.clone(), msg));
+    if !target.has_wgmma() {
+        return e(loc, format!("tile-to-gpu: epilogue=tma is implemented for sm_90a (wgmma fragments, one warpgroup per 64 rows); the target is {target}"));
+    }
+    let stores: Vec<usize> = epilogue.iter().enumerate().filter(|(_, o)| o.kind == OpKind::Store).map(|(i, _)| i).collect();
+    let &[si] = stores.as_slice() else {
+        return e(loc, format!("tile-to-gpu: epilogue=tma expects exactly one 'tile.store' after the K loop, found {}", stores.len()));
+    };
+    let st = &epilogue[si];
+    let Type::Tile { shape, elem } = m.ty(st.operands[st.operands.len() - 1]).clone() else { unreachable!("verified store") };
+    if st.operands.len() != 4 || shape != [mm.bm, mm.bn] {
+        return e(&st.loc, format!("tile-to-gpu: epilogue=tma stores the whole {}x{} output tile of a 2-D tensor; this store writes a {} tile", mm.bm, mm.bn, shape.iter().map(u64::to_string).collect::<Vec<_>>().join("x")));
+    }
+    if elem.size_bytes() != 2 {
+        return e(&st.loc, format!("tile-to-gpu: epilogue=tma stages 16-bit elements (bf16, f16: stmatrix, one 128-byte row per 64-column box); the store writes {elem}"));
+    }
+    if mm.bn % STORE_BOX_COLS != 0 {
+        return e(&st.loc, format!("tile-to-gpu: epilogue=tma stores 64-column boxes; the N tile {} is not a multiple of 64", mm.bn));
+    }
+    Ok((si, STAGING_SLOTS * mm.bm * STORE_BOX_COLS * elem.size_bytes()))
+}
+
+fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64, tma_epilogue: bool) -> Result<u64, Diagnostic> {
     // The K loop sits in the kernel body, or in the body of a persistent tile loop
     // (`tile.for {tile_loop = true}`, made by the `persistent` pass).
     let kbody = &k.regions[0];
@@ -328,7 +393,14 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64) 
             _ => None,
         })
         .sum();
-    let smem = check_config(&mm, target, stages, other_smem, &lp_loc)?;
+    let tma_plan = if tma_epilogue {
+        let after: Vec<Operation> = scope.ops[mm.loop_idx + 1..].iter().filter(|o| o.str_attr("role").is_none()).cloned().collect();
+        Some(tma_store_plan(m, &mm, target, &after, &lp_loc)?)
+    } else {
+        None
+    };
+    let staging_bytes = tma_plan.map_or(0, |p| p.1);
+    let smem = check_config(&mm, target, stages, other_smem, staging_bytes, &lp_loc)?;
     let consumers = (mm.bm / 64) as i64;
 
     // Split the ops: kernel-level (kept), per-tile prologue P, the K loop, epilogue E.
@@ -352,7 +424,7 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64) 
     let old_loop = scope_ops.pop().expect("the K loop");
     let per_tile = scope_ops;
     let role = |o: &Operation| o.str_attr("role").map(str::to_string);
-    let (tail, epilogue): (Vec<Operation>, Vec<Operation>) = after.into_iter().partition(|o| role(o).is_some());
+    let (tail, mut epilogue): (Vec<Operation>, Vec<Operation>) = after.into_iter().partition(|o| role(o).is_some());
     // The tile loop's next iteration is decided in both regions: what it yields must not
     // come from the epilogue, which only the consumers run.
     if let Some(y) = &tl_yield {
@@ -409,7 +481,32 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64) 
     // K = 0, and with K < 64 the TMA zero-fill supplies the rest).
     let kceil = e.int(OpKind::CeilDiv, mm.ub, cbk, "kceil");
     let ktiles = e.int(OpKind::MaxI, kceil, c1, "ktiles");
+    // The staging ring and the constants of the TMA-store epilogue (kernel level).
+    let staging = tma_plan.map(|_| {
+        let elem = m_elem_of(e.m, &epilogue);
+        let ring = e.one(OpKind::SmemAlloc, &[], &[("swizzle", Attribute::Int(128))], Type::Smem { stages: STAGING_SLOTS, shape: vec![mm.bm, STORE_BOX_COLS], elem }, "staging");
+        let slots: Vec<Value> = (0..STAGING_SLOTS).map(|i| e.index(i as i64, &format!("slot{i}"))).collect();
+        let cols: Vec<Value> = (1..mm.bn / STORE_BOX_COLS).map(|j| e.index((j * STORE_BOX_COLS) as i64, &format!("box_col{j}"))).collect();
+        (ring, slots, cols)
+    });
     let prologue = e.take();
+    if let (Some((si, _)), Some((staging, slots, cols))) = (tma_plan, staging) {
+        // The epilogue's store → per 64-column box: stage, fence, warpgroup barrier, TMA.
+        let st = epilogue.remove(si);
+        let (c, row, col, val) = (st.operands[0], st.operands[1], st.operands[2], st.operands[3]);
+        e.loc = st.loc.clone();
+        for j in 0..mm.bn / STORE_BOX_COLS {
+            let slot = slots[(j % STAGING_SLOTS) as usize];
+            e.op(OpKind::SmemStore, &[val, staging, slot], &[("col_offset", Attribute::Int((j * STORE_BOX_COLS) as i64))], &[], None);
+            e.op(OpKind::FenceProxyAsync, &[], &[], &[], None);
+            e.op(OpKind::NamedBarrier, &[], &[("id", Attribute::Int(crate::async_wait_placement::EPILOGUE_BARRIER_ID)), ("threads", Attribute::Int(WARPGROUP_THREADS))], &[], None);
+            let cj = if j == 0 { col } else { e.int(OpKind::AddI, col, cols[j as usize - 1], &format!("store_col{j}")) };
+            e.op(OpKind::TmaStore, &[c, staging, slot, row, cj], &[], &[], None);
+        }
+        let seq = e.take();
+        epilogue.splice(si..si, seq);
+        e.loc = lp_loc.clone();
+    }
 
     // Stage and phase parity of global k tile g: s = g mod S, parity = (g / S) mod 2. The
     // global count runs on across the tiles of a persistent loop, so the ring's phases do.

@@ -10,6 +10,15 @@
 //! before (paths with equal queues have equal futures, so the exploration is exhaustive).
 //! What counts as a hazard is defined once, in [`crate::async_model`].
 //!
+//! Bulk store groups (`tile.tma_store` / `tile.bulk_commit_group` /
+//! `tile.bulk_wait_group`) are a second, independent kind with their own counters: each
+//! kernel is explored once per kind, the other kind's ops being ordinary ops. For bulk
+//! groups the hazards are a `tile.smem_store` into a slot a pending group reads and the
+//! warpgroup's exit, and a retired group's slot may be rewritten only after a
+//! `tile.named_barrier` follows the wait (the elected thread waits; all 128 threads
+//! write). The tightness rules are the same, with `tile.named_barrier` in the place of
+//! `tile.barrier`.
+//!
 //! Errors, each at the op concerned, with notes at the group's `tile.mma` and the last wait
 //! on the path, and the path spelled out ("iteration 2 of the loop at f:12:3, then-branch
 //! of the if at f:15:5"):
@@ -51,7 +60,7 @@
 //! f.tile:22:5: note: the last wait on that path (pending = 2) leaves it pending
 //! ```
 
-use crate::async_model::{is_wgmma, Facts, Hazard, Inst, OpId, Slot, MAX_PENDING};
+use crate::async_model::{Facts, GroupKind, Hazard, Inst, OpId, Slot, MAX_PENDING};
 use crate::pass::{OptionInfo, OptionKind, Pass, PassContext, PassInfo};
 use std::collections::{BTreeMap, BTreeSet};
 use tilec_dialect::{Attribute, Diagnostic, Diagnostics, Location, Module, OpKind, Operation, Value};
@@ -352,24 +361,30 @@ impl Explorer<'_, '_> {
                         q.open.clear();
                     }
                 }
-            } else if wg >= 2 {
+            } else if self.f.kind.shared(wg) {
                 if let Some(g) = q.unsynced.iter().find(|g| self.f.overwrites(&x, g)).cloned() {
+                    let kind = self.f.kind;
                     self.report(id, |e| {
-                        Diagnostic::error(
-                            op.loc.clone(),
-                            format!(
+                        let msg = match kind {
+                            GroupKind::Wgmma => format!(
                                 "'{}' overwrites a shared-memory stage that the wgmma group of the 'tile.mma' at {} may still be reading in another of the {wg} warpgroups: no 'tile.barrier' follows the wait that retired it, on the path: {}",
                                 op.kind.name(),
                                 e.loc(g.mma),
                                 e.path(&t)
                             ),
-                        )
-                        .with_note(e.loc(g.mma).clone(), "the group's 'tile.mma'")
+                            GroupKind::Bulk => format!(
+                                "'{}' overwrites a staging slot that the bulk store group of the 'tile.tma_store' at {} read: only the warpgroup's elected thread waited for it, and no 'tile.named_barrier' follows that wait, on the path: {}",
+                                op.kind.name(),
+                                e.loc(g.mma),
+                                e.path(&t)
+                            ),
+                        };
+                        Diagnostic::error(op.loc.clone(), msg).with_note(e.loc(g.mma).clone(), format!("the group's '{}'", kind.issuer()))
                     });
                     q.unsynced.clear();
                 }
             }
-            if let Some(m) = x.wgmma {
+            if let Some(m) = x.wgmma.filter(|_| self.f.kind == GroupKind::Wgmma) {
                 let gd = &self.f.groups[&m];
                 let why = if q.unfenced {
                     Some("before any 'tile.wgmma_fence' of the warpgroup".to_string())
@@ -386,18 +401,20 @@ impl Explorer<'_, '_> {
         if self.failed {
             return None;
         }
+        let kind = self.f.kind;
         match op.kind {
-            OpKind::WaitGroup => {
+            k if k == kind.wait_op() => {
                 let n = op.int_attr("pending").unwrap_or(0).clamp(0, 64) as usize;
                 let keep_from = q.committed.len().saturating_sub(n);
                 let retired: Vec<Inst> = q.committed.drain(..keep_from).flatten().chain(std::mem::take(&mut q.old)).collect();
-                // Only where other warpgroups run the same code can they still read.
-                if wg >= 2 {
+                // Only where other warpgroups run the same code can they still read (bulk:
+                // the warpgroup's other threads have not seen the elected thread's wait).
+                if kind.shared(wg) {
                     q.unsynced.extend(retired.into_iter().filter(|i| !i.stages.is_empty()));
                 }
                 t.last_wait = Some(id);
             }
-            OpKind::CommitGroup => {
+            k if k == kind.commit_op() => {
                 let g = std::mem::take(&mut q.open);
                 q.committed.push(g);
                 if q.committed.len() > self.keep {
@@ -405,8 +422,8 @@ impl Explorer<'_, '_> {
                     q.old.extend(oldest);
                 }
             }
-            OpKind::Barrier => q.unsynced.clear(),
-            OpKind::WgmmaFence => {
+            _ if kind.is_barrier(op) => q.unsynced.clear(),
+            OpKind::WgmmaFence if kind == GroupKind::Wgmma => {
                 q.dirty.clear();
                 q.unfenced = false;
             }
@@ -425,18 +442,19 @@ impl Explorer<'_, '_> {
 
     fn unsafe_diag(&self, op: &Operation, g: &Inst, after: Option<usize>, h: Hazard, t: &Trail) -> Diagnostic {
         let (x, at) = (op.kind.name(), self.loc(g.mma));
+        let (what, issuer) = (self.f.kind.what(), self.f.kind.issuer());
         let state = match after {
             None => "issued but not committed".to_string(),
             Some(n) if n >= self.keep => format!("{} or more groups committed after it", self.keep),
             Some(n) => format!("{n} group{} committed after it", if n == 1 { "" } else { "s" }),
         };
         let what = match h {
-            Hazard::Registers => format!("'{x}' accesses the registers of the wgmma group of the 'tile.mma' at {at}, which may still be pending"),
-            Hazard::Overwrite => format!("'{x}' overwrites a shared-memory stage that the wgmma group of the 'tile.mma' at {at} reads, which may still be pending"),
-            Hazard::Release => format!("'{x}' releases to its producer a shared-memory stage that the wgmma group of the 'tile.mma' at {at} reads, which may still be pending"),
-            Hazard::Exit => format!("'{x}' ends the warpgroup while the wgmma group of the 'tile.mma' at {at} may still be pending"),
+            Hazard::Registers => format!("'{x}' accesses the registers of the {what} group of the '{issuer}' at {at}, which may still be pending"),
+            Hazard::Overwrite => format!("'{x}' overwrites a shared-memory stage that the {what} group of the '{issuer}' at {at} reads, which may still be pending"),
+            Hazard::Release => format!("'{x}' releases to its producer a shared-memory stage that the {what} group of the '{issuer}' at {at} reads, which may still be pending"),
+            Hazard::Exit => format!("'{x}' ends the warpgroup while the {what} group of the '{issuer}' at {at} may still be pending"),
         };
-        let mut d = Diagnostic::error(op.loc.clone(), format!("{what} ({state}) on the path: {}", self.path(t))).with_note(at.clone(), "the group's 'tile.mma'");
+        let mut d = Diagnostic::error(op.loc.clone(), format!("{what} ({state}) on the path: {}", self.path(t))).with_note(at.clone(), format!("the group's '{issuer}'"));
         if let Some(w) = t.last_wait {
             let n = self.f.ops[w as usize].int_attr("pending").unwrap_or(0);
             d = d.with_note(self.loc(w).clone(), format!("the last wait on that path (pending = {n}) leaves it pending"));
@@ -471,20 +489,20 @@ impl Outcome {
 }
 
 /// Explore `kernel` within `budget` (path, op) steps.
-fn explore(m: &Module, kernel: &Operation, mode: Mode, budget: u64) -> Outcome {
-    let f = Facts::new(m, kernel);
+fn explore(m: &Module, kernel: &Operation, kind: GroupKind, mode: Mode, budget: u64) -> Outcome {
+    let f = Facts::of_kind(m, kernel, kind);
     if f.groups.is_empty() {
         return Outcome { complete: true, clean: true, errors: vec![], offending: BTreeSet::new(), steps: 0 };
     }
     let mut max_pending = 0;
     kernel.walk(&mut |o| {
-        if o.kind == OpKind::WaitGroup {
+        if o.kind == kind.wait_op() {
             max_pending = max_pending.max(o.int_attr("pending").unwrap_or(0).clamp(0, MAX_PENDING as i64) as usize);
         }
     });
     let keep = (max_pending + 1).min(MAX_KEEP);
     let mut e = Explorer { f: &f, mode, keep, failed: false, steps: 0, budget, gave_up: false, errors: BTreeMap::new(), offending: BTreeSet::new() };
-    let start: States = [(Queue { unfenced: true, ..Queue::default() }, Trail::default())].into_iter().collect();
+    let start: States = [(Queue { unfenced: kind == GroupKind::Wgmma, ..Queue::default() }, Trail::default())].into_iter().collect();
     let mut wg = f.kernel_warpgroups;
     e.block(&kernel.regions[0], start, &mut wg, false);
     let clean = !e.failed && e.errors.is_empty() && e.offending.is_empty();
@@ -556,15 +574,15 @@ fn uses_any(op: &Operation, vs: &[Value]) -> bool {
 /// Run the tightness checks on a safe kernel. Waits are taken last to first; one found
 /// redundant is deleted from the copy the later checks look at, so the waits reported
 /// redundant can all be deleted together.
-fn tightness(m: &Module, kernel: &Operation, budget: u64, out: &mut Vec<Diagnostic>) -> u64 {
-    let f = Facts::new(m, kernel);
-    let waits: Vec<(OpId, &Operation)> = f.ops.iter().enumerate().filter(|(_, o)| o.kind == OpKind::WaitGroup).map(|(i, o)| (i as OpId, *o)).collect();
+fn tightness(m: &Module, kernel: &Operation, kind: GroupKind, budget: u64, out: &mut Vec<Diagnostic>) -> u64 {
+    let f = Facts::of_kind(m, kernel, kind);
+    let waits: Vec<(OpId, &Operation)> = f.ops.iter().enumerate().filter(|(_, o)| o.kind == kind.wait_op()).map(|(i, o)| (i as OpId, *o)).collect();
     // A change is reported only when it is proven safe (within the budget).
-    let safe = |k: &Operation| explore(m, k, Mode::Quick, budget).safe() == Some(true);
+    let safe = |k: &Operation| explore(m, k, kind, Mode::Quick, budget).safe() == Some(true);
     let mut cur = kernel.clone();
     for &(id, w) in waits.iter().rev() {
         let n = w.int_attr("pending").unwrap_or(0);
-        let name = format!("'tile.wait_group' (pending = {n})");
+        let name = format!("'{}' (pending = {n})", kind.wait_op().name());
         // Redundant?
         if let Some(k) = delete_wait(&cur, id) {
             if safe(&k) {
@@ -583,7 +601,7 @@ fn tightness(m: &Module, kernel: &Operation, budget: u64, out: &mut Vec<Diagnost
                 if safe(&k) {
                     let mut d = Diagnostic::error(w.loc.clone(), format!("{name} is not tight: pending = {} is still safe on every path", n + 1));
                     if let Some(k) = delete_wait(&cur, id) {
-                        for h in explore(m, &k, Mode::Full, budget).errors.iter().take(3) {
+                        for h in explore(m, &k, kind, Mode::Full, budget).errors.iter().take(3) {
                             d = d.with_note(h.loc.clone(), "a hazard it guards");
                         }
                     }
@@ -595,7 +613,7 @@ fn tightness(m: &Module, kernel: &Operation, budget: u64, out: &mut Vec<Diagnost
         // Could it move later? Not past an op it guards: one that, without it, is unsafe on
         // some path (even if a wait on an earlier trip round a loop would then cover it).
         let guards_next = delete_wait(&cur, id).is_none_or(|k| {
-            let o = explore(m, &k, Mode::Collect, budget);
+            let o = explore(m, &k, kind, Mode::Collect, budget);
             !o.complete || o.offending.contains(&id)
         });
         let mut moved_past: Option<(Location, String)> = None;
@@ -605,7 +623,8 @@ fn tightness(m: &Module, kernel: &Operation, budget: u64, out: &mut Vec<Diagnost
             match next.kind {
                 k if k.is_terminator() => false,
                 // A barrier right after the wait belongs to it.
-                OpKind::For | OpKind::While | OpKind::WarpSpecialize | OpKind::Barrier => false,
+                OpKind::For | OpKind::While | OpKind::WarpSpecialize => false,
+                _ if kind.is_barrier(next) => false,
                 OpKind::If => {
                     if ops.iter().any(|o| uses_any(o, &results)) {
                         return false;
@@ -635,11 +654,11 @@ fn tightness(m: &Module, kernel: &Operation, budget: u64, out: &mut Vec<Diagnost
     }
     // Barriers directly after a wait.
     for (i, o) in f.ops.iter().enumerate() {
-        if o.kind != OpKind::Barrier {
+        if o.kind != kind.barrier_op() {
             continue;
         }
         let id = i as OpId;
-        let after_wait = i > 0 && f.ops[i - 1].kind == OpKind::WaitGroup;
+        let after_wait = i > 0 && f.ops[i - 1].kind == kind.wait_op();
         if !after_wait {
             continue;
         }
@@ -648,7 +667,11 @@ fn tightness(m: &Module, kernel: &Operation, budget: u64, out: &mut Vec<Diagnost
             true
         }) {
             if safe(&k) {
-                out.push(Diagnostic::error(o.loc.clone(), "'tile.barrier' after the wait is not needed: no stage another warpgroup reads is overwritten before the next barrier"));
+                let msg = match kind {
+                    GroupKind::Wgmma => "'tile.barrier' after the wait is not needed: no stage another warpgroup reads is overwritten before the next barrier",
+                    GroupKind::Bulk => "'tile.named_barrier' after the bulk wait is not needed: no staging slot a retired group read is written before the next barrier",
+                };
+                out.push(Diagnostic::error(o.loc.clone(), msg));
             }
         }
     }
@@ -676,28 +699,28 @@ pub struct CheckReport {
 pub fn verify_async_waits(m: &Module, max_steps: u64) -> Result<CheckReport, Diagnostics> {
     let mut errors = vec![];
     let mut report = CheckReport::default();
-    for k in m.kernels() {
+    for (k, kind) in m.kernels().flat_map(|k| [(k, GroupKind::Wgmma), (k, GroupKind::Bulk)]) {
         if k.regions.is_empty() {
             continue;
         }
         let mut any = false;
-        k.walk(&mut |o| any |= is_wgmma(o));
+        k.walk(&mut |o| any |= kind.is_group_op(o));
         if !any {
             continue;
         }
         // Safety first with groups known by their registers (fewer queues); the exact
         // exploration, for the diagnostics, only when something is wrong.
-        let mut o = explore(m, k, Mode::Quick, max_steps);
+        let mut o = explore(m, k, kind, Mode::Quick, max_steps);
         report.steps += o.steps;
         if o.safe() == Some(false) {
-            o = explore(m, k, Mode::Full, max_steps);
+            o = explore(m, k, kind, Mode::Full, max_steps);
             if o.errors.is_empty() {
                 // The exact exploration ran out of steps before the error: name the op.
-                let bad = explore(m, k, Mode::Collect, max_steps).offending;
-                let f = Facts::new(m, k);
+                let bad = explore(m, k, kind, Mode::Collect, max_steps).offending;
+                let f = Facts::of_kind(m, k, kind);
                 for id in bad {
                     let op = f.ops[id as usize];
-                    errors.push(Diagnostic::error(op.loc.clone(), format!("'{}' may run while a wgmma group it conflicts with is pending, or without a fence or barrier it needs", op.kind.name())));
+                    errors.push(Diagnostic::error(op.loc.clone(), format!("'{}' may run while a {} group it conflicts with is pending, or without a fence or barrier it needs", op.kind.name(), kind.what())));
                 }
                 o.complete = true;
             }
@@ -709,7 +732,7 @@ pub fn verify_async_waits(m: &Module, max_steps: u64) -> Result<CheckReport, Dia
                 format!("verify-async-waits could not explore every path of this kernel within max_steps = {max_steps} (path, op) steps, so its waits are not proven safe; raise max_steps"),
             ));
         } else if o.clean {
-            report.waits += tightness(m, k, max_steps, &mut errors);
+            report.waits += tightness(m, k, kind, max_steps, &mut errors);
         }
     }
     if errors.is_empty() {
@@ -725,8 +748,8 @@ pub fn verify_async_waits(m: &Module, max_steps: u64) -> Result<CheckReport, Dia
 /// unsafe path found, `None` the budget of `max_steps` ran out first.
 pub fn async_waits_are_safe(m: &Module, max_steps: u64) -> Option<bool> {
     let mut all = Some(true);
-    for k in m.kernels().filter(|k| !k.regions.is_empty()) {
-        match explore(m, k, Mode::Quick, max_steps).safe() {
+    for (k, kind) in m.kernels().filter(|k| !k.regions.is_empty()).flat_map(|k| [(k, GroupKind::Wgmma), (k, GroupKind::Bulk)]) {
+        match explore(m, k, kind, Mode::Quick, max_steps).safe() {
             Some(false) => return Some(false),
             None => all = None,
             Some(true) => {}

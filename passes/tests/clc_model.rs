@@ -100,7 +100,7 @@ fn build(rank: usize, bm: u64, cluster: u64, fault: Option<ClcFault>) -> Module 
     let mut cx = PassContext::default();
     Persistent { schedule: "clc".into(), group_m: 2, cluster, fault }.run(&mut m, &mut cx).expect("persistent");
     let target = if cluster > 1 { Target::Sm100a } else { Target::Sm100 };
-    TileToGpu { target, stages: 2 }.run(&mut m, &mut cx).expect("tile-to-gpu");
+    TileToGpu { target, stages: 2, tma_epilogue: false }.run(&mut m, &mut cx).expect("tile-to-gpu");
     if fault.is_none() {
         verify(&m).expect("the emitted kernel verifies");
     }

@@ -284,14 +284,21 @@ def run_case(k, M, N, K, args, case_idx):
             tensors[r] = torch.randn(shapes[r], generator=gen, dtype=torch.float32,
                                      device=dev).to(dt[r])
     # C with a poisoned guard region behind it (all-ones bits: NaN in bf16/f16/f32).
+    # C written through a tensor map (the TMA-store epilogue) needs a 16-byte row pitch: its
+    # rows are padded like A's and B's, the padding poisoned too and checked untouched (TMA
+    # must clip every box at N).
     guard = 4096
     cdt = dt["C"]
-    cbuf = torch.empty(M * N + guard, dtype=cdt, device=dev)
+    esz = torch.tensor([], dtype=cdt).element_size()
+    cpitch = N
+    if kinds.get("C") == "tensor_map":
+        cpitch = -(-N // (16 // esz)) * (16 // esz)
+    cbuf = torch.empty(M * cpitch + guard, dtype=cdt, device=dev)
     ibits = {2: torch.int16, 4: torch.int32}[cbuf.element_size()]
 
     def poison():
         cbuf.view(ibits).fill_(-1)
-    C = cbuf[:M * N].view(M, N)
+    C = cbuf[:M * cpitch].view(M, cpitch)[:, :N]
     tensors["C"] = C
     if "bias" in kinds:
         # A fused epilogue's bias: one f32 per column (a 1 x N tensor), bound by name.
@@ -321,7 +328,10 @@ def run_case(k, M, N, K, args, case_idx):
         ref = torch.relu(ref)
     out = C.float()
     all_written = not bool(torch.isnan(out).any())
-    guard_ok = bool((cbuf[M * N:].view(ibits) == -1).all())
+    guard_ok = bool((cbuf[M * cpitch:].view(ibits) == -1).all())
+    if cpitch != N:
+        pad = cbuf[:M * cpitch].view(M, cpitch)[:, N:]
+        guard_ok = guard_ok and bool((pad.contiguous().view(ibits) == -1).all())
     diff = torch.nan_to_num(out, nan=0.0) - ref
     rel = float(torch.linalg.vector_norm(diff) / torch.linalg.vector_norm(ref).clamp_min(1e-30))
     if not all_written:

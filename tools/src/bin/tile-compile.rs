@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! tile-compile FILE --target sm_90a|sm_90|sm_100|sm_100a [-o DIR] [--emit ptx|mlir|llvm|tile]
-//!              [--stages N] [--schedule static|clc|none|off] [--cluster C] [--group-m G]
+//!              [--stages N] [--epilogue-store direct|tma] [--schedule static|clc|none|off] [--cluster C] [--group-m G]
 //!              [--no-simplify] [-O 0-3]
 //!              [--ptxas] [--timing]
 //! ```
@@ -46,6 +46,10 @@ struct Cli {
     /// Shared-memory ring depth (2 to 8).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(2..=8))]
     stages: u32,
+    /// How the epilogue stores C: direct (from the accumulator registers, the default) or
+    /// tma (staged in shared memory, stored with TMA; sm_90a; C becomes a tensor map).
+    #[arg(long = "epilogue-store", default_value = "direct", value_parser = ["direct", "tma"])]
+    epilogue_store: String,
     /// Persistent schedule: static (default on sm_90a), clc (try_cancel work stealing,
     /// default on sm_100/sm_100a), none (default on sm_90), off.
     #[arg(long, value_parser = ["static", "clc", "none", "off"])]
@@ -95,6 +99,7 @@ fn run() -> i32 {
     let src = src.as_str();
     let mut opts = Options::new(cli.target);
     opts.stages = cli.stages;
+    opts.epilogue = if cli.epilogue_store == "tma" { "tma" } else { "direct" };
     if let Some(s) = &cli.schedule {
         opts.schedule = match s.as_str() {
             "static" => "static",
