@@ -57,7 +57,9 @@
 //! with `slot_j = j mod 2`. `async-wait-placement` then closes a bulk group after each
 //! `tile.tma_store` and puts `tile.bulk_wait_group {read}` + a named barrier before a
 //! slot is written again (also across the tiles of a persistent loop) and before exit.
-//! TMA clips out-of-bounds rows and columns, so ragged tiles need no slow path. The
+//! TMA clips out-of-bounds rows and columns, so ragged tiles need no slow path — but it
+//! writes whole 16-byte chunks, so C's row length in bytes must be a multiple of 16 or the
+//! padding after each row is overwritten (the launcher checks; docs/manifest.md). The
 //! staging ring counts against shared memory (4 stages of 128×256×64 bf16 + staging =
 //! 230,400 of 232,448 bytes).
 //!
