@@ -142,6 +142,9 @@ struct Em<'a> {
     cluster_size: i64,
     /// Consumer warpgroups of the kernel's `tile.warp_specialize` (1 without one).
     consumer_wgs: i64,
+    /// Loops (`tile.for`, `tile.while`) around the op being lowered: an epilogue at depth > 0
+    /// sits in a persistent tile loop, after that tile's k loop.
+    loop_depth: usize,
 }
 
 type R<T> = Result<T, Diagnostic>;
@@ -198,6 +201,15 @@ impl Em<'_> {
     fn gep3(&mut self, off_i32: &str) -> String {
         let smem = self.smem.clone();
         self.op(format!("llvm.getelementptr {smem}[{off_i32}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8"), "ptr")
+    }
+    /// `v` through an opaque `mov` (inline asm with side effects): LLVM can neither hoist
+    /// what is computed from it out of the enclosing loop nor merge it with the same
+    /// computation on `v` elsewhere. For kernel parameters, which ptxas reads from the
+    /// constant bank, this keeps epilogue-only arithmetic out of the registers live across
+    /// a persistent loop's k loop.
+    fn opaque(&mut self, v: &str, t: &str) -> String {
+        let (c, m) = if t == "i64" { ("l", "b64") } else { ("r", "b32") };
+        self.op(format!("llvm.inline_asm has_side_effects asm_dialect = att \"mov.{m} $0, $1;\", \"={c},{c}\" {v} : ({t}) -> {t}"), "opq")
     }
     fn trunc32(&mut self, v: &str) -> String {
         self.op(format!("llvm.trunc {v} : i64 to i32"), "t")
@@ -309,6 +321,7 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
         prev: None,
         cluster_size: 1,
         consumer_wgs: consumers as i64,
+        loop_depth: 0,
     };
     // Parameters.
     let tm_attr = "{llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}";
@@ -782,7 +795,10 @@ fn lower_for(em: &mut Em, op: &Operation) -> R<()> {
     let exit_sig = if carried_args.is_empty() { String::new() } else { format!("({} : {})", carried_args.join(", "), init_tys[1..].join(", ")) };
     em.emit(format!("llvm.cond_br {c}, ^{body}, ^{exit}{exit_sig}"));
     em.label(&format!("{body}:"));
-    lower_block(em, &b.ops)?;
+    em.loop_depth += 1;
+    let r = lower_block(em, &b.ops);
+    em.loop_depth -= 1;
+    r?;
     let y = b.ops.last().expect("verified yield");
     let mut next = vec![em.bin("add", &iv, &step, "i64", "iv")];
     for v in &y.operands {
@@ -854,7 +870,10 @@ fn lower_while(em: &mut Em, op: &Operation) -> R<()> {
     for ((&a, n), kind) in b.args.iter().zip(&arg_names).zip(&kinds) {
         em.vals.insert(a, with_name(kind, n));
     }
-    lower_block(em, &b.ops)?;
+    em.loop_depth += 1;
+    let r = lower_block(em, &b.ops);
+    em.loop_depth -= 1;
+    r?;
     let y = b.ops.last().expect("verified yield");
     let mut vals = vec![];
     for v in &y.operands {
@@ -1249,6 +1268,7 @@ fn lower_epilogue_load(em: &mut Em, op: &Operation) -> R<()> {
         return err(op, format!("convert-tile-to-nvvm: epilogue loads of {elem} are not lowered yet"));
     }
     let (r0, c0) = origin(em, op, op.operands[1], op.operands[2])?;
+    let (ptr, sizes, strides) = epilogue_params(em, ptr, sizes, strides);
     let node = Lazy::Load { base: ptr, sizes, strides, r0, c0, bcast_rows: shape[0] == 1, bcast_cols: shape[1] == 1, elem };
     em.vals.insert(op.results[0], Lv::Lazy(Rc::new(node)));
     Ok(())
@@ -1266,6 +1286,66 @@ fn lower_store(em: &mut Em, op: &Operation) -> R<()> {
     if lazy_elem(&val) != elem {
         return err(op, "store element type differs from the tensor's");
     }
+    let (ptr, sizes, strides) = epilogue_params(em, ptr, sizes, strides);
+    let saved_rc = em.frag_rc.clone();
+    if em.mma_sync && em.loop_depth > 0 {
+        em.frag_rc = Some(fresh_frag_rc(em));
+    }
+    let r = store_frags(em, op, StoreArgs { ptr, sizes, strides, elem, r0, c0, val });
+    em.frag_rc = saved_rc;
+    r
+}
+
+struct StoreArgs {
+    ptr: String,
+    sizes: Vec<String>,
+    strides: Vec<String>,
+    elem: ScalarType,
+    r0: String,
+    c0: String,
+    val: Rc<Lazy>,
+}
+
+/// mma.sync in a persistent tile loop: the epilogue's tensor parameters through opaque
+/// `mov`s, so that LLVM keeps what the epilogue derives from them (row pitch in bytes,
+/// bounds, the fast-path test) in the epilogue instead of hoisting it out of the tile loop,
+/// where it would stay live across the k loop beside the 128 accumulators. Unchanged
+/// elsewhere (wgmma kernels, one tile per CTA).
+fn epilogue_params(em: &mut Em, ptr: String, sizes: Vec<String>, strides: Vec<String>) -> (String, Vec<String>, Vec<String>) {
+    if !(em.mma_sync && em.loop_depth > 0) {
+        return (ptr, sizes, strides);
+    }
+    let ptr = em.opaque(&ptr, "i64");
+    let sizes = sizes.iter().map(|v| em.opaque(v, "i64")).collect();
+    let strides = strides.iter().map(|v| em.opaque(v, "i64")).collect();
+    (ptr, sizes, strides)
+}
+
+/// mma.sync: the thread's fragment base (row, col), as [`frag_base`], from a fresh read of
+/// `%tid.x` (inline asm, so LLVM does not reuse the values computed before the k loop and
+/// they need no registers across it).
+fn fresh_frag_rc(em: &mut Em) -> (String, String) {
+    let tid = em.op("llvm.inline_asm has_side_effects asm_dialect = att \"mov.u32 $0, %tid.x;\", \"=r\"  : () -> i32", "tid_e");
+    let (c2, c3, c5, c31, c64) = (em.cst(2, "i32"), em.cst(3, "i32"), em.cst(5, "i32"), em.cst(31, "i32"), em.cst(64, "i32"));
+    let one = em.cst(1, "i32");
+    let lane = em.bin("and", &tid, &c31, "i32", "lane_e");
+    let w = em.bin("lshr", &tid, &c5, "i32", "w_e");
+    let cw = em.bin("sub", &w, &one, "i32", "cw_e");
+    let wm = em.bin("lshr", &cw, &c2, "i32", "wm_e");
+    let wn = em.bin("and", &cw, &c3, "i32", "wn_e");
+    let r0 = em.bin("mul", &wm, &c64, "i32", "r");
+    let g = em.bin("lshr", &lane, &c2, "i32", "r");
+    let row = em.bin("add", &r0, &g, "i32", "frow");
+    let c0 = em.bin("mul", &wn, &c64, "i32", "c");
+    let t = em.bin("and", &lane, &c3, "i32", "c");
+    let t2 = em.bin("mul", &t, &c2, "i32", "c");
+    let col = em.bin("add", &c0, &t2, "i32", "fcol");
+    (em.zext64(&row), em.zext64(&col))
+}
+
+/// The epilogue store proper (see [`lower_store`]).
+fn store_frags(em: &mut Em, op: &Operation, a: StoreArgs) -> R<()> {
+    let StoreArgs { ptr, sizes, strides, elem, r0, c0, val } = a;
     let Type::Tile { shape, .. } = em.m.ty(op.operands[3]).clone() else { return err(op, "store of a non-tile") };
     let (fr, fc) = em.frag_rc.clone().expect("checked");
     let nregs = em.nacc;
