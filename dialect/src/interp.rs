@@ -627,7 +627,7 @@ impl Machine<'_> {
                     }
                     return Ok(());
                 }
-                OpKind::Store => return self.store(op),
+                OpKind::Store | OpKind::AtomicAdd => return self.store(op),
                 OpKind::ProgramId | OpKind::NumPrograms => {
                     let d = op.int_attr("dim").filter(|d| (0..3).contains(d)).ok_or_else(|| op_err(op, "bad 'dim'"))? as usize;
                     Val::Int(if op.kind == OpKind::ProgramId { self.pid[d] } else { self.grid[d] })
@@ -869,6 +869,7 @@ impl Machine<'_> {
             }
             if let Some(o) = off {
                 match (&mut t.data, &value.data) {
+                    (Data::Float(dst), Data::Float(src)) if op.kind == OpKind::AtomicAdd => dst[o] = round_to(t.elem, dst[o] + src[lin]),
                     (Data::Float(dst), Data::Float(src)) => dst[o] = src[lin],
                     (Data::Int(dst), Data::Int(src)) => dst[o] = src[lin],
                     _ => return Err(op_err(op, "element kinds differ")),
