@@ -430,6 +430,32 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
     };
     let mut manifest = Manifest::new(name.clone(), target.name().into(), format!("{maj}.{min}"), [block[0] as u32, block[1] as u32, block[2] as u32], smem_bytes.max(em.smem_end), dims, texts, params);
     manifest.persistent = persistent;
+    if atomics {
+        // Split-K: which scalar is S (grid z, when it is a plain argument), which tensors
+        // the kernel adds into (the launcher zeroes them before each launch), the K
+        // granularity of a slice (the ring's K tile), and what the launcher does after.
+        let mut ws: Vec<String> = vec![];
+        let mut k_tile = 0u64;
+        k.walk(&mut |o| {
+            if o.kind == OpKind::AtomicAdd {
+                if let Some(n) = m.name(o.operands[0]) {
+                    if !ws.iter().any(|w| w == n) {
+                        ws.push(n.to_string());
+                    }
+                }
+            }
+            if o.kind == OpKind::SmemAlloc && k_tile == 0 {
+                if let Type::Smem { shape, .. } = m.ty(o.results[0]) {
+                    k_tile = shape.last().copied().unwrap_or(0);
+                }
+            }
+        });
+        let arg = match grid.get(2) {
+            Some(Attribute::Expr(Expr::Arg(n))) => serde_json::Value::String(n.clone()),
+            _ => serde_json::Value::Null,
+        };
+        manifest.split_k = Some(serde_json::json!({"arg": arg, "workspace": ws, "workspace_init": "zero", "k_tile": k_tile, "finalize": {"op": "convert", "from": ws.first(), "to": "C", "dtype": "bf16"}}));
+    }
     manifest.cluster = [cluster[0] as u32, cluster[1] as u32, cluster[2] as u32];
     Ok(LoweredKernel { mlir: text, manifest, target, ptx_version: (maj, min) })
 }
