@@ -3,7 +3,7 @@
 //! Recognises the matrix-product main loop a frontend writes —
 //!
 //! ```text
-//! %acc = tile.for %c0, %K, %cBK, %zero : tile<BMxBNxf32> {
+//! %acc = tile.for %c0, %K, %cBK, %zero : tile<BMxBNxf32> {      // or %lb, %ub (below)
 //! ^bb0(%k: index, %c: tile<BMxBNxf32>):
 //!   %a = tile.load %A, %row, %k : tile<BMxBKxT>
 //!   %b = tile.load %B, %k, %col : tile<BKxBNxT>
@@ -21,6 +21,15 @@
 //! accumulator). A consumer releases stage `kt-1` in iteration `kt` (deferred release), so one MMA group can stay in flight; `async-wait-placement` then
 //! puts the waits. The epilogue after the loop moves into the consumer region (the consumers hold the
 //! accumulator) and is lowered per fragment.
+//!
+//! **K bounds.** The loop may start at any index value computed before it (split-K: a
+//! slice [s·Kc, min((s+1)·Kc, K)) of the K range), not only the constant 0. Then the k-tile
+//! count is max(ceildiv(ub − lb, BK), 1) and k tile kt is read at kstart + kt·BK, with
+//! kstart = lb, or −2^30 when the range is empty (the peeled tile still runs, on boxes
+//! wholly out of bounds, which TMA fills with zeros: the accumulator stays zero). Bounds
+//! defined inside a persistent tile loop (they depend on the tile) are evaluated per tile
+//! in both regions, and the global k-tile count the ring's phases run on advances by each
+//! tile's own count. With the constant 0 the IR is what it always was.
 //!
 //! On `sm_90a` the MMA is `wgmma` (m64nBNk16); elsewhere `ldmatrix` + `mma.sync`
 //! m16n8k16. Checked before anything is rewritten, each with the limit it breaks: the
