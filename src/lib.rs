@@ -206,7 +206,7 @@ pub fn compile(input: Input<'_>, opts: &Options) -> Result<Kernel, Error> {
     };
     timings.push(("convert-tile-to-nvvm", t.elapsed()));
     let name = k.manifest.kernel.clone();
-    let mut spec = TargetSpec::new(opts.target.name(), opts.target.min_ptx_version());
+    let mut spec = TargetSpec::new(opts.target.name(), k.ptx_version);
     spec.opt_level = opts.opt_level.min(3);
     let t = Instant::now();
     let mut mlir_timings = vec![];

@@ -98,6 +98,32 @@ fn smaller_tile_programs_sm90a() {
 }
 
 #[test]
+fn splitk_atomic_epilogue_sm90a() {
+    // Split-K programs (a third grid dimension of K slices, a K loop over [s·Kc, min((s+1)·Kc,
+    // K)), tile.atomic_add into an f32 workspace), persistent (the default) and one tile per
+    // CTA: PTX ISA 8.1 for the vector red, one red.global.add.v2.f32 per register pair on the
+    // fast path and one predicated red.global.add.f32 per register on the slow path; clean
+    // for ptxas; HGMMA in the SASS.
+    for (file, regs, hgmma) in [("gemm_bf16_splitk_64x64.tile", 32, "HGMMA.64x64x16.F32.BF16"), ("gemm_bf16_splitk_64x128.tile", 64, "HGMMA.64x128x16.F32.BF16"), ("gemm_bf16_splitk_128x256.tile", 128, "HGMMA.64x256x16.F32.BF16")] {
+        for schedule in ["static", "none"] {
+            let mut o = Options::new(Target::Sm90a);
+            o.schedule = schedule;
+            let (ptx, log, cubin) = build_with(file, &o, schedule);
+            let what = format!("{file} schedule={schedule}");
+            assert!(ptx.contains(".version 8.1"), "{what}: PTX ISA 8.1 for red.v2");
+            assert_eq!(ptx.matches("red.global.add.v2.f32").count(), regs / 2, "{what}: vector reds");
+            assert_eq!(ptx.matches("@p red.global.add.f32").count(), regs, "{what}: slow-path reds");
+            assert!(!ptx.contains("st.global"), "{what}: the split-K epilogue only adds");
+            assert_clean(&log, &what);
+            let sass = Command::new(nv_tool("nvdisasm", "NVDISASM")).arg(&cubin).output().unwrap();
+            let sass = String::from_utf8_lossy(&sass.stdout);
+            assert!(sass.contains(hgmma), "{what}: {hgmma}");
+            assert!(sass.contains("RED.E.ADD.F32") || sass.contains("REDG.E.ADD.F32"), "{what}: no RED in the SASS");
+        }
+    }
+}
+
+#[test]
 fn gemm_sm90_and_sm100_mma_sync() {
     for (t, v) in [(Target::Sm90, ".version 8.0"), (Target::Sm100, ".version 8.6")] {
         let (ptx, log, _) = build("gemm_bf16.tile", t);

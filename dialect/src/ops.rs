@@ -82,6 +82,7 @@ define_ops! {
     // ---- tiles -----------------------------------------------------------------------
     Load = "tile.load", Other, "Load a tile from a global tensor at element offsets (one per dimension); out-of-bounds elements read as zero.";
     Store = "tile.store", Other, "Store a tile into a global tensor at element offsets; out-of-bounds elements are dropped.";
+    AtomicAdd = "tile.atomic_add", Other, "Atomically add a tile into a global f32 tensor at element offsets (one per dimension): `atomic_add %T, %row, %col, %tile`; each element is one relaxed `red.global.add` (GPU scope), so programs may add into the same elements in any order (split-K); out-of-bounds elements are dropped.";
     Dot = "tile.dot", Other, "Matrix product with accumulate: `dot %a, %b, %acc` = a(M×K) · b(K×N) + acc(M×N).";
     Add = "tile.add", FloatBinary, "Elementwise addition.";
     Sub = "tile.sub", FloatBinary, "Elementwise subtraction.";
@@ -147,6 +148,7 @@ impl OpKind {
                 | OpKind::While
                 | OpKind::Yield
                 | OpKind::Store
+                | OpKind::AtomicAdd
                 | OpKind::WarpSpecialize
         ) && self.class() != OpClass::Gpu
     }

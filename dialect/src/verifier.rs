@@ -14,7 +14,8 @@
 //!    shapes (M×K · K×N + M×N) and dtypes (f16/bf16 inputs with f32 or same-type
 //!    accumulator; f32 inputs with f32), loads and stores with one `index` offset per
 //!    tensor dimension and a tile of the tensor's rank and element type, loop-carried
-//!    types equal across inits, block arguments, yields and results.
+//!    types equal across inits, block arguments, yields and results; `tile.atomic_add`
+//!    is checked like a store and adds into an f32 tensor only.
 //! 6. **Attributes**: required attributes present, of the right kind, in range
 //!    (`dim`, `predicate`, `kind`, `value`).
 //! 7. **GPU-level ops**: operand kinds (smem rings, mbarrier arrays, tensors) and ranges of
@@ -436,6 +437,14 @@ impl Verifier<'_> {
             }
             OpKind::Load => self.check_load_store(op, &ots, &rts, true),
             OpKind::Store => self.check_load_store(op, &ots, &rts, false),
+            OpKind::AtomicAdd => {
+                self.check_load_store(op, &ots, &rts, false);
+                if let Some(Type::Tensor { elem, .. }) = ots.first() {
+                    if *elem != ScalarType::F32 {
+                        self.error(op, format!("'tile.atomic_add' adds into an f32 tensor (red.global.add.f32), found a tensor of {elem}"));
+                    }
+                }
+            }
             OpKind::Dot => self.check_dot(op, &ots, &rts),
             OpKind::Convert => {
                 if self.count(op, 1, 1) {
@@ -625,7 +634,7 @@ impl Verifier<'_> {
             &rts[0]
         } else {
             if !rts.is_empty() {
-                self.error(op, "'tile.store' has no results");
+                self.error(op, format!("'{name}' has no results"));
             }
             &ots[r + 1]
         };

@@ -140,6 +140,14 @@ pub struct Manifest {
     pub persistent: Option<serde_json::Value>,
     /// Parameters in order.
     pub params: Vec<Param>,
+    /// Absent for an ordinary kernel. For a kernel that adds into f32 workspaces with
+    /// `tile.atomic_add` (split-K): `{"arg": "S", "workspace": ["W"], "workspace_init":
+    /// "zero", "k_tile": 64, "finalize": {"op": "convert", "from": "W", "to": "C", "dtype":
+    /// "bf16"}}` — the launcher picks S (the scalar named by `arg`, grid z), zeroes each
+    /// workspace before every launch, and after it converts the workspace into C
+    /// (docs/manifest.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split_k: Option<serde_json::Value>,
 }
 
 impl Manifest {
@@ -160,6 +168,7 @@ impl Manifest {
             grid: Grid { x: next(), y: next(), z: next(), text },
             persistent: None,
             params,
+            split_k: None,
         }
     }
 

@@ -49,6 +49,9 @@ pub struct LoweredKernel {
     pub manifest: Manifest,
     /// The target the kernel was lowered for.
     pub target: Target,
+    /// The PTX ISA version the kernel needs: the target's minimum, or 8.1 for the vector
+    /// `red.global.add.v2.f32` of `tile.atomic_add` (sm_90).
+    pub ptx_version: (u32, u32),
 }
 
 /// Lower every kernel of a verified GPU-level module (one kernel per module for now).
@@ -430,7 +433,9 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
         texts.push("1".into());
     }
     let smem_bytes = k.int_attr("smem_bytes").unwrap_or(em.smem_end as i64) as u64;
-    let (maj, min) = target.min_ptx_version();
+    let mut atomics = false;
+    k.walk(&mut |o| atomics |= o.kind == OpKind::AtomicAdd);
+    let (maj, min) = if atomics { target.min_ptx_version().max((8, 1)) } else { target.min_ptx_version() };
     let persistent = match k.str_attr("schedule") {
         Some("static") => Some(serde_json::json!({"schedule": "static", "ctas_per_sm": 1, "group_m": k.int_attr("group_m").unwrap_or(0)})),
         Some("clc") => Some(serde_json::json!({"schedule": "clc", "group_m": k.int_attr("group_m").unwrap_or(0)})),
@@ -438,8 +443,34 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
     };
     let mut manifest = Manifest::new(name.clone(), target.name().into(), format!("{maj}.{min}"), [block[0] as u32, block[1] as u32, block[2] as u32], smem_bytes.max(em.smem_end), dims, texts, params);
     manifest.persistent = persistent;
+    if atomics {
+        // Split-K: which scalar is S (grid z, when it is a plain argument), which tensors
+        // the kernel adds into (the launcher zeroes them before each launch), the K
+        // granularity of a slice (the ring's K tile), and what the launcher does after.
+        let mut ws: Vec<String> = vec![];
+        let mut k_tile = 0u64;
+        k.walk(&mut |o| {
+            if o.kind == OpKind::AtomicAdd {
+                if let Some(n) = m.name(o.operands[0]) {
+                    if !ws.iter().any(|w| w == n) {
+                        ws.push(n.to_string());
+                    }
+                }
+            }
+            if o.kind == OpKind::SmemAlloc && k_tile == 0 {
+                if let Type::Smem { shape, .. } = m.ty(o.results[0]) {
+                    k_tile = shape.last().copied().unwrap_or(0);
+                }
+            }
+        });
+        let arg = match grid.get(2) {
+            Some(Attribute::Expr(Expr::Arg(n))) => serde_json::Value::String(n.clone()),
+            _ => serde_json::Value::Null,
+        };
+        manifest.split_k = Some(serde_json::json!({"arg": arg, "workspace": ws, "workspace_init": "zero", "k_tile": k_tile, "finalize": {"op": "convert", "from": ws.first(), "to": "C", "dtype": "bf16"}}));
+    }
     manifest.cluster = [cluster[0] as u32, cluster[1] as u32, cluster[2] as u32];
-    Ok(LoweredKernel { mlir: text, manifest, target })
+    Ok(LoweredKernel { mlir: text, manifest, target, ptx_version: (maj, min) })
 }
 
 /// Whether kernel `k` reads tensor `t` with `tile.tma_load`.
@@ -513,6 +544,13 @@ fn lower_op(em: &mut Em, op: &Operation) -> R<()> {
             let t = match m.ty(op.operands[0]) { Type::Scalar(s) => mlir_scalar(*s), _ => "i64" };
             let r = em.icmp(op.str_attr("predicate").unwrap_or("eq"), &a, &b, t);
             def_scalar(em, op, r, "i1");
+        }
+        OpKind::Select if matches!(m.ty(op.results[0]), Type::Scalar(_)) => {
+            let (c, a, b) = (em.scalar(op, op.operands[0])?, em.scalar(op, op.operands[1])?, em.scalar(op, op.operands[2])?);
+            let Type::Scalar(s) = m.ty(op.results[0]) else { unreachable!("matched") };
+            let t = mlir_scalar(*s);
+            let r = em.op(format!("llvm.select {c}, {a}, {b} : i1, {t}"), "v");
+            def_scalar(em, op, r, t);
         }
         OpKind::Zeros => {
             // Only as the initial accumulator of a zero_acc MMA; materialised as undef.
@@ -641,7 +679,8 @@ fn lower_op(em: &mut Em, op: &Operation) -> R<()> {
         OpKind::WaitGroup => lower_wait(em, op)?,
         OpKind::Convert | OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div | OpKind::Max | OpKind::Min | OpKind::Neg | OpKind::Abs | OpKind::Relu | OpKind::Exp | OpKind::Exp2 | OpKind::Log | OpKind::Sqrt | OpKind::Rsqrt | OpKind::Tanh | OpKind::Broadcast | OpKind::Splat => lower_elementwise(em, op)?,
         OpKind::Load => lower_epilogue_load(em, op)?,
-        OpKind::Store => lower_store(em, op)?,
+        OpKind::Store => lower_store(em, op, false)?,
+        OpKind::AtomicAdd => lower_store(em, op, true)?,
         OpKind::SmemStore => lower_smem_store(em, op)?,
         OpKind::TmaStore => lower_tma_store(em, op)?,
         OpKind::BulkCommitGroup => {
@@ -1274,10 +1313,17 @@ fn lower_epilogue_load(em: &mut Em, op: &Operation) -> R<()> {
     Ok(())
 }
 
-fn lower_store(em: &mut Em, op: &Operation) -> R<()> {
+/// `tile.store` (`atomic` false) or `tile.atomic_add` (`atomic` true) of an epilogue value
+/// from the accumulator registers. The atomic form adds each register pair with one
+/// `red.global.add.v2.f32` (sm_90; 8-byte aligned pairs) on the fast path and each element
+/// with a predicated `red.global.add.f32` on the slow path.
+fn lower_store(em: &mut Em, op: &Operation, atomic: bool) -> R<()> {
     let Some(Lv::TensorPtr { ptr, sizes, strides, elem }) = em.vals.get(&op.operands[0]).cloned() else {
-        return err(op, "convert-tile-to-nvvm: the epilogue stores to a pointer tensor");
+        return err(op, format!("convert-tile-to-nvvm: the epilogue {} a pointer tensor", if atomic { "adds into" } else { "stores to" }));
     };
+    if atomic && elem != ScalarType::F32 {
+        return err(op, format!("convert-tile-to-nvvm: atomic adds into f32 tensors only, found {elem}"));
+    }
     if op.operands.len() != 4 || em.frag_rc.is_none() {
         return err(op, "convert-tile-to-nvvm: epilogue stores are 2-D, by the consumers after the MMA");
     }
@@ -1402,10 +1448,16 @@ fn store_frags(em: &mut Em, op: &Operation, a: StoreArgs) -> R<()> {
         let x0 = eval(em, &val, v, &mut memo);
         memo.reg.clear();
         let x1 = eval(em, &val, v + 1, &mut memo);
-        let vec = em.op(format!("llvm.insertelement {x0}, {u2}[{i0} : i32] : vector<2x{t}>"), "vec");
-        let vec = em.op(format!("llvm.insertelement {x1}, {vec}[{i1} : i32] : vector<2x{t}>"), "vec");
-        let p = em.op(format!("llvm.getelementptr {pr}[{dc}] : (!llvm.ptr<1>) -> !llvm.ptr<1>, {t}"), "p");
-        em.emit(format!("llvm.store {vec}, {p} {{alignment = {} : i64}} : vector<2x{t}>, !llvm.ptr<1>", 2 * eb));
+        if atomic {
+            let p = em.op(format!("llvm.getelementptr {pr}[{dc}] : (!llvm.ptr<1>) -> !llvm.ptr<1>, {t}"), "p");
+            let pa = em.op(format!("llvm.ptrtoint {p} : !llvm.ptr<1> to i64"), "pa");
+            em.emit(format!("llvm.inline_asm has_side_effects asm_dialect = att \"red.global.add.v2.f32 [$0], {{$1, $2}};\", \"l,f,f\" {pa}, {x0}, {x1} : (i64, f32, f32) -> ()"));
+        } else {
+            let vec = em.op(format!("llvm.insertelement {x0}, {u2}[{i0} : i32] : vector<2x{t}>"), "vec");
+            let vec = em.op(format!("llvm.insertelement {x1}, {vec}[{i1} : i32] : vector<2x{t}>"), "vec");
+            let p = em.op(format!("llvm.getelementptr {pr}[{dc}] : (!llvm.ptr<1>) -> !llvm.ptr<1>, {t}"), "p");
+            em.emit(format!("llvm.store {vec}, {p} {{alignment = {} : i64}} : vector<2x{t}>, !llvm.ptr<1>", 2 * eb));
+        }
     }
     em.emit(format!("llvm.br ^{done}"));
     // Slow path (ragged or strided): every element checked and stored by one predicated
@@ -1444,7 +1496,8 @@ fn store_frags(em: &mut Em, op: &Operation, a: StoreArgs) -> R<()> {
         let x = eval(em, &val, v, &mut memo);
         let (x, xt) = if reg == "h" { (em.op(format!("llvm.bitcast {x} : {t} to i16"), "xb"), "i16") } else { (x, "f32") };
         // col = col0 + dc; p = col < N && row < M; store to row_addr + col * (stride1 * eb).
-        let asm = format!("{{ .reg .pred p; .reg .b64 c, a; add.s64 c, $2, {dc}; setp.lt.u64 p, c, $3; setp.ne.and.u32 p, $4, 0, p; mad.lo.s64 a, c, $1, $0; @p st.global.{st_ty} [a], $5; }}");
+        let st = if atomic { "red.global.add.f32".to_string() } else { format!("st.global.{st_ty}") };
+        let asm = format!("{{ .reg .pred p; .reg .b64 c, a; add.s64 c, $2, {dc}; setp.lt.u64 p, c, $3; setp.ne.and.u32 p, $4, 0, p; mad.lo.s64 a, c, $1, $0; @p {st} [a], $5; }}");
         em.emit(format!("llvm.inline_asm has_side_effects asm_dialect = att \"{asm}\", \"l,l,l,l,r,{reg}\" {raddr}, {s1b}, {col0}, {n}, {rok}, {x} : (i64, i64, i64, i64, i32, {xt}) -> ()", n = sizes[1]));
     }
     em.emit(format!("llvm.br ^{done}"));

@@ -3,7 +3,7 @@
 //! Recognises the matrix-product main loop a frontend writes —
 //!
 //! ```text
-//! %acc = tile.for %c0, %K, %cBK, %zero : tile<BMxBNxf32> {
+//! %acc = tile.for %c0, %K, %cBK, %zero : tile<BMxBNxf32> {      // or %lb, %ub (below)
 //! ^bb0(%k: index, %c: tile<BMxBNxf32>):
 //!   %a = tile.load %A, %row, %k : tile<BMxBKxT>
 //!   %b = tile.load %B, %k, %col : tile<BKxBNxT>
@@ -21,6 +21,15 @@
 //! accumulator). A consumer releases stage `kt-1` in iteration `kt` (deferred release), so one MMA group can stay in flight; `async-wait-placement` then
 //! puts the waits. The epilogue after the loop moves into the consumer region (the consumers hold the
 //! accumulator) and is lowered per fragment.
+//!
+//! **K bounds.** The loop may start at any index value computed before it (split-K: a
+//! slice [s·Kc, min((s+1)·Kc, K)) of the K range), not only the constant 0. Then the k-tile
+//! count is max(ceildiv(ub − lb, BK), 1) and k tile kt is read at kstart + kt·BK, with
+//! kstart = lb, or −2^30 when the range is empty (the peeled tile still runs, on boxes
+//! wholly out of bounds, which TMA fills with zeros: the accumulator stays zero). Bounds
+//! defined inside a persistent tile loop (they depend on the tile) are evaluated per tile
+//! in both regions, and the global k-tile count the ring's phases run on advances by each
+//! tile's own count. With the constant 0 the IR is what it always was.
 //!
 //! On `sm_90a` the MMA is `wgmma` (m64nBNk16); elsewhere `ldmatrix` + `mma.sync`
 //! m16n8k16. Checked before anything is rewritten, each with the limit it breaks: the
@@ -186,6 +195,8 @@ struct Matmul {
     b_tensor: Value,
     row: Value,
     col: Value,
+    /// The K loop's lower bound; `None` when it is the constant 0.
+    lb: Option<Value>,
     ub: Value,
     bm: u64,
     bn: u64,
@@ -213,9 +224,9 @@ fn find_matmul<'a>(m: &Module, outer: &'a [Operation], body: &'a Block) -> Resul
         return Err(err("tile-to-gpu expects the K loop to carry exactly one value, the accumulator".into()));
     }
     let (lb, ub, step, init) = (lp.operands[0], lp.operands[1], lp.operands[2], lp.operands[3]);
-    if const_of(&defs, lb) != Some(0) {
-        return Err(err("tile-to-gpu expects the K loop to start at a constant 0".into()));
-    }
+    // The lower bound: the constant 0, or any index value computed before the loop (a
+    // split-K slice starts at s·Kc).
+    let lb = (const_of(&defs, lb) != Some(0)).then_some(lb);
     let Some(bk) = const_of(&defs, step) else {
         return Err(err("tile-to-gpu expects the K loop step to be a constant (the K tile)".into()));
     };
@@ -251,6 +262,7 @@ fn find_matmul<'a>(m: &Module, outer: &'a [Operation], body: &'a Block) -> Resul
         b_tensor: lb_.operands[0],
         row: la.operands[1],
         col: lb_.operands[2],
+        lb,
         ub,
         bm: ash[0],
         bn: bsh[1],
@@ -382,9 +394,9 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64, 
     };
     let mm = find_matmul(m, outer_ops, scope)?;
     let lp_loc = scope.ops[mm.loop_idx].loc.clone();
-    if tile_loop_idx.is_some() && scope.ops[..mm.loop_idx].iter().any(|o| o.results.contains(&mm.ub)) {
-        return Err(Diagnostic::error(lp_loc, "tile-to-gpu: the K loop's bound must not depend on the tile (define it outside the persistent tile loop)"));
-    }
+    // K bounds computed per tile (inside a persistent tile loop, e.g. from the split-K
+    // program id): the k-tile count is then computed per tile in both regions.
+    let per_tile_bounds = tile_loop_idx.is_some() && scope.ops[..mm.loop_idx].iter().any(|o| o.results.contains(&mm.ub) || mm.lb.is_some_and(|lb| o.results.contains(&lb)));
     // Shared memory the kernel already allocates (e.g. clc response slots), each buffer
     // 1024-byte aligned as the lowering places it.
     let other_smem: u64 = outer_ops
@@ -481,8 +493,27 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64, 
     let cbk = e.index(mm.bk as i64, "cbk");
     // At least one k tile: the peeled first tile always runs (a tensor map cannot encode
     // K = 0, and with K < 64 the TMA zero-fill supplies the rest).
-    let kceil = e.int(OpKind::CeilDiv, mm.ub, cbk, "kceil");
-    let ktiles = e.int(OpKind::MaxI, kceil, c1, "ktiles");
+    //
+    // With a lower bound lb (not the constant 0) the count is max(ceildiv(ub - lb, BK), 1)
+    // and k tile kt is read at kstart + kt·BK, where kstart = lb when the range is not
+    // empty and -2^30 otherwise: an empty range still runs the peeled tile, on boxes
+    // wholly out of bounds, which TMA fills with zeros — the accumulator stays zero, as a
+    // loop of no iterations leaves it.
+    let k_range = |e: &mut Emitter, lb: Option<Value>, ub: Value, want_start: bool| -> (Value, Option<Value>) {
+        let span = match lb {
+            Some(lb) => e.int(OpKind::SubI, ub, lb, "kspan"),
+            None => ub,
+        };
+        let kceil = e.int(OpKind::CeilDiv, span, cbk, "kceil");
+        let ktiles = e.int(OpKind::MaxI, kceil, c1, "ktiles");
+        let kstart = lb.filter(|_| want_start).map(|lb| {
+            let nonempty = e.one(OpKind::CmpI, &[span, c0], &[("predicate", Attribute::Str("sgt".into()))], Type::I1, "knonempty");
+            let far = e.index(-(1 << 30), "kfar");
+            e.one(OpKind::Select, &[nonempty, lb, far], &[], Type::INDEX, "kstart")
+        });
+        (ktiles, kstart)
+    };
+    let kernel_range = (!per_tile_bounds).then(|| k_range(&mut e, mm.lb, mm.ub, true));
     // The staging ring and the constants of the TMA-store epilogue (kernel level).
     let staging = tma_plan.map(|_| {
         let elem = m_elem_of(e.m, &epilogue);
@@ -525,14 +556,17 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64, 
     // Producer: for each k tile, wait for the stage to be empty (the first round passes at
     // once: a fresh mbarrier is in phase 0, so waiting for parity 1 returns), arm the full
     // barrier with the stage's bytes, issue both copies.
-    let producer_tile = |e: &mut Emitter, g: Value, row: Value, col: Value| {
+    let producer_tile = |e: &mut Emitter, g: Value, row: Value, col: Value, (ktiles, kstart): (Value, Option<Value>)| {
         let kt = e.m.new_value(Type::INDEX, Some("kt".into()));
         let kg = e.int(OpKind::AddI, g, kt, "kg");
         let (st, ph) = stage_and_parity(e, kg);
         let eph = e.int(OpKind::SubI, c1, ph, "empty_phase");
         e.op(OpKind::MbarrierWait, &[empty, st, eph], &[], &[], None);
         e.op(OpKind::MbarrierExpectTx, &[full, st], &[("bytes", Attribute::Int(tx as i64))], &[], None);
-        let kk = e.int(OpKind::MulI, kt, cbk, "k");
+        let mut kk = e.int(OpKind::MulI, kt, cbk, "k");
+        if let Some(ks) = kstart {
+            kk = e.int(OpKind::AddI, ks, kk, "k");
+        }
         e.op(OpKind::TmaLoad, &[mm.a_tensor, a_ring, full, st, row, kk], &[], &[], None);
         e.op(OpKind::TmaLoad, &[mm.b_tensor, b_ring, full, st, kk, col], &[], &[], None);
         e.op(OpKind::Yield, &[], &[], &[], None);
@@ -547,7 +581,7 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64, 
     // registers); in iteration kt, wait for the stage to be full, MMA over it, then
     // release stage kt-1 (deferred release keeps one MMA group in flight); after the loop
     // release the tile's last stage, then the epilogue.
-    let consumer_tile = |e: &mut Emitter, g: Value| -> Vec<Operation> {
+    let consumer_tile = |e: &mut Emitter, g: Value, ktiles: Value| -> Vec<Operation> {
         let (st0, ph0) = stage_and_parity(e, g);
         e.op(OpKind::MbarrierWait, &[full, st0, ph0], &[], &[], None);
         let mut first_attrs = mma_attrs.to_vec();
@@ -585,11 +619,12 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64, 
     let (producer_region, consumer_region) = match tile_loop {
         None => {
             // One tile per CTA: the per-tile prologue stays at kernel level.
-            let p = producer_tile(&mut e, c0, mm.row, mm.col);
+            let range = kernel_range.expect("bounds at kernel level without a tile loop");
+            let p = producer_tile(&mut e, c0, mm.row, mm.col, range);
             let mut pops = vec![p];
             e.op(OpKind::Yield, &[], &[], &[], None);
             pops.extend(e.take());
-            let mut cops = consumer_tile(&mut e, c0);
+            let mut cops = consumer_tile(&mut e, c0, range.0);
             cops.extend(epilogue);
             e.op(OpKind::Yield, &[], &[], &[], None);
             cops.extend(e.take());
@@ -613,14 +648,16 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64, 
             }).collect();
             let p_prologue = clone_ops(e.m, &per_tile, &mut map);
             let (row_p, col_p) = (*map.get(&mm.row).unwrap_or(&mm.row), *map.get(&mm.col).unwrap_or(&mm.col));
+            let (lb_p, ub_p) = (mm.lb.map(|v| *map.get(&v).unwrap_or(&v)), *map.get(&mm.ub).unwrap_or(&mm.ub));
             let p_tail = clone_ops(e.m, &tail, &mut map);
             let p_yield: Vec<Value> = tl_yield.operands.iter().map(|v| *map.get(v).unwrap_or(v)).collect();
             // One region's tile loop (`tile.for` or `tile.while` as `persistent` made it)
             // carrying the global k base too: body = `body(g)` then yield the loop's
             // values and `g + ktiles`; then the region's yield.
-            let tile_loop = |e: &mut Emitter, args: Vec<Value>, yielded: Vec<Value>, body: &mut dyn FnMut(&mut Emitter, Value) -> Vec<Operation>| {
+            // `body(g)` returns its ops and the tile's k-tile count.
+            let tile_loop = |e: &mut Emitter, args: Vec<Value>, yielded: Vec<Value>, body: &mut dyn FnMut(&mut Emitter, Value) -> (Vec<Operation>, Value)| {
                 let g = e.m.new_value(Type::INDEX, Some("kbase".into()));
-                let mut ops = body(e, g);
+                let (mut ops, ktiles) = body(e, g);
                 let next = e.int(OpKind::AddI, g, ktiles, "kbase_next");
                 let mut y = yielded;
                 y.push(next);
@@ -646,18 +683,34 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64, 
             let mut p_parts = Some((p_prologue, p_tail));
             let pops = tile_loop(&mut e, p_args, p_yield, &mut |e, g| {
                 let (mut ops, tail) = p_parts.take().expect("called once");
-                ops.push(producer_tile(e, g, row_p, col_p));
+                let range = match kernel_range {
+                    Some(r) => r,
+                    None => {
+                        let r = k_range(e, lb_p, ub_p, true);
+                        ops.extend(e.take());
+                        r
+                    }
+                };
+                ops.push(producer_tile(e, g, row_p, col_p, range));
                 ops.extend(tail);
-                ops
+                (ops, range.0)
             });
             let mut c_parts = Some((per_tile, epilogue, tail));
             let cops = tile_loop(&mut e, tl_args, tl_yield.operands.clone(), &mut |e, g| {
                 let (per_tile, epilogue, tail) = c_parts.take().expect("called once");
                 let mut ops = for_consumers(e, per_tile);
-                ops.extend(consumer_tile(e, g));
+                let ktiles = match kernel_range {
+                    Some(r) => r.0,
+                    None => {
+                        let r = k_range(e, mm.lb, mm.ub, false);
+                        ops.extend(e.take());
+                        r.0
+                    }
+                };
+                ops.extend(consumer_tile(e, g, ktiles));
                 ops.extend(epilogue);
                 ops.extend(for_consumers(e, tail));
-                ops
+                (ops, ktiles)
             });
             e.ops = prologue;
             (Block { args: vec![], ops: pops }, Block { args: vec![], ops: cops })

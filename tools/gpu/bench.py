@@ -12,6 +12,9 @@ on the same random inputs:
     tools/gpu/run.py's `Kernel` (cuModuleLoadData, tensor maps, cuLaunchKernel), the same code
     path as `run.py --time`; several manifests may be given, each labelled (LABEL=PATH, else
     the manifest's folder name), so variants are compared in one run;
+    a split-K manifest (`split_k`) is launched as run.py does: workspace zeroed, kernel with S
+    K slices (--split, else chosen per shape), workspace converted into C — the whole sequence
+    is one launch here, so it is what is timed (and captured in the CUDA graph);
   * cublas: `torch.matmul(A, B, out=C)`;
   * triton: tools/gpu/triton_matmul.py (persistent, TMA descriptors, autotuned per shape over
     its 6 configs).
@@ -77,6 +80,18 @@ def parse_tilec(specs):
 # ------------------------------------------------------------------------------------------
 # GPU part (torch, cuda-python and triton are imported only here)
 
+def split_for(specs, label):
+    """--split entries: 'S' (every split-K manifest) or 'LABEL=S'; 0 = choose per shape."""
+    s = 0
+    for spec in specs or []:
+        lab, eq, val = spec.rpartition("=")
+        if not eq:
+            s = int(val) if s == 0 else s
+        elif lab == label:
+            return int(val)
+    return s
+
+
 def run_bench(args):
     import torch
     import run as tilec_run  # tools/gpu/run.py: Kernel, check, cu
@@ -99,6 +114,7 @@ def run_bench(args):
     for label, path in parse_tilec(args.tilec):
         try:
             k = tilec_run.Kernel(path)
+            k.split_override = split_for(args.split, label)
             print("# %s: %s (%s, block %s, %d B smem, %d regs, persistent %s)" % (
                 label, path, k.m["target"], k.m["block"], k.smem, k.num_regs, k.m.get("persistent")), flush=True)
             backends.append((label, "tilec", k))
@@ -416,6 +432,8 @@ def main():
     ap.add_argument("--tilec", action="append", default=[], metavar="[LABEL=]MANIFEST",
                     help="a tilec manifest (repeatable)")
     ap.add_argument("--no-triton", action="store_true")
+    ap.add_argument("--split", nargs="+", metavar="[LABEL=]S",
+                    help="split-K manifests: K slices S, for all or for one label (default: chosen per shape)")
     ap.add_argument("--best-of", nargs="+", metavar="LABEL",
                     help="also report 'tilec-best': per shape the fastest correct of these tilec labels")
     ap.add_argument("--shapes", nargs="+", help="M,N,K ... (default: the issue-7 list)")

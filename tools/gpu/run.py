@@ -28,6 +28,14 @@ TMA needs 16-byte aligned row pitches: a tensor read through a tensor map whose 
 multiple of 16 bytes is stored with its pitch rounded up and the padding filled with NaN (so a
 read beyond the logical bounds would poison the result).
 
+Split-K kernels (a manifest with a `split_k` field, docs/manifest.md): the kernel adds its
+partial tiles into an f32 workspace (`split_k.workspace`, M x N, allocated here) instead of
+writing C. The launch is then the sequence: zero the workspace, launch the kernel with
+S = `split_k.arg` K slices (grid z), convert the workspace into the bf16 C (torch, on the same
+stream) — all three inside the launch closure, so --time (and bench.py) time the whole
+sequence. S is --split if given, else chosen per shape: S = min(ceil(K / k_tile),
+SMs // output tiles) (at least 1), then lowered so that no slice is empty.
+
 Checks per case: A, B random (torch, seeded, fresh per case); C poisoned with a NaN bit pattern
 and followed by a poisoned guard region; after the launch, the relative Frobenius error against
 a float32 torch.matmul reference (TF32 off) must be <= --tol, every C element must have been
@@ -36,6 +44,7 @@ torch.matmul (cuBLAS) on the same inputs with CUDA events (warm-up, median of --
 Exit status 1 if any case fails.
 """
 import argparse
+import contextlib
 import ctypes
 import json
 import math
@@ -173,6 +182,8 @@ class Kernel:
         self.num_regs = check(cu.cuFuncGetAttribute(
             cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NUM_REGS, self.func), "cuFuncGetAttribute")
         self.sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+        self.split_k = self.m.get("split_k")
+        self.split_override = 0  # split-K: S to use (0: choose per shape, see choose_split)
 
     def role(self, p):
         return p.get("role", p["name"])
@@ -188,8 +199,63 @@ class Kernel:
             dims = [min(tiles, self.sms * int(pers.get("ctas_per_sm", 1))), 1, 1]
         return dims
 
+    def choose_split(self, scalars):
+        """Split-K: the number of K slices S for this shape (the manifest's split_k)."""
+        sk = self.split_k
+        kt = max(1, -(-int(scalars["K"]) // int(sk.get("k_tile") or 64)))
+        if self.split_override:
+            return int(self.split_override)
+        env = dict(scalars)
+        env[sk["arg"]] = 1
+        g = self.m["grid"]
+        tiles = eval_expr(g["x"], env) * eval_expr(g["y"], env)
+        s = max(1, min(kt, self.sms // max(tiles, 1)))
+        per = -(-kt // s)  # k tiles per slice
+        return -(-kt // per)  # no empty slice
+
     def prepare(self, tensors, scalars, stream):
         """Build the kernel-parameter array (void**) and the launch closure."""
+        if self.split_k:
+            return self.prepare_split(tensors, scalars, stream)
+        return self.prepare_one(tensors, scalars, stream)
+
+    def prepare_split(self, tensors, scalars, stream):
+        """Split-K: workspace(s) zeroed, the kernel, the workspace converted into C."""
+        sk = self.split_k
+        if not sk.get("arg"):
+            raise ValueError("split_k manifest without 'arg' (grid z is not a plain scalar argument)")
+        C = tensors["C"]
+        M, N = C.shape
+        tensors = dict(tensors)
+        wss = []
+        for w in sk["workspace"]:
+            tensors[w] = torch.empty((M, N), dtype=torch.float32, device=C.device)
+            wss.append(tensors[w])
+        scalars = dict(scalars)
+        scalars[sk["arg"]] = self.choose_split(scalars)
+        kernel, grid = self.prepare_one(tensors, scalars, stream)
+        fin = sk.get("finalize") or {}
+        src = tensors[fin.get("from", sk["workspace"][0])]
+        ext = torch.cuda.ExternalStream(int(stream)) if int(stream) != 0 else None
+
+        def on_stream():
+            cur = torch.cuda.current_stream()
+            if ext is None or int(cur.cuda_stream) == int(stream):
+                return contextlib.nullcontext()
+            return torch.cuda.stream(ext)
+
+        def launch():
+            with on_stream():
+                for w in wss:
+                    w.zero_()
+            kernel()
+            with on_stream():
+                C.copy_(src)
+        launch.keep = kernel.keep + [wss]
+        launch.split = scalars[sk["arg"]]
+        return launch, grid
+
+    def prepare_one(self, tensors, scalars, stream):
         holders = []
         for p in self.m["params"]:
             kind, role = p["kind"], self.role(p)
@@ -292,7 +358,7 @@ def run_case(k, M, N, K, args, case_idx):
     # rows are padded like A's and B's, the padding poisoned too and checked untouched (TMA
     # must clip every box at N).
     guard = 4096
-    cdt = dt["C"]
+    cdt = dt.get("C", TORCH_DTYPE[((k.split_k or {}).get("finalize") or {}).get("dtype", "bf16")])
     esz = torch.tensor([], dtype=cdt).element_size()
     cpitch = N
     if kinds.get("C") == "tensor_map":
@@ -347,7 +413,7 @@ def run_case(k, M, N, K, args, case_idx):
     if not all_written:
         rel = float("nan")
     ok = all_written and guard_ok and rel <= args.tol
-    row = {"M": M, "N": N, "K": K, "grid": grid, "rel_err": rel, "all_written": all_written,
+    row = {"M": M, "N": N, "K": K, "grid": grid, "split": getattr(launch, "split", None), "rel_err": rel, "all_written": all_written,
            "guard_ok": guard_ok, "ok": ok}
     if args.time:
         flops = 2.0 * M * N * K
@@ -380,10 +446,13 @@ def main():
     ap.add_argument("--epilogue", choices=["none", "relu"], default="none",
                     help="the kernel's activation after (scale *) A@B (+ bias when the manifest has a 'bias' tensor)")
     ap.add_argument("--scale", type=float, default=1.0, help="the kernel's scale of A@B in the reference")
+    ap.add_argument("--split", type=int, default=0,
+                    help="split-K manifests: the number of K slices S (0: choose per shape)")
     args = ap.parse_args()
     if args.time and args.iters < 20:
         ap.error("--iters must be >= 20 for a median")
     k = Kernel(args.manifest, launch_ex=args.launch_ex)
+    k.split_override = args.split
     print("# %s: kernel %s, %s, block %s, cluster %s, dyn smem %d B, %d regs (driver JIT), %d SMs, launch %s"
           % (args.manifest, k.m["kernel"], k.m["target"], k.m["block"], k.m.get("cluster"), k.smem,
              k.num_regs, k.sms, "cuLaunchKernelEx" if k.launch_ex else "cuLaunchKernel"), flush=True)
@@ -410,9 +479,10 @@ def main():
             tm = ("%9.4f %8.1f  %9.4f %8.1f  %6.2f" % (row["tilec_ms"], row["tilec_tflops"], row["cublas_ms"],
                                                      row["cublas_tflops"], row["ratio"])
                   if args.time else "%9s %8s  %9s %8s  %6s" % ("-", "-", "-", "-", "-"))
-            line = "%6d %6d %6d  %9.2e  %7s  %s  %s" % (
+            line = "%6d %6d %6d  %9.2e  %7s  %s  %s%s" % (
                 M, N, K, row["rel_err"], "yes" if row["all_written"] else "NO", tm,
-                "ok" if row["ok"] else "FAIL" + ("" if row.get("guard_ok", True) else " (guard overwritten)"))
+                "ok" if row["ok"] else "FAIL" + ("" if row.get("guard_ok", True) else " (guard overwritten)"),
+                ("  S=%d grid=%s" % (row["split"], row["grid"])) if row.get("split") else "")
         lines.append(line)
         print(line, flush=True)
     print()
