@@ -1337,7 +1337,7 @@ fn lower_store(em: &mut Em, op: &Operation, atomic: bool) -> R<()> {
     if em.mma_sync && em.loop_depth > 0 {
         em.frag_rc = Some(fresh_frag_rc(em));
     }
-    let r = store_frags(em, op, StoreArgs { ptr, sizes, strides, elem, r0, c0, val });
+    let r = store_frags(em, op, StoreArgs { ptr, sizes, strides, elem, r0, c0, val, atomic });
     em.frag_rc = saved_rc;
     r
 }
@@ -1350,6 +1350,8 @@ struct StoreArgs {
     r0: String,
     c0: String,
     val: Rc<Lazy>,
+    /// `tile.atomic_add` (`red.global.add`) instead of a store.
+    atomic: bool,
 }
 
 /// mma.sync in a persistent tile loop: the epilogue's tensor parameters through opaque
@@ -1391,7 +1393,7 @@ fn fresh_frag_rc(em: &mut Em) -> (String, String) {
 
 /// The epilogue store proper (see [`lower_store`]).
 fn store_frags(em: &mut Em, op: &Operation, a: StoreArgs) -> R<()> {
-    let StoreArgs { ptr, sizes, strides, elem, r0, c0, val } = a;
+    let StoreArgs { ptr, sizes, strides, elem, r0, c0, val, atomic } = a;
     let Type::Tile { shape, .. } = em.m.ty(op.operands[3]).clone() else { return err(op, "store of a non-tile") };
     let (fr, fc) = em.frag_rc.clone().expect("checked");
     let nregs = em.nacc;
