@@ -46,7 +46,7 @@ use std::collections::{HashMap, HashSet};
 /// # Errors
 /// Every violation found, each at the location of the op that breaks it.
 pub fn verify(m: &Module) -> Result<(), Diagnostics> {
-    let mut v = Verifier { m, diags: vec![], defined: HashSet::new(), visible: vec![], target: None, cluster_size: 1 };
+    let mut v = Verifier { m, diags: vec![], defined: HashSet::new(), visible: vec![], target: None, cluster_size: 1, consts: HashMap::new() };
     let mut symbols = HashMap::new();
     for op in &m.ops {
         if op.kind != OpKind::Kernel {
@@ -110,6 +110,8 @@ struct Verifier<'a> {
     target: Option<Target>,
     /// CTAs per cluster of the current kernel (`cluster` attribute; 1 without one).
     cluster_size: i64,
+    /// Integer constants seen so far (`tile.constant` results), for index range checks.
+    consts: HashMap<Value, i64>,
 }
 
 fn is_float_like(t: &Type) -> bool {
@@ -244,6 +246,9 @@ impl Verifier<'_> {
         }
         for &r in &op.results {
             self.define(op, r);
+        }
+        if let (OpKind::Constant, Some(&r), Some(v)) = (op.kind, op.results.first(), op.int_attr("value")) {
+            self.consts.insert(r, v);
         }
     }
 
@@ -706,6 +711,29 @@ impl Verifier<'_> {
 
     fn check_gpu_op(&mut self, op: &Operation, ots: &[Type], rts: &[Type]) {
         let name = op.kind.name();
+        // A constant stage/slot/barrier index must lie inside its ring or barrier array.
+        let indexed: &[(usize, usize)] = match op.kind {
+            OpKind::TmaLoad => &[(1, 3), (2, 3)],
+            OpKind::Mma => &[(1, 2)],
+            OpKind::SmemStore => &[(1, 2)],
+            OpKind::TmaStore => &[(1, 2)],
+            OpKind::ClcTryCancel => &[(0, 2), (1, 2)],
+            OpKind::ClcQuery => &[(0, 1)],
+            OpKind::MbarrierWait | OpKind::MbarrierArrive | OpKind::MbarrierExpectTx => &[(0, 1)],
+            _ => &[],
+        };
+        for &(c, i) in indexed {
+            let (Some(ct), Some(&iv)) = (ots.get(c), op.operands.get(i).and_then(|v| self.consts.get(v))) else { continue };
+            let n = match ct {
+                Type::Smem { stages, .. } => *stages as i64,
+                Type::Mbarrier { count } => *count as i64,
+                _ => continue,
+            };
+            if !(0..n).contains(&iv) {
+                let what = if matches!(ct, Type::Smem { .. }) { "stage of a ring" } else { "barrier of an array" };
+                self.error(op, format!("'{name}' index {iv} is outside its {what} of {n} (operand {})", i + 1));
+            }
+        }
         let want_smem = |t: &Type| matches!(t, Type::Smem { .. });
         let want_bar = |t: &Type| matches!(t, Type::Mbarrier { .. });
         match op.kind {

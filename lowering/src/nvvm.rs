@@ -141,6 +141,8 @@ struct Em<'a> {
     /// The kind of the op lowered last in the current block (a `.sync.aligned` wait
     /// converges the warp, so an arrive right after it needs no `bar.warp.sync`).
     prev: Option<OpKind>,
+    /// The CTA's accumulator tile shape (rows, columns), once an MMA is lowered.
+    acc_shape: Option<Vec<u64>>,
     /// CTAs per cluster (1: no cluster launch).
     cluster_size: i64,
     /// Consumer warpgroups of the kernel's `tile.warp_specialize` (1 without one).
@@ -322,6 +324,7 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
         barrier_inits: vec![],
         smem_end: 1024,
         prev: None,
+        acc_shape: None,
         cluster_size: 1,
         consumer_wgs: consumers as i64,
         loop_depth: 0,
@@ -989,6 +992,7 @@ fn lower_mma(em: &mut Em, op: &Operation) -> R<()> {
         em.acc_ty = format!("!llvm.struct<({})>", vec!["f32"; nacc].join(", "));
         em.nacc = nacc;
         em.acc_cols = n;
+        em.acc_shape = em.m.ty(op.results[0]).tile_shape().map(<[u64]>::to_vec);
     } else if em.nacc != nacc {
         return err(op, "all MMAs of a kernel must share one accumulator shape");
     }
@@ -1148,10 +1152,16 @@ enum Lazy {
     Op { kind: OpKind, args: Vec<Rc<Lazy>>, from: ScalarType, to: ScalarType },
 }
 
-fn lazy_of(em: &Em, op: &Operation, v: Value) -> R<Rc<Lazy>> {
+fn lazy_of(em: &mut Em, op: &Operation, v: Value) -> R<Rc<Lazy>> {
     match em.vals.get(&v) {
         Some(Lv::Lazy(l)) => Ok(l.clone()),
         Some(Lv::Acc(a)) => Ok(Rc::new(Lazy::Acc(a.clone()))),
+        // A `tile.zeros` used by the epilogue: 0.0 in every register, in the tile's type.
+        Some(Lv::Scalar(_, "zeros")) => {
+            let elem = m_elem(em.m.ty(v));
+            let z = Rc::new(Lazy::Scalar(em.fcst(0.0, "f32")));
+            Ok(if elem == ScalarType::F32 { z } else { Rc::new(Lazy::Op { kind: OpKind::Convert, args: vec![z], from: ScalarType::F32, to: elem }) })
+        }
         Some(Lv::Scalar(s, _)) => Ok(Rc::new(Lazy::Scalar(s.clone()))),
         _ => err(op, format!("'{}': operand is not an epilogue value of the accumulator's tile", op.kind.name())),
     }
@@ -1326,6 +1336,11 @@ fn lower_store(em: &mut Em, op: &Operation, atomic: bool) -> R<()> {
     }
     if op.operands.len() != 4 || em.frag_rc.is_none() {
         return err(op, "convert-tile-to-nvvm: epilogue stores are 2-D, by the consumers after the MMA");
+    }
+    if let (Some(acc), Type::Tile { shape, .. }) = (em.acc_shape.clone(), em.m.ty(op.operands[3])) {
+        if *shape != acc {
+            return err(op, format!("convert-tile-to-nvvm: the epilogue {} a {}x{} tile, but the accumulator it is evaluated over is {}x{}", if atomic { "adds" } else { "stores" }, shape[0], shape[1], acc[0], acc[1]));
+        }
     }
     let (r0, c0) = origin(em, op, op.operands[1], op.operands[2])?;
     let val = lazy_of(em, op, op.operands[3])?;
@@ -1525,6 +1540,7 @@ fn lower_mma_sync(em: &mut Em, op: &Operation) -> R<()> {
         em.acc_ty = format!("!llvm.struct<({})>", vec!["f32"; NACC].join(", "));
         em.nacc = NACC;
         em.acc_cols = 256;
+        em.acc_shape = em.m.ty(op.results[0]).tile_shape().map(<[u64]>::to_vec);
     }
     let Some((wm, wn)) = em.warp_mn.clone() else { return err(op, "'tile.mma' outside the consumer region") };
     let st = em.scalar(op, op.operands[2])?;

@@ -110,6 +110,10 @@ fn run() -> i32 {
     }
     opts.group_m = cli.group_m;
     opts.cluster = cli.cluster.parse().expect("clap checked 1, 2 or 4");
+    if opts.schedule == "clc" && !cli.target.has_try_cancel() {
+        eprintln!("error: --schedule clc uses clusterlaunchcontrol.try_cancel (PTX ISA 8.6), which needs sm_100 or sm_100a; the target is {}", cli.target);
+        return EXIT_USAGE;
+    }
     if opts.cluster > 1 && opts.schedule != "clc" {
         eprintln!("error: --cluster {} needs the clc schedule (--schedule clc; the default on sm_100 and sm_100a), but the schedule is {}", opts.cluster, opts.schedule);
         return EXIT_USAGE;
