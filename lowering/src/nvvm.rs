@@ -145,6 +145,8 @@ struct Em<'a> {
     acc_shape: Option<Vec<u64>>,
     /// CTAs per cluster (1: no cluster launch).
     cluster_size: i64,
+    /// The `swizzle` (bytes) of each shared-memory ring.
+    ring_swizzle: HashMap<Value, i64>,
     /// Consumer warpgroups of the kernel's `tile.warp_specialize` (1 without one).
     consumer_wgs: i64,
     /// Loops (`tile.for`, `tile.while`) around the op being lowered: an epilogue at depth > 0
@@ -326,6 +328,7 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
         prev: None,
         acc_shape: None,
         cluster_size: 1,
+        ring_swizzle: HashMap::new(),
         consumer_wgs: consumers as i64,
         loop_depth: 0,
     };
@@ -565,6 +568,7 @@ fn lower_op(em: &mut Em, op: &Operation) -> R<()> {
             let offset = em.smem_end.div_ceil(1024) * 1024;
             em.smem_end = offset + stages * stage_bytes;
             em.vals.insert(op.results[0], Lv::Ring { offset, stage_bytes, shape, elem });
+            em.ring_swizzle.insert(op.results[0], op.int_attr("swizzle").unwrap_or(0));
         }
         OpKind::MbarrierAlloc => {
             let Type::Mbarrier { count } = m.ty(op.results[0]).clone() else { return err(op, "bad barriers") };
@@ -1667,6 +1671,7 @@ fn lower_smem_store(em: &mut Em, op: &Operation) -> R<()> {
     if em.mma_sync || em.frag_rc.is_none() {
         return err(op, "convert-tile-to-nvvm: 'tile.smem_store' is lowered for wgmma accumulators (sm_90a) in the consumer region only");
     }
+    staging_is_swizzled(em, op)?;
     let (addr, shape, elem) = slot_addr(em, op, op.operands[1], op.operands[2])?;
     if elem.size_bytes() != 2 || shape.len() != 2 || shape[1] != 64 {
         return err(op, format!("convert-tile-to-nvvm: 'tile.smem_store' writes slots of 64 16-bit columns (one 128-byte swizzled row), found {} x {elem}", shape.iter().map(u64::to_string).collect::<Vec<_>>().join("x")));
@@ -1731,7 +1736,18 @@ fn lower_smem_store(em: &mut Em, op: &Operation) -> R<()> {
 /// (at slot + w·64·128 bytes) to the tensor at (row + 64 w, col) with
 /// `cp.async.bulk.tensor.2d.global.shared::cta.bulk_group` (a 64x64 box of the tensor
 /// map, 128-byte swizzle); TMA clips what lies outside the tensor.
+/// The staging ring of a `tile.smem_store` / `tile.tma_store` must be 128-byte swizzled:
+/// the `stmatrix` addressing and the C tensor map (`"swizzle": "128B"`) assume it.
+fn staging_is_swizzled(em: &Em, op: &Operation) -> R<()> {
+    match em.ring_swizzle.get(&op.operands[1]) {
+        Some(128) => Ok(()),
+        Some(s) => err(op, format!("convert-tile-to-nvvm: '{}' needs a staging ring with swizzle = 128 (the stmatrix addressing and the C tensor map assume it), found swizzle = {s}", op.kind.name())),
+        None => err(op, format!("convert-tile-to-nvvm: '{}': the staging ring is not a 'tile.smem_alloc' of this kernel", op.kind.name())),
+    }
+}
+
 fn lower_tma_store(em: &mut Em, op: &Operation) -> R<()> {
+    staging_is_swizzled(em, op)?;
     let Some(Lv::TensorMap(tm)) = em.vals.get(&op.operands[0]).cloned() else { return err(op, "'tile.tma_store': the destination is not a tensor map") };
     if op.operands.len() != 5 {
         return err(op, "convert-tile-to-nvvm lowers 2-D TMA stores only");

@@ -17,7 +17,9 @@
 //! warpgroup's exit, and a retired group's slot may be rewritten only after a
 //! `tile.named_barrier` follows the wait (the elected thread waits; all 128 threads
 //! write). The tightness rules are the same, with `tile.named_barrier` in the place of
-//! `tile.barrier`.
+//! `tile.barrier`. Before any exploration, each block is checked for the staging hand-off:
+//! between the `tile.smem_store` that writes a slot and the `tile.tma_store` that reads it,
+//! a `tile.fence_proxy_async` and the warpgroup's `tile.named_barrier` (`threads` = 128).
 //!
 //! Errors, each at the op concerned, with notes at the group's `tile.mma` and the last wait
 //! on the path, and the path spelled out ("iteration 2 of the loop at f:12:3, then-branch
@@ -699,6 +701,9 @@ pub struct CheckReport {
 pub fn verify_async_waits(m: &Module, max_steps: u64) -> Result<CheckReport, Diagnostics> {
     let mut errors = vec![];
     let mut report = CheckReport::default();
+    for k in m.kernels() {
+        check_staging_handoff(k, &mut errors);
+    }
     for (k, kind) in m.kernels().flat_map(|k| [(k, GroupKind::Wgmma), (k, GroupKind::Bulk)]) {
         if k.regions.is_empty() {
             continue;
@@ -768,5 +773,51 @@ impl Pass for VerifyAsyncWaits {
         cx.stat("path-steps", r.steps);
         cx.stat("kernels-checked", m.kernels().count() as u64);
         Ok(())
+    }
+}
+
+/// The hand-off of a staging slot from its writers to the TMA store, block by block: every
+/// `tile.tma_store` of a slot written by a `tile.smem_store` earlier in the same block needs,
+/// between the two, a `tile.fence_proxy_async` (the generic-proxy writes become visible to
+/// the async proxy) and a `tile.named_barrier` of the warpgroup (`threads` = 128: all writers
+/// have written before the elected thread issues the copy). Every `tile.named_barrier` is a
+/// warpgroup's own (the staging protocol's writers are its 128 threads; a barrier counting
+/// fewer lets writers through early, one counting more waits for threads that never come).
+fn check_staging_handoff(k: &Operation, errors: &mut Vec<Diagnostic>) {
+    k.walk(&mut |o| {
+        for b in &o.regions {
+            check_block_handoff(&b.ops, errors);
+        }
+    });
+}
+
+fn check_block_handoff(ops: &[Operation], errors: &mut Vec<Diagnostic>) {
+    for (i, op) in ops.iter().enumerate() {
+        if op.kind == OpKind::NamedBarrier {
+            if let Some(t) = op.int_attr("threads") {
+                if t != 128 {
+                    errors.push(Diagnostic::error(op.loc.clone(), format!("'tile.named_barrier' with threads = {t}: the staging protocol's barrier is one warpgroup's 128 threads (fewer lets writers through early, more waits for threads that never arrive)")));
+                }
+            }
+        }
+        if op.kind != OpKind::TmaStore || op.operands.len() < 3 {
+            continue;
+        }
+        let (ring, slot) = (op.operands[1], op.operands[2]);
+        let Some(w) = ops[..i].iter().rposition(|x| x.kind == OpKind::SmemStore && x.operands.get(1) == Some(&ring) && x.operands.get(2) == Some(&slot)) else { continue };
+        let between = &ops[w + 1..i];
+        let fence = between.iter().any(|x| x.kind == OpKind::FenceProxyAsync);
+        let barrier = between.iter().any(|x| x.kind == OpKind::NamedBarrier);
+        if !fence || !barrier {
+            let missing = match (fence, barrier) {
+                (false, false) => "a 'tile.fence_proxy_async' and a 'tile.named_barrier'",
+                (false, true) => "a 'tile.fence_proxy_async'",
+                _ => "a 'tile.named_barrier'",
+            };
+            errors.push(
+                Diagnostic::error(op.loc.clone(), format!("'tile.tma_store' reads a staging slot written by the 'tile.smem_store' before it without {missing} in between: the elected thread may copy before all writers' data is visible to the async proxy"))
+                    .with_note(ops[w].loc.clone(), "the slot is written here"),
+            );
+        }
     }
 }
