@@ -808,32 +808,18 @@ fn lower_for(em: &mut Em, op: &Operation) -> R<()> {
     let lb = em.scalar(op, op.operands[0])?;
     let ub = em.scalar(op, op.operands[1])?;
     let step = em.scalar(op, op.operands[2])?;
-    let mut init_names = vec![lb.clone()];
-    let mut init_tys = vec!["i64".to_string()];
-    let mut carried_kinds = vec![];
-    for &v in &op.operands[3..] {
-        let lv = em.vals.get(&v).cloned().ok_or_else(|| Diagnostic::error(op.loc.clone(), "loop init not lowered"))?;
-        let (Some(n), Some(t)) = (lv_name(&lv), lv_type(em, &lv)) else {
-            return err(op, "convert-tile-to-nvvm: a loop may carry scalars and accumulators only");
-        };
-        init_names.push(n);
-        init_tys.push(t);
-        carried_kinds.push(lv);
-    }
+    let (names, tys, carried_kinds) = carried(em, op, &op.operands[3..])?;
+    let init_names: Vec<String> = std::iter::once(lb.clone()).chain(names).collect();
+    let init_tys: Vec<String> = std::iter::once("i64".to_string()).chain(tys).collect();
     let (head, body, exit) = (em.block_name("loop"), em.block_name("body"), em.block_name("done"));
     let b = &op.regions[0];
     let arg_names: Vec<String> = (0..b.args.len()).map(|i| format!("%{head}_a{i}")).collect();
     em.emit(format!("llvm.br ^{head}({} : {})", init_names.join(", "), init_tys.join(", ")));
     let args_sig: Vec<String> = arg_names.iter().zip(&init_tys).map(|(n, t)| format!("{n}: {t}")).collect();
     em.label(&format!("{head}({}):", args_sig.join(", ")));
-    for ((&a, n), kind) in b.args.iter().zip(&arg_names).zip(std::iter::once(None).chain(carried_kinds.iter().map(Some))) {
-        let lv = match kind {
-            None => Lv::Scalar(n.clone(), "i64"),
-            Some(Lv::Acc(_)) => Lv::Acc(n.clone()),
-            Some(Lv::Scalar(_, t)) => Lv::Scalar(n.clone(), t),
-            Some(_) => unreachable!("checked above"),
-        };
-        em.vals.insert(a, lv);
+    em.vals.insert(b.args[0], Lv::Scalar(arg_names[0].clone(), "i64"));
+    for ((&a, n), kind) in b.args[1..].iter().zip(&arg_names[1..]).zip(&carried_kinds) {
+        em.vals.insert(a, renamed(kind, n));
     }
     let iv = arg_names[0].clone();
     let c = em.icmp("slt", &iv, &ub, "i64");
@@ -841,16 +827,9 @@ fn lower_for(em: &mut Em, op: &Operation) -> R<()> {
     let exit_sig = if carried_args.is_empty() { String::new() } else { format!("({} : {})", carried_args.join(", "), init_tys[1..].join(", ")) };
     em.emit(format!("llvm.cond_br {c}, ^{body}, ^{exit}{exit_sig}"));
     em.label(&format!("{body}:"));
-    em.loop_depth += 1;
-    let r = lower_block(em, &b.ops);
-    em.loop_depth -= 1;
-    r?;
-    let y = b.ops.last().expect("verified yield");
+    let yielded = loop_body(em, b)?;
     let mut next = vec![em.bin("add", &iv, &step, "i64", "iv")];
-    for v in &y.operands {
-        let lv = em.vals.get(v).cloned().ok_or_else(|| Diagnostic::error(y.loc.clone(), "yielded value not lowered"))?;
-        next.push(lv_name(&lv).ok_or_else(|| Diagnostic::error(y.loc.clone(), "convert-tile-to-nvvm: a loop may carry scalars and accumulators only; this yields an epilogue tile (evaluated per register at its store)"))?);
-    }
+    next.extend(yielded);
     em.emit(format!("llvm.br ^{head}({} : {})", next.join(", "), init_tys.join(", ")));
     let res_names: Vec<String> = (0..op.results.len()).map(|i| format!("%{exit}_r{i}")).collect();
     let res_sig: Vec<String> = res_names.iter().zip(&init_tys[1..]).map(|(n, t)| format!("{n}: {t}")).collect();
@@ -860,14 +839,50 @@ fn lower_for(em: &mut Em, op: &Operation) -> R<()> {
         em.label(&format!("{exit}({}):", res_sig.join(", ")));
     }
     for ((&r, n), kind) in op.results.iter().zip(&res_names).zip(&carried_kinds) {
-        let lv = match kind {
-            Lv::Acc(_) => Lv::Acc(n.clone()),
-            Lv::Scalar(_, t) => Lv::Scalar(n.clone(), t),
-            _ => unreachable!(),
-        };
-        em.vals.insert(r, lv);
+        em.vals.insert(r, renamed(kind, n));
     }
     Ok(())
+}
+
+/// The values a loop carries (`vals`): their MLIR names, types and kinds. Only scalars and
+/// accumulators can be block arguments.
+fn carried(em: &Em, op: &Operation, vals: &[Value]) -> R<(Vec<String>, Vec<String>, Vec<Lv>)> {
+    let (mut names, mut tys, mut kinds) = (vec![], vec![], vec![]);
+    for &v in vals {
+        let lv = em.vals.get(&v).cloned().ok_or_else(|| Diagnostic::error(op.loc.clone(), "loop init not lowered"))?;
+        let (Some(n), Some(t)) = (lv_name(&lv), lv_type(em, &lv)) else {
+            return err(op, "convert-tile-to-nvvm: a loop may carry scalars and accumulators only");
+        };
+        names.push(n);
+        tys.push(t);
+        kinds.push(lv);
+    }
+    Ok((names, tys, kinds))
+}
+
+/// A carried value of `kind` under the block-argument or result name `n`.
+fn renamed(kind: &Lv, n: &str) -> Lv {
+    match kind {
+        Lv::Acc(_) => Lv::Acc(n.to_string()),
+        Lv::Scalar(_, t) => Lv::Scalar(n.to_string(), t),
+        _ => unreachable!("carried() admits scalars and accumulators only"),
+    }
+}
+
+/// Lower a loop body (one level deeper) and return the MLIR names its `tile.yield` passes on.
+fn loop_body(em: &mut Em, b: &tilec_dialect::Block) -> R<Vec<String>> {
+    em.loop_depth += 1;
+    let r = lower_block(em, &b.ops);
+    em.loop_depth -= 1;
+    r?;
+    let y = b.ops.last().expect("verified yield");
+    y.operands
+        .iter()
+        .map(|v| {
+            let lv = em.vals.get(v).cloned().ok_or_else(|| Diagnostic::error(y.loc.clone(), "yielded value not lowered"))?;
+            lv_name(&lv).ok_or_else(|| Diagnostic::error(y.loc.clone(), "convert-tile-to-nvvm: a loop may carry scalars and accumulators only; this yields an epilogue tile (evaluated per register at its store)"))
+        })
+        .collect()
 }
 
 /// Shared-memory address (i32) of slot `operands[last]` of the response ring `operands[0]`
@@ -890,42 +905,17 @@ fn clc_slot_addr(em: &mut Em, op: &Operation) -> R<String> {
 /// `tile.while` as a do-while: `br ^body(inits)`; `^body(args)`: the body, then
 /// `cond_br %continue, ^body(next), ^done(next)`.
 fn lower_while(em: &mut Em, op: &Operation) -> R<()> {
-    let mut init_names = vec![];
-    let mut tys = vec![];
-    let mut kinds = vec![];
-    for &v in &op.operands {
-        let lv = em.vals.get(&v).cloned().ok_or_else(|| Diagnostic::error(op.loc.clone(), "loop init not lowered"))?;
-        let (Some(n), Some(t)) = (lv_name(&lv), lv_type(em, &lv)) else {
-            return err(op, "convert-tile-to-nvvm: a loop may carry scalars and accumulators only");
-        };
-        init_names.push(n);
-        tys.push(t);
-        kinds.push(lv);
-    }
+    let (init_names, tys, kinds) = carried(em, op, &op.operands)?;
     let (head, exit) = (em.block_name("while"), em.block_name("while_done"));
     let b = &op.regions[0];
     let arg_names: Vec<String> = (0..b.args.len()).map(|i| format!("%{head}_a{i}")).collect();
     em.emit(format!("llvm.br ^{head}({} : {})", init_names.join(", "), tys.join(", ")));
     let sig: Vec<String> = arg_names.iter().zip(&tys).map(|(n, t)| format!("{n}: {t}")).collect();
     em.label(&format!("{head}({}):", sig.join(", ")));
-    let with_name = |lv: &Lv, n: &str| match lv {
-        Lv::Acc(_) => Lv::Acc(n.to_string()),
-        Lv::Scalar(_, t) => Lv::Scalar(n.to_string(), t),
-        _ => unreachable!("checked above"),
-    };
     for ((&a, n), kind) in b.args.iter().zip(&arg_names).zip(&kinds) {
-        em.vals.insert(a, with_name(kind, n));
+        em.vals.insert(a, renamed(kind, n));
     }
-    em.loop_depth += 1;
-    let r = lower_block(em, &b.ops);
-    em.loop_depth -= 1;
-    r?;
-    let y = b.ops.last().expect("verified yield");
-    let mut vals = vec![];
-    for v in &y.operands {
-        let lv = em.vals.get(v).cloned().ok_or_else(|| Diagnostic::error(y.loc.clone(), "yielded value not lowered"))?;
-        vals.push(lv_name(&lv).ok_or_else(|| Diagnostic::error(y.loc.clone(), "convert-tile-to-nvvm: a loop may carry scalars and accumulators only; this yields an epilogue tile (evaluated per register at its store)"))?);
-    }
+    let mut vals = loop_body(em, b)?;
     let go = vals.remove(0);
     let next = format!("({} : {})", vals.join(", "), tys.join(", "));
     em.emit(format!("llvm.cond_br {go}, ^{head}{next}, ^{exit}{next}"));
@@ -933,7 +923,7 @@ fn lower_while(em: &mut Em, op: &Operation) -> R<()> {
     let res_sig: Vec<String> = res_names.iter().zip(&tys).map(|(n, t)| format!("{n}: {t}")).collect();
     em.label(&format!("{exit}({}):", res_sig.join(", ")));
     for ((&r, n), kind) in op.results.iter().zip(&res_names).zip(&kinds) {
-        em.vals.insert(r, with_name(kind, n));
+        em.vals.insert(r, renamed(kind, n));
     }
     Ok(())
 }
@@ -1110,17 +1100,8 @@ fn frag_base(em: &mut Em, op: &Operation) -> R<(String, String)> {
     let cwg = em.cwg.clone().ok_or_else(|| Diagnostic::error(op.loc.clone(), "epilogue op outside the consumers"))?;
     let c64 = em.cst(64, "i32");
     if let Some((wm, wn)) = em.warp_mn.clone() {
-        let c2 = em.cst(2, "i32");
-        let c3 = em.cst(3, "i32");
         let lane = em.lane.clone();
-        let r0 = em.bin("mul", &wm, &c64, "i32", "r");
-        let g = em.bin("lshr", &lane, &c2, "i32", "r");
-        let row = em.bin("add", &r0, &g, "i32", "frow");
-        let c0 = em.bin("mul", &wn, &c64, "i32", "c");
-        let t = em.bin("and", &lane, &c3, "i32", "c");
-        let t2 = em.bin("mul", &t, &c2, "i32", "c");
-        let col = em.bin("add", &c0, &t2, "i32", "fcol");
-        return Ok((em.zext64(&row), em.zext64(&col)));
+        return Ok(mma_sync_frag_rc(em, &wm, &wn, &lane));
     }
     let c16 = em.cst(16, "i32");
     let c2 = em.cst(2, "i32");
@@ -1393,18 +1374,25 @@ fn epilogue_params(em: &mut Em, ptr: String, sizes: Vec<String>, strides: Vec<St
 /// they need no registers across it).
 fn fresh_frag_rc(em: &mut Em) -> (String, String) {
     let tid = em.op("llvm.inline_asm has_side_effects asm_dialect = att \"mov.u32 $0, %tid.x;\", \"=r\"  : () -> i32", "tid_e");
-    let (c2, c3, c5, c31, c64) = (em.cst(2, "i32"), em.cst(3, "i32"), em.cst(5, "i32"), em.cst(31, "i32"), em.cst(64, "i32"));
+    let (c2, c3, c5, c31) = (em.cst(2, "i32"), em.cst(3, "i32"), em.cst(5, "i32"), em.cst(31, "i32"));
     let one = em.cst(1, "i32");
     let lane = em.bin("and", &tid, &c31, "i32", "lane_e");
     let w = em.bin("lshr", &tid, &c5, "i32", "w_e");
     let cw = em.bin("sub", &w, &one, "i32", "cw_e");
     let wm = em.bin("lshr", &cw, &c2, "i32", "wm_e");
     let wn = em.bin("and", &cw, &c3, "i32", "wn_e");
-    let r0 = em.bin("mul", &wm, &c64, "i32", "r");
-    let g = em.bin("lshr", &lane, &c2, "i32", "r");
+    mma_sync_frag_rc(em, &wm, &wn, &lane)
+}
+
+/// mma.sync fragment base of a lane of consumer warp (wm, wn) of the 2 × 4 grid of 64 × 64
+/// warp tiles: row 64·wm + lane/4, column 64·wn + 2·(lane mod 4) (i64 values).
+fn mma_sync_frag_rc(em: &mut Em, wm: &str, wn: &str, lane: &str) -> (String, String) {
+    let (c2, c3, c64) = (em.cst(2, "i32"), em.cst(3, "i32"), em.cst(64, "i32"));
+    let r0 = em.bin("mul", wm, &c64, "i32", "r");
+    let g = em.bin("lshr", lane, &c2, "i32", "r");
     let row = em.bin("add", &r0, &g, "i32", "frow");
-    let c0 = em.bin("mul", &wn, &c64, "i32", "c");
-    let t = em.bin("and", &lane, &c3, "i32", "c");
+    let c0 = em.bin("mul", wn, &c64, "i32", "c");
+    let t = em.bin("and", lane, &c3, "i32", "c");
     let t2 = em.bin("mul", &t, &c2, "i32", "c");
     let col = em.bin("add", &c0, &t2, "i32", "fcol");
     (em.zext64(&row), em.zext64(&col))

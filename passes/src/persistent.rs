@@ -282,34 +282,26 @@ fn make_persistent(m: &mut Module, k: &mut Operation, p: &Persistent) -> Result<
             }
         });
     }
+    // The tile loop (static: tile.for; clc: tile.while) or straight-line code (none).
     let mut new_body = prologue;
-    if let Some(first) = clc_first {
-        new_body.extend(head_ops);
-        let mut inner = decode_ops;
-        inner.extend(body_ops);
-        new_body.extend(clc_loop(&mut em, k.loc.clone(), ret.loc.clone(), first, t, inner, &gd, cluster, p.fault));
-        new_body.push(ret);
-        k.regions[0].ops = new_body;
-        k.attrs.insert("schedule".into(), Attribute::Str(schedule.to_string()));
-        k.attrs.insert("group_m".into(), Attribute::Int(group_m as i64));
-        return Ok(());
-    }
-    match loop_head {
-        Some((start, stride)) => {
-            new_body.extend(head_ops);
+    new_body.extend(head_ops);
+    match (clc_first, loop_head) {
+        (Some(first), _) => {
             let mut inner = decode_ops;
             inner.extend(body_ops);
-            let mut y = Operation::new(OpKind::Yield, ret.loc.clone());
-            y.operands.clear();
-            inner.push(y);
+            new_body.extend(clc_loop(&mut em, k.loc.clone(), ret.loc.clone(), first, t, inner, &gd, cluster, p.fault));
+        }
+        (None, Some((start, stride))) => {
+            let mut inner = decode_ops;
+            inner.extend(body_ops);
+            inner.push(Operation::new(OpKind::Yield, ret.loc.clone()));
             let mut lp = Operation::new(OpKind::For, k.loc.clone());
             lp.operands = vec![start, ntiles, stride];
             lp.attrs.insert("tile_loop".into(), Attribute::Bool(true));
             lp.regions.push(Block { args: vec![t], ops: inner });
             new_body.push(lp);
         }
-        None => {
-            new_body.extend(head_ops);
+        (None, None) => {
             new_body.extend(decode_ops);
             new_body.extend(body_ops);
         }

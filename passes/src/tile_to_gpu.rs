@@ -452,7 +452,7 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64, 
     }
     // The consumer region's copy of ops that may be scheduler-only: those become the
     // constants a never-written register holds.
-    let for_consumers = |e: &mut Emitter, ops: Vec<Operation>| -> Vec<Operation> {
+    let for_consumers = |ops: Vec<Operation>| -> Vec<Operation> {
         let mut out = vec![];
         for o in ops {
             if o.str_attr("role") == Some("scheduler") {
@@ -462,7 +462,6 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64, 
                     c.results = vec![r];
                     out.push(c);
                 }
-                let _ = &e;
             } else {
                 out.push(o);
             }
@@ -698,7 +697,7 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64, 
             let mut c_parts = Some((per_tile, epilogue, tail));
             let cops = tile_loop(&mut e, tl_args, tl_yield.operands.clone(), &mut |e, g| {
                 let (per_tile, epilogue, tail) = c_parts.take().expect("called once");
-                let mut ops = for_consumers(e, per_tile);
+                let mut ops = for_consumers(per_tile);
                 let ktiles = match kernel_range {
                     Some(r) => r.0,
                     None => {
@@ -709,7 +708,7 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64, 
                 };
                 ops.extend(consumer_tile(e, g, ktiles));
                 ops.extend(epilogue);
-                ops.extend(for_consumers(e, tail));
+                ops.extend(for_consumers(tail));
                 (ops, ktiles)
             });
             e.ops = prologue;
