@@ -131,7 +131,11 @@ fn run() -> i32 {
     let mut outputs = vec![];
     let mut failed = false;
     let mut timing = Timing::default();
-    for (chunk, first_line) in chunks {
+    for (i, (chunk, first_line)) in chunks.into_iter().enumerate() {
+        // Statistics go to stderr chunk by chunk: separate them as stdout's pieces are.
+        if i > 0 && opts.statistics {
+            eprintln!("// -----");
+        }
         let mut pm = build().expect("checked above");
         pm.verify_each = opts.verify_each;
         match process(chunk, first_line, &file, src, &mut pm, &opts, &mut timing) {
