@@ -32,8 +32,9 @@ pub struct Limits {
     pub nodes: usize,
     /// Most iterations.
     pub iterations: usize,
-    /// Most time.
-    pub time: Duration,
+    /// Most wall-clock time, when set (`None` by default: a time limit makes the output
+    /// depend on the machine's load).
+    pub time: Option<Duration>,
 }
 
 fn is_float(t: &Type) -> bool {
@@ -235,7 +236,7 @@ pub fn simplify_block(m: &mut Module, block: &mut Block, rules: &[Rewrite], limi
         .with_egraph(eg)
         .with_node_limit(limits.nodes)
         .with_iter_limit(limits.iterations)
-        .with_time_limit(limits.time)
+        .with_time_limit(limits.time.unwrap_or(Duration::MAX))
         .run(rules);
     stats.regions += 1;
     stats.nodes += runner.egraph.total_number_of_nodes() as u64;
