@@ -26,7 +26,12 @@ fn examples() -> Vec<(String, String)> {
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "tile"))
-        .map(|p| (p.file_stem().unwrap().to_string_lossy().into_owned(), std::fs::read_to_string(&p).unwrap()))
+        .map(|p| {
+            (
+                p.file_stem().unwrap().to_string_lossy().into_owned(),
+                std::fs::read_to_string(&p).unwrap(),
+            )
+        })
         .collect();
     v.sort();
     v
@@ -36,7 +41,13 @@ fn stage_report(name: &str, src: &str, target: Target) -> bool {
     let opts = Options::new(target);
     let mut per_stage: Vec<(&'static str, Vec<Duration>)> = vec![];
     for _ in 0..10 {
-        match compile(Input::Text { source: src, file: name }, &opts) {
+        match compile(
+            Input::Text {
+                source: src,
+                file: name,
+            },
+            &opts,
+        ) {
             Ok(k) => {
                 for (i, (stage, d)) in k.timings.iter().enumerate() {
                     if per_stage.len() <= i {
@@ -66,7 +77,9 @@ fn stage_report(name: &str, src: &str, target: Target) -> bool {
 
 fn bench_compile(c: &mut Criterion) {
     let mut g = c.benchmark_group("compile");
-    g.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(4));
+    g.sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4));
     for (name, src) in examples() {
         for target in Target::ALL {
             if !stage_report(&name, &src, target) {
@@ -74,7 +87,16 @@ fn bench_compile(c: &mut Criterion) {
             }
             let opts = Options::new(target);
             g.bench_function(format!("{name}/{}", target.name()), |b| {
-                b.iter(|| compile(Input::Text { source: black_box(&src), file: &name }, &opts).unwrap())
+                b.iter(|| {
+                    compile(
+                        Input::Text {
+                            source: black_box(&src),
+                            file: &name,
+                        },
+                        &opts,
+                    )
+                    .unwrap()
+                })
             });
         }
     }

@@ -28,7 +28,9 @@ pub use tilec_passes as passes;
 
 use std::time::{Duration, Instant};
 use tilec_dialect::{parse, verify, Diagnostics, Module, Target, VerifiedModule};
-use tilec_lowering::{convert_tile_to_nvvm, mlir_to_llvm_ir, mlir_to_ptx_timed, Manifest, TargetSpec};
+use tilec_lowering::{
+    convert_tile_to_nvvm, mlir_to_llvm_ir, mlir_to_ptx_timed, Manifest, TargetSpec,
+};
 use tilec_passes::PassManager;
 
 /// What to compile.
@@ -100,7 +102,18 @@ impl Options {
         } else {
             "none"
         };
-        Options { target, stages: 4, epilogue: "direct", emit: Emit::Ptx, check_waits: true, schedule, cluster: 1, group_m: 8, simplify: true, opt_level: 3 }
+        Options {
+            target,
+            stages: 4,
+            epilogue: "direct",
+            emit: Emit::Ptx,
+            check_waits: true,
+            schedule,
+            cluster: 1,
+            group_m: 8,
+            simplify: true,
+            opt_level: 3,
+        }
     }
 
     /// The tilec pass pipeline these options select, as `tile-opt` text.
@@ -111,15 +124,27 @@ impl Options {
         }
         if self.schedule != "off" {
             if self.schedule == "clc" {
-                p.push_str(&format!("persistent{{schedule=clc group_m={} cluster={}}},", self.group_m, self.cluster));
+                p.push_str(&format!(
+                    "persistent{{schedule=clc group_m={} cluster={}}},",
+                    self.group_m, self.cluster
+                ));
             } else {
-                p.push_str(&format!("persistent{{schedule={} group_m={}}},", self.schedule, self.group_m));
+                p.push_str(&format!(
+                    "persistent{{schedule={} group_m={}}},",
+                    self.schedule, self.group_m
+                ));
             }
         }
         if self.epilogue == "tma" {
-            p.push_str(&format!("tile-to-gpu{{target={} stages={} epilogue=tma}}", self.target, self.stages));
+            p.push_str(&format!(
+                "tile-to-gpu{{target={} stages={} epilogue=tma}}",
+                self.target, self.stages
+            ));
         } else {
-            p.push_str(&format!("tile-to-gpu{{target={} stages={}}}", self.target, self.stages));
+            p.push_str(&format!(
+                "tile-to-gpu{{target={} stages={}}}",
+                self.target, self.stages
+            ));
         }
         if tilec_passes::lookup("async-wait-placement").is_some() {
             p.push_str(",async-wait-placement");
@@ -188,7 +213,9 @@ pub fn compile(input: Input<'_>, opts: &Options) -> Result<Kernel, Error> {
         if let Some(t) = k.str_attr("target") {
             if t != opts.target.name() {
                 let msg = format!("kernel '@{}' was lowered for {t} ('target' attribute), but the compilation targets {}", k.symbol.as_deref().unwrap_or("?"), opts.target);
-                return Err(Error::Diagnostics(Diagnostics(vec![tilec_dialect::Diagnostic::error(k.loc.clone(), msg)])));
+                return Err(Error::Diagnostics(Diagnostics(vec![
+                    tilec_dialect::Diagnostic::error(k.loc.clone(), msg),
+                ])));
             }
         }
     }
@@ -202,7 +229,9 @@ pub fn compile(input: Input<'_>, opts: &Options) -> Result<Kernel, Error> {
     let lowered = convert_tile_to_nvvm(&vm).map_err(Diagnostics::from)?;
     let Some(k) = lowered.into_iter().next() else {
         let loc = tilec_dialect::Location::new(std::sync::Arc::from(file.as_str()), 1, 1);
-        return Err(Error::Diagnostics(Diagnostics(vec![tilec_dialect::Diagnostic::error(loc, "the module holds no kernel")])));
+        return Err(Error::Diagnostics(Diagnostics(vec![
+            tilec_dialect::Diagnostic::error(loc, "the module holds no kernel"),
+        ])));
     };
     timings.push(("convert-tile-to-nvvm", t.elapsed()));
     let name = k.manifest.kernel.clone();
@@ -221,5 +250,12 @@ pub fn compile(input: Input<'_>, opts: &Options) -> Result<Kernel, Error> {
         }
     };
     timings.push(("MLIR", t.elapsed()));
-    Ok(Kernel { name, text, ptx, manifest: k.manifest, timings, mlir_timings })
+    Ok(Kernel {
+        name,
+        text,
+        ptx,
+        manifest: k.manifest,
+        timings,
+        mlir_timings,
+    })
 }

@@ -69,11 +69,15 @@ fn header_words(s: &str) -> Result<Vec<(String, String)>, String> {
     let mut out = vec![];
     let mut rest = s.trim();
     while !rest.is_empty() {
-        let eq = rest.find('=').ok_or_else(|| format!("expected key=value, found '{rest}'"))?;
+        let eq = rest
+            .find('=')
+            .ok_or_else(|| format!("expected key=value, found '{rest}'"))?;
         let key = rest[..eq].trim().to_string();
         let after = &rest[eq + 1..];
         let (value, next) = if let Some(q) = after.strip_prefix('\'') {
-            let end = q.find('\'').ok_or_else(|| format!("unterminated quote in '{rest}'"))?;
+            let end = q
+                .find('\'')
+                .ok_or_else(|| format!("unterminated quote in '{rest}'"))?;
             (q[..end].to_string(), &q[end + 1..])
         } else {
             let end = after.find(char::is_whitespace).unwrap_or(after.len());
@@ -92,7 +96,11 @@ fn read_test(path: &Path) -> Result<TestFile, String> {
             let body = &text[at + MARKER.len() + 2..];
             let lines: Vec<&str> = body
                 .lines()
-                .map(|l| l.strip_prefix("// ").or_else(|| l.strip_prefix("//")).unwrap_or(l))
+                .map(|l| {
+                    l.strip_prefix("// ")
+                        .or_else(|| l.strip_prefix("//"))
+                        .unwrap_or(l)
+                })
                 .collect();
             (text[..at + 1].to_string(), Some(lines.join("\n") + "\n"))
         }
@@ -105,9 +113,16 @@ fn read_test(path: &Path) -> Result<TestFile, String> {
         }
     }
     if keys.is_empty() {
-        return Err(format!("{}: no '// precise-output:' header line", path.display()));
+        return Err(format!(
+            "{}: no '// precise-output:' header line",
+            path.display()
+        ));
     }
-    Ok(TestFile { head, expected, keys })
+    Ok(TestFile {
+        head,
+        expected,
+        keys,
+    })
 }
 
 /// What to run, from a header.
@@ -120,21 +135,43 @@ struct Spec {
 }
 
 fn parse_spec(keys: &[(String, String)]) -> Result<Spec, String> {
-    let get = |k: &str| keys.iter().rev().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
+    let get = |k: &str| {
+        keys.iter()
+            .rev()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.as_str())
+    };
     for (k, _) in keys {
         let known = [
-            "input", "target", "pipeline", "stages", "epilogue", "schedule", "cluster", "group-m",
-            "simplify", "opt-level", "emit",
+            "input",
+            "target",
+            "pipeline",
+            "stages",
+            "epilogue",
+            "schedule",
+            "cluster",
+            "group-m",
+            "simplify",
+            "opt-level",
+            "emit",
         ];
         if !known.contains(&k.as_str()) {
-            return Err(format!("unknown header key '{k}' (known: {})", known.join(", ")));
+            return Err(format!(
+                "unknown header key '{k}' (known: {})",
+                known.join(", ")
+            ));
         }
     }
     let target = get("target")
         .map(|t| Target::from_name(t).ok_or_else(|| format!("unknown target '{t}'")))
         .transpose()?;
     let num = |k: &str| -> Result<Option<u32>, String> {
-        get(k).map(|v| v.parse().map_err(|_| format!("{k}: expected a number, found '{v}'"))).transpose()
+        get(k)
+            .map(|v| {
+                v.parse()
+                    .map_err(|_| format!("{k}: expected a number, found '{v}'"))
+            })
+            .transpose()
     };
     let opts = match target {
         Some(t) => {
@@ -182,7 +219,13 @@ fn parse_spec(keys: &[(String, String)]) -> Result<Spec, String> {
     if target.is_none() && get("pipeline").is_none() {
         return Err("the header needs target= or pipeline=".to_string());
     }
-    Ok(Spec { input: get("input").map(str::to_string), target, pipeline: get("pipeline").map(str::to_string), opts, emit })
+    Ok(Spec {
+        input: get("input").map(str::to_string),
+        target,
+        pipeline: get("pipeline").map(str::to_string),
+        opts,
+        emit,
+    })
 }
 
 /// `ptxas` from `$PTXAS`, else the `nvidia-cuda-nvcc` wheel in `.venv`.
@@ -197,7 +240,10 @@ fn ptxas() -> Result<PathBuf, String> {
             return Ok(p);
         }
     }
-    Err(format!("ptxas not found under {}: run scripts/install-deps.sh", lib.display()))
+    Err(format!(
+        "ptxas not found under {}: run scripts/install-deps.sh",
+        lib.display()
+    ))
 }
 
 /// `ptxas -v`'s report for `ptx` on `target`: its `info` and `warning` lines, as printed,
@@ -223,7 +269,8 @@ fn ptxas_report(ptx: &str, target: Target, tag: &str) -> String {
     let _ = std::fs::remove_dir_all(&dir);
     match out {
         Ok(o) => {
-            let text = String::from_utf8_lossy(&o.stderr).to_string() + &String::from_utf8_lossy(&o.stdout);
+            let text = String::from_utf8_lossy(&o.stderr).to_string()
+                + &String::from_utf8_lossy(&o.stdout);
             // Everything but the wall time ptxas reports of itself.
             let mut s: String = text
                 .lines()
@@ -243,7 +290,14 @@ fn ptxas_report(ptx: &str, target: Target, tag: &str) -> String {
 type Hook<'a> = &'a dyn Fn(&str, &mut String);
 
 /// The output of `spec` on `source` (named `file` in diagnostics).
-fn produce(spec: &Spec, source: &str, file: &str, tag: &str, ptxas_too: bool, hook: Hook) -> String {
+fn produce(
+    spec: &Spec,
+    source: &str,
+    file: &str,
+    tag: &str,
+    ptxas_too: bool,
+    hook: Hook,
+) -> String {
     let mut out = String::new();
     let section = |out: &mut String, name: &str, text: &str| {
         let mut t = text.to_string();
@@ -287,7 +341,11 @@ fn produce(spec: &Spec, source: &str, file: &str, tag: &str, ptxas_too: bool, ho
     let result = pm.run(&mut module, &mut |pass, stage, m| {
         if stage == Stage::After {
             let text = print_module(m);
-            let shown = if text == previous { "(unchanged)\n".to_string() } else { text.clone() };
+            let shown = if text == previous {
+                "(unchanged)\n".to_string()
+            } else {
+                text.clone()
+            };
             sections.push((format!("IR after {pass}"), shown));
             previous = text;
         }
@@ -308,7 +366,9 @@ fn produce(spec: &Spec, source: &str, file: &str, tag: &str, ptxas_too: bool, ho
             return out;
         }
     }
-    let (Some(target), Some(opts)) = (spec.target, &spec.opts) else { return out };
+    let (Some(target), Some(opts)) = (spec.target, &spec.opts) else {
+        return out;
+    };
     let vm = match VerifiedModule::new(module) {
         Ok(vm) => vm,
         Err(d) => {
@@ -329,7 +389,11 @@ fn produce(spec: &Spec, source: &str, file: &str, tag: &str, ptxas_too: bool, ho
             section(&mut out, &format!("MLIR @{name}"), &k.mlir);
         }
         if want("manifest") {
-            section(&mut out, &format!("manifest @{name}"), &k.manifest.to_json());
+            section(
+                &mut out,
+                &format!("manifest @{name}"),
+                &k.manifest.to_json(),
+            );
         }
         if !want("ptx") && !want("ptxas") {
             continue;
@@ -342,7 +406,11 @@ fn produce(spec: &Spec, source: &str, file: &str, tag: &str, ptxas_too: bool, ho
                     section(&mut out, &format!("PTX @{name}"), &ptx);
                 }
                 if want("ptxas") && ptxas_too {
-                    section(&mut out, &format!("ptxas @{name}"), &ptxas_report(&ptx, target, tag));
+                    section(
+                        &mut out,
+                        &format!("ptxas @{name}"),
+                        &ptxas_report(&ptx, target, tag),
+                    );
                 }
             }
             Err(e) => {
@@ -359,11 +427,16 @@ fn input_of(t: &TestFile, spec: &Spec, path: &Path) -> Result<(String, String), 
     match &spec.input {
         Some(i) => {
             let p = root().join(i);
-            let s = std::fs::read_to_string(&p).map_err(|e| format!("input {}: {e}", p.display()))?;
+            let s =
+                std::fs::read_to_string(&p).map_err(|e| format!("input {}: {e}", p.display()))?;
             Ok((s, i.clone()))
         }
         None => {
-            let name = path.strip_prefix(root()).unwrap_or(path).to_string_lossy().into_owned();
+            let name = path
+                .strip_prefix(root())
+                .unwrap_or(path)
+                .to_string_lossy()
+                .into_owned();
             Ok((t.head.clone(), name))
         }
     }
@@ -391,13 +464,17 @@ fn check_file(path: &Path, bless: bool, hook: Hook) -> Result<(), String> {
     let t = read_test(path)?;
     let spec = parse_spec(&t.keys).map_err(|e| format!("{}: {e}", path.display()))?;
     let (source, file) = input_of(&t, &spec, path)?;
-    let tag = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let tag = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let actual = produce(&spec, &source, &file, &tag, true, hook);
     if t.expected.as_deref() == Some(actual.as_str()) {
         return Ok(());
     }
     if bless {
-        std::fs::write(path, blessed_text(&t.head, &actual)).map_err(|e| format!("{}: {e}", path.display()))?;
+        std::fs::write(path, blessed_text(&t.head, &actual))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
         return Ok(());
     }
     let expected = t.expected.unwrap_or_default();
@@ -414,7 +491,9 @@ fn check_file(path: &Path, bless: bool, hook: Hook) -> Result<(), String> {
 }
 
 fn discover(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
     for e in rd.flatten() {
         let p = e.path();
         if p.is_dir() {
@@ -440,7 +519,9 @@ fn examples() -> Vec<String> {
 /// The file of an example × target.
 fn example_file(example: &str, target: Target) -> PathBuf {
     let stem = example.trim_end_matches(".tile");
-    precise_root().join("examples").join(format!("{stem}.{}.tile", target.name()))
+    precise_root()
+        .join("examples")
+        .join(format!("{stem}.{}.tile", target.name()))
 }
 
 /// Every example × target has a file; with `bless`, missing ones are created.
@@ -459,7 +540,8 @@ fn coverage(bless: bool) -> Result<(), String> {
                     t.name(),
                     t.name()
                 );
-                std::fs::create_dir_all(f.parent().expect("has a folder")).map_err(|e| e.to_string())?;
+                std::fs::create_dir_all(f.parent().expect("has a folder"))
+                    .map_err(|e| e.to_string())?;
                 std::fs::write(&f, &head).map_err(|e| e.to_string())?;
                 check_file(&f, true, &|_, _| {})?;
             } else {
@@ -470,7 +552,10 @@ fn coverage(bless: bool) -> Result<(), String> {
     if missing.is_empty() {
         Ok(())
     } else {
-        Err(format!("no precise-output file for: {}; create them with {BLESS}=1", missing.join(", ")))
+        Err(format!(
+            "no precise-output file for: {}; create them with {BLESS}=1",
+            missing.join(", ")
+        ))
     }
 }
 
@@ -495,10 +580,16 @@ fn harness_self_test() -> Result<(), String> {
         Ok(()) => return Err("a changed pass output passed".into()),
         Err(e) => e,
     };
-    let minus = err.lines().any(|l| l.starts_with('-') && l.contains("{pending = 1}"));
-    let plus = err.lines().any(|l| l.starts_with('+') && l.contains("{pending = 2}"));
+    let minus = err
+        .lines()
+        .any(|l| l.starts_with('-') && l.contains("{pending = 1}"));
+    let plus = err
+        .lines()
+        .any(|l| l.starts_with('+') && l.contains("{pending = 2}"));
     if !minus || !plus || !err.contains("@@ ") {
-        return Err(format!("the failure does not show the change as a unified diff:\n{err}"));
+        return Err(format!(
+            "the failure does not show the change as a unified diff:\n{err}"
+        ));
     }
     check_file(&file, true, changed)?;
     check_file(&file, false, changed).map_err(|e| format!("blessing did not fix it: {e}"))?;
@@ -517,7 +608,8 @@ fn deterministic_under_load() -> Result<(), String> {
     let run_all = || -> Result<Vec<String>, String> {
         let mut v = vec![];
         for ex in examples() {
-            let src = std::fs::read_to_string(root().join("examples").join(&ex)).map_err(|e| e.to_string())?;
+            let src = std::fs::read_to_string(root().join("examples").join(&ex))
+                .map_err(|e| e.to_string())?;
             for t in [Target::Sm90a, Target::Sm100a] {
                 let keys = vec![("target".to_string(), t.name().to_string())];
                 let spec = parse_spec(&keys)?;
@@ -549,7 +641,10 @@ fn deterministic_under_load() -> Result<(), String> {
     let second = second?;
     for (a, b) in first.iter().zip(&second) {
         if a != b {
-            let diff = similar::TextDiff::from_lines(a, b).unified_diff().context_radius(2).to_string();
+            let diff = similar::TextDiff::from_lines(a, b)
+                .unified_diff()
+                .context_radius(2)
+                .to_string();
             return Err(format!("two compiles of one input differ:\n{diff}"));
         }
     }
@@ -559,16 +654,28 @@ fn deterministic_under_load() -> Result<(), String> {
 fn main() {
     let args = Arguments::from_args();
     let bless = std::env::var(BLESS).is_ok_and(|v| !v.is_empty() && v != "0");
-    let mut trials = vec![Trial::test("precise/coverage", move || coverage(bless).map_err(Failed::from))];
-    trials.push(Trial::test("precise/harness", || harness_self_test().map_err(Failed::from)));
-    trials.push(Trial::test("precise/deterministic-under-load", || deterministic_under_load().map_err(Failed::from)));
+    let mut trials = vec![Trial::test("precise/coverage", move || {
+        coverage(bless).map_err(Failed::from)
+    })];
+    trials.push(Trial::test("precise/harness", || {
+        harness_self_test().map_err(Failed::from)
+    }));
+    trials.push(Trial::test("precise/deterministic-under-load", || {
+        deterministic_under_load().map_err(Failed::from)
+    }));
     let mut files = vec![];
     discover(&precise_root(), &mut files);
     files.sort();
     for f in files {
-        let name = f.strip_prefix(root()).unwrap_or(&f).to_string_lossy().replace(".tile", "");
+        let name = f
+            .strip_prefix(root())
+            .unwrap_or(&f)
+            .to_string_lossy()
+            .replace(".tile", "");
         let name = name.trim_start_matches("tests/").to_string();
-        trials.push(Trial::test(name, move || check_file(&f, bless, &|_, _| {}).map_err(Failed::from)));
+        trials.push(Trial::test(name, move || {
+            check_file(&f, bless, &|_, _| {}).map_err(Failed::from)
+        }));
     }
     libtest_mimic::run(&args, trials).exit();
 }

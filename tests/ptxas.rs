@@ -13,17 +13,28 @@ fn nv_tool(name: &str, env: &str) -> PathBuf {
         return PathBuf::from(p);
     }
     let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/lib");
-    for py in std::fs::read_dir(&lib).unwrap_or_else(|_| panic!("{} missing: run scripts/install-deps.sh", lib.display())).flatten() {
+    for py in std::fs::read_dir(&lib)
+        .unwrap_or_else(|_| panic!("{} missing: run scripts/install-deps.sh", lib.display()))
+        .flatten()
+    {
         let p = py.path().join("site-packages/nvidia/cu13/bin").join(name);
         if p.exists() {
             return p;
         }
     }
-    panic!("{name} not found under {}: run scripts/install-deps.sh", lib.display());
+    panic!(
+        "{name} not found under {}: run scripts/install-deps.sh",
+        lib.display()
+    );
 }
 
 fn example(name: &str) -> String {
-    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join(name)).unwrap()
+    std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples")
+            .join(name),
+    )
+    .unwrap()
 }
 
 /// Compile, assemble, and return (ptx, ptxas output, cubin path).
@@ -35,28 +46,49 @@ fn build(file: &str, target: Target) -> (String, String, PathBuf) {
 fn build_with(file: &str, opts: &Options, tag: &str) -> (String, String, PathBuf) {
     let target = opts.target;
     let src = example(file);
-    let k = compile(Input::Text { source: &src, file }, opts).unwrap_or_else(|e| panic!("{file} for {target}: {e}"));
-    let dir = std::env::temp_dir().join(format!("tilec-ptxas-{}-{target}-{file}{tag}", std::process::id()));
+    let k = compile(Input::Text { source: &src, file }, opts)
+        .unwrap_or_else(|e| panic!("{file} for {target}: {e}"));
+    let dir = std::env::temp_dir().join(format!(
+        "tilec-ptxas-{}-{target}-{file}{tag}",
+        std::process::id()
+    ));
     std::fs::create_dir_all(&dir).unwrap();
     let ptx = dir.join("k.ptx");
     std::fs::write(&ptx, &k.ptx).unwrap();
     let cubin = dir.join("k.cubin");
-    let out = Command::new(nv_tool("ptxas", "PTXAS")).arg(format!("-arch={}", target.name())).arg("-v").arg(&ptx).arg("-o").arg(&cubin).output().unwrap();
-    let log = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "ptxas failed for {file} on {target}:\n{log}");
+    let out = Command::new(nv_tool("ptxas", "PTXAS"))
+        .arg(format!("-arch={}", target.name()))
+        .arg("-v")
+        .arg(&ptx)
+        .arg("-o")
+        .arg(&cubin)
+        .output()
+        .unwrap();
+    let log =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "ptxas failed for {file} on {target}:\n{log}"
+    );
     (k.ptx, log, cubin)
 }
 
 fn assert_clean(log: &str, what: &str) {
     assert_no_c75(log, what);
     assert!(!log.contains("warning"), "{what}: ptxas warned:\n{log}");
-    assert!(log.contains("0 bytes spill stores, 0 bytes spill loads"), "{what}: spills:\n{log}");
+    assert!(
+        log.contains("0 bytes spill stores, 0 bytes spill loads"),
+        "{what}: spills:\n{log}"
+    );
     assert!(log.contains("Used "), "{what}: no register report:\n{log}");
 }
 
 /// ptxas reports wgmma trouble as `info` lines C7510–C7520 (serialization, injected waits).
 fn assert_no_c75(log: &str, what: &str) {
-    assert!(!log.contains("(C75"), "{what}: ptxas C75xx message (wgmma serialized or a wait injected):\n{log}");
+    assert!(
+        !log.contains("(C75"),
+        "{what}: ptxas C75xx message (wgmma serialized or a wait injected):\n{log}"
+    );
 }
 
 #[test]
@@ -67,33 +99,63 @@ fn gemm_sm90a_wgmma() {
     assert!(ptx.contains("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"));
     assert!(ptx.contains("cp.async.bulk.tensor.2d"));
     // The epilogue's ragged/strided path: one predicated store per element, no branches.
-    assert_eq!(ptx.matches("@p st.global.b16").count(), 128, "slow-path stores");
+    assert_eq!(
+        ptx.matches("@p st.global.b16").count(),
+        128,
+        "slow-path stores"
+    );
     assert_clean(&log, "gemm_bf16 sm_90a");
-    let sass = Command::new(nv_tool("nvdisasm", "NVDISASM")).arg(&cubin).output().unwrap();
+    let sass = Command::new(nv_tool("nvdisasm", "NVDISASM"))
+        .arg(&cubin)
+        .output()
+        .unwrap();
     let sass = String::from_utf8_lossy(&sass.stdout);
     // 4 k16 steps in the peeled first k tile + 4 in the loop.
-    assert_eq!(sass.matches("HGMMA.64x256x16.F32.BF16").count(), 8, "HGMMA count");
+    assert_eq!(
+        sass.matches("HGMMA.64x256x16.F32.BF16").count(),
+        8,
+        "HGMMA count"
+    );
 }
 
 #[test]
 fn smaller_tile_programs_sm90a() {
     // The smaller-tile GEMM programs the benchmark autotunes over (docs/performance.md):
     // one tile per CTA, deeper rings; m64nBN wgmma, 8 per k tile and consumer warpgroup.
-    for (file, stages, hgmma, per_tile) in [("gemm_bf16_64x64.tile", 8, "HGMMA.64x64x16.F32.BF16", 8), ("gemm_bf16_64x128.tile", 6, "HGMMA.64x128x16.F32.BF16", 8), ("gemm_bf16_128x128.tile", 6, "HGMMA.64x128x16.F32.BF16", 8)] {
+    for (file, stages, hgmma, per_tile) in [
+        ("gemm_bf16_64x64.tile", 8, "HGMMA.64x64x16.F32.BF16", 8),
+        ("gemm_bf16_64x128.tile", 6, "HGMMA.64x128x16.F32.BF16", 8),
+        ("gemm_bf16_128x128.tile", 6, "HGMMA.64x128x16.F32.BF16", 8),
+    ] {
         let src = example(file);
         let mut o = Options::new(Target::Sm90a);
         o.schedule = "none";
         o.stages = stages;
-        let k = compile(Input::Text { source: &src, file }, &o).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let k = compile(Input::Text { source: &src, file }, &o)
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
         let dir = std::env::temp_dir().join(format!("tilec-ptxas-{}-{file}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("k.ptx"), &k.ptx).unwrap();
-        let out = Command::new(nv_tool("ptxas", "PTXAS")).args(["-arch=sm_90a", "-v"]).arg(dir.join("k.ptx")).arg("-o").arg(dir.join("k.cubin")).output().unwrap();
-        let log = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+        let out = Command::new(nv_tool("ptxas", "PTXAS"))
+            .args(["-arch=sm_90a", "-v"])
+            .arg(dir.join("k.ptx"))
+            .arg("-o")
+            .arg(dir.join("k.cubin"))
+            .output()
+            .unwrap();
+        let log = String::from_utf8_lossy(&out.stderr).to_string()
+            + &String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{file}: {log}");
         assert_clean(&log, file);
-        let sass = Command::new(nv_tool("nvdisasm", "NVDISASM")).arg(dir.join("k.cubin")).output().unwrap();
-        assert_eq!(String::from_utf8_lossy(&sass.stdout).matches(hgmma).count(), per_tile, "{file}: {hgmma} count");
+        let sass = Command::new(nv_tool("nvdisasm", "NVDISASM"))
+            .arg(dir.join("k.cubin"))
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&sass.stdout).matches(hgmma).count(),
+            per_tile,
+            "{file}: {hgmma} count"
+        );
     }
 }
 
@@ -104,33 +166,73 @@ fn splitk_atomic_epilogue_sm90a() {
     // CTA: PTX ISA 8.1 for the vector red, one red.global.add.v2.f32 per register pair on the
     // fast path and one predicated red.global.add.f32 per register on the slow path; clean
     // for ptxas; HGMMA in the SASS.
-    for (file, regs, hgmma) in [("gemm_bf16_splitk_64x64.tile", 32, "HGMMA.64x64x16.F32.BF16"), ("gemm_bf16_splitk_64x128.tile", 64, "HGMMA.64x128x16.F32.BF16"), ("gemm_bf16_splitk_128x256.tile", 128, "HGMMA.64x256x16.F32.BF16")] {
+    for (file, regs, hgmma) in [
+        ("gemm_bf16_splitk_64x64.tile", 32, "HGMMA.64x64x16.F32.BF16"),
+        (
+            "gemm_bf16_splitk_64x128.tile",
+            64,
+            "HGMMA.64x128x16.F32.BF16",
+        ),
+        (
+            "gemm_bf16_splitk_128x256.tile",
+            128,
+            "HGMMA.64x256x16.F32.BF16",
+        ),
+    ] {
         for schedule in ["static", "none"] {
             let mut o = Options::new(Target::Sm90a);
             o.schedule = schedule;
             let (ptx, log, cubin) = build_with(file, &o, schedule);
             let what = format!("{file} schedule={schedule}");
-            assert!(ptx.contains(".version 8.1"), "{what}: PTX ISA 8.1 for red.v2");
-            assert_eq!(ptx.matches("red.global.add.v2.f32").count(), regs / 2, "{what}: vector reds");
-            assert_eq!(ptx.matches("@p red.global.add.f32").count(), regs, "{what}: slow-path reds");
-            assert!(!ptx.contains("st.global"), "{what}: the split-K epilogue only adds");
+            assert!(
+                ptx.contains(".version 8.1"),
+                "{what}: PTX ISA 8.1 for red.v2"
+            );
+            assert_eq!(
+                ptx.matches("red.global.add.v2.f32").count(),
+                regs / 2,
+                "{what}: vector reds"
+            );
+            assert_eq!(
+                ptx.matches("@p red.global.add.f32").count(),
+                regs,
+                "{what}: slow-path reds"
+            );
+            assert!(
+                !ptx.contains("st.global"),
+                "{what}: the split-K epilogue only adds"
+            );
             assert_clean(&log, &what);
-            let sass = Command::new(nv_tool("nvdisasm", "NVDISASM")).arg(&cubin).output().unwrap();
+            let sass = Command::new(nv_tool("nvdisasm", "NVDISASM"))
+                .arg(&cubin)
+                .output()
+                .unwrap();
             let sass = String::from_utf8_lossy(&sass.stdout);
             assert!(sass.contains(hgmma), "{what}: {hgmma}");
-            assert!(sass.contains("RED.E.ADD.F32") || sass.contains("REDG.E.ADD.F32"), "{what}: no RED in the SASS");
+            assert!(
+                sass.contains("RED.E.ADD.F32") || sass.contains("REDG.E.ADD.F32"),
+                "{what}: no RED in the SASS"
+            );
         }
     }
 }
 
 #[test]
 fn gemm_sm90_and_sm100_mma_sync() {
-    for (t, v) in [(Target::Sm90, ".version 8.0"), (Target::Sm100, ".version 8.6")] {
+    for (t, v) in [
+        (Target::Sm90, ".version 8.0"),
+        (Target::Sm100, ".version 8.6"),
+    ] {
         let (ptx, log, _) = build("gemm_bf16.tile", t);
         assert!(ptx.contains(&format!(".target {}", t.name())));
         assert!(ptx.contains(v), "{t}: wrong PTX version");
         assert!(!ptx.contains("wgmma"), "{t} must not use wgmma");
-        assert_eq!(ptx.matches("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32").count(), 256, "{t}: 2 k tiles x 4 k16 x 32 mma");
+        assert_eq!(
+            ptx.matches("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32")
+                .count(),
+            256,
+            "{t}: 2 k tiles x 4 k16 x 32 mma"
+        );
         if t == Target::Sm90 {
             assert_clean(&log, &format!("gemm_bf16 {t}"));
         } else {
@@ -145,39 +247,91 @@ fn gemm_sm90_and_sm100_mma_sync() {
 
 /// One `ld.shared.b128`, then is_canceled, then the predicated get_first_ctaid, in that order.
 fn assert_clc_sequence(ptx: &str, what: &str) {
-    let at = |needle: &str| ptx.find(needle).unwrap_or_else(|| panic!("{what}: no '{needle}' in the PTX"));
-    let (fence, arm, req) = (at("fence.proxy.async.shared::cta;"), at("mbarrier.arrive.expect_tx"), at("clusterlaunchcontrol.try_cancel.async.shared::cta.mbarrier::complete_tx::bytes"));
-    assert!(fence < req && arm < req, "{what}: the fence and the 16-byte arm come before the request");
-    let (ld, q, get) = (at("ld.shared.b128 resp"), at("clusterlaunchcontrol.query_cancel.is_canceled.pred.b128 canceled, resp"), at("@canceled clusterlaunchcontrol.query_cancel.get_first_ctaid.v4.b32.b128"));
-    assert!(req < ld && ld < q && q < get, "{what}: request, 128-bit load, is_canceled, predicated get_first_ctaid");
-    assert_eq!(ptx.matches("ld.shared.b128").count(), 2, "{what}: one 128-bit load of the response in each region");
+    let at = |needle: &str| {
+        ptx.find(needle)
+            .unwrap_or_else(|| panic!("{what}: no '{needle}' in the PTX"))
+    };
+    let (fence, arm, req) = (
+        at("fence.proxy.async.shared::cta;"),
+        at("mbarrier.arrive.expect_tx"),
+        at("clusterlaunchcontrol.try_cancel.async.shared::cta.mbarrier::complete_tx::bytes"),
+    );
+    assert!(
+        fence < req && arm < req,
+        "{what}: the fence and the 16-byte arm come before the request"
+    );
+    let (ld, q, get) = (
+        at("ld.shared.b128 resp"),
+        at("clusterlaunchcontrol.query_cancel.is_canceled.pred.b128 canceled, resp"),
+        at("@canceled clusterlaunchcontrol.query_cancel.get_first_ctaid.v4.b32.b128"),
+    );
+    assert!(
+        req < ld && ld < q && q < get,
+        "{what}: request, 128-bit load, is_canceled, predicated get_first_ctaid"
+    );
+    assert_eq!(
+        ptx.matches("ld.shared.b128").count(),
+        2,
+        "{what}: one 128-bit load of the response in each region"
+    );
 }
 
 #[test]
 fn clc_try_cancel_sm100_and_multicast_sm100a() {
     // sm_100: the default schedule is clc, the plain (non-multicast) request.
     let (ptx, log, _) = build("gemm_bf16.tile", Target::Sm100);
-    assert!(ptx.contains(".version 8.6") && ptx.contains(".target sm_100"), "{ptx:.300}");
+    assert!(
+        ptx.contains(".version 8.6") && ptx.contains(".target sm_100"),
+        "{ptx:.300}"
+    );
     assert_clc_sequence(&ptx, "sm_100");
-    assert!(!ptx.contains("multicast::cluster::all"), "sm_100 has no multicast try_cancel");
+    assert!(
+        !ptx.contains("multicast::cluster::all"),
+        "sm_100 has no multicast try_cancel"
+    );
     assert!(!log.contains("warning"), "{log}");
     // sm_100a with clusters of 2: the multicast form, remote arrives, cluster barriers.
     let src = example("gemm_bf16.tile");
     let mut o = Options::new(Target::Sm100a);
     o.cluster = 2;
-    let k = compile(Input::Text { source: &src, file: "gemm_bf16.tile" }, &o).unwrap();
+    let k = compile(
+        Input::Text {
+            source: &src,
+            file: "gemm_bf16.tile",
+        },
+        &o,
+    )
+    .unwrap();
     assert_eq!(k.manifest.cluster, [2, 1, 1]);
     let ptx = &k.ptx;
-    assert!(ptx.contains(".reqnctapercluster 2, 1, 1"), "cluster shape in the PTX");
+    assert!(
+        ptx.contains(".reqnctapercluster 2, 1, 1"),
+        "cluster shape in the PTX"
+    );
     assert!(ptx.contains("clusterlaunchcontrol.try_cancel.async.shared::cta.mbarrier::complete_tx::bytes.multicast::cluster::all.b128"));
     assert_clc_sequence(ptx, "sm_100a cluster 2");
-    assert!(ptx.contains("mapa.shared::cluster.u32") && ptx.contains("mbarrier.arrive.release.cluster.shared::cluster.b64"), "readers release the slot on rank 0's barrier");
-    assert!(ptx.trim_end().contains("barrier.cluster.arrive.release; barrier.cluster.wait.acquire;"), "the kernel ends with a cluster barrier");
+    assert!(
+        ptx.contains("mapa.shared::cluster.u32")
+            && ptx.contains("mbarrier.arrive.release.cluster.shared::cluster.b64"),
+        "readers release the slot on rank 0's barrier"
+    );
+    assert!(
+        ptx.trim_end()
+            .contains("barrier.cluster.arrive.release; barrier.cluster.wait.acquire;"),
+        "the kernel ends with a cluster barrier"
+    );
     let dir = std::env::temp_dir().join(format!("tilec-ptxas-{}-clc-sm100a", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("k.ptx"), ptx).unwrap();
-    let out = Command::new(nv_tool("ptxas", "PTXAS")).args(["-arch=sm_100a", "-v"]).arg(dir.join("k.ptx")).arg("-o").arg(dir.join("k.cubin")).output().unwrap();
-    let log = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    let out = Command::new(nv_tool("ptxas", "PTXAS"))
+        .args(["-arch=sm_100a", "-v"])
+        .arg(dir.join("k.ptx"))
+        .arg("-o")
+        .arg(dir.join("k.cubin"))
+        .output()
+        .unwrap();
+    let log =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "ptxas sm_100a:\n{log}");
     assert_clean(&log, "gemm_bf16 sm_100a cluster 2");
     // The multicast form on plain sm_100: a verifier error before MLIR.
@@ -195,35 +349,82 @@ fn clc_try_cancel_sm100_and_multicast_sm100a() {
 /// (the TMA store) and STSM (stmatrix), no STG.
 #[test]
 fn gemm_sm90a_tma_epilogue() {
-    for (schedule, file) in [("static", "gemm_bf16.tile"), ("none", "gemm_bias_relu.tile")] {
+    for (schedule, file) in [
+        ("static", "gemm_bf16.tile"),
+        ("none", "gemm_bias_relu.tile"),
+    ] {
         let mut o = Options::new(Target::Sm90a);
         o.epilogue = "tma";
         o.schedule = schedule;
         let what = format!("{file} sm_90a epilogue=tma schedule={schedule}");
         let (ptx, log, cubin) = build_with(file, &o, &format!("-tma-{schedule}"));
-        assert_eq!(ptx.matches("stmatrix.sync.aligned.m8n8.x4.shared.b16").count(), 16, "{what}: stmatrix count");
-        assert_eq!(ptx.matches("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group").count(), 4, "{what}: TMA stores");
-        assert_eq!(ptx.matches("cp.async.bulk.commit_group").count(), 4, "{what}: bulk commits");
-        assert!(ptx.contains("cp.async.bulk.wait_group.read 0"), "{what}: exit drain");
-        assert!(!ptx.contains("st.global"), "{what}: no register-direct store left");
+        assert_eq!(
+            ptx.matches("stmatrix.sync.aligned.m8n8.x4.shared.b16")
+                .count(),
+            16,
+            "{what}: stmatrix count"
+        );
+        assert_eq!(
+            ptx.matches("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group")
+                .count(),
+            4,
+            "{what}: TMA stores"
+        );
+        assert_eq!(
+            ptx.matches("cp.async.bulk.commit_group").count(),
+            4,
+            "{what}: bulk commits"
+        );
+        assert!(
+            ptx.contains("cp.async.bulk.wait_group.read 0"),
+            "{what}: exit drain"
+        );
+        assert!(
+            !ptx.contains("st.global"),
+            "{what}: no register-direct store left"
+        );
         assert_clean(&log, &what);
-        let sass = Command::new(nv_tool("nvdisasm", "NVDISASM")).arg(&cubin).output().unwrap();
+        let sass = Command::new(nv_tool("nvdisasm", "NVDISASM"))
+            .arg(&cubin)
+            .output()
+            .unwrap();
         let sass = String::from_utf8_lossy(&sass.stdout);
         assert_eq!(sass.matches("UTMASTG").count(), 4, "{what}: UTMASTG count");
-        assert_eq!(sass.matches("STSM.16.M88.4").count(), 16, "{what}: STSM count");
+        assert_eq!(
+            sass.matches("STSM.16.M88.4").count(),
+            16,
+            "{what}: STSM count"
+        );
         assert!(!sass.contains(" STG."), "{what}: STG in SASS");
-        assert_eq!(sass.matches("HGMMA.64x256x16.F32.BF16").count(), 8, "{what}: HGMMA count");
+        assert_eq!(
+            sass.matches("HGMMA.64x256x16.F32.BF16").count(),
+            8,
+            "{what}: HGMMA count"
+        );
     }
     // The staging ring does not fit beside 5 stages: an error naming the limit.
     let mut o = Options::new(Target::Sm90a);
     o.epilogue = "tma";
     o.stages = 5;
-    match compile(Input::Text { source: &example("gemm_bf16.tile"), file: "t.tile" }, &o) {
+    match compile(
+        Input::Text {
+            source: &example("gemm_bf16.tile"),
+            file: "t.tile",
+        },
+        &o,
+    ) {
         Err(Error::Diagnostics(d)) => {
             let s = d.to_string();
-            assert!(s.contains("32768 for the epilogue=tma staging ring") && s.contains("use at most 4 stages"), "{s}");
+            assert!(
+                s.contains("32768 for the epilogue=tma staging ring")
+                    && s.contains("use at most 4 stages"),
+                "{s}"
+            );
         }
-        other => panic!("expected a shared-memory error, got {:?}", other.map(|k| k.name)),
+        other => panic!(
+            "expected a shared-memory error, got {:?}",
+            other.map(|k| k.name)
+        ),
     }
 }
 
@@ -231,8 +432,14 @@ fn gemm_sm90a_tma_epilogue() {
 fn gemm_bias_relu_fused_epilogue() {
     for t in [Target::Sm90a, Target::Sm90] {
         let (ptx, log, _) = build("gemm_bias_relu.tile", t);
-        assert!(ptx.contains("max.f32") || ptx.contains("max.NaN.f32") || ptx.contains("max.ftz.f32"), "{t}: no relu max in PTX");
-        assert!(ptx.contains("@p ld.global.f32"), "{t}: the bias is read with predicated loads");
+        assert!(
+            ptx.contains("max.f32") || ptx.contains("max.NaN.f32") || ptx.contains("max.ftz.f32"),
+            "{t}: no relu max in PTX"
+        );
+        assert!(
+            ptx.contains("@p ld.global.f32"),
+            "{t}: the bias is read with predicated loads"
+        );
         // sm_90 (mma.sync, 168-register cap) spilled 364/1636 bytes here until the epilogue's
         // slow path became predicated stores (docs/performance.md, 2026-11-29 session 2).
         assert_clean(&log, &format!("gemm_bias_relu {t}"));
@@ -240,7 +447,13 @@ fn gemm_bias_relu_fused_epilogue() {
 }
 
 fn compile_err(src: &str, target: Target) -> String {
-    match compile(Input::Text { source: src, file: "t.tile" }, &Options::new(target)) {
+    match compile(
+        Input::Text {
+            source: src,
+            file: "t.tile",
+        },
+        &Options::new(target),
+    ) {
         Err(Error::Diagnostics(d)) => d.to_string(),
         Err(e) => panic!("expected diagnostics before MLIR, got {e}"),
         Ok(_) => panic!("expected an error"),
@@ -251,22 +464,43 @@ fn compile_err(src: &str, target: Target) -> String {
 fn limits_are_errors_before_mlir() {
     let base = example("gemm_bf16.tile");
     // f32 inputs: not an MMA this backend has.
-    let f32_src = base.replace("bf16>", "f32>").replace("tile<128x256xbf16>", "tile<128x256xf32>");
+    let f32_src = base
+        .replace("bf16>", "f32>")
+        .replace("tile<128x256xbf16>", "tile<128x256xf32>");
     let e = compile_err(&f32_src, Target::Sm90a);
-    assert!(e.contains("bf16 or f16 inputs with an f32 accumulator"), "{e}");
+    assert!(
+        e.contains("bf16 or f16 inputs with an f32 accumulator"),
+        "{e}"
+    );
     assert!(e.contains("t.tile:"), "{e}");
     // 8 stages of 48 KiB do not fit 227 KiB.
     let mut o = Options::new(Target::Sm90a);
     o.stages = 8;
-    match compile(Input::Text { source: &base, file: "t.tile" }, &o) {
+    match compile(
+        Input::Text {
+            source: &base,
+            file: "t.tile",
+        },
+        &o,
+    ) {
         Err(Error::Diagnostics(d)) => {
             let s = d.to_string();
-            assert!(s.contains("over the 232448-byte limit per block on sm_90a") && s.contains("use at most 4 stages"), "{s}");
+            assert!(
+                s.contains("over the 232448-byte limit per block on sm_90a")
+                    && s.contains("use at most 4 stages"),
+                "{s}"
+            );
         }
-        other => panic!("expected a shared-memory error, got {:?}", other.map(|k| k.name)),
+        other => panic!(
+            "expected a shared-memory error, got {:?}",
+            other.map(|k| k.name)
+        ),
     }
     // A wgmma-illegal N (a 128x200 tile).
-    let n200 = base.replace("tile<128x256xf32>", "tile<128x200xf32>").replace("tile<64x256xbf16>", "tile<64x200xbf16>").replace("tile<128x256xbf16>", "tile<128x200xbf16>");
+    let n200 = base
+        .replace("tile<128x256xf32>", "tile<128x200xf32>")
+        .replace("tile<64x256xbf16>", "tile<64x200xbf16>")
+        .replace("tile<128x256xbf16>", "tile<128x200xbf16>");
     let e = compile_err(&n200, Target::Sm90a);
     assert!(e.contains("must be a multiple of 64"), "{e}");
 }

@@ -35,7 +35,11 @@ pub struct Builder<'m> {
 impl<'m> Builder<'m> {
     /// A builder that appends kernels to `m`.
     pub fn new(m: &'m mut Module) -> Self {
-        Builder { m, blocks: vec![], loc: Location::unknown() }
+        Builder {
+            m,
+            blocks: vec![],
+            loc: Location::unknown(),
+        }
     }
 
     /// Set the location given to the ops built from now on.
@@ -50,11 +54,23 @@ impl<'m> Builder<'m> {
 
     /// Append a generic op with the given operands, attributes and result types; returns
     /// its results. Outside any kernel body, the op goes to the module's top level.
-    pub fn op(&mut self, kind: OpKind, operands: &[Value], attrs: &[(&str, Attribute)], results: &[Type]) -> Vec<Value> {
+    pub fn op(
+        &mut self,
+        kind: OpKind,
+        operands: &[Value],
+        attrs: &[(&str, Attribute)],
+        results: &[Type],
+    ) -> Vec<Value> {
         let mut op = Operation::new(kind, self.loc.clone());
         op.operands = operands.to_vec();
-        op.attrs = attrs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
-        op.results = results.iter().map(|t| self.m.new_value(t.clone(), None)).collect();
+        op.attrs = attrs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        op.results = results
+            .iter()
+            .map(|t| self.m.new_value(t.clone(), None))
+            .collect();
         let rs = op.results.clone();
         self.push(op);
         rs
@@ -67,18 +83,39 @@ impl<'m> Builder<'m> {
         }
     }
 
-    fn one(&mut self, kind: OpKind, operands: &[Value], attrs: &[(&str, Attribute)], ty: Type) -> Value {
+    fn one(
+        &mut self,
+        kind: OpKind,
+        operands: &[Value],
+        attrs: &[(&str, Attribute)],
+        ty: Type,
+    ) -> Value {
         self.op(kind, operands, attrs, &[ty])[0]
     }
 
     /// Build a `tile.kernel @name(args) {grid = grid}`; `body` gets the argument values and
     /// fills the body; `tile.return` is appended.
-    pub fn kernel(&mut self, name: &str, args: &[(&str, Type)], grid: Vec<Expr>, body: impl FnOnce(&mut Self, &[Value])) {
+    pub fn kernel(
+        &mut self,
+        name: &str,
+        args: &[(&str, Type)],
+        grid: Vec<Expr>,
+        body: impl FnOnce(&mut Self, &[Value]),
+    ) {
         let mut op = Operation::new(OpKind::Kernel, self.loc.clone());
         op.symbol = Some(name.to_string());
-        op.attrs.insert("grid".into(), Attribute::Array(grid.into_iter().map(Attribute::Expr).collect()));
-        let vals: Vec<Value> = args.iter().map(|(n, t)| self.m.new_value(t.clone(), Some(n.to_string()))).collect();
-        self.blocks.push(Block { args: vals.clone(), ops: vec![] });
+        op.attrs.insert(
+            "grid".into(),
+            Attribute::Array(grid.into_iter().map(Attribute::Expr).collect()),
+        );
+        let vals: Vec<Value> = args
+            .iter()
+            .map(|(n, t)| self.m.new_value(t.clone(), Some(n.to_string())))
+            .collect();
+        self.blocks.push(Block {
+            args: vals.clone(),
+            ops: vec![],
+        });
         body(self, &vals);
         self.op(OpKind::Return, &[], &[], &[]);
         let block = self.blocks.pop().expect("kernel block");
@@ -88,10 +125,20 @@ impl<'m> Builder<'m> {
 
     /// Build a `tile.for %i = lb to ub step step` carrying `inits`; `body` gets the
     /// induction variable and the carried values and returns the values to yield.
-    pub fn for_loop(&mut self, lb: Value, ub: Value, step: Value, inits: &[Value], body: impl FnOnce(&mut Self, Value, &[Value]) -> Vec<Value>) -> Vec<Value> {
+    pub fn for_loop(
+        &mut self,
+        lb: Value,
+        ub: Value,
+        step: Value,
+        inits: &[Value],
+        body: impl FnOnce(&mut Self, Value, &[Value]) -> Vec<Value>,
+    ) -> Vec<Value> {
         let iv = self.m.new_value(Type::INDEX, None);
         let tys: Vec<Type> = inits.iter().map(|&v| self.m.ty(v).clone()).collect();
-        let carried: Vec<Value> = tys.iter().map(|t| self.m.new_value(t.clone(), None)).collect();
+        let carried: Vec<Value> = tys
+            .iter()
+            .map(|t| self.m.new_value(t.clone(), None))
+            .collect();
         let mut args = vec![iv];
         args.extend(&carried);
         self.blocks.push(Block { args, ops: vec![] });
@@ -99,8 +146,14 @@ impl<'m> Builder<'m> {
         self.op(OpKind::Yield, &ys, &[], &[]);
         let block = self.blocks.pop().expect("for block");
         let mut op = Operation::new(OpKind::For, self.loc.clone());
-        op.operands = [lb, ub, step].into_iter().chain(inits.iter().copied()).collect();
-        op.results = tys.iter().map(|t| self.m.new_value(t.clone(), None)).collect();
+        op.operands = [lb, ub, step]
+            .into_iter()
+            .chain(inits.iter().copied())
+            .collect();
+        op.results = tys
+            .iter()
+            .map(|t| self.m.new_value(t.clone(), None))
+            .collect();
         op.regions.push(block);
         let rs = op.results.clone();
         self.push(op);
@@ -109,15 +162,30 @@ impl<'m> Builder<'m> {
 
     /// `tile.constant {value = v} : index`.
     pub fn constant_index(&mut self, v: i64) -> Value {
-        self.one(OpKind::Constant, &[], &[("value", Attribute::Int(v))], Type::INDEX)
+        self.one(
+            OpKind::Constant,
+            &[],
+            &[("value", Attribute::Int(v))],
+            Type::INDEX,
+        )
     }
     /// `tile.constant {value = v} : f32` (or another float type).
     pub fn constant_float(&mut self, v: f64, ty: ScalarType) -> Value {
-        self.one(OpKind::Constant, &[], &[("value", Attribute::Float(v))], Type::Scalar(ty))
+        self.one(
+            OpKind::Constant,
+            &[],
+            &[("value", Attribute::Float(v))],
+            Type::Scalar(ty),
+        )
     }
     /// `tile.program_id {dim = d} : index`.
     pub fn program_id(&mut self, dim: i64) -> Value {
-        self.one(OpKind::ProgramId, &[], &[("dim", Attribute::Int(dim))], Type::INDEX)
+        self.one(
+            OpKind::ProgramId,
+            &[],
+            &[("dim", Attribute::Int(dim))],
+            Type::INDEX,
+        )
     }
     /// An integer binary op (`tile.addi`, `tile.muli`, `tile.ceildiv`, …) on `a` and `b`.
     pub fn int_op(&mut self, kind: OpKind, a: Value, b: Value) -> Value {
@@ -136,12 +204,17 @@ impl<'m> Builder<'m> {
     }
     /// `tile.load %t, offsets… : ty`.
     pub fn load(&mut self, tensor: Value, offsets: &[Value], ty: Type) -> Value {
-        let ops: Vec<Value> = std::iter::once(tensor).chain(offsets.iter().copied()).collect();
+        let ops: Vec<Value> = std::iter::once(tensor)
+            .chain(offsets.iter().copied())
+            .collect();
         self.one(OpKind::Load, &ops, &[], ty)
     }
     /// `tile.store %t, offsets…, %value`.
     pub fn store(&mut self, tensor: Value, offsets: &[Value], value: Value) {
-        let ops: Vec<Value> = std::iter::once(tensor).chain(offsets.iter().copied()).chain([value]).collect();
+        let ops: Vec<Value> = std::iter::once(tensor)
+            .chain(offsets.iter().copied())
+            .chain([value])
+            .collect();
         self.op(OpKind::Store, &ops, &[], &[]);
     }
     /// `tile.dot %a, %b, %acc`.

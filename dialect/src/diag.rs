@@ -45,15 +45,30 @@ pub struct Diagnostic {
 impl Diagnostic {
     /// An error at `loc`.
     pub fn error(loc: Location, message: impl Into<String>) -> Self {
-        Diagnostic { severity: Severity::Error, loc, message: message.into(), notes: vec![] }
+        Diagnostic {
+            severity: Severity::Error,
+            loc,
+            message: message.into(),
+            notes: vec![],
+        }
     }
     /// A warning at `loc`.
     pub fn warning(loc: Location, message: impl Into<String>) -> Self {
-        Diagnostic { severity: Severity::Warning, loc, message: message.into(), notes: vec![] }
+        Diagnostic {
+            severity: Severity::Warning,
+            loc,
+            message: message.into(),
+            notes: vec![],
+        }
     }
     /// A remark at `loc`.
     pub fn remark(loc: Location, message: impl Into<String>) -> Self {
-        Diagnostic { severity: Severity::Remark, loc, message: message.into(), notes: vec![] }
+        Diagnostic {
+            severity: Severity::Remark,
+            loc,
+            message: message.into(),
+            notes: vec![],
+        }
     }
     /// Attach a note at `loc`.
     pub fn with_note(mut self, loc: Location, message: impl Into<String>) -> Self {

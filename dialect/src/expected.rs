@@ -38,7 +38,10 @@ pub fn collect(src: &str, file: &str, first_line: u32) -> Result<Vec<Expected>, 
             let col = (line.len() - rest.len() + p) as u32 + 1;
             let loc = Location::new(file.clone(), lineno, col);
             let after = &rest[p + "expected-".len()..];
-            let (sev, tail) = match ["error", "warning", "note", "remark"].iter().find(|k| after.starts_with(*k)) {
+            let (sev, tail) = match ["error", "warning", "note", "remark"]
+                .iter()
+                .find(|k| after.starts_with(*k))
+            {
                 Some(k) => (
                     match *k {
                         "error" => Severity::Error,
@@ -54,30 +57,54 @@ pub fn collect(src: &str, file: &str, first_line: u32) -> Result<Vec<Expected>, 
                 }
             };
             let (target, tail) = if let Some(spec_text) = tail.strip_prefix('@') {
-                let end = spec_text.find(|c: char| c.is_whitespace() || c == '{').unwrap_or(spec_text.len());
+                let end = spec_text
+                    .find(|c: char| c.is_whitespace() || c == '{')
+                    .unwrap_or(spec_text.len());
                 let spec = &spec_text[..end];
                 let target = match spec {
                     "above" => lineno.checked_sub(1),
                     "below" => lineno.checked_add(1),
-                    s if s.starts_with('+') => s[1..].parse::<u32>().ok().and_then(|n| lineno.checked_add(n)),
-                    s if s.starts_with('-') => s[1..].parse::<u32>().ok().and_then(|n| lineno.checked_sub(n)),
+                    s if s.starts_with('+') => s[1..]
+                        .parse::<u32>()
+                        .ok()
+                        .and_then(|n| lineno.checked_add(n)),
+                    s if s.starts_with('-') => s[1..]
+                        .parse::<u32>()
+                        .ok()
+                        .and_then(|n| lineno.checked_sub(n)),
                     _ => None,
                 };
                 match target {
                     Some(t) if t >= 1 => (t, &spec_text[end..]),
-                    _ => return Err(Diagnostic::error(loc, format!("malformed line offset '@{spec}' in expected diagnostic"))),
+                    _ => {
+                        return Err(Diagnostic::error(
+                            loc,
+                            format!("malformed line offset '@{spec}' in expected diagnostic"),
+                        ))
+                    }
                 }
             } else {
                 (lineno, tail)
             };
             let tail = tail.trim_start();
             let Some(body) = tail.strip_prefix("{{") else {
-                return Err(Diagnostic::error(loc, "expected '{{' after an expected diagnostic"));
+                return Err(Diagnostic::error(
+                    loc,
+                    "expected '{{' after an expected diagnostic",
+                ));
             };
             let Some(end) = body.find("}}") else {
-                return Err(Diagnostic::error(loc, "expected '}}' to end an expected diagnostic"));
+                return Err(Diagnostic::error(
+                    loc,
+                    "expected '}}' to end an expected diagnostic",
+                ));
             };
-            out.push(Expected { severity: sev, line: target, text: body[..end].to_string(), loc });
+            out.push(Expected {
+                severity: sev,
+                line: target,
+                text: body[..end].to_string(),
+                loc,
+            });
             rest = &body[end + 2..];
         }
     }
@@ -97,16 +124,28 @@ pub fn check(expected: &[Expected], produced: &[Diagnostic]) -> Vec<Diagnostic> 
     let mut errors = vec![];
     for d in flat {
         let hit = expected.iter().enumerate().position(|(i, e)| {
-            !used[i] && e.severity == d.severity && e.line == d.loc.line && d.message.contains(&e.text)
+            !used[i]
+                && e.severity == d.severity
+                && e.line == d.loc.line
+                && d.message.contains(&e.text)
         });
         match hit {
             Some(i) => used[i] = true,
-            None => errors.push(Diagnostic::error(d.loc.clone(), format!("unexpected {}: {}", d.severity, d.message))),
+            None => errors.push(Diagnostic::error(
+                d.loc.clone(),
+                format!("unexpected {}: {}", d.severity, d.message),
+            )),
         }
     }
     for (e, u) in expected.iter().zip(used) {
         if !u {
-            errors.push(Diagnostic::error(e.loc.clone(), format!("expected {} \"{}\" was not produced (on line {})", e.severity, e.text, e.line)));
+            errors.push(Diagnostic::error(
+                e.loc.clone(),
+                format!(
+                    "expected {} \"{}\" was not produced (on line {})",
+                    e.severity, e.text, e.line
+                ),
+            ));
         }
     }
     errors
@@ -129,7 +168,10 @@ mod tests {
     #[test]
     fn huge_offsets_are_errors_not_overflows() {
         let e = collect("// expected-error@+4294967295 {{x}}", "f", 1).unwrap_err();
-        assert_eq!(e.to_string(), "f:1:4: error: malformed line offset '@+4294967295' in expected diagnostic");
+        assert_eq!(
+            e.to_string(),
+            "f:1:4: error: malformed line offset '@+4294967295' in expected diagnostic"
+        );
         assert!(collect("\n// expected-error@-4294967295 {{x}}", "f", 1).is_err());
         assert!(collect("// expected-error@+99999999999 {{x}}", "f", 1).is_err());
     }
@@ -138,7 +180,10 @@ mod tests {
     fn reports_missing_and_unexpected() {
         let file: Arc<str> = Arc::from("f");
         let e = collect("// expected-error@+1 {{boom}}\nx", "f", 1).unwrap();
-        let got = vec![Diagnostic::error(Location::new(file.clone(), 2, 1), "a boom happened")];
+        let got = vec![Diagnostic::error(
+            Location::new(file.clone(), 2, 1),
+            "a boom happened",
+        )];
         assert!(check(&e, &got).is_empty());
         let other = vec![Diagnostic::error(Location::new(file, 3, 1), "boom")];
         let errs = check(&e, &other);

@@ -219,10 +219,22 @@ impl Tensor {
     /// # Panics
     /// If `values.len()` is not the product of `shape` or `elem` is not a float type.
     pub fn from_f32(elem: ScalarType, shape: &[usize], values: &[f32]) -> Tensor {
-        assert!(elem.is_float(), "Tensor::from_f32 needs a float element type");
-        assert_eq!(values.len(), shape.iter().product::<usize>(), "values do not fill the shape");
+        assert!(
+            elem.is_float(),
+            "Tensor::from_f32 needs a float element type"
+        );
+        assert_eq!(
+            values.len(),
+            shape.iter().product::<usize>(),
+            "values do not fill the shape"
+        );
         let data = Data::Float(values.iter().map(|&x| round_to(elem, x)).collect());
-        Tensor { elem, shape: shape.to_vec(), strides: row_major_strides(shape), data }
+        Tensor {
+            elem,
+            shape: shape.to_vec(),
+            strides: row_major_strides(shape),
+            data,
+        }
     }
 
     /// A row-major integer tensor holding `values` wrapped to `elem`.
@@ -230,23 +242,45 @@ impl Tensor {
     /// # Panics
     /// If `values.len()` is not the product of `shape` or `elem` is a float type.
     pub fn from_i64(elem: ScalarType, shape: &[usize], values: &[i64]) -> Tensor {
-        assert!(elem.is_int(), "Tensor::from_i64 needs an integer element type");
-        assert_eq!(values.len(), shape.iter().product::<usize>(), "values do not fill the shape");
+        assert!(
+            elem.is_int(),
+            "Tensor::from_i64 needs an integer element type"
+        );
+        assert_eq!(
+            values.len(),
+            shape.iter().product::<usize>(),
+            "values do not fill the shape"
+        );
         let data = Data::Int(values.iter().map(|&x| wrap_int(elem, x)).collect());
-        Tensor { elem, shape: shape.to_vec(), strides: row_major_strides(shape), data }
+        Tensor {
+            elem,
+            shape: shape.to_vec(),
+            strides: row_major_strides(shape),
+            data,
+        }
     }
 
     /// A row-major tensor of zeros.
     pub fn zeros(elem: ScalarType, shape: &[usize]) -> Tensor {
         let n = shape.iter().product();
-        Tensor { elem, shape: shape.to_vec(), strides: row_major_strides(shape), data: Data::zeros(elem, n) }
+        Tensor {
+            elem,
+            shape: shape.to_vec(),
+            strides: row_major_strides(shape),
+            data: Data::zeros(elem, n),
+        }
     }
 
     /// A row-major tensor of `fill` (rounded to `elem`), e.g. to poison an output.
     pub fn filled(elem: ScalarType, shape: &[usize], fill: f32) -> Tensor {
         let n = shape.iter().product();
         if elem.is_float() {
-            Tensor { elem, shape: shape.to_vec(), strides: row_major_strides(shape), data: Data::Float(vec![round_to(elem, fill); n]) }
+            Tensor {
+                elem,
+                shape: shape.to_vec(),
+                strides: row_major_strides(shape),
+                data: Data::Float(vec![round_to(elem, fill); n]),
+            }
         } else {
             Tensor::zeros(elem, shape)
         }
@@ -289,20 +323,33 @@ impl Tensor {
     /// Check that the view fits its buffer and the element kind matches.
     fn check(&self) -> Result<(), String> {
         if self.shape.len() != self.strides.len() {
-            return Err(format!("{} dimension(s) but {} stride(s)", self.shape.len(), self.strides.len()));
+            return Err(format!(
+                "{} dimension(s) but {} stride(s)",
+                self.shape.len(),
+                self.strides.len()
+            ));
         }
         if matches!(self.data, Data::Float(_)) != self.elem.is_float() {
-            return Err(format!("element type {} does not match the data", self.elem));
+            return Err(format!(
+                "element type {} does not match the data",
+                self.elem
+            ));
         }
         if self.shape.contains(&0) {
             return Ok(());
         }
         let mut last: usize = 0;
         for (&n, &s) in self.shape.iter().zip(&self.strides) {
-            last = (n - 1).checked_mul(s).and_then(|x| x.checked_add(last)).ok_or("the view's extent overflows")?;
+            last = (n - 1)
+                .checked_mul(s)
+                .and_then(|x| x.checked_add(last))
+                .ok_or("the view's extent overflows")?;
         }
         if last >= self.data.len() {
-            return Err(format!("the view reaches element {last} of a buffer of {}", self.data.len()));
+            return Err(format!(
+                "the view reaches element {last} of a buffer of {}",
+                self.data.len()
+            ));
         }
         Ok(())
     }
@@ -390,7 +437,10 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_ops: 1 << 32, max_tile_elems: 1 << 24 }
+        Limits {
+            max_ops: 1 << 32,
+            max_tile_elems: 1 << 24,
+        }
     }
 }
 
@@ -426,21 +476,49 @@ pub fn run(m: &Module, kernel: &str, args: &mut [ArgValue]) -> Result<(), Interp
 ///
 /// # Errors
 /// As [`run`].
-pub fn run_with(m: &Module, kernel: &str, args: &mut [ArgValue], limits: Limits) -> Result<(), InterpError> {
-    let k = m.kernels().find(|k| k.symbol.as_deref() == Some(kernel)).ok_or_else(|| InterpError::NoKernel(kernel.to_string()))?;
-    let body = k.regions.first().ok_or_else(|| InterpError::NoKernel(kernel.to_string()))?;
+pub fn run_with(
+    m: &Module,
+    kernel: &str,
+    args: &mut [ArgValue],
+    limits: Limits,
+) -> Result<(), InterpError> {
+    let k = m
+        .kernels()
+        .find(|k| k.symbol.as_deref() == Some(kernel))
+        .ok_or_else(|| InterpError::NoKernel(kernel.to_string()))?;
+    let body = k
+        .regions
+        .first()
+        .ok_or_else(|| InterpError::NoKernel(kernel.to_string()))?;
     if body.args.len() != args.len() {
-        return Err(InterpError::ArgCount { kernel: kernel.into(), expected: body.args.len(), found: args.len() });
+        return Err(InterpError::ArgCount {
+            kernel: kernel.into(),
+            expected: body.args.len(),
+            found: args.len(),
+        });
     }
-    let arg_err = |index: usize, message: String| InterpError::Arg { kernel: kernel.into(), index, message };
+    let arg_err = |index: usize, message: String| InterpError::Arg {
+        kernel: kernel.into(),
+        index,
+        message,
+    };
     let mut env: Vec<Option<Val>> = vec![None; m.values.len()];
     let mut scalars = std::collections::HashMap::new();
     for (i, (&v, a)) in body.args.iter().zip(args.iter_mut()).enumerate() {
-        let ty = m.try_ty(v).ok_or_else(|| arg_err(i, "unknown value".into()))?;
+        let ty = m
+            .try_ty(v)
+            .ok_or_else(|| arg_err(i, "unknown value".into()))?;
         let val = match (ty, &mut *a) {
             (Type::Tensor { rank, elem }, ArgValue::Tensor(t)) => {
                 if t.shape.len() != *rank as usize || t.elem != *elem {
-                    return Err(arg_err(i, format!("expected a rank-{rank} {elem} tensor, found a rank-{} {} tensor", t.shape.len(), t.elem)));
+                    return Err(arg_err(
+                        i,
+                        format!(
+                            "expected a rank-{rank} {elem} tensor, found a rank-{} {} tensor",
+                            t.shape.len(),
+                            t.elem
+                        ),
+                    ));
                 }
                 t.check().map_err(|e| arg_err(i, e))?;
                 Val::Tensor(i)
@@ -453,13 +531,24 @@ pub fn run_with(m: &Module, kernel: &str, args: &mut [ArgValue], limits: Limits)
                 Val::Int(x)
             }
             (Type::Scalar(s), ArgValue::Float(x)) if s.is_float() => Val::Float(round_to(*s, *x)),
-            (t, a) => return Err(arg_err(i, format!("expected a value of type {t}, found {a:?}"))),
+            (t, a) => {
+                return Err(arg_err(
+                    i,
+                    format!("expected a value of type {t}, found {a:?}"),
+                ))
+            }
         };
         env[v.0 as usize] = Some(val);
     }
     // The grid.
-    let grid_err = |message: String| InterpError::Grid { kernel: kernel.into(), message };
-    let dims = k.attr("grid").and_then(Attribute::as_array).ok_or_else(|| grid_err("missing 'grid'".into()))?;
+    let grid_err = |message: String| InterpError::Grid {
+        kernel: kernel.into(),
+        message,
+    };
+    let dims = k
+        .attr("grid")
+        .and_then(Attribute::as_array)
+        .ok_or_else(|| grid_err("missing 'grid'".into()))?;
     let mut grid = [1i64; 3];
     if dims.is_empty() || dims.len() > 3 {
         return Err(grid_err(format!("{} dimensions", dims.len())));
@@ -476,7 +565,15 @@ pub fn run_with(m: &Module, kernel: &str, args: &mut [ArgValue], limits: Limits)
         }
         grid[d] = n;
     }
-    let mut mach = Machine { m, env, args, pid: [0; 3], grid, ops_left: limits.max_ops, limits };
+    let mut mach = Machine {
+        m,
+        env,
+        args,
+        pid: [0; 3],
+        grid,
+        ops_left: limits.max_ops,
+        limits,
+    };
     for z in 0..grid[2] {
         for y in 0..grid[1] {
             for x in 0..grid[0] {
@@ -501,7 +598,11 @@ struct Machine<'a> {
 type R<T> = Result<T, InterpError>;
 
 fn op_err(op: &Operation, message: impl Into<String>) -> InterpError {
-    InterpError::Op { loc: op.loc.to_string(), op: op.kind.name(), message: message.into() }
+    InterpError::Op {
+        loc: op.loc.to_string(),
+        op: op.kind.name(),
+        message: message.into(),
+    }
 }
 
 fn bin_int(kind: OpKind, t: ScalarType, a: i64, b: i64) -> Result<i64, &'static str> {
@@ -529,26 +630,43 @@ fn bin_int(kind: OpKind, t: ScalarType, a: i64, b: i64) -> Result<i64, &'static 
 
 impl Machine<'_> {
     fn get(&self, op: &Operation, v: Value) -> R<Val> {
-        self.env.get(v.0 as usize).and_then(Clone::clone).ok_or_else(|| op_err(op, format!("operand {v} has no value")))
+        self.env
+            .get(v.0 as usize)
+            .and_then(Clone::clone)
+            .ok_or_else(|| op_err(op, format!("operand {v} has no value")))
     }
 
     fn set(&mut self, op: &Operation, v: Value, val: Val) -> R<()> {
-        let slot = self.env.get_mut(v.0 as usize).ok_or_else(|| op_err(op, format!("result {v} is not a value of the module")))?;
+        let slot = self
+            .env
+            .get_mut(v.0 as usize)
+            .ok_or_else(|| op_err(op, format!("result {v} is not a value of the module")))?;
         *slot = Some(val);
         Ok(())
     }
 
     fn result_type(&self, op: &Operation) -> R<&Type> {
         let r = *op.results.first().ok_or_else(|| op_err(op, "no result"))?;
-        self.m.try_ty(r).ok_or_else(|| op_err(op, "unknown result type"))
+        self.m
+            .try_ty(r)
+            .ok_or_else(|| op_err(op, "unknown result type"))
     }
 
     fn result_tile(&self, op: &Operation) -> R<(Vec<usize>, ScalarType)> {
         match self.result_type(op)? {
             Type::Tile { shape, elem } => {
-                let n: u64 = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d)).unwrap_or(u64::MAX);
+                let n: u64 = shape
+                    .iter()
+                    .try_fold(1u64, |a, &d| a.checked_mul(d))
+                    .unwrap_or(u64::MAX);
                 if n > self.limits.max_tile_elems {
-                    return Err(op_err(op, format!("a tile of {n} elements is larger than the interpreter's limit of {}", self.limits.max_tile_elems)));
+                    return Err(op_err(
+                        op,
+                        format!(
+                            "a tile of {n} elements is larger than the interpreter's limit of {}",
+                            self.limits.max_tile_elems
+                        ),
+                    ));
                 }
                 Ok((shape.iter().map(|&d| d as usize).collect(), *elem))
             }
@@ -557,7 +675,10 @@ impl Machine<'_> {
     }
 
     fn tile(&self, op: &Operation, i: usize) -> R<Rc<TileVal>> {
-        let v = *op.operands.get(i).ok_or_else(|| op_err(op, format!("missing operand {i}")))?;
+        let v = *op
+            .operands
+            .get(i)
+            .ok_or_else(|| op_err(op, format!("missing operand {i}")))?;
         match self.get(op, v)? {
             Val::Tile(t) => Ok(t),
             _ => Err(op_err(op, format!("operand {i} is not a tile"))),
@@ -565,7 +686,10 @@ impl Machine<'_> {
     }
 
     fn int(&self, op: &Operation, i: usize) -> R<i64> {
-        let v = *op.operands.get(i).ok_or_else(|| op_err(op, format!("missing operand {i}")))?;
+        let v = *op
+            .operands
+            .get(i)
+            .ok_or_else(|| op_err(op, format!("missing operand {i}")))?;
         match self.get(op, v)? {
             Val::Int(x) => Ok(x),
             _ => Err(op_err(op, format!("operand {i} is not an integer"))),
@@ -573,7 +697,10 @@ impl Machine<'_> {
     }
 
     fn tensor_index(&self, op: &Operation) -> R<usize> {
-        let v = *op.operands.first().ok_or_else(|| op_err(op, "missing tensor operand"))?;
+        let v = *op
+            .operands
+            .first()
+            .ok_or_else(|| op_err(op, "missing tensor operand"))?;
         match self.get(op, v)? {
             Val::Tensor(i) => Ok(i),
             _ => Err(op_err(op, "operand 0 is not a tensor")),
@@ -582,7 +709,10 @@ impl Machine<'_> {
 
     fn tensor(&self, op: &Operation) -> R<&Tensor> {
         let i = self.tensor_index(op)?;
-        self.args.get(i).and_then(ArgValue::tensor).ok_or_else(|| op_err(op, "operand 0 is not a tensor"))
+        self.args
+            .get(i)
+            .and_then(ArgValue::tensor)
+            .ok_or_else(|| op_err(op, "operand 0 is not a tensor"))
     }
 
     /// Run a block; returns the operands of its terminator.
@@ -605,19 +735,30 @@ impl Machine<'_> {
     fn op(&mut self, op: &Operation) -> R<()> {
         let val = match op.kind.class() {
             OpClass::IntBinary => {
-                let t = self.result_type(op)?.elem().ok_or_else(|| op_err(op, "bad result type"))?;
+                let t = self
+                    .result_type(op)?
+                    .elem()
+                    .ok_or_else(|| op_err(op, "bad result type"))?;
                 let (a, b) = (self.int(op, 0)?, self.int(op, 1)?);
                 Val::Int(bin_int(op.kind, t, a, b).map_err(|e| op_err(op, e))?)
             }
             OpClass::FloatBinary => self.elementwise(op, 2)?,
             OpClass::FloatUnary => self.elementwise(op, 1)?,
-            OpClass::Gpu | OpClass::Terminator => return Err(op_err(op, "the reference interpreter runs level-1 tile IR only")),
+            OpClass::Gpu | OpClass::Terminator => {
+                return Err(op_err(
+                    op,
+                    "the reference interpreter runs level-1 tile IR only",
+                ))
+            }
             OpClass::Structure | OpClass::Other => match op.kind {
                 OpKind::For => return self.for_loop(op),
                 OpKind::While => return self.while_loop(op),
                 OpKind::If => {
                     let c = self.int(op, 0)?;
-                    let region = op.regions.get(if c != 0 { 0 } else { 1 }).ok_or_else(|| op_err(op, "missing region"))?;
+                    let region = op
+                        .regions
+                        .get(if c != 0 { 0 } else { 1 })
+                        .ok_or_else(|| op_err(op, "missing region"))?;
                     let ys = self.block(region)?;
                     if ys.len() != op.results.len() {
                         return Err(op_err(op, "region yields the wrong number of values"));
@@ -629,11 +770,22 @@ impl Machine<'_> {
                 }
                 OpKind::Store | OpKind::AtomicAdd => return self.store(op),
                 OpKind::ProgramId | OpKind::NumPrograms => {
-                    let d = op.int_attr("dim").filter(|d| (0..3).contains(d)).ok_or_else(|| op_err(op, "bad 'dim'"))? as usize;
-                    Val::Int(if op.kind == OpKind::ProgramId { self.pid[d] } else { self.grid[d] })
+                    let d = op
+                        .int_attr("dim")
+                        .filter(|d| (0..3).contains(d))
+                        .ok_or_else(|| op_err(op, "bad 'dim'"))?
+                        as usize;
+                    Val::Int(if op.kind == OpKind::ProgramId {
+                        self.pid[d]
+                    } else {
+                        self.grid[d]
+                    })
                 }
                 OpKind::Constant => {
-                    let t = self.result_type(op)?.elem().ok_or_else(|| op_err(op, "bad result type"))?;
+                    let t = self
+                        .result_type(op)?
+                        .elem()
+                        .ok_or_else(|| op_err(op, "bad result type"))?;
                     match op.attr("value") {
                         Some(Attribute::Int(i)) if t.is_int() => Val::Int(wrap_int(t, *i)),
                         Some(a) if t.is_float() => {
@@ -645,7 +797,11 @@ impl Machine<'_> {
                 }
                 OpKind::Dim => {
                     let t = self.tensor(op)?;
-                    let d = op.int_attr("dim").and_then(|d| usize::try_from(d).ok()).filter(|&d| d < t.shape.len()).ok_or_else(|| op_err(op, "bad 'dim'"))?;
+                    let d = op
+                        .int_attr("dim")
+                        .and_then(|d| usize::try_from(d).ok())
+                        .filter(|&d| d < t.shape.len())
+                        .ok_or_else(|| op_err(op, "bad 'dim'"))?;
                     Val::Int(t.shape[d] as i64)
                 }
                 OpKind::CmpI => {
@@ -663,7 +819,10 @@ impl Machine<'_> {
                 }
                 OpKind::Select => {
                     let c = self.int(op, 0)?;
-                    let v = *op.operands.get(if c != 0 { 1 } else { 2 }).ok_or_else(|| op_err(op, "missing operand"))?;
+                    let v = *op
+                        .operands
+                        .get(if c != 0 { 1 } else { 2 })
+                        .ok_or_else(|| op_err(op, "missing operand"))?;
                     self.get(op, v)?
                 }
                 OpKind::Load => self.load(op)?,
@@ -672,7 +831,11 @@ impl Machine<'_> {
                 OpKind::Transpose => {
                     let a = self.tile(op, 0)?;
                     let (shape, elem) = self.result_tile(op)?;
-                    if a.shape.len() != 2 || shape.len() != 2 || a.shape[0] != shape[1] || a.shape[1] != shape[0] {
+                    if a.shape.len() != 2
+                        || shape.len() != 2
+                        || a.shape[0] != shape[1]
+                        || a.shape[1] != shape[0]
+                    {
                         return Err(op_err(op, "bad shapes"));
                     }
                     let (r, c) = (a.shape[0], a.shape[1]);
@@ -692,7 +855,10 @@ impl Machine<'_> {
                 OpKind::Splat => {
                     let (shape, elem) = self.result_tile(op)?;
                     let n = shape.iter().product();
-                    let v = *op.operands.first().ok_or_else(|| op_err(op, "missing operand"))?;
+                    let v = *op
+                        .operands
+                        .first()
+                        .ok_or_else(|| op_err(op, "missing operand"))?;
                     let data = match self.get(op, v)? {
                         Val::Float(x) => Data::Float(vec![x; n]),
                         Val::Int(x) => Data::Int(vec![x; n]),
@@ -713,12 +879,23 @@ impl Machine<'_> {
     }
 
     fn elementwise(&mut self, op: &Operation, arity: usize) -> R<Val> {
-        let elem = self.result_type(op)?.elem().ok_or_else(|| op_err(op, "bad result type"))?;
+        let elem = self
+            .result_type(op)?
+            .elem()
+            .ok_or_else(|| op_err(op, "bad result type"))?;
         let f = |a: f32, b: f32| -> R<f32> {
-            let r = if arity == 2 { float_binary(op.kind, elem, a, b) } else { float_unary(op.kind, elem, a) };
+            let r = if arity == 2 {
+                float_binary(op.kind, elem, a, b)
+            } else {
+                float_unary(op.kind, elem, a)
+            };
             r.ok_or_else(|| op_err(op, "not a float op"))
         };
-        let vals: Vec<Val> = op.operands.iter().map(|&v| self.get(op, v)).collect::<R<_>>()?;
+        let vals: Vec<Val> = op
+            .operands
+            .iter()
+            .map(|&v| self.get(op, v))
+            .collect::<R<_>>()?;
         if vals.len() != arity {
             return Err(op_err(op, format!("expects {arity} operand(s)")));
         }
@@ -731,10 +908,16 @@ impl Machine<'_> {
                     Some(Val::Tile(b)) if b.shape == a.shape => Some(b.clone()),
                     _ => return Err(op_err(op, "operand shapes differ")),
                 };
-                let Data::Float(x) = &a.data else { return Err(op_err(op, "expects float tiles")) };
+                let Data::Float(x) = &a.data else {
+                    return Err(op_err(op, "expects float tiles"));
+                };
                 let out = match b.as_deref().map(|b| &b.data) {
                     None => x.iter().map(|&p| f(p, 0.0)).collect::<R<Vec<_>>>()?,
-                    Some(Data::Float(y)) => x.iter().zip(y).map(|(&p, &q)| f(p, q)).collect::<R<Vec<_>>>()?,
+                    Some(Data::Float(y)) => x
+                        .iter()
+                        .zip(y)
+                        .map(|(&p, &q)| f(p, q))
+                        .collect::<R<Vec<_>>>()?,
                     Some(Data::Int(_)) => return Err(op_err(op, "expects float tiles")),
                 };
                 Ok(tile_val(a.shape.clone(), elem, Data::Float(out)))
@@ -748,8 +931,14 @@ impl Machine<'_> {
         if step <= 0 {
             return Err(op_err(op, format!("step {step} is not positive")));
         }
-        let body = op.regions.first().ok_or_else(|| op_err(op, "missing body"))?;
-        let mut carried: Vec<Val> = op.operands[3..].iter().map(|&v| self.get(op, v)).collect::<R<_>>()?;
+        let body = op
+            .regions
+            .first()
+            .ok_or_else(|| op_err(op, "missing body"))?;
+        let mut carried: Vec<Val> = op.operands[3..]
+            .iter()
+            .map(|&v| self.get(op, v))
+            .collect::<R<_>>()?;
         if body.args.len() != carried.len() + 1 {
             return Err(op_err(op, "body arguments do not match the carried values"));
         }
@@ -780,8 +969,15 @@ impl Machine<'_> {
     /// `tile.while`: the body runs at least once, then again while it yields a non-zero
     /// first value; at most [`MAX_WHILE_ITERATIONS`] iterations (then an error, not a hang).
     fn while_loop(&mut self, op: &Operation) -> R<()> {
-        let body = op.regions.first().ok_or_else(|| op_err(op, "missing body"))?;
-        let mut carried: Vec<Val> = op.operands.iter().map(|&v| self.get(op, v)).collect::<R<_>>()?;
+        let body = op
+            .regions
+            .first()
+            .ok_or_else(|| op_err(op, "missing body"))?;
+        let mut carried: Vec<Val> = op
+            .operands
+            .iter()
+            .map(|&v| self.get(op, v))
+            .collect::<R<_>>()?;
         if body.args.len() != carried.len() {
             return Err(op_err(op, "body arguments do not match the carried values"));
         }
@@ -789,14 +985,20 @@ impl Machine<'_> {
         loop {
             n += 1;
             if n > MAX_WHILE_ITERATIONS {
-                return Err(op_err(op, format!("'tile.while' ran more than {MAX_WHILE_ITERATIONS} iterations")));
+                return Err(op_err(
+                    op,
+                    format!("'tile.while' ran more than {MAX_WHILE_ITERATIONS} iterations"),
+                ));
             }
             for (&a, c) in body.args.iter().zip(carried) {
                 self.set(op, a, c)?;
             }
             let mut ys = self.block(body)?;
             if ys.len() != body.args.len() + 1 {
-                return Err(op_err(op, "body must yield the continue flag and the carried values"));
+                return Err(op_err(
+                    op,
+                    "body must yield the continue flag and the carried values",
+                ));
             }
             let go = match ys.remove(0) {
                 Val::Int(i) => i != 0,
@@ -830,7 +1032,9 @@ impl Machine<'_> {
         for lin in 0..n {
             let mut off = Some(0usize);
             for d in 0..shape.len() {
-                let c = offs[d].checked_add(idx[d] as i64).filter(|&c| c >= 0 && (c as u64) < t.shape[d] as u64);
+                let c = offs[d]
+                    .checked_add(idx[d] as i64)
+                    .filter(|&c| c >= 0 && (c as u64) < t.shape[d] as u64);
                 off = match (off, c) {
                     (Some(o), Some(c)) => Some(o + c as usize * t.strides[d]),
                     _ => None,
@@ -853,7 +1057,9 @@ impl Machine<'_> {
         let rank = self.tensor(op)?.shape.len();
         let offs = self.offsets(op, rank)?;
         let value = self.tile(op, rank + 1)?;
-        let Some(ArgValue::Tensor(t)) = self.args.get_mut(ti) else { return Err(op_err(op, "operand 0 is not a tensor")) };
+        let Some(ArgValue::Tensor(t)) = self.args.get_mut(ti) else {
+            return Err(op_err(op, "operand 0 is not a tensor"));
+        };
         if value.shape.len() != rank || value.elem != t.elem {
             return Err(op_err(op, "the tile does not match the tensor"));
         }
@@ -861,7 +1067,9 @@ impl Machine<'_> {
         for lin in 0..value.data.len() {
             let mut off = Some(0usize);
             for d in 0..rank {
-                let c = offs[d].checked_add(idx[d] as i64).filter(|&c| c >= 0 && (c as u64) < t.shape[d] as u64);
+                let c = offs[d]
+                    .checked_add(idx[d] as i64)
+                    .filter(|&c| c >= 0 && (c as u64) < t.shape[d] as u64);
                 off = match (off, c) {
                     (Some(o), Some(c)) => Some(o + c as usize * t.strides[d]),
                     _ => None,
@@ -869,7 +1077,9 @@ impl Machine<'_> {
             }
             if let Some(o) = off {
                 match (&mut t.data, &value.data) {
-                    (Data::Float(dst), Data::Float(src)) if op.kind == OpKind::AtomicAdd => dst[o] = round_to(t.elem, dst[o] + src[lin]),
+                    (Data::Float(dst), Data::Float(src)) if op.kind == OpKind::AtomicAdd => {
+                        dst[o] = round_to(t.elem, dst[o] + src[lin])
+                    }
                     (Data::Float(dst), Data::Float(src)) => dst[o] = src[lin],
                     (Data::Int(dst), Data::Int(src)) => dst[o] = src[lin],
                     _ => return Err(op_err(op, "element kinds differ")),
@@ -883,7 +1093,13 @@ impl Machine<'_> {
     fn dot(&mut self, op: &Operation) -> R<Val> {
         let (a, b, c) = (self.tile(op, 0)?, self.tile(op, 1)?, self.tile(op, 2)?);
         let (shape, elem) = self.result_tile(op)?;
-        let ok = a.shape.len() == 2 && b.shape.len() == 2 && c.shape.len() == 2 && a.shape[1] == b.shape[0] && c.shape[0] == a.shape[0] && c.shape[1] == b.shape[1] && shape == c.shape;
+        let ok = a.shape.len() == 2
+            && b.shape.len() == 2
+            && c.shape.len() == 2
+            && a.shape[1] == b.shape[0]
+            && c.shape[0] == a.shape[0]
+            && c.shape[1] == b.shape[1]
+            && shape == c.shape;
         if !ok {
             return Err(op_err(op, "bad shapes"));
         }
@@ -905,18 +1121,40 @@ impl Machine<'_> {
     }
 
     fn convert(&mut self, op: &Operation) -> R<Val> {
-        let to = self.result_type(op)?.elem().ok_or_else(|| op_err(op, "bad result type"))?;
-        let cvt_f = |x: f32| if to.is_float() { Val::Float(convert_float(to, x)) } else { Val::Int(float_to_int(to, x)) };
-        let cvt_i = |x: i64| if to.is_float() { Val::Float(int_to_float(to, x)) } else { Val::Int(wrap_int(to, x)) };
-        let v = *op.operands.first().ok_or_else(|| op_err(op, "missing operand"))?;
+        let to = self
+            .result_type(op)?
+            .elem()
+            .ok_or_else(|| op_err(op, "bad result type"))?;
+        let cvt_f = |x: f32| {
+            if to.is_float() {
+                Val::Float(convert_float(to, x))
+            } else {
+                Val::Int(float_to_int(to, x))
+            }
+        };
+        let cvt_i = |x: i64| {
+            if to.is_float() {
+                Val::Float(int_to_float(to, x))
+            } else {
+                Val::Int(wrap_int(to, x))
+            }
+        };
+        let v = *op
+            .operands
+            .first()
+            .ok_or_else(|| op_err(op, "missing operand"))?;
         Ok(match self.get(op, v)? {
             Val::Float(x) => cvt_f(x),
             Val::Int(x) => cvt_i(x),
             Val::Tile(t) => {
                 let data = match &t.data {
-                    Data::Float(v) if to.is_float() => Data::Float(v.iter().map(|&x| convert_float(to, x)).collect()),
+                    Data::Float(v) if to.is_float() => {
+                        Data::Float(v.iter().map(|&x| convert_float(to, x)).collect())
+                    }
                     Data::Float(v) => Data::Int(v.iter().map(|&x| float_to_int(to, x)).collect()),
-                    Data::Int(v) if to.is_float() => Data::Float(v.iter().map(|&x| int_to_float(to, x)).collect()),
+                    Data::Int(v) if to.is_float() => {
+                        Data::Float(v.iter().map(|&x| int_to_float(to, x)).collect())
+                    }
                     Data::Int(v) => Data::Int(v.iter().map(|&x| wrap_int(to, x)).collect()),
                 };
                 tile_val(t.shape.clone(), to, data)
@@ -928,19 +1166,30 @@ impl Machine<'_> {
     fn broadcast(&mut self, op: &Operation) -> R<Val> {
         let (shape, elem) = self.result_tile(op)?;
         let n: usize = shape.iter().product();
-        let v = *op.operands.first().ok_or_else(|| op_err(op, "missing operand"))?;
+        let v = *op
+            .operands
+            .first()
+            .ok_or_else(|| op_err(op, "missing operand"))?;
         let data = match self.get(op, v)? {
             Val::Float(x) => Data::Float(vec![x; n]),
             Val::Int(x) => Data::Int(vec![x; n]),
             Val::Tile(a) => {
-                if a.shape.len() != shape.len() || a.shape.iter().zip(&shape).any(|(&s, &d)| s != d && s != 1) {
+                if a.shape.len() != shape.len()
+                    || a.shape.iter().zip(&shape).any(|(&s, &d)| s != d && s != 1)
+                {
                     return Err(op_err(op, "bad shapes"));
                 }
                 let src_strides = row_major_strides(&a.shape);
                 let mut idx = vec![0usize; shape.len()];
                 let mut map = Vec::with_capacity(n);
                 for _ in 0..n {
-                    map.push(idx.iter().zip(&a.shape).zip(&src_strides).map(|((&i, &s), &st)| if s == 1 { 0 } else { i * st }).sum::<usize>());
+                    map.push(
+                        idx.iter()
+                            .zip(&a.shape)
+                            .zip(&src_strides)
+                            .map(|((&i, &s), &st)| if s == 1 { 0 } else { i * st })
+                            .sum::<usize>(),
+                    );
                     step_index(&mut idx, &shape);
                 }
                 gather(&a.data, n, |i| map[i])
@@ -953,9 +1202,15 @@ impl Machine<'_> {
     fn reduce(&mut self, op: &Operation) -> R<Val> {
         let a = self.tile(op, 0)?;
         let (shape, elem) = self.result_tile(op)?;
-        let d = op.int_attr("dim").and_then(|d| usize::try_from(d).ok()).filter(|&d| d < a.shape.len()).ok_or_else(|| op_err(op, "bad 'dim'"))?;
+        let d = op
+            .int_attr("dim")
+            .and_then(|d| usize::try_from(d).ok())
+            .filter(|&d| d < a.shape.len())
+            .ok_or_else(|| op_err(op, "bad 'dim'"))?;
         let kind = op.str_attr("kind").unwrap_or("");
-        let Data::Float(x) = &a.data else { return Err(op_err(op, "expects a float tile")) };
+        let Data::Float(x) = &a.data else {
+            return Err(op_err(op, "expects a float tile"));
+        };
         let f: fn(f32, f32) -> f32 = match kind {
             "add" => |p, q| p + q,
             "max" => max_num,
@@ -1057,7 +1312,10 @@ mod tests {
         assert_eq!(got.len(), want.len());
         for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
             let tol = w.abs() * 2f64.powi(-8) + (k * k) as f64 * 2f64.powi(-24) + 1e-30;
-            assert!((g - w).abs() <= tol, "element {i}: got {g}, want {w} (tolerance {tol})");
+            assert!(
+                (g - w).abs() <= tol,
+                "element {i}: got {g}, want {w} (tolerance {tol})"
+            );
         }
     }
 
@@ -1065,13 +1323,25 @@ mod tests {
     fn gemm_bf16_ragged_matches_f64_reference() {
         let m = example("gemm_bf16.tile");
         let mut rng = Rng(0x9e3779b97f4a7c15);
-        for &(mm, nn, kk) in &[(37usize, 300usize, 130usize), (1, 1, 1), (128, 256, 64), (129, 257, 65)] {
+        for &(mm, nn, kk) in &[
+            (37usize, 300usize, 130usize),
+            (1, 1, 1),
+            (128, 256, 64),
+            (129, 257, 65),
+        ] {
             let a = random(&mut rng, ScalarType::BF16, &[mm, kk]);
             let b = random(&mut rng, ScalarType::BF16, &[kk, nn]);
             let want = gemm_f64(&a, &b, mm, nn, kk);
             // Poison the output: every element must be written.
             let c = Tensor::filled(ScalarType::BF16, &[mm, nn], f32::NAN);
-            let mut args = vec![ArgValue::Tensor(a), ArgValue::Tensor(b), ArgValue::Tensor(c), ArgValue::Int(mm as i64), ArgValue::Int(nn as i64), ArgValue::Int(kk as i64)];
+            let mut args = vec![
+                ArgValue::Tensor(a),
+                ArgValue::Tensor(b),
+                ArgValue::Tensor(c),
+                ArgValue::Int(mm as i64),
+                ArgValue::Int(nn as i64),
+                ArgValue::Int(kk as i64),
+            ];
             run(&m, "gemm_bf16", &mut args).unwrap();
             let got = args[2].tensor().unwrap().to_f64_vec();
             assert_bf16_close(&got, &want, kk);
@@ -1094,7 +1364,15 @@ mod tests {
             }
         }
         let c = Tensor::filled(ScalarType::BF16, &[mm, nn], f32::NAN);
-        let mut args = vec![ArgValue::Tensor(a), ArgValue::Tensor(b), ArgValue::Tensor(bias), ArgValue::Tensor(c), ArgValue::Int(mm as i64), ArgValue::Int(nn as i64), ArgValue::Int(kk as i64)];
+        let mut args = vec![
+            ArgValue::Tensor(a),
+            ArgValue::Tensor(b),
+            ArgValue::Tensor(bias),
+            ArgValue::Tensor(c),
+            ArgValue::Int(mm as i64),
+            ArgValue::Int(nn as i64),
+            ArgValue::Int(kk as i64),
+        ];
         run(&m, "gemm_bias_relu", &mut args).unwrap();
         let got = args[3].tensor().unwrap().to_f64_vec();
         assert_bf16_close(&got, &want, kk);
@@ -1107,18 +1385,34 @@ mod tests {
         // slices past K (empty) included, gives A·B.
         let m = example("gemm_bf16_splitk_64x64.tile");
         let mut rng = Rng(0x5eed);
-        for &(mm, nn, kk) in &[(16usize, 130usize, 200usize), (65, 64, 64), (3, 5, 1), (16, 64, 450)] {
+        for &(mm, nn, kk) in &[
+            (16usize, 130usize, 200usize),
+            (65, 64, 64),
+            (3, 5, 1),
+            (16, 64, 450),
+        ] {
             let a = random(&mut rng, ScalarType::BF16, &[mm, kk]);
             let b = random(&mut rng, ScalarType::BF16, &[kk, nn]);
             let want = gemm_f64(&a, &b, mm, nn, kk);
             for s in [1usize, 2, 3, 5, 8] {
                 let w = Tensor::filled(ScalarType::F32, &[mm, nn], 0.0);
-                let mut args = vec![ArgValue::Tensor(a.clone()), ArgValue::Tensor(b.clone()), ArgValue::Tensor(w), ArgValue::Int(mm as i64), ArgValue::Int(nn as i64), ArgValue::Int(kk as i64), ArgValue::Int(s as i64)];
+                let mut args = vec![
+                    ArgValue::Tensor(a.clone()),
+                    ArgValue::Tensor(b.clone()),
+                    ArgValue::Tensor(w),
+                    ArgValue::Int(mm as i64),
+                    ArgValue::Int(nn as i64),
+                    ArgValue::Int(kk as i64),
+                    ArgValue::Int(s as i64),
+                ];
                 run(&m, "gemm_bf16_splitk_64x64", &mut args).unwrap();
                 let got = args[2].tensor().unwrap().to_f64_vec();
                 for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
                     let tol = (kk * kk) as f64 * 2f64.powi(-23) + 1e-30;
-                    assert!((g - w).abs() <= tol, "S = {s}, {mm}x{nn}x{kk}, element {i}: got {g}, want {w}");
+                    assert!(
+                        (g - w).abs() <= tol,
+                        "S = {s}, {mm}x{nn}x{kk}, element {i}: got {g}, want {w}"
+                    );
                 }
             }
         }
@@ -1136,7 +1430,12 @@ mod tests {
 ";
         let m = parse(src, "t.tile").unwrap();
         verify(&m).unwrap();
-        let x = Tensor { elem: ScalarType::F32, shape: vec![3, 4], strides: vec![5, 1], data: Data::Float((0..15).map(|i| i as f32).collect()) };
+        let x = Tensor {
+            elem: ScalarType::F32,
+            shape: vec![3, 4],
+            strides: vec![5, 1],
+            data: Data::Float((0..15).map(|i| i as f32).collect()),
+        };
         let y = Tensor::filled(ScalarType::F32, &[3, 4], 1.0);
         let mut args = vec![ArgValue::Tensor(x), ArgValue::Tensor(y)];
         run(&m, "k", &mut args).unwrap();
@@ -1163,7 +1462,12 @@ mod tests {
 ";
         let m = parse(src, "t.tile").unwrap();
         verify(&m).unwrap();
-        let x = Tensor { elem: ScalarType::F32, shape: vec![3, 4], strides: vec![5, 1], data: Data::Float((0..15).map(|i| i as f32).collect()) };
+        let x = Tensor {
+            elem: ScalarType::F32,
+            shape: vec![3, 4],
+            strides: vec![5, 1],
+            data: Data::Float((0..15).map(|i| i as f32).collect()),
+        };
         let y = Tensor::filled(ScalarType::F32, &[3, 4], -1.0);
         let mut args = vec![ArgValue::Tensor(x), ArgValue::Tensor(y)];
         run(&m, "k", &mut args).unwrap();
@@ -1179,7 +1483,10 @@ mod tests {
     fn rounding_is_to_nearest_even() {
         // 1 + 2^-8 lies halfway between the bf16 values 1 and 1 + 2^-7: ties to even (1).
         assert_eq!(round_to(ScalarType::BF16, 1.0 + 2f32.powi(-8)), 1.0);
-        assert_eq!(round_to(ScalarType::BF16, 1.0 + 3.0 * 2f32.powi(-8)), 1.0 + 2.0 * 2f32.powi(-7));
+        assert_eq!(
+            round_to(ScalarType::BF16, 1.0 + 3.0 * 2f32.powi(-8)),
+            1.0 + 2.0 * 2f32.powi(-7)
+        );
         assert_eq!(round_to(ScalarType::F16, 1.0 + 2f32.powi(-11)), 1.0);
         assert_eq!(round_to(ScalarType::F16, 70000.0), f32::INFINITY);
         assert_eq!(max_num(-0.0, 0.0).to_bits(), 0.0f32.to_bits());
@@ -1216,23 +1523,58 @@ mod tests {
 ";
         let m = parse(src, "t.tile").unwrap();
         verify(&m).unwrap();
-        let mut args = vec![ArgValue::Tensor(Tensor::zeros(ScalarType::F32, &[8])), ArgValue::Int(2), ArgValue::Float(1.5)];
+        let mut args = vec![
+            ArgValue::Tensor(Tensor::zeros(ScalarType::F32, &[8])),
+            ArgValue::Int(2),
+            ArgValue::Float(1.5),
+        ];
         run(&m, "k", &mut args).unwrap();
         // ceildiv(3, 2) = 2: program 1 stores at 6 (two elements in bounds).
-        assert_eq!(args[0].tensor().unwrap().to_f64_vec(), vec![6.0, 6.0, 6.0, 6.0, 0.0, 0.0, -6.0, -6.0]);
+        assert_eq!(
+            args[0].tensor().unwrap().to_f64_vec(),
+            vec![6.0, 6.0, 6.0, 6.0, 0.0, 0.0, -6.0, -6.0]
+        );
         // ceildiv by zero is an error, not a panic.
-        let mut args = vec![ArgValue::Tensor(Tensor::zeros(ScalarType::F32, &[8])), ArgValue::Int(0), ArgValue::Float(1.5)];
+        let mut args = vec![
+            ArgValue::Tensor(Tensor::zeros(ScalarType::F32, &[8])),
+            ArgValue::Int(0),
+            ArgValue::Float(1.5),
+        ];
         let e = run(&m, "k", &mut args).unwrap_err();
         assert!(e.to_string().contains("division by zero"), "{e}");
         // Wrong arguments.
         let mut args = vec![ArgValue::Int(0)];
-        assert!(matches!(run(&m, "k", &mut args), Err(InterpError::ArgCount { .. })));
-        assert!(matches!(run(&m, "nope", &mut args), Err(InterpError::NoKernel(_))));
+        assert!(matches!(
+            run(&m, "k", &mut args),
+            Err(InterpError::ArgCount { .. })
+        ));
+        assert!(matches!(
+            run(&m, "nope", &mut args),
+            Err(InterpError::NoKernel(_))
+        ));
         let mut args = vec![ArgValue::Float(0.0), ArgValue::Int(2), ArgValue::Float(1.5)];
-        assert!(matches!(run(&m, "k", &mut args), Err(InterpError::Arg { index: 0, .. })));
+        assert!(matches!(
+            run(&m, "k", &mut args),
+            Err(InterpError::Arg { index: 0, .. })
+        ));
         // A budget stops long runs.
-        let mut args = vec![ArgValue::Tensor(Tensor::zeros(ScalarType::F32, &[8])), ArgValue::Int(1 << 40), ArgValue::Float(1.5)];
-        assert_eq!(run_with(&m, "k", &mut args, Limits { max_ops: 10_000, ..Limits::default() }), Err(InterpError::Budget(10_000)));
+        let mut args = vec![
+            ArgValue::Tensor(Tensor::zeros(ScalarType::F32, &[8])),
+            ArgValue::Int(1 << 40),
+            ArgValue::Float(1.5),
+        ];
+        assert_eq!(
+            run_with(
+                &m,
+                "k",
+                &mut args,
+                Limits {
+                    max_ops: 10_000,
+                    ..Limits::default()
+                }
+            ),
+            Err(InterpError::Budget(10_000))
+        );
     }
 
     #[test]
@@ -1259,13 +1601,26 @@ mod tests {
             let mut args = vec![
                 ArgValue::Tensor(random(&mut rng, ScalarType::F32, &[2, 3])),
                 ArgValue::Tensor(random(&mut rng, ScalarType::F32, &[3, 2])),
-                ArgValue::Tensor(Tensor::from_f32(ScalarType::F32, &[2, 2], &[-0.0, 0.0, rng.unit(), 1e30])),
+                ArgValue::Tensor(Tensor::from_f32(
+                    ScalarType::F32,
+                    &[2, 2],
+                    &[-0.0, 0.0, rng.unit(), 1e30],
+                )),
                 ArgValue::Tensor(Tensor::zeros(ScalarType::F32, &[2, 2])),
                 ArgValue::Tensor(Tensor::zeros(ScalarType::F32, &[2, 2])),
             ];
             run(&m, "k", &mut args).unwrap();
-            let bits = |t: &Tensor| t.to_f32_vec().unwrap().iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-            assert_eq!(bits(args[3].tensor().unwrap()), bits(args[4].tensor().unwrap()));
+            let bits = |t: &Tensor| {
+                t.to_f32_vec()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.to_bits())
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(
+                bits(args[3].tensor().unwrap()),
+                bits(args[4].tensor().unwrap())
+            );
         }
     }
 

@@ -147,7 +147,9 @@ impl Module {
 
     /// The source name of `v`, if any.
     pub fn name(&self, v: Value) -> Option<&str> {
-        self.values.get(v.0 as usize).and_then(|i| i.name.as_deref())
+        self.values
+            .get(v.0 as usize)
+            .and_then(|i| i.name.as_deref())
     }
 
     /// The kernels of the module.

@@ -108,7 +108,11 @@ pub fn lex(src: &str, file: &Arc<str>, first_line: u32) -> Result<Vec<Token>, Di
                     i += 1;
                 }
                 if i == start + 1 {
-                    return Err(err(line, col, format!("expected a name after '{}'", c as char)));
+                    return Err(err(
+                        line,
+                        col,
+                        format!("expected a name after '{}'", c as char),
+                    ));
                 }
                 let name = src[start + 1..i].to_string();
                 match c {
@@ -176,14 +180,23 @@ pub fn lex(src: &str, file: &Arc<str>, first_line: u32) -> Result<Vec<Token>, Di
                     Tok::Int(v)
                 } else if is_int_text {
                     // Not silently a float: 2^64 would print back as 1.8446744073709552e19.
-                    return Err(err(line, col, format!("integer literal '{text}' does not fit in 64 bits")));
+                    return Err(err(
+                        line,
+                        col,
+                        format!("integer literal '{text}' does not fit in 64 bits"),
+                    ));
                 } else if let Ok(v) = text.parse::<f64>() {
-                    if text.contains(|ch: char| ch.is_ascii_alphabetic() && ch != 'e' && ch != 'E') {
+                    if text.contains(|ch: char| ch.is_ascii_alphabetic() && ch != 'e' && ch != 'E')
+                    {
                         return Err(err(line, col, format!("malformed number '{text}'")));
                     }
                     if !v.is_finite() {
                         // `1e999` would become infinity, which has no spelling to print back.
-                        return Err(err(line, col, format!("float literal '{text}' is out of range")));
+                        return Err(err(
+                            line,
+                            col,
+                            format!("float literal '{text}' is out of range"),
+                        ));
                     }
                     Tok::Float(v)
                 } else {
@@ -227,10 +240,20 @@ pub fn lex(src: &str, file: &Arc<str>, first_line: u32) -> Result<Vec<Token>, Di
                 return Err(err(line, col, format!("unexpected character {ch:?}")));
             }
         };
-        toks.push(Token { tok, line, col: col as u32 + 1, newline_before });
+        toks.push(Token {
+            tok,
+            line,
+            col: col as u32 + 1,
+            newline_before,
+        });
         (end_line, end_col) = (line, i - line_start + 1);
         newline_before = false;
     }
-    toks.push(Token { tok: Tok::Eof, line: end_line, col: end_col as u32, newline_before: true });
+    toks.push(Token {
+        tok: Tok::Eof,
+        line: end_line,
+        col: end_col as u32,
+        newline_before: true,
+    });
     Ok(toks)
 }

@@ -23,7 +23,11 @@ impl Location {
 
     /// The location of IR built without source text (builder API): `<builder>:0:0`.
     pub fn unknown() -> Self {
-        Location { file: Arc::from("<builder>"), line: 0, col: 0 }
+        Location {
+            file: Arc::from("<builder>"),
+            line: 0,
+            col: 0,
+        }
     }
 
     /// Whether this is [`Location::unknown`].

@@ -86,7 +86,13 @@ pub fn split_input(src: &str) -> Vec<(&str, u32)> {
 /// As [`parse`].
 pub fn parse_chunk(src: &str, file: &Arc<str>, first_line: u32) -> Result<Module, Diagnostics> {
     let toks = lex(src, file, first_line)?;
-    let mut p = Parser { toks, pos: 0, file: file.clone(), module: Module::new(), scopes: vec![] };
+    let mut p = Parser {
+        toks,
+        pos: 0,
+        file: file.clone(),
+        module: Module::new(),
+        scopes: vec![],
+    };
     p.module_body().map_err(Diagnostics::from)?;
     Ok(p.module)
 }
@@ -163,7 +169,10 @@ impl Parser {
 
     fn define(&mut self, name: String, ty: Type, loc: &Location) -> PResult<Value> {
         if self.lookup(&name).is_some() {
-            return Err(Diagnostic::error(loc.clone(), format!("redefinition of value '%{name}'")));
+            return Err(Diagnostic::error(
+                loc.clone(),
+                format!("redefinition of value '%{name}'"),
+            ));
         }
         let v = self.module.new_value(ty, Some(name.clone()));
         self.scopes.last_mut().expect("scope").insert(name, v);
@@ -173,10 +182,13 @@ impl Parser {
     fn use_value(&mut self) -> PResult<Value> {
         let loc = self.loc();
         match self.bump() {
-            Tok::ValueRef(n) => self.lookup(&n).ok_or_else(|| {
-                Diagnostic::error(loc, format!("use of undefined value '%{n}'"))
-            }),
-            t => Err(Diagnostic::error(loc, format!("expected a value, found {}", t.describe()))),
+            Tok::ValueRef(n) => self
+                .lookup(&n)
+                .ok_or_else(|| Diagnostic::error(loc, format!("use of undefined value '%{n}'"))),
+            t => Err(Diagnostic::error(
+                loc,
+                format!("expected a value, found {}", t.describe()),
+            )),
         }
     }
 
@@ -190,11 +202,19 @@ impl Parser {
                 match self.bump() {
                     Tok::ValueRef(n) => {
                         if result_names.iter().any(|(m, _)| *m == n) {
-                            return Err(Diagnostic::error(l, format!("redefinition of value '%{n}'")));
+                            return Err(Diagnostic::error(
+                                l,
+                                format!("redefinition of value '%{n}'"),
+                            ));
                         }
                         result_names.push((n, l));
                     }
-                    t => return Err(Diagnostic::error(l, format!("expected a result name, found {}", t.describe()))),
+                    t => {
+                        return Err(Diagnostic::error(
+                            l,
+                            format!("expected a result name, found {}", t.describe()),
+                        ))
+                    }
                 }
                 if !self.eat_punct(",") {
                     break;
@@ -205,10 +225,14 @@ impl Parser {
         // Name.
         let name_loc = self.loc();
         let kind = match self.bump() {
-            Tok::Ident(n) => OpKind::from_name(&n).ok_or_else(|| {
-                Diagnostic::error(name_loc.clone(), format!("unknown op '{n}'"))
-            })?,
-            t => return Err(Diagnostic::error(name_loc, format!("expected an op name, found {}", t.describe()))),
+            Tok::Ident(n) => OpKind::from_name(&n)
+                .ok_or_else(|| Diagnostic::error(name_loc.clone(), format!("unknown op '{n}'")))?,
+            t => {
+                return Err(Diagnostic::error(
+                    name_loc,
+                    format!("expected an op name, found {}", t.describe()),
+                ))
+            }
         };
         let mut op = Operation::new(kind, loc.clone());
         // Symbol and signature.
@@ -230,7 +254,10 @@ impl Parser {
             }
         }
         // Attributes.
-        if self.is_punct("{") && matches!(self.peek_at(1), Tok::Ident(_)) && matches!(self.peek_at(2), Tok::Punct("=")) {
+        if self.is_punct("{")
+            && matches!(self.peek_at(1), Tok::Ident(_))
+            && matches!(self.peek_at(2), Tok::Punct("="))
+        {
             op.attrs = self.attr_dict()?;
         }
         // Result types.
@@ -286,7 +313,12 @@ impl Parser {
                 let l = self.loc();
                 let n = match self.bump() {
                     Tok::ValueRef(n) => n,
-                    t => return Err(Diagnostic::error(l, format!("expected an argument name, found {}", t.describe()))),
+                    t => {
+                        return Err(Diagnostic::error(
+                            l,
+                            format!("expected an argument name, found {}", t.describe()),
+                        ))
+                    }
                 };
                 self.expect_punct(":")?;
                 let t = self.ty()?;
@@ -300,7 +332,11 @@ impl Parser {
         Ok(args)
     }
 
-    fn region(&mut self, sig_args: Option<Vec<(String, Type, Location)>>, depth: usize) -> PResult<Block> {
+    fn region(
+        &mut self,
+        sig_args: Option<Vec<(String, Type, Location)>>,
+        depth: usize,
+    ) -> PResult<Block> {
         let open = self.loc();
         self.expect_punct("{")?;
         self.scopes.push(HashMap::new());
@@ -325,8 +361,10 @@ impl Parser {
                 break;
             }
             if *self.peek() == Tok::Eof {
-                return Err(Diagnostic::error(self.loc(), "unterminated region: expected '}'")
-                    .with_note(open, "the region starts here"));
+                return Err(
+                    Diagnostic::error(self.loc(), "unterminated region: expected '}'")
+                        .with_note(open, "the region starts here"),
+                );
             }
             let op = self.operation(depth)?;
             block.ops.push(op);
@@ -342,7 +380,12 @@ impl Parser {
             let l = self.loc();
             let key = match self.bump() {
                 Tok::Ident(k) => k,
-                t => return Err(Diagnostic::error(l, format!("expected an attribute name, found {}", t.describe()))),
+                t => {
+                    return Err(Diagnostic::error(
+                        l,
+                        format!("expected an attribute name, found {}", t.describe()),
+                    ))
+                }
             };
             self.expect_punct("=")?;
             let v = self.attr(0)?;
@@ -398,15 +441,24 @@ impl Parser {
                 Attribute::Array(v)
             }
             Tok::ValueRef(_) => Attribute::Expr(self.expr(depth)?),
-            Tok::Ident(w) if Expr::FUNCTIONS.contains(&w.as_str()) => Attribute::Expr(self.expr(depth)?),
+            Tok::Ident(w) if Expr::FUNCTIONS.contains(&w.as_str()) => {
+                Attribute::Expr(self.expr(depth)?)
+            }
             Tok::Ident(_) | Tok::AngleType(_) => Attribute::Type(self.ty()?),
-            t => return Err(Diagnostic::error(l, format!("expected an attribute value, found {}", t.describe()))),
+            t => {
+                return Err(Diagnostic::error(
+                    l,
+                    format!("expected an attribute value, found {}", t.describe()),
+                ))
+            }
         })
     }
 
     fn expr(&mut self, depth: usize) -> PResult<Expr> {
         if depth > MAX_NESTING {
-            return self.err(format!("expression nested deeper than {MAX_NESTING} levels"));
+            return self.err(format!(
+                "expression nested deeper than {MAX_NESTING} levels"
+            ));
         }
         let l = self.loc();
         match self.bump() {
@@ -420,7 +472,10 @@ impl Parser {
                 self.expect_punct(")")?;
                 Ok(Expr::binary(&f, a, b).expect("listed function"))
             }
-            t => Err(Diagnostic::error(l, format!("expected an expression, found {}", t.describe()))),
+            t => Err(Diagnostic::error(
+                l,
+                format!("expected an expression, found {}", t.describe()),
+            )),
         }
     }
 
@@ -449,7 +504,9 @@ impl Parser {
 fn split_dims(inner: &str) -> (Vec<&str>, &str) {
     let looks_like_dim = |s: &str| {
         let t = s.trim();
-        !t.is_empty() && t.chars().all(|c| c.is_ascii_digit() || matches!(c, '?' | '+' | '-'))
+        !t.is_empty()
+            && t.chars()
+                .all(|c| c.is_ascii_digit() || matches!(c, '?' | '+' | '-'))
     };
     let mut dims = vec![];
     let mut rest = inner;
@@ -474,7 +531,9 @@ fn parse_angle_type(text: &str) -> Result<Type, String> {
     let (head, rest) = text.split_once('<').ok_or("missing '<'")?;
     let inner = rest.strip_suffix('>').ok_or("missing '>'")?.trim();
     if head == "mbarrier" {
-        let n: u64 = inner.parse().map_err(|_| format!("expected a count, found '{inner}'"))?;
+        let n: u64 = inner
+            .parse()
+            .map_err(|_| format!("expected a count, found '{inner}'"))?;
         if n == 0 {
             return Err("count must be positive".into());
         }
@@ -490,11 +549,17 @@ fn parse_angle_type(text: &str) -> Result<Type, String> {
         if dims.len() > 5 {
             return Err("tensors have at most 5 dimensions".into());
         }
-        return Ok(Type::Tensor { rank: dims.len() as u32, elem });
+        return Ok(Type::Tensor {
+            rank: dims.len() as u32,
+            elem,
+        });
     }
     let mut shape = vec![];
     for d in dims {
-        let n: u64 = d.trim().parse().map_err(|_| format!("expected a static size, found '{d}'"))?;
+        let n: u64 = d
+            .trim()
+            .parse()
+            .map_err(|_| format!("expected a static size, found '{d}'"))?;
         if n == 0 {
             return Err("dimensions must be positive".into());
         }
@@ -519,11 +584,17 @@ fn parse_angle_type(text: &str) -> Result<Type, String> {
                 return Err("a ring stage has 1 to 3 dimensions".into());
             }
             // Keep `Type::smem_bytes` free of overflow.
-            let bytes = shape.iter().try_fold(stages * elem.size_bytes(), |acc, &d| acc.checked_mul(d));
+            let bytes = shape
+                .iter()
+                .try_fold(stages * elem.size_bytes(), |acc, &d| acc.checked_mul(d));
             if bytes.is_none() {
                 return Err("the ring's size in bytes does not fit in 64 bits".into());
             }
-            Ok(Type::Smem { stages, shape, elem })
+            Ok(Type::Smem {
+                stages,
+                shape,
+                elem,
+            })
         }
         _ => Err(format!("unknown type '{head}'")),
     }
@@ -542,26 +613,60 @@ mod tests {
 
     #[test]
     fn types_parse() {
-        assert_eq!(parse_angle_type("tile<128x64xbf16>").unwrap(), Type::tile(&[128, 64], ScalarType::BF16));
+        assert_eq!(
+            parse_angle_type("tile<128x64xbf16>").unwrap(),
+            Type::tile(&[128, 64], ScalarType::BF16)
+        );
         assert!(parse_angle_type("tile<0x4xf32>").is_err());
         assert!(parse_angle_type("tensor<4xf32>").is_err());
-        assert_eq!(parse_angle_type("mbarrier<4>").unwrap(), Type::Mbarrier { count: 4 });
+        assert_eq!(
+            parse_angle_type("mbarrier<4>").unwrap(),
+            Type::Mbarrier { count: 4 }
+        );
         // `index` has an `x` of its own.
-        assert_eq!(parse_angle_type("tile<4x8xindex>").unwrap(), Type::tile(&[4, 8], ScalarType::Index));
-        assert_eq!(parse_angle_type("tensor<?x?xindex>").unwrap(), Type::Tensor { rank: 2, elem: ScalarType::Index });
+        assert_eq!(
+            parse_angle_type("tile<4x8xindex>").unwrap(),
+            Type::tile(&[4, 8], ScalarType::Index)
+        );
+        assert_eq!(
+            parse_angle_type("tensor<?x?xindex>").unwrap(),
+            Type::Tensor {
+                rank: 2,
+                elem: ScalarType::Index
+            }
+        );
         assert!(parse_angle_type("tile<index>").is_err());
         assert!(parse_angle_type("tile<4xbindex>").is_err());
-        for t in ["tile<4x8xindex>", "tensor<?xindex>", "smem<2x4x8xindex>", "tile<3xi64>"] {
+        for t in [
+            "tile<4x8xindex>",
+            "tensor<?xindex>",
+            "smem<2x4x8xindex>",
+            "tile<3xi64>",
+        ] {
             assert_eq!(parse_angle_type(t).unwrap().to_string(), t);
         }
     }
 
     #[test]
     fn undefined_and_redefined_values() {
-        let e = parse("tile.kernel @k() {\n  %a = tile.add %b, %b : f32\n  tile.return\n}\n", "t.tile").unwrap_err();
-        assert_eq!(e.0[0].to_string(), "t.tile:2:17: error: use of undefined value '%b'");
-        let e = parse("tile.kernel @k(%x: f32) {\n  %x = tile.neg %x : f32\n  tile.return\n}\n", "t.tile").unwrap_err();
-        assert_eq!(e.0[0].to_string(), "t.tile:2:3: error: redefinition of value '%x'");
+        let e = parse(
+            "tile.kernel @k() {\n  %a = tile.add %b, %b : f32\n  tile.return\n}\n",
+            "t.tile",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.0[0].to_string(),
+            "t.tile:2:17: error: use of undefined value '%b'"
+        );
+        let e = parse(
+            "tile.kernel @k(%x: f32) {\n  %x = tile.neg %x : f32\n  tile.return\n}\n",
+            "t.tile",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.0[0].to_string(),
+            "t.tile:2:3: error: redefinition of value '%x'"
+        );
     }
 
     #[test]

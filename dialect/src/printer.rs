@@ -8,7 +8,13 @@ use std::fmt::Write;
 
 /// Print a whole module.
 pub fn print_module(m: &Module) -> String {
-    let mut p = Printer { m, out: String::new(), names: HashMap::new(), scopes: vec![], next: 0 };
+    let mut p = Printer {
+        m,
+        out: String::new(),
+        names: HashMap::new(),
+        scopes: vec![],
+        next: 0,
+    };
     for (i, op) in m.ops.iter().enumerate() {
         if i > 0 {
             p.out.push('\n');
@@ -23,7 +29,13 @@ pub fn print_module(m: &Module) -> String {
 
 /// Print one op (and what it holds) on its own, e.g. for `--print-ir-after` of a kernel.
 pub fn print_op(m: &Module, op: &Operation) -> String {
-    let mut p = Printer { m, out: String::new(), names: HashMap::new(), scopes: vec![HashSet::new()], next: 0 };
+    let mut p = Printer {
+        m,
+        out: String::new(),
+        names: HashMap::new(),
+        scopes: vec![HashSet::new()],
+        next: 0,
+    };
     p.op(op, 0);
     p.out
 }
@@ -44,7 +56,11 @@ impl Printer<'_> {
     fn def(&mut self, v: Value) -> String {
         // A name the lexer would not read back as one value name (e.g. `c-1`) prints as a
         // number instead.
-        let readable = |n: &str| !n.is_empty() && n.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'.' || c == b'$');
+        let readable = |n: &str| {
+            !n.is_empty()
+                && n.bytes()
+                    .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'.' || c == b'$')
+        };
         let name = match self.m.name(v) {
             Some(n) if readable(n) && !self.taken(n) => n.to_string(),
             _ => loop {
@@ -76,7 +92,10 @@ impl Printer<'_> {
     }
 
     fn arg_list(&mut self, args: &[Value]) -> String {
-        let parts: Vec<String> = args.iter().map(|&a| format!("{}: {}", self.def(a), self.ty(a))).collect();
+        let parts: Vec<String> = args
+            .iter()
+            .map(|&a| format!("{}: {}", self.def(a), self.ty(a)))
+            .collect();
         parts.join(", ")
     }
 

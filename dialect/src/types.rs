@@ -130,7 +130,10 @@ impl Type {
 
     /// A tile type.
     pub fn tile(shape: &[u64], elem: ScalarType) -> Type {
-        Type::Tile { shape: shape.to_vec(), elem }
+        Type::Tile {
+            shape: shape.to_vec(),
+            elem,
+        }
     }
 
     /// The element type of a scalar, tile, tensor or smem type.
@@ -166,11 +169,19 @@ impl Type {
     pub fn with_elem(&self, e: ScalarType) -> Type {
         match self {
             Type::Scalar(_) => Type::Scalar(e),
-            Type::Tile { shape, .. } => Type::Tile { shape: shape.clone(), elem: e },
-            Type::Tensor { rank, .. } => Type::Tensor { rank: *rank, elem: e },
-            Type::Smem { stages, shape, .. } => {
-                Type::Smem { stages: *stages, shape: shape.clone(), elem: e }
-            }
+            Type::Tile { shape, .. } => Type::Tile {
+                shape: shape.clone(),
+                elem: e,
+            },
+            Type::Tensor { rank, .. } => Type::Tensor {
+                rank: *rank,
+                elem: e,
+            },
+            Type::Smem { stages, shape, .. } => Type::Smem {
+                stages: *stages,
+                shape: shape.clone(),
+                elem: e,
+            },
             Type::Mbarrier { .. } => self.clone(),
         }
     }
@@ -178,9 +189,11 @@ impl Type {
     /// Bytes of shared memory this type takes when allocated (smem rings, mbarriers).
     pub fn smem_bytes(&self) -> u64 {
         match self {
-            Type::Smem { stages, shape, elem } => {
-                stages * shape.iter().product::<u64>() * elem.size_bytes()
-            }
+            Type::Smem {
+                stages,
+                shape,
+                elem,
+            } => stages * shape.iter().product::<u64>() * elem.size_bytes(),
             Type::Mbarrier { count } => count * 8,
             _ => 0,
         }
@@ -210,7 +223,11 @@ impl fmt::Display for Type {
                 }
                 write!(f, "{elem}>")
             }
-            Type::Smem { stages, shape, elem } => {
+            Type::Smem {
+                stages,
+                shape,
+                elem,
+            } => {
                 write!(f, "smem<{stages}x")?;
                 write_dims(f, shape)?;
                 write!(f, "{elem}>")
@@ -226,9 +243,23 @@ mod tests {
 
     #[test]
     fn display_spellings() {
-        assert_eq!(Type::tile(&[128, 64], ScalarType::BF16).to_string(), "tile<128x64xbf16>");
-        assert_eq!(Type::Tensor { rank: 2, elem: ScalarType::F32 }.to_string(), "tensor<?x?xf32>");
-        let s = Type::Smem { stages: 4, shape: vec![128, 64], elem: ScalarType::BF16 };
+        assert_eq!(
+            Type::tile(&[128, 64], ScalarType::BF16).to_string(),
+            "tile<128x64xbf16>"
+        );
+        assert_eq!(
+            Type::Tensor {
+                rank: 2,
+                elem: ScalarType::F32
+            }
+            .to_string(),
+            "tensor<?x?xf32>"
+        );
+        let s = Type::Smem {
+            stages: 4,
+            shape: vec![128, 64],
+            elem: ScalarType::BF16,
+        };
         assert_eq!(s.to_string(), "smem<4x128x64xbf16>");
         assert_eq!(s.smem_bytes(), 4 * 128 * 64 * 2);
         assert_eq!(Type::Mbarrier { count: 4 }.smem_bytes(), 32);

@@ -46,11 +46,25 @@ use std::collections::{HashMap, HashSet};
 /// # Errors
 /// Every violation found, each at the location of the op that breaks it.
 pub fn verify(m: &Module) -> Result<(), Diagnostics> {
-    let mut v = Verifier { m, diags: vec![], defined: HashSet::new(), visible: vec![], target: None, cluster_size: 1, consts: HashMap::new() };
+    let mut v = Verifier {
+        m,
+        diags: vec![],
+        defined: HashSet::new(),
+        visible: vec![],
+        target: None,
+        cluster_size: 1,
+        consts: HashMap::new(),
+    };
     let mut symbols = HashMap::new();
     for op in &m.ops {
         if op.kind != OpKind::Kernel {
-            v.error(op, format!("'{}' is not allowed at top level; only 'tile.kernel' is", op.kind.name()));
+            v.error(
+                op,
+                format!(
+                    "'{}' is not allowed at top level; only 'tile.kernel' is",
+                    op.kind.name()
+                ),
+            );
             continue;
         }
         if let Some(s) = &op.symbol {
@@ -65,7 +79,12 @@ pub fn verify(m: &Module) -> Result<(), Diagnostics> {
         v.cluster_size = op
             .attr("cluster")
             .and_then(Attribute::as_array)
-            .map(|a| a.iter().filter_map(Attribute::as_int).map(|x| x.clamp(1, 16)).product())
+            .map(|a| {
+                a.iter()
+                    .filter_map(Attribute::as_int)
+                    .map(|x| x.clamp(1, 16))
+                    .product()
+            })
             .unwrap_or(1);
         v.op(op, None);
     }
@@ -129,11 +148,21 @@ impl Verifier<'_> {
 
     fn define(&mut self, op: &Operation, v: Value) {
         if self.m.try_ty(v).is_none() {
-            self.error(op, format!("'{}' defines a value handle {} that the module does not have", op.kind.name(), v.0));
+            self.error(
+                op,
+                format!(
+                    "'{}' defines a value handle {} that the module does not have",
+                    op.kind.name(),
+                    v.0
+                ),
+            );
             return;
         }
         if !self.defined.insert(v) {
-            self.error(op, format!("value {} is defined more than once", self.show(v)));
+            self.error(
+                op,
+                format!("value {} is defined more than once", self.show(v)),
+            );
         }
         if let Some(s) = self.visible.last_mut() {
             s.insert(v);
@@ -155,7 +184,10 @@ impl Verifier<'_> {
         for (i, op) in b.ops.iter().enumerate() {
             let last = i + 1 == b.ops.len();
             if op.kind.is_terminator() && !last {
-                self.error(op, format!("'{}' must be the last op of its block", op.kind.name()));
+                self.error(
+                    op,
+                    format!("'{}' must be the last op of its block", op.kind.name()),
+                );
             }
             self.op(op, Some(parent));
         }
@@ -163,9 +195,21 @@ impl Verifier<'_> {
             Some(t) if t.kind == terminator => {}
             Some(t) if t.kind.is_terminator() => self.error(
                 t,
-                format!("'{}' cannot end a '{}' region; expected '{}'", t.kind.name(), parent.kind.name(), terminator.name()),
+                format!(
+                    "'{}' cannot end a '{}' region; expected '{}'",
+                    t.kind.name(),
+                    parent.kind.name(),
+                    terminator.name()
+                ),
             ),
-            _ => self.error(parent, format!("'{}' region must end with '{}'", parent.kind.name(), terminator.name())),
+            _ => self.error(
+                parent,
+                format!(
+                    "'{}' region must end with '{}'",
+                    parent.kind.name(),
+                    terminator.name()
+                ),
+            ),
         }
         self.visible.pop();
     }
@@ -177,12 +221,27 @@ impl Verifier<'_> {
                 continue;
             }
             if self.ty(v).is_none() {
-                self.error(op, format!("'{}' uses value handle {} that the module does not have", op.kind.name(), v.0));
+                self.error(
+                    op,
+                    format!(
+                        "'{}' uses value handle {} that the module does not have",
+                        op.kind.name(),
+                        v.0
+                    ),
+                );
             } else if !self.visible.iter().any(|s| s.contains(&v)) {
                 let msg = if self.defined.contains(&v) {
-                    format!("operand {} of '{}' does not dominate this use", self.show(v), op.kind.name())
+                    format!(
+                        "operand {} of '{}' does not dominate this use",
+                        self.show(v),
+                        op.kind.name()
+                    )
                 } else {
-                    format!("operand {} of '{}' is used before it is defined", self.show(v), op.kind.name())
+                    format!(
+                        "operand {} of '{}' is used before it is defined",
+                        self.show(v),
+                        op.kind.name()
+                    )
                 };
                 self.error(op, msg);
             }
@@ -196,22 +255,43 @@ impl Verifier<'_> {
             _ => 0,
         };
         if op.regions.len() != expected_regions {
-            self.error(op, format!("'{}' expects {} region(s), found {}", op.kind.name(), expected_regions, op.regions.len()));
+            self.error(
+                op,
+                format!(
+                    "'{}' expects {} region(s), found {}",
+                    op.kind.name(),
+                    expected_regions,
+                    op.regions.len()
+                ),
+            );
         }
         if op.symbol.is_some() != (op.kind == OpKind::Kernel) {
             if op.kind == OpKind::Kernel {
                 self.error(op, "'tile.kernel' needs a symbol name, e.g. '@gemm'");
             } else {
-                self.error(op, format!("'{}' does not take a symbol name", op.kind.name()));
+                self.error(
+                    op,
+                    format!("'{}' does not take a symbol name", op.kind.name()),
+                );
             }
         }
         if let (Some(p), true) = (parent, op.kind.is_terminator()) {
             let ok = match op.kind {
                 OpKind::Return => p.kind == OpKind::Kernel,
-                _ => matches!(p.kind, OpKind::For | OpKind::While | OpKind::If | OpKind::WarpSpecialize),
+                _ => matches!(
+                    p.kind,
+                    OpKind::For | OpKind::While | OpKind::If | OpKind::WarpSpecialize
+                ),
             };
             if !ok {
-                self.error(op, format!("'{}' cannot appear inside '{}'", op.kind.name(), p.kind.name()));
+                self.error(
+                    op,
+                    format!(
+                        "'{}' cannot appear inside '{}'",
+                        op.kind.name(),
+                        p.kind.name()
+                    ),
+                );
             }
         }
         match op.attr("role") {
@@ -237,7 +317,10 @@ impl Verifier<'_> {
             OpKind::If | OpKind::WarpSpecialize => {
                 for b in &op.regions {
                     if !b.args.is_empty() {
-                        self.error(op, format!("'{}' regions take no block arguments", op.kind.name()));
+                        self.error(
+                            op,
+                            format!("'{}' regions take no block arguments", op.kind.name()),
+                        );
                     }
                     self.block(b, op, OpKind::Yield);
                 }
@@ -247,7 +330,9 @@ impl Verifier<'_> {
         for &r in &op.results {
             self.define(op, r);
         }
-        if let (OpKind::Constant, Some(&r), Some(v)) = (op.kind, op.results.first(), op.int_attr("value")) {
+        if let (OpKind::Constant, Some(&r), Some(v)) =
+            (op.kind, op.results.first(), op.int_attr("value"))
+        {
             self.consts.insert(r, v);
         }
     }
@@ -259,11 +344,27 @@ impl Verifier<'_> {
     fn count(&mut self, op: &Operation, operands: usize, results: usize) -> bool {
         let mut ok = true;
         if op.operands.len() != operands {
-            self.error(op, format!("'{}' expects {} operand(s), found {}", op.kind.name(), operands, op.operands.len()));
+            self.error(
+                op,
+                format!(
+                    "'{}' expects {} operand(s), found {}",
+                    op.kind.name(),
+                    operands,
+                    op.operands.len()
+                ),
+            );
             ok = false;
         }
         if op.results.len() != results {
-            self.error(op, format!("'{}' expects {} result(s), found {}", op.kind.name(), results, op.results.len()));
+            self.error(
+                op,
+                format!(
+                    "'{}' expects {} result(s), found {}",
+                    op.kind.name(),
+                    results,
+                    op.results.len()
+                ),
+            );
             ok = false;
         }
         ok
@@ -272,16 +373,31 @@ impl Verifier<'_> {
     fn int_attr_in(&mut self, op: &Operation, name: &str, lo: i64, hi: i64) -> Option<i64> {
         match op.attr(name) {
             None => {
-                self.error(op, format!("'{}' requires attribute '{name}'", op.kind.name()));
+                self.error(
+                    op,
+                    format!("'{}' requires attribute '{name}'", op.kind.name()),
+                );
                 None
             }
             Some(Attribute::Int(i)) if (lo..=hi).contains(i) => Some(*i),
             Some(Attribute::Int(i)) => {
-                self.error(op, format!("'{}' attribute '{name}' = {i} is out of range [{lo}, {hi}]", op.kind.name()));
+                self.error(
+                    op,
+                    format!(
+                        "'{}' attribute '{name}' = {i} is out of range [{lo}, {hi}]",
+                        op.kind.name()
+                    ),
+                );
                 None
             }
             Some(a) => {
-                self.error(op, format!("'{}' attribute '{name}' must be an integer, found {a}", op.kind.name()));
+                self.error(
+                    op,
+                    format!(
+                        "'{}' attribute '{name}' must be an integer, found {a}",
+                        op.kind.name()
+                    ),
+                );
                 None
             }
         }
@@ -291,11 +407,25 @@ impl Verifier<'_> {
         match op.attr(name) {
             Some(Attribute::Str(s)) if allowed.contains(&s.as_str()) => Some(s.clone()),
             Some(a) => {
-                self.error(op, format!("'{}' attribute '{name}' must be one of {:?}, found {a}", op.kind.name(), allowed));
+                self.error(
+                    op,
+                    format!(
+                        "'{}' attribute '{name}' must be one of {:?}, found {a}",
+                        op.kind.name(),
+                        allowed
+                    ),
+                );
                 None
             }
             None => {
-                self.error(op, format!("'{}' requires attribute '{name}' (one of {:?})", op.kind.name(), allowed));
+                self.error(
+                    op,
+                    format!(
+                        "'{}' requires attribute '{name}' (one of {:?})",
+                        op.kind.name(),
+                        allowed
+                    ),
+                );
                 None
             }
         }
@@ -317,8 +447,14 @@ impl Verifier<'_> {
     }
 
     fn check_op(&mut self, op: &Operation, parent: Option<&Operation>) {
-        let Some(ots) = self.operand_types(op) else { return };
-        let rts: Vec<Type> = op.results.iter().filter_map(|&v| self.ty(v).cloned()).collect();
+        let Some(ots) = self.operand_types(op) else {
+            return;
+        };
+        let rts: Vec<Type> = op
+            .results
+            .iter()
+            .filter_map(|&v| self.ty(v).cloned())
+            .collect();
         if rts.len() != op.results.len() {
             return;
         }
@@ -337,9 +473,15 @@ impl Verifier<'_> {
                     if ots[0] != ots[1] {
                         self.error(op, format!("'{name}' operand types differ: {} and {} (broadcast explicitly with 'tile.broadcast')", ots[0], ots[1]));
                     } else if !is_float_like(&ots[0]) {
-                        self.error(op, format!("'{name}' expects float tiles or scalars, found {}", ots[0]));
+                        self.error(
+                            op,
+                            format!("'{name}' expects float tiles or scalars, found {}", ots[0]),
+                        );
                     } else if rts[0] != ots[0] {
-                        self.error(op, format!("'{name}' result type must be {}, found {}", ots[0], rts[0]));
+                        self.error(
+                            op,
+                            format!("'{name}' result type must be {}, found {}", ots[0], rts[0]),
+                        );
                     }
                 }
                 return;
@@ -347,9 +489,15 @@ impl Verifier<'_> {
             OpClass::FloatUnary => {
                 if self.count(op, 1, 1) {
                     if !is_float_like(&ots[0]) {
-                        self.error(op, format!("'{name}' expects a float tile or scalar, found {}", ots[0]));
+                        self.error(
+                            op,
+                            format!("'{name}' expects a float tile or scalar, found {}", ots[0]),
+                        );
                     } else if rts[0] != ots[0] {
-                        self.error(op, format!("'{name}' result type must be {}, found {}", ots[0], rts[0]));
+                        self.error(
+                            op,
+                            format!("'{name}' result type must be {}, found {}", ots[0], rts[0]),
+                        );
                     }
                 }
                 return;
@@ -371,15 +519,32 @@ impl Verifier<'_> {
                 }
                 if let Some(p) = parent {
                     let producer_region = p.kind == OpKind::WarpSpecialize
-                        && p.regions.first().and_then(|b| b.ops.last()).is_some_and(|t| std::ptr::eq(t, op));
+                        && p.regions
+                            .first()
+                            .and_then(|b| b.ops.last())
+                            .is_some_and(|t| std::ptr::eq(t, op));
                     let want: Vec<Type> = match p.kind {
                         _ if producer_region => vec![],
-                        OpKind::For | OpKind::If | OpKind::WarpSpecialize => p.results.iter().filter_map(|&v| self.ty(v).cloned()).collect(),
-                        OpKind::While => std::iter::once(Type::I1).chain(p.results.iter().filter_map(|&v| self.ty(v).cloned())).collect(),
+                        OpKind::For | OpKind::If | OpKind::WarpSpecialize => p
+                            .results
+                            .iter()
+                            .filter_map(|&v| self.ty(v).cloned())
+                            .collect(),
+                        OpKind::While => std::iter::once(Type::I1)
+                            .chain(p.results.iter().filter_map(|&v| self.ty(v).cloned()))
+                            .collect(),
                         _ => return,
                     };
                     if want != ots {
-                        self.error(op, format!("'tile.yield' types ({}) do not match the results of '{}' ({})", list(&ots), p.kind.name(), list(&want)));
+                        self.error(
+                            op,
+                            format!(
+                                "'tile.yield' types ({}) do not match the results of '{}' ({})",
+                                list(&ots),
+                                p.kind.name(),
+                                list(&want)
+                            ),
+                        );
                     }
                 }
             }
@@ -433,7 +598,10 @@ impl Verifier<'_> {
             OpKind::Select => {
                 if self.count(op, 3, 1) {
                     if ots[0] != Type::I1 {
-                        self.error(op, format!("'tile.select' condition must be i1, found {}", ots[0]));
+                        self.error(
+                            op,
+                            format!("'tile.select' condition must be i1, found {}", ots[0]),
+                        );
                     }
                     if ots[1] != ots[2] || rts[0] != ots[1] {
                         self.error(op, format!("'tile.select' expects both values and the result of one type, found {}, {} -> {}", ots[1], ots[2], rts[0]));
@@ -466,12 +634,23 @@ impl Verifier<'_> {
             OpKind::Transpose => {
                 if self.count(op, 1, 1) {
                     match (&ots[0], &rts[0]) {
-                        (Type::Tile { shape: a, elem: e1 }, Type::Tile { shape: b, elem: e2 }) if a.len() == 2 => {
+                        (Type::Tile { shape: a, elem: e1 }, Type::Tile { shape: b, elem: e2 })
+                            if a.len() == 2 =>
+                        {
                             if e1 != e2 || b.len() != 2 || a[0] != b[1] || a[1] != b[0] {
-                                self.error(op, format!("'tile.transpose' of {} must give tile<{}x{}x{}>, found {}", ots[0], a[1], a[0], e1, rts[0]));
+                                self.error(
+                                    op,
+                                    format!(
+                                        "'tile.transpose' of {} must give tile<{}x{}x{}>, found {}",
+                                        ots[0], a[1], a[0], e1, rts[0]
+                                    ),
+                                );
                             }
                         }
-                        _ => self.error(op, format!("'tile.transpose' expects a 2-D tile, found {}", ots[0])),
+                        _ => self.error(
+                            op,
+                            format!("'tile.transpose' expects a 2-D tile, found {}", ots[0]),
+                        ),
                     }
                 }
             }
@@ -498,10 +677,14 @@ impl Verifier<'_> {
                     self.str_attr_in(op, "kind", &["add", "max", "min"]);
                     match &ots[0] {
                         Type::Tile { shape, elem } => {
-                            if let Some(d) = self.int_attr_in(op, "dim", 0, shape.len() as i64 - 1) {
+                            if let Some(d) = self.int_attr_in(op, "dim", 0, shape.len() as i64 - 1)
+                            {
                                 let mut s = shape.clone();
                                 s[d as usize] = 1;
-                                let want = Type::Tile { shape: s, elem: *elem };
+                                let want = Type::Tile {
+                                    shape: s,
+                                    elem: *elem,
+                                };
                                 self.result_must_be(op, &want);
                             }
                         }
@@ -519,7 +702,10 @@ impl Verifier<'_> {
             }
             OpKind::Zeros => {
                 if self.count(op, 0, 1) && !matches!(rts[0], Type::Tile { .. }) {
-                    self.error(op, format!("'tile.zeros' result must be a tile, found {}", rts[0]));
+                    self.error(
+                        op,
+                        format!("'tile.zeros' result must be a tile, found {}", rts[0]),
+                    );
                 }
             }
             OpKind::For => self.check_for(op, &ots, &rts),
@@ -528,7 +714,8 @@ impl Verifier<'_> {
                     self.error(op, format!("'tile.while' results ({}) must have the types of its initial values ({})", list(&rts), list(&ots)));
                 }
                 if let Some(b) = op.regions.first() {
-                    let args: Vec<Type> = b.args.iter().filter_map(|&v| self.ty(v).cloned()).collect();
+                    let args: Vec<Type> =
+                        b.args.iter().filter_map(|&v| self.ty(v).cloned()).collect();
                     if args != ots {
                         self.error(op, format!("'tile.while' body arguments must be the carried values ({}), found ({})", list(&ots), list(&args)));
                     }
@@ -542,7 +729,10 @@ impl Verifier<'_> {
             }
             OpKind::If => {
                 if ots.len() != 1 || ots[0] != Type::I1 {
-                    self.error(op, format!("'tile.if' expects one i1 condition, found ({})", list(&ots)));
+                    self.error(
+                        op,
+                        format!("'tile.if' expects one i1 condition, found ({})", list(&ots)),
+                    );
                 }
             }
             _ => {}
@@ -553,13 +743,18 @@ impl Verifier<'_> {
         if !op.operands.is_empty() || !op.results.is_empty() {
             self.error(op, "'tile.kernel' takes no operands and has no results");
         }
-        let Some(body) = op.regions.first() else { return };
+        let Some(body) = op.regions.first() else {
+            return;
+        };
         let mut names = HashMap::new();
         for &a in &body.args {
             match self.ty(a) {
                 Some(Type::Scalar(_) | Type::Tensor { .. }) => {}
                 Some(t) => {
-                    let msg = format!("kernel argument {} has type {t}; arguments are scalars or tensors", self.show(a));
+                    let msg = format!(
+                        "kernel argument {} has type {t}; arguments are scalars or tensors",
+                        self.show(a)
+                    );
                     self.error(op, msg);
                 }
                 None => {}
@@ -568,7 +763,10 @@ impl Verifier<'_> {
                 Some(n) => {
                     names.insert(n.to_string(), self.ty(a).cloned());
                 }
-                None => self.error(op, "kernel arguments must be named (the launch manifest uses the names)"),
+                None => self.error(
+                    op,
+                    "kernel arguments must be named (the launch manifest uses the names)",
+                ),
             }
         }
         match op.attr("grid") {
@@ -592,22 +790,39 @@ impl Verifier<'_> {
                     check_expr_divisors(self, op, e);
                 }
             }
-            Some(a) => self.error(op, format!("kernel attribute 'grid' must be a list of 1 to 3 dimensions, found {a}")),
-            None => self.error(op, "'tile.kernel' requires attribute 'grid', e.g. {grid = [ceildiv(%N, 128)]}"),
+            Some(a) => self.error(
+                op,
+                format!("kernel attribute 'grid' must be a list of 1 to 3 dimensions, found {a}"),
+            ),
+            None => self.error(
+                op,
+                "'tile.kernel' requires attribute 'grid', e.g. {grid = [ceildiv(%N, 128)]}",
+            ),
         }
         if let Some(c) = op.attr("cluster") {
-            let dims: Option<Vec<i64>> = c.as_array().map(|a| a.iter().filter_map(Attribute::as_int).collect());
+            let dims: Option<Vec<i64>> = c
+                .as_array()
+                .map(|a| a.iter().filter_map(Attribute::as_int).collect());
             match dims {
                 Some(d) if d.len() == 3 && d.iter().all(|&x| (1..=16).contains(&x)) && d.iter().product::<i64>() <= 16 => {}
                 _ => self.error(op, format!("kernel attribute 'cluster' must be three positive CTA counts, at most 16 in all (e.g. [2, 1, 1]), found {c}")),
             }
         }
-        let grid_rank = op.attr("grid").and_then(Attribute::as_array).map_or(3, <[_]>::len) as i64;
+        let grid_rank = op
+            .attr("grid")
+            .and_then(Attribute::as_array)
+            .map_or(3, <[_]>::len) as i64;
         op.walk(&mut |o| {
             if matches!(o.kind, OpKind::ProgramId | OpKind::NumPrograms) {
                 if let Some(d) = o.int_attr("dim") {
                     if d >= grid_rank && d <= 2 {
-                        self.diags.push(Diagnostic::error(o.loc.clone(), format!("'{}' dim = {d}, but the kernel grid has {grid_rank} dimension(s)", o.kind.name())));
+                        self.diags.push(Diagnostic::error(
+                            o.loc.clone(),
+                            format!(
+                                "'{}' dim = {d}, but the kernel grid has {grid_rank} dimension(s)",
+                                o.kind.name()
+                            ),
+                        ));
                     }
                 }
             }
@@ -617,7 +832,13 @@ impl Verifier<'_> {
     fn check_load_store(&mut self, op: &Operation, ots: &[Type], rts: &[Type], is_load: bool) {
         let name = op.kind.name();
         let Some(Type::Tensor { rank, elem }) = ots.first() else {
-            self.error(op, format!("'{name}' expects a tensor as its first operand, found {}", ots.first().map_or("nothing".into(), |t| t.to_string())));
+            self.error(
+                op,
+                format!(
+                    "'{name}' expects a tensor as its first operand, found {}",
+                    ots.first().map_or("nothing".into(), |t| t.to_string())
+                ),
+            );
             return;
         };
         let r = *rank as usize;
@@ -653,23 +874,58 @@ impl Verifier<'_> {
         if !self.count(op, 3, 1) {
             return;
         }
-        let (Some(a), Some(b), Some(c)) = (ots[0].tile_shape(), ots[1].tile_shape(), ots[2].tile_shape()) else {
-            self.error(op, format!("'tile.dot' expects three tiles, found {}, {}, {}", ots[0], ots[1], ots[2]));
+        let (Some(a), Some(b), Some(c)) = (
+            ots[0].tile_shape(),
+            ots[1].tile_shape(),
+            ots[2].tile_shape(),
+        ) else {
+            self.error(
+                op,
+                format!(
+                    "'tile.dot' expects three tiles, found {}, {}, {}",
+                    ots[0], ots[1], ots[2]
+                ),
+            );
             return;
         };
         if a.len() != 2 || b.len() != 2 || c.len() != 2 {
-            self.error(op, format!("'tile.dot' expects 2-D tiles, found {}, {}, {}", ots[0], ots[1], ots[2]));
+            self.error(
+                op,
+                format!(
+                    "'tile.dot' expects 2-D tiles, found {}, {}, {}",
+                    ots[0], ots[1], ots[2]
+                ),
+            );
             return;
         }
         if a[1] != b[0] {
-            self.error(op, format!("'tile.dot' contraction sizes differ: a is {}x{} (K = {}), b is {}x{} (K = {})", a[0], a[1], a[1], b[0], b[1], b[0]));
+            self.error(
+                op,
+                format!(
+                    "'tile.dot' contraction sizes differ: a is {}x{} (K = {}), b is {}x{} (K = {})",
+                    a[0], a[1], a[1], b[0], b[1], b[0]
+                ),
+            );
         }
         if c[0] != a[0] || c[1] != b[1] {
-            self.error(op, format!("'tile.dot' accumulator must be {}x{} (M x N), found {}x{}", a[0], b[1], c[0], c[1]));
+            self.error(
+                op,
+                format!(
+                    "'tile.dot' accumulator must be {}x{} (M x N), found {}x{}",
+                    a[0], b[1], c[0], c[1]
+                ),
+            );
         }
-        let (ea, eb, ec) = (ots[0].elem().unwrap(), ots[1].elem().unwrap(), ots[2].elem().unwrap());
+        let (ea, eb, ec) = (
+            ots[0].elem().unwrap(),
+            ots[1].elem().unwrap(),
+            ots[2].elem().unwrap(),
+        );
         if ea != eb {
-            self.error(op, format!("'tile.dot' operand element types differ: {ea} and {eb}"));
+            self.error(
+                op,
+                format!("'tile.dot' operand element types differ: {ea} and {eb}"),
+            );
         } else {
             let ok = match ea {
                 ScalarType::F16 => matches!(ec, ScalarType::F16 | ScalarType::F32),
@@ -681,23 +937,45 @@ impl Verifier<'_> {
             }
         }
         if rts[0] != ots[2] {
-            self.error(op, format!("'tile.dot' result type must equal the accumulator type {}, found {}", ots[2], rts[0]));
+            self.error(
+                op,
+                format!(
+                    "'tile.dot' result type must equal the accumulator type {}, found {}",
+                    ots[2], rts[0]
+                ),
+            );
         }
     }
 
     fn check_for(&mut self, op: &Operation, ots: &[Type], rts: &[Type]) {
         if ots.len() < 3 {
-            self.error(op, format!("'tile.for' expects lower bound, upper bound and step, found {} operand(s)", ots.len()));
+            self.error(
+                op,
+                format!(
+                    "'tile.for' expects lower bound, upper bound and step, found {} operand(s)",
+                    ots.len()
+                ),
+            );
             return;
         }
         for (i, what) in ["lower bound", "upper bound", "step"].iter().enumerate() {
             if ots[i] != Type::INDEX {
-                self.error(op, format!("'tile.for' {what} must be index, found {}", ots[i]));
+                self.error(
+                    op,
+                    format!("'tile.for' {what} must be index, found {}", ots[i]),
+                );
             }
         }
         let inits = &ots[3..];
         if inits != rts {
-            self.error(op, format!("'tile.for' results ({}) must have the types of its initial values ({})", list(rts), list(inits)));
+            self.error(
+                op,
+                format!(
+                    "'tile.for' results ({}) must have the types of its initial values ({})",
+                    list(rts),
+                    list(inits)
+                ),
+            );
         }
         if let Some(b) = op.regions.first() {
             let args: Vec<Type> = b.args.iter().filter_map(|&v| self.ty(v).cloned()).collect();
@@ -723,15 +1001,30 @@ impl Verifier<'_> {
             _ => &[],
         };
         for &(c, i) in indexed {
-            let (Some(ct), Some(&iv)) = (ots.get(c), op.operands.get(i).and_then(|v| self.consts.get(v))) else { continue };
+            let (Some(ct), Some(&iv)) = (
+                ots.get(c),
+                op.operands.get(i).and_then(|v| self.consts.get(v)),
+            ) else {
+                continue;
+            };
             let n = match ct {
                 Type::Smem { stages, .. } => *stages as i64,
                 Type::Mbarrier { count } => *count as i64,
                 _ => continue,
             };
             if !(0..n).contains(&iv) {
-                let what = if matches!(ct, Type::Smem { .. }) { "stage of a ring" } else { "barrier of an array" };
-                self.error(op, format!("'{name}' index {iv} is outside its {what} of {n} (operand {})", i + 1));
+                let what = if matches!(ct, Type::Smem { .. }) {
+                    "stage of a ring"
+                } else {
+                    "barrier of an array"
+                };
+                self.error(
+                    op,
+                    format!(
+                        "'{name}' index {iv} is outside its {what} of {n} (operand {})",
+                        i + 1
+                    ),
+                );
             }
         }
         let want_smem = |t: &Type| matches!(t, Type::Smem { .. });
@@ -739,19 +1032,33 @@ impl Verifier<'_> {
         match op.kind {
             OpKind::SmemAlloc => {
                 if self.count(op, 0, 1) && !want_smem(&rts[0]) {
-                    self.error(op, format!("'{name}' result must be an smem ring, found {}", rts[0]));
+                    self.error(
+                        op,
+                        format!("'{name}' result must be an smem ring, found {}", rts[0]),
+                    );
                 }
                 if op.attr("swizzle").is_some() {
                     if let Some(s) = self.int_attr_in(op, "swizzle", 0, 128) {
                         if ![0, 32, 64, 128].contains(&s) {
-                            self.error(op, format!("'{name}' swizzle must be 0, 32, 64 or 128 bytes, found {s}"));
+                            self.error(
+                                op,
+                                format!(
+                                    "'{name}' swizzle must be 0, 32, 64 or 128 bytes, found {s}"
+                                ),
+                            );
                         }
                     }
                 }
             }
             OpKind::MbarrierAlloc => {
                 if self.count(op, 0, 1) && !want_bar(&rts[0]) {
-                    self.error(op, format!("'{name}' result must be an mbarrier array, found {}", rts[0]));
+                    self.error(
+                        op,
+                        format!(
+                            "'{name}' result must be an mbarrier array, found {}",
+                            rts[0]
+                        ),
+                    );
                 }
                 self.int_attr_in(op, "arrive_count", 1, 1024);
             }
@@ -773,7 +1080,10 @@ impl Verifier<'_> {
             OpKind::MbarrierExpectTx => {
                 let ok = ots.len() == 2 && want_bar(&ots[0]) && ots[1] == Type::INDEX;
                 if !ok || !rts.is_empty() {
-                    self.error(op, format!("'{name}' expects (mbarriers, index) and no results"));
+                    self.error(
+                        op,
+                        format!("'{name}' expects (mbarriers, index) and no results"),
+                    );
                 }
                 self.int_attr_in(op, "bytes", 1, 1 << 20);
             }
@@ -787,10 +1097,22 @@ impl Verifier<'_> {
                         _ => self.error(op, format!("'{name}' attribute 'cta' must be a CTA rank in the cluster, 0 to {}, found {a}", size - 1)),
                     }
                 }
-                let n = if op.kind == OpKind::MbarrierWait { 3 } else { 2 };
-                let ok = ots.len() == n && want_bar(&ots[0]) && ots[1..].iter().all(|t| *t == Type::INDEX);
+                let n = if op.kind == OpKind::MbarrierWait {
+                    3
+                } else {
+                    2
+                };
+                let ok = ots.len() == n
+                    && want_bar(&ots[0])
+                    && ots[1..].iter().all(|t| *t == Type::INDEX);
                 if !ok || !rts.is_empty() {
-                    self.error(op, format!("'{name}' expects (mbarriers, index{}) and no results", if n == 3 { ", phase parity: index" } else { "" }));
+                    self.error(
+                        op,
+                        format!(
+                            "'{name}' expects (mbarriers, index{}) and no results",
+                            if n == 3 { ", phase parity: index" } else { "" }
+                        ),
+                    );
                 }
             }
             OpKind::CtaId | OpKind::NumCtas => {
@@ -813,11 +1135,21 @@ impl Verifier<'_> {
                 let ok = if is_query {
                     ots.len() == 2 && response(&ots[0]) && ots[1] == Type::INDEX
                 } else {
-                    ots.len() == 3 && response(&ots[0]) && want_bar(&ots[1]) && ots[2] == Type::INDEX
+                    ots.len() == 3
+                        && response(&ots[0])
+                        && want_bar(&ots[1])
+                        && ots[2] == Type::INDEX
                 };
                 if !ok {
-                    let want = if is_query { "(response ring: smem<S x 4 x i32>, slot: index)" } else { "(response ring: smem<S x 4 x i32>, mbarriers, slot: index)" };
-                    self.error(op, format!("'{name}' expects {want}, found ({})", list(ots)));
+                    let want = if is_query {
+                        "(response ring: smem<S x 4 x i32>, slot: index)"
+                    } else {
+                        "(response ring: smem<S x 4 x i32>, mbarriers, slot: index)"
+                    };
+                    self.error(
+                        op,
+                        format!("'{name}' expects {want}, found ({})", list(ots)),
+                    );
                 }
                 match op.attr("multicast") {
                     None | Some(Attribute::Bool(_)) if !is_query => {}
@@ -826,7 +1158,9 @@ impl Verifier<'_> {
                     Some(a) => self.error(op, format!("'{name}' attribute 'multicast' must be true or false, found {a}")),
                     _ => {}
                 }
-                if op.attr("multicast").and_then(Attribute::as_bool) == Some(true) && self.cluster_size == 1 {
+                if op.attr("multicast").and_then(Attribute::as_bool) == Some(true)
+                    && self.cluster_size == 1
+                {
                     self.error(op, format!("'{name}' with multicast = true needs a kernel 'cluster' of more than one CTA"));
                 }
                 if is_query {
@@ -837,7 +1171,10 @@ impl Verifier<'_> {
                     if op.attr("load_bits").is_some() {
                         if let Some(b) = self.int_attr_in(op, "load_bits", 32, 128) {
                             if ![32, 64, 128].contains(&b) {
-                                self.error(op, format!("'{name}' load_bits must be 32, 64 or 128, found {b}"));
+                                self.error(
+                                    op,
+                                    format!("'{name}' load_bits must be 32, 64 or 128, found {b}"),
+                                );
                             }
                         }
                     }
@@ -847,7 +1184,9 @@ impl Verifier<'_> {
                 if let Some(t) = self.target {
                     if !t.has_try_cancel() {
                         self.error(op, format!("'{name}' (clusterlaunchcontrol, PTX ISA 8.6) is not available on {t}; targets that have it: sm_100, sm_100a"));
-                    } else if op.attr("multicast").and_then(Attribute::as_bool) == Some(true) && !t.has_try_cancel_multicast() {
+                    } else if op.attr("multicast").and_then(Attribute::as_bool) == Some(true)
+                        && !t.has_try_cancel_multicast()
+                    {
                         self.error(op, format!("'{name}' with multicast = true (.multicast::cluster::all) is not available on {t}; targets that have it: sm_100a"));
                     }
                 }
@@ -881,10 +1220,19 @@ impl Verifier<'_> {
             }
             OpKind::TmaStore => {
                 // tensor, ring, slot, coords...
-                let ok = ots.len() >= 4 && matches!(ots[0], Type::Tensor { .. }) && want_smem(&ots[1]) && ots[2..].iter().all(|t| *t == Type::INDEX);
+                let ok = ots.len() >= 4
+                    && matches!(ots[0], Type::Tensor { .. })
+                    && want_smem(&ots[1])
+                    && ots[2..].iter().all(|t| *t == Type::INDEX);
                 if !ok || !rts.is_empty() {
                     self.error(op, format!("'{name}' expects (tensor, smem ring, slot: index, coords: index...) and no results"));
-                } else if let (Type::Tensor { rank, elem }, Type::Smem { shape, elem: re, .. }) = (&ots[0], &ots[1]) {
+                } else if let (
+                    Type::Tensor { rank, elem },
+                    Type::Smem {
+                        shape, elem: re, ..
+                    },
+                ) = (&ots[0], &ots[1])
+                {
                     if ots.len() != 3 + *rank as usize {
                         self.error(op, format!("'{name}' of a rank-{rank} tensor takes {rank} coordinate(s), found {}", ots.len() - 3));
                     }
@@ -908,7 +1256,10 @@ impl Verifier<'_> {
                 }
                 match op.attr("read") {
                     None | Some(Attribute::Bool(_)) => {}
-                    Some(a) => self.error(op, format!("'{name}' attribute 'read' must be true or false, found {a}")),
+                    Some(a) => self.error(
+                        op,
+                        format!("'{name}' attribute 'read' must be true or false, found {a}"),
+                    ),
                 }
             }
             OpKind::NamedBarrier => {
@@ -930,7 +1281,11 @@ impl Verifier<'_> {
             OpKind::Mma => {
                 // a ring (or, for wgmma's register-A form, an A-fragment tile), b ring, stage, acc
                 if self.count(op, 4, 1) {
-                    let ok = (want_smem(&ots[0]) || matches!(ots[0], Type::Tile { .. })) && want_smem(&ots[1]) && ots[2] == Type::INDEX && matches!(ots[3], Type::Tile { .. }) && rts[0] == ots[3];
+                    let ok = (want_smem(&ots[0]) || matches!(ots[0], Type::Tile { .. }))
+                        && want_smem(&ots[1])
+                        && ots[2] == Type::INDEX
+                        && matches!(ots[3], Type::Tile { .. })
+                        && rts[0] == ots[3];
                     if !ok {
                         self.error(op, format!("'{name}' expects (a ring or A-fragment tile, b ring, stage: index, acc: tile) -> acc type"));
                     }
@@ -972,5 +1327,8 @@ fn check_expr_divisors(v: &mut Verifier<'_>, op: &Operation, e: &Expr) {
 }
 
 fn list(ts: &[Type]) -> String {
-    ts.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ")
+    ts.iter()
+        .map(|t| t.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }

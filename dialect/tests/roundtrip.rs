@@ -22,11 +22,16 @@ fn examples_round_trip_and_verify() {
         let m = parse(&src, &name).unwrap_or_else(|e| panic!("{}", e.render(Some(&src))));
         verify(&m).unwrap_or_else(|e| panic!("{}", e.render(Some(&src))));
         let once = print_module(&m);
-        let m2 = parse(&once, &name).unwrap_or_else(|e| panic!("{}\n{once}", e.render(Some(&once))));
+        let m2 =
+            parse(&once, &name).unwrap_or_else(|e| panic!("{}\n{once}", e.render(Some(&once))));
         let twice = print_module(&m2);
         assert_eq!(once, twice, "{name}: print is not a fixed point");
         // The examples are written in printed form, comments aside.
-        let body: String = src.lines().filter(|l| !l.starts_with("//")).map(|l| format!("{l}\n")).collect();
+        let body: String = src
+            .lines()
+            .filter(|l| !l.starts_with("//"))
+            .map(|l| format!("{l}\n"))
+            .collect();
         assert_eq!(once, body, "{name}: printing changed the text");
     }
 }

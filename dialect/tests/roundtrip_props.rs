@@ -19,8 +19,13 @@ fn ty() -> impl Strategy<Value = Type> {
         scalar().prop_map(Type::Scalar),
         (dims(3), scalar()).prop_map(|(shape, elem)| Type::Tile { shape, elem }),
         (1u32..=5, scalar()).prop_map(|(rank, elem)| Type::Tensor { rank, elem }),
-        (1u64..=8, prop::collection::vec(1u64..=256, 1..=3), scalar())
-            .prop_map(|(stages, shape, elem)| Type::Smem { stages, shape, elem }),
+        (1u64..=8, prop::collection::vec(1u64..=256, 1..=3), scalar()).prop_map(
+            |(stages, shape, elem)| Type::Smem {
+                stages,
+                shape,
+                elem
+            }
+        ),
         (1u64..=64).prop_map(|count| Type::Mbarrier { count }),
     ]
 }
@@ -38,7 +43,11 @@ fn key() -> impl Strategy<Value = String> {
 fn expr() -> impl Strategy<Value = Expr> {
     let leaf = prop_oneof![any::<i64>().prop_map(Expr::Int), name().prop_map(Expr::Arg)];
     leaf.prop_recursive(4, 16, 2, |inner| {
-        (prop::sample::select(Expr::FUNCTIONS.to_vec()), inner.clone(), inner)
+        (
+            prop::sample::select(Expr::FUNCTIONS.to_vec()),
+            inner.clone(),
+            inner,
+        )
             .prop_map(|(f, a, b)| Expr::binary(f, a, b).expect("listed"))
     })
 }
@@ -46,7 +55,9 @@ fn expr() -> impl Strategy<Value = Expr> {
 fn attribute() -> impl Strategy<Value = Attribute> {
     let leaf = prop_oneof![
         any::<i64>().prop_map(Attribute::Int),
-        any::<f64>().prop_filter("finite", |x| x.is_finite()).prop_map(Attribute::Float),
+        any::<f64>()
+            .prop_filter("finite", |x| x.is_finite())
+            .prop_map(Attribute::Float),
         any::<bool>().prop_map(Attribute::Bool),
         // Any characters but a raw newline, which the printer escapes anyway.
         any::<String>().prop_map(Attribute::Str),
@@ -54,17 +65,28 @@ fn attribute() -> impl Strategy<Value = Attribute> {
         name().prop_map(Attribute::Symbol),
         // A bare integer in an expression position is an Int attribute, so an Expr leaf
         // must be an argument or a call.
-        expr().prop_filter("not a bare int", |e| !matches!(e, Expr::Int(_))).prop_map(Attribute::Expr),
+        expr()
+            .prop_filter("not a bare int", |e| !matches!(e, Expr::Int(_)))
+            .prop_map(Attribute::Expr),
     ];
-    leaf.prop_recursive(3, 24, 4, |inner| prop::collection::vec(inner, 0..4).prop_map(Attribute::Array))
+    leaf.prop_recursive(3, 24, 4, |inner| {
+        prop::collection::vec(inner, 0..4).prop_map(Attribute::Array)
+    })
 }
 
 /// The text of a kernel whose only op carries `attrs` and whose arguments have `args`.
 fn kernel_text(args: &[(String, Type)], attrs: &[(String, Attribute)]) -> String {
     let sig: Vec<String> = args.iter().map(|(n, t)| format!("%{n}: {t}")).collect();
     let dict: Vec<String> = attrs.iter().map(|(k, v)| format!("{k} = {v}")).collect();
-    let dict = if dict.is_empty() { String::new() } else { format!(" {{{}}}", dict.join(", ")) };
-    format!("tile.kernel @k({}) {{grid = [1]}} {{\n  tile.barrier{dict}\n  tile.return\n}}\n", sig.join(", "))
+    let dict = if dict.is_empty() {
+        String::new()
+    } else {
+        format!(" {{{}}}", dict.join(", "))
+    };
+    format!(
+        "tile.kernel @k({}) {{grid = [1]}} {{\n  tile.barrier{dict}\n  tile.return\n}}\n",
+        sig.join(", ")
+    )
 }
 
 proptest! {

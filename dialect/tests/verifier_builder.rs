@@ -3,13 +3,17 @@
 //! memory (a frontend's builder, a buggy pass) can, and the verifier must say so instead
 //! of panicking. Each test also prints the broken module: the printer must not panic.
 
-use tilec_dialect::{print_module, verify, Attribute, Block, Expr, Location, Module, OpKind, Operation, ScalarType, Type, Value};
+use tilec_dialect::{
+    print_module, verify, Attribute, Block, Expr, Location, Module, OpKind, Operation, ScalarType,
+    Type, Value,
+};
 
 /// A kernel `@k` with the given argument values and body ops, `tile.return` appended.
 fn kernel(args: Vec<Value>, mut ops: Vec<Operation>) -> Operation {
     let mut k = Operation::new(OpKind::Kernel, Location::unknown());
     k.symbol = Some("k".into());
-    k.attrs.insert("grid".into(), Attribute::Array(vec![Attribute::Int(1)]));
+    k.attrs
+        .insert("grid".into(), Attribute::Array(vec![Attribute::Int(1)]));
     ops.push(Operation::new(OpKind::Return, Location::unknown()));
     k.regions.push(Block { args, ops });
     k
@@ -17,7 +21,12 @@ fn kernel(args: Vec<Value>, mut ops: Vec<Operation>) -> Operation {
 
 fn messages(m: &Module) -> Vec<String> {
     let _ = print_module(m);
-    verify(m).expect_err("must not verify").0.into_iter().map(|d| d.message).collect()
+    verify(m)
+        .expect_err("must not verify")
+        .0
+        .into_iter()
+        .map(|d| d.message)
+        .collect()
 }
 
 #[test]
@@ -26,10 +35,18 @@ fn operand_handle_out_of_range() {
     let x = m.new_value(Type::Scalar(ScalarType::F32), Some("x".into()));
     let mut neg = Operation::new(OpKind::Neg, Location::unknown());
     neg.operands.push(Value(99));
-    neg.results.push(m.new_value(Type::Scalar(ScalarType::F32), None));
+    neg.results
+        .push(m.new_value(Type::Scalar(ScalarType::F32), None));
     m.ops.push(kernel(vec![x], vec![neg]));
-    assert_eq!(messages(&m), vec!["'tile.neg' uses value handle 99 that the module does not have"]);
-    assert!(print_module(&m).contains("tile.neg %<undefined 99> : f32"), "{}", print_module(&m));
+    assert_eq!(
+        messages(&m),
+        vec!["'tile.neg' uses value handle 99 that the module does not have"]
+    );
+    assert!(
+        print_module(&m).contains("tile.neg %<undefined 99> : f32"),
+        "{}",
+        print_module(&m)
+    );
 }
 
 #[test]
@@ -39,8 +56,17 @@ fn result_handle_out_of_range() {
     z.results.push(Value(7));
     m.ops.push(kernel(vec![], vec![z]));
     let msgs = messages(&m);
-    assert!(msgs.contains(&"'tile.zeros' defines a value handle 7 that the module does not have".to_string()), "{msgs:?}");
-    assert!(print_module(&m).contains("= tile.zeros : <invalid>"), "{}", print_module(&m));
+    assert!(
+        msgs.contains(
+            &"'tile.zeros' defines a value handle 7 that the module does not have".to_string()
+        ),
+        "{msgs:?}"
+    );
+    assert!(
+        print_module(&m).contains("= tile.zeros : <invalid>"),
+        "{}",
+        print_module(&m)
+    );
 }
 
 #[test]
@@ -57,7 +83,10 @@ fn value_defined_twice() {
     let v = m.new_value(Type::INDEX, None);
     m.ops.push(kernel(vec![v, v], vec![]));
     let unnamed = "kernel arguments must be named (the launch manifest uses the names)";
-    assert_eq!(messages(&m), vec![unnamed, unnamed, "value #0 is defined more than once"]);
+    assert_eq!(
+        messages(&m),
+        vec![unnamed, unnamed, "value #0 is defined more than once"]
+    );
 }
 
 #[test]
@@ -65,7 +94,10 @@ fn unnamed_kernel_argument() {
     let mut m = Module::new();
     let n = m.new_value(Type::INDEX, None);
     let mut k = kernel(vec![n], vec![]);
-    k.attrs.insert("grid".into(), Attribute::Array(vec![Attribute::Expr(Expr::Arg("N".into()))]));
+    k.attrs.insert(
+        "grid".into(),
+        Attribute::Array(vec![Attribute::Expr(Expr::Arg("N".into()))]),
+    );
     m.ops.push(k);
     assert_eq!(
         messages(&m),

@@ -153,7 +153,16 @@ pub struct Manifest {
 impl Manifest {
     /// A manifest with no cluster and no persistent schedule.
     #[allow(clippy::too_many_arguments)]
-    pub fn new(kernel: String, target: String, ptx_version: String, block: [u32; 3], smem: u64, dims: Vec<GridExpr>, text: Vec<String>, params: Vec<Param>) -> Self {
+    pub fn new(
+        kernel: String,
+        target: String,
+        ptx_version: String,
+        block: [u32; 3],
+        smem: u64,
+        dims: Vec<GridExpr>,
+        text: Vec<String>,
+        params: Vec<Param>,
+    ) -> Self {
         let mut d = dims.into_iter();
         let mut next = || d.next().unwrap_or(GridExpr::Int(1));
         Manifest {
@@ -165,7 +174,12 @@ impl Manifest {
             block,
             cluster: [1, 1, 1],
             dynamic_shared_memory_bytes: smem,
-            grid: Grid { x: next(), y: next(), z: next(), text },
+            grid: Grid {
+                x: next(),
+                y: next(),
+                z: next(),
+                text,
+            },
             persistent: None,
             params,
             split_k: None,

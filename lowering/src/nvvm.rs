@@ -35,7 +35,10 @@ use crate::manifest::{GridExpr, Manifest, Param};
 use std::collections::HashMap;
 use std::fmt::Write;
 use std::rc::Rc;
-use tilec_dialect::{Attribute, Diagnostic, Expr, Module, OpKind, Operation, ScalarType, Target, Type, Value, VerifiedModule};
+use tilec_dialect::{
+    Attribute, Diagnostic, Expr, Module, OpKind, Operation, ScalarType, Target, Type, Value,
+    VerifiedModule,
+};
 
 /// Cycles hint of `mbarrier.try_wait.parity` (the op loops until the phase completes).
 const TRY_WAIT_TICKS: i64 = 10_000_000;
@@ -73,9 +76,19 @@ enum Lv {
     /// A kernel tensor passed as a tensor map (`!llvm.ptr` to the param).
     TensorMap(String),
     /// A kernel tensor passed as pointer + sizes + strides (i64 each).
-    TensorPtr { ptr: String, sizes: Vec<String>, strides: Vec<String>, elem: ScalarType },
+    TensorPtr {
+        ptr: String,
+        sizes: Vec<String>,
+        strides: Vec<String>,
+        elem: ScalarType,
+    },
     /// A shared-memory ring at a byte offset of dynamic shared memory.
-    Ring { offset: u64, stage_bytes: u64, shape: Vec<u64>, elem: ScalarType },
+    Ring {
+        offset: u64,
+        stage_bytes: u64,
+        shape: Vec<u64>,
+        elem: ScalarType,
+    },
     /// An mbarrier array at a byte offset.
     Bars { offset: u64 },
     /// A wgmma accumulator: an `!acc` struct value.
@@ -184,8 +197,16 @@ impl Em<'_> {
         if let Some(n) = self.const_names.get(&(v, t)) {
             return n.clone();
         }
-        let name = format!("%c{}_{t}", if v < 0 { format!("m{}", -v) } else { v.to_string() });
-        self.consts.push(format!("    {name} = llvm.mlir.constant({v} : {t}) : {t}"));
+        let name = format!(
+            "%c{}_{t}",
+            if v < 0 {
+                format!("m{}", -v)
+            } else {
+                v.to_string()
+            }
+        );
+        self.consts
+            .push(format!("    {name} = llvm.mlir.constant({v} : {t}) : {t}"));
         self.const_names.insert((v, t), name.clone());
         name
     }
@@ -195,7 +216,10 @@ impl Em<'_> {
         }
         self.n += 1;
         let name = format!("%f{}_{t}", self.n);
-        self.consts.push(format!("    {name} = llvm.mlir.constant({} : {t}) : {t}", mlir_float(v)));
+        self.consts.push(format!(
+            "    {name} = llvm.mlir.constant({} : {t}) : {t}",
+            mlir_float(v)
+        ));
         self.fconsts.insert((v.to_bits(), t), name.clone());
         name
     }
@@ -207,7 +231,12 @@ impl Em<'_> {
     }
     fn gep3(&mut self, off_i32: &str) -> String {
         let smem = self.smem.clone();
-        self.op(format!("llvm.getelementptr {smem}[{off_i32}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8"), "ptr")
+        self.op(
+            format!(
+                "llvm.getelementptr {smem}[{off_i32}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8"
+            ),
+            "ptr",
+        )
     }
     /// `v` through an opaque `mov` (inline asm with side effects): LLVM can neither hoist
     /// what is computed from it out of the enclosing loop nor merge it with the same
@@ -215,7 +244,11 @@ impl Em<'_> {
     /// constant bank, this keeps epilogue-only arithmetic out of the registers live across
     /// a persistent loop's k loop.
     fn opaque(&mut self, v: &str, t: &str) -> String {
-        let (c, m) = if t == "i64" { ("l", "b64") } else { ("r", "b32") };
+        let (c, m) = if t == "i64" {
+            ("l", "b64")
+        } else {
+            ("r", "b32")
+        };
         self.op(format!("llvm.inline_asm has_side_effects asm_dialect = att \"mov.{m} $0, $1;\", \"={c},{c}\" {v} : ({t}) -> {t}"), "opq")
     }
     fn trunc32(&mut self, v: &str) -> String {
@@ -227,7 +260,10 @@ impl Em<'_> {
     fn scalar(&self, op: &Operation, v: Value) -> R<String> {
         match self.vals.get(&v) {
             Some(Lv::Scalar(s, _)) => Ok(s.clone()),
-            _ => err(op, format!("'{}': operand is not a lowered scalar", op.kind.name())),
+            _ => err(
+                op,
+                format!("'{}': operand is not a lowered scalar", op.kind.name()),
+            ),
         }
     }
     /// 1 (i32) in the consumer warpgroup's elected thread (its thread 0, which issues and
@@ -242,7 +278,9 @@ impl Em<'_> {
     }
     /// Byte address (i32, in shared memory) of barrier `idx` (an i64 SSA value) of an array.
     fn bar_addr(&mut self, op: &Operation, bars: Value, idx: Value) -> R<String> {
-        let Some(Lv::Bars { offset }) = self.vals.get(&bars).cloned() else { return err(op, "expected an mbarrier array") };
+        let Some(Lv::Bars { offset }) = self.vals.get(&bars).cloned() else {
+            return err(op, "expected an mbarrier array");
+        };
         let i = self.scalar(op, idx)?;
         let i32v = self.trunc32(&i);
         let c3 = self.cst(3, "i32");
@@ -256,14 +294,27 @@ impl Em<'_> {
 fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
     let name = k.symbol.clone().unwrap_or_default();
     let Some(target) = k.str_attr("target").and_then(Target::from_name) else {
-        return err(k, format!("kernel '@{name}' has no 'target': run 'tile-to-gpu' before 'convert-tile-to-nvvm'"));
+        return err(
+            k,
+            format!(
+                "kernel '@{name}' has no 'target': run 'tile-to-gpu' before 'convert-tile-to-nvvm'"
+            ),
+        );
     };
-    let block: Vec<i64> = k.attr("block").and_then(Attribute::as_array).map(|a| a.iter().filter_map(Attribute::as_int).collect()).unwrap_or_default();
+    let block: Vec<i64> = k
+        .attr("block")
+        .and_then(Attribute::as_array)
+        .map(|a| a.iter().filter_map(Attribute::as_int).collect())
+        .unwrap_or_default();
     if block.len() != 3 {
         return err(k, "kernel has no 'block' attribute (set by tile-to-gpu)");
     }
     let body = &k.regions[0];
-    let cluster: Vec<i64> = k.attr("cluster").and_then(Attribute::as_array).map(|a| a.iter().filter_map(Attribute::as_int).collect()).unwrap_or_else(|| vec![1, 1, 1]);
+    let cluster: Vec<i64> = k
+        .attr("cluster")
+        .and_then(Attribute::as_array)
+        .map(|a| a.iter().filter_map(Attribute::as_int).collect())
+        .unwrap_or_else(|| vec![1, 1, 1]);
     // Which tensors are read by TMA (→ tensor maps) and with which box.
     let mut tma_boxes: HashMap<Value, Vec<u64>> = HashMap::new();
     // Tensors written by TMA (tile.tma_store): each consumer warpgroup stores its rows of
@@ -345,33 +396,70 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
                     params_mlir.push(format!("%{pn}: !llvm.ptr {tm_attr}"));
                     em.vals.insert(a, Lv::TensorMap(format!("%{pn}")));
                     // A map only stored through has no fill (TMA clips out-of-bounds writes).
-                    let fill = if store_boxes.contains_key(&a) && !k_loads(k, a) { "none" } else { "zero" };
-                    params.push(Param::TensorMap { name: an.clone(), dtype: elem.name().into(), rank: *rank, box_: b.clone(), swizzle: "128B".into(), fill: fill.into(), interleave: "none".into(), l2_promotion: "256B".into() });
+                    let fill = if store_boxes.contains_key(&a) && !k_loads(k, a) {
+                        "none"
+                    } else {
+                        "zero"
+                    };
+                    params.push(Param::TensorMap {
+                        name: an.clone(),
+                        dtype: elem.name().into(),
+                        rank: *rank,
+                        box_: b.clone(),
+                        swizzle: "128B".into(),
+                        fill: fill.into(),
+                        interleave: "none".into(),
+                        l2_promotion: "256B".into(),
+                    });
                 } else {
                     params_mlir.push(format!("%{pn}_ptr: i64"));
                     let sizes: Vec<String> = (0..*rank).map(|i| format!("%{pn}_size{i}")).collect();
-                    let strides: Vec<String> = (0..*rank).map(|i| format!("%{pn}_stride{i}")).collect();
+                    let strides: Vec<String> =
+                        (0..*rank).map(|i| format!("%{pn}_stride{i}")).collect();
                     for s in sizes.iter().chain(&strides) {
                         params_mlir.push(format!("{s}: i64"));
                     }
-                    em.vals.insert(a, Lv::TensorPtr { ptr: format!("%{pn}_ptr"), sizes, strides, elem: *elem });
-                    params.push(Param::TensorPointer { name: an.clone(), dtype: elem.name().into(), rank: *rank });
+                    em.vals.insert(
+                        a,
+                        Lv::TensorPtr {
+                            ptr: format!("%{pn}_ptr"),
+                            sizes,
+                            strides,
+                            elem: *elem,
+                        },
+                    );
+                    params.push(Param::TensorPointer {
+                        name: an.clone(),
+                        dtype: elem.name().into(),
+                        rank: *rank,
+                    });
                 }
             }
             Type::Scalar(s) => {
                 let t = mlir_scalar(*s);
                 params_mlir.push(format!("%{pn}: {t}"));
                 em.vals.insert(a, Lv::Scalar(format!("%{pn}"), t));
-                params.push(Param::Scalar { name: an.clone(), dtype: t.into() });
+                params.push(Param::Scalar {
+                    name: an.clone(),
+                    dtype: t.into(),
+                });
             }
-            t => return err(k, format!("kernel argument '%{an}' of type {t} cannot be a kernel parameter")),
+            t => {
+                return err(
+                    k,
+                    format!("kernel argument '%{an}' of type {t} cannot be a kernel parameter"),
+                )
+            }
         }
     }
     // Entry.
     em.tid = em.op("nvvm.read.ptx.sreg.tid.x : i32", "tid");
     em.smem = em.op("llvm.mlir.addressof @dynamic_smem : !llvm.ptr<3>", "smem");
     let smem = em.smem.clone();
-    em.smem_i32 = em.op(format!("llvm.ptrtoint {smem} : !llvm.ptr<3> to i32"), "smem_addr");
+    em.smem_i32 = em.op(
+        format!("llvm.ptrtoint {smem} : !llvm.ptr<3> to i32"),
+        "smem_addr",
+    );
     let c31 = em.cst(31, "i32");
     let tid = em.tid.clone();
     em.lane = em.bin("and", &tid, &c31, "i32", "lane");
@@ -391,7 +479,10 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
 
     let maxntid = format!("array<i32: {}, {}, {}>", block[0], block[1], block[2]);
     let mut text = String::new();
-    let _ = writeln!(text, "// Generated by tilec convert-tile-to-nvvm from kernel @{name} for {target}.");
+    let _ = writeln!(
+        text,
+        "// Generated by tilec convert-tile-to-nvvm from kernel @{name} for {target}."
+    );
     if !em.acc_ty.is_empty() {
         let _ = writeln!(text, "!acc = {}", em.acc_ty);
     }
@@ -406,12 +497,18 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
     let regs = if em.mma_sync {
         let warps = ((block[0] * block[1] * block[2]) as u64).div_ceil(32);
         let alloc_warps = warps.div_ceil(4) * 4;
-        format!("nvvm.maxnreg = {} : i32", (65536 / (alloc_warps * 32)).min(255) / 8 * 8)
+        format!(
+            "nvvm.maxnreg = {} : i32",
+            (65536 / (alloc_warps * 32)).min(255) / 8 * 8
+        )
     } else {
         "nvvm.minctasm = 1 : i32".to_string()
     };
     let regs = if cluster.iter().product::<i64>() > 1 {
-        format!("{regs}, nvvm.cluster_dim = array<i32: {}, {}, {}>", cluster[0], cluster[1], cluster[2])
+        format!(
+            "{regs}, nvvm.cluster_dim = array<i32: {}, {}, {}>",
+            cluster[0], cluster[1], cluster[2]
+        )
     } else {
         regs
     };
@@ -425,15 +522,21 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
     let _ = writeln!(text, "  }}\n}}\n}}");
 
     let grid = k.attr("grid").and_then(Attribute::as_array).unwrap_or(&[]);
-    let mut dims: Vec<GridExpr> = grid.iter().map(|a| match a {
-        Attribute::Int(i) => GridExpr::from_expr(&Expr::Int(*i)),
-        Attribute::Expr(e) => GridExpr::from_expr(e),
-        _ => GridExpr::Int(1),
-    }).collect();
-    let mut texts: Vec<String> = grid.iter().map(|a| match a {
-        Attribute::Expr(e) => e.to_plain_string(),
-        other => other.to_string(),
-    }).collect();
+    let mut dims: Vec<GridExpr> = grid
+        .iter()
+        .map(|a| match a {
+            Attribute::Int(i) => GridExpr::from_expr(&Expr::Int(*i)),
+            Attribute::Expr(e) => GridExpr::from_expr(e),
+            _ => GridExpr::Int(1),
+        })
+        .collect();
+    let mut texts: Vec<String> = grid
+        .iter()
+        .map(|a| match a {
+            Attribute::Expr(e) => e.to_plain_string(),
+            other => other.to_string(),
+        })
+        .collect();
     while dims.len() < 3 {
         dims.push(GridExpr::Int(1));
         texts.push("1".into());
@@ -441,13 +544,30 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
     let smem_bytes = k.int_attr("smem_bytes").unwrap_or(em.smem_end as i64) as u64;
     let mut atomics = false;
     k.walk(&mut |o| atomics |= o.kind == OpKind::AtomicAdd);
-    let (maj, min) = if atomics { target.min_ptx_version().max((8, 1)) } else { target.min_ptx_version() };
+    let (maj, min) = if atomics {
+        target.min_ptx_version().max((8, 1))
+    } else {
+        target.min_ptx_version()
+    };
     let persistent = match k.str_attr("schedule") {
-        Some("static") => Some(serde_json::json!({"schedule": "static", "ctas_per_sm": 1, "group_m": k.int_attr("group_m").unwrap_or(0)})),
-        Some("clc") => Some(serde_json::json!({"schedule": "clc", "group_m": k.int_attr("group_m").unwrap_or(0)})),
+        Some("static") => Some(
+            serde_json::json!({"schedule": "static", "ctas_per_sm": 1, "group_m": k.int_attr("group_m").unwrap_or(0)}),
+        ),
+        Some("clc") => Some(
+            serde_json::json!({"schedule": "clc", "group_m": k.int_attr("group_m").unwrap_or(0)}),
+        ),
         _ => None,
     };
-    let mut manifest = Manifest::new(name.clone(), target.name().into(), format!("{maj}.{min}"), [block[0] as u32, block[1] as u32, block[2] as u32], smem_bytes.max(em.smem_end), dims, texts, params);
+    let mut manifest = Manifest::new(
+        name.clone(),
+        target.name().into(),
+        format!("{maj}.{min}"),
+        [block[0] as u32, block[1] as u32, block[2] as u32],
+        smem_bytes.max(em.smem_end),
+        dims,
+        texts,
+        params,
+    );
     manifest.persistent = persistent;
     if atomics {
         // Split-K: which scalar is S (grid z, when it is a plain argument), which tensors
@@ -473,10 +593,17 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
             Some(Attribute::Expr(Expr::Arg(n))) => serde_json::Value::String(n.clone()),
             _ => serde_json::Value::Null,
         };
-        manifest.split_k = Some(serde_json::json!({"arg": arg, "workspace": ws, "workspace_init": "zero", "k_tile": k_tile, "finalize": {"op": "convert", "from": ws.first(), "to": "C", "dtype": "bf16"}}));
+        manifest.split_k = Some(
+            serde_json::json!({"arg": arg, "workspace": ws, "workspace_init": "zero", "k_tile": k_tile, "finalize": {"op": "convert", "from": ws.first(), "to": "C", "dtype": "bf16"}}),
+        );
     }
     manifest.cluster = [cluster[0] as u32, cluster[1] as u32, cluster[2] as u32];
-    Ok(LoweredKernel { mlir: text, manifest, target, ptx_version: (maj, min) })
+    Ok(LoweredKernel {
+        mlir: text,
+        manifest,
+        target,
+        ptx_version: (maj, min),
+    })
 }
 
 /// Whether kernel `k` reads tensor `t` with `tile.tma_load`.
@@ -488,7 +615,15 @@ fn k_loads(k: &Operation, t: Value) -> bool {
 
 /// MLIR SSA names allow `[A-Za-z0-9_$.-]`; keep tile names as they are where possible.
 fn sanitize(s: &str) -> String {
-    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect()
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 fn lower_block(em: &mut Em, ops: &[Operation]) -> R<()> {
@@ -780,7 +915,11 @@ fn lower_warp_specialize(em: &mut Em, op: &Operation) -> R<()> {
     lower_block(em, &op.regions[1].ops)?;
     let y = op.regions[1].ops.last().expect("verified yield");
     for (r, v) in op.results.iter().zip(&y.operands) {
-        let lv = em.vals.get(v).cloned().ok_or_else(|| Diagnostic::error(y.loc.clone(), "yielded value not lowered"))?;
+        let lv = em
+            .vals
+            .get(v)
+            .cloned()
+            .ok_or_else(|| Diagnostic::error(y.loc.clone(), "yielded value not lowered"))?;
         em.vals.insert(*r, lv);
     }
     Ok(())
@@ -811,28 +950,59 @@ fn lower_for(em: &mut Em, op: &Operation) -> R<()> {
     let (names, tys, carried_kinds) = carried(em, op, &op.operands[3..])?;
     let init_names: Vec<String> = std::iter::once(lb.clone()).chain(names).collect();
     let init_tys: Vec<String> = std::iter::once("i64".to_string()).chain(tys).collect();
-    let (head, body, exit) = (em.block_name("loop"), em.block_name("body"), em.block_name("done"));
+    let (head, body, exit) = (
+        em.block_name("loop"),
+        em.block_name("body"),
+        em.block_name("done"),
+    );
     let b = &op.regions[0];
     let arg_names: Vec<String> = (0..b.args.len()).map(|i| format!("%{head}_a{i}")).collect();
-    em.emit(format!("llvm.br ^{head}({} : {})", init_names.join(", "), init_tys.join(", ")));
-    let args_sig: Vec<String> = arg_names.iter().zip(&init_tys).map(|(n, t)| format!("{n}: {t}")).collect();
+    em.emit(format!(
+        "llvm.br ^{head}({} : {})",
+        init_names.join(", "),
+        init_tys.join(", ")
+    ));
+    let args_sig: Vec<String> = arg_names
+        .iter()
+        .zip(&init_tys)
+        .map(|(n, t)| format!("{n}: {t}"))
+        .collect();
     em.label(&format!("{head}({}):", args_sig.join(", ")));
-    em.vals.insert(b.args[0], Lv::Scalar(arg_names[0].clone(), "i64"));
+    em.vals
+        .insert(b.args[0], Lv::Scalar(arg_names[0].clone(), "i64"));
     for ((&a, n), kind) in b.args[1..].iter().zip(&arg_names[1..]).zip(&carried_kinds) {
         em.vals.insert(a, renamed(kind, n));
     }
     let iv = arg_names[0].clone();
     let c = em.icmp("slt", &iv, &ub, "i64");
     let carried_args: Vec<String> = arg_names[1..].to_vec();
-    let exit_sig = if carried_args.is_empty() { String::new() } else { format!("({} : {})", carried_args.join(", "), init_tys[1..].join(", ")) };
+    let exit_sig = if carried_args.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "({} : {})",
+            carried_args.join(", "),
+            init_tys[1..].join(", ")
+        )
+    };
     em.emit(format!("llvm.cond_br {c}, ^{body}, ^{exit}{exit_sig}"));
     em.label(&format!("{body}:"));
     let yielded = loop_body(em, b)?;
     let mut next = vec![em.bin("add", &iv, &step, "i64", "iv")];
     next.extend(yielded);
-    em.emit(format!("llvm.br ^{head}({} : {})", next.join(", "), init_tys.join(", ")));
-    let res_names: Vec<String> = (0..op.results.len()).map(|i| format!("%{exit}_r{i}")).collect();
-    let res_sig: Vec<String> = res_names.iter().zip(&init_tys[1..]).map(|(n, t)| format!("{n}: {t}")).collect();
+    em.emit(format!(
+        "llvm.br ^{head}({} : {})",
+        next.join(", "),
+        init_tys.join(", ")
+    ));
+    let res_names: Vec<String> = (0..op.results.len())
+        .map(|i| format!("%{exit}_r{i}"))
+        .collect();
+    let res_sig: Vec<String> = res_names
+        .iter()
+        .zip(&init_tys[1..])
+        .map(|(n, t)| format!("{n}: {t}"))
+        .collect();
     if res_sig.is_empty() {
         em.label(&format!("{exit}:"));
     } else {
@@ -849,9 +1019,16 @@ fn lower_for(em: &mut Em, op: &Operation) -> R<()> {
 fn carried(em: &Em, op: &Operation, vals: &[Value]) -> R<(Vec<String>, Vec<String>, Vec<Lv>)> {
     let (mut names, mut tys, mut kinds) = (vec![], vec![], vec![]);
     for &v in vals {
-        let lv = em.vals.get(&v).cloned().ok_or_else(|| Diagnostic::error(op.loc.clone(), "loop init not lowered"))?;
+        let lv = em
+            .vals
+            .get(&v)
+            .cloned()
+            .ok_or_else(|| Diagnostic::error(op.loc.clone(), "loop init not lowered"))?;
         let (Some(n), Some(t)) = (lv_name(&lv), lv_type(em, &lv)) else {
-            return err(op, "convert-tile-to-nvvm: a loop may carry scalars and accumulators only");
+            return err(
+                op,
+                "convert-tile-to-nvvm: a loop may carry scalars and accumulators only",
+            );
         };
         names.push(n);
         tys.push(t);
@@ -888,7 +1065,14 @@ fn loop_body(em: &mut Em, b: &tilec_dialect::Block) -> R<Vec<String>> {
 /// Shared-memory address (i32) of slot `operands[last]` of the response ring `operands[0]`
 /// (16 bytes per slot).
 fn clc_slot_addr(em: &mut Em, op: &Operation) -> R<String> {
-    let Some(Lv::Ring { offset, stage_bytes, .. }) = em.vals.get(&op.operands[0]).cloned() else { return err(op, "the try_cancel response is not a shared-memory ring") };
+    let Some(Lv::Ring {
+        offset,
+        stage_bytes,
+        ..
+    }) = em.vals.get(&op.operands[0]).cloned()
+    else {
+        return err(op, "the try_cancel response is not a shared-memory ring");
+    };
     if stage_bytes != 16 || offset % 16 != 0 {
         return err(op, format!("a try_cancel response slot must be 16 bytes, 16-byte aligned; found {stage_bytes} bytes at offset {offset}"));
     }
@@ -909,8 +1093,16 @@ fn lower_while(em: &mut Em, op: &Operation) -> R<()> {
     let (head, exit) = (em.block_name("while"), em.block_name("while_done"));
     let b = &op.regions[0];
     let arg_names: Vec<String> = (0..b.args.len()).map(|i| format!("%{head}_a{i}")).collect();
-    em.emit(format!("llvm.br ^{head}({} : {})", init_names.join(", "), tys.join(", ")));
-    let sig: Vec<String> = arg_names.iter().zip(&tys).map(|(n, t)| format!("{n}: {t}")).collect();
+    em.emit(format!(
+        "llvm.br ^{head}({} : {})",
+        init_names.join(", "),
+        tys.join(", ")
+    ));
+    let sig: Vec<String> = arg_names
+        .iter()
+        .zip(&tys)
+        .map(|(n, t)| format!("{n}: {t}"))
+        .collect();
     em.label(&format!("{head}({}):", sig.join(", ")));
     for ((&a, n), kind) in b.args.iter().zip(&arg_names).zip(&kinds) {
         em.vals.insert(a, renamed(kind, n));
@@ -919,8 +1111,14 @@ fn lower_while(em: &mut Em, op: &Operation) -> R<()> {
     let go = vals.remove(0);
     let next = format!("({} : {})", vals.join(", "), tys.join(", "));
     em.emit(format!("llvm.cond_br {go}, ^{head}{next}, ^{exit}{next}"));
-    let res_names: Vec<String> = (0..op.results.len()).map(|i| format!("%{exit}_r{i}")).collect();
-    let res_sig: Vec<String> = res_names.iter().zip(&tys).map(|(n, t)| format!("{n}: {t}")).collect();
+    let res_names: Vec<String> = (0..op.results.len())
+        .map(|i| format!("%{exit}_r{i}"))
+        .collect();
+    let res_sig: Vec<String> = res_names
+        .iter()
+        .zip(&tys)
+        .map(|(n, t)| format!("{n}: {t}"))
+        .collect();
     em.label(&format!("{exit}({}):", res_sig.join(", ")));
     for ((&r, n), kind) in op.results.iter().zip(&res_names).zip(&kinds) {
         em.vals.insert(r, renamed(kind, n));
@@ -929,15 +1127,30 @@ fn lower_while(em: &mut Em, op: &Operation) -> R<()> {
 }
 
 fn lower_tma_load(em: &mut Em, op: &Operation) -> R<()> {
-    let Some(Lv::TensorMap(tm)) = em.vals.get(&op.operands[0]).cloned() else { return err(op, "TMA source is not a tensor map") };
-    let Some(Lv::Ring { offset, stage_bytes, shape, elem }) = em.vals.get(&op.operands[1]).cloned() else { return err(op, "TMA destination is not a ring") };
+    let Some(Lv::TensorMap(tm)) = em.vals.get(&op.operands[0]).cloned() else {
+        return err(op, "TMA source is not a tensor map");
+    };
+    let Some(Lv::Ring {
+        offset,
+        stage_bytes,
+        shape,
+        elem,
+    }) = em.vals.get(&op.operands[1]).cloned()
+    else {
+        return err(op, "TMA destination is not a ring");
+    };
     let bar = em.bar_addr(op, op.operands[2], op.operands[3])?;
     if shape.len() != 2 || op.operands.len() != 6 {
         return err(op, "convert-tile-to-nvvm lowers 2-D TMA copies only");
     }
     let inner_bytes = 64 * elem.size_bytes();
     if shape[1] * elem.size_bytes() % 128 != 0 || inner_bytes != 128 {
-        return err(op, format!("TMA stage inner dimension must be a multiple of 64 {elem} elements (128 bytes)"));
+        return err(
+            op,
+            format!(
+                "TMA stage inner dimension must be a multiple of 64 {elem} elements (128 bytes)"
+            ),
+        );
     }
     let st = em.scalar(op, op.operands[3])?;
     let st32 = em.trunc32(&st);
@@ -952,13 +1165,20 @@ fn lower_tma_load(em: &mut Em, op: &Operation) -> R<()> {
     let boxes = shape[1] / 64;
     let box_bytes = shape[0] * 128;
     for j in 0..boxes {
-        let d = if j == 0 { base.clone() } else {
+        let d = if j == 0 {
+            base.clone()
+        } else {
             let c = em.cst((j * box_bytes) as i64, "i32");
             em.bin("add", &base, &c, "i32", "doff")
         };
         let p = em.gep3(&d);
-        let p7 = em.op(format!("llvm.addrspacecast {p} : !llvm.ptr<3> to !llvm.ptr<7>"), "dst");
-        let ij = if j == 0 { inner32.clone() } else {
+        let p7 = em.op(
+            format!("llvm.addrspacecast {p} : !llvm.ptr<3> to !llvm.ptr<7>"),
+            "dst",
+        );
+        let ij = if j == 0 {
+            inner32.clone()
+        } else {
             let c = em.cst((64 * j) as i64, "i32");
             em.bin("add", &inner32, &c, "i32", "x")
         };
@@ -971,9 +1191,34 @@ fn lower_mma(em: &mut Em, op: &Operation) -> R<()> {
     match op.str_attr("kind") {
         Some("wgmma") => {}
         Some("mma_sync") => return lower_mma_sync(em, op),
-        k => return err(op, format!("convert-tile-to-nvvm: unknown MMA kind {:?}", k.unwrap_or("?"))),
+        k => {
+            return err(
+                op,
+                format!(
+                    "convert-tile-to-nvvm: unknown MMA kind {:?}",
+                    k.unwrap_or("?")
+                ),
+            )
+        }
     }
-    let (Some(Lv::Ring { offset: a_off, stage_bytes: a_sb, shape: a_sh, elem }), Some(Lv::Ring { offset: b_off, stage_bytes: b_sb, shape: b_sh, .. })) = (em.vals.get(&op.operands[0]).cloned(), em.vals.get(&op.operands[1]).cloned()) else {
+    let (
+        Some(Lv::Ring {
+            offset: a_off,
+            stage_bytes: a_sb,
+            shape: a_sh,
+            elem,
+        }),
+        Some(Lv::Ring {
+            offset: b_off,
+            stage_bytes: b_sb,
+            shape: b_sh,
+            ..
+        }),
+    ) = (
+        em.vals.get(&op.operands[0]).cloned(),
+        em.vals.get(&op.operands[1]).cloned(),
+    )
+    else {
         return err(op, "MMA operands are not rings");
     };
     let n = b_sh[1];
@@ -991,7 +1236,12 @@ fn lower_mma(em: &mut Em, op: &Operation) -> R<()> {
         return err(op, "all MMAs of a kernel must share one accumulator shape");
     }
     let _ = a_sh[0];
-    let cwg = em.cwg.clone().ok_or_else(|| Diagnostic::error(op.loc.clone(), "'tile.mma' outside the consumer region of 'tile.warp_specialize'"))?;
+    let cwg = em.cwg.clone().ok_or_else(|| {
+        Diagnostic::error(
+            op.loc.clone(),
+            "'tile.mma' outside the consumer region of 'tile.warp_specialize'",
+        )
+    })?;
     // Descriptors: layout (1 = 128B swizzle) << 62 | (SBO >> 4) << 32 | (LBO >> 4) << 16 | addr >> 4.
     let st = em.scalar(op, op.operands[2])?;
     let st32 = em.trunc32(&st);
@@ -1027,14 +1277,24 @@ fn lower_mma(em: &mut Em, op: &Operation) -> R<()> {
     } else {
         match em.vals.get(&op.operands[3]) {
             Some(Lv::Acc(a)) => a.clone(),
-            _ => return err(op, "MMA accumulator is not a wgmma accumulator (start a chain with zero_acc)"),
+            _ => {
+                return err(
+                    op,
+                    "MMA accumulator is not a wgmma accumulator (start a chain with zero_acc)",
+                )
+            }
         }
     };
     for kk in 0..4i64 {
-        let (da, db) = if kk == 0 { (da0.clone(), db0.clone()) } else {
+        let (da, db) = if kk == 0 {
+            (da0.clone(), db0.clone())
+        } else {
             let ca = em.cst((32 * kk) >> 4, "i64");
             let cb = em.cst((2048 * kk) >> 4, "i64");
-            (em.bin("add", &da0, &ca, "i64", "dA"), em.bin("add", &db0, &cb, "i64", "dB"))
+            (
+                em.bin("add", &da0, &ca, "i64", "dA"),
+                em.bin("add", &db0, &cb, "i64", "dB"),
+            )
         };
         let scale = if zero_acc && kk == 0 { "zero" } else { "one" };
         acc = em.op(format!("nvvm.wgmma.mma_async {da}, {db}, {acc}, <m = 64, n = {n}, k = 16>, D[<f32>, <{scale}>], A[<{et}>, <one>, <row>], B[<{et}>, <one>, <row>] : !acc -> !acc"), "acc");
@@ -1053,7 +1313,9 @@ fn lower_wait(em: &mut Em, op: &Operation) -> R<()> {
     // so no use of any of them can be scheduled above the wait.
     let mut accs = vec![];
     for a in &op.operands {
-        let Some(Lv::Acc(acc)) = em.vals.get(a).cloned() else { return err(op, "wait_group operand is not an accumulator") };
+        let Some(Lv::Acc(acc)) = em.vals.get(a).cloned() else {
+            return err(op, "wait_group operand is not an accumulator");
+        };
         accs.push(acc);
     }
     let nacc = em.nacc;
@@ -1064,8 +1326,14 @@ fn lower_wait(em: &mut Em, op: &Operation) -> R<()> {
             elems.push(em.op(format!("llvm.extractvalue {acc}[{i}] : !acc"), "a"));
         }
     }
-    let cons: Vec<String> = std::iter::repeat_n("=f".to_string(), total).chain((0..total).map(|i| i.to_string())).collect();
-    let ret_ty = if accs.len() == 1 { "!acc".to_string() } else { format!("!llvm.struct<({})>", vec!["f32"; total].join(", ")) };
+    let cons: Vec<String> = std::iter::repeat_n("=f".to_string(), total)
+        .chain((0..total).map(|i| i.to_string()))
+        .collect();
+    let ret_ty = if accs.len() == 1 {
+        "!acc".to_string()
+    } else {
+        format!("!llvm.struct<({})>", vec!["f32"; total].join(", "))
+    };
     let r = em.op(format!("llvm.inline_asm has_side_effects asm_dialect = att \"wgmma.wait_group.sync.aligned {n};\", \"{}\" {} : ({}) -> {ret_ty}", cons.join(","), elems.join(", "), vec!["f32"; total].join(", ")), "accw");
     if accs.len() == 1 {
         em.vals.insert(op.results[0], Lv::Acc(r));
@@ -1074,7 +1342,10 @@ fn lower_wait(em: &mut Em, op: &Operation) -> R<()> {
     for (j, &res) in op.results.iter().enumerate() {
         let mut st = em.op("llvm.mlir.undef : !acc", "accw");
         for i in 0..nacc {
-            let x = em.op(format!("llvm.extractvalue {r}[{}] : {ret_ty}", j * nacc + i), "w");
+            let x = em.op(
+                format!("llvm.extractvalue {r}[{}] : {ret_ty}", j * nacc + i),
+                "w",
+            );
             st = em.op(format!("llvm.insertvalue {x}, {st}[{i}] : !acc"), "accw");
         }
         em.vals.insert(res, Lv::Acc(st));
@@ -1097,7 +1368,10 @@ fn frag_coord(mma_sync: bool, v: usize) -> (u64, u64) {
 
 /// The thread's base row and column (i64) of the fragment, relative to the tile origin.
 fn frag_base(em: &mut Em, op: &Operation) -> R<(String, String)> {
-    let cwg = em.cwg.clone().ok_or_else(|| Diagnostic::error(op.loc.clone(), "epilogue op outside the consumers"))?;
+    let cwg = em
+        .cwg
+        .clone()
+        .ok_or_else(|| Diagnostic::error(op.loc.clone(), "epilogue op outside the consumers"))?;
     let c64 = em.cst(64, "i32");
     if let Some((wm, wn)) = em.warp_mn.clone() {
         let lane = em.lane.clone();
@@ -1132,9 +1406,23 @@ enum Lazy {
     /// The same scalar in every register (a splat, or a broadcast scalar).
     Scalar(String),
     /// A tile loaded from a pointer tensor at (r0, c0); size-1 dimensions broadcast.
-    Load { base: String, sizes: Vec<String>, strides: Vec<String>, r0: String, c0: String, bcast_rows: bool, bcast_cols: bool, elem: ScalarType },
+    Load {
+        base: String,
+        sizes: Vec<String>,
+        strides: Vec<String>,
+        r0: String,
+        c0: String,
+        bcast_rows: bool,
+        bcast_cols: bool,
+        elem: ScalarType,
+    },
     /// An elementwise op (or conversion) of other values, from element type `from` to `to`.
-    Op { kind: OpKind, args: Vec<Rc<Lazy>>, from: ScalarType, to: ScalarType },
+    Op {
+        kind: OpKind,
+        args: Vec<Rc<Lazy>>,
+        from: ScalarType,
+        to: ScalarType,
+    },
 }
 
 fn lazy_of(em: &mut Em, op: &Operation, v: Value) -> R<Rc<Lazy>> {
@@ -1145,10 +1433,25 @@ fn lazy_of(em: &mut Em, op: &Operation, v: Value) -> R<Rc<Lazy>> {
         Some(Lv::Scalar(_, "zeros")) => {
             let elem = m_elem(em.m.ty(v));
             let z = Rc::new(Lazy::Scalar(em.fcst(0.0, "f32")));
-            Ok(if elem == ScalarType::F32 { z } else { Rc::new(Lazy::Op { kind: OpKind::Convert, args: vec![z], from: ScalarType::F32, to: elem }) })
+            Ok(if elem == ScalarType::F32 {
+                z
+            } else {
+                Rc::new(Lazy::Op {
+                    kind: OpKind::Convert,
+                    args: vec![z],
+                    from: ScalarType::F32,
+                    to: elem,
+                })
+            })
         }
         Some(Lv::Scalar(s, _)) => Ok(Rc::new(Lazy::Scalar(s.clone()))),
-        _ => err(op, format!("'{}': operand is not an epilogue value of the accumulator's tile", op.kind.name())),
+        _ => err(
+            op,
+            format!(
+                "'{}': operand is not an epilogue value of the accumulator's tile",
+                op.kind.name()
+            ),
+        ),
     }
 }
 
@@ -1177,21 +1480,41 @@ fn eval(em: &mut Em, node: &Rc<Lazy>, v: usize, memo: &mut EvalMemo) -> String {
     let r = match &**node {
         Lazy::Acc(a) => em.op(format!("llvm.extractvalue {a}[{v}] : !acc"), "x"),
         Lazy::Scalar(s) => s.clone(),
-        Lazy::Load { base, sizes, strides, r0, c0, bcast_rows, bcast_cols, elem } => {
+        Lazy::Load {
+            base,
+            sizes,
+            strides,
+            r0,
+            c0,
+            bcast_rows,
+            bcast_cols,
+            elem,
+        } => {
             let (dr, dc) = frag_coord(em.mma_sync, v);
-            let lk = (key, if *bcast_rows { u64::MAX } else { dr }, if *bcast_cols { u64::MAX } else { dc });
+            let lk = (
+                key,
+                if *bcast_rows { u64::MAX } else { dr },
+                if *bcast_cols { u64::MAX } else { dc },
+            );
             if let Some(x) = memo.loads.as_ref().and_then(|m| m.get(&lk)) {
                 let x = x.clone();
                 memo.reg.insert(key, x.clone());
                 return x;
             }
-            let (fr, fc) = em.frag_rc.clone().expect("fragment base set in the consumer region");
-            let row = if *bcast_rows { r0.clone() } else {
+            let (fr, fc) = em
+                .frag_rc
+                .clone()
+                .expect("fragment base set in the consumer region");
+            let row = if *bcast_rows {
+                r0.clone()
+            } else {
                 let d = em.cst(dr as i64, "i64");
                 let a = em.bin("add", r0, &fr, "i64", "lr");
                 em.bin("add", &a, &d, "i64", "lr")
             };
-            let col = if *bcast_cols { c0.clone() } else {
+            let col = if *bcast_cols {
+                c0.clone()
+            } else {
                 let d = em.cst(dc as i64, "i64");
                 let a = em.bin("add", c0, &fc, "i64", "lc");
                 em.bin("add", &a, &d, "i64", "lc")
@@ -1220,7 +1543,12 @@ fn eval(em: &mut Em, node: &Rc<Lazy>, v: usize, memo: &mut EvalMemo) -> String {
             }
             x
         }
-        Lazy::Op { kind, args, from, to } => {
+        Lazy::Op {
+            kind,
+            args,
+            from,
+            to,
+        } => {
             let xs: Vec<String> = args.iter().map(|a| eval(em, a, v, memo)).collect();
             let t = mlir_scalar(*to);
             let x = &xs[0];
@@ -1229,22 +1557,44 @@ fn eval(em: &mut Em, node: &Rc<Lazy>, v: usize, memo: &mut EvalMemo) -> String {
                     if from == to {
                         x.clone()
                     } else {
-                        let o = if from.size_bytes() > to.size_bytes() { "fptrunc" } else { "fpext" };
-                        em.op(format!("llvm.{o} {x} : {} to {t}", mlir_scalar(*from)), "cv")
+                        let o = if from.size_bytes() > to.size_bytes() {
+                            "fptrunc"
+                        } else {
+                            "fpext"
+                        };
+                        em.op(
+                            format!("llvm.{o} {x} : {} to {t}", mlir_scalar(*from)),
+                            "cv",
+                        )
                     }
                 }
                 OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div => {
-                    let o = match kind { OpKind::Add => "fadd", OpKind::Sub => "fsub", OpKind::Mul => "fmul", _ => "fdiv" };
+                    let o = match kind {
+                        OpKind::Add => "fadd",
+                        OpKind::Sub => "fsub",
+                        OpKind::Mul => "fmul",
+                        _ => "fdiv",
+                    };
                     em.op(format!("llvm.{o} {x}, {} : {t}", xs[1]), "e")
                 }
                 OpKind::Max | OpKind::Min => {
-                    let o = if *kind == OpKind::Max { "maxnum" } else { "minnum" };
-                    em.op(format!("llvm.intr.{o}({x}, {}) : ({t}, {t}) -> {t}", xs[1]), "e")
+                    let o = if *kind == OpKind::Max {
+                        "maxnum"
+                    } else {
+                        "minnum"
+                    };
+                    em.op(
+                        format!("llvm.intr.{o}({x}, {}) : ({t}, {t}) -> {t}", xs[1]),
+                        "e",
+                    )
                 }
                 OpKind::Neg => em.op(format!("llvm.fneg {x} : {t}"), "e"),
                 OpKind::Relu => {
                     let z = em.fcst(0.0, t);
-                    em.op(format!("llvm.intr.maxnum({x}, {z}) : ({t}, {t}) -> {t}"), "e")
+                    em.op(
+                        format!("llvm.intr.maxnum({x}, {z}) : ({t}, {t}) -> {t}"),
+                        "e",
+                    )
                 }
                 OpKind::Abs => em.op(format!("llvm.intr.fabs({x}) : ({t}) -> {t}"), "e"),
                 OpKind::Exp => em.op(format!("llvm.intr.exp({x}) : ({t}) -> {t}"), "e"),
@@ -1274,12 +1624,24 @@ fn lower_elementwise(em: &mut Em, op: &Operation) -> R<()> {
         em.vals.insert(op.results[0], Lv::Lazy(l));
         return Ok(());
     }
-    let args: Vec<Rc<Lazy>> = op.operands.iter().map(|&v| lazy_of(em, op, v)).collect::<R<_>>()?;
+    let args: Vec<Rc<Lazy>> = op
+        .operands
+        .iter()
+        .map(|&v| lazy_of(em, op, v))
+        .collect::<R<_>>()?;
     let from = lazy_elem(&args[0]);
     if op.kind == OpKind::Convert && !(from.is_float() && rt.is_float()) {
         return err(op, format!("convert-tile-to-nvvm: {from} -> {rt} conversion in the epilogue is not lowered yet"));
     }
-    em.vals.insert(op.results[0], Lv::Lazy(Rc::new(Lazy::Op { kind: op.kind, args, from, to: rt })));
+    em.vals.insert(
+        op.results[0],
+        Lv::Lazy(Rc::new(Lazy::Op {
+            kind: op.kind,
+            args,
+            from,
+            to: rt,
+        })),
+    );
     Ok(())
 }
 
@@ -1291,19 +1653,42 @@ fn origin(em: &mut Em, op: &Operation, row: Value, col: Value) -> R<(String, Str
 }
 
 fn lower_epilogue_load(em: &mut Em, op: &Operation) -> R<()> {
-    let Some(Lv::TensorPtr { ptr, sizes, strides, elem }) = em.vals.get(&op.operands[0]).cloned() else {
-        return err(op, "convert-tile-to-nvvm: only pointer tensors are loaded in the epilogue");
+    let Some(Lv::TensorPtr {
+        ptr,
+        sizes,
+        strides,
+        elem,
+    }) = em.vals.get(&op.operands[0]).cloned()
+    else {
+        return err(
+            op,
+            "convert-tile-to-nvvm: only pointer tensors are loaded in the epilogue",
+        );
     };
-    let Type::Tile { shape, .. } = em.m.ty(op.results[0]).clone() else { return err(op, "load of a non-tile") };
+    let Type::Tile { shape, .. } = em.m.ty(op.results[0]).clone() else {
+        return err(op, "load of a non-tile");
+    };
     if shape.len() != 2 || em.frag_rc.is_none() {
         return err(op, "convert-tile-to-nvvm: epilogue loads are 2-D tiles loaded by the consumers after the MMA");
     }
     if !matches!(elem, ScalarType::F32 | ScalarType::BF16 | ScalarType::F16) {
-        return err(op, format!("convert-tile-to-nvvm: epilogue loads of {elem} are not lowered yet"));
+        return err(
+            op,
+            format!("convert-tile-to-nvvm: epilogue loads of {elem} are not lowered yet"),
+        );
     }
     let (r0, c0) = origin(em, op, op.operands[1], op.operands[2])?;
     let (ptr, sizes, strides) = epilogue_params(em, ptr, sizes, strides);
-    let node = Lazy::Load { base: ptr, sizes, strides, r0, c0, bcast_rows: shape[0] == 1, bcast_cols: shape[1] == 1, elem };
+    let node = Lazy::Load {
+        base: ptr,
+        sizes,
+        strides,
+        r0,
+        c0,
+        bcast_rows: shape[0] == 1,
+        bcast_cols: shape[1] == 1,
+        elem,
+    };
     em.vals.insert(op.results[0], Lv::Lazy(Rc::new(node)));
     Ok(())
 }
@@ -1313,14 +1698,32 @@ fn lower_epilogue_load(em: &mut Em, op: &Operation) -> R<()> {
 /// `red.global.add.v2.f32` (sm_90; 8-byte aligned pairs) on the fast path and each element
 /// with a predicated `red.global.add.f32` on the slow path.
 fn lower_store(em: &mut Em, op: &Operation, atomic: bool) -> R<()> {
-    let Some(Lv::TensorPtr { ptr, sizes, strides, elem }) = em.vals.get(&op.operands[0]).cloned() else {
-        return err(op, format!("convert-tile-to-nvvm: the epilogue {} a pointer tensor", if atomic { "adds into" } else { "stores to" }));
+    let Some(Lv::TensorPtr {
+        ptr,
+        sizes,
+        strides,
+        elem,
+    }) = em.vals.get(&op.operands[0]).cloned()
+    else {
+        return err(
+            op,
+            format!(
+                "convert-tile-to-nvvm: the epilogue {} a pointer tensor",
+                if atomic { "adds into" } else { "stores to" }
+            ),
+        );
     };
     if atomic && elem != ScalarType::F32 {
-        return err(op, format!("convert-tile-to-nvvm: atomic adds into f32 tensors only, found {elem}"));
+        return err(
+            op,
+            format!("convert-tile-to-nvvm: atomic adds into f32 tensors only, found {elem}"),
+        );
     }
     if op.operands.len() != 4 || em.frag_rc.is_none() {
-        return err(op, "convert-tile-to-nvvm: epilogue stores are 2-D, by the consumers after the MMA");
+        return err(
+            op,
+            "convert-tile-to-nvvm: epilogue stores are 2-D, by the consumers after the MMA",
+        );
     }
     if let (Some(acc), Type::Tile { shape, .. }) = (em.acc_shape.clone(), em.m.ty(op.operands[3])) {
         if *shape != acc {
@@ -1337,7 +1740,20 @@ fn lower_store(em: &mut Em, op: &Operation, atomic: bool) -> R<()> {
     if em.mma_sync && em.loop_depth > 0 {
         em.frag_rc = Some(fresh_frag_rc(em));
     }
-    let r = store_frags(em, op, StoreArgs { ptr, sizes, strides, elem, r0, c0, val, atomic });
+    let r = store_frags(
+        em,
+        op,
+        StoreArgs {
+            ptr,
+            sizes,
+            strides,
+            elem,
+            r0,
+            c0,
+            val,
+            atomic,
+        },
+    );
     em.frag_rc = saved_rc;
     r
 }
@@ -1359,7 +1775,12 @@ struct StoreArgs {
 /// bounds, the fast-path test) in the epilogue instead of hoisting it out of the tile loop,
 /// where it would stay live across the k loop beside the 128 accumulators. Unchanged
 /// elsewhere (wgmma kernels, one tile per CTA).
-fn epilogue_params(em: &mut Em, ptr: String, sizes: Vec<String>, strides: Vec<String>) -> (String, Vec<String>, Vec<String>) {
+fn epilogue_params(
+    em: &mut Em,
+    ptr: String,
+    sizes: Vec<String>,
+    strides: Vec<String>,
+) -> (String, Vec<String>, Vec<String>) {
     if !(em.mma_sync && em.loop_depth > 0) {
         return (ptr, sizes, strides);
     }
@@ -1374,7 +1795,12 @@ fn epilogue_params(em: &mut Em, ptr: String, sizes: Vec<String>, strides: Vec<St
 /// they need no registers across it).
 fn fresh_frag_rc(em: &mut Em) -> (String, String) {
     let tid = em.op("llvm.inline_asm has_side_effects asm_dialect = att \"mov.u32 $0, %tid.x;\", \"=r\"  : () -> i32", "tid_e");
-    let (c2, c3, c5, c31) = (em.cst(2, "i32"), em.cst(3, "i32"), em.cst(5, "i32"), em.cst(31, "i32"));
+    let (c2, c3, c5, c31) = (
+        em.cst(2, "i32"),
+        em.cst(3, "i32"),
+        em.cst(5, "i32"),
+        em.cst(31, "i32"),
+    );
     let one = em.cst(1, "i32");
     let lane = em.bin("and", &tid, &c31, "i32", "lane_e");
     let w = em.bin("lshr", &tid, &c5, "i32", "w_e");
@@ -1400,13 +1826,27 @@ fn mma_sync_frag_rc(em: &mut Em, wm: &str, wn: &str, lane: &str) -> (String, Str
 
 /// The epilogue store proper (see [`lower_store`]).
 fn store_frags(em: &mut Em, op: &Operation, a: StoreArgs) -> R<()> {
-    let StoreArgs { ptr, sizes, strides, elem, r0, c0, val, atomic } = a;
-    let Type::Tile { shape, .. } = em.m.ty(op.operands[3]).clone() else { return err(op, "store of a non-tile") };
+    let StoreArgs {
+        ptr,
+        sizes,
+        strides,
+        elem,
+        r0,
+        c0,
+        val,
+        atomic,
+    } = a;
+    let Type::Tile { shape, .. } = em.m.ty(op.operands[3]).clone() else {
+        return err(op, "store of a non-tile");
+    };
     let (fr, fc) = em.frag_rc.clone().expect("checked");
     let nregs = em.nacc;
     let t = mlir_scalar(elem);
     let eb = elem.size_bytes() as i64;
-    let base = em.op(format!("llvm.inttoptr {ptr} : i64 to !llvm.ptr<1>"), "c_base");
+    let base = em.op(
+        format!("llvm.inttoptr {ptr} : i64 to !llvm.ptr<1>"),
+        "c_base",
+    );
     let row0 = em.bin("add", &r0, &fr, "i64", "row0");
     let col0 = em.bin("add", &c0, &fc, "i64", "col0");
     // Fast path: the whole tile inside, unit column stride, even row stride, aligned base.
@@ -1428,23 +1868,35 @@ fn store_frags(em: &mut Em, op: &Operation, a: StoreArgs) -> R<()> {
     let g2 = em.bin("and", &f3, &f4, "i1", "f");
     let g3 = em.bin("and", &g1, &g2, "i1", "f");
     let fast = em.bin("and", &g3, &f5, "i1", "fast");
-    let (fb, sb, done) = (em.block_name("epi_fast"), em.block_name("epi_slow"), em.block_name("epi_done"));
+    let (fb, sb, done) = (
+        em.block_name("epi_fast"),
+        em.block_name("epi_slow"),
+        em.block_name("epi_done"),
+    );
     em.emit(format!("llvm.cond_br {fast}, ^{fb}, ^{sb}"));
     em.label(&format!("{fb}:"));
     let ro = em.bin("mul", &row0, &strides[0], "i64", "ro");
     let off0 = em.bin("add", &ro, &col0, "i64", "off");
-    let p0 = em.op(format!("llvm.getelementptr {base}[{off0}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, {t}"), "p_row");
+    let p0 = em.op(
+        format!("llvm.getelementptr {base}[{off0}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, {t}"),
+        "p_row",
+    );
     let u2 = em.op(format!("llvm.mlir.undef : vector<2x{t}>"), "u2");
     let i0 = em.cst(0, "i32");
     let i1 = em.cst(1, "i32");
     let mut rowptr: HashMap<u64, String> = HashMap::new();
-    let mut memo = EvalMemo { reg: HashMap::new(), loads: Some(HashMap::new()) };
+    let mut memo = EvalMemo {
+        reg: HashMap::new(),
+        loads: Some(HashMap::new()),
+    };
     for v in (0..nregs).step_by(2) {
         let (dr, dc) = frag_coord(em.mma_sync, v);
         let pr = match rowptr.get(&dr) {
             Some(p) => p.clone(),
             None => {
-                let p = if dr == 0 { p0.clone() } else {
+                let p = if dr == 0 {
+                    p0.clone()
+                } else {
                     let c = em.cst(dr as i64, "i64");
                     let o = em.bin("mul", &strides[0], &c, "i64", "so");
                     em.op(format!("llvm.getelementptr {p0}[{o}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, {t}"), "p_row")
@@ -1458,14 +1910,29 @@ fn store_frags(em: &mut Em, op: &Operation, a: StoreArgs) -> R<()> {
         memo.reg.clear();
         let x1 = eval(em, &val, v + 1, &mut memo);
         if atomic {
-            let p = em.op(format!("llvm.getelementptr {pr}[{dc}] : (!llvm.ptr<1>) -> !llvm.ptr<1>, {t}"), "p");
+            let p = em.op(
+                format!("llvm.getelementptr {pr}[{dc}] : (!llvm.ptr<1>) -> !llvm.ptr<1>, {t}"),
+                "p",
+            );
             let pa = em.op(format!("llvm.ptrtoint {p} : !llvm.ptr<1> to i64"), "pa");
             em.emit(format!("llvm.inline_asm has_side_effects asm_dialect = att \"red.global.add.v2.f32 [$0], {{$1, $2}};\", \"l,f,f\" {pa}, {x0}, {x1} : (i64, f32, f32) -> ()"));
         } else {
-            let vec = em.op(format!("llvm.insertelement {x0}, {u2}[{i0} : i32] : vector<2x{t}>"), "vec");
-            let vec = em.op(format!("llvm.insertelement {x1}, {vec}[{i1} : i32] : vector<2x{t}>"), "vec");
-            let p = em.op(format!("llvm.getelementptr {pr}[{dc}] : (!llvm.ptr<1>) -> !llvm.ptr<1>, {t}"), "p");
-            em.emit(format!("llvm.store {vec}, {p} {{alignment = {} : i64}} : vector<2x{t}>, !llvm.ptr<1>", 2 * eb));
+            let vec = em.op(
+                format!("llvm.insertelement {x0}, {u2}[{i0} : i32] : vector<2x{t}>"),
+                "vec",
+            );
+            let vec = em.op(
+                format!("llvm.insertelement {x1}, {vec}[{i1} : i32] : vector<2x{t}>"),
+                "vec",
+            );
+            let p = em.op(
+                format!("llvm.getelementptr {pr}[{dc}] : (!llvm.ptr<1>) -> !llvm.ptr<1>, {t}"),
+                "p",
+            );
+            em.emit(format!(
+                "llvm.store {vec}, {p} {{alignment = {} : i64}} : vector<2x{t}>, !llvm.ptr<1>",
+                2 * eb
+            ));
         }
     }
     em.emit(format!("llvm.br ^{done}"));
@@ -1475,11 +1942,18 @@ fn store_frags(em: &mut Em, op: &Operation, a: StoreArgs) -> R<()> {
     // LLVM sees 128 opaque stores instead of 128 guarded blocks of address arithmetic
     // (which cost its NVPTX back end ~80 ms on a 2-vCPU x86 host, mostly in straight-line
     // strength reduction; docs/performance.md, 2026-11-29 session 2).
-    em.label(&format!("{sb}:  // ragged or strided: every element checked"));
+    em.label(&format!(
+        "{sb}:  // ragged or strided: every element checked"
+    ));
     let (st_ty, reg) = match elem {
         ScalarType::F32 => ("f32", "f"),
         ScalarType::BF16 | ScalarType::F16 => ("b16", "h"),
-        other => return err(op, format!("convert-tile-to-nvvm: epilogue stores of {other} are not lowered yet")),
+        other => {
+            return err(
+                op,
+                format!("convert-tile-to-nvvm: epilogue stores of {other} are not lowered yet"),
+            )
+        }
     };
     let ebc = em.cst(eb, "i64");
     let s1b = em.bin("mul", &strides[1], &ebc, "i64", "s1b");
@@ -1503,9 +1977,17 @@ fn store_frags(em: &mut Em, op: &Operation, a: StoreArgs) -> R<()> {
         };
         memo.reg.clear();
         let x = eval(em, &val, v, &mut memo);
-        let (x, xt) = if reg == "h" { (em.op(format!("llvm.bitcast {x} : {t} to i16"), "xb"), "i16") } else { (x, "f32") };
+        let (x, xt) = if reg == "h" {
+            (em.op(format!("llvm.bitcast {x} : {t} to i16"), "xb"), "i16")
+        } else {
+            (x, "f32")
+        };
         // col = col0 + dc; p = col < N && row < M; store to row_addr + col * (stride1 * eb).
-        let st = if atomic { "red.global.add.f32".to_string() } else { format!("st.global.{st_ty}") };
+        let st = if atomic {
+            "red.global.add.f32".to_string()
+        } else {
+            format!("st.global.{st_ty}")
+        };
         let asm = format!("{{ .reg .pred p; .reg .b64 c, a; add.s64 c, $2, {dc}; setp.lt.u64 p, c, $3; setp.ne.and.u32 p, $4, 0, p; mad.lo.s64 a, c, $1, $0; @p {st} [a], $5; }}");
         em.emit(format!("llvm.inline_asm has_side_effects asm_dialect = att \"{asm}\", \"l,l,l,l,r,{reg}\" {raddr}, {s1b}, {col0}, {n}, {rok}, {x} : (i64, i64, i64, i64, i32, {xt}) -> ()", n = sizes[1]));
     }
@@ -1520,13 +2002,35 @@ fn store_frags(em: &mut Em, op: &Operation, a: StoreArgs) -> R<()> {
 /// `mma.sync.m16n8k16.row.col.f32.bf16.bf16.f32`. The 128 accumulator registers of a lane
 /// travel as one `!acc` struct (LLVM's SROA splits it).
 fn lower_mma_sync(em: &mut Em, op: &Operation) -> R<()> {
-    let (Some(Lv::Ring { offset: a_off, stage_bytes: a_sb, shape: a_sh, elem }), Some(Lv::Ring { offset: b_off, stage_bytes: b_sb, shape: b_sh, .. })) = (em.vals.get(&op.operands[0]).cloned(), em.vals.get(&op.operands[1]).cloned()) else {
+    let (
+        Some(Lv::Ring {
+            offset: a_off,
+            stage_bytes: a_sb,
+            shape: a_sh,
+            elem,
+        }),
+        Some(Lv::Ring {
+            offset: b_off,
+            stage_bytes: b_sb,
+            shape: b_sh,
+            ..
+        }),
+    ) = (
+        em.vals.get(&op.operands[0]).cloned(),
+        em.vals.get(&op.operands[1]).cloned(),
+    )
+    else {
         return err(op, "MMA operands are not rings");
     };
-    if a_sh != [128, 64] || b_sh != [64, 256] || elem != ScalarType::BF16 && elem != ScalarType::F16 {
+    if a_sh != [128, 64] || b_sh != [64, 256] || elem != ScalarType::BF16 && elem != ScalarType::F16
+    {
         return err(op, format!("mma.sync lowering handles 128x64 and 64x256 bf16/f16 stages (2 x 4 warps of 64 x 64), found {}x{} and {}x{}", a_sh[0], a_sh[1], b_sh[0], b_sh[1]));
     }
-    let et = if elem == ScalarType::BF16 { "bf16" } else { "f16" };
+    let et = if elem == ScalarType::BF16 {
+        "bf16"
+    } else {
+        "f16"
+    };
     const NACC: usize = 128;
     if em.acc_ty.is_empty() {
         em.acc_ty = format!("!llvm.struct<({})>", vec!["f32"; NACC].join(", "));
@@ -1534,7 +2038,9 @@ fn lower_mma_sync(em: &mut Em, op: &Operation) -> R<()> {
         em.acc_cols = 256;
         em.acc_shape = em.m.ty(op.results[0]).tile_shape().map(<[u64]>::to_vec);
     }
-    let Some((wm, wn)) = em.warp_mn.clone() else { return err(op, "'tile.mma' outside the consumer region") };
+    let Some((wm, wn)) = em.warp_mn.clone() else {
+        return err(op, "'tile.mma' outside the consumer region");
+    };
     let st = em.scalar(op, op.operands[2])?;
     let st32 = em.trunc32(&st);
     // Per-lane ldmatrix addressing: lane gives the row address of 8x8 matrix lane/8:
@@ -1573,42 +2079,58 @@ fn lower_mma_sync(em: &mut Em, op: &Operation) -> R<()> {
         let z = em.fcst(0.0, "f32");
         vec![z; NACC]
     } else {
-        let Some(Lv::Acc(a)) = em.vals.get(&op.operands[3]).cloned() else { return err(op, "MMA accumulator is not lowered") };
-        (0..NACC).map(|i| em.op(format!("llvm.extractvalue {a}[{i}] : !acc"), "x")).collect()
+        let Some(Lv::Acc(a)) = em.vals.get(&op.operands[3]).cloned() else {
+            return err(op, "MMA accumulator is not lowered");
+        };
+        (0..NACC)
+            .map(|i| em.op(format!("llvm.extractvalue {a}[{i}] : !acc"), "x"))
+            .collect()
     };
     let ldm = "!llvm.struct<(i32, i32, i32, i32)>";
     let acc4 = "!llvm.struct<(f32, f32, f32, f32)>";
     for kk in 0..4i64 {
-        let ch = if kk == 0 { chunk0.clone() } else {
+        let ch = if kk == 0 {
+            chunk0.clone()
+        } else {
             let c = em.cst(32 * kk, "i32");
             em.bin("xor", &chunk0, &c, "i32", "ch")
         };
         let mut afrag = vec![];
         for mi in 0..4i64 {
-            let o = if mi == 0 { a_base.clone() } else {
+            let o = if mi == 0 {
+                a_base.clone()
+            } else {
                 let c = em.cst(mi * 16 * 128, "i32");
                 em.bin("add", &a_base, &c, "i32", "a_off")
             };
             let o = em.bin("add", &o, &ch, "i32", "a_off");
             let p = em.gep3(&o);
             let r = em.op(format!("nvvm.ldmatrix {p} {{num = 4 : i32, layout = #nvvm.mma_layout<row>, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>, eltType = #nvvm.ld_st_matrix_elt_type<b16>}} : (!llvm.ptr<3>) -> {ldm}"), "afrag");
-            let q: Vec<String> = (0..4).map(|i| em.op(format!("llvm.extractvalue {r}[{i}] : {ldm}"), "a")).collect();
+            let q: Vec<String> = (0..4)
+                .map(|i| em.op(format!("llvm.extractvalue {r}[{i}] : {ldm}"), "a"))
+                .collect();
             afrag.push(q);
         }
         let mut bfrag: Vec<(String, String)> = vec![];
         for nj in 0..4i64 {
-            let o = if kk == 0 { b_base.clone() } else {
+            let o = if kk == 0 {
+                b_base.clone()
+            } else {
                 let c = em.cst(kk * 16 * 128, "i32");
                 em.bin("add", &b_base, &c, "i32", "b_off")
             };
-            let chb = if nj == 0 { chunk0.clone() } else {
+            let chb = if nj == 0 {
+                chunk0.clone()
+            } else {
                 let c = em.cst(32 * nj, "i32");
                 em.bin("xor", &chunk0, &c, "i32", "bch")
             };
             let o = em.bin("add", &o, &chb, "i32", "b_off");
             let p = em.gep3(&o);
             let r = em.op(format!("nvvm.ldmatrix {p} {{num = 4 : i32, layout = #nvvm.mma_layout<col>, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>, eltType = #nvvm.ld_st_matrix_elt_type<b16>}} : (!llvm.ptr<3>) -> {ldm}"), "bfrag");
-            let v: Vec<String> = (0..4).map(|i| em.op(format!("llvm.extractvalue {r}[{i}] : {ldm}"), "b")).collect();
+            let v: Vec<String> = (0..4)
+                .map(|i| em.op(format!("llvm.extractvalue {r}[{i}] : {ldm}"), "b"))
+                .collect();
             bfrag.push((v[0].clone(), v[1].clone()));
             bfrag.push((v[2].clone(), v[3].clone()));
         }
@@ -1634,8 +2156,27 @@ fn lower_mma_sync(em: &mut Em, op: &Operation) -> R<()> {
 }
 
 /// Shared-memory byte address (i32) of slot `slot` (an index operand) of ring `ring`.
-fn slot_addr(em: &mut Em, op: &Operation, ring: Value, slot: Value) -> R<(String, Vec<u64>, ScalarType)> {
-    let Some(Lv::Ring { offset, stage_bytes, shape, elem }) = em.vals.get(&ring).cloned() else { return err(op, format!("'{}': the staging buffer is not a shared-memory ring", op.kind.name())) };
+fn slot_addr(
+    em: &mut Em,
+    op: &Operation,
+    ring: Value,
+    slot: Value,
+) -> R<(String, Vec<u64>, ScalarType)> {
+    let Some(Lv::Ring {
+        offset,
+        stage_bytes,
+        shape,
+        elem,
+    }) = em.vals.get(&ring).cloned()
+    else {
+        return err(
+            op,
+            format!(
+                "'{}': the staging buffer is not a shared-memory ring",
+                op.kind.name()
+            ),
+        );
+    };
     let s = em.scalar(op, slot)?;
     let s32 = em.trunc32(&s);
     let sb = em.cst(stage_bytes as i64, "i32");
@@ -1666,13 +2207,23 @@ fn lower_smem_store(em: &mut Em, op: &Operation) -> R<()> {
     }
     let val = lazy_of(em, op, op.operands[0])?;
     if lazy_elem(&val) != elem {
-        return err(op, "'tile.smem_store': the tile's element type differs from the ring's");
+        return err(
+            op,
+            "'tile.smem_store': the tile's element type differs from the ring's",
+        );
     }
     let col_offset = op.int_attr("col_offset").unwrap_or(0) as usize;
     let cwg = em.cwg.clone().expect("checked");
     let lane = em.lane.clone();
     let w = em.warp_in_wg.clone();
-    let (c3, c4, c7, c64, c16, c128) = (em.cst(3, "i32"), em.cst(4, "i32"), em.cst(7, "i32"), em.cst(64, "i32"), em.cst(16, "i32"), em.cst(128, "i32"));
+    let (c3, c4, c7, c64, c16, c128) = (
+        em.cst(3, "i32"),
+        em.cst(4, "i32"),
+        em.cst(7, "i32"),
+        em.cst(64, "i32"),
+        em.cst(16, "i32"),
+        em.cst(128, "i32"),
+    );
     let one = em.cst(1, "i32");
     // row = 64 cwg + 16 w + 8 ((l >> 3) & 1) + (l & 7)
     let r0 = em.bin("mul", &cwg, &c64, "i32", "sr");
@@ -1692,9 +2243,14 @@ fn lower_smem_store(em: &mut Em, op: &Operation) -> R<()> {
     let t = mlir_scalar(elem);
     let u2 = em.op(format!("llvm.mlir.undef : vector<2x{t}>"), "u2");
     let i0 = em.cst(0, "i32");
-    let mut memo = EvalMemo { reg: HashMap::new(), loads: Some(HashMap::new()) };
+    let mut memo = EvalMemo {
+        reg: HashMap::new(),
+        loads: Some(HashMap::new()),
+    };
     for q in 0..4usize {
-        let chunk = if q == 0 { cx.clone() } else {
+        let chunk = if q == 0 {
+            cx.clone()
+        } else {
             let c = em.cst(2 * q as i64, "i32");
             em.bin("xor", &cx, &c, "i32", "schunk")
         };
@@ -1708,8 +2264,14 @@ fn lower_smem_store(em: &mut Em, op: &Operation) -> R<()> {
             let x0 = eval(em, &val, v, &mut memo);
             memo.reg.clear();
             let x1 = eval(em, &val, v + 1, &mut memo);
-            let vec = em.op(format!("llvm.insertelement {x0}, {u2}[{i0} : i32] : vector<2x{t}>"), "pk");
-            let vec = em.op(format!("llvm.insertelement {x1}, {vec}[{one} : i32] : vector<2x{t}>"), "pk");
+            let vec = em.op(
+                format!("llvm.insertelement {x0}, {u2}[{i0} : i32] : vector<2x{t}>"),
+                "pk",
+            );
+            let vec = em.op(
+                format!("llvm.insertelement {x1}, {vec}[{one} : i32] : vector<2x{t}>"),
+                "pk",
+            );
             regs.push(em.op(format!("llvm.bitcast {vec} : vector<2x{t}> to i32"), "pk"));
         }
         em.emit(format!(
@@ -1736,11 +2298,15 @@ fn staging_is_swizzled(em: &Em, op: &Operation) -> R<()> {
 
 fn lower_tma_store(em: &mut Em, op: &Operation) -> R<()> {
     staging_is_swizzled(em, op)?;
-    let Some(Lv::TensorMap(tm)) = em.vals.get(&op.operands[0]).cloned() else { return err(op, "'tile.tma_store': the destination is not a tensor map") };
+    let Some(Lv::TensorMap(tm)) = em.vals.get(&op.operands[0]).cloned() else {
+        return err(op, "'tile.tma_store': the destination is not a tensor map");
+    };
     if op.operands.len() != 5 {
         return err(op, "convert-tile-to-nvvm lowers 2-D TMA stores only");
     }
-    let Some(cwg) = em.cwg.clone() else { return err(op, "convert-tile-to-nvvm: 'tile.tma_store' is lowered in the consumer region of 'tile.warp_specialize' only") };
+    let Some(cwg) = em.cwg.clone() else {
+        return err(op, "convert-tile-to-nvvm: 'tile.tma_store' is lowered in the consumer region of 'tile.warp_specialize' only");
+    };
     let (addr, shape, elem) = slot_addr(em, op, op.operands[1], op.operands[2])?;
     let rows = shape[0] as i64 / em.consumer_wgs.max(1);
     let row_bytes = (shape[1] * elem.size_bytes()) as i64;

@@ -73,7 +73,12 @@ pub(crate) enum StageSym {
     Const(i64),
     /// `(iv + base + off) mod modulus`: `iv` the current iteration of loop `lp` (if any),
     /// `base` a value that does not change while the stage is compared (if any).
-    Rel { lp: Option<OpId>, base: Option<Value>, off: i64, modulus: i64 },
+    Rel {
+        lp: Option<OpId>,
+        base: Option<Value>,
+        off: i64,
+        modulus: i64,
+    },
     /// Anything else: may alias every stage.
     Unknown,
 }
@@ -83,11 +88,20 @@ impl StageSym {
     pub(crate) fn may_alias(self, o: StageSym) -> bool {
         match (self, o) {
             (StageSym::Const(a), StageSym::Const(b)) => a == b,
-            (StageSym::Rel { lp: l1, base: b1, off: o1, modulus: m1 }, StageSym::Rel { lp: l2, base: b2, off: o2, modulus: m2 })
-                if l1 == l2 && b1 == b2 && m1 == m2 =>
-            {
-                o1 == o2
-            }
+            (
+                StageSym::Rel {
+                    lp: l1,
+                    base: b1,
+                    off: o1,
+                    modulus: m1,
+                },
+                StageSym::Rel {
+                    lp: l2,
+                    base: b2,
+                    off: o2,
+                    modulus: m2,
+                },
+            ) if l1 == l2 && b1 == b2 && m1 == m2 => o1 == o2,
             _ => true,
         }
     }
@@ -152,7 +166,11 @@ pub(crate) struct Access {
 impl Access {
     /// Whether the op matters at all.
     pub(crate) fn is_empty(&self) -> bool {
-        self.wgmma.is_none() && self.regs.is_empty() && self.writes.is_empty() && self.releases.is_empty() && !self.exit
+        self.wgmma.is_none()
+            && self.regs.is_empty()
+            && self.writes.is_empty()
+            && self.releases.is_empty()
+            && !self.exit
     }
 }
 
@@ -288,7 +306,11 @@ impl UnionFind {
 #[derive(Clone, Copy)]
 enum Lin {
     Const(i64),
-    Sym { iv: Option<OpId>, base: Option<Value>, off: i64 },
+    Sym {
+        iv: Option<OpId>,
+        base: Option<Value>,
+        off: i64,
+    },
     Other,
 }
 
@@ -367,7 +389,11 @@ impl<'k> Facts<'k> {
                     }
                 }
                 OpKind::If | OpKind::WarpSpecialize => {
-                    let regions: &[Block] = if o.kind == OpKind::If { &o.regions } else { &o.regions[1..] };
+                    let regions: &[Block] = if o.kind == OpKind::If {
+                        &o.regions
+                    } else {
+                        &o.regions[1..]
+                    };
                     for b in regions {
                         if let Some(y) = b.ops.last().filter(|t| t.kind == OpKind::Yield) {
                             for (&r, &yv) in o.results.iter().zip(&y.operands) {
@@ -381,11 +407,18 @@ impl<'k> Facts<'k> {
                         uf.union(a, r);
                     }
                 }
-                OpKind::Mma if is_wgmma(o) && o.operands.len() == 4 && o.results.len() == 1 && o.attr("zero_acc").and_then(|a| a.as_bool()) != Some(true) => {
+                OpKind::Mma
+                    if is_wgmma(o)
+                        && o.operands.len() == 4
+                        && o.results.len() == 1
+                        && o.attr("zero_acc").and_then(|a| a.as_bool()) != Some(true) =>
+                {
                     uf.union(o.operands[3], o.results[0]);
                 }
                 OpKind::SmemAlloc => {
-                    if let (Some(&r), Some(Type::Smem { stages, .. })) = (o.results.first(), o.results.first().map(|&r| m.ty(r))) {
+                    if let (Some(&r), Some(Type::Smem { stages, .. })) =
+                        (o.results.first(), o.results.first().map(|&r| m.ty(r)))
+                    {
                         f.rings.insert(r, *stages);
                     }
                 }
@@ -410,7 +443,14 @@ impl<'k> Facts<'k> {
             if kind == GroupKind::Bulk {
                 if o.kind == OpKind::TmaStore && o.operands.len() >= 3 {
                     let smem = vec![(o.operands[1], f.stage(o.operands[2]))];
-                    f.groups.insert(id as OpId, GroupDesc { acc: NO_SLOT, a: None, smem });
+                    f.groups.insert(
+                        id as OpId,
+                        GroupDesc {
+                            acc: NO_SLOT,
+                            a: None,
+                            smem,
+                        },
+                    );
                 }
                 continue;
             }
@@ -418,10 +458,14 @@ impl<'k> Facts<'k> {
                 continue;
             }
             let acc = f.slot(o.results[0]);
-            let a = matches!(m.try_ty(o.operands[0]), Some(Type::Tile { .. })).then(|| f.slot(o.operands[0]));
+            let a = matches!(m.try_ty(o.operands[0]), Some(Type::Tile { .. }))
+                .then(|| f.slot(o.operands[0]));
             let stage = f.stage(o.operands[2]);
-            let smem: Vec<(Value, StageSym)> =
-                o.operands[..2].iter().filter(|&&v| matches!(m.try_ty(v), Some(Type::Smem { .. }))).map(|&v| (v, stage)).collect();
+            let smem: Vec<(Value, StageSym)> = o.operands[..2]
+                .iter()
+                .filter(|&&v| matches!(m.try_ty(v), Some(Type::Smem { .. })))
+                .map(|&v| (v, stage))
+                .collect();
             f.reg_slots.insert(acc);
             if o.attr("zero_acc").and_then(|a| a.as_bool()) != Some(true) {
                 f.reg_slots.insert(f.slot(o.operands[3]));
@@ -494,10 +538,20 @@ impl<'k> Facts<'k> {
 
     fn lin(&self, v: Value, depth: u32) -> Lin {
         if let Some(&lp) = self.iv_of.get(&v) {
-            return Lin::Sym { iv: Some(lp), base: None, off: 0 };
+            return Lin::Sym {
+                iv: Some(lp),
+                base: None,
+                off: 0,
+            };
         }
-        let atom = Lin::Sym { iv: None, base: Some(v), off: 0 };
-        let Some(&d) = self.defs.get(&v) else { return atom };
+        let atom = Lin::Sym {
+            iv: None,
+            base: Some(v),
+            off: 0,
+        };
+        let Some(&d) = self.defs.get(&v) else {
+            return atom;
+        };
         let o = self.ops[d as usize];
         if depth > 16 {
             return Lin::Other;
@@ -505,17 +559,50 @@ impl<'k> Facts<'k> {
         match o.kind {
             OpKind::Constant => o.int_attr("value").map_or(atom, Lin::Const),
             OpKind::AddI | OpKind::SubI if o.operands.len() == 2 => {
-                let (a, b) = (self.lin(o.operands[0], depth + 1), self.lin(o.operands[1], depth + 1));
+                let (a, b) = (
+                    self.lin(o.operands[0], depth + 1),
+                    self.lin(o.operands[1], depth + 1),
+                );
                 let sub = o.kind == OpKind::SubI;
-                let add = |x: i64, y: i64| if sub { x.wrapping_sub(y) } else { x.wrapping_add(y) };
+                let add = |x: i64, y: i64| {
+                    if sub {
+                        x.wrapping_sub(y)
+                    } else {
+                        x.wrapping_add(y)
+                    }
+                };
                 match (a, b) {
                     (Lin::Const(x), Lin::Const(y)) => Lin::Const(add(x, y)),
-                    (Lin::Sym { iv, base, off }, Lin::Const(y)) => Lin::Sym { iv, base, off: add(off, y) },
-                    (Lin::Const(x), Lin::Sym { iv, base, off }) if !sub => Lin::Sym { iv, base, off: x.wrapping_add(off) },
-                    (Lin::Sym { iv: i1, base: b1, off: o1 }, Lin::Sym { iv: i2, base: b2, off: o2 })
-                        if !sub && (i1.is_none() || i2.is_none()) && (b1.is_none() || b2.is_none()) =>
+                    (Lin::Sym { iv, base, off }, Lin::Const(y)) => Lin::Sym {
+                        iv,
+                        base,
+                        off: add(off, y),
+                    },
+                    (Lin::Const(x), Lin::Sym { iv, base, off }) if !sub => Lin::Sym {
+                        iv,
+                        base,
+                        off: x.wrapping_add(off),
+                    },
+                    (
+                        Lin::Sym {
+                            iv: i1,
+                            base: b1,
+                            off: o1,
+                        },
+                        Lin::Sym {
+                            iv: i2,
+                            base: b2,
+                            off: o2,
+                        },
+                    ) if !sub
+                        && (i1.is_none() || i2.is_none())
+                        && (b1.is_none() || b2.is_none()) =>
                     {
-                        Lin::Sym { iv: i1.or(i2), base: b1.or(b2), off: o1.wrapping_add(o2) }
+                        Lin::Sym {
+                            iv: i1.or(i2),
+                            base: b1.or(b2),
+                            off: o1.wrapping_add(o2),
+                        }
                     }
                     _ => atom,
                 }
@@ -533,7 +620,12 @@ impl<'k> Facts<'k> {
                     if s > 0 {
                         return match self.lin(o.operands[0], 0) {
                             Lin::Const(k) => StageSym::Const(k.rem_euclid(s)),
-                            Lin::Sym { iv, base, off } => StageSym::Rel { lp: iv, base, off: off.rem_euclid(s), modulus: s },
+                            Lin::Sym { iv, base, off } => StageSym::Rel {
+                                lp: iv,
+                                base,
+                                off: off.rem_euclid(s),
+                                modulus: s,
+                            },
                             Lin::Other => StageSym::Unknown,
                         };
                     }
@@ -577,8 +669,18 @@ impl<'k> Facts<'k> {
     fn stage_next_iteration(&self, s: StageSym, lp: OpId) -> StageSym {
         match s {
             StageSym::Rel { base: Some(b), .. } if self.defined_in(b, lp) => StageSym::Unknown,
-            StageSym::Rel { lp: Some(l), base, off, modulus } if l == lp => match self.step(lp) {
-                Some(step) => StageSym::Rel { lp: Some(l), base, off: (off - step).rem_euclid(modulus), modulus },
+            StageSym::Rel {
+                lp: Some(l),
+                base,
+                off,
+                modulus,
+            } if l == lp => match self.step(lp) {
+                Some(step) => StageSym::Rel {
+                    lp: Some(l),
+                    base,
+                    off: (off - step).rem_euclid(modulus),
+                    modulus,
+                },
                 None => StageSym::Unknown,
             },
             s => s,
@@ -610,13 +712,19 @@ impl<'k> Facts<'k> {
 
     /// The fresh instance a wgmma issues.
     pub(crate) fn issue(&self, mma: OpId) -> Inst {
-        Inst { mma, stages: self.groups[&mma].smem.clone() }
+        Inst {
+            mma,
+            stages: self.groups[&mma].smem.clone(),
+        }
     }
 
     /// What `op` does that matters (its id is `id`). `exit` marks a terminator at which
     /// the warpgroup exits.
     pub(crate) fn access(&self, op: &Operation, id: OpId, exit: bool) -> Access {
-        let mut a = Access { exit: exit || op.kind == OpKind::Return, ..Access::default() };
+        let mut a = Access {
+            exit: exit || op.kind == OpKind::Return,
+            ..Access::default()
+        };
         if self.kind == GroupKind::Bulk {
             match op.kind {
                 OpKind::TmaStore if self.groups.contains_key(&id) => a.wgmma = Some(id),
@@ -631,7 +739,13 @@ impl<'k> Facts<'k> {
         }
         match op.kind {
             OpKind::Mma if self.groups.contains_key(&id) => a.wgmma = Some(id),
-            OpKind::Yield | OpKind::For | OpKind::While | OpKind::If | OpKind::WarpSpecialize | OpKind::WaitGroup | OpKind::Kernel => {}
+            OpKind::Yield
+            | OpKind::For
+            | OpKind::While
+            | OpKind::If
+            | OpKind::WarpSpecialize
+            | OpKind::WaitGroup
+            | OpKind::Kernel => {}
             _ => {
                 for &v in op.operands.iter().chain(&op.results) {
                     if self.is_reg(v) {
@@ -693,15 +807,25 @@ impl<'k> Facts<'k> {
     /// Whether `x` overwrites a stage `g` reads (the hazard that needs a CTA barrier when
     /// several warpgroups read the buffer).
     pub(crate) fn overwrites(&self, x: &Access, g: &Inst) -> bool {
-        x.writes.iter().any(|(ring, st)| g.stages.iter().any(|(r, gs)| ring.is_none_or(|x| x == *r) && st.may_alias(*gs)))
+        x.writes.iter().any(|(ring, st)| {
+            g.stages
+                .iter()
+                .any(|(r, gs)| ring.is_none_or(|x| x == *r) && st.may_alias(*gs))
+        })
     }
 
     /// The rings with one stage among those `x` overwrites or releases that `g` reads.
     pub(crate) fn single_stage_ring(&self, x: &Access, g: &Inst) -> Option<Value> {
         let touched = |ring: &Value| {
-            x.writes.iter().any(|(r, _)| r.is_none_or(|r| r == *ring)) || x.releases.iter().any(|(rs, _)| rs.as_ref().is_none_or(|rs| rs.contains(ring)))
+            x.writes.iter().any(|(r, _)| r.is_none_or(|r| r == *ring))
+                || x.releases
+                    .iter()
+                    .any(|(rs, _)| rs.as_ref().is_none_or(|rs| rs.contains(ring)))
         };
-        g.stages.iter().map(|(r, _)| *r).find(|r| self.rings.get(r) == Some(&1) && touched(r))
+        g.stages
+            .iter()
+            .map(|(r, _)| *r)
+            .find(|r| self.rings.get(r) == Some(&1) && touched(r))
     }
 }
 
@@ -711,14 +835,24 @@ mod tests {
 
     #[test]
     fn stage_aliasing() {
-        let rel = |off, modulus| StageSym::Rel { lp: Some(3), base: None, off, modulus };
+        let rel = |off, modulus| StageSym::Rel {
+            lp: Some(3),
+            base: None,
+            off,
+            modulus,
+        };
         assert!(!rel(0, 4).may_alias(rel(3, 4)));
         assert!(rel(3, 4).may_alias(rel(3, 4)));
         assert!(rel(0, 4).may_alias(rel(0, 2)));
         assert!(StageSym::Const(1).may_alias(rel(1, 4)));
         assert!(!StageSym::Const(1).may_alias(StageSym::Const(2)));
         assert!(StageSym::Unknown.may_alias(StageSym::Const(2)));
-        let based = StageSym::Rel { lp: Some(3), base: Some(Value(7)), off: 0, modulus: 4 };
+        let based = StageSym::Rel {
+            lp: Some(3),
+            base: Some(Value(7)),
+            off: 0,
+            modulus: 4,
+        };
         assert!(based.may_alias(rel(1, 4)));
     }
 
@@ -752,10 +886,27 @@ mod tests {
   tile.return
 }";
         facts_of(src, |m, f| {
-            let named = |n: &str| Value((0..m.values.len() as u32).find(|&i| m.name(Value(i)) == Some(n)).unwrap());
+            let named = |n: &str| {
+                Value(
+                    (0..m.values.len() as u32)
+                        .find(|&i| m.name(Value(i)) == Some(n))
+                        .unwrap(),
+                )
+            };
             let (s, prev) = (f.stage(named("s")), f.stage(named("prev")));
-            let (outer, inner) = (f.ops.iter().position(|o| o.kind == OpKind::For).unwrap() as OpId, f.ops.iter().rposition(|o| o.kind == OpKind::For).unwrap() as OpId);
-            assert!(matches!(s, StageSym::Rel { off: 0, modulus: 4, base: Some(_), .. }));
+            let (outer, inner) = (
+                f.ops.iter().position(|o| o.kind == OpKind::For).unwrap() as OpId,
+                f.ops.iter().rposition(|o| o.kind == OpKind::For).unwrap() as OpId,
+            );
+            assert!(matches!(
+                s,
+                StageSym::Rel {
+                    off: 0,
+                    modulus: 4,
+                    base: Some(_),
+                    ..
+                }
+            ));
             assert!(!s.may_alias(prev));
             // One inner iteration later, the group's stage is the previous stage.
             let s1 = f.stage_next_iteration(s, inner);

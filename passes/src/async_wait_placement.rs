@@ -89,7 +89,9 @@
 use crate::async_model::{Facts, GroupKind, Hazard, Inst, OpId, Slot, C_CAP, MAX_PENDING};
 use crate::pass::{Pass, PassContext, PassInfo};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use tilec_dialect::{Attribute, Block, Diagnostic, Diagnostics, Location, Module, OpKind, Operation, Value};
+use tilec_dialect::{
+    Attribute, Block, Diagnostic, Diagnostics, Location, Module, OpKind, Operation, Value,
+};
 
 /// The registry entry.
 pub static INFO: PassInfo = PassInfo {
@@ -161,7 +163,8 @@ fn strip_block(b: &mut Block, repl: &mut HashMap<Value, Value>, kind: GroupKind)
         let was_wait = after_wait;
         after_wait = false;
         match (kind, o.kind) {
-            (GroupKind::Wgmma, OpKind::WgmmaFence | OpKind::CommitGroup) | (GroupKind::Bulk, OpKind::BulkCommitGroup) => continue,
+            (GroupKind::Wgmma, OpKind::WgmmaFence | OpKind::CommitGroup)
+            | (GroupKind::Bulk, OpKind::BulkCommitGroup) => continue,
             (GroupKind::Wgmma, OpKind::WaitGroup) | (GroupKind::Bulk, OpKind::BulkWaitGroup) => {
                 for (&r, &a) in o.results.iter().zip(&o.operands) {
                     repl.insert(r, a);
@@ -226,7 +229,12 @@ impl State {
     /// A wait with `pending = n`; `shared`: other warpgroups run the same code, so the
     /// retired groups' stages may still be read by theirs until a CTA barrier.
     fn wait(&mut self, n: u8, shared: bool) {
-        let retired: Vec<Inst> = self.pending.iter().filter(|(_, &c)| c >= n).map(|(i, _)| i.clone()).collect();
+        let retired: Vec<Inst> = self
+            .pending
+            .iter()
+            .filter(|(_, &c)| c >= n)
+            .map(|(i, _)| i.clone())
+            .collect();
         for i in retired {
             self.pending.remove(&i);
             if shared && !i.stages.is_empty() {
@@ -302,11 +310,24 @@ impl Analysis<'_, '_> {
                 if (st.unfenced || !st.dirty.is_empty()) && self.fence_inside(op) {
                     // A fence the loop needs only because of what came before it goes
                     // before the loop, not into every iteration.
-                    let after = (std::mem::replace(&mut self.decisions, before.0), std::mem::replace(&mut self.in_flight, before.1));
-                    let clean = State { unfenced: false, dirty: BTreeSet::new(), ..st.clone() };
+                    let after = (
+                        std::mem::replace(&mut self.decisions, before.0),
+                        std::mem::replace(&mut self.in_flight, before.1),
+                    );
+                    let clean = State {
+                        unfenced: false,
+                        dirty: BTreeSet::new(),
+                        ..st.clone()
+                    };
                     let hoisted = self.run_loop(op, id, clean, ctx);
                     if !self.fence_inside(op) {
-                        self.decisions.insert(id, Decision { fence: true, ..Decision::default() });
+                        self.decisions.insert(
+                            id,
+                            Decision {
+                                fence: true,
+                                ..Decision::default()
+                            },
+                        );
                         *st = hoisted;
                         return;
                     }
@@ -326,7 +347,9 @@ impl Analysis<'_, '_> {
                 let mut p = st.clone();
                 self.block(&op.regions[0], &mut p, &mut Ctx { warpgroups: 1 }, true);
                 let consumers = op.int_attr("consumers").unwrap_or(1).max(1) as u64;
-                *ctx = Ctx { warpgroups: consumers };
+                *ctx = Ctx {
+                    warpgroups: consumers,
+                };
                 self.block(&op.regions[1], st, &mut ctx.clone(), false);
             }
             _ => self.plain(op, id, st, ctx, exit),
@@ -374,7 +397,12 @@ impl Analysis<'_, '_> {
             let mut c = *ctx;
             self.block(&op.regions[0], &mut s, &mut c, false);
             s.map_insts(|i| self.f.next_iteration(i, id));
-            let depth = s.pending.values().map(|&c| u64::from(c) + 1).max().unwrap_or(0);
+            let depth = s
+                .pending
+                .values()
+                .map(|&c| u64::from(c) + 1)
+                .max()
+                .unwrap_or(0);
             self.in_flight.insert(id, depth);
             let mut next = entry.clone();
             next.join(&s);
@@ -405,8 +433,13 @@ impl Analysis<'_, '_> {
     fn frozen_safe(&mut self, body: &Block) -> bool {
         let was = std::mem::replace(&mut self.frozen, true);
         self.violations = 0;
-        let mut st = State { unfenced: self.f.kind == GroupKind::Wgmma, ..State::default() };
-        let mut ctx = Ctx { warpgroups: self.f.kernel_warpgroups };
+        let mut st = State {
+            unfenced: self.f.kind == GroupKind::Wgmma,
+            ..State::default()
+        };
+        let mut ctx = Ctx {
+            warpgroups: self.f.kernel_warpgroups,
+        };
         self.block(body, &mut st, &mut ctx, false);
         self.frozen = was;
         self.violations == 0
@@ -417,7 +450,12 @@ impl Analysis<'_, '_> {
     /// `pending` while it stays safe. Decisions are made from loop-head states that cover
     /// every trip; a wait later in a loop can make one earlier in the next trip redundant.
     fn refine(&mut self, body: &Block) {
-        let mut waits: Vec<OpId> = self.decisions.iter().filter(|(_, d)| d.wait.is_some()).map(|(&id, _)| id).collect();
+        let mut waits: Vec<OpId> = self
+            .decisions
+            .iter()
+            .filter(|(_, d)| d.wait.is_some())
+            .map(|(&id, _)| id)
+            .collect();
         waits.sort_unstable_by(|a, b| b.cmp(a));
         for &id in &waits {
             let saved = self.decisions.get_mut(&id).expect("decision").wait.take();
@@ -425,7 +463,12 @@ impl Analysis<'_, '_> {
                 self.decisions.get_mut(&id).expect("decision").wait = saved;
             }
         }
-        let mut barriers: Vec<OpId> = self.decisions.iter().filter(|(_, d)| d.barrier).map(|(&id, _)| id).collect();
+        let mut barriers: Vec<OpId> = self
+            .decisions
+            .iter()
+            .filter(|(_, d)| d.barrier)
+            .map(|(&id, _)| id)
+            .collect();
         barriers.sort_unstable_by(|a, b| b.cmp(a));
         for &id in &barriers {
             self.decisions.get_mut(&id).expect("decision").barrier = false;
@@ -456,7 +499,11 @@ impl Analysis<'_, '_> {
         if self.frozen {
             let d = self.decisions.get(&id).cloned().unwrap_or_default();
             if let Some(n) = d.wait {
-                let in_flight = st.pending.keys().flat_map(|g| self.f.groups[&g.mma].slots()).collect();
+                let in_flight = st
+                    .pending
+                    .keys()
+                    .flat_map(|g| self.f.groups[&g.mma].slots())
+                    .collect();
                 if let Some(e) = self.decisions.get_mut(&id) {
                     e.in_flight = in_flight;
                 }
@@ -467,7 +514,8 @@ impl Analysis<'_, '_> {
             }
             if !x.is_empty() {
                 let pending_conflict = st.pending.keys().any(|g| self.f.conflict(&x, g).is_some());
-                let unsynced_conflict = self.f.kind.shared(ctx.warpgroups) && st.unsynced.iter().any(|g| self.f.overwrites(&x, g));
+                let unsynced_conflict = self.f.kind.shared(ctx.warpgroups)
+                    && st.unsynced.iter().any(|g| self.f.overwrites(&x, g));
                 self.violations += u64::from(pending_conflict || unsynced_conflict);
             }
             self.effect(op, id, &x, st, d.fence);
@@ -489,7 +537,11 @@ impl Analysis<'_, '_> {
             let overwrite_unsynced = st.unsynced.iter().any(|g| self.f.overwrites(&x, g));
             if let Some(n) = n {
                 let n = n.min(MAX_PENDING);
-                d.in_flight = st.pending.keys().flat_map(|g| self.f.groups[&g.mma].slots()).collect();
+                d.in_flight = st
+                    .pending
+                    .keys()
+                    .flat_map(|g| self.f.groups[&g.mma].slots())
+                    .collect();
                 d.wait = Some(n);
                 st.wait(n, self.f.kind.shared(ctx.warpgroups));
                 if n > 0 {
@@ -511,7 +563,14 @@ impl Analysis<'_, '_> {
 
     /// What `op` itself does to the state (after any wait or barrier before it); `fence`:
     /// a fence goes before it.
-    fn effect(&self, op: &Operation, id: OpId, x: &crate::async_model::Access, st: &mut State, fence: bool) {
+    fn effect(
+        &self,
+        op: &Operation,
+        id: OpId,
+        x: &crate::async_model::Access,
+        st: &mut State,
+        fence: bool,
+    ) {
         match op.kind {
             _ if self.f.kind.is_barrier(op) => st.unsynced.clear(),
             _ if x.wgmma.is_some() => {
@@ -529,7 +588,11 @@ impl Analysis<'_, '_> {
 // ---- which values a wait takes --------------------------------------------------------
 
 fn used_in(op: &Operation, v: Value) -> bool {
-    op.operands.contains(&v) || op.regions.iter().any(|b| b.ops.iter().any(|o| used_in(o, v)))
+    op.operands.contains(&v)
+        || op
+            .regions
+            .iter()
+            .any(|b| b.ops.iter().any(|o| used_in(o, v)))
 }
 
 /// One level of the position of an op: a block and the op's index in it, with the op that
@@ -556,7 +619,11 @@ fn live_at(levels: &[Level<'_>], v: Value, def_level: usize) -> bool {
         match l.parent.kind {
             // A value from outside the loop is live at any use in its body: the next
             // iteration reaches it.
-            OpKind::For | OpKind::While if depth > def_level && l.block.ops.iter().any(|o| used_in(o, v)) => return true,
+            OpKind::For | OpKind::While
+                if depth > def_level && l.block.ops.iter().any(|o| used_in(o, v)) =>
+            {
+                return true
+            }
             OpKind::WarpSpecialize if l.region == 0 => return false,
             OpKind::Kernel => return false,
             _ => {}
@@ -566,19 +633,42 @@ fn live_at(levels: &[Level<'_>], v: Value, def_level: usize) -> bool {
 }
 
 /// For each op with a wait before it, the values the wait takes, in value order.
-fn wait_operands(f: &Facts<'_>, kernel: &Operation, decisions: &HashMap<OpId, Decision>) -> HashMap<OpId, Vec<Value>> {
-    fn walk<'k>(f: &Facts<'k>, parent: &'k Operation, region: usize, levels: &mut Vec<Level<'k>>, d: &HashMap<OpId, Decision>, out: &mut HashMap<OpId, Vec<Value>>) {
+fn wait_operands(
+    f: &Facts<'_>,
+    kernel: &Operation,
+    decisions: &HashMap<OpId, Decision>,
+) -> HashMap<OpId, Vec<Value>> {
+    fn walk<'k>(
+        f: &Facts<'k>,
+        parent: &'k Operation,
+        region: usize,
+        levels: &mut Vec<Level<'k>>,
+        d: &HashMap<OpId, Decision>,
+        out: &mut HashMap<OpId, Vec<Value>>,
+    ) {
         let block = &parent.regions[region];
-        levels.push(Level { block, index: 0, parent, region });
+        levels.push(Level {
+            block,
+            index: 0,
+            parent,
+            region,
+        });
         for (i, op) in block.ops.iter().enumerate() {
             levels.last_mut().expect("level").index = i;
             let id = f.id(op);
             if let Some(dec) = d.get(&id).filter(|d| d.wait.is_some()) {
                 let mut vals = vec![];
                 for (def_level, l) in levels.iter().enumerate() {
-                    let visible = l.block.args.iter().copied().chain(l.block.ops[..l.index].iter().flat_map(|o| o.results.iter().copied()));
+                    let visible = l.block.args.iter().copied().chain(
+                        l.block.ops[..l.index]
+                            .iter()
+                            .flat_map(|o| o.results.iter().copied()),
+                    );
                     for v in visible {
-                        if f.is_reg(v) && dec.in_flight.contains(&f.slot(v)) && live_at(levels, v, def_level) {
+                        if f.is_reg(v)
+                            && dec.in_flight.contains(&f.slot(v))
+                            && live_at(levels, v, def_level)
+                        {
                             vals.push(v);
                         }
                     }
@@ -623,7 +713,8 @@ impl Rewriter<'_> {
             if let Some(d) = self.decisions.get(&id).cloned() {
                 if let Some(n) = d.wait {
                     let mut w = Operation::new(self.kind.wait_op(), loc.clone());
-                    w.attrs.insert("pending".into(), Attribute::Int(i64::from(n)));
+                    w.attrs
+                        .insert("pending".into(), Attribute::Int(i64::from(n)));
                     if self.kind == GroupKind::Bulk {
                         // Only the slot's reads must be done before it is rewritten.
                         w.attrs.insert("read".into(), Attribute::Bool(true));
@@ -648,7 +739,8 @@ impl Rewriter<'_> {
                     if self.kind == GroupKind::Bulk {
                         // The warpgroup's own barrier: its 128 threads wait for the elected
                         // thread's wait before they write the slot again.
-                        b.attrs.insert("id".into(), Attribute::Int(EPILOGUE_BARRIER_ID));
+                        b.attrs
+                            .insert("id".into(), Attribute::Int(EPILOGUE_BARRIER_ID));
                         b.attrs.insert("threads".into(), Attribute::Int(128));
                         self.stats.named_barriers += 1;
                     } else {
@@ -686,41 +778,77 @@ impl Rewriter<'_> {
 /// threads = 128}`; consumer warpgroup w synchronises on hardware barrier 1 + w).
 pub const EPILOGUE_BARRIER_ID: i64 = 1;
 
-fn place_kernel(m: &mut Module, k: &mut Operation, stats: &mut PlacementStats, remarks: &mut Vec<Diagnostic>) {
+fn place_kernel(
+    m: &mut Module,
+    k: &mut Operation,
+    stats: &mut PlacementStats,
+    remarks: &mut Vec<Diagnostic>,
+) {
     place_kernel_kind(m, k, stats, remarks, GroupKind::Wgmma);
     place_kernel_kind(m, k, stats, remarks, GroupKind::Bulk);
 }
 
-fn place_kernel_kind(m: &mut Module, k: &mut Operation, stats: &mut PlacementStats, remarks: &mut Vec<Diagnostic>, kind: GroupKind) {
+fn place_kernel_kind(
+    m: &mut Module,
+    k: &mut Operation,
+    stats: &mut PlacementStats,
+    remarks: &mut Vec<Diagnostic>,
+    kind: GroupKind,
+) {
     strip(k, kind);
     let (decisions, operands, wgmma, loops) = {
         let f = Facts::of_kind(m, k, kind);
         if f.groups.is_empty() {
             return;
         }
-        let mut a = Analysis { f: &f, frozen: false, violations: 0, decisions: HashMap::new(), in_flight: HashMap::new() };
-        let mut st = State { unfenced: kind == GroupKind::Wgmma, ..State::default() };
-        let mut ctx = Ctx { warpgroups: f.kernel_warpgroups };
+        let mut a = Analysis {
+            f: &f,
+            frozen: false,
+            violations: 0,
+            decisions: HashMap::new(),
+            in_flight: HashMap::new(),
+        };
+        let mut st = State {
+            unfenced: kind == GroupKind::Wgmma,
+            ..State::default()
+        };
+        let mut ctx = Ctx {
+            warpgroups: f.kernel_warpgroups,
+        };
         a.block(&k.regions[0], &mut st, &mut ctx, false);
         a.refine(&k.regions[0]);
         let operands = wait_operands(&f, k, &a.decisions);
         for (&id, d) in &a.decisions {
             if let Some(ring) = d.single_stage.filter(|_| kind == GroupKind::Wgmma) {
-                let name = m.name(ring).map_or_else(|| "a ring".to_string(), |n| format!("'%{n}'"));
+                let name = m
+                    .name(ring)
+                    .map_or_else(|| "a ring".to_string(), |n| format!("'%{n}'"));
                 remarks.push(Diagnostic::remark(
                     f.ops[id as usize].loc.clone(),
                     format!("{name} has one stage: every wgmma reading it must complete here (pending = 0); a second stage would let one group stay in flight (pending = 1)"),
                 ));
             }
         }
-        let mut loops: Vec<(Location, u64)> =
-            a.in_flight.iter().filter(|(_, &n)| n > 0 && kind == GroupKind::Wgmma).map(|(&id, &n)| (f.ops[id as usize].loc.clone(), n)).collect();
+        let mut loops: Vec<(Location, u64)> = a
+            .in_flight
+            .iter()
+            .filter(|(_, &n)| n > 0 && kind == GroupKind::Wgmma)
+            .map(|(&id, &n)| (f.ops[id as usize].loc.clone(), n))
+            .collect();
         loops.sort_by_key(|l| (l.0.line, l.0.col));
         let wgmma: BTreeSet<OpId> = f.groups.keys().copied().collect();
         (a.decisions, operands, wgmma, loops)
     };
     stats.in_flight.extend(loops);
-    let mut rw = Rewriter { kind, m, decisions, operands, wgmma, next_id: 1, stats };
+    let mut rw = Rewriter {
+        kind,
+        m,
+        decisions,
+        operands,
+        wgmma,
+        next_id: 1,
+        stats,
+    };
     for r in &mut k.regions {
         rw.block(r, &HashMap::new());
     }

@@ -41,11 +41,20 @@ pub fn cse(m: &mut Module) -> u64 {
 
 fn key(o: &Operation, types: &[Type]) -> Key {
     let attrs = o.attrs.iter().map(|(k, v)| format!("{k}={v};")).collect();
-    let rts = o.results.iter().map(|r| types[r.0 as usize].clone()).collect();
+    let rts = o
+        .results
+        .iter()
+        .map(|r| types[r.0 as usize].clone())
+        .collect();
     (o.kind, o.operands.clone(), attrs, rts)
 }
 
-fn block(b: &mut Block, types: &[Type], repl: &mut HashMap<Value, Value>, scopes: &mut Vec<HashMap<Key, Vec<Value>>>) -> u64 {
+fn block(
+    b: &mut Block,
+    types: &[Type],
+    repl: &mut HashMap<Value, Value>,
+    scopes: &mut Vec<HashMap<Key, Vec<Value>>>,
+) -> u64 {
     scopes.push(HashMap::new());
     let mut n = 0;
     let mut kept = Vec::with_capacity(b.ops.len());
@@ -72,13 +81,19 @@ fn block(b: &mut Block, types: &[Type], repl: &mut HashMap<Value, Value>, scopes
                 n += 1;
                 continue;
             }
-            scopes.last_mut().expect("scope").insert(k, o.results.clone());
+            scopes
+                .last_mut()
+                .expect("scope")
+                .insert(k, o.results.clone());
         }
         for r in &mut o.regions {
             n += block(r, types, repl, scopes);
         }
         if clobbers(&o) {
-            scopes.last_mut().expect("scope").retain(|k, _| k.0 != OpKind::Load);
+            scopes
+                .last_mut()
+                .expect("scope")
+                .retain(|k, _| k.0 != OpKind::Load);
         }
         kept.push(o);
     }

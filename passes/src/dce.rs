@@ -41,7 +41,12 @@ pub fn dce(m: &mut Module) -> u64 {
 
 fn sweep(b: &mut Block, used: &HashSet<Value>) -> u64 {
     let n = b.ops.len();
-    b.ops.retain(|o| !(o.kind.is_pure() && o.regions.is_empty() && !o.results.is_empty() && o.results.iter().all(|r| !used.contains(r))));
+    b.ops.retain(|o| {
+        !(o.kind.is_pure()
+            && o.regions.is_empty()
+            && !o.results.is_empty()
+            && o.results.iter().all(|r| !used.contains(r)))
+    });
     let mut removed = (n - b.ops.len()) as u64;
     for o in &mut b.ops {
         for r in &mut o.regions {

@@ -26,16 +26,47 @@ pub mod simplify;
 pub mod tile_to_gpu;
 pub mod verify_async_waits;
 
-pub use manager::{describe_passes, lookup, registry, PassManager, RegistryEntry, RunReport, Stage};
+pub use manager::{
+    describe_passes, lookup, registry, PassManager, RegistryEntry, RunReport, Stage,
+};
 pub use pass::{OptionInfo, OptionKind, Pass, PassContext, PassInfo, PassOptions};
 pub use pipeline::{parse_pipeline, PipelineElement};
 
 static REGISTRY: &[RegistryEntry] = &[
-    RegistryEntry { info: &async_wait_placement::INFO, build: |_| Ok(Box::new(async_wait_placement::AsyncWaitPlacement)) },
-    RegistryEntry { info: &cse::INFO, build: |_| Ok(Box::new(cse::Cse)) },
-    RegistryEntry { info: &dce::INFO, build: |_| Ok(Box::new(dce::Dce)) },
-    RegistryEntry { info: &persistent::INFO, build: |o| Ok(Box::new(persistent::Persistent::from_options(o)?)) },
-    RegistryEntry { info: &simplify::INFO, build: |o| Ok(Box::new(simplify::TileSimplify { options: simplify::SimplifyOptions::from_options(o) })) },
-    RegistryEntry { info: &tile_to_gpu::INFO, build: |o| Ok(Box::new(tile_to_gpu::TileToGpu::from_options(o)?)) },
-    RegistryEntry { info: &verify_async_waits::INFO, build: |o| Ok(Box::new(verify_async_waits::VerifyAsyncWaits { max_steps: o.uint("max_steps") })) },
+    RegistryEntry {
+        info: &async_wait_placement::INFO,
+        build: |_| Ok(Box::new(async_wait_placement::AsyncWaitPlacement)),
+    },
+    RegistryEntry {
+        info: &cse::INFO,
+        build: |_| Ok(Box::new(cse::Cse)),
+    },
+    RegistryEntry {
+        info: &dce::INFO,
+        build: |_| Ok(Box::new(dce::Dce)),
+    },
+    RegistryEntry {
+        info: &persistent::INFO,
+        build: |o| Ok(Box::new(persistent::Persistent::from_options(o)?)),
+    },
+    RegistryEntry {
+        info: &simplify::INFO,
+        build: |o| {
+            Ok(Box::new(simplify::TileSimplify {
+                options: simplify::SimplifyOptions::from_options(o),
+            }))
+        },
+    },
+    RegistryEntry {
+        info: &tile_to_gpu::INFO,
+        build: |o| Ok(Box::new(tile_to_gpu::TileToGpu::from_options(o)?)),
+    },
+    RegistryEntry {
+        info: &verify_async_waits::INFO,
+        build: |o| {
+            Ok(Box::new(verify_async_waits::VerifyAsyncWaits {
+                max_steps: o.uint("max_steps"),
+            }))
+        },
+    },
 ];

@@ -67,7 +67,10 @@ pub enum Stage {
 impl PassManager {
     /// An empty manager.
     pub fn new() -> Self {
-        PassManager { passes: vec![], verify_each: true }
+        PassManager {
+            passes: vec![],
+            verify_each: true,
+        }
     }
 
     /// Build a manager from pipeline text (`a,b{k=v}`).
@@ -89,7 +92,11 @@ impl PassManager {
     pub fn add_element(&mut self, el: &PipelineElement) -> Result<(), String> {
         let e = lookup(&el.name).ok_or_else(|| {
             let names: Vec<&str> = registry().iter().map(|e| e.info.name).collect();
-            format!("unknown pass '{}' (known passes: {})", el.name, names.join(", "))
+            format!(
+                "unknown pass '{}' (known passes: {})",
+                el.name,
+                names.join(", ")
+            )
         })?;
         let opts = PassOptions::new(e.info, &el.options)?;
         self.passes.push((e.build)(&opts)?);
@@ -112,7 +119,11 @@ impl PassManager {
     /// # Errors
     /// The first pass that fails, or IR that fails verification after a pass (each
     /// diagnostic then carries a note naming the pass).
-    pub fn run(&mut self, m: &mut Module, observe: &mut dyn FnMut(&str, Stage, &Module)) -> Result<RunReport, Diagnostics> {
+    pub fn run(
+        &mut self,
+        m: &mut Module,
+        observe: &mut dyn FnMut(&str, Stage, &Module),
+    ) -> Result<RunReport, Diagnostics> {
         let mut report = RunReport::default();
         for p in &mut self.passes {
             let name = p.info().name;
@@ -130,15 +141,27 @@ impl PassManager {
                         ds.into_iter()
                             .map(|d| {
                                 let loc = d.loc.clone();
-                                d.with_note(loc, format!("the IR above was produced by pass '{name}'"))
+                                d.with_note(
+                                    loc,
+                                    format!("the IR above was produced by pass '{name}'"),
+                                )
                             })
                             .collect(),
                     )
                 })?;
             }
-            let verify_time = if self.verify_each { t1.elapsed() } else { Duration::ZERO };
+            let verify_time = if self.verify_each {
+                t1.elapsed()
+            } else {
+                Duration::ZERO
+            };
             observe(name, Stage::After, m);
-            report.passes.push(PassRun { name: name.to_string(), time, verify_time, statistics: cx.statistics });
+            report.passes.push(PassRun {
+                name: name.to_string(),
+                time,
+                verify_time,
+                statistics: cx.statistics,
+            });
         }
         Ok(report)
     }
@@ -157,7 +180,10 @@ pub fn describe_passes() -> String {
     for e in registry() {
         s.push_str(&format!("  --{:<26} {}\n", e.info.name, e.info.summary));
         for o in e.info.options {
-            s.push_str(&format!("      {}=<{}> (default: {})  {}\n", o.name, o.kind, o.default, o.help));
+            s.push_str(&format!(
+                "      {}=<{}> (default: {})  {}\n",
+                o.name, o.kind, o.default, o.help
+            ));
         }
     }
     s

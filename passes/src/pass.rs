@@ -78,7 +78,11 @@ impl PassOptions {
                 return Err(if known.is_empty() {
                     format!("pass '{}' takes no options, found '{k}'", info.name)
                 } else {
-                    format!("pass '{}' has no option '{k}' (options: {})", info.name, known.join(", "))
+                    format!(
+                        "pass '{}' has no option '{k}' (options: {})",
+                        info.name,
+                        known.join(", ")
+                    )
                 });
             };
             let ok = match o.kind {
@@ -88,7 +92,10 @@ impl PassOptions {
                 OptionKind::Enum(words) => words.contains(&v.as_str()),
             };
             if !ok {
-                return Err(format!("pass '{}' option '{k}' expects {}, found '{v}'", info.name, o.kind));
+                return Err(format!(
+                    "pass '{}' option '{k}' expects {}, found '{v}'",
+                    info.name, o.kind
+                ));
             }
             values.insert(k.clone(), v.clone());
         }
@@ -100,7 +107,9 @@ impl PassOptions {
     /// # Panics
     /// If the pass did not declare `name` (a bug in the pass, not in user input).
     pub fn get(&self, name: &str) -> &str {
-        self.values.get(name).unwrap_or_else(|| panic!("undeclared pass option '{name}'"))
+        self.values
+            .get(name)
+            .unwrap_or_else(|| panic!("undeclared pass option '{name}'"))
     }
     /// The value of an `UInt` option.
     pub fn uint(&self, name: &str) -> u64 {

@@ -67,7 +67,10 @@
 
 use crate::pass::{OptionInfo, OptionKind, Pass, PassContext, PassInfo, PassOptions};
 use std::collections::HashMap;
-use tilec_dialect::{Attribute, Block, Diagnostic, Diagnostics, Expr, Location, Module, OpKind, Operation, Type, Value};
+use tilec_dialect::{
+    Attribute, Block, Diagnostic, Diagnostics, Expr, Location, Module, OpKind, Operation, Type,
+    Value,
+};
 
 /// The registry entry.
 pub static INFO: PassInfo = PassInfo {
@@ -117,16 +120,27 @@ impl Persistent {
     pub fn from_options(o: &PassOptions) -> Result<Self, String> {
         let group_m = o.uint("group_m");
         if group_m > 1 << 16 {
-            return Err(format!("persistent option 'group_m' must be at most 65536, found {group_m}"));
+            return Err(format!(
+                "persistent option 'group_m' must be at most 65536, found {group_m}"
+            ));
         }
         let cluster = o.uint("cluster");
         if ![1, 2, 4].contains(&cluster) {
-            return Err(format!("persistent option 'cluster' must be 1, 2 or 4, found {cluster}"));
+            return Err(format!(
+                "persistent option 'cluster' must be 1, 2 or 4, found {cluster}"
+            ));
         }
         if cluster > 1 && o.get("schedule") != "clc" {
-            return Err(format!("persistent option 'cluster={cluster}' needs schedule=clc"));
+            return Err(format!(
+                "persistent option 'cluster={cluster}' needs schedule=clc"
+            ));
         }
-        Ok(Persistent { schedule: o.get("schedule").to_string(), group_m, cluster, fault: None })
+        Ok(Persistent {
+            schedule: o.get("schedule").to_string(),
+            group_m,
+            cluster,
+            fault: None,
+        })
     }
 }
 
@@ -138,7 +152,10 @@ impl Pass for Persistent {
         let mut errors = vec![];
         let mut ops = std::mem::take(&mut m.ops);
         for k in &mut ops {
-            if k.kind != OpKind::Kernel || k.attr("schedule").is_some() || k.attr("target").is_some() {
+            if k.kind != OpKind::Kernel
+                || k.attr("schedule").is_some()
+                || k.attr("target").is_some()
+            {
                 continue;
             }
             match make_persistent(m, k, self) {
@@ -163,18 +180,36 @@ struct Em<'m> {
 }
 
 impl Em<'_> {
-    fn one(&mut self, kind: OpKind, operands: &[Value], attrs: &[(&str, Attribute)], name: &str) -> Value {
+    fn one(
+        &mut self,
+        kind: OpKind,
+        operands: &[Value],
+        attrs: &[(&str, Attribute)],
+        name: &str,
+    ) -> Value {
         let mut op = Operation::new(kind, self.loc.clone());
         op.operands = operands.to_vec();
-        op.attrs = attrs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+        op.attrs = attrs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
         let r = self.m.new_value(Type::INDEX, Some(name.to_string()));
         op.results = vec![r];
         self.ops.push(op);
         r
     }
     fn cst(&mut self, v: i64) -> Value {
-        let name = if v < 0 { format!("cm{}", v.unsigned_abs()) } else { format!("c{v}") };
-        self.one(OpKind::Constant, &[], &[("value", Attribute::Int(v))], &name)
+        let name = if v < 0 {
+            format!("cm{}", v.unsigned_abs())
+        } else {
+            format!("c{v}")
+        };
+        self.one(
+            OpKind::Constant,
+            &[],
+            &[("value", Attribute::Int(v))],
+            &name,
+        )
     }
     fn bin(&mut self, kind: OpKind, a: Value, b: Value, name: &str) -> Value {
         self.one(kind, &[a, b], &[], name)
@@ -183,7 +218,10 @@ impl Em<'_> {
     fn expr(&mut self, e: &Expr) -> Result<Value, String> {
         Ok(match e {
             Expr::Int(i) => self.cst(*i),
-            Expr::Arg(n) => *self.args.get(n).ok_or_else(|| format!("grid reads '%{n}', not an argument"))?,
+            Expr::Arg(n) => *self
+                .args
+                .get(n)
+                .ok_or_else(|| format!("grid reads '%{n}', not an argument"))?,
             Expr::CeilDiv(a, b) | Expr::Mul(a, b) | Expr::Add(a, b) | Expr::Min(a, b) => {
                 let (x, y) = (self.expr(a)?, self.expr(b)?);
                 let k = match e {
@@ -210,7 +248,9 @@ fn make_persistent(m: &mut Module, k: &mut Operation, p: &Persistent) -> Result<
         .map(|a| match a {
             Attribute::Int(i) => Ok(Expr::Int(*i)),
             Attribute::Expr(e) => Ok(e.clone()),
-            other => Err(err(format!("persistent: grid dimension {other} is not an expression"))),
+            other => Err(err(format!(
+                "persistent: grid dimension {other} is not an expression"
+            ))),
         })
         .collect::<Result<_, _>>()?;
     let cluster = if schedule == "clc" { p.cluster } else { 1 };
@@ -220,15 +260,41 @@ fn make_persistent(m: &mut Module, k: &mut Operation, p: &Persistent) -> Result<
     if cluster > 1 {
         // A cluster launch needs grid x divisible by the cluster size: pad it.
         let c = Box::new(Expr::Int(cluster as i64));
-        grid[0] = Expr::Mul(Box::new(Expr::CeilDiv(Box::new(grid[0].clone()), c.clone())), c);
-        k.attrs.insert("grid".into(), Attribute::Array(grid.iter().cloned().map(Attribute::Expr).collect()));
-        k.attrs.insert("cluster".into(), Attribute::Array(vec![Attribute::Int(cluster as i64), Attribute::Int(1), Attribute::Int(1)]));
+        grid[0] = Expr::Mul(
+            Box::new(Expr::CeilDiv(Box::new(grid[0].clone()), c.clone())),
+            c,
+        );
+        k.attrs.insert(
+            "grid".into(),
+            Attribute::Array(grid.iter().cloned().map(Attribute::Expr).collect()),
+        );
+        k.attrs.insert(
+            "cluster".into(),
+            Attribute::Array(vec![
+                Attribute::Int(cluster as i64),
+                Attribute::Int(1),
+                Attribute::Int(1),
+            ]),
+        );
     }
     let body = &k.regions[0];
-    let args: HashMap<String, Value> = body.args.iter().filter_map(|&a| m.name(a).map(|n| (n.to_string(), a))).collect();
+    let args: HashMap<String, Value> = body
+        .args
+        .iter()
+        .filter_map(|&a| m.name(a).map(|n| (n.to_string(), a)))
+        .collect();
     let loc = k.loc.clone();
-    let mut em = Em { m, ops: vec![], loc, args };
-    let gd: Vec<Value> = grid.iter().map(|e| em.expr(e)).collect::<Result<_, _>>().map_err(|e| err(format!("persistent: {e}")))?;
+    let mut em = Em {
+        m,
+        ops: vec![],
+        loc,
+        args,
+    };
+    let gd: Vec<Value> = grid
+        .iter()
+        .map(|e| em.expr(e))
+        .collect::<Result<_, _>>()
+        .map_err(|e| err(format!("persistent: {e}")))?;
     let mut ntiles = gd[0];
     for &g in &gd[1..] {
         ntiles = em.bin(OpKind::MulI, ntiles, g, "ntiles");
@@ -243,7 +309,16 @@ fn make_persistent(m: &mut Module, k: &mut Operation, p: &Persistent) -> Result<
         let t = em.m.new_value(Type::INDEX, Some("tile".into()));
         (t, Some((start, stride)))
     } else {
-        let ids: Vec<Value> = (0..gd.len()).map(|d| em.one(OpKind::CtaId, &[], &[("dim", Attribute::Int(d as i64))], "cta")).collect();
+        let ids: Vec<Value> = (0..gd.len())
+            .map(|d| {
+                em.one(
+                    OpKind::CtaId,
+                    &[],
+                    &[("dim", Attribute::Int(d as i64))],
+                    "cta",
+                )
+            })
+            .collect();
         let lin = linearize(&mut em, &ids, &gd);
         if schedule == "clc" {
             clc_first = Some(lin);
@@ -260,12 +335,18 @@ fn make_persistent(m: &mut Module, k: &mut Operation, p: &Persistent) -> Result<
 
     // Rewrite the body: program ids and grid sizes; drop the return.
     let mut body_ops = std::mem::take(&mut k.regions[0].ops);
-    let ret = body_ops.pop().expect("verified kernel ends with tile.return");
+    let ret = body_ops
+        .pop()
+        .expect("verified kernel ends with tile.return");
     let mut repl: HashMap<Value, Value> = HashMap::new();
     body_ops.retain(|o| match o.kind {
         OpKind::ProgramId | OpKind::NumPrograms => {
             let d = o.int_attr("dim").unwrap_or(0) as usize;
-            let v = if o.kind == OpKind::ProgramId { pids.get(d) } else { gd.get(d) };
+            let v = if o.kind == OpKind::ProgramId {
+                pids.get(d)
+            } else {
+                gd.get(d)
+            };
             if let Some(&v) = v {
                 repl.insert(o.results[0], v);
             }
@@ -289,7 +370,17 @@ fn make_persistent(m: &mut Module, k: &mut Operation, p: &Persistent) -> Result<
         (Some(first), _) => {
             let mut inner = decode_ops;
             inner.extend(body_ops);
-            new_body.extend(clc_loop(&mut em, k.loc.clone(), ret.loc.clone(), first, t, inner, &gd, cluster, p.fault));
+            new_body.extend(clc_loop(
+                &mut em,
+                k.loc.clone(),
+                ret.loc.clone(),
+                first,
+                t,
+                inner,
+                &gd,
+                cluster,
+                p.fault,
+            ));
         }
         (None, Some((start, stride))) => {
             let mut inner = decode_ops;
@@ -298,7 +389,10 @@ fn make_persistent(m: &mut Module, k: &mut Operation, p: &Persistent) -> Result<
             let mut lp = Operation::new(OpKind::For, k.loc.clone());
             lp.operands = vec![start, ntiles, stride];
             lp.attrs.insert("tile_loop".into(), Attribute::Bool(true));
-            lp.regions.push(Block { args: vec![t], ops: inner });
+            lp.regions.push(Block {
+                args: vec![t],
+                ops: inner,
+            });
             new_body.push(lp);
         }
         (None, None) => {
@@ -308,8 +402,10 @@ fn make_persistent(m: &mut Module, k: &mut Operation, p: &Persistent) -> Result<
     }
     new_body.push(ret);
     k.regions[0].ops = new_body;
-    k.attrs.insert("schedule".into(), Attribute::Str(schedule.to_string()));
-    k.attrs.insert("group_m".into(), Attribute::Int(group_m as i64));
+    k.attrs
+        .insert("schedule".into(), Attribute::Str(schedule.to_string()));
+    k.attrs
+        .insert("group_m".into(), Attribute::Int(group_m as i64));
     Ok(())
 }
 
@@ -328,14 +424,27 @@ fn linearize(em: &mut Em, ids: &[Value], gd: &[Value]) -> Value {
 }
 
 /// Emit one op with `role` (see the module doc) and optional results.
-fn role_op(em: &mut Em, kind: OpKind, operands: &[Value], attrs: &[(&str, Attribute)], role: Option<&str>, results: &[(Type, &str)]) -> Vec<Value> {
+fn role_op(
+    em: &mut Em,
+    kind: OpKind,
+    operands: &[Value],
+    attrs: &[(&str, Attribute)],
+    role: Option<&str>,
+    results: &[(Type, &str)],
+) -> Vec<Value> {
     let mut op = Operation::new(kind, em.loc.clone());
     op.operands = operands.to_vec();
-    op.attrs = attrs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+    op.attrs = attrs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect();
     if let Some(r) = role {
         op.attrs.insert("role".into(), Attribute::Str(r.into()));
     }
-    op.results = results.iter().map(|(t, n)| em.m.new_value(t.clone(), Some(n.to_string()))).collect();
+    op.results = results
+        .iter()
+        .map(|(t, n)| em.m.new_value(t.clone(), Some(n.to_string())))
+        .collect();
     let r = op.results.clone();
     em.ops.push(op);
     r
@@ -350,20 +459,65 @@ fn scheduler_if(em: &mut Em, cond: Value, then: &mut dyn FnMut(&mut Em)) {
     ops.push(Operation::new(OpKind::Yield, em.loc.clone()));
     let mut op = Operation::new(OpKind::If, em.loc.clone());
     op.operands = vec![cond];
-    op.attrs.insert("role".into(), Attribute::Str("scheduler".into()));
-    op.regions = vec![Block { args: vec![], ops }, Block { args: vec![], ops: vec![Operation::new(OpKind::Yield, em.loc.clone())] }];
+    op.attrs
+        .insert("role".into(), Attribute::Str("scheduler".into()));
+    op.regions = vec![
+        Block { args: vec![], ops },
+        Block {
+            args: vec![],
+            ops: vec![Operation::new(OpKind::Yield, em.loc.clone())],
+        },
+    ];
     em.ops.push(op);
 }
 
 /// The clc work-stealing loop (module doc): allocations, then `tile.while` over the
 /// CTA's tiles starting at `first`, running `body` (which reads the tile as `t`).
 #[allow(clippy::too_many_arguments)]
-fn clc_loop(em: &mut Em, loc: Location, yield_loc: Location, first: Value, t: Value, body: Vec<Operation>, gd: &[Value], cluster: u64, fault: Option<ClcFault>) -> Vec<Operation> {
+fn clc_loop(
+    em: &mut Em,
+    loc: Location,
+    yield_loc: Location,
+    first: Value,
+    t: Value,
+    body: Vec<Operation>,
+    gd: &[Value],
+    cluster: u64,
+    fault: Option<ClcFault>,
+) -> Vec<Operation> {
     let saved = std::mem::take(&mut em.ops);
-    let resp_ty = Type::Smem { stages: 2, shape: vec![4], elem: tilec_dialect::ScalarType::I32 };
-    let resp = role_op(em, OpKind::SmemAlloc, &[], &[], None, &[(resp_ty, "clc_resp")])[0];
-    let full = role_op(em, OpKind::MbarrierAlloc, &[], &[("arrive_count", Attribute::Int(1))], None, &[(Type::Mbarrier { count: 2 }, "clc_full")])[0];
-    let empty = role_op(em, OpKind::MbarrierAlloc, &[], &[("arrive_count", Attribute::Int(cluster as i64)), ("per_cta", Attribute::Bool(true))], None, &[(Type::Mbarrier { count: 2 }, "clc_empty")])[0];
+    let resp_ty = Type::Smem {
+        stages: 2,
+        shape: vec![4],
+        elem: tilec_dialect::ScalarType::I32,
+    };
+    let resp = role_op(
+        em,
+        OpKind::SmemAlloc,
+        &[],
+        &[],
+        None,
+        &[(resp_ty, "clc_resp")],
+    )[0];
+    let full = role_op(
+        em,
+        OpKind::MbarrierAlloc,
+        &[],
+        &[("arrive_count", Attribute::Int(1))],
+        None,
+        &[(Type::Mbarrier { count: 2 }, "clc_full")],
+    )[0];
+    let empty = role_op(
+        em,
+        OpKind::MbarrierAlloc,
+        &[],
+        &[
+            ("arrive_count", Attribute::Int(cluster as i64)),
+            ("per_cta", Attribute::Bool(true)),
+        ],
+        None,
+        &[(Type::Mbarrier { count: 2 }, "clc_empty")],
+    )[0];
     let (c0, c1, c2) = (em.cst(0), em.cst(1), em.cst(2));
     let rank = (cluster > 1).then(|| em.one(OpKind::ClusterCtaRank, &[], &[], "rank"));
     let mut out = std::mem::take(&mut em.ops);
@@ -376,26 +530,86 @@ fn clc_loop(em: &mut Em, loc: Location, yield_loc: Location, first: Value, t: Va
     // The request for this iteration's successor: rank 0 (or the only CTA) waits for the
     // slot's last readers, fences, and issues; every CTA arms its own barrier.
     let request = |em: &mut Em, slot: Value, free: Value| {
-        let multicast: &[(&str, Attribute)] = if cluster > 1 { &[("multicast", Attribute::Bool(true))] } else { &[] };
+        let multicast: &[(&str, Attribute)] = if cluster > 1 {
+            &[("multicast", Attribute::Bool(true))]
+        } else {
+            &[]
+        };
         let arm = |em: &mut Em| {
-            role_op(em, OpKind::MbarrierExpectTx, &[full, slot], &[("bytes", Attribute::Int(16))], Some("scheduler"), &[]);
+            role_op(
+                em,
+                OpKind::MbarrierExpectTx,
+                &[full, slot],
+                &[("bytes", Attribute::Int(16))],
+                Some("scheduler"),
+                &[],
+            );
         };
         match rank {
             None => {
-                role_op(em, OpKind::MbarrierWait, &[empty, slot, free], &[], Some("scheduler"), &[]);
-                role_op(em, OpKind::FenceProxyAsync, &[], &[], Some("scheduler"), &[]);
+                role_op(
+                    em,
+                    OpKind::MbarrierWait,
+                    &[empty, slot, free],
+                    &[],
+                    Some("scheduler"),
+                    &[],
+                );
+                role_op(
+                    em,
+                    OpKind::FenceProxyAsync,
+                    &[],
+                    &[],
+                    Some("scheduler"),
+                    &[],
+                );
                 arm(em);
-                role_op(em, OpKind::ClcTryCancel, &[resp, full, slot], multicast, Some("scheduler"), &[]);
+                role_op(
+                    em,
+                    OpKind::ClcTryCancel,
+                    &[resp, full, slot],
+                    multicast,
+                    Some("scheduler"),
+                    &[],
+                );
             }
             Some(rank) => {
-                let lead = role_op(em, OpKind::CmpI, &[rank, c0], &[("predicate", Attribute::Str("eq".into()))], None, &[(Type::I1, "lead")])[0];
+                let lead = role_op(
+                    em,
+                    OpKind::CmpI,
+                    &[rank, c0],
+                    &[("predicate", Attribute::Str("eq".into()))],
+                    None,
+                    &[(Type::I1, "lead")],
+                )[0];
                 scheduler_if(em, lead, &mut |em| {
-                    role_op(em, OpKind::MbarrierWait, &[empty, slot, free], &[], Some("scheduler"), &[]);
-                    role_op(em, OpKind::FenceProxyAsync, &[], &[], Some("scheduler"), &[]);
+                    role_op(
+                        em,
+                        OpKind::MbarrierWait,
+                        &[empty, slot, free],
+                        &[],
+                        Some("scheduler"),
+                        &[],
+                    );
+                    role_op(
+                        em,
+                        OpKind::FenceProxyAsync,
+                        &[],
+                        &[],
+                        Some("scheduler"),
+                        &[],
+                    );
                 });
                 arm(em);
                 scheduler_if(em, lead, &mut |em| {
-                    role_op(em, OpKind::ClcTryCancel, &[resp, full, slot], multicast, Some("scheduler"), &[]);
+                    role_op(
+                        em,
+                        OpKind::ClcTryCancel,
+                        &[resp, full, slot],
+                        multicast,
+                        Some("scheduler"),
+                        &[],
+                    );
                 });
             }
         }
@@ -405,26 +619,63 @@ fn clc_loop(em: &mut Em, loc: Location, yield_loc: Location, first: Value, t: Va
     } else {
         // Broken: the first request at the top of iteration 0 only; the others go out
         // right after each read (below), whatever the response said.
-        let is_first = role_op(em, OpKind::CmpI, &[n, c0], &[("predicate", Attribute::Str("eq".into()))], None, &[(Type::I1, "first_iter")])[0];
+        let is_first = role_op(
+            em,
+            OpKind::CmpI,
+            &[n, c0],
+            &[("predicate", Attribute::Str("eq".into()))],
+            None,
+            &[(Type::I1, "first_iter")],
+        )[0];
         scheduler_if(em, is_first, &mut |em| request(em, slot, free));
     }
     let mut inner = std::mem::take(&mut em.ops);
     inner.extend(body);
     // After the tile: every thread reads the response and releases the slot.
-    let reader = if fault == Some(ClcFault::IdNotBroadcast) { "scheduler" } else { "all" };
+    let reader = if fault == Some(ClcFault::IdNotBroadcast) {
+        "scheduler"
+    } else {
+        "all"
+    };
     if fault != Some(ClcFault::MissingBarrierWait) {
-        role_op(em, OpKind::MbarrierWait, &[full, slot, parity], &[], Some(reader), &[]);
+        role_op(
+            em,
+            OpKind::MbarrierWait,
+            &[full, slot, parity],
+            &[],
+            Some(reader),
+            &[],
+        );
     }
     let mut qattrs = vec![];
     if fault == Some(ClcFault::NarrowLoads) {
         qattrs.push(("load_bits", Attribute::Int(32)));
     }
-    let q = role_op(em, OpKind::ClcQuery, &[resp, slot], &qattrs, Some(reader), &[(Type::I1, "ok"), (Type::INDEX, "next_x"), (Type::INDEX, "next_y"), (Type::INDEX, "next_z")]);
+    let q = role_op(
+        em,
+        OpKind::ClcQuery,
+        &[resp, slot],
+        &qattrs,
+        Some(reader),
+        &[
+            (Type::I1, "ok"),
+            (Type::INDEX, "next_x"),
+            (Type::INDEX, "next_y"),
+            (Type::INDEX, "next_z"),
+        ],
+    );
     let mut aattrs = vec![];
     if cluster > 1 {
         aattrs.push(("cta", Attribute::Int(0)));
     }
-    role_op(em, OpKind::MbarrierArrive, &[empty, slot], &aattrs, Some(reader), &[]);
+    role_op(
+        em,
+        OpKind::MbarrierArrive,
+        &[empty, slot],
+        &aattrs,
+        Some(reader),
+        &[],
+    );
     let mut ids = q[1..=gd.len()].to_vec();
     if let Some(rank) = rank {
         ids[0] = em.bin(OpKind::AddI, ids[0], rank, "next_x");
@@ -443,7 +694,9 @@ fn clc_loop(em: &mut Em, loc: Location, yield_loc: Location, first: Value, t: Va
     // Everything after the tile is executed by every thread (role "all") unless it is the
     // scheduler's alone.
     for o in &mut em.ops {
-        o.attrs.entry("role".into()).or_insert_with(|| Attribute::Str("all".into()));
+        o.attrs
+            .entry("role".into())
+            .or_insert_with(|| Attribute::Str("all".into()));
     }
     inner.extend(std::mem::take(&mut em.ops));
     let mut y = Operation::new(OpKind::Yield, yield_loc);
@@ -452,8 +705,14 @@ fn clc_loop(em: &mut Em, loc: Location, yield_loc: Location, first: Value, t: Va
     let mut lp = Operation::new(OpKind::While, loc);
     lp.operands = vec![first, c0];
     lp.attrs.insert("tile_loop".into(), Attribute::Bool(true));
-    lp.results = vec![em.m.new_value(Type::INDEX, Some("last_tile".into())), em.m.new_value(Type::INDEX, Some("tiles_done".into()))];
-    lp.regions.push(Block { args: vec![t, n], ops: inner });
+    lp.results = vec![
+        em.m.new_value(Type::INDEX, Some("last_tile".into())),
+        em.m.new_value(Type::INDEX, Some("tiles_done".into())),
+    ];
+    lp.regions.push(Block {
+        args: vec![t, n],
+        ops: inner,
+    });
     out.push(lp);
     em.ops = saved;
     out
@@ -466,7 +725,10 @@ fn decode(em: &mut Em, t: Value, gd: &[Value], group_m: u64) -> Vec<Value> {
         _ => {
             let plane = em.bin(OpKind::MulI, gd[0], gd[1], "plane");
             let (t2, z) = if gd.len() == 3 {
-                (em.bin(OpKind::RemI, t, plane, "t2"), Some(em.bin(OpKind::DivI, t, plane, "pid2")))
+                (
+                    em.bin(OpKind::RemI, t, plane, "t2"),
+                    Some(em.bin(OpKind::DivI, t, plane, "pid2")),
+                )
             } else {
                 (t, None)
             };

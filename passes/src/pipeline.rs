@@ -25,7 +25,10 @@ pub fn parse_pipeline(text: &str) -> Result<Vec<PipelineElement>, String> {
     };
     // Accept MLIR's `builtin.module(...)` wrapper.
     let trimmed = text.trim();
-    if let Some(inner) = trimmed.strip_prefix("builtin.module(").and_then(|s| s.strip_suffix(')')) {
+    if let Some(inner) = trimmed
+        .strip_prefix("builtin.module(")
+        .and_then(|s| s.strip_suffix(')'))
+    {
         return parse_pipeline(inner);
     }
     loop {
@@ -41,7 +44,10 @@ pub fn parse_pipeline(text: &str) -> Result<Vec<PipelineElement>, String> {
             i += 1;
         }
         if i == start {
-            return Err(format!("expected a pass name at offset {start}, found '{}'", text[start..].chars().next().unwrap_or(' ')));
+            return Err(format!(
+                "expected a pass name at offset {start}, found '{}'",
+                text[start..].chars().next().unwrap_or(' ')
+            ));
         }
         let name = text[start..i].to_string();
         skip_ws(&mut i);
@@ -49,11 +55,18 @@ pub fn parse_pipeline(text: &str) -> Result<Vec<PipelineElement>, String> {
         if i < b.len() && b[i] == b'{' {
             let open = i;
             i += 1;
-            let close = text[i..].find('}').map(|p| p + i).ok_or_else(|| format!("unbalanced '{{' at offset {open}"))?;
+            let close = text[i..]
+                .find('}')
+                .map(|p| p + i)
+                .ok_or_else(|| format!("unbalanced '{{' at offset {open}"))?;
             for word in text[i..close].split_whitespace() {
-                let (k, v) = word.split_once('=').ok_or_else(|| format!("option '{word}' of pass '{name}' needs the form key=value"))?;
+                let (k, v) = word.split_once('=').ok_or_else(|| {
+                    format!("option '{word}' of pass '{name}' needs the form key=value")
+                })?;
                 if k.is_empty() {
-                    return Err(format!("option '{word}' of pass '{name}' has an empty name"));
+                    return Err(format!(
+                        "option '{word}' of pass '{name}' has an empty name"
+                    ));
                 }
                 options.push((k.to_string(), v.to_string()));
             }
@@ -65,7 +78,10 @@ pub fn parse_pipeline(text: &str) -> Result<Vec<PipelineElement>, String> {
             break;
         }
         if b[i] != b',' {
-            return Err(format!("expected ',' between passes at offset {i}, found '{}'", text[i..].chars().next().unwrap_or(' ')));
+            return Err(format!(
+                "expected ',' between passes at offset {i}, found '{}'",
+                text[i..].chars().next().unwrap_or(' ')
+            ));
         }
         i += 1;
     }
@@ -78,12 +94,21 @@ mod tests {
 
     #[test]
     fn parses_options_and_wrapper() {
-        let p = parse_pipeline("builtin.module(dce, tile-to-gpu{target=sm_90a stages=4},cse)").unwrap();
+        let p =
+            parse_pipeline("builtin.module(dce, tile-to-gpu{target=sm_90a stages=4},cse)").unwrap();
         assert_eq!(p.len(), 3);
         assert_eq!(p[1].name, "tile-to-gpu");
-        assert_eq!(p[1].options, vec![("target".into(), "sm_90a".into()), ("stages".into(), "4".into())]);
+        assert_eq!(
+            p[1].options,
+            vec![
+                ("target".into(), "sm_90a".into()),
+                ("stages".into(), "4".into())
+            ]
+        );
         assert!(parse_pipeline("a{x=1").unwrap_err().contains("unbalanced"));
-        assert!(parse_pipeline("a,").unwrap_err().contains("expected a pass name"));
+        assert!(parse_pipeline("a,")
+            .unwrap_err()
+            .contains("expected a pass name"));
         assert!(parse_pipeline("a{x}").unwrap_err().contains("key=value"));
         assert_eq!(parse_pipeline("").unwrap(), vec![]);
     }

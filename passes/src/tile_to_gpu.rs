@@ -77,7 +77,10 @@
 
 use crate::pass::{OptionInfo, OptionKind, Pass, PassContext, PassInfo, PassOptions};
 use std::collections::HashMap;
-use tilec_dialect::{Attribute, Block, Diagnostic, Diagnostics, Location, Module, OpKind, Operation, ScalarType, Target, Type, Value};
+use tilec_dialect::{
+    Attribute, Block, Diagnostic, Diagnostics, Location, Module, OpKind, Operation, ScalarType,
+    Target, Type, Value,
+};
 
 /// The registry entry.
 pub static INFO: PassInfo = PassInfo {
@@ -114,13 +117,20 @@ impl TileToGpu {
     /// # Errors
     /// `stages` outside 2..=8.
     pub fn from_options(o: &PassOptions) -> Result<Self, String> {
-        let target = Target::from_name(o.get("target")).ok_or_else(|| format!("unknown target '{}'", o.get("target")))?;
+        let target = Target::from_name(o.get("target"))
+            .ok_or_else(|| format!("unknown target '{}'", o.get("target")))?;
         let stages = o.uint("stages");
         if !(2..=8).contains(&stages) {
-            return Err(format!("tile-to-gpu option 'stages' must be 2 to 8, found {stages}"));
+            return Err(format!(
+                "tile-to-gpu option 'stages' must be 2 to 8, found {stages}"
+            ));
         }
         let tma_epilogue = o.get("epilogue") == "tma";
-        Ok(TileToGpu { target, stages, tma_epilogue })
+        Ok(TileToGpu {
+            target,
+            stages,
+            tma_epilogue,
+        })
     }
 }
 
@@ -155,7 +165,9 @@ impl Pass for TileToGpu {
 /// The constant value of `v` if a `tile.constant` in `defs` defines it.
 fn const_of(defs: &HashMap<Value, &Operation>, v: Value) -> Option<i64> {
     let d = defs.get(&v)?;
-    (d.kind == OpKind::Constant).then(|| d.int_attr("value")).flatten()
+    (d.kind == OpKind::Constant)
+        .then(|| d.int_attr("value"))
+        .flatten()
 }
 
 /// Emits ops into a block under construction.
@@ -166,20 +178,46 @@ struct Emitter<'m> {
 }
 
 impl Emitter<'_> {
-    fn op(&mut self, kind: OpKind, operands: &[Value], attrs: &[(&str, Attribute)], results: &[Type], name: Option<&str>) -> Vec<Value> {
+    fn op(
+        &mut self,
+        kind: OpKind,
+        operands: &[Value],
+        attrs: &[(&str, Attribute)],
+        results: &[Type],
+        name: Option<&str>,
+    ) -> Vec<Value> {
         let mut op = Operation::new(kind, self.loc.clone());
         op.operands = operands.to_vec();
-        op.attrs = attrs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
-        op.results = results.iter().map(|t| self.m.new_value(t.clone(), name.map(str::to_string))).collect();
+        op.attrs = attrs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        op.results = results
+            .iter()
+            .map(|t| self.m.new_value(t.clone(), name.map(str::to_string)))
+            .collect();
         let r = op.results.clone();
         self.ops.push(op);
         r
     }
-    fn one(&mut self, kind: OpKind, operands: &[Value], attrs: &[(&str, Attribute)], ty: Type, name: &str) -> Value {
+    fn one(
+        &mut self,
+        kind: OpKind,
+        operands: &[Value],
+        attrs: &[(&str, Attribute)],
+        ty: Type,
+        name: &str,
+    ) -> Value {
         self.op(kind, operands, attrs, &[ty], Some(name))[0]
     }
     fn index(&mut self, v: i64, name: &str) -> Value {
-        self.one(OpKind::Constant, &[], &[("value", Attribute::Int(v))], Type::INDEX, name)
+        self.one(
+            OpKind::Constant,
+            &[],
+            &[("value", Attribute::Int(v))],
+            Type::INDEX,
+            name,
+        )
     }
     fn int(&mut self, kind: OpKind, a: Value, b: Value, name: &str) -> Value {
         self.one(kind, &[a, b], &[], Type::INDEX, name)
@@ -206,32 +244,59 @@ struct Matmul {
     init: Value,
 }
 
-fn find_matmul<'a>(m: &Module, outer: &'a [Operation], body: &'a Block) -> Result<Matmul, Diagnostic> {
+fn find_matmul<'a>(
+    m: &Module,
+    outer: &'a [Operation],
+    body: &'a Block,
+) -> Result<Matmul, Diagnostic> {
     let mut defs: HashMap<Value, &Operation> = HashMap::new();
     for op in outer.iter().chain(&body.ops) {
         for &r in &op.results {
             defs.insert(r, op);
         }
     }
-    let loops: Vec<usize> = body.ops.iter().enumerate().filter(|(_, o)| o.kind == OpKind::For && o.regions[0].ops.iter().any(|x| x.kind == OpKind::Dot)).map(|(i, _)| i).collect();
-    let kernel_loc = body.ops.first().map(|o| o.loc.clone()).unwrap_or_else(Location::unknown);
+    let loops: Vec<usize> = body
+        .ops
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| {
+            o.kind == OpKind::For && o.regions[0].ops.iter().any(|x| x.kind == OpKind::Dot)
+        })
+        .map(|(i, _)| i)
+        .collect();
+    let kernel_loc = body
+        .ops
+        .first()
+        .map(|o| o.loc.clone())
+        .unwrap_or_else(Location::unknown);
     let &[li] = loops.as_slice() else {
         return Err(Diagnostic::error(kernel_loc, format!("tile-to-gpu expects exactly one 'tile.for' loop containing a 'tile.dot' in the kernel body, found {}", loops.len())));
     };
     let lp = &body.ops[li];
     let err = |msg: String| Diagnostic::error(lp.loc.clone(), msg);
     if lp.operands.len() != 4 || lp.results.len() != 1 {
-        return Err(err("tile-to-gpu expects the K loop to carry exactly one value, the accumulator".into()));
+        return Err(err(
+            "tile-to-gpu expects the K loop to carry exactly one value, the accumulator".into(),
+        ));
     }
-    let (lb, ub, step, init) = (lp.operands[0], lp.operands[1], lp.operands[2], lp.operands[3]);
+    let (lb, ub, step, init) = (
+        lp.operands[0],
+        lp.operands[1],
+        lp.operands[2],
+        lp.operands[3],
+    );
     // The lower bound: the constant 0, or any index value computed before the loop (a
     // split-K slice starts at s·Kc).
     let lb = (const_of(&defs, lb) != Some(0)).then_some(lb);
     let Some(bk) = const_of(&defs, step) else {
-        return Err(err("tile-to-gpu expects the K loop step to be a constant (the K tile)".into()));
+        return Err(err(
+            "tile-to-gpu expects the K loop step to be a constant (the K tile)".into(),
+        ));
     };
     if !defs.get(&init).is_some_and(|d| d.kind == OpKind::Zeros) {
-        return Err(err("tile-to-gpu expects the accumulator to start as 'tile.zeros'".into()));
+        return Err(err(
+            "tile-to-gpu expects the accumulator to start as 'tile.zeros'".into(),
+        ));
     }
     let b = &lp.regions[0];
     let (iv, carried) = (b.args[0], b.args[1]);
@@ -245,16 +310,24 @@ fn find_matmul<'a>(m: &Module, outer: &'a [Operation], body: &'a Block) -> Resul
         return Err(Diagnostic::error(dot.loc.clone(), "tile-to-gpu expects 'tile.dot %a, %b, %acc' of the two loads and the carried accumulator, yielded".to_string()));
     }
     if la.operands.len() != 3 || lb_.operands.len() != 3 {
-        return Err(Diagnostic::error(la.loc.clone(), "tile-to-gpu expects 2-D loads of A and B".to_string()));
+        return Err(Diagnostic::error(
+            la.loc.clone(),
+            "tile-to-gpu expects 2-D loads of A and B".to_string(),
+        ));
     }
     if la.operands[2] != iv || lb_.operands[1] != iv {
         return Err(Diagnostic::error(la.loc.clone(), "tile-to-gpu expects A to be loaded at (row, k) and B at (k, col), k the loop's induction variable".to_string()));
     }
     let at = m.ty(la.results[0]).clone();
     let bt = m.ty(lb_.results[0]).clone();
-    let (Type::Tile { shape: ash, elem }, Type::Tile { shape: bsh, .. }) = (&at, &bt) else { unreachable!("verified loads") };
+    let (Type::Tile { shape: ash, elem }, Type::Tile { shape: bsh, .. }) = (&at, &bt) else {
+        unreachable!("verified loads")
+    };
     if ash[1] as i64 != bk {
-        return Err(err(format!("tile-to-gpu: the loop step ({bk}) must equal the K size of the A tile ({})", ash[1])));
+        return Err(err(format!(
+            "tile-to-gpu: the loop step ({bk}) must equal the K size of the A tile ({})",
+            ash[1]
+        )));
     }
     Ok(Matmul {
         loop_idx: li,
@@ -274,9 +347,18 @@ fn find_matmul<'a>(m: &Module, outer: &'a [Operation], body: &'a Block) -> Resul
 }
 
 /// Check the tile configuration against the target; the error names the limit.
-fn check_config(mm: &Matmul, target: Target, stages: u64, other_smem: u64, staging: u64, loc: &Location) -> Result<u64, Diagnostic> {
+fn check_config(
+    mm: &Matmul,
+    target: Target,
+    stages: u64,
+    other_smem: u64,
+    staging: u64,
+    loc: &Location,
+) -> Result<u64, Diagnostic> {
     let e = |msg: String| Err(Diagnostic::error(loc.clone(), msg));
-    if !matches!(mm.elem, ScalarType::BF16 | ScalarType::F16) || mm.acc_ty.elem() != Some(ScalarType::F32) {
+    if !matches!(mm.elem, ScalarType::BF16 | ScalarType::F16)
+        || mm.acc_ty.elem() != Some(ScalarType::F32)
+    {
         return e(format!("tile-to-gpu for {target}: the MMA takes bf16 or f16 inputs with an f32 accumulator, found {} inputs with a {} accumulator", mm.elem, mm.acc_ty.elem().map_or("?".into(), |t| t.to_string())));
     }
     if mm.bk != 64 {
@@ -287,7 +369,10 @@ fn check_config(mm: &Matmul, target: Target, stages: u64, other_smem: u64, stagi
     }
     if target.has_wgmma() {
         if mm.bn % 8 != 0 || mm.bn > 256 {
-            return e(format!("tile-to-gpu: the N tile {} is not a legal wgmma N (a multiple of 8 from 8 to 256)", mm.bn));
+            return e(format!(
+                "tile-to-gpu: the N tile {} is not a legal wgmma N (a multiple of 8 from 8 to 256)",
+                mm.bn
+            ));
         }
         if mm.bn % 64 != 0 {
             return e(format!("tile-to-gpu: the N tile {} must be a multiple of 64 (one 128-byte TMA box of B per 64 columns)", mm.bn));
@@ -299,7 +384,11 @@ fn check_config(mm: &Matmul, target: Target, stages: u64, other_smem: u64, stagi
     let total = BARRIER_REGION_BYTES + other_smem + staging + stages * stage_bytes;
     let limit = target.max_smem_per_block();
     if total > limit {
-        let mut other = if other_smem > 0 { format!(" + {other_smem} for other buffers") } else { String::new() };
+        let mut other = if other_smem > 0 {
+            format!(" + {other_smem} for other buffers")
+        } else {
+            String::new()
+        };
         if staging > 0 {
             other.push_str(&format!(" + {staging} for the epilogue=tma staging ring"));
         }
@@ -329,27 +418,41 @@ fn clone_op(m: &mut Module, o: &Operation, map: &mut HashMap<Value, Value>) -> O
         .regions
         .iter()
         .map(|b| {
-            let args = b.args.iter().map(|&a| {
-                let n = m.values[a.0 as usize].clone();
-                let v = m.new_value(n.ty, n.name);
-                map.insert(a, v);
-                v
-            }).collect();
-            Block { args, ops: clone_ops(m, &b.ops, map) }
+            let args = b
+                .args
+                .iter()
+                .map(|&a| {
+                    let n = m.values[a.0 as usize].clone();
+                    let v = m.new_value(n.ty, n.name);
+                    map.insert(a, v);
+                    v
+                })
+                .collect();
+            Block {
+                args,
+                ops: clone_ops(m, &b.ops, map),
+            }
         })
         .collect();
-    c.results = o.results.iter().map(|&r| {
-        let n = m.values[r.0 as usize].clone();
-        let v = m.new_value(n.ty, n.name);
-        map.insert(r, v);
-        v
-    }).collect();
+    c.results = o
+        .results
+        .iter()
+        .map(|&r| {
+            let n = m.values[r.0 as usize].clone();
+            let v = m.new_value(n.ty, n.name);
+            map.insert(r, v);
+            v
+        })
+        .collect();
     c
 }
 
 /// The element type of the (single) `tile.store`'s tile in `ops`.
 fn m_elem_of(m: &Module, ops: &[Operation]) -> ScalarType {
-    ops.iter().find(|o| o.kind == OpKind::Store).and_then(|o| m.ty(*o.operands.last()?).elem()).unwrap_or(ScalarType::BF16)
+    ops.iter()
+        .find(|o| o.kind == OpKind::Store)
+        .and_then(|o| m.ty(*o.operands.last()?).elem())
+        .unwrap_or(ScalarType::BF16)
 }
 
 /// Columns of one TMA-store box (128 bytes of a 16-bit element: one swizzle span).
@@ -360,17 +463,30 @@ pub const STAGING_SLOTS: u64 = 2;
 
 /// The epilogue's `tile.store` to rewrite as a TMA store, checked: its index in
 /// `epilogue` and the staging ring's bytes.
-fn tma_store_plan(m: &Module, mm: &Matmul, target: Target, epilogue: &[Operation], loc: &Location) -> Result<(usize, u64), Diagnostic> {
+fn tma_store_plan(
+    m: &Module,
+    mm: &Matmul,
+    target: Target,
+    epilogue: &[Operation],
+    loc: &Location,
+) -> Result<(usize, u64), Diagnostic> {
     let e = |l: &Location, msg: String| Err(Diagnostic::error(l.clone(), msg));
     if !target.has_wgmma() {
         return e(loc, format!("tile-to-gpu: epilogue=tma is implemented for sm_90a (wgmma fragments, one warpgroup per 64 rows); the target is {target}"));
     }
-    let stores: Vec<usize> = epilogue.iter().enumerate().filter(|(_, o)| o.kind == OpKind::Store).map(|(i, _)| i).collect();
+    let stores: Vec<usize> = epilogue
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| o.kind == OpKind::Store)
+        .map(|(i, _)| i)
+        .collect();
     let &[si] = stores.as_slice() else {
         return e(loc, format!("tile-to-gpu: epilogue=tma expects exactly one 'tile.store' after the K loop, found {}", stores.len()));
     };
     let st = &epilogue[si];
-    let Type::Tile { shape, elem } = m.ty(st.operands[st.operands.len() - 1]).clone() else { unreachable!("verified store") };
+    let Type::Tile { shape, elem } = m.ty(st.operands[st.operands.len() - 1]).clone() else {
+        unreachable!("verified store")
+    };
     if st.operands.len() != 4 || shape != [mm.bm, mm.bn] {
         return e(&st.loc, format!("tile-to-gpu: epilogue=tma stores the whole {}x{} output tile of a 2-D tensor; this store writes a {} tile", mm.bm, mm.bn, shape.iter().map(u64::to_string).collect::<Vec<_>>().join("x")));
     }
@@ -380,14 +496,26 @@ fn tma_store_plan(m: &Module, mm: &Matmul, target: Target, epilogue: &[Operation
     if mm.bn % STORE_BOX_COLS != 0 {
         return e(&st.loc, format!("tile-to-gpu: epilogue=tma stores 64-column boxes; the N tile {} is not a multiple of 64", mm.bn));
     }
-    Ok((si, STAGING_SLOTS * mm.bm * STORE_BOX_COLS * elem.size_bytes()))
+    Ok((
+        si,
+        STAGING_SLOTS * mm.bm * STORE_BOX_COLS * elem.size_bytes(),
+    ))
 }
 
-fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64, tma_epilogue: bool) -> Result<u64, Diagnostic> {
+fn lower_kernel(
+    m: &mut Module,
+    k: &mut Operation,
+    target: Target,
+    stages: u64,
+    tma_epilogue: bool,
+) -> Result<u64, Diagnostic> {
     // The K loop sits in the kernel body, or in the body of a persistent tile loop
     // (`tile.for {tile_loop = true}`, made by the `persistent` pass).
     let kbody = &k.regions[0];
-    let tile_loop_idx = kbody.ops.iter().position(|o| matches!(o.kind, OpKind::For | OpKind::While) && o.attr("tile_loop").and_then(Attribute::as_bool) == Some(true));
+    let tile_loop_idx = kbody.ops.iter().position(|o| {
+        matches!(o.kind, OpKind::For | OpKind::While)
+            && o.attr("tile_loop").and_then(Attribute::as_bool) == Some(true)
+    });
     let (outer_ops, scope): (&[Operation], &Block) = match tile_loop_idx {
         Some(i) => (&kbody.ops[..i], &kbody.ops[i].regions[0]),
         None => (&[], kbody),
@@ -396,19 +524,32 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64, 
     let lp_loc = scope.ops[mm.loop_idx].loc.clone();
     // K bounds computed per tile (inside a persistent tile loop, e.g. from the split-K
     // program id): the k-tile count is then computed per tile in both regions.
-    let per_tile_bounds = tile_loop_idx.is_some() && scope.ops[..mm.loop_idx].iter().any(|o| o.results.contains(&mm.ub) || mm.lb.is_some_and(|lb| o.results.contains(&lb)));
+    let per_tile_bounds = tile_loop_idx.is_some()
+        && scope.ops[..mm.loop_idx]
+            .iter()
+            .any(|o| o.results.contains(&mm.ub) || mm.lb.is_some_and(|lb| o.results.contains(&lb)));
     // Shared memory the kernel already allocates (e.g. clc response slots), each buffer
     // 1024-byte aligned as the lowering places it.
     let other_smem: u64 = outer_ops
         .iter()
         .filter(|o| o.kind == OpKind::SmemAlloc)
         .filter_map(|o| match m.ty(o.results[0]) {
-            Type::Smem { stages, shape, elem } => Some((stages * shape.iter().product::<u64>() * elem.size_bytes()).div_ceil(1024) * 1024),
+            Type::Smem {
+                stages,
+                shape,
+                elem,
+            } => Some(
+                (stages * shape.iter().product::<u64>() * elem.size_bytes()).div_ceil(1024) * 1024,
+            ),
             _ => None,
         })
         .sum();
     let tma_plan = if tma_epilogue {
-        let after: Vec<Operation> = scope.ops[mm.loop_idx + 1..].iter().filter(|o| o.str_attr("role").is_none()).cloned().collect();
+        let after: Vec<Operation> = scope.ops[mm.loop_idx + 1..]
+            .iter()
+            .filter(|o| o.str_attr("role").is_none())
+            .cloned()
+            .collect();
         Some(tma_store_plan(m, &mm, target, &after, &lp_loc)?)
     } else {
         None
@@ -419,14 +560,19 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64, 
 
     // Split the ops: kernel-level (kept), per-tile prologue P, the K loop, epilogue E.
     let mut kernel_ops = std::mem::take(&mut k.regions[0].ops);
-    let ret = kernel_ops.pop().expect("verified kernel ends with tile.return");
+    let ret = kernel_ops
+        .pop()
+        .expect("verified kernel ends with tile.return");
     let mut tl_yield: Option<Operation> = None;
     let (kernel_head, tile_loop, mut scope_ops) = match tile_loop_idx {
         Some(i) => {
             let mut tl = kernel_ops.remove(i);
             let rest = kernel_ops.split_off(i);
             if !rest.is_empty() {
-                return Err(Diagnostic::error(rest[0].loc.clone(), "tile-to-gpu: nothing may follow the persistent tile loop"));
+                return Err(Diagnostic::error(
+                    rest[0].loc.clone(),
+                    "tile-to-gpu: nothing may follow the persistent tile loop",
+                ));
             }
             let mut ops = std::mem::take(&mut tl.regions[0].ops);
             tl_yield = ops.pop(); // its tile.yield
@@ -438,7 +584,8 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64, 
     let old_loop = scope_ops.pop().expect("the K loop");
     let per_tile = scope_ops;
     let role = |o: &Operation| o.str_attr("role").map(str::to_string);
-    let (tail, mut epilogue): (Vec<Operation>, Vec<Operation>) = after.into_iter().partition(|o| role(o).is_some());
+    let (tail, mut epilogue): (Vec<Operation>, Vec<Operation>) =
+        after.into_iter().partition(|o| role(o).is_some());
     // The tile loop's next iteration is decided in both regions: what it yields must not
     // come from the epilogue, which only the consumers run.
     if let Some(y) = &tl_yield {
@@ -472,19 +619,58 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64, 
     let arrivals_per_cta = 1 + 4 * (mm.bm / 64) as i64;
     let mut kernel_head = kernel_head;
     for o in &mut kernel_head {
-        if o.kind == OpKind::MbarrierAlloc && o.attr("per_cta").and_then(Attribute::as_bool) == Some(true) {
+        if o.kind == OpKind::MbarrierAlloc
+            && o.attr("per_cta").and_then(Attribute::as_bool) == Some(true)
+        {
             let n = o.int_attr("arrive_count").unwrap_or(1);
-            o.attrs.insert("arrive_count".into(), Attribute::Int(n * arrivals_per_cta));
+            o.attrs
+                .insert("arrive_count".into(), Attribute::Int(n * arrivals_per_cta));
             o.attrs.remove("per_cta");
         }
     }
 
-    let mut e = Emitter { m, ops: vec![], loc: lp_loc.clone() };
+    let mut e = Emitter {
+        m,
+        ops: vec![],
+        loc: lp_loc.clone(),
+    };
     let s = stages;
-    let a_ring = e.one(OpKind::SmemAlloc, &[], &[("swizzle", Attribute::Int(128))], Type::Smem { stages: s, shape: vec![mm.bm, mm.bk], elem: mm.elem }, "a_ring");
-    let b_ring = e.one(OpKind::SmemAlloc, &[], &[("swizzle", Attribute::Int(128))], Type::Smem { stages: s, shape: vec![mm.bk, mm.bn], elem: mm.elem }, "b_ring");
-    let full = e.one(OpKind::MbarrierAlloc, &[], &[("arrive_count", Attribute::Int(1))], Type::Mbarrier { count: s }, "full");
-    let empty = e.one(OpKind::MbarrierAlloc, &[], &[("arrive_count", Attribute::Int(4 * consumers))], Type::Mbarrier { count: s }, "empty");
+    let a_ring = e.one(
+        OpKind::SmemAlloc,
+        &[],
+        &[("swizzle", Attribute::Int(128))],
+        Type::Smem {
+            stages: s,
+            shape: vec![mm.bm, mm.bk],
+            elem: mm.elem,
+        },
+        "a_ring",
+    );
+    let b_ring = e.one(
+        OpKind::SmemAlloc,
+        &[],
+        &[("swizzle", Attribute::Int(128))],
+        Type::Smem {
+            stages: s,
+            shape: vec![mm.bk, mm.bn],
+            elem: mm.elem,
+        },
+        "b_ring",
+    );
+    let full = e.one(
+        OpKind::MbarrierAlloc,
+        &[],
+        &[("arrive_count", Attribute::Int(1))],
+        Type::Mbarrier { count: s },
+        "full",
+    );
+    let empty = e.one(
+        OpKind::MbarrierAlloc,
+        &[],
+        &[("arrive_count", Attribute::Int(4 * consumers))],
+        Type::Mbarrier { count: s },
+        "empty",
+    );
     let c0 = e.index(0, "c0");
     let c1 = e.index(1, "c1");
     let c2 = e.index(2, "c2");
@@ -498,7 +684,11 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64, 
     // empty and -2^30 otherwise: an empty range still runs the peeled tile, on boxes
     // wholly out of bounds, which TMA fills with zeros — the accumulator stays zero, as a
     // loop of no iterations leaves it.
-    let k_range = |e: &mut Emitter, lb: Option<Value>, ub: Value, want_start: bool| -> (Value, Option<Value>) {
+    let k_range = |e: &mut Emitter,
+                   lb: Option<Value>,
+                   ub: Value,
+                   want_start: bool|
+     -> (Value, Option<Value>) {
         let span = match lb {
             Some(lb) => e.int(OpKind::SubI, ub, lb, "kspan"),
             None => ub,
@@ -506,9 +696,21 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64, 
         let kceil = e.int(OpKind::CeilDiv, span, cbk, "kceil");
         let ktiles = e.int(OpKind::MaxI, kceil, c1, "ktiles");
         let kstart = lb.filter(|_| want_start).map(|lb| {
-            let nonempty = e.one(OpKind::CmpI, &[span, c0], &[("predicate", Attribute::Str("sgt".into()))], Type::I1, "knonempty");
+            let nonempty = e.one(
+                OpKind::CmpI,
+                &[span, c0],
+                &[("predicate", Attribute::Str("sgt".into()))],
+                Type::I1,
+                "knonempty",
+            );
             let far = e.index(-(1 << 30), "kfar");
-            e.one(OpKind::Select, &[nonempty, lb, far], &[], Type::INDEX, "kstart")
+            e.one(
+                OpKind::Select,
+                &[nonempty, lb, far],
+                &[],
+                Type::INDEX,
+                "kstart",
+            )
         });
         (ktiles, kstart)
     };
@@ -516,24 +718,76 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64, 
     // The staging ring and the constants of the TMA-store epilogue (kernel level).
     let staging = tma_plan.map(|_| {
         let elem = m_elem_of(e.m, &epilogue);
-        let ring = e.one(OpKind::SmemAlloc, &[], &[("swizzle", Attribute::Int(128))], Type::Smem { stages: STAGING_SLOTS, shape: vec![mm.bm, STORE_BOX_COLS], elem }, "staging");
-        let slots: Vec<Value> = (0..STAGING_SLOTS).map(|i| e.index(i as i64, &format!("slot{i}"))).collect();
-        let cols: Vec<Value> = (1..mm.bn / STORE_BOX_COLS).map(|j| e.index((j * STORE_BOX_COLS) as i64, &format!("box_col{j}"))).collect();
+        let ring = e.one(
+            OpKind::SmemAlloc,
+            &[],
+            &[("swizzle", Attribute::Int(128))],
+            Type::Smem {
+                stages: STAGING_SLOTS,
+                shape: vec![mm.bm, STORE_BOX_COLS],
+                elem,
+            },
+            "staging",
+        );
+        let slots: Vec<Value> = (0..STAGING_SLOTS)
+            .map(|i| e.index(i as i64, &format!("slot{i}")))
+            .collect();
+        let cols: Vec<Value> = (1..mm.bn / STORE_BOX_COLS)
+            .map(|j| e.index((j * STORE_BOX_COLS) as i64, &format!("box_col{j}")))
+            .collect();
         (ring, slots, cols)
     });
     let prologue = e.take();
     if let (Some((si, _)), Some((staging, slots, cols))) = (tma_plan, staging) {
         // The epilogue's store → per 64-column box: stage, fence, warpgroup barrier, TMA.
         let st = epilogue.remove(si);
-        let (c, row, col, val) = (st.operands[0], st.operands[1], st.operands[2], st.operands[3]);
+        let (c, row, col, val) = (
+            st.operands[0],
+            st.operands[1],
+            st.operands[2],
+            st.operands[3],
+        );
         e.loc = st.loc.clone();
         for j in 0..mm.bn / STORE_BOX_COLS {
             let slot = slots[(j % STAGING_SLOTS) as usize];
-            e.op(OpKind::SmemStore, &[val, staging, slot], &[("col_offset", Attribute::Int((j * STORE_BOX_COLS) as i64))], &[], None);
+            e.op(
+                OpKind::SmemStore,
+                &[val, staging, slot],
+                &[("col_offset", Attribute::Int((j * STORE_BOX_COLS) as i64))],
+                &[],
+                None,
+            );
             e.op(OpKind::FenceProxyAsync, &[], &[], &[], None);
-            e.op(OpKind::NamedBarrier, &[], &[("id", Attribute::Int(crate::async_wait_placement::EPILOGUE_BARRIER_ID)), ("threads", Attribute::Int(WARPGROUP_THREADS))], &[], None);
-            let cj = if j == 0 { col } else { e.int(OpKind::AddI, col, cols[j as usize - 1], &format!("store_col{j}")) };
-            e.op(OpKind::TmaStore, &[c, staging, slot, row, cj], &[], &[], None);
+            e.op(
+                OpKind::NamedBarrier,
+                &[],
+                &[
+                    (
+                        "id",
+                        Attribute::Int(crate::async_wait_placement::EPILOGUE_BARRIER_ID),
+                    ),
+                    ("threads", Attribute::Int(WARPGROUP_THREADS)),
+                ],
+                &[],
+                None,
+            );
+            let cj = if j == 0 {
+                col
+            } else {
+                e.int(
+                    OpKind::AddI,
+                    col,
+                    cols[j as usize - 1],
+                    &format!("store_col{j}"),
+                )
+            };
+            e.op(
+                OpKind::TmaStore,
+                &[c, staging, slot, row, cj],
+                &[],
+                &[],
+                None,
+            );
         }
         let seq = e.take();
         epilogue.splice(si..si, seq);
@@ -555,21 +809,46 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64, 
     // Producer: for each k tile, wait for the stage to be empty (the first round passes at
     // once: a fresh mbarrier is in phase 0, so waiting for parity 1 returns), arm the full
     // barrier with the stage's bytes, issue both copies.
-    let producer_tile = |e: &mut Emitter, g: Value, row: Value, col: Value, (ktiles, kstart): (Value, Option<Value>)| {
+    let producer_tile = |e: &mut Emitter,
+                         g: Value,
+                         row: Value,
+                         col: Value,
+                         (ktiles, kstart): (Value, Option<Value>)| {
         let kt = e.m.new_value(Type::INDEX, Some("kt".into()));
         let kg = e.int(OpKind::AddI, g, kt, "kg");
         let (st, ph) = stage_and_parity(e, kg);
         let eph = e.int(OpKind::SubI, c1, ph, "empty_phase");
         e.op(OpKind::MbarrierWait, &[empty, st, eph], &[], &[], None);
-        e.op(OpKind::MbarrierExpectTx, &[full, st], &[("bytes", Attribute::Int(tx as i64))], &[], None);
+        e.op(
+            OpKind::MbarrierExpectTx,
+            &[full, st],
+            &[("bytes", Attribute::Int(tx as i64))],
+            &[],
+            None,
+        );
         let mut kk = e.int(OpKind::MulI, kt, cbk, "k");
         if let Some(ks) = kstart {
             kk = e.int(OpKind::AddI, ks, kk, "k");
         }
-        e.op(OpKind::TmaLoad, &[mm.a_tensor, a_ring, full, st, row, kk], &[], &[], None);
-        e.op(OpKind::TmaLoad, &[mm.b_tensor, b_ring, full, st, kk, col], &[], &[], None);
+        e.op(
+            OpKind::TmaLoad,
+            &[mm.a_tensor, a_ring, full, st, row, kk],
+            &[],
+            &[],
+            None,
+        );
+        e.op(
+            OpKind::TmaLoad,
+            &[mm.b_tensor, b_ring, full, st, kk, col],
+            &[],
+            &[],
+            None,
+        );
         e.op(OpKind::Yield, &[], &[], &[], None);
-        let body = Block { args: vec![kt], ops: e.take() };
+        let body = Block {
+            args: vec![kt],
+            ops: e.take(),
+        };
         let mut lp = Operation::new(OpKind::For, lp_loc.clone());
         lp.operands = vec![c0, ktiles, c1];
         lp.regions.push(body);
@@ -585,20 +864,35 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64, 
         e.op(OpKind::MbarrierWait, &[full, st0, ph0], &[], &[], None);
         let mut first_attrs = mma_attrs.to_vec();
         first_attrs.push(("zero_acc", Attribute::Bool(true)));
-        let acc0 = e.one(OpKind::Mma, &[a_ring, b_ring, st0, mm.init], &first_attrs, mm.acc_ty.clone(), "acc0");
+        let acc0 = e.one(
+            OpKind::Mma,
+            &[a_ring, b_ring, st0, mm.init],
+            &first_attrs,
+            mm.acc_ty.clone(),
+            "acc0",
+        );
         let head = e.take();
         let kt = e.m.new_value(Type::INDEX, Some("kt".into()));
         let acc_in = e.m.new_value(mm.acc_ty.clone(), Some("acc_iter".into()));
         let kg = e.int(OpKind::AddI, g, kt, "kg");
         let (st, ph) = stage_and_parity(e, kg);
         e.op(OpKind::MbarrierWait, &[full, st, ph], &[], &[], None);
-        let d = e.one(OpKind::Mma, &[a_ring, b_ring, st, acc_in], &mma_attrs, mm.acc_ty.clone(), "acc_next");
+        let d = e.one(
+            OpKind::Mma,
+            &[a_ring, b_ring, st, acc_in],
+            &mma_attrs,
+            mm.acc_ty.clone(),
+            "acc_next",
+        );
         let wrapped = e.int(OpKind::AddI, kg, cs, "kg_wrap");
         let prev_kg = e.int(OpKind::SubI, wrapped, c1, "kg_prev");
         let prev = e.int(OpKind::RemI, prev_kg, cs, "prev_stage");
         e.op(OpKind::MbarrierArrive, &[empty, prev], &[], &[], None);
         e.op(OpKind::Yield, &[d], &[], &[], None);
-        let body = Block { args: vec![kt, acc_in], ops: e.take() };
+        let body = Block {
+            args: vec![kt, acc_in],
+            ops: e.take(),
+        };
         let mut lp = Operation::new(OpKind::For, lp_loc.clone());
         lp.operands = vec![c1, ktiles, c1, acc0];
         // The loop's result keeps the old loop's value, so the epilogue reads it unchanged.
@@ -630,7 +924,16 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64, 
             let mut kernel_level = prologue;
             kernel_level.splice(0..0, per_tile);
             e.ops = kernel_level;
-            (Block { args: vec![], ops: pops }, Block { args: vec![], ops: cops })
+            (
+                Block {
+                    args: vec![],
+                    ops: pops,
+                },
+                Block {
+                    args: vec![],
+                    ops: cops,
+                },
+            )
         }
         Some(tl) => {
             // Persistent: both regions run the tile loop, carrying the global k base. The
@@ -639,22 +942,41 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64, 
             let tl_args = tl.regions[0].args.clone();
             let tl_yield = tl_yield.expect("tile loop yield");
             let mut map = HashMap::new();
-            let p_args: Vec<Value> = tl_args.iter().map(|&a| {
-                let n = e.m.values[a.0 as usize].clone();
-                let v = e.m.new_value(n.ty, n.name);
-                map.insert(a, v);
-                v
-            }).collect();
+            let p_args: Vec<Value> = tl_args
+                .iter()
+                .map(|&a| {
+                    let n = e.m.values[a.0 as usize].clone();
+                    let v = e.m.new_value(n.ty, n.name);
+                    map.insert(a, v);
+                    v
+                })
+                .collect();
             let p_prologue = clone_ops(e.m, &per_tile, &mut map);
-            let (row_p, col_p) = (*map.get(&mm.row).unwrap_or(&mm.row), *map.get(&mm.col).unwrap_or(&mm.col));
-            let (lb_p, ub_p) = (mm.lb.map(|v| *map.get(&v).unwrap_or(&v)), *map.get(&mm.ub).unwrap_or(&mm.ub));
+            let (row_p, col_p) = (
+                *map.get(&mm.row).unwrap_or(&mm.row),
+                *map.get(&mm.col).unwrap_or(&mm.col),
+            );
+            let (lb_p, ub_p) = (
+                mm.lb.map(|v| *map.get(&v).unwrap_or(&v)),
+                *map.get(&mm.ub).unwrap_or(&mm.ub),
+            );
             let p_tail = clone_ops(e.m, &tail, &mut map);
-            let p_yield: Vec<Value> = tl_yield.operands.iter().map(|v| *map.get(v).unwrap_or(v)).collect();
+            let p_yield: Vec<Value> = tl_yield
+                .operands
+                .iter()
+                .map(|v| *map.get(v).unwrap_or(v))
+                .collect();
             // One region's tile loop (`tile.for` or `tile.while` as `persistent` made it)
             // carrying the global k base too: body = `body(g)` then yield the loop's
             // values and `g + ktiles`; then the region's yield.
             // `body(g)` returns its ops and the tile's k-tile count.
-            let tile_loop = |e: &mut Emitter, args: Vec<Value>, yielded: Vec<Value>, body: &mut dyn FnMut(&mut Emitter, Value) -> (Vec<Operation>, Value)| {
+            let tile_loop = |e: &mut Emitter,
+                             args: Vec<Value>,
+                             yielded: Vec<Value>,
+                             body: &mut dyn FnMut(
+                &mut Emitter,
+                Value,
+            ) -> (Vec<Operation>, Value)| {
                 let g = e.m.new_value(Type::INDEX, Some("kbase".into()));
                 let (mut ops, ktiles) = body(e, g);
                 let next = e.int(OpKind::AddI, g, ktiles, "kbase_next");
@@ -666,11 +988,16 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64, 
                 lp.operands = tl.operands.clone();
                 lp.operands.push(c0);
                 lp.attrs = tl.attrs.clone();
-                lp.results = tl.results.iter().map(|&r| {
-                    let n = e.m.values[r.0 as usize].clone();
-                    e.m.new_value(n.ty, n.name)
-                }).collect();
-                lp.results.push(e.m.new_value(Type::INDEX, Some("kbase_end".into())));
+                lp.results = tl
+                    .results
+                    .iter()
+                    .map(|&r| {
+                        let n = e.m.values[r.0 as usize].clone();
+                        e.m.new_value(n.ty, n.name)
+                    })
+                    .collect();
+                lp.results
+                    .push(e.m.new_value(Type::INDEX, Some("kbase_end".into())));
                 let mut bargs = args;
                 bargs.push(g);
                 lp.regions.push(Block { args: bargs, ops });
@@ -712,24 +1039,47 @@ fn lower_kernel(m: &mut Module, k: &mut Operation, target: Target, stages: u64, 
                 (ops, ktiles)
             });
             e.ops = prologue;
-            (Block { args: vec![], ops: pops }, Block { args: vec![], ops: cops })
+            (
+                Block {
+                    args: vec![],
+                    ops: pops,
+                },
+                Block {
+                    args: vec![],
+                    ops: cops,
+                },
+            )
         }
     };
     let kernel_level = e.take();
     let mut ws = Operation::new(OpKind::WarpSpecialize, lp_loc);
-    ws.attrs.insert("consumers".into(), Attribute::Int(consumers));
+    ws.attrs
+        .insert("consumers".into(), Attribute::Int(consumers));
     ws.regions = vec![producer_region, consumer_region];
     let mut body = kernel_head;
     body.extend(kernel_level);
     body.push(ws);
     body.push(ret);
     k.regions[0].ops = body;
-    k.attrs.insert("target".into(), Attribute::Str(target.name().into()));
+    k.attrs
+        .insert("target".into(), Attribute::Str(target.name().into()));
     // wgmma needs warpgroup-aligned consumers, so the producer is a whole warpgroup (which
     // gives its registers away with setmaxnreg); with mma.sync one producer warp suffices.
-    let producer_threads = if target.has_wgmma() { WARPGROUP_THREADS } else { 32 };
-    k.attrs.insert("block".into(), Attribute::Array(vec![Attribute::Int(producer_threads + WARPGROUP_THREADS * consumers), Attribute::Int(1), Attribute::Int(1)]));
-    k.attrs.insert("smem_bytes".into(), Attribute::Int(smem as i64));
+    let producer_threads = if target.has_wgmma() {
+        WARPGROUP_THREADS
+    } else {
+        32
+    };
+    k.attrs.insert(
+        "block".into(),
+        Attribute::Array(vec![
+            Attribute::Int(producer_threads + WARPGROUP_THREADS * consumers),
+            Attribute::Int(1),
+            Attribute::Int(1),
+        ]),
+    );
+    k.attrs
+        .insert("smem_bytes".into(), Attribute::Int(smem as i64));
     k.attrs.insert("stages".into(), Attribute::Int(s as i64));
     Ok(smem)
 }

@@ -65,7 +65,9 @@
 use crate::async_model::{Facts, GroupKind, Hazard, Inst, OpId, Slot, MAX_PENDING};
 use crate::pass::{OptionInfo, OptionKind, Pass, PassContext, PassInfo};
 use std::collections::{BTreeMap, BTreeSet};
-use tilec_dialect::{Attribute, Diagnostic, Diagnostics, Location, Module, OpKind, Operation, Value};
+use tilec_dialect::{
+    Attribute, Diagnostic, Diagnostics, Location, Module, OpKind, Operation, Value,
+};
 
 /// The registry entry.
 pub static INFO: PassInfo = PassInfo {
@@ -111,14 +113,29 @@ struct Queue {
 
 impl Queue {
     fn insts_mut(&mut self) -> impl Iterator<Item = &mut Inst> {
-        self.committed.iter_mut().flatten().chain(self.open.iter_mut())
+        self.committed
+            .iter_mut()
+            .flatten()
+            .chain(self.open.iter_mut())
     }
     fn map_sets(&mut self, f: &dyn Fn(&mut Inst)) {
         for i in self.insts_mut() {
             f(i);
         }
-        self.old = std::mem::take(&mut self.old).into_iter().map(|mut i| { f(&mut i); i }).collect();
-        self.unsynced = std::mem::take(&mut self.unsynced).into_iter().map(|mut i| { f(&mut i); i }).collect();
+        self.old = std::mem::take(&mut self.old)
+            .into_iter()
+            .map(|mut i| {
+                f(&mut i);
+                i
+            })
+            .collect();
+        self.unsynced = std::mem::take(&mut self.unsynced)
+            .into_iter()
+            .map(|mut i| {
+                f(&mut i);
+                i
+            })
+            .collect();
     }
 }
 
@@ -191,9 +208,21 @@ impl Explorer<'_, '_> {
             .map(|s| match *s {
                 Step::Iter(l, k) => format!("iteration {k} of the loop at {}", self.loc(l)),
                 Step::Ran(l, 0) => format!("the loop at {} skipped", self.loc(l)),
-                Step::Ran(l, k) => format!("{k} iteration{} of the loop at {}", if k == 1 { "" } else { "s" }, self.loc(l)),
-                Step::Branch(i, then) => format!("{}-branch of the if at {}", if then { "then" } else { "else" }, self.loc(i)),
-                Step::Region(w, r) => format!("{} region of the warp_specialize at {}", if r == 0 { "producer" } else { "consumer" }, self.loc(w)),
+                Step::Ran(l, k) => format!(
+                    "{k} iteration{} of the loop at {}",
+                    if k == 1 { "" } else { "s" },
+                    self.loc(l)
+                ),
+                Step::Branch(i, then) => format!(
+                    "{}-branch of the if at {}",
+                    if then { "then" } else { "else" },
+                    self.loc(i)
+                ),
+                Step::Region(w, r) => format!(
+                    "{} region of the warp_specialize at {}",
+                    if r == 0 { "producer" } else { "consumer" },
+                    self.loc(w)
+                ),
             })
             .collect();
         parts.join(", ")
@@ -217,7 +246,13 @@ impl Explorer<'_, '_> {
         }
     }
 
-    fn block(&mut self, b: &tilec_dialect::Block, mut states: States, wg: &mut u64, exit_at_end: bool) -> States {
+    fn block(
+        &mut self,
+        b: &tilec_dialect::Block,
+        mut states: States,
+        wg: &mut u64,
+        exit_at_end: bool,
+    ) -> States {
         let n = b.ops.len();
         for (i, op) in b.ops.iter().enumerate() {
             if self.failed || self.gave_up || states.is_empty() {
@@ -240,7 +275,9 @@ impl Explorer<'_, '_> {
                         t.steps.push(Step::Branch(id, then));
                         (q.clone(), t)
                     });
-                    for (q, t) in self.block(&op.regions[r], entered.collect(), &mut wg.clone(), false) {
+                    for (q, t) in
+                        self.block(&op.regions[r], entered.collect(), &mut wg.clone(), false)
+                    {
                         add(&mut out, q, t);
                     }
                 }
@@ -293,7 +330,11 @@ impl Explorer<'_, '_> {
             let mut next = States::new();
             for (mut q, mut t) in end {
                 q.map_sets(&|i: &mut Inst| self.f.next_iteration(i, id));
-                let at = t.steps.iter().rposition(|s| matches!(s, Step::Iter(l, _) if *l == id)).unwrap_or(t.steps.len());
+                let at = t
+                    .steps
+                    .iter()
+                    .rposition(|s| matches!(s, Step::Iter(l, _) if *l == id))
+                    .unwrap_or(t.steps.len());
                 t.steps.truncate(at);
                 let mut ran = t.clone();
                 ran.steps.push(Step::Ran(id, k));
@@ -317,7 +358,15 @@ impl Explorer<'_, '_> {
     }
 
     /// Check `op` against one path's queue and apply it.
-    fn step(&mut self, op: &Operation, id: OpId, mut q: Queue, mut t: Trail, wg: u64, exit: bool) -> Option<(Queue, Trail)> {
+    fn step(
+        &mut self,
+        op: &Operation,
+        id: OpId,
+        mut q: Queue,
+        mut t: Trail,
+        wg: u64,
+        exit: bool,
+    ) -> Option<(Queue, Trail)> {
         self.steps += 1;
         if self.steps > self.budget {
             self.gave_up = true;
@@ -330,7 +379,12 @@ impl Explorer<'_, '_> {
                 .open
                 .iter()
                 .map(|i| (i, None))
-                .chain(q.committed.iter().enumerate().flat_map(|(j, g)| g.iter().map(move |i| (i, Some(n - 1 - j)))))
+                .chain(
+                    q.committed
+                        .iter()
+                        .enumerate()
+                        .flat_map(|(j, g)| g.iter().map(move |i| (i, Some(n - 1 - j)))),
+                )
                 .chain(q.old.iter().map(|i| (i, Some(self.keep))));
             let mut hit = None;
             // The youngest conflicting group (`Some(None)`: one not even committed).
@@ -364,7 +418,12 @@ impl Explorer<'_, '_> {
                     }
                 }
             } else if self.f.kind.shared(wg) {
-                if let Some(g) = q.unsynced.iter().find(|g| self.f.overwrites(&x, g)).cloned() {
+                if let Some(g) = q
+                    .unsynced
+                    .iter()
+                    .find(|g| self.f.overwrites(&x, g))
+                    .cloned()
+                {
                     let kind = self.f.kind;
                     self.report(id, |e| {
                         let msg = match kind {
@@ -394,7 +453,12 @@ impl Explorer<'_, '_> {
                     gd.slots().any(|s| q.dirty.contains(&s)).then(|| "after another op accessed its registers, with no 'tile.wgmma_fence' since".to_string())
                 };
                 if let Some(why) = why {
-                    self.report(id, |e| Diagnostic::error(op.loc.clone(), format!("wgmma 'tile.mma' issued {why}, on the path: {}", e.path(&t))));
+                    self.report(id, |e| {
+                        Diagnostic::error(
+                            op.loc.clone(),
+                            format!("wgmma 'tile.mma' issued {why}, on the path: {}", e.path(&t)),
+                        )
+                    });
                     q.dirty.clear();
                     q.unfenced = false;
                 }
@@ -408,11 +472,17 @@ impl Explorer<'_, '_> {
             k if k == kind.wait_op() => {
                 let n = op.int_attr("pending").unwrap_or(0).clamp(0, 64) as usize;
                 let keep_from = q.committed.len().saturating_sub(n);
-                let retired: Vec<Inst> = q.committed.drain(..keep_from).flatten().chain(std::mem::take(&mut q.old)).collect();
+                let retired: Vec<Inst> = q
+                    .committed
+                    .drain(..keep_from)
+                    .flatten()
+                    .chain(std::mem::take(&mut q.old))
+                    .collect();
                 // Only where other warpgroups run the same code can they still read (bulk:
                 // the warpgroup's other threads have not seen the elected thread's wait).
                 if kind.shared(wg) {
-                    q.unsynced.extend(retired.into_iter().filter(|i| !i.stages.is_empty()));
+                    q.unsynced
+                        .extend(retired.into_iter().filter(|i| !i.stages.is_empty()));
                 }
                 t.last_wait = Some(id);
             }
@@ -442,13 +512,23 @@ impl Explorer<'_, '_> {
         Some((q, t))
     }
 
-    fn unsafe_diag(&self, op: &Operation, g: &Inst, after: Option<usize>, h: Hazard, t: &Trail) -> Diagnostic {
+    fn unsafe_diag(
+        &self,
+        op: &Operation,
+        g: &Inst,
+        after: Option<usize>,
+        h: Hazard,
+        t: &Trail,
+    ) -> Diagnostic {
         let (x, at) = (op.kind.name(), self.loc(g.mma));
         let (what, issuer) = (self.f.kind.what(), self.f.kind.issuer());
         let state = match after {
             None => "issued but not committed".to_string(),
             Some(n) if n >= self.keep => format!("{} or more groups committed after it", self.keep),
-            Some(n) => format!("{n} group{} committed after it", if n == 1 { "" } else { "s" }),
+            Some(n) => format!(
+                "{n} group{} committed after it",
+                if n == 1 { "" } else { "s" }
+            ),
         };
         let what = match h {
             Hazard::Registers => format!("'{x}' accesses the registers of the {what} group of the '{issuer}' at {at}, which may still be pending"),
@@ -456,10 +536,17 @@ impl Explorer<'_, '_> {
             Hazard::Release => format!("'{x}' releases to its producer a shared-memory stage that the {what} group of the '{issuer}' at {at} reads, which may still be pending"),
             Hazard::Exit => format!("'{x}' ends the warpgroup while the {what} group of the '{issuer}' at {at} may still be pending"),
         };
-        let mut d = Diagnostic::error(op.loc.clone(), format!("{what} ({state}) on the path: {}", self.path(t))).with_note(at.clone(), format!("the group's '{issuer}'"));
+        let mut d = Diagnostic::error(
+            op.loc.clone(),
+            format!("{what} ({state}) on the path: {}", self.path(t)),
+        )
+        .with_note(at.clone(), format!("the group's '{issuer}'"));
         if let Some(w) = t.last_wait {
             let n = self.f.ops[w as usize].int_attr("pending").unwrap_or(0);
-            d = d.with_note(self.loc(w).clone(), format!("the last wait on that path (pending = {n}) leaves it pending"));
+            d = d.with_note(
+                self.loc(w).clone(),
+                format!("the last wait on that path (pending = {n}) leaves it pending"),
+            );
         }
         d
     }
@@ -494,21 +581,55 @@ impl Outcome {
 fn explore(m: &Module, kernel: &Operation, kind: GroupKind, mode: Mode, budget: u64) -> Outcome {
     let f = Facts::of_kind(m, kernel, kind);
     if f.groups.is_empty() {
-        return Outcome { complete: true, clean: true, errors: vec![], offending: BTreeSet::new(), steps: 0 };
+        return Outcome {
+            complete: true,
+            clean: true,
+            errors: vec![],
+            offending: BTreeSet::new(),
+            steps: 0,
+        };
     }
     let mut max_pending = 0;
     kernel.walk(&mut |o| {
         if o.kind == kind.wait_op() {
-            max_pending = max_pending.max(o.int_attr("pending").unwrap_or(0).clamp(0, MAX_PENDING as i64) as usize);
+            max_pending = max_pending.max(
+                o.int_attr("pending")
+                    .unwrap_or(0)
+                    .clamp(0, MAX_PENDING as i64) as usize,
+            );
         }
     });
     let keep = (max_pending + 1).min(MAX_KEEP);
-    let mut e = Explorer { f: &f, mode, keep, failed: false, steps: 0, budget, gave_up: false, errors: BTreeMap::new(), offending: BTreeSet::new() };
-    let start: States = [(Queue { unfenced: kind == GroupKind::Wgmma, ..Queue::default() }, Trail::default())].into_iter().collect();
+    let mut e = Explorer {
+        f: &f,
+        mode,
+        keep,
+        failed: false,
+        steps: 0,
+        budget,
+        gave_up: false,
+        errors: BTreeMap::new(),
+        offending: BTreeSet::new(),
+    };
+    let start: States = [(
+        Queue {
+            unfenced: kind == GroupKind::Wgmma,
+            ..Queue::default()
+        },
+        Trail::default(),
+    )]
+    .into_iter()
+    .collect();
     let mut wg = f.kernel_warpgroups;
     e.block(&kernel.regions[0], start, &mut wg, false);
     let clean = !e.failed && e.errors.is_empty() && e.offending.is_empty();
-    Outcome { complete: !e.gave_up, clean, errors: e.errors.into_values().collect(), offending: e.offending, steps: e.steps }
+    Outcome {
+        complete: !e.gave_up,
+        clean,
+        errors: e.errors.into_values().collect(),
+        offending: e.offending,
+        steps: e.steps,
+    }
 }
 
 // ---- changed copies for the tightness checks ------------------------------------------
@@ -531,7 +652,11 @@ fn path_to(op: &Operation, id: OpId, next: &mut OpId, path: &mut Vec<(usize, usi
 
 /// A copy of `kernel` with `f` applied to the block holding op `id` and its index; `None`
 /// when `f` declines.
-fn edit(kernel: &Operation, id: OpId, f: impl FnOnce(&mut Vec<Operation>, usize) -> bool) -> Option<Operation> {
+fn edit(
+    kernel: &Operation,
+    id: OpId,
+    f: impl FnOnce(&mut Vec<Operation>, usize) -> bool,
+) -> Option<Operation> {
     let mut path = vec![];
     if !path_to(kernel, id, &mut 0, &mut path) {
         return None;
@@ -576,9 +701,21 @@ fn uses_any(op: &Operation, vs: &[Value]) -> bool {
 /// Run the tightness checks on a safe kernel. Waits are taken last to first; one found
 /// redundant is deleted from the copy the later checks look at, so the waits reported
 /// redundant can all be deleted together.
-fn tightness(m: &Module, kernel: &Operation, kind: GroupKind, budget: u64, out: &mut Vec<Diagnostic>) -> u64 {
+fn tightness(
+    m: &Module,
+    kernel: &Operation,
+    kind: GroupKind,
+    budget: u64,
+    out: &mut Vec<Diagnostic>,
+) -> u64 {
     let f = Facts::of_kind(m, kernel, kind);
-    let waits: Vec<(OpId, &Operation)> = f.ops.iter().enumerate().filter(|(_, o)| o.kind == kind.wait_op()).map(|(i, o)| (i as OpId, *o)).collect();
+    let waits: Vec<(OpId, &Operation)> = f
+        .ops
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| o.kind == kind.wait_op())
+        .map(|(i, o)| (i as OpId, *o))
+        .collect();
     // A change is reported only when it is proven safe (within the budget).
     let safe = |k: &Operation| explore(m, k, kind, Mode::Quick, budget).safe() == Some(true);
     let mut cur = kernel.clone();
@@ -588,7 +725,10 @@ fn tightness(m: &Module, kernel: &Operation, kind: GroupKind, budget: u64, out: 
         // Redundant?
         if let Some(k) = delete_wait(&cur, id) {
             if safe(&k) {
-                out.push(Diagnostic::error(w.loc.clone(), format!("{name} is redundant: every path stays safe without it")));
+                out.push(Diagnostic::error(
+                    w.loc.clone(),
+                    format!("{name} is redundant: every path stays safe without it"),
+                ));
                 cur = k;
                 continue;
             }
@@ -601,9 +741,19 @@ fn tightness(m: &Module, kernel: &Operation, kind: GroupKind, budget: u64, out: 
             });
             if let Some(k) = raised {
                 if safe(&k) {
-                    let mut d = Diagnostic::error(w.loc.clone(), format!("{name} is not tight: pending = {} is still safe on every path", n + 1));
+                    let mut d = Diagnostic::error(
+                        w.loc.clone(),
+                        format!(
+                            "{name} is not tight: pending = {} is still safe on every path",
+                            n + 1
+                        ),
+                    );
                     if let Some(k) = delete_wait(&cur, id) {
-                        for h in explore(m, &k, kind, Mode::Full, budget).errors.iter().take(3) {
+                        for h in explore(m, &k, kind, Mode::Full, budget)
+                            .errors
+                            .iter()
+                            .take(3)
+                        {
                             d = d.with_note(h.loc.clone(), "a hazard it guards");
                         }
                     }
@@ -620,7 +770,9 @@ fn tightness(m: &Module, kernel: &Operation, kind: GroupKind, budget: u64, out: 
         });
         let mut moved_past: Option<(Location, String)> = None;
         let later = edit(&cur, id, |ops, i| {
-            let Some(next) = ops.get(i + 1) else { return false };
+            let Some(next) = ops.get(i + 1) else {
+                return false;
+            };
             let results = ops[i].results.clone();
             match next.kind {
                 k if k.is_terminator() => false,
@@ -631,7 +783,10 @@ fn tightness(m: &Module, kernel: &Operation, kind: GroupKind, budget: u64, out: 
                     if ops.iter().any(|o| uses_any(o, &results)) {
                         return false;
                     }
-                    moved_past = Some((next.loc.clone(), "into both branches of the 'tile.if'".into()));
+                    moved_past = Some((
+                        next.loc.clone(),
+                        "into both branches of the 'tile.if'".into(),
+                    ));
                     let w = ops.remove(i);
                     for r in &mut ops[i].regions {
                         r.ops.insert(0, w.clone());
@@ -642,7 +797,10 @@ fn tightness(m: &Module, kernel: &Operation, kind: GroupKind, budget: u64, out: 
                     if uses_any(next, &results) {
                         return false;
                     }
-                    moved_past = Some((next.loc.clone(), format!("after the '{}'", next.kind.name())));
+                    moved_past = Some((
+                        next.loc.clone(),
+                        format!("after the '{}'", next.kind.name()),
+                    ));
                     ops.swap(i, i + 1);
                     true
                 }
@@ -650,7 +808,13 @@ fn tightness(m: &Module, kernel: &Operation, kind: GroupKind, budget: u64, out: 
         });
         if let (Some(k), Some((loc, what)), false) = (later, moved_past, guards_next) {
             if safe(&k) {
-                out.push(Diagnostic::error(w.loc.clone(), format!("{name} could move later, {what} at {loc}, and stay safe")).with_note(loc, "this op needs no group to complete"));
+                out.push(
+                    Diagnostic::error(
+                        w.loc.clone(),
+                        format!("{name} could move later, {what} at {loc}, and stay safe"),
+                    )
+                    .with_note(loc, "this op needs no group to complete"),
+                );
             }
         }
     }
@@ -704,14 +868,19 @@ pub fn verify_async_waits(m: &Module, max_steps: u64) -> Result<CheckReport, Dia
     for k in m.kernels() {
         check_staging_handoff(k, &mut errors);
     }
-    for (k, kind) in m.kernels().flat_map(|k| [(k, GroupKind::Wgmma), (k, GroupKind::Bulk)]) {
+    for (k, kind) in m
+        .kernels()
+        .flat_map(|k| [(k, GroupKind::Wgmma), (k, GroupKind::Bulk)])
+    {
         if k.regions.is_empty() {
             continue;
         }
         let mut any = false;
         // Kernels that issue, commit or wait on this kind of group (a wait with nothing
         // ever issued is then reported as redundant).
-        k.walk(&mut |o| any |= kind.is_group_op(o) || o.kind == kind.commit_op() || o.kind == kind.wait_op());
+        k.walk(&mut |o| {
+            any |= kind.is_group_op(o) || o.kind == kind.commit_op() || o.kind == kind.wait_op()
+        });
         if !any {
             continue;
         }
@@ -755,7 +924,11 @@ pub fn verify_async_waits(m: &Module, max_steps: u64) -> Result<CheckReport, Dia
 /// unsafe path found, `None` the budget of `max_steps` ran out first.
 pub fn async_waits_are_safe(m: &Module, max_steps: u64) -> Option<bool> {
     let mut all = Some(true);
-    for (k, kind) in m.kernels().filter(|k| !k.regions.is_empty()).flat_map(|k| [(k, GroupKind::Wgmma), (k, GroupKind::Bulk)]) {
+    for (k, kind) in m
+        .kernels()
+        .filter(|k| !k.regions.is_empty())
+        .flat_map(|k| [(k, GroupKind::Wgmma), (k, GroupKind::Bulk)])
+    {
         match explore(m, k, kind, Mode::Quick, max_steps).safe() {
             Some(false) => return Some(false),
             None => all = None,
@@ -806,7 +979,13 @@ fn check_block_handoff(ops: &[Operation], errors: &mut Vec<Diagnostic>) {
             continue;
         }
         let (ring, slot) = (op.operands[1], op.operands[2]);
-        let Some(w) = ops[..i].iter().rposition(|x| x.kind == OpKind::SmemStore && x.operands.get(1) == Some(&ring) && x.operands.get(2) == Some(&slot)) else { continue };
+        let Some(w) = ops[..i].iter().rposition(|x| {
+            x.kind == OpKind::SmemStore
+                && x.operands.get(1) == Some(&ring)
+                && x.operands.get(2) == Some(&slot)
+        }) else {
+            continue;
+        };
         let between = &ops[w + 1..i];
         let fence = between.iter().any(|x| x.kind == OpKind::FenceProxyAsync);
         let barrier = between.iter().any(|x| x.kind == OpKind::NamedBarrier);

@@ -40,15 +40,31 @@ enum StageE {
 enum Stmt {
     /// A wgmma on accumulator `acc` over a stage of ring `ring`; `rs`: A from registers
     /// (a fragment loaded just before); `zero`: `zero_acc`.
-    Mma { acc: u8, ring: u8, stage: StageE, rs: bool, zero: bool },
+    Mma {
+        acc: u8,
+        ring: u8,
+        stage: StageE,
+        rs: bool,
+        zero: bool,
+    },
     /// A non-wgmma read of an accumulator.
-    Use { acc: u8 },
+    Use {
+        acc: u8,
+    },
     /// A non-wgmma write of an accumulator.
-    Reset { acc: u8 },
+    Reset {
+        acc: u8,
+    },
     /// A TMA copy into a stage.
-    Load { ring: u8, stage: StageE },
+    Load {
+        ring: u8,
+        stage: StageE,
+    },
     /// Release a stage to the producer.
-    Release { ring: u8, stage: StageE },
+    Release {
+        ring: u8,
+        stage: StageE,
+    },
     If(Vec<Stmt>, Vec<Stmt>),
     For(Vec<Stmt>),
 }
@@ -83,15 +99,31 @@ fn stmt() -> impl Strategy<Value = Stmt> {
     ];
     leaf.prop_recursive(3, 24, 5, |inner| {
         prop_oneof![
-            (prop::collection::vec(inner.clone(), 0..4), prop::collection::vec(inner.clone(), 0..3)).prop_map(|(t, e)| Stmt::If(t, e)),
+            (
+                prop::collection::vec(inner.clone(), 0..4),
+                prop::collection::vec(inner.clone(), 0..3)
+            )
+                .prop_map(|(t, e)| Stmt::If(t, e)),
             prop::collection::vec(inner, 1..5).prop_map(Stmt::For),
         ]
     })
 }
 
 fn program() -> impl Strategy<Value = Program> {
-    (1..=MAX_ACCS, prop::collection::vec(1u8..=3, 1..=MAX_RINGS), 0u8..=2, 1u8..=2, prop::collection::vec(stmt(), 1..6))
-        .prop_map(|(accs, rings, consumers, warpgroups, body)| Program { accs, rings, consumers, warpgroups, body })
+    (
+        1..=MAX_ACCS,
+        prop::collection::vec(1u8..=3, 1..=MAX_RINGS),
+        0u8..=2,
+        1u8..=2,
+        prop::collection::vec(stmt(), 1..6),
+    )
+        .prop_map(|(accs, rings, consumers, warpgroups, body)| Program {
+            accs,
+            rings,
+            consumers,
+            warpgroups,
+            body,
+        })
 }
 
 /// Writes a program as tile IR.
@@ -139,7 +171,13 @@ impl Emit<'_> {
         let na = self.p.accs;
         let nr = self.p.rings.len();
         match s {
-            Stmt::Mma { acc, ring, stage, rs, zero } => {
+            Stmt::Mma {
+                acc,
+                ring,
+                stage,
+                rs,
+                zero,
+            } => {
                 let (a, r) = (*acc as usize % na, *ring as usize % nr);
                 let st = self.stage(r, stage);
                 let a_op = if *rs {
@@ -150,9 +188,15 @@ impl Emit<'_> {
                     format!("%ring{r}")
                 };
                 let d = self.fresh("acc");
-                let attrs = if *zero { "{kind = \"wgmma\", zero_acc = true}" } else { "{kind = \"wgmma\"}" };
+                let attrs = if *zero {
+                    "{kind = \"wgmma\", zero_acc = true}"
+                } else {
+                    "{kind = \"wgmma\"}"
+                };
                 let cur = self.accs[a].clone();
-                self.line(&format!("{d} = tile.mma {a_op}, %ring{r}, {st}, {cur} {attrs} : {ACC}"));
+                self.line(&format!(
+                    "{d} = tile.mma {a_op}, %ring{r}, {st}, {cur} {attrs} : {ACC}"
+                ));
                 self.accs[a] = d;
             }
             Stmt::Use { acc } => {
@@ -170,7 +214,9 @@ impl Emit<'_> {
             Stmt::Load { ring, stage } => {
                 let r = *ring as usize % nr;
                 let st = self.stage(r, stage);
-                self.line(&format!("tile.tma_load %A, %ring{r}, %full{r}, {st}, %c0, %c0"));
+                self.line(&format!(
+                    "tile.tma_load %A, %ring{r}, %full{r}, {st}, %c0, %c0"
+                ));
             }
             Stmt::Release { ring, stage } => {
                 let r = *ring as usize % nr;
@@ -203,7 +249,10 @@ impl Emit<'_> {
                 let iv = self.fresh("iv");
                 let tys = vec![ACC; na].join(", ");
                 let inits = self.accs.join(", ");
-                self.line(&format!("{} = tile.for %c0, %N, %c1, {inits} : {tys} {{", res.join(", ")));
+                self.line(&format!(
+                    "{} = tile.for %c0, %N, %c1, {inits} : {tys} {{",
+                    res.join(", ")
+                ));
                 let bargs: Vec<String> = args.iter().map(|a| format!("{a}: {ACC}")).collect();
                 self.line(&format!("^bb0({iv}: index, {}):", bargs.join(", ")));
                 self.indent += 1;
@@ -222,16 +271,34 @@ impl Emit<'_> {
 }
 
 fn render(p: &Program) -> String {
-    let mut e = Emit { p, out: String::new(), next: 0, accs: vec![], ivs: vec![], indent: 1 };
-    let threads = 128 * if p.consumers > 0 { 1 + p.consumers as u32 } else { p.warpgroups as u32 };
+    let mut e = Emit {
+        p,
+        out: String::new(),
+        next: 0,
+        accs: vec![],
+        ivs: vec![],
+        indent: 1,
+    };
+    let threads = 128
+        * if p.consumers > 0 {
+            1 + p.consumers as u32
+        } else {
+            p.warpgroups as u32
+        };
     let _ = writeln!(e.out, "tile.kernel @k(%A: tensor<?x?xbf16>, %N: index, %flag: i1) {{block = [{threads}, 1, 1], grid = [1]}} {{");
     for c in 0..4 {
         e.line(&format!("%c{c} = tile.constant {{value = {c}}} : index"));
     }
     for (r, &s) in p.rings.iter().enumerate() {
-        e.line(&format!("%ring{r} = tile.smem_alloc {{swizzle = 128}} : smem<{s}x64x64xbf16>"));
-        e.line(&format!("%full{r} = tile.mbarrier_alloc {{arrive_count = 1}} : mbarrier<{s}>"));
-        e.line(&format!("%empty{r} = tile.mbarrier_alloc {{arrive_count = 4}} : mbarrier<{s}>"));
+        e.line(&format!(
+            "%ring{r} = tile.smem_alloc {{swizzle = 128}} : smem<{s}x64x64xbf16>"
+        ));
+        e.line(&format!(
+            "%full{r} = tile.mbarrier_alloc {{arrive_count = 1}} : mbarrier<{s}>"
+        ));
+        e.line(&format!(
+            "%empty{r} = tile.mbarrier_alloc {{arrive_count = 4}} : mbarrier<{s}>"
+        ));
     }
     for a in 0..p.accs {
         e.line(&format!("%z{a} = tile.zeros : {ACC}"));
@@ -240,7 +307,11 @@ fn render(p: &Program) -> String {
     if p.consumers > 0 {
         let res: Vec<String> = (0..p.accs).map(|a| format!("%ws{a}")).collect();
         let tys = vec![ACC; p.accs].join(", ");
-        e.line(&format!("{} = tile.warp_specialize {{consumers = {}}} : {tys} {{", res.join(", "), p.consumers));
+        e.line(&format!(
+            "{} = tile.warp_specialize {{consumers = {}}} : {tys} {{",
+            res.join(", "),
+            p.consumers
+        ));
         e.indent += 1;
         e.line("tile.for %c0, %N, %c1 {");
         e.line("^bb0(%pk: index):");
@@ -248,7 +319,9 @@ fn render(p: &Program) -> String {
         for (r, &s) in p.rings.iter().enumerate() {
             e.line(&format!("%ps{r} = tile.remi %pk, %c{s} : index"));
             e.line(&format!("tile.mbarrier_wait %empty{r}, %ps{r}, %c0"));
-            e.line(&format!("tile.tma_load %A, %ring{r}, %full{r}, %ps{r}, %c0, %c0"));
+            e.line(&format!(
+                "tile.tma_load %A, %ring{r}, %full{r}, %ps{r}, %c0, %c0"
+            ));
         }
         e.line("tile.yield");
         e.indent -= 1;
@@ -280,7 +353,11 @@ fn render(p: &Program) -> String {
 type Rewire = Option<(Vec<Value>, Vec<Value>)>;
 
 fn with_wait(m: &Module, k: usize, f: impl FnOnce(&mut Block, usize) -> Rewire) -> Module {
-    fn apply<F: FnOnce(&mut Block, usize) -> Rewire>(b: &mut Block, k: &mut usize, f: &mut Option<F>) -> Option<Rewire> {
+    fn apply<F: FnOnce(&mut Block, usize) -> Rewire>(
+        b: &mut Block,
+        k: &mut usize,
+        f: &mut Option<F>,
+    ) -> Option<Rewire> {
         for i in 0..b.ops.len() {
             if b.ops[i].kind == OpKind::WaitGroup {
                 if *k == 0 {
@@ -342,23 +419,40 @@ fn check(p: &Program) -> Result<(), TestCaseError> {
 
 fn check_inner(p: &Program) -> Result<(), TestCaseError> {
     let text = render(p);
-    let mut m = parse(&text, "prop").map_err(|d| TestCaseError::fail(format!("generated IR does not parse: {d}\n{text}")))?;
-    verify(&m).map_err(|d| TestCaseError::fail(format!("generated IR does not verify: {d}\n{text}")))?;
+    let mut m = parse(&text, "prop")
+        .map_err(|d| TestCaseError::fail(format!("generated IR does not parse: {d}\n{text}")))?;
+    verify(&m)
+        .map_err(|d| TestCaseError::fail(format!("generated IR does not verify: {d}\n{text}")))?;
     let t0 = std::time::Instant::now();
     place_async_waits(&mut m, &mut vec![]);
     let t_place = t0.elapsed();
     let placed = print_module(&m);
-    verify(&m).map_err(|d| TestCaseError::fail(format!("placed IR does not verify: {d}\n{placed}")))?;
+    verify(&m)
+        .map_err(|d| TestCaseError::fail(format!("placed IR does not verify: {d}\n{placed}")))?;
     let mut again = m.clone();
     place_async_waits(&mut again, &mut vec![]);
-    prop_assert_eq!(print_module(&again), placed.clone(), "placing twice changes the IR");
+    prop_assert_eq!(
+        print_module(&again),
+        placed.clone(),
+        "placing twice changes the IR"
+    );
     let t1 = std::time::Instant::now();
-    prop_assume!(async_waits_are_safe(&m, STEPS).is_some(), "too many paths for the budget");
+    prop_assume!(
+        async_waits_are_safe(&m, STEPS).is_some(),
+        "too many paths for the budget"
+    );
     if let Err(d) = verify_async_waits(&m, STEPS) {
-        return Err(TestCaseError::fail(format!("checker rejects the placement:\n{d}\n{placed}")));
+        return Err(TestCaseError::fail(format!(
+            "checker rejects the placement:\n{d}\n{placed}"
+        )));
     }
     if std::env::var_os("ASYNC_PROP_DEBUG").is_some() {
-        eprintln!("place {:?} check {:?} lines {}", t_place, t1.elapsed(), placed.lines().count());
+        eprintln!(
+            "place {:?} check {:?} lines {}",
+            t_place,
+            t1.elapsed(),
+            placed.lines().count()
+        );
         if t1.elapsed().as_secs_f64() > 2.0 || t_place.as_secs_f64() > 2.0 {
             eprintln!("{text}");
         }
@@ -366,22 +460,33 @@ fn check_inner(p: &Program) -> Result<(), TestCaseError> {
     for (k, n) in waits(&m).into_iter().enumerate() {
         if n < 7 {
             let raised = with_wait(&m, k, |b, i| {
-                b.ops[i].attrs.insert("pending".into(), tilec_dialect::Attribute::Int(n + 1));
+                b.ops[i]
+                    .attrs
+                    .insert("pending".into(), tilec_dialect::Attribute::Int(n + 1));
                 None
             });
-            prop_assert!(async_waits_are_safe(&raised, STEPS) != Some(true), "wait #{k} (pending = {n}) raised by one is still safe:\n{placed}");
+            prop_assert!(
+                async_waits_are_safe(&raised, STEPS) != Some(true),
+                "wait #{k} (pending = {n}) raised by one is still safe:\n{placed}"
+            );
         }
         let deleted = with_wait(&m, k, |b, i| {
             let w = b.ops.remove(i);
             Some((w.results, w.operands))
         });
-        prop_assert!(async_waits_are_safe(&deleted, STEPS) != Some(true), "wait #{k} (pending = {n}) can be deleted:\n{placed}");
+        prop_assert!(
+            async_waits_are_safe(&deleted, STEPS) != Some(true),
+            "wait #{k} (pending = {n}) can be deleted:\n{placed}"
+        );
     }
     Ok(())
 }
 
 fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(256)
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(256)
 }
 
 proptest! {
@@ -402,10 +507,25 @@ fn fixed_pipeline() {
         consumers: 2,
         warpgroups: 1,
         body: vec![
-            Stmt::Mma { acc: 0, ring: 0, stage: StageE::Const(0), rs: false, zero: true },
+            Stmt::Mma {
+                acc: 0,
+                ring: 0,
+                stage: StageE::Const(0),
+                rs: false,
+                zero: true,
+            },
             Stmt::For(vec![
-                Stmt::Mma { acc: 0, ring: 0, stage: StageE::Iv { up: 0, off: 0 }, rs: false, zero: false },
-                Stmt::Release { ring: 0, stage: StageE::Iv { up: 0, off: 2 } },
+                Stmt::Mma {
+                    acc: 0,
+                    ring: 0,
+                    stage: StageE::Iv { up: 0, off: 0 },
+                    rs: false,
+                    zero: false,
+                },
+                Stmt::Release {
+                    ring: 0,
+                    stage: StageE::Iv { up: 0, off: 2 },
+                },
             ]),
         ],
     };

@@ -98,9 +98,26 @@ fn build(rank: usize, bm: u64, cluster: u64, fault: Option<ClcFault>) -> Module 
     let mut m = parse(&kernel(rank, bm), "clc_model.tile").expect("parses");
     verify(&m).expect("verifies");
     let mut cx = PassContext::default();
-    Persistent { schedule: "clc".into(), group_m: 2, cluster, fault }.run(&mut m, &mut cx).expect("persistent");
-    let target = if cluster > 1 { Target::Sm100a } else { Target::Sm100 };
-    TileToGpu { target, stages: 2, tma_epilogue: false }.run(&mut m, &mut cx).expect("tile-to-gpu");
+    Persistent {
+        schedule: "clc".into(),
+        group_m: 2,
+        cluster,
+        fault,
+    }
+    .run(&mut m, &mut cx)
+    .expect("persistent");
+    let target = if cluster > 1 {
+        Target::Sm100a
+    } else {
+        Target::Sm100
+    };
+    TileToGpu {
+        target,
+        stages: 2,
+        tma_epilogue: false,
+    }
+    .run(&mut m, &mut cx)
+    .expect("tile-to-gpu");
     if fault.is_none() {
         verify(&m).expect("the emitted kernel verifies");
     }
@@ -127,9 +144,23 @@ struct Response {
 }
 
 enum Frame<'m> {
-    Block { ops: &'m [Operation], pc: usize },
-    For { op: &'m Operation, ops: &'m [Operation], pc: usize, iv: i64, ub: i64, step: i64 },
-    While { op: &'m Operation, ops: &'m [Operation], pc: usize },
+    Block {
+        ops: &'m [Operation],
+        pc: usize,
+    },
+    For {
+        op: &'m Operation,
+        ops: &'m [Operation],
+        pc: usize,
+        iv: i64,
+        ub: i64,
+        step: i64,
+    },
+    While {
+        op: &'m Operation,
+        ops: &'m [Operation],
+        pc: usize,
+    },
 }
 
 struct Agent<'m> {
@@ -161,8 +192,17 @@ struct CtaState {
 }
 
 enum Event {
-    Tx { cta: usize, bars: u32, idx: i64, bytes: i64 },
-    Clc { ctas: Vec<usize>, slot: i64, bars: u32 },
+    Tx {
+        cta: usize,
+        bars: u32,
+        idx: i64,
+        bytes: i64,
+    },
+    Clc {
+        ctas: Vec<usize>,
+        slot: i64,
+        bars: u32,
+    },
 }
 
 struct World<'m> {
@@ -204,10 +244,19 @@ impl<'m> World<'m> {
             for op in self.head {
                 match op.kind {
                     OpKind::MbarrierAlloc => {
-                        let Type::Mbarrier { count } = self.m.ty(op.results[0]) else { unreachable!() };
+                        let Type::Mbarrier { count } = self.m.ty(op.results[0]) else {
+                            unreachable!()
+                        };
                         let n = op.int_attr("arrive_count").unwrap();
                         for i in 0..*count as i64 {
-                            self.ctas[c].bars.insert((op.results[0].0, i), Barrier { count: n, pending: n, ..Barrier::default() });
+                            self.ctas[c].bars.insert(
+                                (op.results[0].0, i),
+                                Barrier {
+                                    count: n,
+                                    pending: n,
+                                    ..Barrier::default()
+                                },
+                            );
                         }
                     }
                     OpKind::WarpSpecialize => {}
@@ -240,17 +289,30 @@ impl<'m> World<'m> {
     }
 
     /// Apply arrivals / transaction bytes to a barrier; complete its phase when due.
-    fn touch(&mut self, cta: usize, bars: u32, idx: i64, arrive: i64, tx: i64) -> Result<(), Violation> {
+    fn touch(
+        &mut self,
+        cta: usize,
+        bars: u32,
+        idx: i64,
+        arrive: i64,
+        tx: i64,
+    ) -> Result<(), Violation> {
         let gen = self.ctas[cta].slots.get(&idx).map_or(0, |r| r.gen);
         let is_clc = self.clc_bars.contains(&bars);
         if self.ctas[cta].finished {
             return Err(format!("an arrive or transaction reached barrier {bars}[{idx}] of CTA {cta} after it exited"));
         }
-        let b = self.ctas[cta].bars.get_mut(&(bars, idx)).expect("barrier exists");
+        let b = self.ctas[cta]
+            .bars
+            .get_mut(&(bars, idx))
+            .expect("barrier exists");
         b.pending -= arrive;
         b.tx += tx;
         if b.pending < 0 {
-            return Err(format!("CTA {cta}: barrier {bars}[{idx}] got more arrivals than its count {}", b.count));
+            return Err(format!(
+                "CTA {cta}: barrier {bars}[{idx}] got more arrivals than its count {}",
+                b.count
+            ));
         }
         if b.pending == 0 && b.tx == 0 {
             b.phase += 1;
@@ -294,7 +356,14 @@ impl<'m> World<'m> {
                     for (i, &arg) in b.args[1..].iter().enumerate() {
                         ag.env[arg.0 as usize] = val(ag, 3 + i);
                     }
-                    ag.frames.push(Frame::For { op, ops: &b.ops, pc: 0, iv: lb, ub, step });
+                    ag.frames.push(Frame::For {
+                        op,
+                        ops: &b.ops,
+                        pc: 0,
+                        iv: lb,
+                        ub,
+                        step,
+                    });
                 } else {
                     for (i, &r) in op.results.iter().enumerate() {
                         ag.env[r.0 as usize] = val(ag, 3 + i);
@@ -309,14 +378,21 @@ impl<'m> World<'m> {
                 for (i, &arg) in b.args.iter().enumerate() {
                     ag.env[arg.0 as usize] = val(ag, i);
                 }
-                ag.frames.push(Frame::While { op, ops: &b.ops, pc: 0 });
+                ag.frames.push(Frame::While {
+                    op,
+                    ops: &b.ops,
+                    pc: 0,
+                });
                 return Ok(());
             }
             OpKind::If => {
                 let ag = &mut self.agents[a];
                 advance(ag);
                 let r = if val(ag, 0) != 0 { 0 } else { 1 };
-                ag.frames.push(Frame::Block { ops: &op.regions[r].ops, pc: 0 });
+                ag.frames.push(Frame::Block {
+                    ops: &op.regions[r].ops,
+                    pc: 0,
+                });
                 return Ok(());
             }
             OpKind::MbarrierWait => {
@@ -343,7 +419,9 @@ impl<'m> World<'m> {
             OpKind::TmaLoad => {
                 let ag = &mut self.agents[a];
                 let stage = val(ag, 3);
-                let Type::Smem { shape, elem, .. } = self.m.ty(op.operands[1]) else { unreachable!() };
+                let Type::Smem { shape, elem, .. } = self.m.ty(op.operands[1]) else {
+                    unreachable!()
+                };
                 let bytes = shape.iter().product::<u64>() * elem.size_bytes();
                 let (c0, c1) = (val(ag, 4), val(ag, 5));
                 // A is loaded at (row, k), B at (k, col): record the producer's tile at k = 0.
@@ -355,7 +433,12 @@ impl<'m> World<'m> {
                     let row = ag.pending_row.take().expect("A's copy comes before B's");
                     ag.tiles.push((row, c1));
                 }
-                self.events.push(Event::Tx { cta, bars: op.operands[2].0, idx: stage, bytes: bytes as i64 });
+                self.events.push(Event::Tx {
+                    cta,
+                    bars: op.operands[2].0,
+                    idx: stage,
+                    bytes: bytes as i64,
+                });
             }
             OpKind::Store => {
                 let ag = &mut self.agents[a];
@@ -365,11 +448,15 @@ impl<'m> World<'m> {
             OpKind::FenceProxyAsync => self.agents[a].fenced = true,
             OpKind::ClcTryCancel => {
                 if self.ctas[cta].failed_observed {
-                    return Err(format!("CTA {cta} issued try_cancel after it observed a failed one"));
+                    return Err(format!(
+                        "CTA {cta} issued try_cancel after it observed a failed one"
+                    ));
                 }
                 let slot = val(&self.agents[a], 2);
                 if self.ctas[cta].written.contains(&slot) && !self.agents[a].fenced {
-                    return Err(format!("CTA {cta} reused response slot {slot} without fence.proxy.async"));
+                    return Err(format!(
+                        "CTA {cta} reused response slot {slot} without fence.proxy.async"
+                    ));
                 }
                 self.agents[a].fenced = false;
                 let multicast = op.attr("multicast").and_then(|x| x.as_bool()) == Some(true);
@@ -380,20 +467,32 @@ impl<'m> World<'m> {
                     vec![cta]
                 };
                 self.clc_bars.insert(op.operands[1].0);
-                self.events.push(Event::Clc { ctas, slot, bars: op.operands[1].0 });
+                self.events.push(Event::Clc {
+                    ctas,
+                    slot,
+                    bars: op.operands[1].0,
+                });
             }
             OpKind::ClcQuery => {
                 let ag = &self.agents[a];
                 let slot = val(ag, 1);
                 let bits = op.int_attr("load_bits").unwrap_or(128);
                 if bits != 128 {
-                    return Err(format!("CTA {cta} agent {}: response read as {}-bit pieces, not one 128-bit load", ag.role, bits));
+                    return Err(format!(
+                        "CTA {cta} agent {}: response read as {}-bit pieces, not one 128-bit load",
+                        ag.role, bits
+                    ));
                 }
                 let resp = self.ctas[cta].slots.get(&slot).cloned();
                 let Some(resp) = resp else {
-                    return Err(format!("CTA {cta} agent {}: response slot {slot} read before any response arrived", ag.role));
+                    return Err(format!(
+                        "CTA {cta} agent {}: response slot {slot} read before any response arrived",
+                        ag.role
+                    ));
                 };
-                if ag.proved.get(&slot) != Some(&resp.gen) || ag.consumed.get(&slot) == Some(&resp.gen) {
+                if ag.proved.get(&slot) != Some(&resp.gen)
+                    || ag.consumed.get(&slot) == Some(&resp.gen)
+                {
                     return Err(format!("CTA {cta} agent {}: response slot {slot} read before its barrier phase completed (its wait proved {:?}, slot holds response {})", ag.role, ag.proved.get(&slot), resp.gen));
                 }
                 let ag = &mut self.agents[a];
@@ -423,17 +522,28 @@ impl<'m> World<'m> {
         let ag = &mut self.agents[a];
         let frame = ag.frames.pop().expect("a frame");
         let (ops, pc) = match &frame {
-            Frame::Block { ops, pc } | Frame::For { ops, pc, .. } | Frame::While { ops, pc, .. } => (*ops, *pc),
+            Frame::Block { ops, pc }
+            | Frame::For { ops, pc, .. }
+            | Frame::While { ops, pc, .. } => (*ops, *pc),
         };
         let y = ops.get(pc);
-        let yv: Vec<i64> = y.map(|y| y.operands.iter().map(|v| ag.env[v.0 as usize]).collect()).unwrap_or_default();
+        let yv: Vec<i64> = y
+            .map(|y| y.operands.iter().map(|v| ag.env[v.0 as usize]).collect())
+            .unwrap_or_default();
         match frame {
             Frame::Block { .. } => {
                 if ag.frames.is_empty() {
                     ag.done = true;
                 }
             }
-            Frame::For { op, ops, iv, ub, step, .. } => {
+            Frame::For {
+                op,
+                ops,
+                iv,
+                ub,
+                step,
+                ..
+            } => {
                 let b = &op.regions[0];
                 let next = iv + step;
                 if next < ub {
@@ -441,7 +551,14 @@ impl<'m> World<'m> {
                     for (&arg, &v) in b.args[1..].iter().zip(&yv) {
                         ag.env[arg.0 as usize] = v;
                     }
-                    ag.frames.push(Frame::For { op, ops, pc: 0, iv: next, ub, step });
+                    ag.frames.push(Frame::For {
+                        op,
+                        ops,
+                        pc: 0,
+                        iv: next,
+                        ub,
+                        step,
+                    });
                 } else {
                     for (&r, &v) in op.results.iter().zip(&yv) {
                         ag.env[r.0 as usize] = v;
@@ -467,7 +584,12 @@ impl<'m> World<'m> {
 
     fn fire(&mut self, e: Event) -> Result<(), Violation> {
         match e {
-            Event::Tx { cta, bars, idx, bytes } => self.touch(cta, bars, idx, 0, -bytes),
+            Event::Tx {
+                cta,
+                bars,
+                idx,
+                bytes,
+            } => self.touch(cta, bars, idx, 0, -bytes),
             Event::Clc { ctas, slot, bars } => {
                 let take = !self.unlaunched.is_empty() && !self.rng.chance(3);
                 let first = if take {
@@ -479,10 +601,19 @@ impl<'m> World<'m> {
                 };
                 for &c in &ctas {
                     if self.ctas[c].finished {
-                        return Err(format!("a try_cancel response was written into CTA {c} after it exited"));
+                        return Err(format!(
+                            "a try_cancel response was written into CTA {c} after it exited"
+                        ));
                     }
                     let gen = self.ctas[c].slots.get(&slot).map_or(0, |r| r.gen) + 1;
-                    self.ctas[c].slots.insert(slot, Response { gen, canceled: first.is_some(), first: first.unwrap_or([0; 3]) });
+                    self.ctas[c].slots.insert(
+                        slot,
+                        Response {
+                            gen,
+                            canceled: first.is_some(),
+                            first: first.unwrap_or([0; 3]),
+                        },
+                    );
                     self.ctas[c].written.insert(slot);
                     self.touch(c, bars, slot, 0, -16)?;
                 }
@@ -510,7 +641,9 @@ impl<'m> World<'m> {
                     self.ctas[c].done_agents += 1;
                     let first = self.ctas[c].cluster * self.cdim as usize;
                     let per_cta = self.consumer_warps + 1;
-                    if (first..first + self.cdim as usize).all(|x| self.ctas[x].done_agents == per_cta) {
+                    if (first..first + self.cdim as usize)
+                        .all(|x| self.ctas[x].done_agents == per_cta)
+                    {
                         for x in first..first + self.cdim as usize {
                             self.ctas[x].finished = true;
                         }
@@ -520,15 +653,35 @@ impl<'m> World<'m> {
                     i += 1;
                 }
             }
-            let agents: Vec<usize> = self.live.iter().copied().filter(|&a| self.enabled(a)).collect();
+            let agents: Vec<usize> = self
+                .live
+                .iter()
+                .copied()
+                .filter(|&a| self.enabled(a))
+                .collect();
             let can_launch = self.running < self.resident && !self.unlaunched.is_empty();
             let total = agents.len() + self.events.len() + can_launch as usize;
             if total == 0 {
                 if self.unlaunched.is_empty() && self.agents.iter().all(|g| g.done) {
                     return Ok(());
                 }
-                let stuck: Vec<String> = self.agents.iter().filter(|g| !g.done).map(|g| format!("CTA {} agent {} at {:?}", g.cta, g.role, next_op(g).map(|o| o.kind.name()))).collect();
-                return Err(format!("deadlock: nothing can move; waiting: {}", stuck.join("; ")));
+                let stuck: Vec<String> = self
+                    .agents
+                    .iter()
+                    .filter(|g| !g.done)
+                    .map(|g| {
+                        format!(
+                            "CTA {} agent {} at {:?}",
+                            g.cta,
+                            g.role,
+                            next_op(g).map(|o| o.kind.name())
+                        )
+                    })
+                    .collect();
+                return Err(format!(
+                    "deadlock: nothing can move; waiting: {}",
+                    stuck.join("; ")
+                ));
             }
             let pick = self.rng.below(total);
             if pick < agents.len() {
@@ -548,13 +701,17 @@ impl<'m> World<'m> {
 fn next_op<'m>(ag: &Agent<'m>) -> Option<&'m Operation> {
     let f = ag.frames.last()?;
     let (ops, pc) = match f {
-        Frame::Block { ops, pc } | Frame::For { ops, pc, .. } | Frame::While { ops, pc, .. } => (*ops, *pc),
+        Frame::Block { ops, pc } | Frame::For { ops, pc, .. } | Frame::While { ops, pc, .. } => {
+            (*ops, *pc)
+        }
     };
     ops.get(pc)
 }
 
 fn advance(ag: &mut Agent) {
-    if let Some(Frame::Block { pc, .. } | Frame::For { pc, .. } | Frame::While { pc, .. }) = ag.frames.last_mut() {
+    if let Some(Frame::Block { pc, .. } | Frame::For { pc, .. } | Frame::While { pc, .. }) =
+        ag.frames.last_mut()
+    {
         *pc += 1;
     }
 }
@@ -602,10 +759,19 @@ struct Config {
     batch: i64,
 }
 
-fn run_schedules(module: &Module, cfg: &Config, seed: u64, schedules: usize) -> Result<(), Violation> {
+fn run_schedules(
+    module: &Module,
+    cfg: &Config,
+    seed: u64,
+    schedules: usize,
+) -> Result<(), Violation> {
     let k = &module.ops[0];
     let body = &k.regions[0];
-    let ws_idx = body.ops.iter().position(|o| o.kind == OpKind::WarpSpecialize).expect("warp_specialize");
+    let ws_idx = body
+        .ops
+        .iter()
+        .position(|o| o.kind == OpKind::WarpSpecialize)
+        .expect("warp_specialize");
     let ws = &body.ops[ws_idx];
     let consumers = ws.int_attr("consumers").unwrap() as usize;
     let args = body.args.clone();
@@ -619,14 +785,26 @@ fn run_schedules(module: &Module, cfg: &Config, seed: u64, schedules: usize) -> 
     };
     let ntiles: i64 = dims.iter().product();
     for s in 0..schedules {
-        let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (s as u64 + 1).wrapping_mul(0xd1b5_4a32_d192_ed03) | 1);
+        let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            ^ (s as u64 + 1).wrapping_mul(0xd1b5_4a32_d192_ed03)
+            | 1);
         let resident = 1 + rng.below(3);
         let mut ctas = vec![];
         for z in 0..dims[2] {
             for y in 0..dims[1] {
                 for x in 0..dims[0] {
                     let lin = ctas.len();
-                    ctas.push(CtaState { id: [x, y, z], cluster: lin / c as usize, rank: x % c, bars: HashMap::new(), slots: HashMap::new(), written: HashSet::new(), failed_observed: false, finished: false, done_agents: 0 });
+                    ctas.push(CtaState {
+                        id: [x, y, z],
+                        cluster: lin / c as usize,
+                        rank: x % c,
+                        bars: HashMap::new(),
+                        slots: HashMap::new(),
+                        written: HashSet::new(),
+                        failed_observed: false,
+                        finished: false,
+                        done_agents: 0,
+                    });
                 }
             }
         }
@@ -641,7 +819,12 @@ fn run_schedules(module: &Module, cfg: &Config, seed: u64, schedules: usize) -> 
             unlaunched: (0..nclusters).collect(),
             resident,
             running: 0,
-            args: vec![(args[3], cfg.m), (args[4], cfg.n), (args[5], cfg.k), (args[6], cfg.batch)],
+            args: vec![
+                (args[3], cfg.m),
+                (args[4], cfg.n),
+                (args[5], cfg.k),
+                (args[6], cfg.batch),
+            ],
             head: &body.ops[..ws_idx],
             regions: [&ws.regions[0].ops, &ws.regions[1].ops],
             consumer_warps: 4 * consumers,
@@ -655,7 +838,8 @@ fn run_schedules(module: &Module, cfg: &Config, seed: u64, schedules: usize) -> 
         let first = w.rng.below(w.unlaunched.len());
         let cl = w.unlaunched.swap_remove(first);
         w.launch(cl);
-        w.run().map_err(|e| format!("schedule {s} (seed {seed}): {e}"))?;
+        w.run()
+            .map_err(|e| format!("schedule {s} (seed {seed}): {e}"))?;
         // Exactly once, per consumer warp; the producer matches its consumers.
         let mut per_warp: Vec<HashMap<(i64, i64), u32>> = vec![HashMap::new(); 4 * consumers + 1];
         for ag in &w.agents {
@@ -689,7 +873,11 @@ fn configs(n: usize, seed: u64) -> Vec<Config> {
     (0..n)
         .map(|i| {
             let rank = 1 + i % 3;
-            let cluster = if rank == 1 { 1 } else { [1u64, 2, 4][(i / 3) % 3] };
+            let cluster = if rank == 1 {
+                1
+            } else {
+                [1u64, 2, 4][(i / 3) % 3]
+            };
             let bm = [64u64, 128][rng.below(2)];
             Config {
                 rank,
@@ -706,15 +894,25 @@ fn configs(n: usize, seed: u64) -> Vec<Config> {
 
 #[test]
 fn every_tile_exactly_once_under_random_schedules() {
-    let total: usize = std::env::var("CLC_SCHEDULES").ok().and_then(|s| s.parse().ok()).unwrap_or(10_000);
+    let total: usize = std::env::var("CLC_SCHEDULES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10_000);
     let per_config = 40;
     let cfgs = configs(total.div_ceil(per_config), 0x5eed);
     let mut built: HashMap<(usize, u64, u64), Module> = HashMap::new();
     let mut ran = 0;
     let mut shapes = HashSet::new();
     for (i, cfg) in cfgs.iter().enumerate() {
-        let m = built.entry((cfg.rank, cfg.bm, cfg.cluster)).or_insert_with(|| build(cfg.rank, cfg.bm, cfg.cluster, None));
-        run_schedules(m, cfg, i as u64, per_config).unwrap_or_else(|e| panic!("rank {} bm {} cluster {} M={} N={} K={} batch={}: {e}", cfg.rank, cfg.bm, cfg.cluster, cfg.m, cfg.n, cfg.k, cfg.batch));
+        let m = built
+            .entry((cfg.rank, cfg.bm, cfg.cluster))
+            .or_insert_with(|| build(cfg.rank, cfg.bm, cfg.cluster, None));
+        run_schedules(m, cfg, i as u64, per_config).unwrap_or_else(|e| {
+            panic!(
+                "rank {} bm {} cluster {} M={} N={} K={} batch={}: {e}",
+                cfg.rank, cfg.bm, cfg.cluster, cfg.m, cfg.n, cfg.k, cfg.batch
+            )
+        });
         ran += per_config;
         shapes.insert((cfg.rank, cfg.cluster));
     }
@@ -730,7 +928,15 @@ fn every_tile_exactly_once_under_random_schedules() {
 
 /// Each broken variant must be caught on some schedule of a small configuration.
 fn caught(fault: ClcFault, cluster: u64) -> String {
-    let cfg = Config { rank: 2, bm: 64, cluster, m: 200, n: 600, k: 100, batch: 1 };
+    let cfg = Config {
+        rank: 2,
+        bm: 64,
+        cluster,
+        m: 200,
+        n: 600,
+        k: 100,
+        batch: 1,
+    };
     let m = build(2, 64, cluster, Some(fault));
     for seed in 0..50 {
         if let Err(e) = run_schedules(&m, &cfg, seed, 20) {
@@ -744,7 +950,10 @@ fn caught(fault: ClcFault, cluster: u64) -> String {
 fn catches_request_after_failure() {
     let e = caught(ClcFault::RequestAfterFailure, 1);
     eprintln!("caught: {e}");
-    assert!(e.contains("after it observed a failed one") || e.contains("after it exited"), "{e}");
+    assert!(
+        e.contains("after it observed a failed one") || e.contains("after it exited"),
+        "{e}"
+    );
 }
 
 #[test]

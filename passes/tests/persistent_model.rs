@@ -18,7 +18,11 @@ fn kernel(rank: usize) -> String {
         2 => ("[%X, %Y]", "tensor<?x?xf32>", "%p0 = tile.program_id {dim = 0} : index\n  %p1 = tile.program_id {dim = 1} : index\n", "%p1, %p0"),
         _ => ("[%X, %Y, %Z]", "tensor<?x?x?xf32>", "%p0 = tile.program_id {dim = 0} : index\n  %p1 = tile.program_id {dim = 1} : index\n  %p2 = tile.program_id {dim = 2} : index\n", "%p2, %p1, %p0"),
     };
-    let shape = match rank { 1 => "1", 2 => "1x1", _ => "1x1x1" };
+    let shape = match rank {
+        1 => "1",
+        2 => "1x1",
+        _ => "1x1x1",
+    };
     format!(
         "tile.kernel @k(%O: {tensor}, %X: index, %Y: index, %Z: index) {{grid = {dims}}} {{\n  {pids}  %one = tile.constant {{value = 1.0}} : f32\n  %t = tile.splat %one : tile<{shape}xf32>\n  tile.store %O, {idx}, %t\n  tile.return\n}}\n"
     )
@@ -29,7 +33,13 @@ struct Cta {
     n: [i64; 3],
 }
 
-fn run(m: &Module, ops: &[Operation], env: &mut HashMap<Value, i64>, cta: &Cta, stores: &mut HashMap<Vec<i64>, u32>) {
+fn run(
+    m: &Module,
+    ops: &[Operation],
+    env: &mut HashMap<Value, i64>,
+    cta: &Cta,
+    stores: &mut HashMap<Vec<i64>, u32>,
+) {
     for o in ops {
         let a = |i: usize, env: &HashMap<Value, i64>| env[&o.operands[i]];
         let r = match o.kind {
@@ -57,7 +67,10 @@ fn run(m: &Module, ops: &[Operation], env: &mut HashMap<Value, i64>, cta: &Cta, 
                 None
             }
             OpKind::Store => {
-                let idx: Vec<i64> = o.operands[1..o.operands.len() - 1].iter().map(|v| env[v]).collect();
+                let idx: Vec<i64> = o.operands[1..o.operands.len() - 1]
+                    .iter()
+                    .map(|v| env[v])
+                    .collect();
                 *stores.entry(idx).or_default() += 1;
                 None
             }
@@ -69,23 +82,44 @@ fn run(m: &Module, ops: &[Operation], env: &mut HashMap<Value, i64>, cta: &Cta, 
     }
 }
 
-fn check(rank: usize, dims: [i64; 3], group_m: u64, schedule: &str, launched: i64) -> Result<(), TestCaseError> {
+fn check(
+    rank: usize,
+    dims: [i64; 3],
+    group_m: u64,
+    schedule: &str,
+    launched: i64,
+) -> Result<(), TestCaseError> {
     let mut m = parse(&kernel(rank), "model.tile").unwrap();
     verify(&m).unwrap();
-    let mut pm = PassManager::parse(&format!("persistent{{schedule={schedule} group_m={group_m}}}")).unwrap();
+    let mut pm = PassManager::parse(&format!(
+        "persistent{{schedule={schedule} group_m={group_m}}}"
+    ))
+    .unwrap();
     pm.run(&mut m, &mut |_, _, _| {}).unwrap();
     let k = &m.ops[0];
     let args = &k.regions[0].args;
     let ntiles: i64 = dims[..rank].iter().product();
     // The launch: static starts `launched` CTAs along x; none launches the tile grid.
     let ctas: Vec<Cta> = if schedule == "static" {
-        (0..launched).map(|c| Cta { id: [c, 0, 0], n: [launched, 1, 1] }).collect()
+        (0..launched)
+            .map(|c| Cta {
+                id: [c, 0, 0],
+                n: [launched, 1, 1],
+            })
+            .collect()
     } else {
         let mut v = vec![];
         for z in 0..if rank > 2 { dims[2] } else { 1 } {
             for y in 0..if rank > 1 { dims[1] } else { 1 } {
                 for x in 0..dims[0] {
-                    v.push(Cta { id: [x, y, z], n: [dims[0], if rank > 1 { dims[1] } else { 1 }, if rank > 2 { dims[2] } else { 1 }] });
+                    v.push(Cta {
+                        id: [x, y, z],
+                        n: [
+                            dims[0],
+                            if rank > 1 { dims[1] } else { 1 },
+                            if rank > 2 { dims[2] } else { 1 },
+                        ],
+                    });
                 }
             }
         }
@@ -99,12 +133,22 @@ fn check(rank: usize, dims: [i64; 3], group_m: u64, schedule: &str, launched: i6
         env.insert(args[3], dims[2]);
         run(&m, &k.regions[0].ops, &mut env, cta, &mut stores);
     }
-    prop_assert_eq!(stores.len() as i64, ntiles, "tiles stored: {:?}", stores.len());
+    prop_assert_eq!(
+        stores.len() as i64,
+        ntiles,
+        "tiles stored: {:?}",
+        stores.len()
+    );
     for (idx, n) in &stores {
         prop_assert_eq!(*n, 1, "tile {:?} stored {} times", idx, n);
         let rev: Vec<i64> = idx.iter().rev().copied().collect();
         for (d, &p) in rev.iter().enumerate() {
-            prop_assert!(p >= 0 && p < dims[d], "tile {:?} outside the grid {:?}", idx, &dims[..rank]);
+            prop_assert!(
+                p >= 0 && p < dims[d],
+                "tile {:?} outside the grid {:?}",
+                idx,
+                &dims[..rank]
+            );
         }
     }
     Ok(())
@@ -129,11 +173,17 @@ fn grouped_order_sweeps_m_first() {
     // 4 x 5 grid (x = N tiles, y = M tiles), group_m = 2: tiles 0..3 are (m, n) = (0,0),
     // (1,0), (0,1), (1,1).
     let mut m = parse(&kernel(2), "g.tile").unwrap();
-    PassManager::parse("persistent{schedule=static group_m=2}").unwrap().run(&mut m, &mut |_, _, _| {}).unwrap();
+    PassManager::parse("persistent{schedule=static group_m=2}")
+        .unwrap()
+        .run(&mut m, &mut |_, _, _| {})
+        .unwrap();
     let k = &m.ops[0];
     let mut order = vec![];
     // One CTA running every tile, in order.
-    let cta = Cta { id: [0, 0, 0], n: [1, 1, 1] };
+    let cta = Cta {
+        id: [0, 0, 0],
+        n: [1, 1, 1],
+    };
     let mut env = HashMap::new();
     env.insert(k.regions[0].args[1], 4);
     env.insert(k.regions[0].args[2], 5);
@@ -142,7 +192,11 @@ fn grouped_order_sweeps_m_first() {
     run(&m, &k.regions[0].ops, &mut env, &cta, &mut stores);
     assert_eq!(stores.len(), 20);
     // The first four trips of the tile loop, one at a time, in order.
-    let lp = k.regions[0].ops.iter().find(|o| o.kind == OpKind::For).unwrap();
+    let lp = k.regions[0]
+        .ops
+        .iter()
+        .find(|o| o.kind == OpKind::For)
+        .unwrap();
     for t in 0..4 {
         env.insert(lp.regions[0].args[0], t);
         let mut one = HashMap::new();

@@ -78,13 +78,22 @@ fn gemm_args(rng: &mut Rng, name: &str, m: usize, n: usize, k: usize) -> (Vec<Ar
 }
 
 fn bits(t: &Tensor) -> Vec<u32> {
-    t.to_f32_vec().unwrap().iter().map(|x| x.to_bits()).collect()
+    t.to_f32_vec()
+        .unwrap()
+        .iter()
+        .map(|x| x.to_bits())
+        .collect()
 }
 
 #[test]
 fn examples_keep_their_results_bit_for_bit() {
     let mut rng = Rng(0x5eed);
-    for name in ["gemm_bf16", "gemm_bias_relu", "batched_gemm", "frontend_naive_gemm"] {
+    for name in [
+        "gemm_bf16",
+        "gemm_bias_relu",
+        "batched_gemm",
+        "frontend_naive_gemm",
+    ] {
         let m = example(name);
         let s = simplified(&m);
         for &(mm, nn, kk) in &[(37usize, 300usize, 130usize), (5, 7, 3), (128, 256, 64)] {
@@ -93,8 +102,15 @@ fn examples_keep_their_results_bit_for_bit() {
             run(&m, name, &mut a).unwrap();
             run(&s, name, &mut b).unwrap();
             let (x, y) = (a[out].tensor().unwrap(), b[out].tensor().unwrap());
-            assert!(bits(x).iter().all(|&w| !f32::from_bits(w).is_nan()), "{name}: output not fully written");
-            assert_eq!(bits(x), bits(y), "{name} {mm}x{nn}x{kk}: results differ after tile-simplify");
+            assert!(
+                bits(x).iter().all(|&w| !f32::from_bits(w).is_nan()),
+                "{name}: output not fully written"
+            );
+            assert_eq!(
+                bits(x),
+                bits(y),
+                "{name} {mm}x{nn}x{kk}: results differ after tile-simplify"
+            );
         }
     }
 }
@@ -106,7 +122,11 @@ fn naive_frontend_kernel_matches_reference() {
     let mut rng = Rng(99);
     let (mm, nn, kk) = (37, 300, 130);
     let (mut args, out) = gemm_args(&mut rng, "frontend_naive_gemm", mm, nn, kk);
-    let (a, b, bias) = (args[0].tensor().unwrap().to_f64_vec(), args[1].tensor().unwrap().to_f64_vec(), args[2].tensor().unwrap().to_f64_vec());
+    let (a, b, bias) = (
+        args[0].tensor().unwrap().to_f64_vec(),
+        args[1].tensor().unwrap().to_f64_vec(),
+        args[2].tensor().unwrap().to_f64_vec(),
+    );
     run(&m, "frontend_naive_gemm", &mut args).unwrap();
     let got = args[out].tensor().unwrap().to_f64_vec();
     for i in 0..mm {
@@ -114,7 +134,11 @@ fn naive_frontend_kernel_matches_reference() {
             let s: f64 = (0..kk).map(|q| a[i * kk + q] * b[q * nn + j]).sum();
             let want = (0.5 * s + bias[j]).max(0.0);
             let tol = want.abs() * 2f64.powi(-8) + 1e-4;
-            assert!((got[i * nn + j] - want).abs() <= tol, "({i}, {j}): {} vs {want}", got[i * nn + j]);
+            assert!(
+                (got[i * nn + j] - want).abs() <= tol,
+                "({i}, {j}): {} vs {want}",
+                got[i * nn + j]
+            );
         }
     }
 }
@@ -133,23 +157,37 @@ fn loop_body_kinds(m: &Module) -> Vec<OpKind> {
 fn naive_frontend_kernel_gets_the_fused_loop() {
     let naive = simplified(&example("frontend_naive_gemm"));
     let fused = example("gemm_bias_relu");
-    assert_eq!(loop_body_kinds(&naive), vec![OpKind::Load, OpKind::Load, OpKind::Dot, OpKind::Yield]);
+    assert_eq!(
+        loop_body_kinds(&naive),
+        vec![OpKind::Load, OpKind::Load, OpKind::Dot, OpKind::Yield]
+    );
     assert_eq!(loop_body_kinds(&naive), loop_body_kinds(&fused));
     // The epilogue: the fused kernel's ops plus the scale (constant, splat, mul).
     let epilogue = |m: &Module| {
         let body = &m.ops[0].regions[0].ops;
         let at = body.iter().position(|o| o.kind == OpKind::For).unwrap();
-        body[at + 1..].iter().map(|o| o.kind).filter(|k| !matches!(k, OpKind::Constant | OpKind::Splat | OpKind::Mul)).collect::<Vec<_>>()
+        body[at + 1..]
+            .iter()
+            .map(|o| o.kind)
+            .filter(|k| !matches!(k, OpKind::Constant | OpKind::Splat | OpKind::Mul))
+            .collect::<Vec<_>>()
     };
     assert_eq!(epilogue(&naive), epilogue(&fused));
     // Deterministic.
-    assert_eq!(print_module(&naive), print_module(&simplified(&example("frontend_naive_gemm"))));
+    assert_eq!(
+        print_module(&naive),
+        print_module(&simplified(&example("frontend_naive_gemm")))
+    );
 }
 
 #[test]
 fn hand_written_kernels_are_already_simplest() {
     for name in ["gemm_bf16", "gemm_bias_relu", "batched_gemm"] {
         let m = example(name);
-        assert_eq!(print_module(&simplified(&m)), print_module(&m), "{name} changed");
+        assert_eq!(
+            print_module(&simplified(&m)),
+            print_module(&m),
+            "{name} changed"
+        );
     }
 }

@@ -50,16 +50,30 @@ struct T {
 
 impl T {
     fn tile(r: u64, c: u64, elem: &'static str) -> T {
-        T { shape: vec![r, c], elem }
+        T {
+            shape: vec![r, c],
+            elem,
+        }
     }
     fn scalar(elem: &'static str) -> T {
-        T { shape: vec![], elem }
+        T {
+            shape: vec![],
+            elem,
+        }
     }
     fn text(&self) -> String {
         if self.shape.is_empty() {
             self.elem.to_string()
         } else {
-            format!("tile<{}x{}>", self.shape.iter().map(u64::to_string).collect::<Vec<_>>().join("x"), self.elem)
+            format!(
+                "tile<{}x{}>",
+                self.shape
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join("x"),
+                self.elem
+            )
         }
     }
     fn is_tile(&self) -> bool {
@@ -68,7 +82,16 @@ impl T {
 }
 
 const ELEMS: [&str; 3] = ["f32", "bf16", "f16"];
-const SHAPES: [[u64; 2]; 8] = [[4, 8], [8, 4], [4, 4], [8, 8], [1, 8], [8, 1], [4, 1], [1, 4]];
+const SHAPES: [[u64; 2]; 8] = [
+    [4, 8],
+    [8, 4],
+    [4, 4],
+    [8, 8],
+    [1, 8],
+    [8, 1],
+    [4, 1],
+    [1, 4],
+];
 
 fn tensor_of(elem: &str) -> &'static str {
     match elem {
@@ -98,7 +121,8 @@ struct Gen {
 
 impl Gen {
     fn emit(&mut self, s: String) {
-        self.lines.push(format!("{}{}", "  ".repeat(self.indent), s));
+        self.lines
+            .push(format!("{}{}", "  ".repeat(self.indent), s));
     }
 
     fn fresh(&mut self) -> String {
@@ -114,7 +138,12 @@ impl Gen {
     }
 
     fn of_type(&mut self, ty: &T) -> Option<String> {
-        let c: Vec<String> = self.pool.iter().filter(|(_, t)| t == ty).map(|(n, _)| n.clone()).collect();
+        let c: Vec<String> = self
+            .pool
+            .iter()
+            .filter(|(_, t)| t == ty)
+            .map(|(n, _)| n.clone())
+            .collect();
         (!c.is_empty()).then(|| self.rng.pick(&c).clone())
     }
 
@@ -124,7 +153,9 @@ impl Gen {
     }
 
     fn constant(&mut self, elem: &'static str) -> String {
-        let v = *self.rng.pick(&[0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 0.25, -4.0, 3.0, 0.1, 1.5]);
+        let v = *self
+            .rng
+            .pick(&[0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 0.25, -4.0, 3.0, 0.1, 1.5]);
         self.def(format!("tile.constant {{value = {v:?}}}"), T::scalar(elem))
     }
 
@@ -163,7 +194,10 @@ impl Gen {
     fn load(&mut self, ty: &T) -> String {
         let r = self.rng.pick(&["%row", "%c0", "%c4", "%c8"]).to_string();
         let c = self.rng.pick(&["%c0", "%c4", "%c8"]).to_string();
-        self.def(format!("tile.load {}, {r}, {c}", tensor_of(ty.elem)), ty.clone())
+        self.def(
+            format!("tile.load {}, {r}, {c}", tensor_of(ty.elem)),
+            ty.clone(),
+        )
     }
 
     fn random_tile_type(&mut self) -> T {
@@ -191,7 +225,9 @@ impl Gen {
             }
             5 | 6 => {
                 let (x, t) = self.any_value();
-                let op = self.rng.pick(&["neg", "abs", "exp", "exp2", "log", "sqrt", "rsqrt", "tanh", "relu"]);
+                let op = self.rng.pick(&[
+                    "neg", "abs", "exp", "exp2", "log", "sqrt", "rsqrt", "tanh", "relu",
+                ]);
                 self.def(format!("tile.{op} {x}"), t);
             }
             7 => {
@@ -202,14 +238,21 @@ impl Gen {
             8 => {
                 let (x, t) = self.any_value();
                 if t.shape.len() == 2 {
-                    self.def(format!("tile.transpose {x}"), T::tile(t.shape[1], t.shape[0], t.elem));
+                    self.def(
+                        format!("tile.transpose {x}"),
+                        T::tile(t.shape[1], t.shape[0], t.elem),
+                    );
                 }
             }
             9 => {
                 let (x, t) = self.any_value();
                 if t.is_tile() {
                     let n: u64 = t.shape.iter().product();
-                    let to: Vec<[u64; 2]> = SHAPES.iter().filter(|s| s[0] * s[1] == n).copied().collect();
+                    let to: Vec<[u64; 2]> = SHAPES
+                        .iter()
+                        .filter(|s| s[0] * s[1] == n)
+                        .copied()
+                        .collect();
                     if !to.is_empty() {
                         let s = *self.rng.pick(&to);
                         self.def(format!("tile.reshape {x}"), T::tile(s[0], s[1], t.elem));
@@ -223,7 +266,11 @@ impl Gen {
                     self.def(format!("tile.broadcast {x}"), T::tile(s[0], s[1], t.elem));
                 } else if t.shape[0] == 1 || t.shape[1] == 1 {
                     let other = *self.rng.pick(&[4u64, 8]);
-                    let to = if t.shape[0] == 1 { T::tile(other, t.shape[1], t.elem) } else { T::tile(t.shape[0], other, t.elem) };
+                    let to = if t.shape[0] == 1 {
+                        T::tile(other, t.shape[1], t.elem)
+                    } else {
+                        T::tile(t.shape[0], other, t.elem)
+                    };
                     self.def(format!("tile.broadcast {x}"), to);
                 }
             }
@@ -257,11 +304,23 @@ impl Gen {
             1 => {
                 // The rounding chain that must not fold (when t is f32).
                 let narrow = *self.rng.pick(&["bf16", "f16"]);
-                let a = self.def(format!("tile.convert {x}"), T { elem: narrow, ..t.clone() });
+                let a = self.def(
+                    format!("tile.convert {x}"),
+                    T {
+                        elem: narrow,
+                        ..t.clone()
+                    },
+                );
                 self.def(format!("tile.convert {a}"), t);
             }
             2 => {
-                let a = self.def(format!("tile.convert {x}"), T { elem: "f32", ..t.clone() });
+                let a = self.def(
+                    format!("tile.convert {x}"),
+                    T {
+                        elem: "f32",
+                        ..t.clone()
+                    },
+                );
                 let e = *self.rng.pick(&ELEMS);
                 self.def(format!("tile.convert {a}"), T { elem: e, ..t });
             }
@@ -272,12 +331,21 @@ impl Gen {
                 self.def(format!("tile.{op} {x}, {s}"), t);
             }
             4 => {
-                let w = T { elem: "f32", ..t.clone() };
+                let w = T {
+                    elem: "f32",
+                    ..t.clone()
+                };
                 let y = self.value(&t);
                 let a = self.def(format!("tile.convert {x}"), w.clone());
                 let b = self.def(format!("tile.convert {y}"), w.clone());
-                let op = self.rng.pick(&["add", "sub", "mul", "div", "max", "min", "sqrt"]);
-                let r = if *op == "sqrt" { self.def(format!("tile.sqrt {a}"), w) } else { self.def(format!("tile.{op} {a}, {b}"), w) };
+                let op = self
+                    .rng
+                    .pick(&["add", "sub", "mul", "div", "max", "min", "sqrt"]);
+                let r = if *op == "sqrt" {
+                    self.def(format!("tile.sqrt {a}"), w)
+                } else {
+                    self.def(format!("tile.{op} {a}, {b}"), w)
+                };
                 self.def(format!("tile.convert {r}"), t);
             }
             5 => {
@@ -301,7 +369,15 @@ impl Gen {
                 let e = *self.rng.pick(&["bf16", "f16", "f32"]);
                 let a = self.value(&T::tile(m, k, e));
                 let b = self.value(&T::tile(k, n, e));
-                let acc = T::tile(m, n, if e == "f16" && self.rng.chance(50) { "f16" } else { "f32" });
+                let acc = T::tile(
+                    m,
+                    n,
+                    if e == "f16" && self.rng.chance(50) {
+                        "f16"
+                    } else {
+                        "f32"
+                    },
+                );
                 let z = self.def("tile.zeros".into(), acc.clone());
                 let d = self.def(format!("tile.dot {a}, {b}, {z}"), acc.clone());
                 let c = self.value(&acc);
@@ -352,9 +428,17 @@ impl Gen {
     }
 
     fn dot(&mut self) {
-        let (m, k, n) = (*self.rng.pick(&[1u64, 4, 8]), *self.rng.pick(&[1u64, 4, 8]), *self.rng.pick(&[1u64, 4, 8]));
+        let (m, k, n) = (
+            *self.rng.pick(&[1u64, 4, 8]),
+            *self.rng.pick(&[1u64, 4, 8]),
+            *self.rng.pick(&[1u64, 4, 8]),
+        );
         let e = *self.rng.pick(&ELEMS);
-        let acc = if e == "f16" && self.rng.chance(50) { "f16" } else { "f32" };
+        let acc = if e == "f16" && self.rng.chance(50) {
+            "f16"
+        } else {
+            "f32"
+        };
         let a = self.value(&T::tile(m, k, e));
         let b = self.value(&T::tile(k, n, e));
         let c = self.value(&T::tile(m, n, acc));
@@ -362,7 +446,12 @@ impl Gen {
     }
 
     fn store(&mut self) {
-        let tiles: Vec<(String, T)> = self.pool.iter().filter(|(_, t)| t.is_tile()).cloned().collect();
+        let tiles: Vec<(String, T)> = self
+            .pool
+            .iter()
+            .filter(|(_, t)| t.is_tile())
+            .cloned()
+            .collect();
         if tiles.is_empty() {
             return;
         }
@@ -383,7 +472,11 @@ impl Gen {
             0 => self.load(&acc),
             _ => self.def("tile.zeros".into(), acc.clone()),
         };
-        let ub = if self.rng.chance(50) { "%n".to_string() } else { self.rng.pick(&["%c8", "%c16"]).to_string() };
+        let ub = if self.rng.chance(50) {
+            "%n".to_string()
+        } else {
+            self.rng.pick(&["%c8", "%c16"]).to_string()
+        };
         // A scale, defined before the loop or inside it.
         let scale_val = *self.rng.pick(&["0.5", "2.0", "4.0", "0.25", "3.0"]);
         let outside_scale = self.rng.chance(50);
@@ -392,23 +485,37 @@ impl Gen {
         let sp_name = self.fresh();
         let a_ty = T::tile(m, 4, e);
         if outside_scale {
-            self.emit(format!("{sc_name} = tile.constant {{value = {scale_val}}} : {e}"));
-            self.emit(format!("{sp_name} = tile.splat {sc_name} : {}", a_ty.text()));
+            self.emit(format!(
+                "{sc_name} = tile.constant {{value = {scale_val}}} : {e}"
+            ));
+            self.emit(format!(
+                "{sp_name} = tile.splat {sc_name} : {}",
+                a_ty.text()
+            ));
         } else {
             scale_line = Some(scale_val);
         }
         let res = self.fresh();
         let (k, c) = (self.fresh(), self.fresh());
-        self.emit(format!("{res} = tile.for %c0, {ub}, %c4, {init} : {} {{", acc.text()));
+        self.emit(format!(
+            "{res} = tile.for %c0, {ub}, %c4, {init} : {} {{",
+            acc.text()
+        ));
         self.emit(format!("^bb0({k}: index, {c}: {}):", acc.text()));
         self.indent += 1;
         let saved = self.pool.len();
         if let Some(v) = scale_line {
             self.emit(format!("{sc_name} = tile.constant {{value = {v}}} : {e}"));
-            self.emit(format!("{sp_name} = tile.splat {sc_name} : {}", a_ty.text()));
+            self.emit(format!(
+                "{sp_name} = tile.splat {sc_name} : {}",
+                a_ty.text()
+            ));
         }
         // A operand.
-        let a = self.def(format!("tile.load {}, %row, {k}", tensor_of(e)), a_ty.clone());
+        let a = self.def(
+            format!("tile.load {}, %row, {k}", tensor_of(e)),
+            a_ty.clone(),
+        );
         let a = match self.rng.below(4) {
             0 | 1 => self.def(format!("tile.mul {a}, {sp_name}"), a_ty.clone()),
             2 => {
@@ -421,10 +528,16 @@ impl Gen {
         let b_ty = T::tile(4, n, e);
         let b = match self.rng.below(3) {
             0 => {
-                let bt = self.def(format!("tile.load {}, %c0, {k}", tensor_of(e)), T::tile(n, 4, e));
+                let bt = self.def(
+                    format!("tile.load {}, %c0, {k}", tensor_of(e)),
+                    T::tile(n, 4, e),
+                );
                 self.def(format!("tile.transpose {bt}"), b_ty.clone())
             }
-            _ => self.def(format!("tile.load {}, {k}, %c0", tensor_of(e)), b_ty.clone()),
+            _ => self.def(
+                format!("tile.load {}, {k}, %c0", tensor_of(e)),
+                b_ty.clone(),
+            ),
         };
         let b = if self.rng.chance(25) {
             let s = self.def(format!("tile.splat {sc_name}"), b_ty.clone());
@@ -479,7 +592,14 @@ impl Gen {
 
 /// A random program of about `size` ops.
 fn program(seed: u64, size: usize) -> String {
-    let mut g = Gen { rng: Rng(seed | 1), lines: vec![], indent: 1, next: 0, pool: vec![], loops: 0 };
+    let mut g = Gen {
+        rng: Rng(seed | 1),
+        lines: vec![],
+        indent: 1,
+        next: 0,
+        pool: vec![],
+        loops: 0,
+    };
     for (name, t) in [("%alpha", T::scalar("f32")), ("%beta", T::scalar("bf16"))] {
         g.pool.push((name.to_string(), t));
     }
@@ -487,9 +607,18 @@ fn program(seed: u64, size: usize) -> String {
         g.op();
     }
     // Store the last few tile values (the rest may be dead).
-    let tiles: Vec<(String, T)> = g.pool.iter().filter(|(_, t)| t.is_tile()).cloned().collect();
+    let tiles: Vec<(String, T)> = g
+        .pool
+        .iter()
+        .filter(|(_, t)| t.is_tile())
+        .cloned()
+        .collect();
     for (i, (v, t)) in tiles.iter().rev().take(4).enumerate() {
-        g.emit(format!("tile.store {}, %row, %c{}, {v}", out_of(t.elem), [0, 8, 16, 4][i]));
+        g.emit(format!(
+            "tile.store {}, %row, %c{}, {v}",
+            out_of(t.elem),
+            [0, 8, 16, 4][i]
+        ));
     }
     let mut s = String::from(
         "tile.kernel @k(%X: tensor<?x?xf32>, %Y: tensor<?x?xbf16>, %H: tensor<?x?xf16>, %O: tensor<?x?xf32>, %P: tensor<?x?xbf16>, %Q: tensor<?x?xf16>, %n: index, %alpha: f32, %beta: bf16) {grid = [2]} {\n",
@@ -524,7 +653,11 @@ fn inputs(seed: u64) -> Vec<ArgValue> {
             .collect();
         Tensor::from_f32(elem, &[rows, cols], &v)
     };
-    let (x, y, h) = (tensor(ScalarType::F32, 10, 14), tensor(ScalarType::BF16, 10, 14), tensor(ScalarType::F16, 10, 14));
+    let (x, y, h) = (
+        tensor(ScalarType::F32, 10, 14),
+        tensor(ScalarType::BF16, 10, 14),
+        tensor(ScalarType::F16, 10, 14),
+    );
     let n = [0i64, 4, 8, 12][rng.below(4)];
     vec![
         ArgValue::Tensor(x),
@@ -542,7 +675,18 @@ fn inputs(seed: u64) -> Vec<ArgValue> {
 fn outputs(m: &Module, args: &[ArgValue]) -> Result<Vec<Vec<u32>>, String> {
     let mut args = args.to_vec();
     interp::run(m, "k", &mut args).map_err(|e| e.to_string())?;
-    Ok(args[3..6].iter().map(|a| a.tensor().unwrap().to_f32_vec().unwrap().iter().map(|x| if x.is_nan() { 0x7fc0_0000 } else { x.to_bits() }).collect()).collect())
+    Ok(args[3..6]
+        .iter()
+        .map(|a| {
+            a.tensor()
+                .unwrap()
+                .to_f32_vec()
+                .unwrap()
+                .iter()
+                .map(|x| if x.is_nan() { 0x7fc0_0000 } else { x.to_bits() })
+                .collect()
+        })
+        .collect())
 }
 
 fn run_pipeline(m: &Module, pipeline: &str) -> Module {
@@ -556,14 +700,24 @@ fn run_pipeline(m: &Module, pipeline: &str) -> Module {
 
 fn check(seed: u64, size: usize) -> Result<(), TestCaseError> {
     let src = program(seed, size);
-    let m = parse(&src, "random.tile").map_err(|d| TestCaseError::fail(format!("generator made unparsable IR: {d}\n{src}")))?;
-    verify(&m).map_err(|d| TestCaseError::fail(format!("generator made invalid IR: {d}\n{src}")))?;
+    let m = parse(&src, "random.tile")
+        .map_err(|d| TestCaseError::fail(format!("generator made unparsable IR: {d}\n{src}")))?;
+    verify(&m)
+        .map_err(|d| TestCaseError::fail(format!("generator made invalid IR: {d}\n{src}")))?;
     let simplified = run_pipeline(&m, "tile-simplify,cse,dce");
     for input in 0..3u64 {
         let args = inputs(seed ^ input.wrapping_mul(0x1234_5678_9abc_def1));
         let want = outputs(&m, &args);
         let got = outputs(&simplified, &args);
-        prop_assert_eq!(&got, &want, "seed {} input {}\n--- program\n{}\n--- simplified\n{}", seed, input, src, print_module(&simplified));
+        prop_assert_eq!(
+            &got,
+            &want,
+            "seed {} input {}\n--- program\n{}\n--- simplified\n{}",
+            seed,
+            input,
+            src,
+            print_module(&simplified)
+        );
     }
     // Deterministic: a second run prints the same bytes.
     let again = run_pipeline(&m, "tile-simplify,cse,dce");
@@ -583,7 +737,11 @@ proptest! {
 /// to the epilogue, and the results agree within 4 ulps of f32 relative to the sum of
 /// the magnitudes (the bound for the one extra rounding per product and per step).
 fn reassoc_program(m: u64, n: u64, scale: &str, on_b: bool) -> String {
-    let scale_def = if scale == "%alpha" { String::new() } else { format!("  %s = tile.constant {{value = {scale}}} : f32\n") };
+    let scale_def = if scale == "%alpha" {
+        String::new()
+    } else {
+        format!("  %s = tile.constant {{value = {scale}}} : f32\n")
+    };
     let s = if scale == "%alpha" { "%alpha" } else { "%s" };
     let (a_op, b_op) = if on_b { ("%a", "%bs") } else { ("%as", "%b") };
     format!(

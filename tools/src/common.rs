@@ -16,10 +16,17 @@ pub const EXIT_USAGE: i32 = 2;
 pub fn read_input(path: &str) -> Result<(String, Vec<u8>), String> {
     if path == "-" {
         let mut buf = vec![];
-        std::io::stdin().read_to_end(&mut buf).map_err(|e| format!("error: could not read standard input: {e}"))?;
+        std::io::stdin()
+            .read_to_end(&mut buf)
+            .map_err(|e| format!("error: could not read standard input: {e}"))?;
         Ok(("<stdin>".to_string(), buf))
     } else {
-        let bytes = std::fs::read(path).map_err(|e| format!("error: could not open input file '{path}': {}", io_reason(&e)))?;
+        let bytes = std::fs::read(path).map_err(|e| {
+            format!(
+                "error: could not open input file '{path}': {}",
+                io_reason(&e)
+            )
+        })?;
         Ok((path.to_string(), bytes))
     }
 }
@@ -62,8 +69,10 @@ pub fn write_output(path: Option<&str>, text: &str) -> Result<(), String> {
         None | Some("-") => {
             use std::io::Write;
             let mut out = std::io::stdout().lock();
-            out.write_all(text.as_bytes()).map_err(|e| format!("error: could not write standard output: {}", io_reason(&e)))
+            out.write_all(text.as_bytes())
+                .map_err(|e| format!("error: could not write standard output: {}", io_reason(&e)))
         }
-        Some(p) => std::fs::write(p, text).map_err(|e| format!("error: could not write '{p}': {}", io_reason(&e))),
+        Some(p) => std::fs::write(p, text)
+            .map_err(|e| format!("error: could not write '{p}': {}", io_reason(&e))),
     }
 }

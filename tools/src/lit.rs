@@ -57,7 +57,11 @@ impl Tools {
             .filter(|p| !p.is_empty())
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("/usr/lib/llvm-22/bin/FileCheck"));
-        Tools { tile_opt, tile_compile, filecheck }
+        Tools {
+            tile_opt,
+            tile_compile,
+            filecheck,
+        }
     }
 }
 
@@ -95,21 +99,33 @@ pub fn parse_lit(path: &Path, name: &str, text: &str) -> Result<LitFile, String>
                 Some(b) => (b.trim_end(), true),
                 None => (r, false),
             };
-            let acc = pending.take().map_or(body.to_string(), |p| format!("{p} {body}"));
+            let acc = pending
+                .take()
+                .map_or(body.to_string(), |p| format!("{p} {body}"));
             if cont {
                 pending = Some(acc);
             } else {
                 runs.push(acc);
             }
         } else if let Some(r) = directive(line, "REQUIRES:") {
-            let features = r.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
+            let features = r
+                .split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty());
             requires.extend(features);
         }
     }
     if let Some(p) = pending {
-        return Err(format!("{name}: the last RUN line ends in '\\' but no RUN line follows: {p}"));
+        return Err(format!(
+            "{name}: the last RUN line ends in '\\' but no RUN line follows: {p}"
+        ));
     }
-    Ok(LitFile { path: path.to_path_buf(), name: name.to_string(), runs, requires })
+    Ok(LitFile {
+        path: path.to_path_buf(),
+        name: name.to_string(),
+        runs,
+        requires,
+    })
 }
 
 /// Read and parse a lit file.
@@ -125,7 +141,9 @@ pub fn read_lit_file(path: &Path, name: &str) -> Result<LitFile, String> {
 /// `p` quoted for bash where it needs quotes.
 pub fn shell_quote(p: &Path) -> String {
     let s = p.to_string_lossy();
-    if s.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c)) {
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c))
+    {
         s.into_owned()
     } else {
         format!("'{}'", s.replace('\'', r"'\''"))
@@ -230,7 +248,9 @@ pub fn run_shell(cmd: &str, cwd: &Path, stdin: Option<&[u8]>) -> Result<ShellOut
         // A command that does not read its input closes the pipe early: not an error.
         let _ = pipe.write_all(input);
     }
-    let out = child.wait_with_output().map_err(|e| format!("cannot run bash: {e}"))?;
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("cannot run bash: {e}"))?;
     Ok(ShellOutput {
         code: out.status.code(),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),

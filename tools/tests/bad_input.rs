@@ -35,25 +35,51 @@ impl Run {
             "{what}: tile-opt panicked\n{}",
             self.stderr
         );
-        assert!(self.code.is_some(), "{what}: tile-opt was killed by a signal\n{}", self.stderr);
-        assert_ne!(self.code, Some(101), "{what}: tile-opt exited as a panic does\n{}", self.stderr);
+        assert!(
+            self.code.is_some(),
+            "{what}: tile-opt was killed by a signal\n{}",
+            self.stderr
+        );
+        assert_ne!(
+            self.code,
+            Some(101),
+            "{what}: tile-opt exited as a panic does\n{}",
+            self.stderr
+        );
     }
 
     /// Fails unless the run was rejected with a located error in `file`.
     fn assert_located_error(&self, what: &str, file: &str) {
         self.assert_no_crash(what);
-        assert_eq!(self.code, Some(1), "{what}: expected exit 1\nstderr:\n{}", self.stderr);
-        assert!(self.stderr.contains("error:"), "{what}: no 'error:' in stderr:\n{}", self.stderr);
-        assert!(has_location(&self.stderr, file), "{what}: no '{file}:LINE:COL: error:' in stderr:\n{}", self.stderr);
+        assert_eq!(
+            self.code,
+            Some(1),
+            "{what}: expected exit 1\nstderr:\n{}",
+            self.stderr
+        );
+        assert!(
+            self.stderr.contains("error:"),
+            "{what}: no 'error:' in stderr:\n{}",
+            self.stderr
+        );
+        assert!(
+            has_location(&self.stderr, file),
+            "{what}: no '{file}:LINE:COL: error:' in stderr:\n{}",
+            self.stderr
+        );
     }
 }
 
 /// Whether `text` has a line starting `file:LINE:COL: error:` with LINE, COL ≥ 1.
 fn has_location(text: &str, file: &str) -> bool {
     text.lines().any(|l| {
-        let Some(rest) = l.strip_prefix(file).and_then(|r| r.strip_prefix(':')) else { return false };
+        let Some(rest) = l.strip_prefix(file).and_then(|r| r.strip_prefix(':')) else {
+            return false;
+        };
         let mut parts = rest.splitn(3, ':');
-        let (Some(line), Some(col), Some(tail)) = (parts.next(), parts.next(), parts.next()) else { return false };
+        let (Some(line), Some(col), Some(tail)) = (parts.next(), parts.next(), parts.next()) else {
+            return false;
+        };
         let positive = |s: &str| s.parse::<u32>().is_ok_and(|n| n >= 1);
         positive(line) && positive(col) && tail.starts_with(" error:")
     })
@@ -63,7 +89,11 @@ fn run_in(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Run {
     let mut child = Command::new(TILE_OPT)
         .args(args)
         .current_dir(dir)
-        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -119,12 +149,19 @@ const GEMM: &str = include_str!("../../examples/gemm_bf16.tile");
 
 /// The example without its leading comment lines: exactly what the printer writes.
 fn gemm_printed() -> String {
-    GEMM.lines().filter(|l| !l.starts_with("//")).map(|l| format!("{l}\n")).collect()
+    GEMM.lines()
+        .filter(|l| !l.starts_with("//"))
+        .map(|l| format!("{l}\n"))
+        .collect()
 }
 
 #[test]
 fn empty_input_is_an_empty_module() {
-    for (what, text) in [("empty", ""), ("comments", "// only a comment\n\n// and another\n"), ("blank", "\n\n  \n")] {
+    for (what, text) in [
+        ("empty", ""),
+        ("comments", "// only a comment\n\n// and another\n"),
+        ("blank", "\n\n  \n"),
+    ] {
         let r = run_bytes(what, text.as_bytes(), &[]);
         r.assert_no_crash(what);
         assert_eq!(r.code, Some(0), "{what}: {}", r.stderr);
@@ -158,9 +195,42 @@ fn printable_garbage_and_mutated_examples_never_crash() {
     // the parser and the verifier. Some may parse and verify; none may crash, and every
     // rejection must carry a location.
     let pieces = [
-        "tile.kernel", "@k", "(", ")", "{", "}", "[", "]", "%a", "%b", "=", ":", ",", "tile<4x4xf32>", "tensor<?x?xf32>",
-        "index", "f32", "tile.for", "tile.if", "tile.yield", "tile.return", "tile.dot", "tile.load", "^bb0", "grid", "1",
-        "-7", "2.5", "\"s\"", "ceildiv(", "\n", " ", "// c\n", "// -----\n", "smem<2x4xf16>", "mbarrier<2>",
+        "tile.kernel",
+        "@k",
+        "(",
+        ")",
+        "{",
+        "}",
+        "[",
+        "]",
+        "%a",
+        "%b",
+        "=",
+        ":",
+        ",",
+        "tile<4x4xf32>",
+        "tensor<?x?xf32>",
+        "index",
+        "f32",
+        "tile.for",
+        "tile.if",
+        "tile.yield",
+        "tile.return",
+        "tile.dot",
+        "tile.load",
+        "^bb0",
+        "grid",
+        "1",
+        "-7",
+        "2.5",
+        "\"s\"",
+        "ceildiv(",
+        "\n",
+        " ",
+        "// c\n",
+        "// -----\n",
+        "smem<2x4xf16>",
+        "mbarrier<2>",
     ];
     let mut rng = Rng(42);
     for case in 0..40 {
@@ -234,7 +304,11 @@ fn broken_inputs_give_located_errors() {
     for (what, text, message) in cases {
         let r = run_bytes(&what.replace(' ', "_"), text.as_bytes(), &[]);
         r.assert_located_error(what, "input.tile");
-        assert!(r.stderr.contains(message), "{what}: expected {message:?} in:\n{}", r.stderr);
+        assert!(
+            r.stderr.contains(message),
+            "{what}: expected {message:?} in:\n{}",
+            r.stderr
+        );
         assert_eq!(r.stdout, "", "{what}: rejected input printed something");
         // The same through standard input, named <stdin>.
         let s = run_in(Path::new("."), &["-"], Some(text.as_bytes()));
@@ -249,7 +323,12 @@ fn invalid_utf8_points_at_the_first_bad_byte() {
     bytes.extend_from_slice(b"\n  tile.return\n}\n");
     let r = run_bytes("utf8", &bytes, &[]);
     r.assert_located_error("invalid UTF-8", "input.tile");
-    assert!(r.stderr.starts_with("input.tile:3:9: error: input is not valid UTF-8 (byte offset 55)"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .starts_with("input.tile:3:9: error: input is not valid UTF-8 (byte offset 55)"),
+        "{}",
+        r.stderr
+    );
     for flags in [&["--split-input-file"][..], &["--verify-diagnostics"][..]] {
         let r = run_bytes("utf8-flags", &bytes, flags);
         r.assert_located_error(&format!("invalid UTF-8 {flags:?}"), "input.tile");
@@ -268,17 +347,39 @@ fn ten_thousand_nested_regions_are_an_error_not_a_stack_overflow() {
     text.push_str("tile.return\n}\n");
     let r = run_bytes("deep", text.as_bytes(), &[]);
     r.assert_located_error("10,000-deep regions", "input.tile");
-    assert!(r.stderr.contains("input.tile:129:12: error: regions nested deeper than 128 levels"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("input.tile:129:12: error: regions nested deeper than 128 levels"),
+        "{}",
+        r.stderr
+    );
 
-    let arrays = format!("tile.kernel @k() {{grid = [1]}} {{\n  tile.barrier {{a = {}{}}}\n  tile.return\n}}\n", "[".repeat(10_000), "]".repeat(10_000));
+    let arrays = format!(
+        "tile.kernel @k() {{grid = [1]}} {{\n  tile.barrier {{a = {}{}}}\n  tile.return\n}}\n",
+        "[".repeat(10_000),
+        "]".repeat(10_000)
+    );
     let r = run_bytes("deep-attr", arrays.as_bytes(), &[]);
     r.assert_located_error("10,000-deep attribute", "input.tile");
-    assert!(r.stderr.contains("attribute nested deeper than 128 levels"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("attribute nested deeper than 128 levels"),
+        "{}",
+        r.stderr
+    );
 
-    let expr = format!("tile.kernel @k(%N: index) {{grid = [{}1{}]}} {{\n  tile.return\n}}\n", "add(%N, ".repeat(10_000), ")".repeat(10_000));
+    let expr = format!(
+        "tile.kernel @k(%N: index) {{grid = [{}1{}]}} {{\n  tile.return\n}}\n",
+        "add(%N, ".repeat(10_000),
+        ")".repeat(10_000)
+    );
     let r = run_bytes("deep-expr", expr.as_bytes(), &[]);
     r.assert_located_error("10,000-deep expression", "input.tile");
-    assert!(r.stderr.contains("expression nested deeper than 128 levels"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("expression nested deeper than 128 levels"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
@@ -298,8 +399,17 @@ fn a_five_megabyte_valid_file_round_trips() {
     let r = run_bytes("big", text.as_bytes(), &[]);
     let took = start.elapsed();
     r.assert_no_crash("5 MB file");
-    assert_eq!(r.code, Some(0), "5 MB file rejected:\n{}", &r.stderr[..r.stderr.len().min(2000)]);
-    assert!(r.stdout == text, "5 MB file did not print back identically ({} kernels)", i);
+    assert_eq!(
+        r.code,
+        Some(0),
+        "5 MB file rejected:\n{}",
+        &r.stderr[..r.stderr.len().min(2000)]
+    );
+    assert!(
+        r.stdout == text,
+        "5 MB file did not print back identically ({} kernels)",
+        i
+    );
     // Generous even for a debug build: a slow-down of 10x or more is a bug.
     assert!(took.as_secs() < 60, "5 MB file took {took:?}");
 }
@@ -319,13 +429,22 @@ fn a_missing_file_is_an_error_naming_it() {
 #[test]
 fn rendered_diagnostics() {
     let dot = "tile.kernel @k() {grid = [1]} {\n  %a = tile.zeros : tile<64x32xf16>\n  %b = tile.zeros : tile<16x64xf16>\n  %c = tile.zeros : tile<64x64xf32>\n  %d = tile.dot %a, %b, %c : tile<64x64xf32>\n  tile.return\n}\n";
-    insta::assert_snapshot!("dot_mismatched_k", run_bytes("snap-dot", dot.as_bytes(), &[]).stderr);
+    insta::assert_snapshot!(
+        "dot_mismatched_k",
+        run_bytes("snap-dot", dot.as_bytes(), &[]).stderr
+    );
 
     let open = "tile.kernel @k(%p: i1) {grid = [1]} {\n  tile.if %p {\n    tile.yield\n  } {\n    tile.yield\n";
-    insta::assert_snapshot!("unterminated_region", run_bytes("snap-open", open.as_bytes(), &[]).stderr);
+    insta::assert_snapshot!(
+        "unterminated_region",
+        run_bytes("snap-open", open.as_bytes(), &[]).stderr
+    );
 
     let many = "tile.kernel @k(%n: index, %x: f32) {grid = [1]} {\n\t%r = tile.for %x, %n, %n, %x : f16 {\n\t^bb0(%i: index, %a: f32):\n\t\ttile.yield %a\n\t}\n  tile.return\n}\n";
-    insta::assert_snapshot!("loop_errors", run_bytes("snap-many", many.as_bytes(), &[]).stderr);
+    insta::assert_snapshot!(
+        "loop_errors",
+        run_bytes("snap-many", many.as_bytes(), &[]).stderr
+    );
 
     let mut bad = b"tile.kernel @k() {grid = [1]} {\n  tile.barrier {s = \"".to_vec();
     bad.extend_from_slice(&[0xFF, 0xFE]);

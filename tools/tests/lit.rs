@@ -23,7 +23,9 @@ fn lit_root() -> PathBuf {
 }
 
 fn discover(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
     for e in rd.flatten() {
         let p = e.path();
         if p.is_dir() {
@@ -78,7 +80,11 @@ fn main() {
     let mut trials = vec![];
     for p in paths {
         let tools = tools.clone();
-        let name = p.strip_prefix(lit_root()).unwrap_or(&p).to_string_lossy().replace('\\', "/");
+        let name = p
+            .strip_prefix(lit_root())
+            .unwrap_or(&p)
+            .to_string_lossy()
+            .replace('\\', "/");
         match read_lit_file(&p, &name) {
             Ok(f) => {
                 let missing = f.requires.iter().any(|r| match r.as_str() {
@@ -86,7 +92,9 @@ fn main() {
                     _ => true,
                 });
                 let name = f.name.clone();
-                trials.push(Trial::test(name, move || run_file(&f, &tools)).with_ignored_flag(missing));
+                trials.push(
+                    Trial::test(name, move || run_file(&f, &tools)).with_ignored_flag(missing),
+                );
             }
             Err(e) => {
                 let name = p.to_string_lossy().into_owned();

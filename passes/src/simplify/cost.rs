@@ -40,7 +40,9 @@ fn elems(shape: &[u64]) -> u64 {
 /// Whether a reshape from `from` to `to` only adds or drops size-1 dimensions (a no-op on
 /// the data's distribution).
 pub fn reshape_is_free(from: &[u64], to: &[u64]) -> bool {
-    from.iter().filter(|&&d| d != 1).eq(to.iter().filter(|&&d| d != 1))
+    from.iter()
+        .filter(|&&d| d != 1)
+        .eq(to.iter().filter(|&&d| d != 1))
 }
 
 /// The cost of one op of `kind` with result shape `result` and first operand shape
@@ -48,8 +50,24 @@ pub fn reshape_is_free(from: &[u64], to: &[u64]) -> bool {
 pub fn op_cost(kind: OpKind, result: &[u64], operand0: &[u64]) -> u64 {
     let n = elems(result);
     match kind {
-        OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Max | OpKind::Min | OpKind::Neg | OpKind::Abs | OpKind::Relu | OpKind::Select | OpKind::Convert | OpKind::Broadcast => n * REG,
-        OpKind::Div | OpKind::Exp | OpKind::Exp2 | OpKind::Log | OpKind::Sqrt | OpKind::Rsqrt | OpKind::Tanh => n * SFU,
+        OpKind::Add
+        | OpKind::Sub
+        | OpKind::Mul
+        | OpKind::Max
+        | OpKind::Min
+        | OpKind::Neg
+        | OpKind::Abs
+        | OpKind::Relu
+        | OpKind::Select
+        | OpKind::Convert
+        | OpKind::Broadcast => n * REG,
+        OpKind::Div
+        | OpKind::Exp
+        | OpKind::Exp2
+        | OpKind::Log
+        | OpKind::Sqrt
+        | OpKind::Rsqrt
+        | OpKind::Tanh => n * SFU,
         OpKind::Transpose | OpKind::Load => n * SMEM,
         OpKind::Store => elems(operand0) * SMEM,
         OpKind::Reshape => {
@@ -64,7 +82,12 @@ pub fn op_cost(kind: OpKind, result: &[u64], operand0: &[u64]) -> u64 {
             n.saturating_mul(k) / MMA_MACS + n
         }
         OpKind::Reduce => elems(operand0) * REG,
-        OpKind::Kernel | OpKind::Return | OpKind::Yield | OpKind::For | OpKind::If | OpKind::WarpSpecialize => 0,
+        OpKind::Kernel
+        | OpKind::Return
+        | OpKind::Yield
+        | OpKind::For
+        | OpKind::If
+        | OpKind::WarpSpecialize => 0,
         _ => 1,
     }
 }
@@ -91,7 +114,12 @@ pub fn node_cost(egraph: &EGraph, node: &TileLang) -> u64 {
 
 /// The cost of an IR op itself (not of the regions it holds).
 pub fn ir_op_cost(m: &Module, op: &Operation) -> u64 {
-    let shape = |v: Option<&Value>| v.and_then(|&v| m.try_ty(v)).and_then(Type::tile_shape).map(<[u64]>::to_vec).unwrap_or_default();
+    let shape = |v: Option<&Value>| {
+        v.and_then(|&v| m.try_ty(v))
+            .and_then(Type::tile_shape)
+            .map(<[u64]>::to_vec)
+            .unwrap_or_default()
+    };
     let result = shape(op.results.first());
     let operand0 = match op.kind {
         OpKind::Store => shape(op.operands.last()),
@@ -140,11 +168,20 @@ pub fn block_cost(m: &Module, b: &Block, consts: &HashMap<Value, i64>, default_t
         match op.kind {
             OpKind::For => {
                 let trips = trip_count(op, consts).unwrap_or(default_trip);
-                let body = op.regions.iter().map(|r| block_cost(m, r, consts, default_trip)).sum::<u64>();
+                let body = op
+                    .regions
+                    .iter()
+                    .map(|r| block_cost(m, r, consts, default_trip))
+                    .sum::<u64>();
                 total = total.saturating_add(trips.saturating_mul(body));
             }
             _ => {
-                let worst = op.regions.iter().map(|r| block_cost(m, r, consts, default_trip)).max().unwrap_or(0);
+                let worst = op
+                    .regions
+                    .iter()
+                    .map(|r| block_cost(m, r, consts, default_trip))
+                    .max()
+                    .unwrap_or(0);
                 total = total.saturating_add(worst);
             }
         }
@@ -154,7 +191,20 @@ pub fn block_cost(m: &Module, b: &Block, consts: &HashMap<Value, i64>, default_t
 
 /// The weighted cost of every kernel of a module.
 pub fn module_cost(m: &Module, default_trip: u64) -> u64 {
-    m.ops.iter().map(|k| block_cost(m, &Block { args: vec![], ops: vec![k.clone()] }, &int_constants(k), default_trip)).fold(0, u64::saturating_add)
+    m.ops
+        .iter()
+        .map(|k| {
+            block_cost(
+                m,
+                &Block {
+                    args: vec![],
+                    ops: vec![k.clone()],
+                },
+                &int_constants(k),
+                default_trip,
+            )
+        })
+        .fold(0, u64::saturating_add)
 }
 
 #[cfg(test)]
@@ -165,8 +215,14 @@ mod tests {
     fn reshape_and_dot_costs() {
         assert!(reshape_is_free(&[1, 128, 64], &[128, 64]));
         assert!(!reshape_is_free(&[128, 64], &[64, 128]));
-        assert_eq!(op_cost(OpKind::Dot, &[128, 256], &[128, 64]), 128 * 256 * 64 / MMA_MACS + 128 * 256);
-        assert!(op_cost(OpKind::Transpose, &[64, 256], &[256, 64]) > op_cost(OpKind::Mul, &[64, 256], &[64, 256]));
+        assert_eq!(
+            op_cost(OpKind::Dot, &[128, 256], &[128, 64]),
+            128 * 256 * 64 / MMA_MACS + 128 * 256
+        );
+        assert!(
+            op_cost(OpKind::Transpose, &[64, 256], &[256, 64])
+                > op_cost(OpKind::Mul, &[64, 256], &[64, 256])
+        );
     }
 
     #[test]
@@ -192,6 +248,9 @@ mod tests {
 ";
         let m = tilec_dialect::parse(src, "t.tile").unwrap();
         // 3 constants + zeros: 4; loop 1: 10 × 4; loop 2: 64 × 4; store 4 × SMEM.
-        assert_eq!(module_cost(&m, DEFAULT_TRIP_COUNT), 4 + 10 * 4 + 64 * 4 + 4 * SMEM);
+        assert_eq!(
+            module_cost(&m, DEFAULT_TRIP_COUNT),
+            4 + 10 * 4 + 64 * 4 + 4 * SMEM
+        );
     }
 }

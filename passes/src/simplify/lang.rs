@@ -36,7 +36,11 @@ pub struct TyLit {
 impl TyLit {
     /// A scalar type.
     pub fn scalar(elem: ScalarType) -> TyLit {
-        TyLit { rank: 0, dims: [0; 3], elem }
+        TyLit {
+            rank: 0,
+            dims: [0; 3],
+            elem,
+        }
     }
     /// A tile type (`None` for a rank above 3 or 0).
     pub fn tile(shape: &[u64], elem: ScalarType) -> Option<TyLit> {
@@ -45,7 +49,11 @@ impl TyLit {
         }
         let mut dims = [0; 3];
         dims[..shape.len()].copy_from_slice(shape);
-        Some(TyLit { rank: shape.len() as u8, dims, elem })
+        Some(TyLit {
+            rank: shape.len() as u8,
+            dims,
+            elem,
+        })
     }
     /// From an IR type (scalars and tiles only).
     pub fn from_type(t: &Type) -> Option<TyLit> {
@@ -84,7 +92,10 @@ impl TyLit {
         if self.rank != 2 {
             return self;
         }
-        TyLit { dims: [self.dims[1], self.dims[0], 0], ..self }
+        TyLit {
+            dims: [self.dims[1], self.dims[0], 0],
+            ..self
+        }
     }
 }
 
@@ -100,14 +111,22 @@ impl FromStr for TyLit {
         if let Some(e) = ScalarType::from_name(s) {
             return Ok(TyLit::scalar(e));
         }
-        let inner = s.strip_prefix("tile<").and_then(|r| r.strip_suffix('>')).ok_or_else(|| format!("not a type: {s}"))?;
+        let inner = s
+            .strip_prefix("tile<")
+            .and_then(|r| r.strip_suffix('>'))
+            .ok_or_else(|| format!("not a type: {s}"))?;
         // `index` has an `x` of its own.
         let (dims, elem) = match inner.strip_suffix("xindex") {
             Some(d) => (d, "index"),
-            None => inner.rsplit_once('x').ok_or_else(|| format!("not a tile type: {s}"))?,
+            None => inner
+                .rsplit_once('x')
+                .ok_or_else(|| format!("not a tile type: {s}"))?,
         };
         let elem = ScalarType::from_name(elem).ok_or_else(|| format!("bad element type in {s}"))?;
-        let shape: Vec<u64> = dims.split('x').map(|d| d.parse().map_err(|_| format!("bad dimension in {s}"))).collect::<Result<_, _>>()?;
+        let shape: Vec<u64> = dims
+            .split('x')
+            .map(|d| d.parse().map_err(|_| format!("bad dimension in {s}")))
+            .collect::<Result<_, _>>()?;
         TyLit::tile(&shape, elem).ok_or_else(|| format!("bad rank in {s}"))
     }
 }
@@ -124,7 +143,10 @@ pub struct FConst {
 impl FConst {
     /// The constant `x` rounded to `elem`.
     pub fn new(x: f32, elem: ScalarType) -> FConst {
-        FConst { bits: round_to(elem, x).to_bits(), elem }
+        FConst {
+            bits: round_to(elem, x).to_bits(),
+            elem,
+        }
     }
     /// The value.
     pub fn value(&self) -> f32 {
@@ -143,7 +165,9 @@ impl FromStr for FConst {
     fn from_str(s: &str) -> Result<Self, String> {
         let body = s.strip_prefix('#').ok_or("not a constant")?;
         let (v, e) = body.rsplit_once(':').ok_or("constant without a type")?;
-        let elem = ScalarType::from_name(e).filter(|e| e.is_float()).ok_or("constant of a non-float type")?;
+        let elem = ScalarType::from_name(e)
+            .filter(|e| e.is_float())
+            .ok_or("constant of a non-float type")?;
         let x: f32 = v.parse().map_err(|_| format!("bad constant {v}"))?;
         Ok(FConst::new(x, elem))
     }
@@ -169,7 +193,10 @@ impl FromStr for LeafRef {
     fn from_str(s: &str) -> Result<Self, String> {
         let body = s.strip_prefix('%').ok_or("not a leaf")?;
         let (id, ty) = body.split_once(':').ok_or("leaf without a type")?;
-        Ok(LeafRef { id: id.parse().map_err(|_| format!("bad leaf id {id}"))?, ty: ty.parse()? })
+        Ok(LeafRef {
+            id: id.parse().map_err(|_| format!("bad leaf id {id}"))?,
+            ty: ty.parse()?,
+        })
     }
 }
 
@@ -214,8 +241,14 @@ mod node {
 pub use node::TileLang;
 
 /// The float binary ops and their e-node constructors, in op-table order.
-pub const BINARY: [(OpKind, &str); 6] =
-    [(OpKind::Add, "add"), (OpKind::Sub, "sub"), (OpKind::Mul, "mul"), (OpKind::Div, "div"), (OpKind::Max, "max"), (OpKind::Min, "min")];
+pub const BINARY: [(OpKind, &str); 6] = [
+    (OpKind::Add, "add"),
+    (OpKind::Sub, "sub"),
+    (OpKind::Mul, "mul"),
+    (OpKind::Div, "div"),
+    (OpKind::Max, "max"),
+    (OpKind::Min, "min"),
+];
 
 /// The float unary ops, in op-table order.
 pub const UNARY: [(OpKind, &str); 9] = [
@@ -290,7 +323,11 @@ impl TileLang {
     /// reshape, broadcast, splat and zeros).
     pub fn type_child(&self) -> Option<Id> {
         match self {
-            TileLang::Convert([t, _]) | TileLang::Reshape([t, _]) | TileLang::Broadcast([t, _]) | TileLang::Splat([t, _]) | TileLang::Zeros([t]) => Some(*t),
+            TileLang::Convert([t, _])
+            | TileLang::Reshape([t, _])
+            | TileLang::Broadcast([t, _])
+            | TileLang::Splat([t, _])
+            | TileLang::Zeros([t]) => Some(*t),
             _ => None,
         }
     }
@@ -309,7 +346,11 @@ pub struct Facts {
 
 impl Facts {
     fn value(ty: TyLit, constant: Option<f32>) -> Facts {
-        Facts { ty, is_type: false, constant }
+        Facts {
+            ty,
+            is_type: false,
+            constant,
+        }
     }
     /// Whether the constant is `c`, bit for bit (so `+0` is not `−0`).
     pub fn is_const(&self, c: f32) -> bool {
@@ -321,7 +362,19 @@ impl Facts {
 /// rounded in IEEE 754): `exp`, `log`, `tanh`, `rsqrt` … are approximations on the GPU,
 /// so folding them at compile time would change what the kernel computes.
 fn foldable(kind: OpKind) -> bool {
-    matches!(kind, OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div | OpKind::Max | OpKind::Min | OpKind::Neg | OpKind::Abs | OpKind::Relu | OpKind::Sqrt)
+    matches!(
+        kind,
+        OpKind::Add
+            | OpKind::Sub
+            | OpKind::Mul
+            | OpKind::Div
+            | OpKind::Max
+            | OpKind::Min
+            | OpKind::Neg
+            | OpKind::Abs
+            | OpKind::Relu
+            | OpKind::Sqrt
+    )
 }
 
 /// The analysis: types and constants; folding of constants into splats.
@@ -344,7 +397,11 @@ impl Analysis<TileLang> for TileAnalysis {
         match enode {
             Leaf(l) => Facts::value(l.ty, None),
             Const(c) => Facts::value(TyLit::scalar(c.elem), Some(c.value())),
-            Ty(t) => Facts { ty: *t, is_type: true, constant: None },
+            Ty(t) => Facts {
+                ty: *t,
+                is_type: true,
+                constant: None,
+            },
             Zeros([t]) => Facts::value(d(t).ty, Some(0.0)),
             Splat([t, s]) => Facts::value(d(t).ty, d(s).constant),
             Add([a, b]) | Sub([a, b]) | Mul([a, b]) | Div([a, b]) | Max([a, b]) | Min([a, b]) => {
@@ -356,10 +413,14 @@ impl Analysis<TileLang> for TileAnalysis {
                 };
                 Facts::value(x.ty, c)
             }
-            Neg([a]) | Abs([a]) | Exp([a]) | Exp2([a]) | Log([a]) | Sqrt([a]) | Rsqrt([a]) | Tanh([a]) | Relu([a]) => {
+            Neg([a]) | Abs([a]) | Exp([a]) | Exp2([a]) | Log([a]) | Sqrt([a]) | Rsqrt([a])
+            | Tanh([a]) | Relu([a]) => {
                 let x = d(a);
                 let kind = enode.op_kind().expect("op");
-                let c = x.constant.filter(|_| foldable(kind)).and_then(|p| float_unary(kind, x.ty.elem, p));
+                let c = x
+                    .constant
+                    .filter(|_| foldable(kind))
+                    .and_then(|p| float_unary(kind, x.ty.elem, p));
                 Facts::value(x.ty, c)
             }
             Dot([a, b, c]) => {
@@ -384,7 +445,10 @@ impl Analysis<TileLang> for TileAnalysis {
             }
             Convert([t, a]) => {
                 let (t, x) = (d(t), d(a));
-                Facts::value(x.ty.with_elem(t.ty.elem), x.constant.map(|c| convert_float(t.ty.elem, c)))
+                Facts::value(
+                    x.ty.with_elem(t.ty.elem),
+                    x.constant.map(|c| convert_float(t.ty.elem, c)),
+                )
             }
             Reshape([t, a]) | Broadcast([t, a]) => Facts::value(d(t).ty, d(a).constant),
             Select([_, a, b]) => {
@@ -401,11 +465,20 @@ impl Analysis<TileLang> for TileAnalysis {
     fn merge(&mut self, a: &mut Facts, b: Facts) -> DidMerge {
         // Every rule is exact, so two equal classes must agree on every fact; a
         // disagreement is a wrong rule, never bad input.
-        assert_eq!(a.ty, b.ty, "tile-simplify: merged e-classes of different types");
-        assert_eq!(a.is_type, b.is_type, "tile-simplify: merged a type with a value");
+        assert_eq!(
+            a.ty, b.ty,
+            "tile-simplify: merged e-classes of different types"
+        );
+        assert_eq!(
+            a.is_type, b.is_type,
+            "tile-simplify: merged a type with a value"
+        );
         match (a.constant, b.constant) {
             (Some(x), Some(y)) => {
-                assert!(same_const(x, y), "tile-simplify: merged e-classes with different constants {x:?} and {y:?}");
+                assert!(
+                    same_const(x, y),
+                    "tile-simplify: merged e-classes with different constants {x:?} and {y:?}"
+                );
                 DidMerge(false, false)
             }
             (None, Some(y)) => {
@@ -422,7 +495,9 @@ impl Analysis<TileLang> for TileAnalysis {
         // node for that value (`#c` for a scalar, `(splat T #c)` for a tile, and
         // `(zeros T)` for +0).
         let f = egraph[id].data;
-        let (Some(c), false) = (f.constant, f.is_type) else { return };
+        let (Some(c), false) = (f.constant, f.is_type) else {
+            return;
+        };
         if !f.ty.elem.is_float() {
             return;
         }
@@ -451,8 +526,14 @@ mod tests {
         for t in ["tile<4x8xbf16>", "f32", "tile<2x3x4xindex>", "i1"] {
             assert_eq!(t.parse::<TyLit>().unwrap().to_string(), t);
         }
-        assert_eq!("#0.1:bf16".parse::<FConst>().unwrap(), FConst::new(0.1, ScalarType::BF16));
-        assert_eq!("#-0.0:f32".parse::<FConst>().unwrap().bits, (-0.0f32).to_bits());
+        assert_eq!(
+            "#0.1:bf16".parse::<FConst>().unwrap(),
+            FConst::new(0.1, ScalarType::BF16)
+        );
+        assert_eq!(
+            "#-0.0:f32".parse::<FConst>().unwrap().bits,
+            (-0.0f32).to_bits()
+        );
         let l: LeafRef = "%12:tile<4x8xf32>".parse().unwrap();
         assert_eq!((l.id, l.to_string()), (12, "%12:tile<4x8xf32>".to_string()));
         assert!("tile<4x8>".parse::<TyLit>().is_err());

@@ -78,7 +78,11 @@ pub struct SimplifyOptions {
 impl Default for SimplifyOptions {
     fn default() -> Self {
         SimplifyOptions {
-            limits: region::Limits { nodes: 10_000, iterations: 30, time: None },
+            limits: region::Limits {
+                nodes: 10_000,
+                iterations: 30,
+                time: None,
+            },
             reassociate: false,
             default_trip: cost::DEFAULT_TRIP_COUNT,
         }
@@ -89,7 +93,13 @@ impl SimplifyOptions {
     /// From checked pass options.
     pub fn from_options(o: &PassOptions) -> Self {
         SimplifyOptions {
-            limits: region::Limits { nodes: o.uint("node-limit") as usize, iterations: o.uint("iter-limit") as usize, time: Some(o.uint("time-limit-ms")).filter(|&ms| ms > 0).map(Duration::from_millis) },
+            limits: region::Limits {
+                nodes: o.uint("node-limit") as usize,
+                iterations: o.uint("iter-limit") as usize,
+                time: Some(o.uint("time-limit-ms"))
+                    .filter(|&ms| ms > 0)
+                    .map(Duration::from_millis),
+            },
             reassociate: o.bool("reassociate"),
             default_trip: o.uint("default-trip-count"),
         }
@@ -133,7 +143,13 @@ pub struct TileSimplify {
     pub options: SimplifyOptions,
 }
 
-fn simplify_tree(m: &mut Module, b: &mut Block, rules: &[rules::Rewrite], o: &SimplifyOptions, stats: &mut Stats) -> bool {
+fn simplify_tree(
+    m: &mut Module,
+    b: &mut Block,
+    rules: &[rules::Rewrite],
+    o: &SimplifyOptions,
+    stats: &mut Stats,
+) -> bool {
     let mut changed = region::simplify_block(m, b, rules, &o.limits, stats);
     for op in &mut b.ops {
         for r in &mut op.regions {
@@ -145,23 +161,40 @@ fn simplify_tree(m: &mut Module, b: &mut Block, rules: &[rules::Rewrite], o: &Si
 
 /// Simplify every level-1 kernel of `m`.
 pub fn simplify(m: &mut Module, o: &SimplifyOptions) -> Stats {
-    let mut stats = Stats { cost_before: cost::module_cost(m, o.default_trip), ..Stats::default() };
+    let mut stats = Stats {
+        cost_before: cost::module_cost(m, o.default_trip),
+        ..Stats::default()
+    };
     let rules = rules::all();
     let mut kernels = std::mem::take(&mut m.ops);
     for k in &mut kernels {
         let mut gpu_level = false;
-        k.walk(&mut |op| gpu_level |= op.kind.class() == OpClass::Gpu || op.kind == OpKind::WarpSpecialize);
+        k.walk(&mut |op| {
+            gpu_level |= op.kind.class() == OpClass::Gpu || op.kind == OpKind::WarpSpecialize
+        });
         if k.kind != OpKind::Kernel || gpu_level {
             continue;
         }
-        let Some(body) = k.regions.first_mut() else { continue };
+        let Some(body) = k.regions.first_mut() else {
+            continue;
+        };
         simplify_tree(m, body, rules, o, &mut stats);
         let consts = cost::int_constants(k);
         let defs = rules::hoist::Defs::of(k);
         let body = &mut k.regions[0];
-        let mut cx = rules::hoist::HoistContext { consts: &consts, default_trip: o.default_trip, reassociate: o.reassociate, fired: &mut stats.fired };
+        let mut cx = rules::hoist::HoistContext {
+            consts: &consts,
+            default_trip: o.default_trip,
+            reassociate: o.reassociate,
+            fired: &mut stats.fired,
+        };
         let mut hoisted = rules::hoist::hoist_invariants(m, body, &mut cx);
-        let mut cx = rules::hoist::HoistContext { consts: &consts, default_trip: o.default_trip, reassociate: o.reassociate, fired: &mut stats.fired };
+        let mut cx = rules::hoist::HoistContext {
+            consts: &consts,
+            default_trip: o.default_trip,
+            reassociate: o.reassociate,
+            fired: &mut stats.fired,
+        };
         hoisted |= rules::hoist::hoist_scales(m, body, &defs, &mut cx);
         if hoisted {
             simplify_tree(m, body, rules, o, &mut stats);

@@ -48,11 +48,16 @@ pub fn in_language(m: &Module, op: &Operation) -> bool {
     if op.results.len() != 1 || !op.regions.is_empty() {
         return false;
     }
-    let Some(rt) = m.try_ty(op.results[0]) else { return false };
+    let Some(rt) = m.try_ty(op.results[0]) else {
+        return false;
+    };
     if TyLit::from_type(rt).is_none() || !is_float(rt) {
         return false;
     }
-    let operands_ok = op.operands.iter().all(|&v| m.try_ty(v).and_then(TyLit::from_type).is_some());
+    let operands_ok = op
+        .operands
+        .iter()
+        .all(|&v| m.try_ty(v).and_then(TyLit::from_type).is_some());
     if !operands_ok {
         return false;
     }
@@ -61,10 +66,16 @@ pub fn in_language(m: &Module, op: &Operation) -> bool {
         OpClass::FloatUnary => op.operands.len() == 1,
         _ => match op.kind {
             OpKind::Dot | OpKind::Select => op.operands.len() == 3,
-            OpKind::Transpose | OpKind::Reshape | OpKind::Broadcast | OpKind::Splat => op.operands.len() == 1,
-            OpKind::Convert => op.operands.len() == 1 && m.try_ty(op.operands[0]).is_some_and(is_float),
+            OpKind::Transpose | OpKind::Reshape | OpKind::Broadcast | OpKind::Splat => {
+                op.operands.len() == 1
+            }
+            OpKind::Convert => {
+                op.operands.len() == 1 && m.try_ty(op.operands[0]).is_some_and(is_float)
+            }
             OpKind::Zeros => op.operands.is_empty(),
-            OpKind::Constant => op.operands.is_empty() && op.attr("value").and_then(Attribute::as_f64).is_some(),
+            OpKind::Constant => {
+                op.operands.is_empty() && op.attr("value").and_then(Attribute::as_f64).is_some()
+            }
             _ => false,
         },
     }
@@ -83,7 +94,9 @@ fn node_of(eg: &mut EGraph, m: &Module, op: &Operation, kids: &[Id]) -> Option<T
         OpKind::Broadcast => TileLang::Broadcast([ty(eg), kids[0]]),
         OpKind::Splat => TileLang::Splat([ty(eg), kids[0]]),
         OpKind::Zeros => TileLang::Zeros([ty(eg)]),
-        OpKind::Constant => TileLang::Const(FConst::new(op.attr("value")?.as_f64()? as f32, rt.elem)),
+        OpKind::Constant => {
+            TileLang::Const(FConst::new(op.attr("value")?.as_f64()? as f32, rt.elem))
+        }
         k => TileLang::elementwise(k, kids)?,
     })
 }
@@ -95,7 +108,8 @@ fn op_of(node: &TileLang, operands: Vec<Value>, result: Value, loc: Location) ->
     op.operands = operands;
     op.results = vec![result];
     if let TileLang::Const(c) = node {
-        op.attrs.insert("value".into(), Attribute::Float(c.value() as f64));
+        op.attrs
+            .insert("value".into(), Attribute::Float(c.value() as f64));
     }
     op
 }
@@ -133,7 +147,12 @@ pub(crate) fn substitute_op(op: &mut Operation, map: &HashMap<Value, Value>) {
 type Best = HashMap<Id, (u64, bool, TileLang)>;
 
 /// Choose the best term of every class whose leaves are all available at `limit`.
-fn extract(eg: &EGraph, limit: usize, leaf_pos: &HashMap<u32, usize>, original: &HashSet<TileLang>) -> Best {
+fn extract(
+    eg: &EGraph,
+    limit: usize,
+    leaf_pos: &HashMap<u32, usize>,
+    original: &HashSet<TileLang>,
+) -> Best {
     let mut best: Best = HashMap::new();
     loop {
         let mut changed = false;
@@ -180,7 +199,13 @@ fn extract(eg: &EGraph, limit: usize, leaf_pos: &HashMap<u32, usize>, original: 
 
 /// Simplify the ops of one block (not the blocks nested in it). Returns whether the block
 /// changed.
-pub fn simplify_block(m: &mut Module, block: &mut Block, rules: &[Rewrite], limits: &Limits, stats: &mut Stats) -> bool {
+pub fn simplify_block(
+    m: &mut Module,
+    block: &mut Block,
+    rules: &[Rewrite],
+    limits: &Limits,
+    stats: &mut Stats,
+) -> bool {
     let in_lang: Vec<bool> = block.ops.iter().map(|o| in_language(m, o)).collect();
     if !in_lang.iter().any(|&b| b) {
         return false;
@@ -208,14 +233,18 @@ pub fn simplify_block(m: &mut Module, block: &mut Block, rules: &[Rewrite], limi
                 let id = match class_of.get(&v) {
                     Some(&id) => id,
                     None => {
-                        let Some(ty) = m.try_ty(v).and_then(TyLit::from_type) else { return false };
+                        let Some(ty) = m.try_ty(v).and_then(TyLit::from_type) else {
+                            return false;
+                        };
                         leaf_pos.insert(v.0, avail.get(&v).copied().unwrap_or(0));
                         eg.add(TileLang::Leaf(LeafRef { id: v.0, ty }))
                     }
                 };
                 kids.push(id);
             }
-            let Some(node) = node_of(&mut eg, m, op, &kids) else { return false };
+            let Some(node) = node_of(&mut eg, m, op, &kids) else {
+                return false;
+            };
             let id = eg.add(node.clone());
             class_of.insert(op.results[0], id);
             originals.push((node, op.results[0], op.loc.clone()));
@@ -293,12 +322,19 @@ pub fn simplify_block(m: &mut Module, block: &mut Block, rules: &[Rewrite], limi
                     if emitted.contains_key(&c) {
                         continue;
                     }
-                    let Some((_, _, node)) = best.get(&c) else { return false };
+                    let Some((_, _, node)) = best.get(&c) else {
+                        return false;
+                    };
                     if let TileLang::Leaf(l) = node {
                         emitted.insert(c, Value(l.id));
                         continue;
                     }
-                    let kids: Vec<Id> = node.children().iter().map(|&k| eg.find(k)).filter(|&k| !eg[k].data.is_type).collect();
+                    let kids: Vec<Id> = node
+                        .children()
+                        .iter()
+                        .map(|&k| eg.find(k))
+                        .filter(|&k| !eg[k].data.is_type)
+                        .collect();
                     if !expanded {
                         stack.push((c, true));
                         for &k in kids.iter().rev() {

@@ -30,7 +30,11 @@ enum EmitArg {
 }
 
 #[derive(Parser, Debug)]
-#[command(name = "tile-compile", version, about = "Compile a tile IR kernel to PTX and a launch manifest")]
+#[command(
+    name = "tile-compile",
+    version,
+    about = "Compile a tile IR kernel to PTX and a launch manifest"
+)]
 struct Cli {
     /// Input file (- for standard input).
     file: String,
@@ -38,7 +42,12 @@ struct Cli {
     #[arg(long, value_parser = parse_target)]
     target: Target,
     /// Output directory.
-    #[arg(short = 'o', long = "output-dir", value_name = "DIR", default_value = ".")]
+    #[arg(
+        short = 'o',
+        long = "output-dir",
+        value_name = "DIR",
+        default_value = "."
+    )]
     out_dir: PathBuf,
     /// What to write.
     #[arg(long, value_enum, default_value = "ptx")]
@@ -99,7 +108,11 @@ fn run() -> i32 {
     let src = src.as_str();
     let mut opts = Options::new(cli.target);
     opts.stages = cli.stages;
-    opts.epilogue = if cli.epilogue_store == "tma" { "tma" } else { "direct" };
+    opts.epilogue = if cli.epilogue_store == "tma" {
+        "tma"
+    } else {
+        "direct"
+    };
     if let Some(s) = &cli.schedule {
         opts.schedule = match s.as_str() {
             "static" => "static",
@@ -130,7 +143,13 @@ fn run() -> i32 {
         EmitArg::Llvm => Emit::Llvm,
         EmitArg::Tile => Emit::Tile,
     };
-    let k = match compile(Input::Text { source: src, file: &name }, &opts) {
+    let k = match compile(
+        Input::Text {
+            source: src,
+            file: &name,
+        },
+        &opts,
+    ) {
         Ok(k) => k,
         Err(Error::Diagnostics(d)) => {
             eprint_diags(&d, Some(src));
@@ -142,7 +161,11 @@ fn run() -> i32 {
         }
     };
     if let Err(e) = std::fs::create_dir_all(&cli.out_dir) {
-        eprintln!("error: could not create '{}': {}", cli.out_dir.display(), io_reason(&e));
+        eprintln!(
+            "error: could not create '{}': {}",
+            cli.out_dir.display(),
+            io_reason(&e)
+        );
         return EXIT_DIAGNOSTICS;
     }
     let ext = match cli.emit {
@@ -177,7 +200,10 @@ fn run() -> i32 {
                 }
             }
         }
-        eprintln!("  {:>9.3} ms  total (process, including I/O)", t0.elapsed().as_secs_f64() * 1e3);
+        eprintln!(
+            "  {:>9.3} ms  total (process, including I/O)",
+            t0.elapsed().as_secs_f64() * 1e3
+        );
     }
     status
 }
@@ -200,28 +226,50 @@ fn find_ptxas() -> Option<PathBuf> {
             }
         }
     }
-    std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|d| d.join("ptxas")).find(|p| p.exists()))
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("ptxas"))
+            .find(|p| p.exists())
+    })
 }
 
 fn run_ptxas(ptx: &Path, target: Target) -> i32 {
     let Some(ptxas) = find_ptxas() else {
-        eprintln!("error: ptxas not found: set PTXAS, or install the nvidia-cuda-nvcc wheel into .venv");
+        eprintln!(
+            "error: ptxas not found: set PTXAS, or install the nvidia-cuda-nvcc wheel into .venv"
+        );
         return EXIT_DIAGNOSTICS;
     };
     let cubin = ptx.with_extension("cubin");
-    let out = std::process::Command::new(&ptxas).arg(format!("-arch={}", target.name())).arg("-v").arg(ptx).arg("-o").arg(&cubin).output();
+    let out = std::process::Command::new(&ptxas)
+        .arg(format!("-arch={}", target.name()))
+        .arg("-v")
+        .arg(ptx)
+        .arg("-o")
+        .arg(&cubin)
+        .output();
     let out = match out {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("error: could not run {}: {}", ptxas.display(), io_reason(&e));
+            eprintln!(
+                "error: could not run {}: {}",
+                ptxas.display(),
+                io_reason(&e)
+            );
             return EXIT_DIAGNOSTICS;
         }
     };
-    let text = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    let text =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
     let mut summary = vec![];
     for l in text.lines() {
         let l = l.trim();
-        if l.contains("Used") || l.contains("spill") || l.contains("warning") || l.contains("error") || l.contains("(C75") {
+        if l.contains("Used")
+            || l.contains("spill")
+            || l.contains("warning")
+            || l.contains("error")
+            || l.contains("(C75")
+        {
             summary.push(l.to_string());
         }
     }

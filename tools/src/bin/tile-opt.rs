@@ -23,19 +23,85 @@ fn cli() -> Command {
     let mut cmd = Command::new("tile-opt")
         .version(env!("CARGO_PKG_VERSION"))
         .about("Run tilec passes on tile IR (like mlir-opt)")
-        .after_help(format!("Passes (also usable as --pass-pipeline='a,b{{opt=v}}'):\n{}", describe_passes()))
-        .arg(Arg::new("input").default_value("-").help("Input file, or - for standard input"))
-        .arg(Arg::new("output").short('o').value_name("FILE").help("Output file (default: standard output)"))
-        .arg(Arg::new("pass-pipeline").long("pass-pipeline").value_name("PIPELINE").help("Textual pipeline, e.g. 'cse,dce'"))
-        .arg(Arg::new("split-input-file").long("split-input-file").action(ArgAction::SetTrue).help("Process each '// -----' piece of the input on its own"))
-        .arg(Arg::new("verify-diagnostics").long("verify-diagnostics").action(ArgAction::SetTrue).help("Check diagnostics against 'expected-error@+N {{...}}' comments"))
-        .arg(Arg::new("print-ir-after-all").long("print-ir-after-all").action(ArgAction::SetTrue).help("Print the IR to stderr after every pass"))
-        .arg(Arg::new("print-ir-before").long("print-ir-before").value_name("PASS").action(ArgAction::Append).help("Print the IR to stderr before PASS"))
-        .arg(Arg::new("print-ir-after").long("print-ir-after").value_name("PASS").action(ArgAction::Append).help("Print the IR to stderr after PASS"))
-        .arg(Arg::new("timing").long("timing").action(ArgAction::SetTrue).help("Print the time of parsing, each pass, verification and printing to stderr"))
-        .arg(Arg::new("pass-statistics").long("pass-statistics").action(ArgAction::SetTrue).help("Print each pass's statistics to stderr"))
-        .arg(Arg::new("verify-each").long("verify-each").value_name("BOOL").value_parser(clap::value_parser!(bool)).default_value("true").help("Run the verifier after each pass"))
-        .arg(Arg::new("list-passes").long("list-passes").action(ArgAction::SetTrue).help("List the passes with their options and exit"));
+        .after_help(format!(
+            "Passes (also usable as --pass-pipeline='a,b{{opt=v}}'):\n{}",
+            describe_passes()
+        ))
+        .arg(
+            Arg::new("input")
+                .default_value("-")
+                .help("Input file, or - for standard input"),
+        )
+        .arg(
+            Arg::new("output")
+                .short('o')
+                .value_name("FILE")
+                .help("Output file (default: standard output)"),
+        )
+        .arg(
+            Arg::new("pass-pipeline")
+                .long("pass-pipeline")
+                .value_name("PIPELINE")
+                .help("Textual pipeline, e.g. 'cse,dce'"),
+        )
+        .arg(
+            Arg::new("split-input-file")
+                .long("split-input-file")
+                .action(ArgAction::SetTrue)
+                .help("Process each '// -----' piece of the input on its own"),
+        )
+        .arg(
+            Arg::new("verify-diagnostics")
+                .long("verify-diagnostics")
+                .action(ArgAction::SetTrue)
+                .help("Check diagnostics against 'expected-error@+N {{...}}' comments"),
+        )
+        .arg(
+            Arg::new("print-ir-after-all")
+                .long("print-ir-after-all")
+                .action(ArgAction::SetTrue)
+                .help("Print the IR to stderr after every pass"),
+        )
+        .arg(
+            Arg::new("print-ir-before")
+                .long("print-ir-before")
+                .value_name("PASS")
+                .action(ArgAction::Append)
+                .help("Print the IR to stderr before PASS"),
+        )
+        .arg(
+            Arg::new("print-ir-after")
+                .long("print-ir-after")
+                .value_name("PASS")
+                .action(ArgAction::Append)
+                .help("Print the IR to stderr after PASS"),
+        )
+        .arg(
+            Arg::new("timing")
+                .long("timing")
+                .action(ArgAction::SetTrue)
+                .help("Print the time of parsing, each pass, verification and printing to stderr"),
+        )
+        .arg(
+            Arg::new("pass-statistics")
+                .long("pass-statistics")
+                .action(ArgAction::SetTrue)
+                .help("Print each pass's statistics to stderr"),
+        )
+        .arg(
+            Arg::new("verify-each")
+                .long("verify-each")
+                .value_name("BOOL")
+                .value_parser(clap::value_parser!(bool))
+                .default_value("true")
+                .help("Run the verifier after each pass"),
+        )
+        .arg(
+            Arg::new("list-passes")
+                .long("list-passes")
+                .action(ArgAction::SetTrue)
+                .help("List the passes with their options and exit"),
+        );
     for e in registry() {
         cmd = cmd.arg(
             Arg::new(e.info.name)
@@ -77,7 +143,13 @@ fn run() -> i32 {
                     Some((k, v)) => (k.to_string(), v.to_string()),
                     None => (w.to_string(), String::new()),
                 });
-                elements.push((i, PipelineElement { name: e.info.name.to_string(), options: options.collect() }));
+                elements.push((
+                    i,
+                    PipelineElement {
+                        name: e.info.name.to_string(),
+                        options: options.collect(),
+                    },
+                ));
             }
         }
     }
@@ -104,8 +176,14 @@ fn run() -> i32 {
         return EXIT_USAGE;
     }
     let known: Vec<&str> = registry().iter().map(|e| e.info.name).collect();
-    let before: Vec<String> = m.get_many::<String>("print-ir-before").map(|v| v.cloned().collect()).unwrap_or_default();
-    let after: Vec<String> = m.get_many::<String>("print-ir-after").map(|v| v.cloned().collect()).unwrap_or_default();
+    let before: Vec<String> = m
+        .get_many::<String>("print-ir-before")
+        .map(|v| v.cloned().collect())
+        .unwrap_or_default();
+    let after: Vec<String> = m
+        .get_many::<String>("print-ir-after")
+        .map(|v| v.cloned().collect())
+        .unwrap_or_default();
     for p in before.iter().chain(&after) {
         if !known.contains(&p.as_str()) {
             eprintln!("error: unknown pass '{p}' in --print-ir-before/--print-ir-after");
@@ -126,7 +204,11 @@ fn run() -> i32 {
         statistics: m.get_flag("pass-statistics"),
         verify_each: *m.get_one::<bool>("verify-each").expect("default"),
     };
-    let chunks = if m.get_flag("split-input-file") { parser::split_input(src) } else { vec![(src, 1)] };
+    let chunks = if m.get_flag("split-input-file") {
+        parser::split_input(src)
+    } else {
+        vec![(src, 1)]
+    };
     let file: Arc<str> = Arc::from(name.as_str());
     let mut outputs = vec![];
     let mut failed = false;
@@ -182,10 +264,17 @@ struct Timing {
 
 impl Timing {
     fn report(&self) {
-        let total = self.parse + self.verify + self.print + self.passes.iter().map(|p| p.1).sum::<Duration>();
-        eprintln!("===-------------------------------------------------------------------------===");
+        let total = self.parse
+            + self.verify
+            + self.print
+            + self.passes.iter().map(|p| p.1).sum::<Duration>();
+        eprintln!(
+            "===-------------------------------------------------------------------------==="
+        );
         eprintln!("                         ... Execution time report ...");
-        eprintln!("===-------------------------------------------------------------------------===");
+        eprintln!(
+            "===-------------------------------------------------------------------------==="
+        );
         eprintln!("  Total Execution Time: {:.4} ms", ms(total));
         eprintln!("  {:>10}  Name", "Wall (ms)");
         eprintln!("  {:>10.4}  Parser", ms(self.parse));
@@ -203,7 +292,15 @@ fn ms(d: Duration) -> f64 {
 }
 
 /// Parse, verify, run the pipeline and print one chunk. `Ok(None)`: nothing to print.
-fn process(chunk: &str, first_line: u32, file: &Arc<str>, whole: &str, pm: &mut PassManager, o: &RunOpts, timing: &mut Timing) -> Result<Option<String>, ()> {
+fn process(
+    chunk: &str,
+    first_line: u32,
+    file: &Arc<str>,
+    whole: &str,
+    pm: &mut PassManager,
+    o: &RunOpts,
+    timing: &mut Timing,
+) -> Result<Option<String>, ()> {
     let mut produced: Vec<Diagnostic> = vec![];
     let t0 = Instant::now();
     let parsed = parser::parse_chunk(chunk, file, first_line);
@@ -220,8 +317,15 @@ fn process(chunk: &str, first_line: u32, file: &Arc<str>, whole: &str, pm: &mut 
                 Stage::After => o.print_after_all || o.after.iter().any(|p| p == pass),
             };
             if want {
-                let what = if stage == Stage::Before { "Before" } else { "After" };
-                eprint!("// -----// IR Dump {what} {pass} //----- //\n{}\n", print_module(m));
+                let what = if stage == Stage::Before {
+                    "Before"
+                } else {
+                    "After"
+                };
+                eprint!(
+                    "// -----// IR Dump {what} {pass} //----- //\n{}\n",
+                    print_module(m)
+                );
             }
         };
         let report = pm.run(&mut module, &mut observe)?;
@@ -231,9 +335,13 @@ fn process(chunk: &str, first_line: u32, file: &Arc<str>, whole: &str, pm: &mut 
         }
         produced.extend(report.diagnostics.iter().cloned());
         if o.statistics {
-            eprintln!("===-------------------------------------------------------------------------===");
+            eprintln!(
+                "===-------------------------------------------------------------------------==="
+            );
             eprintln!("                         ... Pass statistics report ...");
-            eprintln!("===-------------------------------------------------------------------------===");
+            eprintln!(
+                "===-------------------------------------------------------------------------==="
+            );
             for p in &report.passes {
                 eprintln!("'{}'", p.name);
                 for (k, v) in &p.statistics {
@@ -266,7 +374,9 @@ fn process(chunk: &str, first_line: u32, file: &Arc<str>, whole: &str, pm: &mut 
         return Ok(module.map(|m| print_module(&m)));
     }
     // Warnings and remarks are printed; errors fail the chunk.
-    let has_errors = produced.iter().any(|d| d.severity == tilec_dialect::Severity::Error);
+    let has_errors = produced
+        .iter()
+        .any(|d| d.severity == tilec_dialect::Severity::Error);
     if !produced.is_empty() {
         eprint_diags(&Diagnostics(produced), Some(whole));
     }

@@ -41,8 +41,16 @@ fn main() {
     let tile_opt = m
         .get_one::<String>("tile-opt")
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("TILE_OPT").filter(|p| !p.is_empty()).map(PathBuf::from))
-        .or_else(|| std::env::current_exe().ok().map(|p| p.with_file_name("tile-opt")));
+        .or_else(|| {
+            std::env::var_os("TILE_OPT")
+                .filter(|p| !p.is_empty())
+                .map(PathBuf::from)
+        })
+        .or_else(|| {
+            std::env::current_exe()
+                .ok()
+                .map(|p| p.with_file_name("tile-opt"))
+        });
     let Some(tile_opt) = tile_opt.filter(|p| p.is_file()) else {
         eprintln!("error: no tile-opt found beside tile-update-checks; pass --tile-opt PATH");
         std::process::exit(2);
@@ -56,7 +64,12 @@ fn main() {
         std::process::exit(2);
     }
     let opts = UpdateOptions {
-        prefixes: m.get_many::<String>("check-prefix").into_iter().flatten().cloned().collect(),
+        prefixes: m
+            .get_many::<String>("check-prefix")
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect(),
         dry_run: m.get_flag("dry-run"),
     };
     let mut failed = false;
@@ -70,7 +83,9 @@ fn main() {
                     Outcome::Updated if !opts.dry_run => eprintln!("{f}: updated"),
                     Outcome::Updated => eprintln!("{f}: would be updated"),
                     Outcome::Unchanged => eprintln!("{f}: up to date"),
-                    Outcome::NoChecks => eprintln!("{f}: no RUN line pipes into 'FileCheck %s'; left alone"),
+                    Outcome::NoChecks => {
+                        eprintln!("{f}: no RUN line pipes into 'FileCheck %s'; left alone")
+                    }
                 }
             }
             Err(e) => {

@@ -5,7 +5,9 @@
 //! Not here, because they do not hold bit for bit: `x + 0 → x` (−0 + +0 = +0), `x · 0 → 0`
 //! (∞ · 0, −x · 0), `−(x − y) → y − x` (the sign of a zero result), reassociation.
 
-use super::{const_node, facts, is_const, pow2_with_exact_inverse, rule, rule_fn, rule_if, var, Rewrite};
+use super::{
+    const_node, facts, is_const, pow2_with_exact_inverse, rule, rule_fn, rule_if, var, Rewrite,
+};
 use crate::simplify::lang::{TileLang, BINARY, UNARY};
 
 /// The algebra rules.

@@ -16,7 +16,9 @@ use crate::simplify::cost::{op_cost, trip_count};
 use crate::simplify::region::{in_language, substitute_op};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use tilec_dialect::interp::round_to;
-use tilec_dialect::{Attribute, Block, Location, Module, OpKind, Operation, ScalarType, Type, Value};
+use tilec_dialect::{
+    Attribute, Block, Location, Module, OpKind, Operation, ScalarType, Type, Value,
+};
 
 /// The loop-level rules: name and one-line justification.
 pub const RULES: [(&str, &str); 5] = [
@@ -50,7 +52,13 @@ fn defined_in(b: &Block, out: &mut HashSet<Value>) {
 }
 
 fn count_uses(b: &Block, v: Value) -> usize {
-    b.ops.iter().map(|o| o.operands.iter().filter(|&&x| x == v).count() + o.regions.iter().map(|r| count_uses(r, v)).sum::<usize>()).sum()
+    b.ops
+        .iter()
+        .map(|o| {
+            o.operands.iter().filter(|&&x| x == v).count()
+                + o.regions.iter().map(|r| count_uses(r, v)).sum::<usize>()
+        })
+        .sum()
 }
 
 /// Move loop-invariant pure ops out of every loop in `block` (inner loops first, so an op
@@ -111,7 +119,11 @@ impl Defs {
     pub fn of(kernel: &Operation) -> Defs {
         let mut d = HashMap::new();
         kernel.walk(&mut |o| {
-            if matches!(o.kind, OpKind::Splat | OpKind::Broadcast | OpKind::Constant | OpKind::Zeros) && o.results.len() == 1 {
+            if matches!(
+                o.kind,
+                OpKind::Splat | OpKind::Broadcast | OpKind::Constant | OpKind::Zeros
+            ) && o.results.len() == 1
+            {
                 d.insert(o.results[0], o.clone());
             }
         });
@@ -127,14 +139,33 @@ impl Defs {
         if !m.try_ty(s)?.is_scalar() {
             return None;
         }
-        let constant = self.0.get(&s).filter(|c| c.kind == OpKind::Constant).and_then(|c| c.attr("value")?.as_f64()).map(|x| round_to(m.try_ty(s).and_then(Type::elem).unwrap_or(ScalarType::F32), x as f32));
-        Some(Scale { scalar: s, constant })
+        let constant = self
+            .0
+            .get(&s)
+            .filter(|c| c.kind == OpKind::Constant)
+            .and_then(|c| c.attr("value")?.as_f64())
+            .map(|x| {
+                round_to(
+                    m.try_ty(s).and_then(Type::elem).unwrap_or(ScalarType::F32),
+                    x as f32,
+                )
+            });
+        Some(Scale {
+            scalar: s,
+            constant,
+        })
     }
 
     fn is_zero(&self, v: Value) -> bool {
         match self.0.get(&v) {
             Some(d) if d.kind == OpKind::Zeros => true,
-            Some(d) if d.kind == OpKind::Splat => d.operands.first().and_then(|s| self.0.get(s)).and_then(|c| c.attr("value")?.as_f64()) == Some(0.0),
+            Some(d) if d.kind == OpKind::Splat => {
+                d.operands
+                    .first()
+                    .and_then(|s| self.0.get(s))
+                    .and_then(|c| c.attr("value")?.as_f64())
+                    == Some(0.0)
+            }
             _ => false,
         }
     }
@@ -142,7 +173,9 @@ impl Defs {
 
 /// A power of two c > 0 whose inverse is exact in f32 and in `elem`.
 fn exact_pow2(c: f32, elem: ScalarType) -> bool {
-    c > 0.0 && crate::simplify::rules::pow2_with_exact_inverse(c, elem).is_some() && crate::simplify::rules::pow2_with_exact_inverse(c, ScalarType::F32).is_some()
+    c > 0.0
+        && crate::simplify::rules::pow2_with_exact_inverse(c, elem).is_some()
+        && crate::simplify::rules::pow2_with_exact_inverse(c, ScalarType::F32).is_some()
 }
 
 struct Plan {
@@ -163,15 +196,33 @@ fn plan(m: &Module, f: &Operation, defs: &Defs, cx: &HoistContext<'_>) -> Option
     let trips = trip_count(f, cx.consts).unwrap_or(cx.default_trip);
     for (j, &y) in yld.operands.iter().enumerate() {
         let acc = *body.args.get(1 + j)?;
-        let Some(Type::Tile { shape: acc_shape, elem: ScalarType::F32 }) = m.try_ty(acc) else { continue };
-        let Some(d) = body.ops.iter().position(|o| o.kind == OpKind::Dot && o.results.first() == Some(&y) && o.operands.get(2) == Some(&acc)) else { continue };
+        let Some(Type::Tile {
+            shape: acc_shape,
+            elem: ScalarType::F32,
+        }) = m.try_ty(acc)
+        else {
+            continue;
+        };
+        let Some(d) = body.ops.iter().position(|o| {
+            o.kind == OpKind::Dot
+                && o.results.first() == Some(&y)
+                && o.operands.get(2) == Some(&acc)
+        }) else {
+            continue;
+        };
         if count_uses(body, acc) != 1 || count_uses(body, y) != 1 {
             continue;
         }
         let init_zero = defs.is_zero(*f.operands.get(3 + j)?);
         for side in 0..2 {
             let x = body.ops[d].operands[side];
-            let Some(mi) = body.ops.iter().position(|o| o.kind == OpKind::Mul && o.results.first() == Some(&x)) else { continue };
+            let Some(mi) = body
+                .ops
+                .iter()
+                .position(|o| o.kind == OpKind::Mul && o.results.first() == Some(&x))
+            else {
+                continue;
+            };
             if count_uses(body, x) != 1 {
                 continue;
             }
@@ -180,7 +231,9 @@ fn plan(m: &Module, f: &Operation, defs: &Defs, cx: &HoistContext<'_>) -> Option
                 if inside.contains(&sv) {
                     continue;
                 }
-                let Some(scale) = defs.scale(m, sv) else { continue };
+                let Some(scale) = defs.scale(m, sv) else {
+                    continue;
+                };
                 let elem = m.try_ty(x).and_then(Type::elem)?;
                 let exact = scale.constant.is_some_and(|c| exact_pow2(c, elem));
                 let rule = match (exact, cx.reassociate, side) {
@@ -193,18 +246,36 @@ fn plan(m: &Module, f: &Operation, defs: &Defs, cx: &HoistContext<'_>) -> Option
                 let xs = m.try_ty(x).and_then(Type::tile_shape)?;
                 let before = trips.saturating_mul(op_cost(OpKind::Mul, xs, xs));
                 let epilogue = op_cost(OpKind::Mul, acc_shape, acc_shape) + 2;
-                let after = if init_zero { epilogue } else { epilogue + op_cost(OpKind::Div, acc_shape, acc_shape) + 2 };
+                let after = if init_zero {
+                    epilogue
+                } else {
+                    epilogue + op_cost(OpKind::Div, acc_shape, acc_shape) + 2
+                };
                 if after >= before {
                     continue;
                 }
-                return Some(Plan { carried: j, dot: d, side, mul: mi, data, scale, rule });
+                return Some(Plan {
+                    carried: j,
+                    dot: d,
+                    side,
+                    mul: mi,
+                    data,
+                    scale,
+                    rule,
+                });
             }
         }
     }
     None
 }
 
-fn new_op(m: &mut Module, kind: OpKind, operands: Vec<Value>, ty: Type, loc: &Location) -> Operation {
+fn new_op(
+    m: &mut Module,
+    kind: OpKind,
+    operands: Vec<Value>,
+    ty: Type,
+    loc: &Location,
+) -> Operation {
     let mut op = Operation::new(kind, loc.clone());
     op.operands = operands;
     op.results = vec![m.new_value(ty, None)];
@@ -212,14 +283,25 @@ fn new_op(m: &mut Module, kind: OpKind, operands: Vec<Value>, ty: Type, loc: &Lo
 }
 
 fn float_const(m: &mut Module, x: f32, loc: &Location) -> Operation {
-    let mut op = new_op(m, OpKind::Constant, vec![], Type::Scalar(ScalarType::F32), loc);
+    let mut op = new_op(
+        m,
+        OpKind::Constant,
+        vec![],
+        Type::Scalar(ScalarType::F32),
+        loc,
+    );
     op.attrs.insert("value".into(), Attribute::Float(x as f64));
     op
 }
 
 /// Move scales of dot operands out of the K loops of `block` and the blocks nested in it.
 /// Returns whether anything moved.
-pub fn hoist_scales(m: &mut Module, block: &mut Block, defs: &Defs, cx: &mut HoistContext<'_>) -> bool {
+pub fn hoist_scales(
+    m: &mut Module,
+    block: &mut Block,
+    defs: &Defs,
+    cx: &mut HoistContext<'_>,
+) -> bool {
     let mut changed = false;
     for op in &mut block.ops {
         for r in &mut op.regions {
@@ -249,7 +331,13 @@ pub fn hoist_scales(m: &mut Module, block: &mut Block, defs: &Defs, cx: &mut Hoi
             }
             _ if m.ty(p.scale.scalar) == &Type::Scalar(ScalarType::F32) => p.scale.scalar,
             _ => {
-                let op = new_op(m, OpKind::Convert, vec![p.scale.scalar], Type::Scalar(ScalarType::F32), &loc);
+                let op = new_op(
+                    m,
+                    OpKind::Convert,
+                    vec![p.scale.scalar],
+                    Type::Scalar(ScalarType::F32),
+                    &loc,
+                );
                 let v = op.results[0];
                 before.push(op);
                 v
@@ -262,11 +350,22 @@ pub fn hoist_scales(m: &mut Module, block: &mut Block, defs: &Defs, cx: &mut Hoi
         // inverse of a power of two).
         let init = block.ops[i].operands[3 + p.carried];
         if !defs.is_zero(init) {
-            let scaled = match p.scale.constant.filter(|_| p.rule.starts_with("hoist-pow2")) {
+            let scaled = match p
+                .scale
+                .constant
+                .filter(|_| p.rule.starts_with("hoist-pow2"))
+            {
                 Some(c) => {
                     let inv = float_const(m, 1.0 / c, &loc);
-                    let inv_s = new_op(m, OpKind::Splat, vec![inv.results[0]], acc_ty.clone(), &loc);
-                    let mul = new_op(m, OpKind::Mul, vec![init, inv_s.results[0]], acc_ty.clone(), &loc);
+                    let inv_s =
+                        new_op(m, OpKind::Splat, vec![inv.results[0]], acc_ty.clone(), &loc);
+                    let mul = new_op(
+                        m,
+                        OpKind::Mul,
+                        vec![init, inv_s.results[0]],
+                        acc_ty.clone(),
+                        &loc,
+                    );
                     before.extend([inv, inv_s]);
                     mul
                 }

@@ -62,13 +62,30 @@ pub(crate) fn rule(name: &str, lhs: &str, rhs: &str) -> Rewrite {
 }
 
 /// A rule from pattern text with a side condition.
-pub(crate) fn rule_if(name: &str, lhs: &str, rhs: &str, cond: impl Fn(&mut EGraph, Id, &Subst) -> bool + Send + Sync + 'static) -> Rewrite {
-    Rewrite::new(name, pat(lhs), ConditionalApplier { condition: cond, applier: pat(rhs) }).unwrap_or_else(|e| panic!("rule {name}: {e}"))
+pub(crate) fn rule_if(
+    name: &str,
+    lhs: &str,
+    rhs: &str,
+    cond: impl Fn(&mut EGraph, Id, &Subst) -> bool + Send + Sync + 'static,
+) -> Rewrite {
+    Rewrite::new(
+        name,
+        pat(lhs),
+        ConditionalApplier {
+            condition: cond,
+            applier: pat(rhs),
+        },
+    )
+    .unwrap_or_else(|e| panic!("rule {name}: {e}"))
 }
 
 /// A rule whose right side is built by a function (for new types and constants); the
 /// function returns `None` when the rule does not apply.
-pub(crate) fn rule_fn(name: &str, lhs: &str, build: impl Fn(&mut EGraph, &Subst) -> Option<Id> + Send + Sync + 'static) -> Rewrite {
+pub(crate) fn rule_fn(
+    name: &str,
+    lhs: &str,
+    build: impl Fn(&mut EGraph, &Subst) -> Option<Id> + Send + Sync + 'static,
+) -> Rewrite {
     Rewrite::new(name, pat(lhs), Build(build)).unwrap_or_else(|e| panic!("rule {name}: {e}"))
 }
 
@@ -79,8 +96,17 @@ impl<F> Applier<TileLang, TileAnalysis> for Build<F>
 where
     F: Fn(&mut EGraph, &Subst) -> Option<Id>,
 {
-    fn apply_one(&self, eg: &mut EGraph, eclass: Id, subst: &Subst, _ast: Option<&PatternAst<TileLang>>, _rule: Symbol) -> Vec<Id> {
-        let Some(id) = (self.0)(eg, subst) else { return vec![] };
+    fn apply_one(
+        &self,
+        eg: &mut EGraph,
+        eclass: Id,
+        subst: &Subst,
+        _ast: Option<&PatternAst<TileLang>>,
+        _rule: Symbol,
+    ) -> Vec<Id> {
+        let Some(id) = (self.0)(eg, subst) else {
+            return vec![];
+        };
         if eg[id].data.ty != eg[eclass].data.ty {
             debug_assert!(false, "a custom rule built a node of another type");
             return vec![];
@@ -137,7 +163,8 @@ pub(crate) fn pow2_with_exact_inverse(x: f32, elem: tilec_dialect::ScalarType) -
         return None;
     }
     let inv = 1.0 / x;
-    (inv.is_finite() && inv * x == 1.0 && tilec_dialect::interp::round_to(elem, inv) == inv).then_some(inv)
+    (inv.is_finite() && inv * x == 1.0 && tilec_dialect::interp::round_to(elem, inv) == inv)
+        .then_some(inv)
 }
 
 #[cfg(test)]

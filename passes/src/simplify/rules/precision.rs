@@ -87,7 +87,10 @@ fn wide_is_f32(t: &str, u: &str, x: &str, y: &str) -> impl Fn(&mut EGraph, Id, &
     let (t, u, x, y) = (var(t), var(u), var(x), var(y));
     move |eg, _, s| {
         let (tf, xf, yf) = (facts(eg, s, t), facts(eg, s, x), facts(eg, s, y));
-        facts(eg, s, u).ty.elem == ScalarType::F32 && xf.ty == tf.ty && yf.ty == tf.ty && tf.ty.elem.is_float()
+        facts(eg, s, u).ty.elem == ScalarType::F32
+            && xf.ty == tf.ty
+            && yf.ty == tf.ty
+            && tf.ty.elem.is_float()
     }
 }
 
@@ -96,6 +99,9 @@ fn narrow_dot(t: &str, u: &str, a: &str, b: &str) -> impl Fn(&mut EGraph, Id, &S
     let (t, u, a, b) = (var(t), var(u), var(a), var(b));
     move |eg, _, s| {
         let (ea, eb) = (facts(eg, s, a).ty.elem, facts(eg, s, b).ty.elem);
-        ea == eb && matches!(ea, ScalarType::BF16 | ScalarType::F16) && facts(eg, s, t).ty.elem == ScalarType::F32 && facts(eg, s, u).ty.elem == ScalarType::F32
+        ea == eb
+            && matches!(ea, ScalarType::BF16 | ScalarType::F16)
+            && facts(eg, s, t).ty.elem == ScalarType::F32
+            && facts(eg, s, u).ty.elem == ScalarType::F32
     }
 }

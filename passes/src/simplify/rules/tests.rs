@@ -10,20 +10,27 @@ use egg::{RecExpr, Runner, StopReason};
 use std::time::Duration;
 
 fn env_limit(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn runner(start: &RecExpr<TileLang>) -> Runner<TileLang, TileAnalysis> {
     Runner::new(TileAnalysis)
         .with_node_limit(env_limit("TILE_SIMPLIFY_TEST_NODE_LIMIT", 10_000) as usize)
         .with_iter_limit(env_limit("TILE_SIMPLIFY_TEST_ITER_LIMIT", 30) as usize)
-        .with_time_limit(Duration::from_millis(env_limit("TILE_SIMPLIFY_TEST_TIME_LIMIT_MS", 2000)))
+        .with_time_limit(Duration::from_millis(env_limit(
+            "TILE_SIMPLIFY_TEST_TIME_LIMIT_MS",
+            2000,
+        )))
         .with_expr(start)
         .run(all())
 }
 
 fn expr(s: &str) -> RecExpr<TileLang> {
-    s.parse().unwrap_or_else(|e| panic!("cannot parse {s}: {e}"))
+    s.parse()
+        .unwrap_or_else(|e| panic!("cannot parse {s}: {e}"))
 }
 
 /// Whether the rules prove `start = goal`.
@@ -31,7 +38,9 @@ fn proves(start: &str, goal: &str) -> bool {
     let (s, g) = (expr(start), expr(goal));
     let r = runner(&s);
     let root = r.egraph.find(r.roots[0]);
-    r.egraph.lookup_expr(&g).is_some_and(|id| r.egraph.find(id) == root)
+    r.egraph
+        .lookup_expr(&g)
+        .is_some_and(|id| r.egraph.find(id) == root)
 }
 
 fn check(family: &str, cases: &[(&str, &str)], negative: &[(&str, &str)]) {
@@ -46,7 +55,10 @@ fn check(family: &str, cases: &[(&str, &str)], negative: &[(&str, &str)]) {
 const F: &str = "tile<4x8xf32>";
 
 fn t(s: &str) -> String {
-    s.replace("F", F).replace("X", "%0:tile<4x8xf32>").replace("Y", "%1:tile<4x8xf32>").replace("Z", "%2:tile<4x8xf32>")
+    s.replace("F", F)
+        .replace("X", "%0:tile<4x8xf32>")
+        .replace("Y", "%1:tile<4x8xf32>")
+        .replace("Z", "%2:tile<4x8xf32>")
 }
 
 #[test]
@@ -66,8 +78,14 @@ fn algebra() {
         ("(select %3:i1 X X)", "X"),
         ("(min X X)", "X"),
         // Splat folding: constants in the analysis, opaque scalars by rule.
-        ("(mul (splat F #3.0:f32) (splat F #0.5:f32))", "(splat F #1.5:f32)"),
-        ("(add (splat F %4:f32) (splat F %5:f32))", "(splat F (add %4:f32 %5:f32))"),
+        (
+            "(mul (splat F #3.0:f32) (splat F #0.5:f32))",
+            "(splat F #1.5:f32)",
+        ),
+        (
+            "(add (splat F %4:f32) (splat F %5:f32))",
+            "(splat F (add %4:f32 %5:f32))",
+        ),
         ("(exp (splat F %4:f32))", "(splat F (exp %4:f32))"),
     ]
     .iter()
@@ -79,7 +97,10 @@ fn algebra() {
         // ∞ · 0 is NaN.
         ("(mul X (zeros F))", "(zeros F)"),
         // 1/3 is not exact.
-        ("(div X (splat F #3.0:f32))", "(mul X (splat F #0.33333334:f32))"),
+        (
+            "(div X (splat F #3.0:f32))",
+            "(mul X (splat F #0.33333334:f32))",
+        ),
         // No reassociation.
         ("(add (add X Y) Z)", "(add X (add Y Z))"),
         // −(x − y) and y − x differ in the sign of a zero result.
@@ -90,8 +111,14 @@ fn algebra() {
     .iter()
     .map(|(a, b)| (t(a), t(b)))
     .collect();
-    let c: Vec<(&str, &str)> = cases.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
-    let n: Vec<(&str, &str)> = negative.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    let c: Vec<(&str, &str)> = cases
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let n: Vec<(&str, &str)> = negative
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
     check("algebra", &c, &n);
 }
 
@@ -193,8 +220,16 @@ fn saturates_on_a_naive_loop_body() {
     // The body of examples/frontend_naive_gemm.tile, as the e-graph sees it.
     let body = "(add %9:tile<128x256xf32> (dot (mul %1:tile<128x64xbf16> (splat tile<128x64xbf16> %7:bf16)) (transpose (transpose %2:tile<64x256xbf16>)) (zeros tile<128x256xf32>)))";
     let r = runner(&expr(body));
-    assert!(matches!(r.stop_reason, Some(StopReason::Saturated)), "{:?}", r.stop_reason);
-    assert!(r.egraph.total_number_of_nodes() < 200, "{} nodes", r.egraph.total_number_of_nodes());
+    assert!(
+        matches!(r.stop_reason, Some(StopReason::Saturated)),
+        "{:?}",
+        r.stop_reason
+    );
+    assert!(
+        r.egraph.total_number_of_nodes() < 200,
+        "{} nodes",
+        r.egraph.total_number_of_nodes()
+    );
 }
 
 #[test]
@@ -208,8 +243,15 @@ fn rules_are_named_by_family_and_unique() {
     assert_eq!(names.len(), n, "duplicate rule names");
     for name in &names {
         let family = name.split('-').next().unwrap();
-        assert!(["algebra", "layout", "precision", "fusion", "hoist"].contains(&family), "{name}");
-        assert!(name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'), "{name} is not kebab-case");
+        assert!(
+            ["algebra", "layout", "precision", "fusion", "hoist"].contains(&family),
+            "{name}"
+        );
+        assert!(
+            name.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+            "{name} is not kebab-case"
+        );
     }
     assert!(n >= 30, "{n} rules");
 }
