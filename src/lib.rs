@@ -212,7 +212,12 @@ pub fn compile(input: Input<'_>, opts: &Options) -> Result<Kernel, Error> {
     for k in &module.ops {
         if let Some(t) = k.str_attr("target") {
             if t != opts.target.name() {
-                let msg = format!("kernel '@{}' was lowered for {t} ('target' attribute), but the compilation targets {}", k.symbol.as_deref().unwrap_or("?"), opts.target);
+                let msg = format!(
+                    "kernel '@{}' was lowered for {t} ('target' attribute), but the \
+                        compilation targets {}",
+                    k.symbol.as_deref().unwrap_or("?"),
+                    opts.target
+                );
                 return Err(Error::Diagnostics(Diagnostics(vec![
                     tilec_dialect::Diagnostic::error(k.loc.clone(), msg),
                 ])));

@@ -11,13 +11,15 @@
 //! // precise-output: epilogue=tma
 //! ```
 //!
-//! | key | meaning |
-//! | --- | --- |
-//! | `input` | the input file, relative to the workspace root (default: this file's text) |
-//! | `target` | lower for this target: the default pipeline of `tilec::Options::new(target)`, then the MLIR, manifest, PTX and `ptxas -v` of every kernel |
-//! | `pipeline` | run this tilec pipeline (`tile-opt` syntax, quoted when it has spaces) instead of the default one |
-//! | `stages`, `epilogue`, `schedule`, `cluster`, `group-m`, `simplify`, `opt-level` | the fields of `tilec::Options` |
-//! | `emit` | the sections to keep, a comma list of `ir`, `mlir`, `manifest`, `ptx`, `ptxas` (default: all) |
+//! - `input`: the input file, relative to the workspace root (default: this file's text)
+//! - `target`: lower for this target: the default pipeline of `tilec::Options::new(target)`, then
+//!   the MLIR, manifest, PTX and `ptxas -v` of every kernel
+//! - `pipeline`: run this tilec pipeline (`tile-opt` syntax, quoted when it has spaces) instead of
+//!   the default one
+//! - `stages`, `epilogue`, `schedule`, `cluster`, `group-m`, `simplify`, `opt-level`: the fields of
+//!   `tilec::Options`
+//! - `emit`: the sections to keep, a comma list of `ir`, `mlir`, `manifest`, `ptx`, `ptxas`
+//!   (default: all)
 //!
 //! The output has one section per stage: `==== IR after PASS ====` for each pass (`(unchanged)`
 //! when the pass left the text as it was), then per kernel `==== MLIR @k ====` (what
@@ -485,7 +487,7 @@ fn check_file(path: &Path, bless: bool, hook: Hook) -> Result<(), String> {
         .to_string();
     Err(format!(
         "{}: the output differs from the expected output (- expected, + actual);\n\
-         if the change is intended, re-bless with {BLESS}=1 cargo test --test precise\n{diff}",
+            if the change is intended, re-bless with {BLESS}=1 cargo test --test precise\n{diff}",
         path.strip_prefix(root()).unwrap_or(path).display()
     ))
 }
@@ -536,7 +538,8 @@ fn coverage(bless: bool) -> Result<(), String> {
             if bless {
                 let head = format!(
                     "// precise-output: input=examples/{ex} target={}\n// The default pipeline \
-                     for {} on examples/{ex}; {BLESS}=1 cargo test --test precise re-blesses it.\n",
+                        for {} on examples/{ex}; {BLESS}=1 cargo test --test precise re-blesses \
+                        it.\n",
                     t.name(),
                     t.name()
                 );
@@ -565,7 +568,7 @@ fn harness_self_test() -> Result<(), String> {
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let file = dir.join("waits.tile");
     let head = "// precise-output: input=examples/gemm_bf16.tile \
-                pipeline='tile-to-gpu{target=sm_90a},async-wait-placement'\n";
+        pipeline='tile-to-gpu{target=sm_90a},async-wait-placement'\n";
     std::fs::write(&file, head).map_err(|e| e.to_string())?;
     let none: Hook = &|_, _| {};
     // A pass whose output changed: the loop's wait N from 1 to 2.

@@ -308,7 +308,10 @@ fn clc_try_cancel_sm100_and_multicast_sm100a() {
         ptx.contains(".reqnctapercluster 2, 1, 1"),
         "cluster shape in the PTX"
     );
-    assert!(ptx.contains("clusterlaunchcontrol.try_cancel.async.shared::cta.mbarrier::complete_tx::bytes.multicast::cluster::all.b128"));
+    assert!(ptx.contains(concat!(
+        "clusterlaunchcontrol.try_cancel.async.shared::cta.mbarrier::complete_tx::bytes",
+        ".multicast::cluster::all.b128"
+    )));
     assert_clc_sequence(ptx, "sm_100a cluster 2");
     assert!(
         ptx.contains("mapa.shared::cluster.u32")
@@ -337,8 +340,21 @@ fn clc_try_cancel_sm100_and_multicast_sm100a() {
     // The multicast form on plain sm_100: a verifier error before MLIR.
     let mut o = Options::new(Target::Sm100);
     o.cluster = 2;
-    match compile(Input::Text { source: &src, file: "gemm_bf16.tile" }, &o) {
-        Err(Error::Diagnostics(d)) => assert!(d.to_string().contains("multicast = true (.multicast::cluster::all) is not available on sm_100; targets that have it: sm_100a"), "{d}"),
+    match compile(
+        Input::Text {
+            source: &src,
+            file: "gemm_bf16.tile",
+        },
+        &o,
+    ) {
+        Err(Error::Diagnostics(d)) => assert!(
+            d.to_string().contains(
+                "multicast = true \
+                    (.multicast::cluster::all) is not available on sm_100; targets that have it: \
+                    sm_100a"
+            ),
+            "{d}"
+        ),
         other => panic!("expected a verifier error, got {:?}", other.map(|k| k.name)),
     }
 }

@@ -157,7 +157,8 @@ mod tests {
 
     #[test]
     fn collects_offsets() {
-        let src = "// expected-error@+1 {{bad thing}}\nx\ny // expected-warning {{w}}\n// expected-note@-2 {{n}}";
+        let src = "// expected-error@+1 {{bad thing}}\nx\ny // expected-warning {{w}}\n// \
+            expected-note@-2 {{n}}";
         let e = collect(src, "f", 1).unwrap();
         assert_eq!(e.len(), 3);
         assert_eq!((e[0].line, e[0].text.as_str()), (2, "bad thing"));

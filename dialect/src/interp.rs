@@ -1580,7 +1580,8 @@ mod tests {
     #[test]
     fn dot_accumulator_is_added_last() {
         // s = Σ a·b from +0, then + acc: dot(a, b, 0) + c == dot(a, b, c) bit for bit.
-        let src = "tile.kernel @k(%A: tensor<?x?xf32>, %B: tensor<?x?xf32>, %C: tensor<?x?xf32>, %O1: tensor<?x?xf32>, %O2: tensor<?x?xf32>) {grid = [1]} {
+        let src = "tile.kernel @k(%A: tensor<?x?xf32>, %B: tensor<?x?xf32>, %C: tensor<?x?xf32>, \
+            %O1: tensor<?x?xf32>, %O2: tensor<?x?xf32>) {grid = [1]} {
   %c0 = tile.constant {value = 0} : index
   %a = tile.load %A, %c0, %c0 : tile<2x3xf32>
   %b = tile.load %B, %c0, %c0 : tile<3x2xf32>

@@ -6,7 +6,8 @@
 //!
 //! ```text
 //! tile.kernel @gemm(%A: tensor<?x?xbf16>, %B: tensor<?x?xbf16>, %C: tensor<?x?xbf16>,
-//!                   %M: index, %N: index, %K: index) {grid = [ceildiv(%N, 256), ceildiv(%M, 128)]} {
+//!                   %M: index, %N: index, %K: index)
+//!     {grid = [ceildiv(%N, 256), ceildiv(%M, 128)]} {
 //!   %pn = tile.program_id {dim = 0} : index
 //!   ...
 //!   %acc = tile.for %c0, %K, %c64, %zero : tile<128x256xf32> {

@@ -1,5 +1,5 @@
 //! The op table: the one list of every op of the tile dialect, with its spelling, its
-//! class and a one-line summary. Everything else (parser, printer, verifier, `--help`
+//! class, a one-line summary and the detail. Everything else (parser, printer, verifier, `--help`
 //! text, the docs) reads this table; nothing lists the ops twice.
 
 /// The class of an op, which decides its generic verification rules.
@@ -22,11 +22,11 @@ pub enum OpClass {
 }
 
 macro_rules! define_ops {
-    ($( $variant:ident = $name:literal, $class:ident, $summary:literal; )*) => {
+    ($( $variant:ident = $name:literal, $class:ident, $summary:literal, $detail:literal; )*) => {
         /// Every op of the dialect. `OpKind::name` gives its spelling.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum OpKind {
-            $( #[doc = $summary] $variant, )*
+            $( #[doc = $summary] #[doc = ""] #[doc = $detail] $variant, )*
         }
 
         impl OpKind {
@@ -48,6 +48,12 @@ macro_rules! define_ops {
                 match self { $(OpKind::$variant => $summary,)* }
             }
 
+            /// The detail after the summary: operands, attributes, results, the PTX it
+            /// becomes (empty when the summary says it all).
+            pub fn detail(self) -> &'static str {
+                match self { $(OpKind::$variant => $detail,)* }
+            }
+
             /// Look an op up by spelling.
             pub fn from_name(s: &str) -> Option<OpKind> {
                 match s { $($name => Some(OpKind::$variant),)* _ => None }
@@ -58,78 +64,199 @@ macro_rules! define_ops {
 
 define_ops! {
     // ---- structure -------------------------------------------------------------------
-    Kernel = "tile.kernel", Structure, "A GPU kernel: named arguments, a launch grid expression, one body region ending in `tile.return`.";
-    Return = "tile.return", Terminator, "Ends a kernel body.";
-    For = "tile.for", Structure, "Counted loop `for %i = lb to ub step s` with loop-carried values (operands lb, ub, step, inits...).";
-    If = "tile.if", Structure, "Two-way branch on an `i1`; both regions yield the results.";
-    While = "tile.while", Structure, "Do-while loop (MLIR `scf.while` with an empty before-region): operands are the initial carried values, the body's block arguments the carried values; the body runs at least once and ends with `tile.yield %continue: i1, %next...`; the results are the carried values yielded by the last iteration.";
-    Yield = "tile.yield", Terminator, "Ends a `tile.for`, `tile.while` or `tile.if` region, passing its values on (in `tile.while`, an `i1` 'continue' first).";
+    Kernel = "tile.kernel", Structure,
+        "A GPU kernel: named arguments, a launch grid expression, one body region ending in \
+            `tile.return`.", "";
+    Return = "tile.return", Terminator, "Ends a kernel body.", "";
+    For = "tile.for", Structure,
+        "Counted loop `for %i = lb to ub step s` with loop-carried values (operands lb, ub, step, \
+            inits...).", "";
+    If = "tile.if", Structure, "Two-way branch on an `i1`; both regions yield the results.", "";
+    While = "tile.while", Structure,
+        "Do-while loop with loop-carried values (MLIR `scf.while`, empty before-region).",
+        "Do-while loop (MLIR `scf.while` with an empty before-region): operands are the initial \
+            carried values, the body's block arguments the carried values; the body runs at least \
+            once and ends with `tile.yield %continue: i1, %next...`; the results are the \
+            carried values yielded by the last iteration.";
+    Yield = "tile.yield", Terminator,
+        "Terminates a `tile.for`, `tile.while` or `tile.if` region with its values.",
+        "Ends a `tile.for`, `tile.while` or `tile.if` region, passing its values on (in \
+            `tile.while`, an `i1` 'continue' first).";
     // ---- scalars ---------------------------------------------------------------------
-    ProgramId = "tile.program_id", Other, "The index of this program (CTA tile) along grid dimension `dim` (0, 1 or 2): PTX `%ctaid`.";
-    NumPrograms = "tile.num_programs", Other, "The number of programs along grid dimension `dim`: PTX `%nctaid`.";
-    Constant = "tile.constant", Other, "A scalar constant `{value = ...}` of the result type.";
-    Dim = "tile.dim", Other, "The runtime size (elements) of dimension `dim` of a global tensor.";
-    AddI = "tile.addi", IntBinary, "Integer addition (wrapping).";
-    SubI = "tile.subi", IntBinary, "Integer subtraction (wrapping).";
-    MulI = "tile.muli", IntBinary, "Integer multiplication (wrapping).";
-    DivI = "tile.divi", IntBinary, "Signed integer division rounding toward zero.";
-    RemI = "tile.remi", IntBinary, "Signed integer remainder.";
-    CeilDiv = "tile.ceildiv", IntBinary, "Integer division rounding up (for non-negative operands).";
-    MinI = "tile.mini", IntBinary, "Signed integer minimum.";
-    MaxI = "tile.maxi", IntBinary, "Signed integer maximum.";
-    CmpI = "tile.cmpi", Other, "Integer comparison `{predicate = \"eq\"|\"ne\"|\"slt\"|\"sle\"|\"sgt\"|\"sge\"}` giving `i1`.";
-    Select = "tile.select", Other, "`select %cond, %a, %b`: %a where %cond is true, else %b (scalars or tiles).";
+    ProgramId = "tile.program_id", Other,
+        "The index of this program (CTA tile) along grid dimension `dim` (0, 1 or 2): PTX \
+            `%ctaid`.", "";
+    NumPrograms = "tile.num_programs", Other,
+        "The number of programs along grid dimension `dim`: PTX `%nctaid`.", "";
+    Constant = "tile.constant", Other, "A scalar constant `{value = ...}` of the result type.", "";
+    Dim = "tile.dim", Other,
+        "The runtime size (elements) of dimension `dim` of a global tensor.", "";
+    AddI = "tile.addi", IntBinary, "Integer addition (wrapping).", "";
+    SubI = "tile.subi", IntBinary, "Integer subtraction (wrapping).", "";
+    MulI = "tile.muli", IntBinary, "Integer multiplication (wrapping).", "";
+    DivI = "tile.divi", IntBinary, "Signed integer division rounding toward zero.", "";
+    RemI = "tile.remi", IntBinary, "Signed integer remainder.", "";
+    CeilDiv = "tile.ceildiv", IntBinary,
+        "Integer division rounding up (for non-negative operands).", "";
+    MinI = "tile.mini", IntBinary, "Signed integer minimum.", "";
+    MaxI = "tile.maxi", IntBinary, "Signed integer maximum.", "";
+    CmpI = "tile.cmpi", Other,
+        "Integer comparison `{predicate = \"eq\"|\"ne\"|\"slt\"|\"sle\"|\"sgt\"|\"sge\"}` giving \
+            `i1`.", "";
+    Select = "tile.select", Other,
+        "`select %cond, %a, %b`: %a where %cond is true, else %b (scalars or tiles).", "";
     // ---- tiles -----------------------------------------------------------------------
-    Load = "tile.load", Other, "Load a tile from a global tensor at element offsets (one per dimension); out-of-bounds elements read as zero.";
-    Store = "tile.store", Other, "Store a tile into a global tensor at element offsets; out-of-bounds elements are dropped.";
-    AtomicAdd = "tile.atomic_add", Other, "Atomically add a tile into a global f32 tensor at element offsets (one per dimension): `atomic_add %T, %row, %col, %tile`; each element is one relaxed `red.global.add` (GPU scope), so programs may add into the same elements in any order (split-K); out-of-bounds elements are dropped.";
-    Dot = "tile.dot", Other, "Matrix product with accumulate: `dot %a, %b, %acc` = a(M×K) · b(K×N) + acc(M×N).";
-    Add = "tile.add", FloatBinary, "Elementwise addition.";
-    Sub = "tile.sub", FloatBinary, "Elementwise subtraction.";
-    Mul = "tile.mul", FloatBinary, "Elementwise multiplication.";
-    Div = "tile.div", FloatBinary, "Elementwise division.";
-    Max = "tile.max", FloatBinary, "Elementwise maximum (IEEE maxNum).";
-    Min = "tile.min", FloatBinary, "Elementwise minimum (IEEE minNum).";
-    Neg = "tile.neg", FloatUnary, "Elementwise negation.";
-    Abs = "tile.abs", FloatUnary, "Elementwise absolute value.";
-    Exp = "tile.exp", FloatUnary, "Elementwise e^x.";
-    Exp2 = "tile.exp2", FloatUnary, "Elementwise 2^x.";
-    Log = "tile.log", FloatUnary, "Elementwise natural logarithm.";
-    Sqrt = "tile.sqrt", FloatUnary, "Elementwise square root.";
-    Rsqrt = "tile.rsqrt", FloatUnary, "Elementwise 1/sqrt(x).";
-    Tanh = "tile.tanh", FloatUnary, "Elementwise hyperbolic tangent.";
-    Relu = "tile.relu", FloatUnary, "Elementwise max(x, 0).";
-    Convert = "tile.convert", Other, "Element type conversion of a tile or scalar (round to nearest even on narrowing).";
-    Transpose = "tile.transpose", Other, "Swap the two dimensions of a 2-D tile.";
-    Reshape = "tile.reshape", Other, "Reshape a tile to another shape with the same number of elements (row-major order), e.g. drop a size-1 batch dimension.";
-    Broadcast = "tile.broadcast", Other, "Broadcast a tile with size-1 dimensions (or a scalar) to the result shape.";
-    Reduce = "tile.reduce", Other, "Reduce dimension `dim` with `kind` (\"add\"|\"max\"|\"min\"); the result keeps that dimension with size 1.";
-    Splat = "tile.splat", Other, "A tile with every element equal to a scalar operand.";
-    Zeros = "tile.zeros", Other, "A tile of zeros.";
+    Load = "tile.load", Other,
+        "Loads a tile from a global tensor at element offsets; out of bounds reads zero.",
+        "Load a tile from a global tensor at element offsets (one per dimension); out-of-bounds \
+            elements read as zero.";
+    Store = "tile.store", Other,
+        "Store a tile into a global tensor at element offsets; out-of-bounds elements are \
+            dropped.", "";
+    AtomicAdd = "tile.atomic_add", Other,
+        "Atomically adds a tile into a global f32 tensor (`red.global.add.f32`).",
+        "Atomically add a tile into a global f32 tensor at element offsets (one per dimension): \
+            `atomic_add %T, %row, %col, %tile`; each element is one relaxed `red.global.add` (GPU \
+            scope), so programs may add into the same elements in any order (split-K); \
+            out-of-bounds elements are dropped.";
+    Dot = "tile.dot", Other,
+        "Matrix product with accumulate: `dot %a, %b, %acc` = a(M×K) · b(K×N) + acc(M×N).", "";
+    Add = "tile.add", FloatBinary, "Elementwise addition.", "";
+    Sub = "tile.sub", FloatBinary, "Elementwise subtraction.", "";
+    Mul = "tile.mul", FloatBinary, "Elementwise multiplication.", "";
+    Div = "tile.div", FloatBinary, "Elementwise division.", "";
+    Max = "tile.max", FloatBinary, "Elementwise maximum (IEEE maxNum).", "";
+    Min = "tile.min", FloatBinary, "Elementwise minimum (IEEE minNum).", "";
+    Neg = "tile.neg", FloatUnary, "Elementwise negation.", "";
+    Abs = "tile.abs", FloatUnary, "Elementwise absolute value.", "";
+    Exp = "tile.exp", FloatUnary, "Elementwise e^x.", "";
+    Exp2 = "tile.exp2", FloatUnary, "Elementwise 2^x.", "";
+    Log = "tile.log", FloatUnary, "Elementwise natural logarithm.", "";
+    Sqrt = "tile.sqrt", FloatUnary, "Elementwise square root.", "";
+    Rsqrt = "tile.rsqrt", FloatUnary, "Elementwise 1/sqrt(x).", "";
+    Tanh = "tile.tanh", FloatUnary, "Elementwise hyperbolic tangent.", "";
+    Relu = "tile.relu", FloatUnary, "Elementwise max(x, 0).", "";
+    Convert = "tile.convert", Other,
+        "Element type conversion of a tile or scalar (round to nearest even on narrowing).", "";
+    Transpose = "tile.transpose", Other, "Swap the two dimensions of a 2-D tile.", "";
+    Reshape = "tile.reshape", Other,
+        "Reshapes a tile to a shape with the same number of elements (row-major).",
+        "Reshape a tile to another shape with the same number of elements (row-major order), e.g. \
+            drop a size-1 batch dimension.";
+    Broadcast = "tile.broadcast", Other,
+        "Broadcast a tile with size-1 dimensions (or a scalar) to the result shape.", "";
+    Reduce = "tile.reduce", Other,
+        "Reduces dimension `dim` with `kind` (`add`, `max`, `min`), keeping it as size 1.",
+        "Reduce dimension `dim` with `kind` (\"add\"|\"max\"|\"min\"); the result keeps that \
+            dimension with size 1.";
+    Splat = "tile.splat", Other, "A tile with every element equal to a scalar operand.", "";
+    Zeros = "tile.zeros", Other, "A tile of zeros.", "";
     // ---- GPU level (produced by tile-to-gpu) -------------------------------------------
-    SmemAlloc = "tile.smem_alloc", Gpu, "Allocate a shared-memory ring `smem<stages x shape x elem>` with `{swizzle = 0|32|64|128}` (bytes); stages are 1024-byte aligned.";
-    MbarrierAlloc = "tile.mbarrier_alloc", Gpu, "Allocate `mbarrier<count>` in shared memory and initialise each with `{arrive_count = n}` (PTX `mbarrier.init.shared.b64`).";
-    WarpSpecialize = "tile.warp_specialize", Structure, "Split the CTA: region 0 runs on the producer (the first warpgroup with wgmma, the first warp otherwise; one elected thread issues copies), region 1 on `consumers` warpgroups (the epilogue included); results, if any, are what region 1 yields.";
-    MbarrierExpectTx = "tile.mbarrier_expect_tx", Gpu, "`mbarrier.arrive.expect_tx` on barrier `index` of an array for `bytes` transaction bytes (one elected producer thread).";
-    TmaLoad = "tile.tma_load", Gpu, "`cp.async.bulk.tensor` global→shared of one ring stage: operands (tensor, ring, mbarriers, stage, coords...); completes on barrier `stage` of the mbarriers.";
-    MbarrierWait = "tile.mbarrier_wait", Gpu, "Wait until barrier `index` completes the phase of parity `phase` (`mbarrier.try_wait.parity` in a loop): operands (mbarriers, index, phase).";
-    MbarrierArrive = "tile.mbarrier_arrive", Gpu, "Arrive on barrier `index` (`mbarrier.arrive`, one elected thread per consumer warpgroup): releases a stage to its producer.";
-    WgmmaFence = "tile.wgmma_fence", Gpu, "`wgmma.fence.sync.aligned`: orders register accesses before the next wgmma.";
-    Mma = "tile.mma", Gpu, "Asynchronous MMA over one ring stage: `mma %a_ring, %b_ring, %stage, %acc` (`wgmma.mma_async` chain on sm_90a; `ldmatrix` + `mma.sync` elsewhere); `%a` may be a tile in registers (wgmma's A-from-registers form).";
-    CommitGroup = "tile.commit_group", Gpu, "`wgmma.commit_group.sync.aligned`: closes the group of MMAs issued since the last commit.";
-    WaitGroup = "tile.wait_group", Gpu, "`wgmma.wait_group.sync.aligned N` with N = `pending`: returns once at most N groups are pending; takes and returns the accumulators it guards (tied).";
-    Barrier = "tile.barrier", Gpu, "CTA-wide barrier (`bar.sync 0`).";
-    CtaId = "tile.ctaid", Gpu, "The hardware CTA index along `dim` (PTX `%ctaid`), as opposed to the logical `tile.program_id` (used by persistent schedules).";
-    NumCtas = "tile.nctaid", Gpu, "The number of launched CTAs along `dim` (PTX `%nctaid`).";
-    ClusterCtaRank = "tile.cluster_ctarank", Gpu, "This CTA's rank in its cluster (PTX `%cluster_ctarank`, 0 to cluster size - 1).";
-    FenceProxyAsync = "tile.fence_proxy_async", Gpu, "`fence.proxy.async.shared::cta`: orders this thread's generic-proxy shared-memory accesses before later async-proxy ones (a response buffer read with `ld.shared` before `try_cancel` rewrites it).";
-    SmemStore = "tile.smem_store", Gpu, "Write columns [`col_offset`, `col_offset` + W) of an accumulator-shaped tile (R×N, registers in the MMA fragment layout) into slot `slot` of a staging ring `smem<S x R x W x T>` (operands: tile, ring, slot): each consumer warpgroup writes its 64 rows; the tile's element type is the ring's (16-bit: `stmatrix.sync.aligned.m8n8.x4`, 128-byte swizzle). A generic-proxy write: a `tile.fence_proxy_async` and a barrier must come before a `tile.tma_store` reads the slot.";
-    TmaStore = "tile.tma_store", Gpu, "`cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group` shared→global of one staging slot: operands (tensor, ring, slot, coords...); the slot's rows are split among the warpgroups that run it (consumer warpgroup w stores its R/consumers rows at row coordinate + w·R/consumers), each issued by the warpgroup's elected thread (its thread 0); out-of-bounds elements are clipped by TMA. Joins the thread's open bulk async-group (closed by `tile.bulk_commit_group`).";
-    BulkCommitGroup = "tile.bulk_commit_group", Gpu, "`cp.async.bulk.commit_group` by the warpgroup's elected thread: closes the bulk async-group of the `tile.tma_store`s issued since the last commit (bulk groups count separately from wgmma groups).";
-    BulkWaitGroup = "tile.bulk_wait_group", Gpu, "`cp.async.bulk.wait_group[.read] N` with N = `pending` (0 to 7) by the warpgroup's elected thread: returns once at most N bulk groups are pending; with `{read = true}` only their reads of shared memory must be complete (the staging slot may be rewritten, after a barrier), otherwise their writes too.";
-    NamedBarrier = "tile.named_barrier", Gpu, "`bar.sync id, threads` over `threads` threads (a multiple of 32); `id` 1 to 15 (0 is the CTA barrier of `tile.barrier`). Inside the consumer region of `tile.warp_specialize` with `threads = 128`, consumer warpgroup w uses barrier `id + w`, so each warpgroup synchronises alone.";
-    ClcTryCancel = "tile.clc_try_cancel", Gpu, "`clusterlaunchcontrol.try_cancel.async.shared::cta.mbarrier::complete_tx::bytes[.multicast::cluster::all].b128` (PTX ISA 8.6, sm_100; multicast sm_100a): operands (response ring `smem<S x 4 x i32>`, mbarriers, slot); asks to cancel a not-yet-launched cluster, writes the 16-byte response into slot `slot` and completes 16 transaction bytes on barrier `slot` (of every CTA of the cluster with `{multicast = true}`).";
-    ClcQuery = "tile.clc_query", Gpu, "Read slot `slot` of a try_cancel response ring with one `ld.shared.b128` (`load_bits`, default 128) and decode it: results (`i1` is_canceled, index ctaid.x, ctaid.y, ctaid.z of the canceled cluster's first CTA; the ids are 0 when not canceled) — `clusterlaunchcontrol.query_cancel.is_canceled` and a predicated `get_first_ctaid`.";
+    SmemAlloc = "tile.smem_alloc", Gpu,
+        "Allocates a shared-memory ring `smem<stages x shape x elem>`.",
+        "Allocate a shared-memory ring `smem<stages x shape x elem>` with `{swizzle = \
+            0|32|64|128}` (bytes); stages are 1024-byte aligned.";
+    MbarrierAlloc = "tile.mbarrier_alloc", Gpu,
+        "Allocates and initialises an array of mbarriers (`mbarrier.init.shared.b64`).",
+        "Allocate `mbarrier<count>` in shared memory and initialise each with `{arrive_count = n}` \
+            (PTX `mbarrier.init.shared.b64`).";
+    WarpSpecialize = "tile.warp_specialize", Structure,
+        "Splits the CTA into a producer region and a consumer region.",
+        "Split the CTA: region 0 runs on the producer (the first warpgroup with wgmma, the first \
+            warp otherwise; one elected thread issues copies), region 1 on `consumers` warpgroups \
+            (the epilogue included); results, if any, are what region 1 yields.";
+    MbarrierExpectTx = "tile.mbarrier_expect_tx", Gpu,
+        "Arrives on a barrier expecting `bytes` transaction bytes (`expect_tx`).",
+        "`mbarrier.arrive.expect_tx` on barrier `index` of an array for `bytes` transaction bytes \
+            (one elected producer thread).";
+    TmaLoad = "tile.tma_load", Gpu,
+        "Copies one ring stage global→shared with `cp.async.bulk.tensor` (TMA).",
+        "`cp.async.bulk.tensor` global→shared of one ring stage: operands (tensor, ring, \
+            mbarriers, stage, coords...); completes on barrier `stage` of the mbarriers.";
+    MbarrierWait = "tile.mbarrier_wait", Gpu,
+        "Waits for a barrier phase of parity `phase` (`mbarrier.try_wait.parity`).",
+        "Wait until barrier `index` completes the phase of parity `phase` \
+            (`mbarrier.try_wait.parity` in a loop): operands (mbarriers, index, phase).";
+    MbarrierArrive = "tile.mbarrier_arrive", Gpu,
+        "Arrives on a barrier (`mbarrier.arrive`), releasing a stage to its producer.",
+        "Arrive on barrier `index` (`mbarrier.arrive`, one elected thread per consumer warpgroup): \
+            releases a stage to its producer.";
+    WgmmaFence = "tile.wgmma_fence", Gpu,
+        "`wgmma.fence.sync.aligned`: orders register accesses before the next wgmma.", "";
+    Mma = "tile.mma", Gpu,
+        "Asynchronous MMA over one ring stage (`wgmma.mma_async`, or `mma.sync`).",
+        "Asynchronous MMA over one ring stage: `mma %a_ring, %b_ring, %stage, %acc` \
+            (`wgmma.mma_async` chain on sm_90a; `ldmatrix` + `mma.sync` elsewhere); `%a` may be a \
+            tile in registers (wgmma's A-from-registers form).";
+    CommitGroup = "tile.commit_group", Gpu,
+        "`wgmma.commit_group.sync.aligned`: closes the group of MMAs issued since the last \
+            commit.", "";
+    WaitGroup = "tile.wait_group", Gpu,
+        "Waits until at most `pending` MMA groups are pending (`wgmma.wait_group`).",
+        "`wgmma.wait_group.sync.aligned N` with N = `pending`: returns once at most N groups are \
+            pending; takes and returns the accumulators it guards (tied).";
+    Barrier = "tile.barrier", Gpu, "CTA-wide barrier (`bar.sync 0`).", "";
+    CtaId = "tile.ctaid", Gpu,
+        "The hardware CTA index along `dim` (PTX `%ctaid`).",
+        "The hardware CTA index along `dim` (PTX `%ctaid`), as opposed to the logical \
+            `tile.program_id` (used by persistent schedules).";
+    NumCtas = "tile.nctaid", Gpu, "The number of launched CTAs along `dim` (PTX `%nctaid`).", "";
+    ClusterCtaRank = "tile.cluster_ctarank", Gpu,
+        "This CTA's rank in its cluster (PTX `%cluster_ctarank`, 0 to cluster size - 1).", "";
+    FenceProxyAsync = "tile.fence_proxy_async", Gpu,
+        "Orders generic-proxy before async-proxy shared accesses (`fence.proxy.async`).",
+        "`fence.proxy.async.shared::cta`: orders this thread's generic-proxy shared-memory \
+            accesses before later async-proxy ones (a response buffer read with `ld.shared` before \
+            `try_cancel` rewrites it).";
+    SmemStore = "tile.smem_store", Gpu,
+        "Writes accumulator columns into a staging slot with `stmatrix`.",
+        "Write columns [`col_offset`, `col_offset` + W) of an accumulator-shaped tile (R×N, \
+            registers in the MMA fragment layout) into slot `slot` of a staging ring `smem<S x R x \
+            W x T>` (operands: tile, ring, slot): each consumer warpgroup writes its 64 rows; \
+            the tile's element type is the ring's (16-bit: \
+            `stmatrix.sync.aligned.m8n8.x4`, 128-byte swizzle). A generic-proxy write: \
+            a `tile.fence_proxy_async` and a barrier must come before a \
+            `tile.tma_store` reads the slot.";
+    TmaStore = "tile.tma_store", Gpu,
+        "Copies one staging slot shared→global with `cp.async.bulk.tensor` (TMA).",
+        "`cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group` shared→global of one staging \
+            slot: operands (tensor, ring, slot, coords...); the slot's rows are split among the \
+            warpgroups that run it (consumer warpgroup w stores its R/consumers rows at row \
+            coordinate + w·R/consumers), each issued by the warpgroup's elected thread \
+            (its thread 0); out-of-bounds elements are clipped by TMA. Joins the \
+            thread's open bulk async-group (closed by `tile.bulk_commit_group`).";
+    BulkCommitGroup = "tile.bulk_commit_group", Gpu,
+        "Closes the bulk async-group of the TMA stores issued since the last commit.",
+        "`cp.async.bulk.commit_group` by the warpgroup's elected thread: closes the bulk \
+            async-group of the `tile.tma_store`s issued since the last commit (bulk groups count \
+            separately from wgmma groups).";
+    BulkWaitGroup = "tile.bulk_wait_group", Gpu,
+        "Waits until at most `pending` bulk groups are pending (`cp.async.bulk.wait_group`).",
+        "`cp.async.bulk.wait_group[.read] N` with N = `pending` (0 to 7) by the warpgroup's \
+            elected thread: returns once at most N bulk groups are pending; with `{read = true}` \
+            only their reads of shared memory must be complete (the staging slot may be \
+            rewritten, after a barrier), otherwise their writes too.";
+    NamedBarrier = "tile.named_barrier", Gpu,
+        "Named barrier over `threads` threads (`bar.sync id, threads`).",
+        "`bar.sync id, threads` over `threads` threads (a multiple of 32); `id` 1 to 15 (0 is the \
+            CTA barrier of `tile.barrier`). Inside the consumer region of `tile.warp_specialize` \
+            with `threads = 128`, consumer warpgroup w uses barrier `id + w`, so each \
+            warpgroup synchronises alone.";
+    ClcTryCancel = "tile.clc_try_cancel", Gpu,
+        "Asks to cancel a not-yet-launched cluster (`clusterlaunchcontrol.try_cancel`).",
+        "`clusterlaunchcontrol.try_cancel.async.shared::cta.mbarrier::complete_tx::\
+            bytes[.multicast::cluster::all].b128` (PTX ISA 8.6, sm_100; multicast sm_100a): \
+            operands (response ring `smem<S x 4 x i32>`, mbarriers, slot); asks to cancel a \
+            not-yet-launched cluster, writes the 16-byte response into slot `slot` and \
+            completes 16 transaction bytes on barrier `slot` (of every CTA of the \
+            cluster with `{multicast = true}`).";
+    ClcQuery = "tile.clc_query", Gpu,
+        "Reads and decodes a try_cancel response (`clusterlaunchcontrol.query_cancel`).",
+        "Read slot `slot` of a try_cancel response ring with one `ld.shared.b128` (`load_bits`, \
+            default 128) and decode it: results (`i1` is_canceled, index ctaid.x, ctaid.y, ctaid.z \
+            of the canceled cluster's first CTA; the ids are 0 when not canceled) — \
+            `clusterlaunchcontrol.query_cancel.is_canceled` and a predicated \
+            `get_first_ctaid`.";
 }
 
 impl OpKind {

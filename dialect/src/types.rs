@@ -1,13 +1,13 @@
 //! Types of the tile IR.
 //!
-//! | text | meaning |
-//! | --- | --- |
-//! | `i1`, `i32`, `i64`, `index` | integers; `index` is 64-bit in the kernel ABI |
-//! | `f16`, `bf16`, `f32` | IEEE half, bfloat16, single |
-//! | `tile<128x64xbf16>` | a value tile: static shape (elements, outermost first) and element type, held by the CTA |
-//! | `tensor<?x?xbf16>` | a global-memory tensor argument: rank and element type; sizes and strides are runtime values |
-//! | `smem<4x128x64xbf16>` | (GPU level) a shared-memory ring: stages × tile shape |
-//! | `mbarrier<4>` | (GPU level) an array of `mbarrier` objects in shared memory, 8 bytes each |
+//! - `i1`, `i32`, `i64`, `index`: integers; `index` is 64-bit in the kernel ABI
+//! - `f16`, `bf16`, `f32`: IEEE half, bfloat16, single
+//! - `tile<128x64xbf16>`: a value tile: static shape (elements, outermost first) and element type,
+//!   held by the CTA
+//! - `tensor<?x?xbf16>`: a global-memory tensor argument: rank and element type; sizes and strides
+//!   are runtime values
+//! - `smem<4x128x64xbf16>`: (GPU level) a shared-memory ring: stages × tile shape
+//! - `mbarrier<4>`: (GPU level) an array of `mbarrier` objects in shared memory, 8 bytes each
 
 use std::fmt;
 

@@ -297,7 +297,15 @@ impl Verifier<'_> {
         match op.attr("role") {
             None => {}
             Some(Attribute::Str(r)) if r == "scheduler" || r == "all" => {}
-            Some(a) => self.error(op, format!("'{}' attribute 'role' must be \"scheduler\" (the CTA's scheduler thread alone) or \"all\" (every thread), found {a}", op.kind.name())),
+            Some(a) => self.error(
+                op,
+                format!(
+                    "'{}' attribute 'role' must be \"scheduler\" (the \
+                        CTA's scheduler thread alone) or \"all\" (every thread), found \
+                        {a}",
+                    op.kind.name()
+                ),
+            ),
         }
         self.check_op(op, parent);
         // Regions.
@@ -463,7 +471,14 @@ impl Verifier<'_> {
             OpClass::IntBinary => {
                 if self.count(op, 2, 1) {
                     if !ots[0].is_int_scalar() || ots[0] != ots[1] || rts[0] != ots[0] {
-                        self.error(op, format!("'{name}' expects two operands and a result of one integer type, found {}, {} -> {}", ots[0], ots[1], rts[0]));
+                        self.error(
+                            op,
+                            format!(
+                                "'{name}' expects two operands and a result of one \
+                                    integer type, found {}, {} -> {}",
+                                ots[0], ots[1], rts[0]
+                            ),
+                        );
                     }
                 }
                 return;
@@ -471,7 +486,14 @@ impl Verifier<'_> {
             OpClass::FloatBinary => {
                 if self.count(op, 2, 1) {
                     if ots[0] != ots[1] {
-                        self.error(op, format!("'{name}' operand types differ: {} and {} (broadcast explicitly with 'tile.broadcast')", ots[0], ots[1]));
+                        self.error(
+                            op,
+                            format!(
+                                "'{name}' operand types differ: {} and {} \
+                                    (broadcast explicitly with 'tile.broadcast')",
+                                ots[0], ots[1]
+                            ),
+                        );
                     } else if !is_float_like(&ots[0]) {
                         self.error(
                             op,
@@ -565,13 +587,36 @@ impl Verifier<'_> {
                                 _ => (i64::MIN, i64::MAX),
                             };
                             if !(lo..=hi).contains(i) {
-                                self.error(op, format!("'tile.constant' value {i} does not fit in {s}"));
+                                self.error(
+                                    op,
+                                    format!(
+                                        "'tile.constant' value {i} does not fit in \
+                                            {s}"
+                                    ),
+                                );
                             }
                         }
-                        (Type::Scalar(s), Some(Attribute::Int(_) | Attribute::Float(_))) if s.is_float() => {}
-                        (Type::Scalar(s), Some(a)) => self.error(op, format!("'tile.constant' value {a} is not a valid {s}")),
-                        (Type::Scalar(_), None) => self.error(op, "'tile.constant' requires attribute 'value'"),
-                        (t, _) => self.error(op, format!("'tile.constant' result must be a scalar, found {t} (use 'tile.splat' for tiles)")),
+                        (Type::Scalar(s), Some(Attribute::Int(_) | Attribute::Float(_)))
+                            if s.is_float() => {}
+                        (Type::Scalar(s), Some(a)) => self.error(
+                            op,
+                            format!(
+                                "'tile.constant' \
+                                    value {a} is not a valid {s}"
+                            ),
+                        ),
+                        (Type::Scalar(_), None) => self.error(
+                            op,
+                            "'tile.constant' requires \
+                                attribute 'value'",
+                        ),
+                        (t, _) => self.error(
+                            op,
+                            format!(
+                                "'tile.constant' result must be a scalar, \
+                                    found {t} (use 'tile.splat' for tiles)"
+                            ),
+                        ),
                     }
                 }
             }
@@ -589,7 +634,14 @@ impl Verifier<'_> {
             OpKind::CmpI => {
                 if self.count(op, 2, 1) {
                     if !ots[0].is_int_scalar() || ots[0] != ots[1] {
-                        self.error(op, format!("'tile.cmpi' expects two operands of one integer type, found {} and {}", ots[0], ots[1]));
+                        self.error(
+                            op,
+                            format!(
+                                "'tile.cmpi' expects two operands of one integer \
+                                    type, found {} and {}",
+                                ots[0], ots[1]
+                            ),
+                        );
                     }
                     self.result_must_be(op, &Type::I1);
                 }
@@ -604,7 +656,14 @@ impl Verifier<'_> {
                         );
                     }
                     if ots[1] != ots[2] || rts[0] != ots[1] {
-                        self.error(op, format!("'tile.select' expects both values and the result of one type, found {}, {} -> {}", ots[1], ots[2], rts[0]));
+                        self.error(
+                            op,
+                            format!(
+                                "'tile.select' expects both values and the result \
+                                    of one type, found {}, {} -> {}",
+                                ots[1], ots[2], rts[0]
+                            ),
+                        );
                     }
                 }
             }
@@ -614,7 +673,13 @@ impl Verifier<'_> {
                 self.check_load_store(op, &ots, &rts, false);
                 if let Some(Type::Tensor { elem, .. }) = ots.first() {
                     if *elem != ScalarType::F32 {
-                        self.error(op, format!("'tile.atomic_add' adds into an f32 tensor (red.global.add.f32), found a tensor of {elem}"));
+                        self.error(
+                            op,
+                            format!(
+                                "'tile.atomic_add' adds into an f32 tensor \
+                                    (red.global.add.f32), found a tensor of {elem}"
+                            ),
+                        );
                     }
                 }
             }
@@ -627,7 +692,14 @@ impl Verifier<'_> {
                         _ => false,
                     };
                     if !same_shape {
-                        self.error(op, format!("'tile.convert' changes only the element type: {} -> {} changes the shape or kind", ots[0], rts[0]));
+                        self.error(
+                            op,
+                            format!(
+                                "'tile.convert' changes only the element type: {} \
+                                    -> {} changes the shape or kind",
+                                ots[0], rts[0]
+                            ),
+                        );
                     }
                 }
             }
@@ -658,8 +730,16 @@ impl Verifier<'_> {
                 if self.count(op, 1, 1) {
                     match (&ots[0], &rts[0]) {
                         (Type::Tile { shape: a, elem: e1 }, Type::Tile { shape: b, elem: e2 })
-                            if e1 == e2 && a.iter().product::<u64>() == b.iter().product::<u64>() => {}
-                        _ => self.error(op, format!("'tile.reshape' must keep the element type and the number of elements: {} -> {}", ots[0], rts[0])),
+                            if e1 == e2
+                                && a.iter().product::<u64>() == b.iter().product::<u64>() => {}
+                        _ => self.error(
+                            op,
+                            format!(
+                                "'tile.reshape' must keep the element type and \
+                                    the number of elements: {} -> {}",
+                                ots[0], rts[0]
+                            ),
+                        ),
                     }
                 }
             }
@@ -667,8 +747,19 @@ impl Verifier<'_> {
                 if self.count(op, 1, 1) {
                     match (&ots[0], &rts[0]) {
                         (Type::Scalar(s), Type::Tile { elem, .. }) if s == elem => {}
-                        (Type::Tile { shape: a, elem: e1 }, Type::Tile { shape: b, elem: e2 }) if e1 == e2 && a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y || *x == 1) => {}
-                        _ => self.error(op, format!("'tile.broadcast' cannot broadcast {} to {}: each dimension must be 1 or equal, element types equal", ots[0], rts[0])),
+                        (Type::Tile { shape: a, elem: e1 }, Type::Tile { shape: b, elem: e2 })
+                            if e1 == e2
+                                && a.len() == b.len()
+                                && a.iter().zip(b).all(|(x, y)| x == y || *x == 1) => {}
+                        _ => self.error(
+                            op,
+                            format!(
+                                "'tile.broadcast' cannot broadcast {} to {}: \
+                                    each dimension must be 1 or equal, element types \
+                                    equal",
+                                ots[0], rts[0]
+                            ),
+                        ),
                     }
                 }
             }
@@ -696,7 +787,14 @@ impl Verifier<'_> {
                 if self.count(op, 1, 1) {
                     match (&ots[0], &rts[0]) {
                         (Type::Scalar(s), Type::Tile { elem, .. }) if s == elem => {}
-                        _ => self.error(op, format!("'tile.splat' expects a scalar and a tile of that element type, found {} -> {}", ots[0], rts[0])),
+                        _ => self.error(
+                            op,
+                            format!(
+                                "'tile.splat' expects a scalar and a tile of \
+                                    that element type, found {} -> {}",
+                                ots[0], rts[0]
+                            ),
+                        ),
                     }
                 }
             }
@@ -711,13 +809,29 @@ impl Verifier<'_> {
             OpKind::For => self.check_for(op, &ots, &rts),
             OpKind::While => {
                 if ots != rts {
-                    self.error(op, format!("'tile.while' results ({}) must have the types of its initial values ({})", list(&rts), list(&ots)));
+                    self.error(
+                        op,
+                        format!(
+                            "'tile.while' results ({}) must have the types of its \
+                                initial values ({})",
+                            list(&rts),
+                            list(&ots)
+                        ),
+                    );
                 }
                 if let Some(b) = op.regions.first() {
                     let args: Vec<Type> =
                         b.args.iter().filter_map(|&v| self.ty(v).cloned()).collect();
                     if args != ots {
-                        self.error(op, format!("'tile.while' body arguments must be the carried values ({}), found ({})", list(&ots), list(&args)));
+                        self.error(
+                            op,
+                            format!(
+                                "'tile.while' body arguments must be the carried \
+                                    values ({}), found ({})",
+                                list(&ots),
+                                list(&args)
+                            ),
+                        );
                     }
                 }
             }
@@ -776,15 +890,33 @@ impl Verifier<'_> {
                         Attribute::Int(i) if *i >= 1 => continue,
                         Attribute::Expr(e) => e,
                         other => {
-                            self.error(op, format!("grid dimension {i} is {other}; it must be a positive integer or an expression like ceildiv(%N, 128)"));
+                            self.error(
+                                op,
+                                format!(
+                                    "grid dimension {i} is {other}; it must be a \
+                                        positive integer or an expression like ceildiv(%N, 128)"
+                                ),
+                            );
                             continue;
                         }
                     };
                     for n in e.args() {
                         match names.get(n) {
                             Some(Some(t)) if t.is_int_scalar() => {}
-                            Some(Some(t)) => self.error(op, format!("grid expression {e} reads '%{n}' of type {t}; it must be an integer")),
-                            _ => self.error(op, format!("grid expression {e} reads '%{n}', which is not an argument of the kernel")),
+                            Some(Some(t)) => self.error(
+                                op,
+                                format!(
+                                    "grid expression {e} reads \
+                                        '%{n}' of type {t}; it must be an integer"
+                                ),
+                            ),
+                            _ => self.error(
+                                op,
+                                format!(
+                                    "grid expression {e} reads '%{n}', which \
+                                        is not an argument of the kernel"
+                                ),
+                            ),
                         }
                     }
                     check_expr_divisors(self, op, e);
@@ -804,8 +936,17 @@ impl Verifier<'_> {
                 .as_array()
                 .map(|a| a.iter().filter_map(Attribute::as_int).collect());
             match dims {
-                Some(d) if d.len() == 3 && d.iter().all(|&x| (1..=16).contains(&x)) && d.iter().product::<i64>() <= 16 => {}
-                _ => self.error(op, format!("kernel attribute 'cluster' must be three positive CTA counts, at most 16 in all (e.g. [2, 1, 1]), found {c}")),
+                Some(d)
+                    if d.len() == 3
+                        && d.iter().all(|&x| (1..=16).contains(&x))
+                        && d.iter().product::<i64>() <= 16 => {}
+                _ => self.error(
+                    op,
+                    format!(
+                        "kernel attribute 'cluster' must be three positive CTA \
+                            counts, at most 16 in all (e.g. [2, 1, 1]), found {c}"
+                    ),
+                ),
             }
         }
         let grid_rank = op
@@ -844,7 +985,20 @@ impl Verifier<'_> {
         let r = *rank as usize;
         let want_operands = 1 + r + usize::from(!is_load);
         if ots.len() != want_operands {
-            self.error(op, format!("'{name}' of a rank-{r} tensor expects {want_operands} operands (tensor, {r} offset(s){}), found {}", if is_load { "" } else { ", value" }, ots.len()));
+            self.error(
+                op,
+                format!(
+                    "'{name}' of a rank-{r} tensor expects {want_operands} operands \
+                        (tensor, {r} offset(s){}), found {}",
+                    if is_load {
+                        ""
+                    } else {
+                        ", \
+                            value"
+                    },
+                    ots.len()
+                ),
+            );
             return;
         }
         for t in &ots[1..=r] {
@@ -866,7 +1020,13 @@ impl Verifier<'_> {
         };
         match tile {
             Type::Tile { shape, elem: e } if shape.len() == r && e == elem => {}
-            t => self.error(op, format!("'{name}' tile must have the tensor's rank ({r}) and element type ({elem}), found {t}")),
+            t => self.error(
+                op,
+                format!(
+                    "'{name}' tile must have the tensor's rank ({r}) and \
+                        element type ({elem}), found {t}"
+                ),
+            ),
         }
     }
 
@@ -933,7 +1093,15 @@ impl Verifier<'_> {
                 _ => false,
             };
             if !ok {
-                self.error(op, format!("'tile.dot' does not support {ea} inputs with a {ec} accumulator; supported: f16 x f16 + f16|f32, bf16 x bf16 + f32, f32 x f32 + f32"));
+                self.error(
+                    op,
+                    format!(
+                        "'tile.dot' does not support {ea} inputs with a {ec} \
+                            accumulator; supported: f16 x f16 + f16|f32, bf16 x bf16 + f32, f32 x \
+                            f32 + \
+                            f32"
+                    ),
+                );
             }
         }
         if rts[0] != ots[2] {
@@ -982,7 +1150,15 @@ impl Verifier<'_> {
             let mut want = vec![Type::INDEX];
             want.extend_from_slice(inits);
             if args != want {
-                self.error(op, format!("'tile.for' body arguments must be ({}) — the induction variable and the carried values — found ({})", list(&want), list(&args)));
+                self.error(
+                    op,
+                    format!(
+                        "'tile.for' body arguments must be ({}) — the induction \
+                            variable and the carried values — found ({})",
+                        list(&want),
+                        list(&args)
+                    ),
+                );
             }
         }
     }
@@ -1070,10 +1246,23 @@ impl Verifier<'_> {
                     && want_bar(&ots[2])
                     && ots[3..].iter().all(|t| *t == Type::INDEX);
                 if !ok || !rts.is_empty() {
-                    self.error(op, format!("'{name}' expects (tensor, smem ring, mbarriers, stage: index, coords: index...) and no results"));
+                    self.error(
+                        op,
+                        format!(
+                            "'{name}' expects (tensor, smem ring, mbarriers, stage: \
+                                index, coords: index...) and no results"
+                        ),
+                    );
                 } else if let Type::Tensor { rank, .. } = &ots[0] {
                     if ots.len() != 4 + *rank as usize {
-                        self.error(op, format!("'{name}' of a rank-{rank} tensor takes {rank} coordinate(s), found {}", ots.len() - 4));
+                        self.error(
+                            op,
+                            format!(
+                                "'{name}' of a rank-{rank} tensor takes {rank} \
+                                    coordinate(s), found {}",
+                                ots.len() - 4
+                            ),
+                        );
                     }
                 }
             }
@@ -1091,10 +1280,34 @@ impl Verifier<'_> {
                 if let Some(a) = op.attr("cta") {
                     let size = self.cluster_size;
                     match a {
-                        Attribute::Int(r) if op.kind == OpKind::MbarrierArrive && (0..size).contains(r) && size > 1 => {}
-                        _ if op.kind == OpKind::MbarrierWait => self.error(op, format!("'{name}' waits on this CTA's barriers only; it takes no 'cta' attribute")),
-                        _ if size == 1 => self.error(op, format!("'{name}' with 'cta' = {a} arrives on a peer CTA's barrier, but the kernel has no 'cluster' of more than one CTA")),
-                        _ => self.error(op, format!("'{name}' attribute 'cta' must be a CTA rank in the cluster, 0 to {}, found {a}", size - 1)),
+                        Attribute::Int(r)
+                            if op.kind == OpKind::MbarrierArrive
+                                && (0..size).contains(r)
+                                && size > 1 => {}
+                        _ if op.kind == OpKind::MbarrierWait => self.error(
+                            op,
+                            format!(
+                                "'{name}' \
+                                    waits on this CTA's barriers only; it takes no 'cta' attribute"
+                            ),
+                        ),
+                        _ if size == 1 => self.error(
+                            op,
+                            format!(
+                                "'{name}' with 'cta' = {a} \
+                                    arrives on a peer CTA's barrier, but the kernel has no \
+                                    'cluster' of \
+                                    more than one CTA"
+                            ),
+                        ),
+                        _ => self.error(
+                            op,
+                            format!(
+                                "'{name}' attribute 'cta' must be a CTA rank \
+                                    in the cluster, 0 to {}, found {a}",
+                                size - 1
+                            ),
+                        ),
                     }
                 }
                 let n = if op.kind == OpKind::MbarrierWait {
@@ -1131,7 +1344,10 @@ impl Verifier<'_> {
             }
             OpKind::ClcTryCancel | OpKind::ClcQuery => {
                 let is_query = op.kind == OpKind::ClcQuery;
-                let response = |t: &Type| matches!(t, Type::Smem { shape, elem: ScalarType::I32, .. } if shape.as_slice() == [4]);
+                let response = |t: &Type| {
+                    matches!(t, Type::Smem { shape, elem: ScalarType::I32, .. }
+                        if shape.as_slice() == [4])
+                };
                 let ok = if is_query {
                     ots.len() == 2 && response(&ots[0]) && ots[1] == Type::INDEX
                 } else {
@@ -1154,19 +1370,44 @@ impl Verifier<'_> {
                 match op.attr("multicast") {
                     None | Some(Attribute::Bool(_)) if !is_query => {}
                     None if is_query => {}
-                    Some(a) if is_query => self.error(op, format!("'{name}' takes no 'multicast' attribute (found {a}); the request decides")),
-                    Some(a) => self.error(op, format!("'{name}' attribute 'multicast' must be true or false, found {a}")),
+                    Some(a) if is_query => self.error(
+                        op,
+                        format!(
+                            "'{name}' takes no 'multicast' \
+                                attribute (found {a}); the request decides"
+                        ),
+                    ),
+                    Some(a) => self.error(
+                        op,
+                        format!(
+                            "'{name}' attribute 'multicast' must be true \
+                                or false, found {a}"
+                        ),
+                    ),
                     _ => {}
                 }
                 if op.attr("multicast").and_then(Attribute::as_bool) == Some(true)
                     && self.cluster_size == 1
                 {
-                    self.error(op, format!("'{name}' with multicast = true needs a kernel 'cluster' of more than one CTA"));
+                    self.error(
+                        op,
+                        format!(
+                            "'{name}' with multicast = true needs a kernel \
+                                'cluster' of more than one CTA"
+                        ),
+                    );
                 }
                 if is_query {
                     let want = [Type::I1, Type::INDEX, Type::INDEX, Type::INDEX];
                     if rts != want {
-                        self.error(op, format!("'{name}' results must be (i1, index, index, index): is_canceled and the first ctaid, found ({})", list(rts)));
+                        self.error(
+                            op,
+                            format!(
+                                "'{name}' results must be (i1, index, index, \
+                                    index): is_canceled and the first ctaid, found ({})",
+                                list(rts)
+                            ),
+                        );
                     }
                     if op.attr("load_bits").is_some() {
                         if let Some(b) = self.int_attr_in(op, "load_bits", 32, 128) {
@@ -1183,11 +1424,25 @@ impl Verifier<'_> {
                 }
                 if let Some(t) = self.target {
                     if !t.has_try_cancel() {
-                        self.error(op, format!("'{name}' (clusterlaunchcontrol, PTX ISA 8.6) is not available on {t}; targets that have it: sm_100, sm_100a"));
+                        self.error(
+                            op,
+                            format!(
+                                "'{name}' (clusterlaunchcontrol, PTX ISA 8.6) is \
+                                    not available on {t}; targets that have it: sm_100, sm_100a"
+                            ),
+                        );
                     } else if op.attr("multicast").and_then(Attribute::as_bool) == Some(true)
                         && !t.has_try_cancel_multicast()
                     {
-                        self.error(op, format!("'{name}' with multicast = true (.multicast::cluster::all) is not available on {t}; targets that have it: sm_100a"));
+                        self.error(
+                            op,
+                            format!(
+                                "'{name}' with multicast = true \
+                                    (.multicast::cluster::all) is not available on {t}; targets \
+                                    that have \
+                                    it: sm_100a"
+                            ),
+                        );
                     }
                 }
             }
@@ -1195,12 +1450,36 @@ impl Verifier<'_> {
                 // tile, ring, slot
                 if self.count(op, 3, 0) {
                     match (&ots[0], &ots[1]) {
-                        (Type::Tile { shape: ts, elem: te }, Type::Smem { shape: rs, elem: re, .. }) if ts.len() == 2 && rs.len() == 2 && ots[2] == Type::INDEX => {
+                        (
+                            Type::Tile {
+                                shape: ts,
+                                elem: te,
+                            },
+                            Type::Smem {
+                                shape: rs,
+                                elem: re,
+                                ..
+                            },
+                        ) if ts.len() == 2 && rs.len() == 2 && ots[2] == Type::INDEX => {
                             if te != re {
-                                self.error(op, format!("'{name}' stores a {te} tile into a {re} ring; convert the tile first (the element types must match)"));
+                                self.error(
+                                    op,
+                                    format!(
+                                        "'{name}' stores a {te} tile into a {re} \
+                                            ring; convert the tile first (the element types must \
+                                            match)"
+                                    ),
+                                );
                             }
                             if ts[0] != rs[0] {
-                                self.error(op, format!("'{name}': the tile has {} rows but a ring slot has {}", ts[0], rs[0]));
+                                self.error(
+                                    op,
+                                    format!(
+                                        "'{name}': the tile has {} rows but a ring \
+                                            slot has {}",
+                                        ts[0], rs[0]
+                                    ),
+                                );
                             }
                             let c = match op.attr("col_offset") {
                                 None => Some(0),
@@ -1208,13 +1487,36 @@ impl Verifier<'_> {
                             };
                             if let Some(c) = c {
                                 if c % 8 != 0 {
-                                    self.error(op, format!("'{name}' col_offset must be a multiple of 8 (one 8x8 fragment matrix), found {c}"));
+                                    self.error(
+                                        op,
+                                        format!(
+                                            "'{name}' col_offset must be a multiple \
+                                                of 8 (one 8x8 fragment matrix), found {c}"
+                                        ),
+                                    );
                                 } else if c as u64 + rs[1] > ts[1] {
-                                    self.error(op, format!("'{name}': columns {c} to {} of the slot's {} columns lie outside the {}-column tile", c as u64 + rs[1] - 1, rs[1], ts[1]));
+                                    self.error(
+                                        op,
+                                        format!(
+                                            "'{name}': columns {c} to {} of the \
+                                                slot's {} columns lie outside the {}-column \
+                                                tile",
+                                            c as u64 + rs[1] - 1,
+                                            rs[1],
+                                            ts[1]
+                                        ),
+                                    );
                                 }
                             }
                         }
-                        _ => self.error(op, format!("'{name}' expects (tile: 2-D tile, ring: 2-D smem ring, slot: index), found ({})", list(ots))),
+                        _ => self.error(
+                            op,
+                            format!(
+                                "'{name}' expects (tile: 2-D tile, ring: 2-D \
+                                    smem ring, slot: index), found ({})",
+                                list(ots)
+                            ),
+                        ),
                     }
                 }
             }
@@ -1225,7 +1527,13 @@ impl Verifier<'_> {
                     && want_smem(&ots[1])
                     && ots[2..].iter().all(|t| *t == Type::INDEX);
                 if !ok || !rts.is_empty() {
-                    self.error(op, format!("'{name}' expects (tensor, smem ring, slot: index, coords: index...) and no results"));
+                    self.error(
+                        op,
+                        format!(
+                            "'{name}' expects (tensor, smem ring, slot: index, \
+                                coords: index...) and no results"
+                        ),
+                    );
                 } else if let (
                     Type::Tensor { rank, elem },
                     Type::Smem {
@@ -1234,13 +1542,33 @@ impl Verifier<'_> {
                 ) = (&ots[0], &ots[1])
                 {
                     if ots.len() != 3 + *rank as usize {
-                        self.error(op, format!("'{name}' of a rank-{rank} tensor takes {rank} coordinate(s), found {}", ots.len() - 3));
+                        self.error(
+                            op,
+                            format!(
+                                "'{name}' of a rank-{rank} tensor takes {rank} \
+                                    coordinate(s), found {}",
+                                ots.len() - 3
+                            ),
+                        );
                     }
                     if shape.len() != *rank as usize {
-                        self.error(op, format!("'{name}': a slot of rank {} cannot be stored into a rank-{rank} tensor", shape.len()));
+                        self.error(
+                            op,
+                            format!(
+                                "'{name}': a slot of rank {} cannot be stored into \
+                                    a rank-{rank} tensor",
+                                shape.len()
+                            ),
+                        );
                     }
                     if elem != re {
-                        self.error(op, format!("'{name}' copies a {re} ring into a {elem} tensor; the element types must match"));
+                        self.error(
+                            op,
+                            format!(
+                                "'{name}' copies a {re} ring into a {elem} tensor; \
+                                    the element types must match"
+                            ),
+                        );
                     }
                 }
             }
@@ -1265,12 +1593,24 @@ impl Verifier<'_> {
             OpKind::NamedBarrier => {
                 self.count(op, 0, 0);
                 if op.attr("id").is_none() || op.attr("threads").is_none() {
-                    self.error(op, format!("'{name}' needs attributes 'id' (1 to 15) and 'threads' (a multiple of 32)"));
+                    self.error(
+                        op,
+                        format!(
+                            "'{name}' needs attributes 'id' (1 to 15) and 'threads' \
+                                (a multiple of 32)"
+                        ),
+                    );
                 } else {
                     self.int_attr_in(op, "id", 1, 15);
                     if let Some(t) = self.int_attr_in(op, "threads", 32, 1024) {
                         if t % 32 != 0 {
-                            self.error(op, format!("'{name}' threads must be a multiple of 32 (whole warps), found {t}"));
+                            self.error(
+                                op,
+                                format!(
+                                    "'{name}' threads must be a multiple of 32 \
+                                        (whole warps), found {t}"
+                                ),
+                            );
                         }
                     }
                 }
@@ -1287,19 +1627,39 @@ impl Verifier<'_> {
                         && matches!(ots[3], Type::Tile { .. })
                         && rts[0] == ots[3];
                     if !ok {
-                        self.error(op, format!("'{name}' expects (a ring or A-fragment tile, b ring, stage: index, acc: tile) -> acc type"));
+                        self.error(
+                            op,
+                            format!(
+                                "'{name}' expects (a ring or A-fragment tile, b \
+                                    ring, stage: index, acc: tile) -> acc type"
+                            ),
+                        );
                     }
                 }
                 if let (Some(t), Some("wgmma")) = (self.target, op.str_attr("kind")) {
                     if !t.has_wgmma() {
-                        self.error(op, format!("'{name}' with kind = \"wgmma\" (wgmma.mma_async) is not available on {t}; targets that have it: sm_90a"));
+                        self.error(
+                            op,
+                            format!(
+                                "'{name}' with kind = \"wgmma\" (wgmma.mma_async) \
+                                    is not available on {t}; targets that have it: sm_90a"
+                            ),
+                        );
                     }
                 }
             }
             OpKind::WaitGroup => {
                 self.int_attr_in(op, "pending", 0, 7);
                 if ots != rts {
-                    self.error(op, format!("'{name}' returns the accumulators it guards: result types ({}) must equal operand types ({})", list(rts), list(ots)));
+                    self.error(
+                        op,
+                        format!(
+                            "'{name}' returns the accumulators it guards: result \
+                                types ({}) must equal operand types ({})",
+                            list(rts),
+                            list(ots)
+                        ),
+                    );
                 }
             }
             _ => {}

@@ -117,10 +117,14 @@ proptest! {
     }
 
     #[test]
-    fn kernel_arguments_keep_names_and_types(args in prop::collection::btree_map(name(), prop_oneof![
-        scalar().prop_map(Type::Scalar),
-        (1u32..=5, scalar()).prop_map(|(rank, elem)| Type::Tensor { rank, elem }),
-    ], 0..6)) {
+    fn kernel_arguments_keep_names_and_types(args in prop::collection::btree_map(
+        name(),
+        prop_oneof![
+            scalar().prop_map(Type::Scalar),
+            (1u32..=5, scalar()).prop_map(|(rank, elem)| Type::Tensor { rank, elem }),
+        ],
+        0..6,
+    )) {
         let args: Vec<(String, Type)> = args.into_iter().collect();
         let text = kernel_text(&args, &[]);
         let m = parse(&text, "k.tile").map_err(|e| TestCaseError::fail(e.render(Some(&text))))?;

@@ -5,28 +5,55 @@
 //! The module follows `lowering/reference/gemm_bf16_sm90a.mlir` (checked on an H200), op by
 //! op:
 //!
-//! | tile op | MLIR |
-//! | --- | --- |
-//! | `tile.smem_alloc`, `tile.mbarrier_alloc` | offsets in the dynamic shared memory (`@dynamic_smem`, 1024-aligned): barriers in `[0, 1024)`, rings after, each 1024-aligned; thread 0 runs `nvvm.mbarrier.init` for each, then `nvvm.fence.mbarrier.init` and `nvvm.barrier0` |
-//! | `tile.warp_specialize` | warpgroup 0 → producer (`nvvm.setmaxregister decrease 40` on sm_90a; thread 0 runs region 0), the others → consumers (`increase 232`), which run region 1 and the rest of the kernel |
-//! | `tile.mbarrier_wait` | `nvvm.mbarrier.try_wait.parity` |
-//! | `tile.mbarrier_expect_tx` | `nvvm.mbarrier.arrive.expect_tx` |
-//! | `tile.tma_load` | `nvvm.cp.async.bulk.tensor.shared.cluster.global`, one per 64-element-wide box |
-//! | `tile.mma {kind = "wgmma"}` | 4 × `nvvm.wgmma.mma_async` m64nNk16 with shared-memory descriptors (128-byte swizzle; B N-major); `zero_acc` → `scale-d = 0` on the first |
-//! | `tile.wgmma_fence`, `tile.commit_group` | `nvvm.wgmma.fence.aligned`, `nvvm.wgmma.commit.group.sync.aligned` |
-//! | `tile.wait_group` | `llvm.inline_asm "wgmma.wait_group.sync.aligned N;"` with the accumulators as tied operands, so no use of them can move above the wait |
-//! | `tile.mbarrier_arrive` | `nvvm.mbarrier.arrive` by lane 0 of each consumer warp (after `bar.warp.sync`, unless a `.sync.aligned` wait just converged the warp); `{cta = r}`: `mapa` + `mbarrier.arrive.release.cluster.shared::cluster` on CTA r's barrier |
-//! | `tile.while` | a do-while block: the body, then `llvm.cond_br` on the yielded flag back to the body or out |
-//! | `tile.clc_try_cancel` | inline `clusterlaunchcontrol.try_cancel.async.shared::cta.mbarrier::complete_tx::bytes[.multicast::cluster::all].b128 [slot], [mbar]` |
-//! | `tile.clc_query` | inline: one `ld.shared.b128` of the slot, `clusterlaunchcontrol.query_cancel.is_canceled.pred.b128`, then `@p …get_first_ctaid.v4.b32.b128` (ids 0 when not canceled) |
-//! | `tile.fence_proxy_async` | inline `fence.proxy.async.shared::cta` |
-//! | `tile.smem_store` | per 16 columns × 16 rows of a warp: 4 registers packed to bf16x2 (`cvt.rn.bf16x2.f32`), one `stmatrix.sync.aligned.m8n8.x4.shared.b16` at the 128B-swizzled address of the lane's row; 4 per warp per 64-column box |
-//! | `tile.tma_store` | inline, predicated on the warpgroup's thread 0: `cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [tmap, {col, row + 64 w}], [slot + w · 8 KB]` (w = consumer warpgroup); C's tensor map has box 64×64, 128B swizzle |
-//! | `tile.bulk_commit_group`, `tile.bulk_wait_group` | inline, predicated on the warpgroup's thread 0: `cp.async.bulk.commit_group`, `cp.async.bulk.wait_group[.read] N` |
-//! | `tile.named_barrier` | inline `bar.sync id, threads`; in the consumer region with 128 threads, `bar.sync id + w, 128` (each consumer warpgroup its own barrier) |
-//! | `tile.cluster_ctarank` | `%cluster_ctarank` |
-//! | kernel `cluster = [x, y, z]` | `nvvm.cluster_dim` (`.reqnctapercluster`); every thread ends with `barrier.cluster.arrive.release` + `barrier.cluster.wait.acquire` |
-//! | epilogue ops on the accumulator (`convert`, elementwise, `broadcast`, `load`, `store`) | evaluated per register at the store (each register's chain is short-lived): value v of (warp w, lane l) of a wgmma fragment is row 16w + l/4 + 8((v/2) mod 2), column 8(v/4) + 2(l mod 4) + (v mod 2); epilogue loads are predicated `ld.global` (out of bounds reads zero, touches nothing); the store has a fast path (whole tile inside, unit column stride, aligned: one `llvm.store` of 2 elements per register pair) and a slow path (one predicated `st.global` per element in inline asm, with its column, bounds check and address; out-of-bounds elements are dropped) |
+//! - `tile.smem_alloc`, `tile.mbarrier_alloc`: offsets in the dynamic shared memory
+//!   (`@dynamic_smem`, 1024-aligned): barriers in `[0, 1024)`, rings after, each 1024-aligned;
+//!   thread 0 runs `nvvm.mbarrier.init` for each, then `nvvm.fence.mbarrier.init` and
+//!   `nvvm.barrier0`
+//! - `tile.warp_specialize`: warpgroup 0 → producer (`nvvm.setmaxregister decrease 40` on sm_90a;
+//!   thread 0 runs region 0), the others → consumers (`increase 232`), which run region 1 and the
+//!   rest of the kernel
+//! - `tile.mbarrier_wait`: `nvvm.mbarrier.try_wait.parity`
+//! - `tile.mbarrier_expect_tx`: `nvvm.mbarrier.arrive.expect_tx`
+//! - `tile.tma_load`: `nvvm.cp.async.bulk.tensor.shared.cluster.global`, one per 64-element-wide
+//!   box
+//! - `tile.mma {kind = "wgmma"}`: 4 × `nvvm.wgmma.mma_async` m64nNk16 with shared-memory
+//!   descriptors (128-byte swizzle; B N-major); `zero_acc` → `scale-d = 0` on the first
+//! - `tile.wgmma_fence`, `tile.commit_group`: `nvvm.wgmma.fence.aligned`,
+//!   `nvvm.wgmma.commit.group.sync.aligned`
+//! - `tile.wait_group`: `llvm.inline_asm "wgmma.wait_group.sync.aligned N;"` with the accumulators
+//!   as tied operands, so no use of them can move above the wait
+//! - `tile.mbarrier_arrive`: `nvvm.mbarrier.arrive` by lane 0 of each consumer warp (after
+//!   `bar.warp.sync`, unless a `.sync.aligned` wait just converged the warp); `{cta = r}`: `mapa` +
+//!   `mbarrier.arrive.release.cluster.shared::cluster` on CTA r's barrier
+//! - `tile.while`: a do-while block: the body, then `llvm.cond_br` on the yielded flag back to the
+//!   body or out
+//! - `tile.clc_try_cancel`: inline `clusterlaunchcontrol.try_cancel.async.shared::cta.`
+//!   `mbarrier::complete_tx::bytes[.multicast::cluster::all].b128 [slot], [mbar]`
+//! - `tile.clc_query`: inline: one `ld.shared.b128` of the slot,
+//!   `clusterlaunchcontrol.query_cancel.is_canceled.pred.b128`, then `@p
+//!   …get_first_ctaid.v4.b32.b128` (ids 0 when not canceled)
+//! - `tile.fence_proxy_async`: inline `fence.proxy.async.shared::cta`
+//! - `tile.smem_store`: per 16 columns × 16 rows of a warp: 4 registers packed to bf16x2
+//!   (`cvt.rn.bf16x2.f32`), one `stmatrix.sync.aligned.m8n8.x4.shared.b16` at the 128B-swizzled
+//!   address of the lane's row; 4 per warp per 64-column box
+//! - `tile.tma_store`: inline, predicated on the warpgroup's thread 0:
+//!   `cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [tmap, {col, row + 64 w}], [slot + w ·
+//!   8 KB]` (w = consumer warpgroup); C's tensor map has box 64×64, 128B swizzle
+//! - `tile.bulk_commit_group`, `tile.bulk_wait_group`: inline, predicated on the warpgroup's thread
+//!   0: `cp.async.bulk.commit_group`, `cp.async.bulk.wait_group[.read] N`
+//! - `tile.named_barrier`: inline `bar.sync id, threads`; in the consumer region with 128 threads,
+//!   `bar.sync id + w, 128` (each consumer warpgroup its own barrier)
+//! - `tile.cluster_ctarank`: `%cluster_ctarank`
+//! - kernel `cluster = [x, y, z]`: `nvvm.cluster_dim` (`.reqnctapercluster`); every thread ends
+//!   with `barrier.cluster.arrive.release` + `barrier.cluster.wait.acquire`
+//! - epilogue ops on the accumulator (`convert`, elementwise, `broadcast`, `load`, `store`):
+//!   evaluated per register at the store (each register's chain is short-lived): value v of (warp
+//!   w, lane l) of a wgmma fragment is row 16w + l/4 + 8((v/2) mod 2), column 8(v/4) + 2(l mod 4) +
+//!   (v mod 2); epilogue loads are predicated `ld.global` (out of bounds reads zero, touches
+//!   nothing); the store has a fast path (whole tile inside, unit column stride, aligned: one
+//!   `llvm.store` of 2 elements per register pair) and a slow path (one predicated `st.global` per
+//!   element in inline asm, with its column, bounds check and address; out-of-bounds elements are
+//!   dropped)
 //!
 //! `index` values are 64-bit. Every construct it does not lower is an error naming the op
 //! and its location, raised before MLIR sees anything.
@@ -249,7 +276,13 @@ impl Em<'_> {
         } else {
             ("r", "b32")
         };
-        self.op(format!("llvm.inline_asm has_side_effects asm_dialect = att \"mov.{m} $0, $1;\", \"={c},{c}\" {v} : ({t}) -> {t}"), "opq")
+        self.op(
+            format!(
+                "llvm.inline_asm has_side_effects asm_dialect = att \"mov.{m} $0, $1;\", \
+                    \"={c},{c}\" {v} : ({t}) -> {t}"
+            ),
+            "opq",
+        )
     }
     fn trunc32(&mut self, v: &str) -> String {
         self.op(format!("llvm.trunc {v} : i64 to i32"), "t")
@@ -343,10 +376,18 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
     });
     for (t, (b, o)) in &store_boxes {
         if tma_boxes.get(t).is_some_and(|l| l != b) {
-            return err(o, "convert-tile-to-nvvm: a tensor both loaded and stored by TMA needs one box for both (one tensor map)");
+            return err(
+                o,
+                "convert-tile-to-nvvm: a tensor both loaded and stored by TMA needs one \
+                    box for both (one tensor map)",
+            );
         }
         if b[1] * m.ty(o.operands[1]).elem().map_or(2, ScalarType::size_bytes) != 128 {
-            return err(o, "convert-tile-to-nvvm: a TMA-store slot row must be 128 bytes (64 16-bit elements, one 128-byte swizzle span)");
+            return err(
+                o,
+                "convert-tile-to-nvvm: a TMA-store slot row must be 128 bytes (64 16-bit \
+                    elements, one 128-byte swizzle span)",
+            );
         }
         tma_boxes.insert(*t, b.clone());
     }
@@ -473,7 +514,11 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
     if cluster.iter().product::<i64>() > 1 {
         // No CTA may exit while a peer can still write into its shared memory (a multicast
         // try_cancel response, a remote mbarrier arrive): every thread meets here.
-        em.emit("llvm.inline_asm has_side_effects asm_dialect = att \"barrier.cluster.arrive.release; barrier.cluster.wait.acquire;\", \"\"  : () -> ()");
+        em.emit(
+            "llvm.inline_asm has_side_effects asm_dialect = att \
+                \"barrier.cluster.arrive.release; barrier.cluster.wait.acquire;\", \"\"  : () -> \
+                ()",
+        );
     }
     em.emit("llvm.return");
 
@@ -488,7 +533,11 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
     }
     let _ = writeln!(text, "module attributes {{gpu.container_module}} {{");
     let _ = writeln!(text, "gpu.module @{}_module {{", sanitize(&name));
-    let _ = writeln!(text, "  llvm.mlir.global external @dynamic_smem() {{addr_space = 3 : i32, alignment = 1024 : i64}} : !llvm.array<0 x i8>");
+    let _ = writeln!(
+        text,
+        "  llvm.mlir.global external @dynamic_smem() {{addr_space = 3 : i32, \
+            alignment = 1024 : i64}} : !llvm.array<0 x i8>"
+    );
     // Register budget. wgmma kernels: maxntid 384 + minctasm 1 gives ptxas a cap of 168 at
     // entry, which setmaxnreg then rebalances (40 producer / 232 consumers). mma.sync
     // kernels (no setmaxnreg): the hardware allocates warps in groups of 4, so 288 threads
@@ -512,7 +561,13 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
     } else {
         regs
     };
-    let _ = writeln!(text, "  llvm.func @{}({}) attributes {{gpu.kernel, nvvm.kernel, nvvm.maxntid = {maxntid}, {regs}}} {{", sanitize(&name), params_mlir.join(", "));
+    let _ = writeln!(
+        text,
+        "  llvm.func @{}({}) attributes {{gpu.kernel, nvvm.kernel, nvvm.maxntid \
+            = {maxntid}, {regs}}} {{",
+        sanitize(&name),
+        params_mlir.join(", ")
+    );
     for c in &em.consts {
         let _ = writeln!(text, "{c}");
     }
@@ -550,9 +605,11 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
         target.min_ptx_version()
     };
     let persistent = match k.str_attr("schedule") {
-        Some("static") => Some(
-            serde_json::json!({"schedule": "static", "ctas_per_sm": 1, "group_m": k.int_attr("group_m").unwrap_or(0)}),
-        ),
+        Some("static") => Some(serde_json::json!({
+            "schedule": "static",
+            "ctas_per_sm": 1,
+            "group_m": k.int_attr("group_m").unwrap_or(0),
+        })),
         Some("clc") => Some(
             serde_json::json!({"schedule": "clc", "group_m": k.int_attr("group_m").unwrap_or(0)}),
         ),
@@ -593,9 +650,13 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
             Some(Attribute::Expr(Expr::Arg(n))) => serde_json::Value::String(n.clone()),
             _ => serde_json::Value::Null,
         };
-        manifest.split_k = Some(
-            serde_json::json!({"arg": arg, "workspace": ws, "workspace_init": "zero", "k_tile": k_tile, "finalize": {"op": "convert", "from": ws.first(), "to": "C", "dtype": "bf16"}}),
-        );
+        manifest.split_k = Some(serde_json::json!({
+            "arg": arg,
+            "workspace": ws,
+            "workspace_init": "zero",
+            "k_tile": k_tile,
+            "finalize": {"op": "convert", "from": ws.first(), "to": "C", "dtype": "bf16"},
+        }));
     }
     manifest.cluster = [cluster[0] as u32, cluster[1] as u32, cluster[2] as u32];
     Ok(LoweredKernel {
@@ -644,13 +705,23 @@ fn lower_op(em: &mut Em, op: &Operation) -> R<()> {
     match op.kind {
         OpKind::ProgramId | OpKind::NumPrograms | OpKind::CtaId | OpKind::NumCtas => {
             let d = ["x", "y", "z"][op.int_attr("dim").unwrap_or(0) as usize];
-            let reg = if matches!(op.kind, OpKind::ProgramId | OpKind::CtaId) { "ctaid" } else { "nctaid" };
+            let reg = if matches!(op.kind, OpKind::ProgramId | OpKind::CtaId) {
+                "ctaid"
+            } else {
+                "nctaid"
+            };
             let v = em.op(format!("nvvm.read.ptx.sreg.{reg}.{d} : i32"), reg);
             let z = em.zext64(&v);
             def_scalar(em, op, z, "i64");
         }
         OpKind::Constant => {
-            let Type::Scalar(s) = m.ty(op.results[0]) else { return err(op, "non-scalar constant") };
+            let Type::Scalar(s) = m.ty(op.results[0]) else {
+                return err(
+                    op,
+                    "non-scalar \
+                        constant",
+                );
+            };
             let t = mlir_scalar(*s);
             let c = match op.attr("value") {
                 Some(Attribute::Int(i)) if s.is_int() => em.cst(*i, t),
@@ -659,9 +730,21 @@ fn lower_op(em: &mut Em, op: &Operation) -> R<()> {
             };
             def_scalar(em, op, c, t);
         }
-        OpKind::AddI | OpKind::SubI | OpKind::MulI | OpKind::DivI | OpKind::RemI | OpKind::MinI | OpKind::MaxI | OpKind::CeilDiv => {
-            let (a, b) = (em.scalar(op, op.operands[0])?, em.scalar(op, op.operands[1])?);
-            let Type::Scalar(s) = m.ty(op.results[0]) else { return err(op, "non-scalar") };
+        OpKind::AddI
+        | OpKind::SubI
+        | OpKind::MulI
+        | OpKind::DivI
+        | OpKind::RemI
+        | OpKind::MinI
+        | OpKind::MaxI
+        | OpKind::CeilDiv => {
+            let (a, b) = (
+                em.scalar(op, op.operands[0])?,
+                em.scalar(op, op.operands[1])?,
+            );
+            let Type::Scalar(s) = m.ty(op.results[0]) else {
+                return err(op, "non-scalar");
+            };
             let t = mlir_scalar(*s);
             let r = match op.kind {
                 OpKind::AddI => em.bin("add", &a, &b, t, "v"),
@@ -681,37 +764,76 @@ fn lower_op(em: &mut Em, op: &Operation) -> R<()> {
             def_scalar(em, op, r, t);
         }
         OpKind::CmpI => {
-            let (a, b) = (em.scalar(op, op.operands[0])?, em.scalar(op, op.operands[1])?);
-            let t = match m.ty(op.operands[0]) { Type::Scalar(s) => mlir_scalar(*s), _ => "i64" };
+            let (a, b) = (
+                em.scalar(op, op.operands[0])?,
+                em.scalar(op, op.operands[1])?,
+            );
+            let t = match m.ty(op.operands[0]) {
+                Type::Scalar(s) => mlir_scalar(*s),
+                _ => "i64",
+            };
             let r = em.icmp(op.str_attr("predicate").unwrap_or("eq"), &a, &b, t);
             def_scalar(em, op, r, "i1");
         }
         OpKind::Select if matches!(m.ty(op.results[0]), Type::Scalar(_)) => {
-            let (c, a, b) = (em.scalar(op, op.operands[0])?, em.scalar(op, op.operands[1])?, em.scalar(op, op.operands[2])?);
-            let Type::Scalar(s) = m.ty(op.results[0]) else { unreachable!("matched") };
+            let (c, a, b) = (
+                em.scalar(op, op.operands[0])?,
+                em.scalar(op, op.operands[1])?,
+                em.scalar(op, op.operands[2])?,
+            );
+            let Type::Scalar(s) = m.ty(op.results[0]) else {
+                unreachable!("matched")
+            };
             let t = mlir_scalar(*s);
             let r = em.op(format!("llvm.select {c}, {a}, {b} : i1, {t}"), "v");
             def_scalar(em, op, r, t);
         }
         OpKind::Zeros => {
             // Only as the initial accumulator of a zero_acc MMA; materialised as undef.
-            em.vals.insert(op.results[0], Lv::Scalar("<zeros>".into(), "zeros"));
+            em.vals
+                .insert(op.results[0], Lv::Scalar("<zeros>".into(), "zeros"));
         }
         OpKind::SmemAlloc => {
-            let Type::Smem { stages, shape, elem } = m.ty(op.results[0]).clone() else { return err(op, "bad ring") };
+            let Type::Smem {
+                stages,
+                shape,
+                elem,
+            } = m.ty(op.results[0]).clone()
+            else {
+                return err(op, "bad ring");
+            };
             let stage_bytes = shape.iter().product::<u64>() * elem.size_bytes();
             let offset = em.smem_end.div_ceil(1024) * 1024;
             em.smem_end = offset + stages * stage_bytes;
-            em.vals.insert(op.results[0], Lv::Ring { offset, stage_bytes, shape, elem });
-            em.ring_swizzle.insert(op.results[0], op.int_attr("swizzle").unwrap_or(0));
+            em.vals.insert(
+                op.results[0],
+                Lv::Ring {
+                    offset,
+                    stage_bytes,
+                    shape,
+                    elem,
+                },
+            );
+            em.ring_swizzle
+                .insert(op.results[0], op.int_attr("swizzle").unwrap_or(0));
         }
         OpKind::MbarrierAlloc => {
-            let Type::Mbarrier { count } = m.ty(op.results[0]).clone() else { return err(op, "bad barriers") };
+            let Type::Mbarrier { count } = m.ty(op.results[0]).clone() else {
+                return err(
+                    op,
+                    "bad \
+                        barriers",
+                );
+            };
             let offset: u64 = em.barrier_inits.iter().map(|b| b.1 * 8).sum();
             if offset + count * 8 > 1024 {
-                return err(op, "more than 128 mbarriers do not fit the 1024-byte barrier region");
+                return err(
+                    op,
+                    "more than 128 mbarriers do not fit the 1024-byte barrier region",
+                );
             }
-            em.barrier_inits.push((offset, count, op.int_attr("arrive_count").unwrap_or(1)));
+            em.barrier_inits
+                .push((offset, count, op.int_attr("arrive_count").unwrap_or(1)));
             em.vals.insert(op.results[0], Lv::Bars { offset });
         }
         OpKind::WarpSpecialize => lower_warp_specialize(em, op)?,
@@ -721,7 +843,11 @@ fn lower_op(em: &mut Em, op: &Operation) -> R<()> {
             if !op.results.is_empty() {
                 return err(op, "'tile.if' with results is not lowered yet");
             }
-            let (t, e, j) = (em.block_name("then"), em.block_name("else"), em.block_name("join"));
+            let (t, e, j) = (
+                em.block_name("then"),
+                em.block_name("else"),
+                em.block_name("join"),
+            );
             em.emit(format!("llvm.cond_br {c}, ^{t}, ^{e}"));
             em.label(&format!("{t}:"));
             lower_block(em, &op.regions[0].ops)?;
@@ -741,12 +867,17 @@ fn lower_op(em: &mut Em, op: &Operation) -> R<()> {
             let p = em.scalar(op, op.operands[2])?;
             let p32 = em.trunc32(&p);
             let t = em.cst(TRY_WAIT_TICKS, "i32");
-            em.emit(format!("nvvm.mbarrier.try_wait.parity {a}, {p32}, {t} : !llvm.ptr<3>, i32, i32"));
+            em.emit(format!(
+                "nvvm.mbarrier.try_wait.parity {a}, {p32}, {t} : !llvm.ptr<3>, i32, \
+                    i32"
+            ));
         }
         OpKind::MbarrierExpectTx => {
             let a = em.bar_addr(op, op.operands[0], op.operands[1])?;
             let b = em.cst(op.int_attr("bytes").unwrap_or(0), "i32");
-            em.emit(format!("nvvm.mbarrier.arrive.expect_tx {a}, {b} : !llvm.ptr<3>, i32"));
+            em.emit(format!(
+                "nvvm.mbarrier.arrive.expect_tx {a}, {b} : !llvm.ptr<3>, i32"
+            ));
         }
         OpKind::MbarrierArrive => {
             // One arrive per warp (lane 0), matching arrive_count = 4 × consumer warpgroups.
@@ -754,7 +885,10 @@ fn lower_op(em: &mut Em, op: &Operation) -> R<()> {
             // wait just converged the warp, `bar.warp.sync` orders the other lanes' reads
             // first (not in the producer region, where one thread runs).
             if em.cwg.is_some() && em.prev != Some(OpKind::WaitGroup) {
-                em.emit("llvm.inline_asm has_side_effects asm_dialect = att \"bar.warp.sync -1;\", \"\"  : () -> ()");
+                em.emit(
+                    "llvm.inline_asm has_side_effects asm_dialect = att \"bar.warp.sync -1;\", \
+                        \"\"  : () -> ()",
+                );
             }
             let a = em.bar_addr(op, op.operands[0], op.operands[1])?;
             let lane = em.lane.clone();
@@ -768,16 +902,28 @@ fn lower_op(em: &mut Em, op: &Operation) -> R<()> {
                 Some(cta) => {
                     let a32 = em.op(format!("llvm.ptrtoint {a} : !llvm.ptr<3> to i32"), "bar32");
                     let r = em.cst(cta, "i32");
-                    em.emit(format!("llvm.inline_asm has_side_effects asm_dialect = att \"{{ .reg .b32 remote; mapa.shared::cluster.u32 remote, $0, $1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote]; }}\", \"r,r\" {a32}, {r} : (i32, i32) -> ()"));
+                    em.emit(format!(
+                        "llvm.inline_asm has_side_effects asm_dialect = att \"{{ .reg \
+                            .b32 remote; mapa.shared::cluster.u32 remote, $0, $1; \
+                            mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote]; }}\", \
+                            \"r,r\" {a32}, {r} : (i32, i32) -> ()"
+                    ));
                 }
             }
             em.emit(format!("llvm.br ^{cont}"));
             em.label(&format!("{cont}:"));
         }
         OpKind::While => lower_while(em, op)?,
-        OpKind::FenceProxyAsync => em.emit("llvm.inline_asm has_side_effects asm_dialect = att \"fence.proxy.async.shared::cta;\", \"\"  : () -> ()"),
+        OpKind::FenceProxyAsync => em.emit(
+            "llvm.inline_asm has_side_effects asm_dialect = att \
+                \"fence.proxy.async.shared::cta;\", \"\"  : () -> ()",
+        ),
         OpKind::ClusterCtaRank => {
-            let r = em.op("llvm.inline_asm asm_dialect = att \"mov.u32 $0, %cluster_ctarank;\", \"=r\"  : () -> i32", "rank32");
+            let r = em.op(
+                "llvm.inline_asm asm_dialect = att \"mov.u32 $0, %cluster_ctarank;\", \
+                    \"=r\"  : () -> i32",
+                "rank32",
+            );
             let r64 = em.zext64(&r);
             def_scalar(em, op, r64, "i64");
         }
@@ -785,23 +931,62 @@ fn lower_op(em: &mut Em, op: &Operation) -> R<()> {
             let slot = clc_slot_addr(em, op)?;
             let b = em.bar_addr(op, op.operands[1], op.operands[2])?;
             let b32 = em.op(format!("llvm.ptrtoint {b} : !llvm.ptr<3> to i32"), "bar32");
-            let mc = if op.attr("multicast").and_then(Attribute::as_bool) == Some(true) { ".multicast::cluster::all" } else { "" };
-            em.emit(format!("llvm.inline_asm has_side_effects asm_dialect = att \"clusterlaunchcontrol.try_cancel.async.shared::cta.mbarrier::complete_tx::bytes{mc}.b128 [$0], [$1];\", \"r,r\" {slot}, {b32} : (i32, i32) -> ()"));
+            let mc = if op.attr("multicast").and_then(Attribute::as_bool) == Some(true) {
+                ".multicast::cluster::all"
+            } else {
+                ""
+            };
+            em.emit(format!(
+                "llvm.inline_asm has_side_effects asm_dialect = att \
+                    \"clusterlaunchcontrol.try_cancel.async.shared::cta.\
+                    mbarrier::complete_tx::bytes{mc}.b128 [$0], [$1];\", \"r,r\" {slot}, {b32} : \
+                    (i32, i32) -> ()"
+            ));
         }
         OpKind::ClcQuery => {
             let bits = op.int_attr("load_bits").unwrap_or(128);
             if bits != 128 {
-                return err(op, format!("convert-tile-to-nvvm: a try_cancel response is an opaque 128-bit value read with one ld.shared.b128; load_bits = {bits} is not lowered"));
+                return err(
+                    op,
+                    format!(
+                        "convert-tile-to-nvvm: a try_cancel response is an opaque \
+                            128-bit value read with one ld.shared.b128; load_bits = {bits} is not \
+                            lowered"
+                    ),
+                );
             }
             let slot = clc_slot_addr(em, op)?;
-            let asm = "{ .reg .b128 resp; .reg .pred canceled; .reg .b32 w; ld.shared.b128 resp, [$4]; clusterlaunchcontrol.query_cancel.is_canceled.pred.b128 canceled, resp; selp.u32 $0, 1, 0, canceled; mov.u32 $1, 0; mov.u32 $2, 0; mov.u32 $3, 0; @canceled clusterlaunchcontrol.query_cancel.get_first_ctaid.v4.b32.b128 {$1, $2, $3, w}, resp; }";
-            let r = em.op(format!("llvm.inline_asm has_side_effects asm_dialect = att \"{asm}\", \"=r,=r,=r,=r,r\" {slot} : (i32) -> !llvm.struct<(i32, i32, i32, i32)>"), "clc");
-            let f = em.op(format!("llvm.extractvalue {r}[0] : !llvm.struct<(i32, i32, i32, i32)>"), "canceled32");
+            let asm = "{ .reg .b128 resp; .reg .pred canceled; .reg .b32 w; ld.shared.b128 resp, \
+                [$4]; clusterlaunchcontrol.query_cancel.is_canceled.pred.b128 canceled, resp; \
+                selp.u32 $0, 1, 0, canceled; mov.u32 $1, 0; mov.u32 $2, 0; mov.u32 $3, 0; \
+                @canceled clusterlaunchcontrol.query_cancel.get_first_ctaid.v4.b32.b128 \
+                {$1, $2, $3, w}, resp; }";
+            let r = em.op(
+                format!(
+                    "llvm.inline_asm has_side_effects asm_dialect = att \"{asm}\", \
+                        \"=r,=r,=r,=r,r\" {slot} : (i32) -> !llvm.struct<(i32, i32, i32, i32)>"
+                ),
+                "clc",
+            );
+            let f = em.op(
+                format!(
+                    "llvm.extractvalue {r}[0] : !llvm.struct<(i32, i32, i32, \
+                        i32)>"
+                ),
+                "canceled32",
+            );
             let z = em.cst(0, "i32");
             let ok = em.icmp("ne", &f, &z, "i32");
             em.vals.insert(op.results[0], Lv::Scalar(ok, "i1"));
             for d in 0..3 {
-                let x = em.op(format!("llvm.extractvalue {r}[{}] : !llvm.struct<(i32, i32, i32, i32)>", d + 1), "first_ctaid");
+                let x = em.op(
+                    format!(
+                        "llvm.extractvalue {r}[{}] : !llvm.struct<(i32, i32, i32, \
+                            i32)>",
+                        d + 1
+                    ),
+                    "first_ctaid",
+                );
                 let x64 = em.zext64(&x);
                 em.vals.insert(op.results[d + 1], Lv::Scalar(x64, "i64"));
             }
@@ -813,13 +998,35 @@ fn lower_op(em: &mut Em, op: &Operation) -> R<()> {
             // `bar.sync 0` waits for every thread of the CTA; inside a warp-specialized
             // consumer region the producer never arrives, so it would hang.
             if em.cwg.is_some() {
-                return err(op, "convert-tile-to-nvvm: 'tile.barrier' inside the consumer region of 'tile.warp_specialize' needs a named barrier over the consumer warpgroups, which is not lowered yet");
+                return err(
+                    op,
+                    "convert-tile-to-nvvm: 'tile.barrier' inside the consumer region of \
+                        'tile.warp_specialize' needs a named barrier over the consumer warpgroups, \
+                        which is not lowered yet",
+                );
             }
             em.emit("nvvm.barrier0")
         }
         OpKind::Mma => lower_mma(em, op)?,
         OpKind::WaitGroup => lower_wait(em, op)?,
-        OpKind::Convert | OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div | OpKind::Max | OpKind::Min | OpKind::Neg | OpKind::Abs | OpKind::Relu | OpKind::Exp | OpKind::Exp2 | OpKind::Log | OpKind::Sqrt | OpKind::Rsqrt | OpKind::Tanh | OpKind::Broadcast | OpKind::Splat => lower_elementwise(em, op)?,
+        OpKind::Convert
+        | OpKind::Add
+        | OpKind::Sub
+        | OpKind::Mul
+        | OpKind::Div
+        | OpKind::Max
+        | OpKind::Min
+        | OpKind::Neg
+        | OpKind::Abs
+        | OpKind::Relu
+        | OpKind::Exp
+        | OpKind::Exp2
+        | OpKind::Log
+        | OpKind::Sqrt
+        | OpKind::Rsqrt
+        | OpKind::Tanh
+        | OpKind::Broadcast
+        | OpKind::Splat => lower_elementwise(em, op)?,
         OpKind::Load => lower_epilogue_load(em, op)?,
         OpKind::Store => lower_store(em, op, false)?,
         OpKind::AtomicAdd => lower_store(em, op, true)?,
@@ -827,13 +1034,26 @@ fn lower_op(em: &mut Em, op: &Operation) -> R<()> {
         OpKind::TmaStore => lower_tma_store(em, op)?,
         OpKind::BulkCommitGroup => {
             let p = em.elected()?;
-            em.emit(format!("llvm.inline_asm has_side_effects asm_dialect = att \"{{ .reg .pred p; setp.ne.u32 p, $0, 0; @p cp.async.bulk.commit_group; }}\", \"r\" {p} : (i32) -> ()"));
+            em.emit(format!(
+                "llvm.inline_asm has_side_effects asm_dialect = att \"{{ .reg .pred p; \
+                    setp.ne.u32 p, $0, 0; @p cp.async.bulk.commit_group; }}\", \"r\" {p} : (i32) \
+                    -> \
+                    ()"
+            ));
         }
         OpKind::BulkWaitGroup => {
             let p = em.elected()?;
             let n = op.int_attr("pending").unwrap_or(0);
-            let read = if op.attr("read").and_then(Attribute::as_bool) == Some(true) { ".read" } else { "" };
-            em.emit(format!("llvm.inline_asm has_side_effects asm_dialect = att \"{{ .reg .pred p; setp.ne.u32 p, $0, 0; @p cp.async.bulk.wait_group{read} {n}; }}\", \"r\" {p} : (i32) -> ()"));
+            let read = if op.attr("read").and_then(Attribute::as_bool) == Some(true) {
+                ".read"
+            } else {
+                ""
+            };
+            em.emit(format!(
+                "llvm.inline_asm has_side_effects asm_dialect = att \"{{ .reg .pred p; \
+                    setp.ne.u32 p, $0, 0; @p cp.async.bulk.wait_group{read} {n}; }}\", \"r\" {p} : \
+                    (i32) -> ()"
+            ));
         }
         OpKind::NamedBarrier => {
             let id = op.int_attr("id").unwrap_or(1);
@@ -842,16 +1062,34 @@ fn lower_op(em: &mut Em, op: &Operation) -> R<()> {
             let idv = match em.cwg.clone() {
                 Some(cwg) if threads == 128 => {
                     if id + em.consumer_wgs - 1 > 15 {
-                        return err(op, format!("convert-tile-to-nvvm: named barrier {id} + consumer warpgroup index exceeds barrier 15"));
+                        return err(
+                            op,
+                            format!(
+                                "convert-tile-to-nvvm: named barrier {id} + \
+                                    consumer warpgroup index exceeds barrier 15"
+                            ),
+                        );
                     }
                     let c = em.cst(id, "i32");
                     em.bin("add", &cwg, &c, "i32", "bar_id")
                 }
                 _ => em.cst(id, "i32"),
             };
-            em.emit(format!("llvm.inline_asm has_side_effects asm_dialect = att \"bar.sync $0, {threads};\", \"r\" {idv} : (i32) -> ()"));
+            em.emit(format!(
+                "llvm.inline_asm has_side_effects asm_dialect = att \"bar.sync $0, \
+                    {threads};\", \"r\" {idv} : (i32) -> ()"
+            ));
         }
-        other => return err(op, format!("convert-tile-to-nvvm does not lower '{}' here", other.name())),
+        other => {
+            return err(
+                op,
+                format!(
+                    "convert-tile-to-nvvm does not lower '{}' \
+                        here",
+                    other.name()
+                ),
+            )
+        }
     }
     Ok(())
 }
@@ -878,7 +1116,11 @@ fn lower_warp_specialize(em: &mut Em, op: &Operation) -> R<()> {
     if em.cluster_size > 1 {
         // Peers arrive on this CTA's barriers and multicast into its shared memory: the
         // whole cluster sees every barrier initialised before anyone goes on.
-        em.emit("llvm.inline_asm has_side_effects asm_dialect = att \"barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;\", \"\"  : () -> ()");
+        em.emit(
+            "llvm.inline_asm has_side_effects asm_dialect = att \
+                \"barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;\", \
+                \"\"  : () -> ()",
+        );
     }
     let pt = em.cst(em.producer_threads, "i32");
     let is_p = em.icmp("ult", &tid, &pt, "i32");
@@ -1056,8 +1298,19 @@ fn loop_body(em: &mut Em, b: &tilec_dialect::Block) -> R<Vec<String>> {
     y.operands
         .iter()
         .map(|v| {
-            let lv = em.vals.get(v).cloned().ok_or_else(|| Diagnostic::error(y.loc.clone(), "yielded value not lowered"))?;
-            lv_name(&lv).ok_or_else(|| Diagnostic::error(y.loc.clone(), "convert-tile-to-nvvm: a loop may carry scalars and accumulators only; this yields an epilogue tile (evaluated per register at its store)"))
+            let lv = em
+                .vals
+                .get(v)
+                .cloned()
+                .ok_or_else(|| Diagnostic::error(y.loc.clone(), "yielded value not lowered"))?;
+            lv_name(&lv).ok_or_else(|| {
+                Diagnostic::error(
+                    y.loc.clone(),
+                    "convert-tile-to-nvvm: a \
+                        loop may carry scalars and accumulators only; this yields an epilogue tile \
+                        (evaluated per register at its store)",
+                )
+            })
         })
         .collect()
 }
@@ -1074,7 +1327,13 @@ fn clc_slot_addr(em: &mut Em, op: &Operation) -> R<String> {
         return err(op, "the try_cancel response is not a shared-memory ring");
     };
     if stage_bytes != 16 || offset % 16 != 0 {
-        return err(op, format!("a try_cancel response slot must be 16 bytes, 16-byte aligned; found {stage_bytes} bytes at offset {offset}"));
+        return err(
+            op,
+            format!(
+                "a try_cancel response slot must be 16 bytes, 16-byte aligned; \
+                    found {stage_bytes} bytes at offset {offset}"
+            ),
+        );
     }
     let slot = em.scalar(op, *op.operands.last().expect("verified"))?;
     let s32 = em.trunc32(&slot);
@@ -1182,7 +1441,10 @@ fn lower_tma_load(em: &mut Em, op: &Operation) -> R<()> {
             let c = em.cst((64 * j) as i64, "i32");
             em.bin("add", &inner32, &c, "i32", "x")
         };
-        em.emit(format!("nvvm.cp.async.bulk.tensor.shared.cluster.global {p7}, {tm}, {bar}, box[{ij}, {outer32}] : !llvm.ptr<7>, !llvm.ptr"));
+        em.emit(format!(
+            "nvvm.cp.async.bulk.tensor.shared.cluster.global {p7}, {tm}, {bar}, \
+                box[{ij}, {outer32}] : !llvm.ptr<7>, !llvm.ptr"
+        ));
     }
     Ok(())
 }
@@ -1242,7 +1504,8 @@ fn lower_mma(em: &mut Em, op: &Operation) -> R<()> {
             "'tile.mma' outside the consumer region of 'tile.warp_specialize'",
         )
     })?;
-    // Descriptors: layout (1 = 128B swizzle) << 62 | (SBO >> 4) << 32 | (LBO >> 4) << 16 | addr >> 4.
+    // Descriptors: layout (1 = 128B swizzle) << 62 | (SBO >> 4) << 32 | (LBO >> 4) << 16 | addr >>
+    // 4.
     let st = em.scalar(op, op.operands[2])?;
     let st32 = em.trunc32(&st);
     let wg_rows = em.cst(64 * 128, "i32");
@@ -1297,7 +1560,15 @@ fn lower_mma(em: &mut Em, op: &Operation) -> R<()> {
             )
         };
         let scale = if zero_acc && kk == 0 { "zero" } else { "one" };
-        acc = em.op(format!("nvvm.wgmma.mma_async {da}, {db}, {acc}, <m = 64, n = {n}, k = 16>, D[<f32>, <{scale}>], A[<{et}>, <one>, <row>], B[<{et}>, <one>, <row>] : !acc -> !acc"), "acc");
+        acc = em.op(
+            format!(
+                "nvvm.wgmma.mma_async {da}, {db}, {acc}, <m = 64, n = {n}, k = 16>, \
+                    D[<f32>, <{scale}>], A[<{et}>, <one>, <row>], B[<{et}>, <one>, <row>] : !acc \
+                    -> \
+                    !acc"
+            ),
+            "acc",
+        );
     }
     em.vals.insert(op.results[0], Lv::Acc(acc));
     Ok(())
@@ -1334,7 +1605,17 @@ fn lower_wait(em: &mut Em, op: &Operation) -> R<()> {
     } else {
         format!("!llvm.struct<({})>", vec!["f32"; total].join(", "))
     };
-    let r = em.op(format!("llvm.inline_asm has_side_effects asm_dialect = att \"wgmma.wait_group.sync.aligned {n};\", \"{}\" {} : ({}) -> {ret_ty}", cons.join(","), elems.join(", "), vec!["f32"; total].join(", ")), "accw");
+    let r = em.op(
+        format!(
+            "llvm.inline_asm has_side_effects asm_dialect = att \
+                \"wgmma.wait_group.sync.aligned {n};\", \"{}\" {} : ({}) -> \
+                {ret_ty}",
+            cons.join(","),
+            elems.join(", "),
+            vec!["f32"; total].join(", ")
+        ),
+        "accw",
+    );
     if accs.len() == 1 {
         em.vals.insert(op.results[0], Lv::Acc(r));
         return Ok(());
@@ -1531,10 +1812,29 @@ fn eval(em: &mut Em, node: &Rc<Lazy>, v: usize, memo: &mut EvalMemo) -> String {
             let addr = em.bin("add", base, &boff, "i64", "addr");
             // A predicated load: out-of-bounds elements read zero and touch no memory.
             let x = match elem {
-                ScalarType::F32 => em.op(format!("llvm.inline_asm asm_dialect = att \"{{ .reg .pred p; setp.ne.u32 p, $2, 0; mov.b32 $0, 0; @p ld.global.f32 $0, [$1]; }}\", \"=f,l,r\" {addr}, {ok32} : (i64, i32) -> f32"), "lx"),
+                ScalarType::F32 => em.op(
+                    format!(
+                        "llvm.inline_asm asm_dialect = att \"{{ .reg \
+                            .pred p; setp.ne.u32 p, $2, 0; mov.b32 $0, 0; @p ld.global.f32 $0, \
+                            [$1]; }}\", \
+                            \"=f,l,r\" {addr}, {ok32} : (i64, i32) -> f32"
+                    ),
+                    "lx",
+                ),
                 ScalarType::BF16 | ScalarType::F16 => {
-                    let h = em.op(format!("llvm.inline_asm asm_dialect = att \"{{ .reg .pred p; setp.ne.u32 p, $2, 0; mov.b16 $0, 0; @p ld.global.b16 $0, [$1]; }}\", \"=h,l,r\" {addr}, {ok32} : (i64, i32) -> i16"), "lh");
-                    em.op(format!("llvm.bitcast {h} : i16 to {}", mlir_scalar(*elem)), "lx")
+                    let h = em.op(
+                        format!(
+                            "llvm.inline_asm asm_dialect = att \"{{ .reg .pred p; \
+                                setp.ne.u32 p, $2, 0; mov.b16 $0, 0; @p ld.global.b16 $0, [$1]; \
+                                }}\", \
+                                \"=h,l,r\" {addr}, {ok32} : (i64, i32) -> i16"
+                        ),
+                        "lh",
+                    );
+                    em.op(
+                        format!("llvm.bitcast {h} : i16 to {}", mlir_scalar(*elem)),
+                        "lx",
+                    )
                 }
                 _ => unreachable!("checked when the load was lowered"),
             };
@@ -1631,7 +1931,13 @@ fn lower_elementwise(em: &mut Em, op: &Operation) -> R<()> {
         .collect::<R<_>>()?;
     let from = lazy_elem(&args[0]);
     if op.kind == OpKind::Convert && !(from.is_float() && rt.is_float()) {
-        return err(op, format!("convert-tile-to-nvvm: {from} -> {rt} conversion in the epilogue is not lowered yet"));
+        return err(
+            op,
+            format!(
+                "convert-tile-to-nvvm: {from} -> {rt} conversion in the epilogue is \
+                    not lowered yet"
+            ),
+        );
     }
     em.vals.insert(
         op.results[0],
@@ -1669,7 +1975,11 @@ fn lower_epilogue_load(em: &mut Em, op: &Operation) -> R<()> {
         return err(op, "load of a non-tile");
     };
     if shape.len() != 2 || em.frag_rc.is_none() {
-        return err(op, "convert-tile-to-nvvm: epilogue loads are 2-D tiles loaded by the consumers after the MMA");
+        return err(
+            op,
+            "convert-tile-to-nvvm: epilogue loads are 2-D tiles loaded by the consumers \
+                after the MMA",
+        );
     }
     if !matches!(elem, ScalarType::F32 | ScalarType::BF16 | ScalarType::F16) {
         return err(
@@ -1727,7 +2037,19 @@ fn lower_store(em: &mut Em, op: &Operation, atomic: bool) -> R<()> {
     }
     if let (Some(acc), Type::Tile { shape, .. }) = (em.acc_shape.clone(), em.m.ty(op.operands[3])) {
         if *shape != acc {
-            return err(op, format!("convert-tile-to-nvvm: the epilogue {} a {}x{} tile, but the accumulator it is evaluated over is {}x{}", if atomic { "adds" } else { "stores" }, shape[0], shape[1], acc[0], acc[1]));
+            return err(
+                op,
+                format!(
+                    "convert-tile-to-nvvm: the epilogue {} a {}x{} tile, but the \
+                        accumulator it is evaluated over is \
+                        {}x{}",
+                    if atomic { "adds" } else { "stores" },
+                    shape[0],
+                    shape[1],
+                    acc[0],
+                    acc[1]
+                ),
+            );
         }
     }
     let (r0, c0) = origin(em, op, op.operands[1], op.operands[2])?;
@@ -1794,7 +2116,11 @@ fn epilogue_params(
 /// `%tid.x` (inline asm, so LLVM does not reuse the values computed before the k loop and
 /// they need no registers across it).
 fn fresh_frag_rc(em: &mut Em) -> (String, String) {
-    let tid = em.op("llvm.inline_asm has_side_effects asm_dialect = att \"mov.u32 $0, %tid.x;\", \"=r\"  : () -> i32", "tid_e");
+    let tid = em.op(
+        "llvm.inline_asm has_side_effects asm_dialect = att \"mov.u32 $0, %tid.x;\", \
+            \"=r\"  : () -> i32",
+        "tid_e",
+    );
     let (c2, c3, c5, c31) = (
         em.cst(2, "i32"),
         em.cst(3, "i32"),
@@ -1899,7 +2225,13 @@ fn store_frags(em: &mut Em, op: &Operation, a: StoreArgs) -> R<()> {
                 } else {
                     let c = em.cst(dr as i64, "i64");
                     let o = em.bin("mul", &strides[0], &c, "i64", "so");
-                    em.op(format!("llvm.getelementptr {p0}[{o}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, {t}"), "p_row")
+                    em.op(
+                        format!(
+                            "llvm.getelementptr {p0}[{o}] : (!llvm.ptr<1>, i64) -> \
+                                !llvm.ptr<1>, {t}"
+                        ),
+                        "p_row",
+                    )
                 };
                 rowptr.insert(dr, p.clone());
                 p
@@ -1915,7 +2247,12 @@ fn store_frags(em: &mut Em, op: &Operation, a: StoreArgs) -> R<()> {
                 "p",
             );
             let pa = em.op(format!("llvm.ptrtoint {p} : !llvm.ptr<1> to i64"), "pa");
-            em.emit(format!("llvm.inline_asm has_side_effects asm_dialect = att \"red.global.add.v2.f32 [$0], {{$1, $2}};\", \"l,f,f\" {pa}, {x0}, {x1} : (i64, f32, f32) -> ()"));
+            em.emit(format!(
+                "llvm.inline_asm has_side_effects asm_dialect = att \
+                    \"red.global.add.v2.f32 [$0], {{$1, $2}};\", \"l,f,f\" {pa}, {x0}, {x1} : \
+                    (i64, \
+                    f32, f32) -> ()"
+            ));
         } else {
             let vec = em.op(
                 format!("llvm.insertelement {x0}, {u2}[{i0} : i32] : vector<2x{t}>"),
@@ -1988,8 +2325,16 @@ fn store_frags(em: &mut Em, op: &Operation, a: StoreArgs) -> R<()> {
         } else {
             format!("st.global.{st_ty}")
         };
-        let asm = format!("{{ .reg .pred p; .reg .b64 c, a; add.s64 c, $2, {dc}; setp.lt.u64 p, c, $3; setp.ne.and.u32 p, $4, 0, p; mad.lo.s64 a, c, $1, $0; @p {st} [a], $5; }}");
-        em.emit(format!("llvm.inline_asm has_side_effects asm_dialect = att \"{asm}\", \"l,l,l,l,r,{reg}\" {raddr}, {s1b}, {col0}, {n}, {rok}, {x} : (i64, i64, i64, i64, i32, {xt}) -> ()", n = sizes[1]));
+        let asm = format!(
+            "{{ .reg .pred p; .reg .b64 c, a; add.s64 c, $2, {dc}; setp.lt.u64 p, c, \
+                $3; setp.ne.and.u32 p, $4, 0, p; mad.lo.s64 a, c, $1, $0; @p {st} [a], $5; }}"
+        );
+        em.emit(format!(
+            "llvm.inline_asm has_side_effects asm_dialect = att \"{asm}\", \
+                \"l,l,l,l,r,{reg}\" {raddr}, {s1b}, {col0}, {n}, {rok}, {x} : (i64, i64, i64, i64, \
+                i32, {xt}) -> ()",
+            n = sizes[1]
+        ));
     }
     em.emit(format!("llvm.br ^{done}"));
     em.label(&format!("{done}:"));
@@ -2024,7 +2369,14 @@ fn lower_mma_sync(em: &mut Em, op: &Operation) -> R<()> {
     };
     if a_sh != [128, 64] || b_sh != [64, 256] || elem != ScalarType::BF16 && elem != ScalarType::F16
     {
-        return err(op, format!("mma.sync lowering handles 128x64 and 64x256 bf16/f16 stages (2 x 4 warps of 64 x 64), found {}x{} and {}x{}", a_sh[0], a_sh[1], b_sh[0], b_sh[1]));
+        return err(
+            op,
+            format!(
+                "mma.sync lowering handles 128x64 and 64x256 bf16/f16 stages (2 x 4 \
+                    warps of 64 x 64), found {}x{} and {}x{}",
+                a_sh[0], a_sh[1], b_sh[0], b_sh[1]
+            ),
+        );
     }
     let et = if elem == ScalarType::BF16 {
         "bf16"
@@ -2105,7 +2457,15 @@ fn lower_mma_sync(em: &mut Em, op: &Operation) -> R<()> {
             };
             let o = em.bin("add", &o, &ch, "i32", "a_off");
             let p = em.gep3(&o);
-            let r = em.op(format!("nvvm.ldmatrix {p} {{num = 4 : i32, layout = #nvvm.mma_layout<row>, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>, eltType = #nvvm.ld_st_matrix_elt_type<b16>}} : (!llvm.ptr<3>) -> {ldm}"), "afrag");
+            let r = em.op(
+                format!(
+                    "nvvm.ldmatrix {p} {{num = 4 : i32, layout = \
+                        #nvvm.mma_layout<row>, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>, \
+                        eltType = \
+                        #nvvm.ld_st_matrix_elt_type<b16>}} : (!llvm.ptr<3>) -> {ldm}"
+                ),
+                "afrag",
+            );
             let q: Vec<String> = (0..4)
                 .map(|i| em.op(format!("llvm.extractvalue {r}[{i}] : {ldm}"), "a"))
                 .collect();
@@ -2127,7 +2487,15 @@ fn lower_mma_sync(em: &mut Em, op: &Operation) -> R<()> {
             };
             let o = em.bin("add", &o, &chb, "i32", "b_off");
             let p = em.gep3(&o);
-            let r = em.op(format!("nvvm.ldmatrix {p} {{num = 4 : i32, layout = #nvvm.mma_layout<col>, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>, eltType = #nvvm.ld_st_matrix_elt_type<b16>}} : (!llvm.ptr<3>) -> {ldm}"), "bfrag");
+            let r = em.op(
+                format!(
+                    "nvvm.ldmatrix {p} {{num = 4 : i32, layout = \
+                        #nvvm.mma_layout<col>, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>, \
+                        eltType = \
+                        #nvvm.ld_st_matrix_elt_type<b16>}} : (!llvm.ptr<3>) -> {ldm}"
+                ),
+                "bfrag",
+            );
             let v: Vec<String> = (0..4)
                 .map(|i| em.op(format!("llvm.extractvalue {r}[{i}] : {ldm}"), "b"))
                 .collect();
@@ -2140,7 +2508,19 @@ fn lower_mma_sync(em: &mut Em, op: &Operation) -> R<()> {
                 let (b0, b1) = &bfrag[ni];
                 let base = 4 * (8 * mi + ni);
                 let c = &acc[base..base + 4];
-                let d = em.op(format!("nvvm.mma.sync A[{}, {}, {}, {}] B[{b0}, {b1}] C[{}, {}, {}, {}] {{layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<{et}>, multiplicandBPtxType = #nvvm.mma_type<{et}>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}} : (i32, i32, f32) -> {acc4}", a[0], a[1], a[2], a[3], c[0], c[1], c[2], c[3]), "d");
+                let d = em.op(
+                    format!(
+                        "nvvm.mma.sync A[{}, {}, {}, {}] B[{b0}, {b1}] C[{}, {}, {}, \
+                            {}] {{layoutA = #nvvm.mma_layout<row>, layoutB = \
+                            #nvvm.mma_layout<col>, \
+                            multiplicandAPtxType = #nvvm.mma_type<{et}>, multiplicandBPtxType = \
+                            #nvvm.mma_type<{et}>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}} : \
+                            (i32, i32, f32) -> \
+                            {acc4}",
+                        a[0], a[1], a[2], a[3], c[0], c[1], c[2], c[3]
+                    ),
+                    "d",
+                );
                 for e in 0..4 {
                     acc[base + e] = em.op(format!("llvm.extractvalue {d}[{e}] : {acc4}"), "acc");
                 }
@@ -2198,12 +2578,28 @@ fn slot_addr(
 /// matrix, so the swizzle puts them in 8 different 16-byte bank groups: conflict-free.
 fn lower_smem_store(em: &mut Em, op: &Operation) -> R<()> {
     if em.mma_sync || em.frag_rc.is_none() {
-        return err(op, "convert-tile-to-nvvm: 'tile.smem_store' is lowered for wgmma accumulators (sm_90a) in the consumer region only");
+        return err(
+            op,
+            "convert-tile-to-nvvm: 'tile.smem_store' is lowered for wgmma accumulators \
+                (sm_90a) in the consumer region only",
+        );
     }
     staging_is_swizzled(em, op)?;
     let (addr, shape, elem) = slot_addr(em, op, op.operands[1], op.operands[2])?;
     if elem.size_bytes() != 2 || shape.len() != 2 || shape[1] != 64 {
-        return err(op, format!("convert-tile-to-nvvm: 'tile.smem_store' writes slots of 64 16-bit columns (one 128-byte swizzled row), found {} x {elem}", shape.iter().map(u64::to_string).collect::<Vec<_>>().join("x")));
+        return err(
+            op,
+            format!(
+                "convert-tile-to-nvvm: 'tile.smem_store' writes slots of 64 16-bit \
+                    columns (one 128-byte swizzled row), found {} x \
+                    {elem}",
+                shape
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join("x")
+            ),
+        );
     }
     let val = lazy_of(em, op, op.operands[0])?;
     if lazy_elem(&val) != elem {
@@ -2275,7 +2671,9 @@ fn lower_smem_store(em: &mut Em, op: &Operation) -> R<()> {
             regs.push(em.op(format!("llvm.bitcast {vec} : vector<2x{t}> to i32"), "pk"));
         }
         em.emit(format!(
-            "llvm.inline_asm has_side_effects asm_dialect = att \"stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0], {{$1, $2, $3, $4}};\", \"r,r,r,r,r\" {p}, {} : (i32, i32, i32, i32, i32) -> ()",
+            "llvm.inline_asm has_side_effects asm_dialect = att \
+                \"stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0], {{$1, $2, $3, $4}};\", \
+                \"r,r,r,r,r\" {p}, {} : (i32, i32, i32, i32, i32) -> ()",
             regs.join(", ")
         ));
     }
@@ -2291,8 +2689,23 @@ fn lower_smem_store(em: &mut Em, op: &Operation) -> R<()> {
 fn staging_is_swizzled(em: &Em, op: &Operation) -> R<()> {
     match em.ring_swizzle.get(&op.operands[1]) {
         Some(128) => Ok(()),
-        Some(s) => err(op, format!("convert-tile-to-nvvm: '{}' needs a staging ring with swizzle = 128 (the stmatrix addressing and the C tensor map assume it), found swizzle = {s}", op.kind.name())),
-        None => err(op, format!("convert-tile-to-nvvm: '{}': the staging ring is not a 'tile.smem_alloc' of this kernel", op.kind.name())),
+        Some(s) => err(
+            op,
+            format!(
+                "convert-tile-to-nvvm: '{}' needs a staging ring with swizzle = \
+                    128 (the stmatrix addressing and the C tensor map assume it), found swizzle = \
+                    {s}",
+                op.kind.name()
+            ),
+        ),
+        None => err(
+            op,
+            format!(
+                "convert-tile-to-nvvm: '{}': the staging ring is not a \
+                    'tile.smem_alloc' of this kernel",
+                op.kind.name()
+            ),
+        ),
     }
 }
 
@@ -2305,7 +2718,11 @@ fn lower_tma_store(em: &mut Em, op: &Operation) -> R<()> {
         return err(op, "convert-tile-to-nvvm lowers 2-D TMA stores only");
     }
     let Some(cwg) = em.cwg.clone() else {
-        return err(op, "convert-tile-to-nvvm: 'tile.tma_store' is lowered in the consumer region of 'tile.warp_specialize' only");
+        return err(
+            op,
+            "convert-tile-to-nvvm: 'tile.tma_store' is lowered in the consumer region \
+                of 'tile.warp_specialize' only",
+        );
     };
     let (addr, shape, elem) = slot_addr(em, op, op.operands[1], op.operands[2])?;
     let rows = shape[0] as i64 / em.consumer_wgs.max(1);
@@ -2323,7 +2740,10 @@ fn lower_tma_store(em: &mut Em, op: &Operation) -> R<()> {
     let tmi = em.op(format!("llvm.ptrtoint {tm} : !llvm.ptr to i64"), "tmap");
     let p = em.elected()?;
     em.emit(format!(
-        "llvm.inline_asm has_side_effects asm_dialect = att \"{{ .reg .pred p; setp.ne.u32 p, $0, 0; @p cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$1, {{$2, $3}}], [$4]; }}\", \"r,l,r,r,r\" {p}, {tmi}, {col32}, {r}, {src} : (i32, i64, i32, i32, i32) -> ()"
+        "llvm.inline_asm has_side_effects asm_dialect = att \"{{ .reg .pred p; setp.ne.u32 p, $0, \
+            0; @p cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$1, {{$2, $3}}], [$4]; \
+            }}\", \"r,l,r,r,r\" {p}, {tmi}, {col32}, {r}, {src} : (i32, i64, i32, i32, i32) -> \
+            ()"
     ));
     Ok(())
 }

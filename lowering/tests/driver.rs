@@ -245,8 +245,13 @@ fn timing() {
         later.push(start.elapsed());
     }
     later.sort();
-    eprintln!("mlir_to_ptx: first call in this test {first:?}, later calls median {:?} (min {:?}, max {:?})",
-        later[later.len() / 2], later[0], later[later.len() - 1]);
+    eprintln!(
+        "mlir_to_ptx: first call in this test {first:?}, later calls median {:?} (min {:?}, \
+            max {:?})",
+        later[later.len() / 2],
+        later[0],
+        later[later.len() - 1]
+    );
 }
 
 /// An input MLIR's verifier lets through but LLVM's NVPTX back end cannot select ends the

@@ -65,7 +65,8 @@
 //! ```text
 //! tile.mbarrier_wait %full, %stage, %phase
 //! tile.wgmma_fence
-//! %acc0 = tile.mma %a_ring, %b_ring, %stage, %zero {kind = "wgmma", zero_acc = true} : tile<128x256xf32>
+//! %acc0 = tile.mma %a_ring, %b_ring, %stage, %zero {kind = "wgmma", zero_acc = true}
+//!     : tile<128x256xf32>
 //! tile.commit_group
 //! %acc = tile.for %c1, %ktiles, %c1, %acc0 : tile<128x256xf32> {
 //! ^bb0(%kt: index, %acc_iter: tile<128x256xf32>):
@@ -97,7 +98,13 @@ use tilec_dialect::{
 pub static INFO: PassInfo = PassInfo {
     name: "async-wait-placement",
     summary: "Insert wgmma fences, commit groups and the tightest safe wait_group N",
-    description: "Puts tile.commit_group after every wgmma tile.mma, tile.wgmma_fence before the first wgmma and after other register accesses, and tile.wait_group {pending = N} directly before every hazard (accumulator use, stage overwrite or release, exit) with the largest N safe on every path, across branches, loops and warp specialization; adds a tile.barrier after the wait where several warpgroups read a stage about to be overwritten.\n\nExample: tile-opt examples/gemm_bf16.tile --tile-to-gpu --async-wait-placement --pass-statistics",
+    description: "Puts tile.commit_group after every wgmma tile.mma, tile.wgmma_fence before the \
+        first wgmma and after other register accesses, and tile.wait_group {pending = N} directly \
+        before every hazard (accumulator use, stage overwrite or release, exit) with the \
+        largest N safe on every path, across branches, loops and warp specialization; adds \
+        a tile.barrier after the wait where several warpgroups read a stage about to \
+        be overwritten.\n\nExample: tile-opt examples/gemm_bf16.tile --tile-to-gpu \
+        --async-wait-placement --pass-statistics",
     options: &[],
 };
 
@@ -825,7 +832,12 @@ fn place_kernel_kind(
                     .map_or_else(|| "a ring".to_string(), |n| format!("'%{n}'"));
                 remarks.push(Diagnostic::remark(
                     f.ops[id as usize].loc.clone(),
-                    format!("{name} has one stage: every wgmma reading it must complete here (pending = 0); a second stage would let one group stay in flight (pending = 1)"),
+                    format!(
+                        "{name} has one stage: every wgmma reading it must complete here \
+                            (pending = 0); a second stage would let one group stay in flight \
+                            (pending \
+                            = 1)"
+                    ),
                 ));
             }
         }

@@ -16,7 +16,8 @@ use tilec_dialect::{Block, Diagnostics, Module, OpKind, Operation, Type, Value};
 pub static INFO: PassInfo = PassInfo {
     name: "cse",
     summary: "Eliminate common subexpressions",
-    description: "Replaces a pure op by an identical op that dominates it.\n\nExample: two `tile.constant {value = 64} : index` in one kernel become one.",
+    description: "Replaces a pure op by an identical op that dominates it.\n\nExample: two \
+        `tile.constant {value = 64} : index` in one kernel become one.",
     options: &[],
 };
 

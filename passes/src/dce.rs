@@ -14,7 +14,11 @@ use tilec_dialect::{Block, Diagnostics, Module, Value};
 pub static INFO: PassInfo = PassInfo {
     name: "dce",
     summary: "Remove side-effect-free ops whose results are unused",
-    description: "Deletes pure ops (arithmetic, loads, conversions) none of whose results is used, to a fixed point, in every region.\n\nExample: `%x = tile.addi %a, %b : index` with no use of `%x` is removed.",
+    description:
+        "Deletes pure ops (arithmetic, loads, conversions) none of whose results is used, \
+            to a fixed point, in every region.\n\nExample: `%x = tile.addi %a, %b : index` with no \
+            use \
+            of `%x` is removed.",
     options: &[],
 };
 

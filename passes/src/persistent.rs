@@ -18,12 +18,12 @@
 //!   ```text
 //!   %clc_resp  = tile.smem_alloc : smem<2x4xi32>          // two 16-byte response slots
 //!   %clc_full  = tile.mbarrier_alloc {arrive_count = 1}   // response n arrived (16 tx bytes)
-//!   %clc_empty = tile.mbarrier_alloc {arrive_count = C, per_cta = true}  // slot read by the CTA(s)
+//!   %clc_empty = tile.mbarrier_alloc {arrive_count = C, per_cta = true} // slot read by CTAs
 //!   %end:2 = tile.while %first, %c0 {tile_loop = true} {
 //!   ^bb0(%tile, %n):                                        // n-th tile of this CTA
 //!     slot = n mod 2, parity = (n / 2) mod 2
 //!     mbarrier_wait %clc_empty, slot, 1 - parity  {role = "scheduler"}  // slot's last reader done
-//!     fence_proxy_async                         {role = "scheduler"}  // generic reads → async write
+//!     fence_proxy_async                         {role = "scheduler"}  // generic → async
 //!     mbarrier_expect_tx %clc_full, slot {bytes = 16, role = "scheduler"}
 //!     clc_try_cancel %clc_resp, %clc_full, slot {role = "scheduler"}  // overlaps this tile
 //!     … decode %tile into program ids; the kernel body …
@@ -75,12 +75,33 @@ use tilec_dialect::{
 /// The registry entry.
 pub static INFO: PassInfo = PassInfo {
     name: "persistent",
-    summary: "Make the kernel a persistent loop over its tiles (static stride), in grouped tile order",
-    description: "Wraps the kernel body in a loop over linear tile ids (start ctaid.x, step nctaid.x), decoding each into program ids in grouped order for L2 reuse. The launcher starts min(tiles, SMs x CTAs per SM) CTAs.\n\nExample: tile-opt --persistent='schedule=static group_m=8' examples/gemm_bf16.tile",
+    summary: "Make the kernel a persistent loop over its tiles (static stride), in grouped tile \
+        order",
+    description: "Wraps the kernel body in a loop over linear tile ids (start ctaid.x, step \
+        nctaid.x), decoding each into program ids in grouped order for L2 reuse. The launcher \
+        starts min(tiles, SMs x CTAs per SM) CTAs.\n\nExample: tile-opt \
+        --persistent='schedule=static group_m=8' examples/gemm_bf16.tile",
     options: &[
-        OptionInfo { name: "schedule", kind: OptionKind::Enum(&["static", "none", "clc"]), default: "static", help: "static: strided persistent loop; none: one tile per CTA (grouped order only); clc: try_cancel work stealing (sm_100, sm_100a)" },
-        OptionInfo { name: "group_m", kind: OptionKind::UInt, default: "8", help: "Tiles of dimension 1 swept per group (0: row-major order)" },
-        OptionInfo { name: "cluster", kind: OptionKind::UInt, default: "1", help: "clc only: CTAs per cluster along x (1, 2 or 4); > 1 uses the multicast try_cancel (sm_100a)" },
+        OptionInfo {
+            name: "schedule",
+            kind: OptionKind::Enum(&["static", "none", "clc"]),
+            default: "static",
+            help: "static: strided persistent loop; none: one tile per CTA (grouped order only); \
+                clc: try_cancel work stealing (sm_100, sm_100a)",
+        },
+        OptionInfo {
+            name: "group_m",
+            kind: OptionKind::UInt,
+            default: "8",
+            help: "Tiles of dimension 1 swept per group (0: row-major order)",
+        },
+        OptionInfo {
+            name: "cluster",
+            kind: OptionKind::UInt,
+            default: "1",
+            help: "clc only: CTAs per cluster along x (1, 2 or 4); > 1 uses the multicast \
+                try_cancel (sm_100a)",
+        },
     ],
 };
 
@@ -255,7 +276,10 @@ fn make_persistent(m: &mut Module, k: &mut Operation, p: &Persistent) -> Result<
         .collect::<Result<_, _>>()?;
     let cluster = if schedule == "clc" { p.cluster } else { 1 };
     if let Some(c) = k.attr("cluster") {
-        return Err(err(format!("persistent: the kernel already has 'cluster = {c}'; the schedule sets the cluster shape itself (schedule=clc cluster=N)")));
+        return Err(err(format!(
+            "persistent: the kernel already has 'cluster = {c}'; the schedule \
+                sets the cluster shape itself (schedule=clc cluster=N)"
+        )));
     }
     if cluster > 1 {
         // A cluster launch needs grid x divisible by the cluster size: pad it.

@@ -18,9 +18,10 @@
 //! `empty` mbarrier per stage (one arrive per consumer warp), a producer warpgroup
 //! whose elected thread issues the copies, and BM/64 consumer warpgroups running
 //! `tile.mma` over each stage. The first k tile is peeled (its MMA zeroes the
-//! accumulator). A consumer releases stage `kt-1` in iteration `kt` (deferred release), so one MMA group can stay in flight; `async-wait-placement` then
-//! puts the waits. The epilogue after the loop moves into the consumer region (the consumers hold the
-//! accumulator) and is lowered per fragment.
+//! accumulator). A consumer releases stage `kt-1` in iteration `kt` (deferred release), so one MMA
+//! group can stay in flight; `async-wait-placement` then puts the waits. The epilogue after the
+//! loop moves into the consumer region (the consumers hold the accumulator) and is lowered per
+//! fragment.
 //!
 //! **K bounds.** The loop may start at any index value computed before it (split-K: a
 //! slice [s·Kc, min((s+1)·Kc, K)) of the K range), not only the constant 0. Then the k-tile
@@ -35,8 +36,8 @@
 //! m16n8k16. Checked before anything is rewritten, each with the limit it breaks: the
 //! target exists; element types are bf16/f16 with an f32 accumulator; BK = 64 (one
 //! 128-byte swizzle span of 2-byte elements); BM = 64 × consumers with 1 or 2 consumer
-//! warpgroups; BN a multiple of 8 up to 256 (wgmma's N) — for mma.sync 128 or 256 (the lowering takes 128×256 today); the
-//! ring plus barriers fit the target's shared memory per block.
+//! warpgroups; BN a multiple of 8 up to 256 (wgmma's N) — for mma.sync 128 or 256 (the lowering
+//! takes 128×256 today); the ring plus barriers fit the target's shared memory per block.
 //!
 //! A persistent tile loop made by `persistent` (`tile.for` or, for the clc schedule,
 //! `tile.while`, with `{tile_loop = true}`) runs in both regions and carries one more value,
@@ -56,7 +57,7 @@
 //! for BM = 128), and for each 64-column box j of the tile:
 //!
 //! ```text
-//! tile.smem_store %out, %staging, %slot_j {col_offset = 64 j}   // stmatrix, each warpgroup its 64 rows
+//! tile.smem_store %out, %staging, %slot_j {col_offset = 64 j}   // stmatrix, 64 rows each
 //! tile.fence_proxy_async                                         // generic writes → async proxy
 //! tile.named_barrier {id = 1, threads = 128}                     // the warpgroup's 128 writers
 //! %c_j = tile.addi %col, 64 j
@@ -86,11 +87,30 @@ use tilec_dialect::{
 pub static INFO: PassInfo = PassInfo {
     name: "tile-to-gpu",
     summary: "Lower the matmul main loop to a TMA ring, mbarriers and async MMA for a target",
-    description: "Rewrites the K loop of a tile matmul into a warp-specialized pipeline: TMA copies into a shared-memory ring (128-byte swizzle) completing on mbarriers, and wgmma (sm_90a) or ldmatrix+mma.sync (sm_90, sm_100) over each stage.\n\nExample: tile-opt --pass-pipeline='tile-to-gpu{target=sm_90a stages=4}' examples/gemm_bf16.tile",
+    description: "Rewrites the K loop of a tile matmul into a warp-specialized pipeline: TMA \
+        copies into a shared-memory ring (128-byte swizzle) completing on mbarriers, and wgmma \
+        (sm_90a) or ldmatrix+mma.sync (sm_90, sm_100) over each stage.\n\nExample: tile-opt \
+        --pass-pipeline='tile-to-gpu{target=sm_90a stages=4}' examples/gemm_bf16.tile",
     options: &[
-        OptionInfo { name: "target", kind: OptionKind::Enum(&["sm_90", "sm_90a", "sm_100", "sm_100a"]), default: "sm_90a", help: "GPU to build for" },
-        OptionInfo { name: "stages", kind: OptionKind::UInt, default: "4", help: "Shared-memory ring depth (2 to 8)" },
-        OptionInfo { name: "epilogue", kind: OptionKind::Enum(&["direct", "tma"]), default: "direct", help: "How the epilogue stores C: direct (from the accumulator registers) or tma (staged in shared memory, stored with TMA; sm_90a)" },
+        OptionInfo {
+            name: "target",
+            kind: OptionKind::Enum(&["sm_90", "sm_90a", "sm_100", "sm_100a"]),
+            default: "sm_90a",
+            help: "GPU to build for",
+        },
+        OptionInfo {
+            name: "stages",
+            kind: OptionKind::UInt,
+            default: "4",
+            help: "Shared-memory ring depth (2 to 8)",
+        },
+        OptionInfo {
+            name: "epilogue",
+            kind: OptionKind::Enum(&["direct", "tma"]),
+            default: "direct",
+            help: "How the epilogue stores C: direct (from the accumulator registers) or tma \
+                (staged in shared memory, stored with TMA; sm_90a)",
+        },
     ],
 };
 
@@ -270,7 +290,14 @@ fn find_matmul<'a>(
         .map(|o| o.loc.clone())
         .unwrap_or_else(Location::unknown);
     let &[li] = loops.as_slice() else {
-        return Err(Diagnostic::error(kernel_loc, format!("tile-to-gpu expects exactly one 'tile.for' loop containing a 'tile.dot' in the kernel body, found {}", loops.len())));
+        return Err(Diagnostic::error(
+            kernel_loc,
+            format!(
+                "tile-to-gpu expects exactly one \
+                    'tile.for' loop containing a 'tile.dot' in the kernel body, found {}",
+                loops.len()
+            ),
+        ));
     };
     let lp = &body.ops[li];
     let err = |msg: String| Diagnostic::error(lp.loc.clone(), msg);
@@ -303,11 +330,20 @@ fn find_matmul<'a>(
     let kinds: Vec<OpKind> = b.ops.iter().map(|o| o.kind).collect();
     if kinds != [OpKind::Load, OpKind::Load, OpKind::Dot, OpKind::Yield] {
         let names: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
-        return Err(err(format!("tile-to-gpu expects the K loop body to be 'tile.load', 'tile.load', 'tile.dot', 'tile.yield'; found {}", names.join(", "))));
+        return Err(err(format!(
+            "tile-to-gpu expects the K loop body to be 'tile.load', \
+                'tile.load', 'tile.dot', 'tile.yield'; found {}",
+            names.join(", ")
+        )));
     }
     let (la, lb_, dot, y) = (&b.ops[0], &b.ops[1], &b.ops[2], &b.ops[3]);
     if dot.operands != [la.results[0], lb_.results[0], carried] || y.operands != [dot.results[0]] {
-        return Err(Diagnostic::error(dot.loc.clone(), "tile-to-gpu expects 'tile.dot %a, %b, %acc' of the two loads and the carried accumulator, yielded".to_string()));
+        return Err(Diagnostic::error(
+            dot.loc.clone(),
+            "tile-to-gpu expects 'tile.dot %a, %b, %acc' \
+                of the two loads and the carried accumulator, yielded"
+                .to_string(),
+        ));
     }
     if la.operands.len() != 3 || lb_.operands.len() != 3 {
         return Err(Diagnostic::error(
@@ -316,7 +352,12 @@ fn find_matmul<'a>(
         ));
     }
     if la.operands[2] != iv || lb_.operands[1] != iv {
-        return Err(Diagnostic::error(la.loc.clone(), "tile-to-gpu expects A to be loaded at (row, k) and B at (k, col), k the loop's induction variable".to_string()));
+        return Err(Diagnostic::error(
+            la.loc.clone(),
+            "tile-to-gpu expects A to be loaded at (row, \
+                k) and B at (k, col), k the loop's induction variable"
+                .to_string(),
+        ));
     }
     let at = m.ty(la.results[0]).clone();
     let bt = m.ty(lb_.results[0]).clone();
@@ -359,13 +400,27 @@ fn check_config(
     if !matches!(mm.elem, ScalarType::BF16 | ScalarType::F16)
         || mm.acc_ty.elem() != Some(ScalarType::F32)
     {
-        return e(format!("tile-to-gpu for {target}: the MMA takes bf16 or f16 inputs with an f32 accumulator, found {} inputs with a {} accumulator", mm.elem, mm.acc_ty.elem().map_or("?".into(), |t| t.to_string())));
+        return e(format!(
+            "tile-to-gpu for {target}: the MMA takes bf16 or f16 inputs with an f32 \
+                accumulator, found {} inputs with a {} \
+                accumulator",
+            mm.elem,
+            mm.acc_ty.elem().map_or("?".into(), |t| t.to_string())
+        ));
     }
     if mm.bk != 64 {
-        return e(format!("tile-to-gpu: the K tile must be 64 elements (128 bytes of {}, the 128-byte swizzle span), found {}", mm.elem, mm.bk));
+        return e(format!(
+            "tile-to-gpu: the K tile must be 64 elements (128 bytes of {}, the \
+                128-byte swizzle span), found {}",
+            mm.elem, mm.bk
+        ));
     }
     if mm.bm != 64 && mm.bm != 128 {
-        return e(format!("tile-to-gpu: the M tile must be 64 or 128 (64 rows per consumer warpgroup, 1 or 2 warpgroups), found {}", mm.bm));
+        return e(format!(
+            "tile-to-gpu: the M tile must be 64 or 128 (64 rows per consumer \
+                warpgroup, 1 or 2 warpgroups), found {}",
+            mm.bm
+        ));
     }
     if target.has_wgmma() {
         if mm.bn % 8 != 0 || mm.bn > 256 {
@@ -375,10 +430,18 @@ fn check_config(
             ));
         }
         if mm.bn % 64 != 0 {
-            return e(format!("tile-to-gpu: the N tile {} must be a multiple of 64 (one 128-byte TMA box of B per 64 columns)", mm.bn));
+            return e(format!(
+                "tile-to-gpu: the N tile {} must be a multiple of 64 (one 128-byte \
+                    TMA box of B per 64 columns)",
+                mm.bn
+            ));
         }
     } else if mm.bn != 128 && mm.bn != 256 {
-        return e(format!("tile-to-gpu: on {target} (ldmatrix + mma.sync) the N tile must be 128 or 256, found {}", mm.bn));
+        return e(format!(
+            "tile-to-gpu: on {target} (ldmatrix + mma.sync) the N tile must be 128 or \
+                256, found {}",
+            mm.bn
+        ));
     }
     let stage_bytes = (mm.bm * mm.bk + mm.bk * mm.bn) * mm.elem.size_bytes();
     let total = BARRIER_REGION_BYTES + other_smem + staging + stages * stage_bytes;
@@ -394,8 +457,16 @@ fn check_config(
         }
         let other_smem = other_smem + staging;
         return e(format!(
-            "tile-to-gpu: {stages} stages of {}x{} + {}x{} {} tiles need {total} bytes of shared memory ({stage_bytes} per stage + {BARRIER_REGION_BYTES} for barriers{other}), over the {limit}-byte limit per block on {target}; use at most {} stages",
-            mm.bm, mm.bk, mm.bk, mm.bn, mm.elem, (limit - BARRIER_REGION_BYTES - other_smem.min(limit - BARRIER_REGION_BYTES)) / stage_bytes
+            "tile-to-gpu: {stages} stages of {}x{} + {}x{} {} tiles need {total} bytes of shared \
+                memory ({stage_bytes} per stage + {BARRIER_REGION_BYTES} for barriers{other}), \
+                over the {limit}-byte limit per block on {target}; use at most {} stages",
+            mm.bm,
+            mm.bk,
+            mm.bk,
+            mm.bn,
+            mm.elem,
+            (limit - BARRIER_REGION_BYTES - other_smem.min(limit - BARRIER_REGION_BYTES))
+                / stage_bytes
         ));
     }
     Ok(total)
@@ -472,7 +543,13 @@ fn tma_store_plan(
 ) -> Result<(usize, u64), Diagnostic> {
     let e = |l: &Location, msg: String| Err(Diagnostic::error(l.clone(), msg));
     if !target.has_wgmma() {
-        return e(loc, format!("tile-to-gpu: epilogue=tma is implemented for sm_90a (wgmma fragments, one warpgroup per 64 rows); the target is {target}"));
+        return e(
+            loc,
+            format!(
+                "tile-to-gpu: epilogue=tma is implemented for sm_90a (wgmma \
+                    fragments, one warpgroup per 64 rows); the target is {target}"
+            ),
+        );
     }
     let stores: Vec<usize> = epilogue
         .iter()
@@ -481,20 +558,54 @@ fn tma_store_plan(
         .map(|(i, _)| i)
         .collect();
     let &[si] = stores.as_slice() else {
-        return e(loc, format!("tile-to-gpu: epilogue=tma expects exactly one 'tile.store' after the K loop, found {}", stores.len()));
+        return e(
+            loc,
+            format!(
+                "tile-to-gpu: epilogue=tma expects exactly one 'tile.store' after \
+                    the K loop, found {}",
+                stores.len()
+            ),
+        );
     };
     let st = &epilogue[si];
     let Type::Tile { shape, elem } = m.ty(st.operands[st.operands.len() - 1]).clone() else {
         unreachable!("verified store")
     };
     if st.operands.len() != 4 || shape != [mm.bm, mm.bn] {
-        return e(&st.loc, format!("tile-to-gpu: epilogue=tma stores the whole {}x{} output tile of a 2-D tensor; this store writes a {} tile", mm.bm, mm.bn, shape.iter().map(u64::to_string).collect::<Vec<_>>().join("x")));
+        return e(
+            &st.loc,
+            format!(
+                "tile-to-gpu: epilogue=tma stores the whole {}x{} output tile of \
+                    a 2-D tensor; this store writes a {} \
+                    tile",
+                mm.bm,
+                mm.bn,
+                shape
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join("x")
+            ),
+        );
     }
     if elem.size_bytes() != 2 {
-        return e(&st.loc, format!("tile-to-gpu: epilogue=tma stages 16-bit elements (bf16, f16: stmatrix, one 128-byte row per 64-column box); the store writes {elem}"));
+        return e(
+            &st.loc,
+            format!(
+                "tile-to-gpu: epilogue=tma stages 16-bit elements (bf16, f16: \
+                    stmatrix, one 128-byte row per 64-column box); the store writes {elem}"
+            ),
+        );
     }
     if mm.bn % STORE_BOX_COLS != 0 {
-        return e(&st.loc, format!("tile-to-gpu: epilogue=tma stores 64-column boxes; the N tile {} is not a multiple of 64", mm.bn));
+        return e(
+            &st.loc,
+            format!(
+                "tile-to-gpu: epilogue=tma stores 64-column boxes; the N tile {} \
+                    is not a multiple of 64",
+                mm.bn
+            ),
+        );
     }
     Ok((
         si,
@@ -594,7 +705,12 @@ fn lower_kernel(
             o.walk(&mut |x| from_epilogue.extend(x.results.iter().copied()));
         }
         if y.operands.iter().any(|v| from_epilogue.contains(v)) {
-            return Err(Diagnostic::error(y.loc.clone(), "tile-to-gpu: the persistent tile loop yields a value computed in the epilogue (after the K loop, without role = \"all\"); both the producer and the consumers need it"));
+            return Err(Diagnostic::error(
+                y.loc.clone(),
+                "tile-to-gpu: the persistent tile loop \
+                    yields a value computed in the epilogue (after the K loop, without role = \
+                    \"all\"); both the producer and the consumers need it",
+            ));
         }
     }
     // The consumer region's copy of ops that may be scheduler-only: those become the

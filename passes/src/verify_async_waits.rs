@@ -73,12 +73,18 @@ use tilec_dialect::{
 pub static INFO: PassInfo = PassInfo {
     name: "verify-async-waits",
     summary: "Check that every wgmma wait is safe and tight, by path exploration",
-    description: "Explores every path of each kernel (both branch sides, loops unrolled at least twice and until the group queues repeat) with the exact queue of pending wgmma groups, and rejects a hazard that can see a pending group, a missing fence or CTA barrier, and a wait whose pending could be larger, that is redundant, or that could move later. Changes nothing.\n\nExample: tile-opt k.tile --async-wait-placement --verify-async-waits",
+    description: "Explores every path of each kernel (both branch sides, loops unrolled at least \
+        twice and until the group queues repeat) with the exact queue of pending wgmma groups, and \
+        rejects a hazard that can see a pending group, a missing fence or CTA barrier, and a \
+        wait whose pending could be larger, that is redundant, or that could move later. \
+        Changes nothing.\n\nExample: tile-opt k.tile --async-wait-placement \
+        --verify-async-waits",
     options: &[OptionInfo {
         name: "max_steps",
         kind: OptionKind::UInt,
         default: "1000000",
-        help: "Budget of one path exploration in (path, op) steps; a kernel that needs more is reported, not proven",
+        help: "Budget of one path exploration in (path, op) steps; a kernel that needs more is \
+            reported, not proven",
     }],
 };
 
@@ -428,19 +434,28 @@ impl Explorer<'_, '_> {
                     self.report(id, |e| {
                         let msg = match kind {
                             GroupKind::Wgmma => format!(
-                                "'{}' overwrites a shared-memory stage that the wgmma group of the 'tile.mma' at {} may still be reading in another of the {wg} warpgroups: no 'tile.barrier' follows the wait that retired it, on the path: {}",
+                                "'{}' overwrites a shared-memory stage that the wgmma group of the \
+                                    'tile.mma' at {} may still be reading in another of the {wg} \
+                                    warpgroups: no 'tile.barrier' follows the wait that \
+                                    retired it, on the path: {}",
                                 op.kind.name(),
                                 e.loc(g.mma),
                                 e.path(&t)
                             ),
                             GroupKind::Bulk => format!(
-                                "'{}' overwrites a staging slot that the bulk store group of the 'tile.tma_store' at {} read: only the warpgroup's elected thread waited for it, and no 'tile.named_barrier' follows that wait, on the path: {}",
+                                "'{}' overwrites a staging slot that the bulk store group of the \
+                                    'tile.tma_store' at {} read: only the warpgroup's elected \
+                                    thread waited for it, and no 'tile.named_barrier' follows \
+                                    that wait, on the path: {}",
                                 op.kind.name(),
                                 e.loc(g.mma),
                                 e.path(&t)
                             ),
                         };
-                        Diagnostic::error(op.loc.clone(), msg).with_note(e.loc(g.mma).clone(), format!("the group's '{}'", kind.issuer()))
+                        Diagnostic::error(op.loc.clone(), msg).with_note(
+                            e.loc(g.mma).clone(),
+                            format!("the group's '{}'", kind.issuer()),
+                        )
                     });
                     q.unsynced.clear();
                 }
@@ -450,7 +465,11 @@ impl Explorer<'_, '_> {
                 let why = if q.unfenced {
                     Some("before any 'tile.wgmma_fence' of the warpgroup".to_string())
                 } else {
-                    gd.slots().any(|s| q.dirty.contains(&s)).then(|| "after another op accessed its registers, with no 'tile.wgmma_fence' since".to_string())
+                    gd.slots().any(|s| q.dirty.contains(&s)).then(|| {
+                        "after another op accessed \
+                            its registers, with no 'tile.wgmma_fence' since"
+                            .to_string()
+                    })
                 };
                 if let Some(why) = why {
                     self.report(id, |e| {
@@ -531,10 +550,22 @@ impl Explorer<'_, '_> {
             ),
         };
         let what = match h {
-            Hazard::Registers => format!("'{x}' accesses the registers of the {what} group of the '{issuer}' at {at}, which may still be pending"),
-            Hazard::Overwrite => format!("'{x}' overwrites a shared-memory stage that the {what} group of the '{issuer}' at {at} reads, which may still be pending"),
-            Hazard::Release => format!("'{x}' releases to its producer a shared-memory stage that the {what} group of the '{issuer}' at {at} reads, which may still be pending"),
-            Hazard::Exit => format!("'{x}' ends the warpgroup while the {what} group of the '{issuer}' at {at} may still be pending"),
+            Hazard::Registers => format!(
+                "'{x}' accesses the registers of the {what} group of the \
+                    '{issuer}' at {at}, which may still be pending"
+            ),
+            Hazard::Overwrite => format!(
+                "'{x}' overwrites a shared-memory stage that the {what} \
+                    group of the '{issuer}' at {at} reads, which may still be pending"
+            ),
+            Hazard::Release => format!(
+                "'{x}' releases to its producer a shared-memory stage that \
+                    the {what} group of the '{issuer}' at {at} reads, which may still be pending"
+            ),
+            Hazard::Exit => format!(
+                "'{x}' ends the warpgroup while the {what} group of the \
+                    '{issuer}' at {at} may still be pending"
+            ),
         };
         let mut d = Diagnostic::error(
             op.loc.clone(),
@@ -834,8 +865,14 @@ fn tightness(
         }) {
             if safe(&k) {
                 let msg = match kind {
-                    GroupKind::Wgmma => "'tile.barrier' after the wait is not needed: no stage another warpgroup reads is overwritten before the next barrier",
-                    GroupKind::Bulk => "'tile.named_barrier' after the bulk wait is not needed: no staging slot a retired group read is written before the next barrier",
+                    GroupKind::Wgmma => {
+                        "'tile.barrier' after the wait is not needed: no stage \
+                            another warpgroup reads is overwritten before the next barrier"
+                    }
+                    GroupKind::Bulk => {
+                        "'tile.named_barrier' after the bulk wait is not needed: no \
+                            staging slot a retired group read is written before the next barrier"
+                    }
                 };
                 out.push(Diagnostic::error(o.loc.clone(), msg));
             }
@@ -896,7 +933,17 @@ pub fn verify_async_waits(m: &Module, max_steps: u64) -> Result<CheckReport, Dia
                 let f = Facts::of_kind(m, k, kind);
                 for id in bad {
                     let op = f.ops[id as usize];
-                    errors.push(Diagnostic::error(op.loc.clone(), format!("'{}' may run while a {} group it conflicts with is pending, or without a fence or barrier it needs", op.kind.name(), kind.what())));
+                    errors.push(Diagnostic::error(
+                        op.loc.clone(),
+                        format!(
+                            "'{}' may run while a {} \
+                                group it conflicts with is pending, or without a fence or barrier \
+                                it \
+                                needs",
+                            op.kind.name(),
+                            kind.what()
+                        ),
+                    ));
                 }
                 o.complete = true;
             }
@@ -905,7 +952,12 @@ pub fn verify_async_waits(m: &Module, max_steps: u64) -> Result<CheckReport, Dia
         if !o.complete {
             errors.push(Diagnostic::error(
                 k.loc.clone(),
-                format!("verify-async-waits could not explore every path of this kernel within max_steps = {max_steps} (path, op) steps, so its waits are not proven safe; raise max_steps"),
+                format!(
+                    "verify-async-waits could not explore every path of this kernel within \
+                        max_steps = {max_steps} (path, op) steps, so its waits are not proven \
+                        safe; \
+                        raise max_steps"
+                ),
             ));
         } else if o.clean {
             report.waits += tightness(m, k, kind, max_steps, &mut errors);
@@ -971,7 +1023,17 @@ fn check_block_handoff(ops: &[Operation], errors: &mut Vec<Diagnostic>) {
         if op.kind == OpKind::NamedBarrier {
             if let Some(t) = op.int_attr("threads") {
                 if t != 128 {
-                    errors.push(Diagnostic::error(op.loc.clone(), format!("'tile.named_barrier' with threads = {t}: the staging protocol's barrier is one warpgroup's 128 threads (fewer lets writers through early, more waits for threads that never arrive)")));
+                    errors.push(Diagnostic::error(
+                        op.loc.clone(),
+                        format!(
+                            "'tile.named_barrier' \
+                                with threads = {t}: the staging protocol's barrier is one \
+                                warpgroup's 128 \
+                                threads (fewer lets writers through early, more waits for threads \
+                                that \
+                                never arrive)"
+                        ),
+                    ));
                 }
             }
         }
@@ -996,8 +1058,18 @@ fn check_block_handoff(ops: &[Operation], errors: &mut Vec<Diagnostic>) {
                 _ => "a 'tile.named_barrier'",
             };
             errors.push(
-                Diagnostic::error(op.loc.clone(), format!("'tile.tma_store' reads a staging slot written by the 'tile.smem_store' before it without {missing} in between: the elected thread may copy before all writers' data is visible to the async proxy"))
-                    .with_note(ops[w].loc.clone(), "the slot is written here"),
+                Diagnostic::error(
+                    op.loc.clone(),
+                    format!(
+                        "'tile.tma_store' reads a staging slot \
+                            written by the 'tile.smem_store' before it without {missing} in \
+                            between: the \
+                            elected thread may copy before all writers' data is visible to the \
+                            async \
+                            proxy"
+                    ),
+                )
+                .with_note(ops[w].loc.clone(), "the slot is written here"),
             );
         }
     }

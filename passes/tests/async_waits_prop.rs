@@ -90,7 +90,13 @@ fn stage() -> impl Strategy<Value = StageE> {
 
 fn stmt() -> impl Strategy<Value = Stmt> {
     let leaf = prop_oneof![
-        6 => (0..MAX_ACCS as u8, 0..MAX_RINGS as u8, stage(), prop::bool::weighted(0.2), prop::bool::weighted(0.15))
+        6 => (
+            0..MAX_ACCS as u8,
+            0..MAX_RINGS as u8,
+            stage(),
+            prop::bool::weighted(0.2),
+            prop::bool::weighted(0.15),
+        )
             .prop_map(|(acc, ring, stage, rs, zero)| Stmt::Mma { acc, ring, stage, rs, zero }),
         2 => (0..MAX_ACCS as u8).prop_map(|acc| Stmt::Use { acc }),
         1 => (0..MAX_ACCS as u8).prop_map(|acc| Stmt::Reset { acc }),
@@ -285,7 +291,11 @@ fn render(p: &Program) -> String {
         } else {
             p.warpgroups as u32
         };
-    let _ = writeln!(e.out, "tile.kernel @k(%A: tensor<?x?xbf16>, %N: index, %flag: i1) {{block = [{threads}, 1, 1], grid = [1]}} {{");
+    let _ = writeln!(
+        e.out,
+        "tile.kernel @k(%A: tensor<?x?xbf16>, %N: index, %flag: i1) {{block = \
+            [{threads}, 1, 1], grid = [1]}} {{"
+    );
     for c in 0..4 {
         e.line(&format!("%c{c} = tile.constant {{value = {c}}} : index"));
     }
@@ -490,7 +500,12 @@ fn cases() -> u32 {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), max_shrink_iters: 1000, max_shrink_time: 120_000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: cases(),
+        max_shrink_iters: 1000,
+        max_shrink_time: 120_000,
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn placement_is_safe_and_tight(p in program()) {

@@ -58,19 +58,33 @@ fn kernel(rank: usize, bm: u64) -> String {
     let (grid, pids) = match rank {
         1 => (
             format!("[mul(ceildiv(%N, 256), ceildiv(%M, {bm}))]"),
-            format!("%p = tile.program_id {{dim = 0}} : index\n  %c256n = tile.constant {{value = 256}} : index\n  %gn = tile.ceildiv %N, %c256n : index\n  %pid_n = tile.remi %p, %gn : index\n  %pid_m = tile.divi %p, %gn : index\n"),
+            format!(
+                "%p = tile.program_id {{dim = 0}} : index\n  %c256n = tile.constant {{value = \
+                    256}} : index\n  %gn = tile.ceildiv %N, %c256n : index\n  %pid_n = tile.remi \
+                    %p, \
+                    %gn : index\n  %pid_m = tile.divi %p, %gn : index\n"
+            ),
         ),
         2 => (
             format!("[ceildiv(%N, 256), ceildiv(%M, {bm})]"),
-            "%pid_n = tile.program_id {dim = 0} : index\n  %pid_m = tile.program_id {dim = 1} : index\n".to_string(),
+            "%pid_n = tile.program_id {dim = 0} : index\n  %pid_m = tile.program_id {dim = 1} : \
+                index\n"
+                .to_string(),
         ),
         _ => (
             format!("[ceildiv(%N, 256), ceildiv(%M, {bm}), %Bt]"),
-            format!("%pid_n = tile.program_id {{dim = 0}} : index\n  %pm = tile.program_id {{dim = 1}} : index\n  %pb = tile.program_id {{dim = 2}} : index\n  %cbm = tile.constant {{value = {bm}}} : index\n  %gm = tile.ceildiv %M, %cbm : index\n  %off = tile.muli %pb, %gm : index\n  %pid_m = tile.addi %pm, %off : index\n"),
+            format!(
+                "%pid_n = tile.program_id {{dim = 0}} : index\n  %pm = tile.program_id {{dim = \
+                    1}} : index\n  %pb = tile.program_id {{dim = 2}} : index\n  %cbm = \
+                    tile.constant \
+                    {{value = {bm}}} : index\n  %gm = tile.ceildiv %M, %cbm : index\n  %off = \
+                    tile.muli %pb, %gm : index\n  %pid_m = tile.addi %pm, %off : index\n"
+            ),
         ),
     };
     format!(
-        "tile.kernel @k(%A: tensor<?x?xbf16>, %B: tensor<?x?xbf16>, %C: tensor<?x?xbf16>, %M: index, %N: index, %K: index, %Bt: index) {{grid = {grid}}} {{
+        "tile.kernel @k(%A: tensor<?x?xbf16>, %B: tensor<?x?xbf16>, %C: tensor<?x?xbf16>, %M: \
+            index, %N: index, %K: index, %Bt: index) {{grid = {grid}}} {{
   {pids}  %c0 = tile.constant {{value = 0}} : index
   %c64 = tile.constant {{value = 64}} : index
   %cm = tile.constant {{value = {bm}}} : index
@@ -174,7 +188,8 @@ struct Agent<'m> {
     proved: HashMap<i64, u64>,
     consumed: HashMap<i64, u64>,
     fenced: bool,
-    /// Tiles (row, col): stored (consumer) or loaded at k = 0 (producer, from A's row and B's column).
+    /// Tiles (row, col): stored (consumer) or loaded at k = 0 (producer, from A's row and B's
+    /// column).
     tiles: Vec<(i64, i64)>,
     pending_row: Option<i64>,
 }
@@ -300,7 +315,10 @@ impl<'m> World<'m> {
         let gen = self.ctas[cta].slots.get(&idx).map_or(0, |r| r.gen);
         let is_clc = self.clc_bars.contains(&bars);
         if self.ctas[cta].finished {
-            return Err(format!("an arrive or transaction reached barrier {bars}[{idx}] of CTA {cta} after it exited"));
+            return Err(format!(
+                "an arrive or transaction reached barrier {bars}[{idx}] of CTA \
+                    {cta} after it exited"
+            ));
         }
         let b = self.ctas[cta]
             .bars
@@ -493,7 +511,14 @@ impl<'m> World<'m> {
                 if ag.proved.get(&slot) != Some(&resp.gen)
                     || ag.consumed.get(&slot) == Some(&resp.gen)
                 {
-                    return Err(format!("CTA {cta} agent {}: response slot {slot} read before its barrier phase completed (its wait proved {:?}, slot holds response {})", ag.role, ag.proved.get(&slot), resp.gen));
+                    return Err(format!(
+                        "CTA {cta} agent {}: response slot {slot} read before its \
+                            barrier phase completed (its wait proved {:?}, slot holds response \
+                            {})",
+                        ag.role,
+                        ag.proved.get(&slot),
+                        resp.gen
+                    ));
                 }
                 let ag = &mut self.agents[a];
                 ag.consumed.insert(slot, resp.gen);
@@ -850,7 +875,18 @@ fn run_schedules(
         for (role, seen) in per_warp.iter().enumerate() {
             let total: u32 = seen.values().sum();
             if total as i64 != ntiles || seen.len() as i64 != ntiles {
-                return Err(format!("schedule {s} (seed {seed}): {} {role} handled {total} tiles ({} distinct), the grid has {ntiles}", if role == 0 { "producer" } else { "consumer warp" }, seen.len()));
+                return Err(format!(
+                    "schedule {s} (seed {seed}): {} {role} handled {total} tiles \
+                        ({} distinct), the grid has \
+                        {ntiles}",
+                    if role == 0 {
+                        "producer"
+                    } else {
+                        "consumer \
+                            warp"
+                    },
+                    seen.len()
+                ));
             }
         }
         for cta in 0..w.ctas.len() {
@@ -860,7 +896,12 @@ fn run_schedules(
             }
             for g in &mine[1..] {
                 if g.tiles != mine[0].tiles {
-                    return Err(format!("schedule {s} (seed {seed}): CTA {cta}: consumer warp {} stored tiles {:?} but the producer loaded {:?}", g.role, g.tiles, mine[0].tiles));
+                    return Err(format!(
+                        "schedule {s} (seed {seed}): CTA {cta}: consumer warp {} \
+                            stored tiles {:?} but the producer loaded \
+                            {:?}",
+                        g.role, g.tiles, mine[0].tiles
+                    ));
                 }
             }
         }

@@ -14,9 +14,27 @@ use tilec_passes::PassManager;
 
 fn kernel(rank: usize) -> String {
     let (dims, tensor, pids, idx) = match rank {
-        1 => ("[%X]", "tensor<?xf32>", "%p0 = tile.program_id {dim = 0} : index\n", "%p0"),
-        2 => ("[%X, %Y]", "tensor<?x?xf32>", "%p0 = tile.program_id {dim = 0} : index\n  %p1 = tile.program_id {dim = 1} : index\n", "%p1, %p0"),
-        _ => ("[%X, %Y, %Z]", "tensor<?x?x?xf32>", "%p0 = tile.program_id {dim = 0} : index\n  %p1 = tile.program_id {dim = 1} : index\n  %p2 = tile.program_id {dim = 2} : index\n", "%p2, %p1, %p0"),
+        1 => (
+            "[%X]",
+            "tensor<?xf32>",
+            "%p0 = tile.program_id {dim = 0} : index\n",
+            "%p0",
+        ),
+        2 => (
+            "[%X, %Y]",
+            "tensor<?x?xf32>",
+            "%p0 = tile.program_id {dim = 0} : index\n  %p1 = \
+                tile.program_id {dim = 1} : index\n",
+            "%p1, %p0",
+        ),
+        _ => (
+            "[%X, %Y, %Z]",
+            "tensor<?x?x?xf32>",
+            "%p0 = tile.program_id {dim = 0} : index\n  %p1 \
+                = tile.program_id {dim = 1} : index\n  %p2 = tile.program_id {dim = 2} : \
+                index\n",
+            "%p2, %p1, %p0",
+        ),
     };
     let shape = match rank {
         1 => "1",
@@ -24,7 +42,9 @@ fn kernel(rank: usize) -> String {
         _ => "1x1x1",
     };
     format!(
-        "tile.kernel @k(%O: {tensor}, %X: index, %Y: index, %Z: index) {{grid = {dims}}} {{\n  {pids}  %one = tile.constant {{value = 1.0}} : f32\n  %t = tile.splat %one : tile<{shape}xf32>\n  tile.store %O, {idx}, %t\n  tile.return\n}}\n"
+        "tile.kernel @k(%O: {tensor}, %X: index, %Y: index, %Z: index) {{grid = {dims}}} {{\n  \
+            {pids}  %one = tile.constant {{value = 1.0}} : f32\n  %t = tile.splat %one : \
+            tile<{shape}xf32>\n  tile.store %O, {idx}, %t\n  tile.return\n}}\n"
     )
 }
 
@@ -155,7 +175,10 @@ fn check(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(2000), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(2000),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn every_tile_exactly_once(rank in 1usize..=3, x in 1i64..=13, y in 1i64..=11, z in 1i64..=4,

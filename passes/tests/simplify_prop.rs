@@ -621,10 +621,15 @@ fn program(seed: u64, size: usize) -> String {
         ));
     }
     let mut s = String::from(
-        "tile.kernel @k(%X: tensor<?x?xf32>, %Y: tensor<?x?xbf16>, %H: tensor<?x?xf16>, %O: tensor<?x?xf32>, %P: tensor<?x?xbf16>, %Q: tensor<?x?xf16>, %n: index, %alpha: f32, %beta: bf16) {grid = [2]} {\n",
+        "tile.kernel @k(%X: tensor<?x?xf32>, %Y: tensor<?x?xbf16>, %H: tensor<?x?xf16>, %O: \
+            tensor<?x?xf32>, %P: tensor<?x?xbf16>, %Q: tensor<?x?xf16>, %n: index, %alpha: f32, \
+            %beta: bf16) {grid = [2]} {\n",
     );
     s.push_str(
-        "  %pid = tile.program_id {dim = 0} : index\n  %c0 = tile.constant {value = 0} : index\n  %c4 = tile.constant {value = 4} : index\n  %c8 = tile.constant {value = 8} : index\n  %c16 = tile.constant {value = 16} : index\n  %row = tile.muli %pid, %c4 : index\n  %isz = tile.cmpi %pid, %c0 {predicate = \"eq\"} : i1\n",
+        "  %pid = tile.program_id {dim = 0} : index\n  %c0 = tile.constant {value = 0} : index\n  \
+            %c4 = tile.constant {value = 4} : index\n  %c8 = tile.constant {value = 8} : index\n  \
+            %c16 = tile.constant {value = 16} : index\n  %row = tile.muli %pid, %c4 : index\n  \
+            %isz = tile.cmpi %pid, %c0 {predicate = \"eq\"} : i1\n",
     );
     for l in &g.lines {
         s.push_str(l);
@@ -745,7 +750,8 @@ fn reassoc_program(m: u64, n: u64, scale: &str, on_b: bool) -> String {
     let s = if scale == "%alpha" { "%alpha" } else { "%s" };
     let (a_op, b_op) = if on_b { ("%a", "%bs") } else { ("%as", "%b") };
     format!(
-        "tile.kernel @k(%X: tensor<?x?xf32>, %W: tensor<?x?xf32>, %O: tensor<?x?xf32>, %K: index, %alpha: f32) {{grid = [2]}} {{
+        "tile.kernel @k(%X: tensor<?x?xf32>, %W: tensor<?x?xf32>, %O: tensor<?x?xf32>, %K: index, \
+            %alpha: f32) {{grid = [2]}} {{
   %pid = tile.program_id {{dim = 0}} : index
   %c0 = tile.constant {{value = 0}} : index
   %c4 = tile.constant {{value = 4}} : index
@@ -793,11 +799,22 @@ proptest! {
         let body = &printed[printed.find("tile.for").unwrap()..printed.find("tile.yield").unwrap()];
         prop_assert!(!body.contains("tile.mul"), "scale still in the loop:\n{}", printed);
         let mut rng = Rng(seed | 1);
-        let mut t = |r: usize, c: usize| Tensor::from_f32(ScalarType::F32, &[r, c], &(0..r * c).map(|_| (rng.below(2001) as f32 - 1000.0) / 250.0).collect::<Vec<_>>());
+        let mut t = |r: usize, c: usize| {
+            let v: Vec<f32> =
+                (0..r * c).map(|_| (rng.below(2001) as f32 - 1000.0) / 250.0).collect();
+            Tensor::from_f32(ScalarType::F32, &[r, c], &v)
+        };
         let (x, w) = (t(10, 40), t(40, 10));
         let xs = x.to_f64_vec();
         let ws = w.to_f64_vec();
-        let args = vec![ArgValue::Tensor(x), ArgValue::Tensor(w), ArgValue::Tensor(Tensor::zeros(ScalarType::F32, &[10, 10])), ArgValue::Int(k), ArgValue::Float(-0.77)];
+        let out = Tensor::zeros(ScalarType::F32, &[10, 10]);
+        let args = vec![
+            ArgValue::Tensor(x),
+            ArgValue::Tensor(w),
+            ArgValue::Tensor(out),
+            ArgValue::Int(k),
+            ArgValue::Float(-0.77),
+        ];
         let run = |mm: &Module| {
             let mut a = args.clone();
             interp::run(mm, "k", &mut a).unwrap();
@@ -809,9 +826,11 @@ proptest! {
         for i in 0..10usize {
             for j in 0..10usize {
                 let kk = (k as usize).min(40);
-                let mag: f64 = (0..kk).map(|q| (xs[i * 40 + q] * ws[q * 10 + j]).abs()).sum::<f64>() * sv.abs() + xs[j].abs();
+                let dot: f64 = (0..kk).map(|q| (xs[i * 40 + q] * ws[q * 10 + j]).abs()).sum();
+                let mag = dot * sv.abs() + xs[j].abs();
                 let tol = 4.0 * 2f64.powi(-24) * mag * (kk as f64 + 2.0);
-                prop_assert!((got[i * 10 + j] - want[i * 10 + j]).abs() <= tol, "({}, {}): {} vs {} (tolerance {})", i, j, got[i * 10 + j], want[i * 10 + j], tol);
+                prop_assert!((got[i * 10 + j] - want[i * 10 + j]).abs() <= tol, "({}, {}): {} vs \
+                    {} (tolerance {})", i, j, got[i * 10 + j], want[i * 10 + j], tol);
             }
         }
     }

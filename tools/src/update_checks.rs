@@ -500,7 +500,7 @@ pub fn update_file(
         if !out.success() {
             return Err(format!(
                 "{shown}: RUN line failed ({}), file left alone\n  RUN: {}\n  command: {cmd}\n\
-                 --- stderr ---\n{}",
+                    --- stderr ---\n{}",
                 out.status(),
                 c.run,
                 out.stderr
@@ -510,7 +510,7 @@ pub fn update_file(
             Some((_, o)) if *o != out.stdout => {
                 return Err(format!(
                     "{shown}: two RUN lines check prefix {} but print different output; \
-                     give one of them its own --check-prefix (file left alone)",
+                        give one of them its own --check-prefix (file left alone)",
                     c.prefix
                 ))
             }
@@ -536,7 +536,7 @@ pub fn update_file(
             let _ = std::fs::remove_file(&check_file);
             return Err(format!(
                 "{shown}: the generated {} checks do not pass FileCheck (file left alone); \
-                 please report this\n  RUN: {}\n{}",
+                    please report this\n  RUN: {}\n{}",
                 c.prefix, c.run, out.stderr
             ));
         }
@@ -584,16 +584,16 @@ mod tests {
     #[test]
     fn captures_names_and_escapes() {
         let out = "tile.kernel @k(%a: index, %b.1: tile<4xf32>) {grid = [ceildiv(%a, 4)]} {\n  \
-                   %x, %y = tile.op %a, %b.1 {s = \"%a [[\"} : index\n  tile.return %x\n}\n";
+            %x, %y = tile.op %a, %b.1 {s = \"%a [[\"} : index\n  tile.return %x\n}\n";
         let got = generate_piece("CHECK", out);
         assert_eq!(
             got,
             vec![
                 "// CHECK-LABEL: tile.kernel @k(",
                 "// CHECK-SAME:  %[[A:.*]]: index, %[[B_1:.*]]: tile<4xf32>) \
-                 {grid = [ceildiv(%[[A]], 4)]} {",
+                    {grid = [ceildiv(%[[A]], 4)]} {",
                 "// CHECK-NEXT:    %[[X:.*]], %[[Y:.*]] = tile.op %[[A]], %[[B_1]] \
-                 {s = \"%a {{\\[\\[}}\"} : index",
+                    {s = \"%a {{\\[\\[}}\"} : index",
                 "// CHECK-NEXT:    tile.return %[[X]]",
                 "// CHECK-NEXT:  }",
             ]
@@ -629,20 +629,20 @@ mod tests {
     #[test]
     fn rewrite_places_pieces_and_is_stable() {
         let text = "// RUN: tile-opt %s --split-input-file | FileCheck %s\n\n\
-                    // first\n// CHECK: old\ntile.kernel @a() {grid = [1]} {\n  tile.return\n}\n\
-                    // -----\n// second\ntile.kernel @b() {grid = [1]} {\n  tile.return\n}\n";
+            // first\n// CHECK: old\ntile.kernel @a() {grid = [1]} {\n  tile.return\n}\n\
+            // -----\n// second\ntile.kernel @b() {grid = [1]} {\n  tile.return\n}\n";
         let output = "tile.kernel @a() {grid = [1]} {\n  tile.return\n}\n// -----\n\
-                      tile.kernel @b() {grid = [1]} {\n  tile.return\n}\n";
+            tile.kernel @b() {grid = [1]} {\n  tile.return\n}\n";
         let outputs = vec![("CHECK".to_string(), output.to_string())];
         let new = rewrite(text, &outputs);
         let expect = format!(
             "// RUN: tile-opt %s --split-input-file | FileCheck %s\n\n{NOTE}\n\n// first\n\
-             // CHECK-LABEL: tile.kernel @a(\n// CHECK-SAME:  ) {{grid = [1]}} {{\n\
-             // CHECK-NEXT:    tile.return\n// CHECK-NEXT:  }}\n\
-             tile.kernel @a() {{grid = [1]}} {{\n  tile.return\n}}\n// -----\n// second\n\
-             // CHECK-LABEL: tile.kernel @b(\n// CHECK-SAME:  ) {{grid = [1]}} {{\n\
-             // CHECK-NEXT:    tile.return\n// CHECK-NEXT:  }}\n\
-             tile.kernel @b() {{grid = [1]}} {{\n  tile.return\n}}\n"
+                // CHECK-LABEL: tile.kernel @a(\n// CHECK-SAME:  ) {{grid = [1]}} {{\n\
+                // CHECK-NEXT:    tile.return\n// CHECK-NEXT:  }}\n\
+                tile.kernel @a() {{grid = [1]}} {{\n  tile.return\n}}\n// -----\n// second\n\
+                // CHECK-LABEL: tile.kernel @b(\n// CHECK-SAME:  ) {{grid = [1]}} {{\n\
+                // CHECK-NEXT:    tile.return\n// CHECK-NEXT:  }}\n\
+                tile.kernel @b() {{grid = [1]}} {{\n  tile.return\n}}\n"
         );
         assert_eq!(new, expect);
         assert_eq!(rewrite(&new, &outputs), new, "a second run changes nothing");

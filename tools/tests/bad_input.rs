@@ -272,32 +272,44 @@ fn printable_garbage_and_mutated_examples_never_crash() {
 #[test]
 fn broken_inputs_give_located_errors() {
     let cases: &[(&str, &str, &str)] = &[
-        ("unterminated region", "tile.kernel @k() {grid = [1]} {\n  tile.barrier\n", "unterminated region: expected '}'"),
+        ("unterminated region", "tile.kernel @k() {grid = [1]} {\n  tile.barrier\n", "unterminated \
+            region: expected '}'"),
         (
             "type mismatch",
-            "tile.kernel @k(%x: f32, %i: index) {grid = [1]} {\n  %y = tile.add %x, %i : f32\n  tile.return\n}\n",
+            "tile.kernel @k(%x: f32, %i: index) {grid = [1]} {\n  %y = tile.add %x, %i : f32\n  \
+                tile.return\n}\n",
             "'tile.add' operand types differ: f32 and index",
         ),
         (
             "use before definition",
-            "tile.kernel @k(%x: f32) {grid = [1]} {\n  %y = tile.add %x, %z : f32\n  %z = tile.neg %x : f32\n  tile.return\n}\n",
+            "tile.kernel @k(%x: f32) {grid = [1]} {\n  %y = tile.add %x, %z : f32\n  %z = tile.neg \
+                %x : f32\n  tile.return\n}\n",
             "use of undefined value '%z'",
         ),
         (
             "dot with mismatched K",
-            "tile.kernel @k() {grid = [1]} {\n  %a = tile.zeros : tile<64x32xf16>\n  %b = tile.zeros : tile<16x64xf16>\n  %c = tile.zeros : tile<64x64xf32>\n  %d = tile.dot %a, %b, %c : tile<64x64xf32>\n  tile.return\n}\n",
+            "tile.kernel @k() {grid = [1]} {\n  %a = tile.zeros : tile<64x32xf16>\n  %b = \
+                tile.zeros : tile<16x64xf16>\n  %c = tile.zeros : tile<64x64xf32>\n  %d = tile.dot \
+                %a, %b, %c : tile<64x64xf32>\n  tile.return\n}\n",
             "'tile.dot' contraction sizes differ: a is 64x32 (K = 32), b is 16x64 (K = 16)",
         ),
-        ("unknown op", "tile.kernel @k() {grid = [1]} {\n  tile.teleport\n  tile.return\n}\n", "unknown op 'tile.teleport'"),
+        ("unknown op", "tile.kernel @k() {grid = [1]} {\n  tile.teleport\n  \
+            tile.return\n}\n", "unknown op 'tile.teleport'"),
         (
             "unknown attribute value",
-            "tile.kernel @k(%a: index) {grid = [1]} {\n  %p = tile.cmpi %a, %a {predicate = \"ult\"} : i1\n  tile.return\n}\n",
-            "'tile.cmpi' attribute 'predicate' must be one of [\"eq\", \"ne\", \"slt\", \"sle\", \"sgt\", \"sge\"], found \"ult\"",
+            "tile.kernel @k(%a: index) {grid = [1]} {\n  %p = tile.cmpi %a, %a {predicate = \
+                \"ult\"} : i1\n  tile.return\n}\n",
+            "'tile.cmpi' attribute 'predicate' must be one of [\"eq\", \"ne\", \"slt\", \"sle\", \
+                \"sgt\", \"sge\"], found \"ult\"",
         ),
-        ("unknown type", "tile.kernel @k(%a: f64) {grid = [1]} {\n  tile.return\n}\n", "unknown type 'f64'"),
-        ("malformed attribute", "tile.kernel @k() {grid = [1} {\n  tile.return\n}\n", "expected ']', found '}'"),
-        ("huge integer", "tile.kernel @k() {grid = [99999999999999999999]} {\n  tile.return\n}\n", "does not fit in 64 bits"),
-        ("huge float", "tile.kernel @k() {grid = [1]} {\n  tile.barrier {x = 1e400}\n  tile.return\n}\n", "is out of range"),
+        ("unknown type", "tile.kernel @k(%a: f64) {grid = [1]} {\n  tile.return\n}\n", "unknown \
+            type 'f64'"),
+        ("malformed attribute", "tile.kernel @k() {grid = [1} {\n  tile.return\n}\n", "expected \
+            ']', found '}'"),
+        ("huge integer", "tile.kernel @k() {grid = [99999999999999999999]} {\n  \
+            tile.return\n}\n", "does not fit in 64 bits"),
+        ("huge float", "tile.kernel @k() {grid = [1]} {\n  tile.barrier {x = 1e400}\n  \
+            tile.return\n}\n", "is out of range"),
         ("stray brace", "}\n", "unexpected '}' at top level"),
         ("NUL bytes", "\0\0\0\0", "unexpected character '\\0'"),
     ];
@@ -419,7 +431,11 @@ fn a_missing_file_is_an_error_naming_it() {
     let r = run_in(Path::new("."), &["/nonexistent/dir/input.tile"], None);
     r.assert_no_crash("missing file");
     assert_eq!(r.code, Some(1));
-    assert_eq!(r.stderr, "error: could not open input file '/nonexistent/dir/input.tile': No such file or directory\n");
+    assert_eq!(
+        r.stderr,
+        "error: could not open input file '/nonexistent/dir/input.tile': No such \
+            file or directory\n"
+    );
     assert_eq!(r.stdout, "");
 }
 
@@ -428,19 +444,23 @@ fn a_missing_file_is_an_error_naming_it() {
 /// UTF-8. The snapshots live in tests/snapshots/.
 #[test]
 fn rendered_diagnostics() {
-    let dot = "tile.kernel @k() {grid = [1]} {\n  %a = tile.zeros : tile<64x32xf16>\n  %b = tile.zeros : tile<16x64xf16>\n  %c = tile.zeros : tile<64x64xf32>\n  %d = tile.dot %a, %b, %c : tile<64x64xf32>\n  tile.return\n}\n";
+    let dot = "tile.kernel @k() {grid = [1]} {\n  %a = tile.zeros : tile<64x32xf16>\n  %b = \
+        tile.zeros : tile<16x64xf16>\n  %c = tile.zeros : tile<64x64xf32>\n  %d = tile.dot %a, %b, \
+        %c : tile<64x64xf32>\n  tile.return\n}\n";
     insta::assert_snapshot!(
         "dot_mismatched_k",
         run_bytes("snap-dot", dot.as_bytes(), &[]).stderr
     );
 
-    let open = "tile.kernel @k(%p: i1) {grid = [1]} {\n  tile.if %p {\n    tile.yield\n  } {\n    tile.yield\n";
+    let open = "tile.kernel @k(%p: i1) {grid = [1]} {\n  tile.if %p {\n    tile.yield\n  } {\n    \
+        tile.yield\n";
     insta::assert_snapshot!(
         "unterminated_region",
         run_bytes("snap-open", open.as_bytes(), &[]).stderr
     );
 
-    let many = "tile.kernel @k(%n: index, %x: f32) {grid = [1]} {\n\t%r = tile.for %x, %n, %n, %x : f16 {\n\t^bb0(%i: index, %a: f32):\n\t\ttile.yield %a\n\t}\n  tile.return\n}\n";
+    let many = "tile.kernel @k(%n: index, %x: f32) {grid = [1]} {\n\t%r = tile.for %x, %n, %n, %x \
+        : f16 {\n\t^bb0(%i: index, %a: f32):\n\t\ttile.yield %a\n\t}\n  tile.return\n}\n";
     insta::assert_snapshot!(
         "loop_errors",
         run_bytes("snap-many", many.as_bytes(), &[]).stderr

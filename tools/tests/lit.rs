@@ -56,7 +56,8 @@ fn run_file(f: &LitFile, tools: &Tools) -> Result<(), Failed> {
                 "RUN line failed"
             };
             return Err(format!(
-                "{why}: {}\n  RUN: {run}\n  command: {cmd}\n  {}\n--- stdout ---\n{}--- stderr ---\n{}",
+                "{why}: {}\n  RUN: {run}\n  command: {cmd}\n  {}\n--- stdout ---\n{}--- stderr \
+                    ---\n{}",
                 f.name,
                 out.status(),
                 out.stdout,

@@ -214,7 +214,7 @@ fn failing_run_line_leaves_the_file_alone() {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("bad.tile");
     let text = "// RUN: tile-opt %s --no-such-pass | FileCheck %s\n// CHECK: old\n\
-                tile.kernel @k() {grid = [1]} {\n  tile.return\n}\n";
+        tile.kernel @k() {grid = [1]} {\n  tile.return\n}\n";
     std::fs::write(&file, text).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_tile-update-checks"))
         .arg(&file)

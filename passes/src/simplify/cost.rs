@@ -1,16 +1,17 @@
 //! The cost model of `tile-simplify`: a rough count of GPU work per op, summed over a
 //! region and weighted by how often the region runs.
 //!
-//! | op | cost |
-//! | --- | --- |
-//! | register op (`add`, `mul`, `max`, `neg`, `abs`, `relu`, `select`, `convert`, `broadcast`) | [`REG`] per element |
-//! | special-function op (`div`, `exp`, `exp2`, `log`, `sqrt`, `rsqrt`, `tanh`) | [`SFU`] per element |
-//! | shared-memory round trip (`transpose`, a `reshape` that moves data, `load`, `store`) | [`SMEM`] per element |
-//! | `reshape` that only adds or drops size-1 dimensions | 0 |
-//! | `dot` (M×K · K×N) | M·N·K / [`MMA_MACS`] + M·N |
-//! | `splat`, `zeros`, constants, scalar index arithmetic | 1 |
-//! | `tile.for` | trip count × its body ([`DEFAULT_TRIP_COUNT`] when the bounds are not constants) |
-//! | `tile.if` | the dearer branch |
+//! - register op (`add`, `mul`, `max`, `neg`, `abs`, `relu`, `select`, `convert`, `broadcast`):
+//!   [`REG`] per element
+//! - special-function op (`div`, `exp`, `exp2`, `log`, `sqrt`, `rsqrt`, `tanh`): [`SFU`] per
+//!   element
+//! - shared-memory round trip (`transpose`, a `reshape` that moves data, `load`, `store`): [`SMEM`]
+//!   per element
+//! - `reshape` that only adds or drops size-1 dimensions: 0
+//! - `dot` (M×K · K×N): M·N·K / [`MMA_MACS`] + M·N
+//! - `splat`, `zeros`, constants, scalar index arithmetic: 1
+//! - `tile.for`: trip count × its body ([`DEFAULT_TRIP_COUNT`] when the bounds are not constants)
+//! - `tile.if`: the dearer branch
 //!
 //! Costs are integers (saturating), so extraction is deterministic. Within one block every
 //! choice carries the block's weight, so the trip count decides where work crosses a

@@ -4,17 +4,17 @@
 //!
 //! Textual form (egg's s-expressions), used by the rule patterns and the tests:
 //!
-//! | node | meaning |
-//! | --- | --- |
-//! | `(add ?x ?y)` … `(min ?x ?y)`, `(neg ?x)` … `(relu ?x)` | elementwise ops on tiles or float scalars |
-//! | `(dot ?a ?b ?c)` | `tile.dot` |
-//! | `(transpose ?x)` | `tile.transpose` |
-//! | `(convert T ?x)`, `(reshape T ?x)`, `(broadcast T ?x)` | the op with result type `T` |
-//! | `(splat T ?s)`, `(zeros T)` | a tile of type `T` of the scalar `?s` / of +0 |
-//! | `(select ?c ?x ?y)` | `tile.select` (`?c` is an `i1` scalar) |
-//! | `tile<4x8xbf16>`, `f32` | a type literal ([`TyLit`]) |
-//! | `#0.5:f32` | a float scalar constant ([`FConst`]) |
-//! | `%12:tile<4x8xf32>` | an opaque value of the IR: a block argument, a load, an op outside the language ([`LeafRef`]) |
+//! - `(add ?x ?y)` … `(min ?x ?y)`, `(neg ?x)` … `(relu ?x)`: elementwise ops on tiles or float
+//!   scalars
+//! - `(dot ?a ?b ?c)`: `tile.dot`
+//! - `(transpose ?x)`: `tile.transpose`
+//! - `(convert T ?x)`, `(reshape T ?x)`, `(broadcast T ?x)`: the op with result type `T`
+//! - `(splat T ?s)`, `(zeros T)`: a tile of type `T` of the scalar `?s` / of +0
+//! - `(select ?c ?x ?y)`: `tile.select` (`?c` is an `i1` scalar)
+//! - `tile<4x8xbf16>`, `f32`: a type literal ([`TyLit`])
+//! - `#0.5:f32`: a float scalar constant ([`FConst`])
+//! - `%12:tile<4x8xf32>`: an opaque value of the IR: a block argument, a load, an op outside the
+//!   language ([`LeafRef`])
 
 use egg::{Analysis, DidMerge, Id};
 use std::fmt;

@@ -9,10 +9,13 @@
 //! ([`rules::hoist`]), and the blocks are simplified once more.
 //!
 //! ```text
-//! %b1 = tile.transpose %b : tile<256x64xbf16>          %d = tile.dot %a, %b, %c : tile<128x256xf32>
-//! %b2 = tile.transpose %b1 : tile<64x256xbf16>    ⇒    tile.yield %d
+//! %b1 = tile.transpose %b : tile<256x64xbf16>
+//! %b2 = tile.transpose %b1 : tile<64x256xbf16>
 //! %p = tile.dot %a, %b2, %zero : tile<128x256xf32>
 //! %d = tile.add %c, %p : tile<128x256xf32>
+//! tile.yield %d
+//!     ⇒
+//! %d = tile.dot %a, %b, %c : tile<128x256xf32>
 //! tile.yield %d
 //! ```
 //!
@@ -49,18 +52,48 @@ use tilec_dialect::{Block, Diagnostics, Module, OpClass, OpKind};
 pub static INFO: PassInfo = PassInfo {
     name: "tile-simplify",
     summary: "Simplify tile programs by equality saturation (egg) with a GPU cost model",
-    description: "Builds an e-graph of each block's pure float ops (loads, stores, loops and index arithmetic stay as they are), applies exact rewrite rules (algebra, layout, precision, fusion), extracts the cheapest program under a cost model that weighs loop bodies by their trip count and shared-memory round trips above register ops, and hoists loop-invariant ops and power-of-two scales of dot operands out of K loops.\n\nExample: tile-opt --tile-simplify examples/frontend_naive_gemm.tile",
+    description:
+        "Builds an e-graph of each block's pure float ops (loads, stores, loops and index \
+            arithmetic stay as they are), applies exact rewrite rules (algebra, layout, precision, \
+            fusion), extracts the cheapest program under a cost model that weighs loop bodies by \
+            their trip count and shared-memory round trips above register ops, and hoists \
+            loop-invariant ops and power-of-two scales of dot operands out of K \
+            loops.\n\nExample: tile-opt --tile-simplify \
+            examples/frontend_naive_gemm.tile",
     options: &[
-        OptionInfo { name: "node-limit", kind: OptionKind::UInt, default: "10000", help: "Most e-nodes per region's e-graph" },
-        OptionInfo { name: "iter-limit", kind: OptionKind::UInt, default: "30", help: "Most rule iterations per region" },
+        OptionInfo {
+            name: "node-limit",
+            kind: OptionKind::UInt,
+            default: "10000",
+            help: "Most e-nodes per region's e-graph",
+        },
+        OptionInfo {
+            name: "iter-limit",
+            kind: OptionKind::UInt,
+            default: "30",
+            help: "Most rule iterations per region",
+        },
         OptionInfo {
             name: "time-limit-ms",
             kind: OptionKind::UInt,
             default: "0",
-            help: "Most milliseconds per region; 0: none (a limit that fires makes the output depend on the machine's load)",
+            help: "Most milliseconds per region; 0: none (a limit that fires makes the output \
+                depend on the machine's load)",
         },
-        OptionInfo { name: "reassociate", kind: OptionKind::Bool, default: "false", help: "Allow rewrites exact only up to rounding (any loop-invariant scale moves out of the K loop)" },
-        OptionInfo { name: "default-trip-count", kind: OptionKind::UInt, default: "64", help: "Trip count the cost model assumes for loops with non-constant bounds" },
+        OptionInfo {
+            name: "reassociate",
+            kind: OptionKind::Bool,
+            default: "false",
+            help:
+                "Allow rewrites exact only up to rounding (any loop-invariant scale moves out of \
+                    the K loop)",
+        },
+        OptionInfo {
+            name: "default-trip-count",
+            kind: OptionKind::UInt,
+            default: "64",
+            help: "Trip count the cost model assumes for loops with non-constant bounds",
+        },
     ],
 };
 

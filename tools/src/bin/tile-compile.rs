@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! tile-compile FILE --target sm_90a|sm_90|sm_100|sm_100a [-o DIR] [--emit ptx|mlir|llvm|tile]
-//!              [--stages N] [--epilogue-store direct|tma] [--schedule static|clc|none|off] [--cluster C] [--group-m G]
+//!              [--stages N] [--epilogue-store direct|tma] [--schedule static|clc|none|off]
+//!              [--cluster C] [--group-m G]
 //!              [--no-simplify] [-O 0-3]
 //!              [--ptxas] [--timing]
 //! ```
@@ -71,7 +72,12 @@ struct Cli {
     #[arg(long, default_value_t = 8)]
     group_m: u32,
     /// LLVM optimisation level of the NVPTX back end (0-3).
-    #[arg(short = 'O', long = "opt-level", default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=3))]
+    #[arg(
+        short = 'O',
+        long = "opt-level",
+        default_value_t = 3,
+        value_parser = clap::value_parser!(u32).range(0..=3)
+    )]
     opt_level: u32,
     /// Skip tile-simplify.
     #[arg(long)]
@@ -124,15 +130,27 @@ fn run() -> i32 {
     opts.group_m = cli.group_m;
     opts.cluster = cli.cluster.parse().expect("clap checked 1, 2 or 4");
     if opts.schedule == "clc" && !cli.target.has_try_cancel() {
-        eprintln!("error: --schedule clc uses clusterlaunchcontrol.try_cancel (PTX ISA 8.6), which needs sm_100 or sm_100a; the target is {}", cli.target);
+        eprintln!(
+            "error: --schedule clc uses clusterlaunchcontrol.try_cancel (PTX ISA 8.6), which \
+                needs sm_100 or sm_100a; the target is {}",
+            cli.target
+        );
         return EXIT_USAGE;
     }
     if opts.cluster > 1 && opts.schedule != "clc" {
-        eprintln!("error: --cluster {} needs the clc schedule (--schedule clc; the default on sm_100 and sm_100a), but the schedule is {}", opts.cluster, opts.schedule);
+        eprintln!(
+            "error: --cluster {} needs the clc schedule (--schedule clc; the default on \
+                sm_100 and sm_100a), but the schedule is {}",
+            opts.cluster, opts.schedule
+        );
         return EXIT_USAGE;
     }
     if opts.cluster > 1 && !cli.target.has_try_cancel_multicast() {
-        eprintln!("error: --cluster {} uses the multicast try_cancel, which needs sm_100a; the target is {}", opts.cluster, cli.target);
+        eprintln!(
+            "error: --cluster {} uses the multicast try_cancel, which needs sm_100a; the \
+                target is {}",
+            opts.cluster, cli.target
+        );
         return EXIT_USAGE;
     }
     opts.simplify = !cli.no_simplify;

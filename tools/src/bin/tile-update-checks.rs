@@ -17,13 +17,25 @@ fn main() {
     let m = Command::new("tile-update-checks")
         .about("Rewrite lit files' CHECK lines from the output of their RUN lines")
         .version(env!("CARGO_PKG_VERSION"))
-        .arg(Arg::new("files").value_name("FILE").num_args(1..).required(true).help("lit files to update"))
+        .arg(
+            Arg::new("files")
+                .value_name("FILE")
+                .num_args(1..)
+                .required(true)
+                .help(
+                    "lit files to \
+                        update",
+                ),
+        )
         .arg(
             Arg::new("check-prefix")
                 .long("check-prefix")
                 .value_name("P")
                 .action(ArgAction::Append)
-                .help("Regenerate only this prefix (repeatable; default: every prefix of the RUN lines)"),
+                .help(
+                    "Regenerate only this prefix (repeatable; default: every prefix of the RUN \
+                        lines)",
+                ),
         )
         .arg(
             Arg::new("dry-run")

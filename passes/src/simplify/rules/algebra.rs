@@ -20,14 +20,19 @@ pub fn rules() -> Vec<Rewrite> {
         rule("algebra-max-comm",        "(max ?x ?y)",                 "(max ?y ?x)"),
         rule("algebra-min-comm",        "(min ?x ?y)",                 "(min ?y ?x)"),
         // x + (−0) = x for every x, −0 included (+0 would turn −0 into +0).
-        rule_if("algebra-add-neg-zero", "(add ?x ?z)",                 "?x",                   is_const("?z", -0.0)),
+        rule_if("algebra-add-neg-zero",
+            "(add ?x ?z)", "?x", is_const("?z", -0.0)),
         // x − (+0) = x + (−0) = x.
-        rule_if("algebra-sub-zero",     "(sub ?x ?z)",                 "?x",                   is_const("?z", 0.0)),
+        rule_if("algebra-sub-zero",
+            "(sub ?x ?z)", "?x", is_const("?z", 0.0)),
         // x · 1 = x and x / 1 = x exactly.
-        rule_if("algebra-mul-one",      "(mul ?x ?o)",                 "?x",                   is_const("?o", 1.0)),
-        rule_if("algebra-div-one",      "(div ?x ?o)",                 "?x",                   is_const("?o", 1.0)),
+        rule_if("algebra-mul-one",
+            "(mul ?x ?o)", "?x", is_const("?o", 1.0)),
+        rule_if("algebra-div-one",
+            "(div ?x ?o)", "?x", is_const("?o", 1.0)),
         // x · (−1) = −x exactly.
-        rule_if("algebra-mul-neg-one",  "(mul ?x ?m)",                 "(neg ?x)",             is_const("?m", -1.0)),
+        rule_if("algebra-mul-neg-one",
+            "(mul ?x ?m)", "(neg ?x)", is_const("?m", -1.0)),
         // x − y is x + (−y) by definition; both directions.
         rule("algebra-sub-to-add-neg",  "(sub ?x ?y)",                 "(add ?x (neg ?y))"),
         rule("algebra-add-neg-to-sub",  "(add ?x (neg ?y))",           "(sub ?x ?y)"),
@@ -43,7 +48,8 @@ pub fn rules() -> Vec<Rewrite> {
         rule("algebra-abs-abs",         "(abs (abs ?x))",              "(abs ?x)"),
         rule("algebra-relu-relu",       "(relu (relu ?x))",            "(relu ?x)"),
         // relu is defined as max(x, +0).
-        rule_if("algebra-max-zero-relu", "(max ?x ?z)",                "(relu ?x)",            is_const("?z", 0.0)),
+        rule_if("algebra-max-zero-relu",
+            "(max ?x ?z)", "(relu ?x)", is_const("?z", 0.0)),
         // max(x, x) = min(x, x) = x, NaN and signed zeros included.
         rule("algebra-max-idem",        "(max ?x ?x)",                 "?x"),
         rule("algebra-min-idem",        "(min ?x ?x)",                 "?x"),
@@ -63,10 +69,18 @@ pub fn rules() -> Vec<Rewrite> {
     // Splat folding: an elementwise op on splats is the splat of the scalar op (the same
     // rounding happens once per element).
     for (_, op) in BINARY {
-        r.push(rule(&format!("algebra-splat-{op}"), &format!("({op} (splat ?t ?a) (splat ?t ?b))"), &format!("(splat ?t ({op} ?a ?b))")));
+        r.push(rule(
+            &format!("algebra-splat-{op}"),
+            &format!("({op} (splat ?t ?a) (splat ?t ?b))"),
+            &format!("(splat ?t ({op} ?a ?b))"),
+        ));
     }
     for (_, op) in UNARY {
-        r.push(rule(&format!("algebra-splat-{op}"), &format!("({op} (splat ?t ?a))"), &format!("(splat ?t ({op} ?a))")));
+        r.push(rule(
+            &format!("algebra-splat-{op}"),
+            &format!("({op} (splat ?t ?a))"),
+            &format!("(splat ?t ({op} ?a))"),
+        ));
     }
     r
 }

@@ -16,23 +16,35 @@ use tilec_dialect::ScalarType;
 pub fn rules() -> Vec<Rewrite> {
     let mut r = vec![
         // An add after a zero-accumulator dot is its accumulator (f32 accumulators).
-        rule_if("fusion-add-dot-acc",   "(add (dot ?a ?b ?z) ?c)",        "(dot ?a ?b ?c)",       f32_zero_acc("?z")),
+        rule_if("fusion-add-dot-acc",
+            "(add (dot ?a ?b ?z) ?c)", "(dot ?a ?b ?c)", f32_zero_acc("?z")),
         // A subtraction likewise, as the accumulation of −c (x − c is x + (−c)).
-        rule_if("fusion-sub-dot-acc",   "(sub (dot ?a ?b ?z) ?c)",        "(dot ?a ?b (neg ?c))", f32_zero_acc("?z")),
+        rule_if("fusion-sub-dot-acc",
+            "(sub (dot ?a ?b ?z) ?c)", "(dot ?a ?b (neg ?c))", f32_zero_acc("?z")),
         // (−a)(−b) = ab exactly: the dot of two negated operands is the plain dot.
         rule("fusion-dot-neg-neg",      "(dot (neg ?a) (neg ?b) ?c)",     "(dot ?a ?b ?c)"),
     ];
     // An elementwise op on rows broadcast alike is the op on the rows, broadcast once.
     for (_, op) in BINARY {
-        r.push(rule_if(&format!("fusion-broadcast-{op}"), &format!("({op} (broadcast ?t ?x) (broadcast ?t ?y))"), &format!("(broadcast ?t ({op} ?x ?y))"), super::same_type("?x", "?y")));
+        r.push(rule_if(
+            &format!("fusion-broadcast-{op}"),
+            &format!("({op} (broadcast ?t ?x) (broadcast ?t ?y))"),
+            &format!("(broadcast ?t ({op} ?x ?y))"),
+            super::same_type("?x", "?y"),
+        ));
     }
     for (_, op) in UNARY {
-        r.push(rule(&format!("fusion-broadcast-{op}"), &format!("({op} (broadcast ?t ?x))"), &format!("(broadcast ?t ({op} ?x))")));
+        r.push(rule(
+            &format!("fusion-broadcast-{op}"),
+            &format!("({op} (broadcast ?t ?x))"),
+            &format!("(broadcast ?t ({op} ?x))"),
+        ));
     }
     // An elementwise op of a broadcast row and a splat is the op on the row and a smaller
     // splat (every element of the splat is the same scalar).
     for (kind, op) in BINARY {
-        r.push(rule_fn(&format!("fusion-broadcast-splat-{op}"), &format!("({op} (broadcast ?t ?x) (splat ?t ?s))"), {
+        r.push(rule_fn(&format!("fusion-broadcast-splat-{op}"), &format!("({op} (broadcast ?t ?x) \
+            (splat ?t ?s))"), {
             let (x, sc) = (var("?x"), var("?s"));
             move |eg, s| {
                 let xt = facts(eg, s, x).ty;

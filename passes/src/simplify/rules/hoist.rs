@@ -2,11 +2,15 @@
 //! e-graph holds one region at a time). Each rewrite has a name, counted in the pass
 //! statistics like the e-graph rules:
 //!
-//! | rule | rewrite | why it is sound |
-//! | --- | --- | --- |
-//! | `hoist-invariant` | a pure float op of a loop body whose operands are all defined outside the loop moves before the loop | pure, cannot trap; runs once instead of once per trip |
-//! | `hoist-pow2-scale-lhs`, `hoist-pow2-scale-rhs` | `acc = dot(a · 2^k, b, acc)` in the loop (a loop-invariant splat) → `dot(a, b, acc)` and `acc · 2^k` after the loop (the initial value divided by 2^k, when not zero) | scaling by a positive power of two commutes with every rounding of the accumulation, barring overflow and underflow |
-//! | `hoist-scale-lhs`, `hoist-scale-rhs` | the same for any loop-invariant scale, only with `reassociate=true` | equal up to rounding |
+//! - `hoist-invariant`: a pure float op of a loop body whose operands are all defined outside the
+//!   loop moves before the loop (why it is sound: pure, cannot trap; runs once instead of once per
+//!   trip)
+//! - `hoist-pow2-scale-lhs`, `hoist-pow2-scale-rhs`: `acc = dot(a · 2^k, b, acc)` in the loop (a
+//!   loop-invariant splat) → `dot(a, b, acc)` and `acc · 2^k` after the loop (the initial value
+//!   divided by 2^k, when not zero) (why it is sound: scaling by a positive power of two commutes
+//!   with every rounding of the accumulation, barring overflow and underflow)
+//! - `hoist-scale-lhs`, `hoist-scale-rhs`: the same for any loop-invariant scale, only with
+//!   `reassociate=true` (why it is sound: equal up to rounding)
 //!
 //! The scale rules apply only when the accumulator is an f32 loop-carried value used by
 //! nothing but that dot, the scaled operand feeds only the dot, and the cost model says
@@ -22,11 +26,31 @@ use tilec_dialect::{
 
 /// The loop-level rules: name and one-line justification.
 pub const RULES: [(&str, &str); 5] = [
-    ("hoist-invariant", "a pure op whose operands are defined outside the loop computes the same value on every trip"),
-    ("hoist-pow2-scale-lhs", "a positive power-of-two scale of the dot's A operand commutes with every rounding of the K loop's accumulation"),
-    ("hoist-pow2-scale-rhs", "a positive power-of-two scale of the dot's B operand commutes with every rounding of the K loop's accumulation"),
-    ("hoist-scale-lhs", "any loop-invariant scale of A moves to the epilogue (equal up to rounding; reassociate=true)"),
-    ("hoist-scale-rhs", "any loop-invariant scale of B moves to the epilogue (equal up to rounding; reassociate=true)"),
+    (
+        "hoist-invariant",
+        "a pure op whose operands are defined outside the loop computes the same \
+            value on every trip",
+    ),
+    (
+        "hoist-pow2-scale-lhs",
+        "a positive power-of-two scale of the dot's A operand commutes with \
+            every rounding of the K loop's accumulation",
+    ),
+    (
+        "hoist-pow2-scale-rhs",
+        "a positive power-of-two scale of the dot's B operand commutes with \
+            every rounding of the K loop's accumulation",
+    ),
+    (
+        "hoist-scale-lhs",
+        "any loop-invariant scale of A moves to the epilogue (equal up to \
+            rounding; reassociate=true)",
+    ),
+    (
+        "hoist-scale-rhs",
+        "any loop-invariant scale of B moves to the epilogue (equal up to \
+            rounding; reassociate=true)",
+    ),
 ];
 
 /// What the hoisting needs to know.

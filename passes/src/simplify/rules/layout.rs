@@ -15,22 +15,32 @@ pub fn rules() -> Vec<Rewrite> {
         // Transposing twice restores the tile.
         rule("layout-transpose-transpose",   "(transpose (transpose ?x))",              "?x"),
         // A reshape of a reshape is one reshape (both keep the row-major order).
-        rule("layout-reshape-reshape",       "(reshape ?t (reshape ?u ?x))",            "(reshape ?t ?x)"),
+        rule("layout-reshape-reshape",
+            "(reshape ?t (reshape ?u ?x))", "(reshape ?t ?x)"),
         // A reshape or broadcast to the type it already has does nothing.
-        rule_if("layout-reshape-identity",   "(reshape ?t ?x)",                         "?x",                      same_type("?t", "?x")),
-        rule_if("layout-broadcast-identity", "(broadcast ?t ?x)",                       "?x",                      same_type("?t", "?x")),
+        rule_if("layout-reshape-identity",
+            "(reshape ?t ?x)", "?x", same_type("?t", "?x")),
+        rule_if("layout-broadcast-identity",
+            "(broadcast ?t ?x)", "?x", same_type("?t", "?x")),
         // Broadcasting a broadcast: each dimension of x is 1 or already final.
-        rule("layout-broadcast-broadcast",   "(broadcast ?t (broadcast ?u ?x))",        "(broadcast ?t ?x)"),
+        rule("layout-broadcast-broadcast",
+            "(broadcast ?t (broadcast ?u ?x))", "(broadcast ?t ?x)"),
         // Moving the elements of a splat gives a splat.
-        rule("layout-broadcast-splat",       "(broadcast ?t (splat ?u ?s))",            "(splat ?t ?s)"),
-        rule("layout-reshape-splat",         "(reshape ?t (splat ?u ?s))",              "(splat ?t ?s)"),
+        rule("layout-broadcast-splat",
+            "(broadcast ?t (splat ?u ?s))", "(splat ?t ?s)"),
+        rule("layout-reshape-splat",
+            "(reshape ?t (splat ?u ?s))", "(splat ?t ?s)"),
         // Broadcasting a scalar is splatting it.
-        rule_if("layout-broadcast-scalar",   "(broadcast ?t ?s)",                       "(splat ?t ?s)",           is_scalar("?s")),
+        rule_if("layout-broadcast-scalar",
+            "(broadcast ?t ?s)", "(splat ?t ?s)", is_scalar("?s")),
         // A transpose of a dot is the dot of the transposes, operands swapped; and back.
-        rule("layout-transpose-into-dot",    "(transpose (dot ?a ?b ?c))",              "(dot (transpose ?b) (transpose ?a) (transpose ?c))"),
-        rule("layout-transpose-out-of-dot",  "(dot (transpose ?x) (transpose ?y) ?c)",  "(transpose (dot ?y ?x (transpose ?c)))"),
+        rule("layout-transpose-into-dot",
+            "(transpose (dot ?a ?b ?c))", "(dot (transpose ?b) (transpose ?a) (transpose ?c))"),
+        rule("layout-transpose-out-of-dot",
+            "(dot (transpose ?x) (transpose ?y) ?c)", "(transpose (dot ?y ?x (transpose ?c)))"),
         // Selecting between transposes is transposing the selection.
-        rule("layout-transpose-into-select", "(transpose (select ?c ?x ?y))",           "(select ?c (transpose ?x) (transpose ?y))"),
+        rule("layout-transpose-into-select",
+            "(transpose (select ?c ?x ?y))", "(select ?c (transpose ?x) (transpose ?y))"),
         // A transposed splat is a splat of the transposed type.
         rule_fn("layout-transpose-splat",    "(transpose (splat ?t ?s))", {
             let (t, sc) = (var("?t"), var("?s"));
@@ -83,12 +93,28 @@ pub fn rules() -> Vec<Rewrite> {
     ];
     // Elementwise ops commute with a transpose, in both directions.
     for (_, op) in UNARY {
-        r.push(rule(&format!("layout-transpose-into-{op}"),   &format!("(transpose ({op} ?x))"),                  &format!("({op} (transpose ?x))")));
-        r.push(rule(&format!("layout-transpose-out-of-{op}"), &format!("({op} (transpose ?x))"),                  &format!("(transpose ({op} ?x))")));
+        r.push(rule(
+            &format!("layout-transpose-into-{op}"),
+            &format!("(transpose ({op} ?x))"),
+            &format!("({op} (transpose ?x))"),
+        ));
+        r.push(rule(
+            &format!("layout-transpose-out-of-{op}"),
+            &format!("({op} (transpose ?x))"),
+            &format!("(transpose ({op} ?x))"),
+        ));
     }
     for (_, op) in BINARY {
-        r.push(rule(&format!("layout-transpose-into-{op}"),   &format!("(transpose ({op} ?x ?y))"),               &format!("({op} (transpose ?x) (transpose ?y))")));
-        r.push(rule(&format!("layout-transpose-out-of-{op}"), &format!("({op} (transpose ?x) (transpose ?y))"),   &format!("(transpose ({op} ?x ?y))")));
+        r.push(rule(
+            &format!("layout-transpose-into-{op}"),
+            &format!("(transpose ({op} ?x ?y))"),
+            &format!("({op} (transpose ?x) (transpose ?y))"),
+        ));
+        r.push(rule(
+            &format!("layout-transpose-out-of-{op}"),
+            &format!("({op} (transpose ?x) (transpose ?y))"),
+            &format!("(transpose ({op} ?x ?y))"),
+        ));
     }
     r
 }

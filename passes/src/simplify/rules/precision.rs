@@ -22,22 +22,38 @@ use tilec_dialect::ScalarType;
 pub fn rules() -> Vec<Rewrite> {
     let mut r = vec![
         // Converting to the type a value already has does nothing.
-        rule_if("precision-convert-identity",   "(convert ?t ?x)",                       "?x",                                    same_type("?t", "?x")),
+        rule_if("precision-convert-identity",
+            "(convert ?t ?x)", "?x", same_type("?t", "?x")),
         // When the first conversion is exact, only the last one rounds.
-        rule_if("precision-exact-convert-chain", "(convert ?t (convert ?u ?x))",         "(convert ?t ?x)",                       first_is_exact("?x", "?u")),
+        rule_if("precision-exact-convert-chain",
+            "(convert ?t (convert ?u ?x))", "(convert ?t ?x)", first_is_exact("?x", "?u")),
         // Rounding is symmetric under negation and |·|, and monotone (relu, max, min).
-        rule("precision-convert-into-neg",      "(convert ?t (neg ?x))",                 "(neg (convert ?t ?x))"),
-        rule("precision-convert-out-of-neg",    "(neg (convert ?t ?x))",                 "(convert ?t (neg ?x))"),
-        rule("precision-convert-into-abs",      "(convert ?t (abs ?x))",                 "(abs (convert ?t ?x))"),
-        rule("precision-convert-out-of-abs",    "(abs (convert ?t ?x))",                 "(convert ?t (abs ?x))"),
-        rule("precision-convert-into-relu",     "(convert ?t (relu ?x))",                "(relu (convert ?t ?x))"),
-        rule("precision-convert-out-of-relu",   "(relu (convert ?t ?x))",                "(convert ?t (relu ?x))"),
-        rule("precision-convert-into-max",      "(convert ?t (max ?x ?y))",              "(max (convert ?t ?x) (convert ?t ?y))"),
-        rule("precision-convert-into-min",      "(convert ?t (min ?x ?y))",              "(min (convert ?t ?x) (convert ?t ?y))"),
+        rule("precision-convert-into-neg",
+            "(convert ?t (neg ?x))", "(neg (convert ?t ?x))"),
+        rule("precision-convert-out-of-neg",
+            "(neg (convert ?t ?x))", "(convert ?t (neg ?x))"),
+        rule("precision-convert-into-abs",
+            "(convert ?t (abs ?x))", "(abs (convert ?t ?x))"),
+        rule("precision-convert-out-of-abs",
+            "(abs (convert ?t ?x))", "(convert ?t (abs ?x))"),
+        rule("precision-convert-into-relu",
+            "(convert ?t (relu ?x))", "(relu (convert ?t ?x))"),
+        rule("precision-convert-out-of-relu",
+            "(relu (convert ?t ?x))", "(convert ?t (relu ?x))"),
+        rule("precision-convert-into-max",
+            "(convert ?t (max ?x ?y))", "(max (convert ?t ?x) (convert ?t ?y))"),
+        rule("precision-convert-into-min",
+            "(convert ?t (min ?x ?y))", "(min (convert ?t ?x) (convert ?t ?y))"),
         // A narrow square root computed in f32 and rounded once is the narrow square root.
-        rule_if("precision-narrow-sqrt",        "(convert ?t (sqrt (convert ?u ?x)))",   "(sqrt ?x)",                             wide_is_f32("?t", "?u", "?x", "?x")),
+        rule_if("precision-narrow-sqrt",
+            "(convert ?t (sqrt (convert ?u ?x)))",
+            "(sqrt ?x)",
+            wide_is_f32("?t", "?u", "?x", "?x")),
         // bf16/f16 products are exact in f32: the upcast dot is the narrow dot.
-        rule_if("precision-dot-upcast",         "(dot (convert ?t ?a) (convert ?u ?b) ?c)", "(dot ?a ?b ?c)",                     narrow_dot("?t", "?u", "?a", "?b")),
+        rule_if("precision-dot-upcast",
+            "(dot (convert ?t ?a) (convert ?u ?b) ?c)",
+            "(dot ?a ?b ?c)",
+            narrow_dot("?t", "?u", "?a", "?b")),
         // Convert the scalar, not every element of its splat.
         rule_fn("precision-convert-splat",      "(convert ?t (splat ?u ?s))", {
             let (t, sc) = (var("?t"), var("?s"));
@@ -70,7 +86,12 @@ pub fn rules() -> Vec<Rewrite> {
     ];
     // A narrow + − · / max min computed in f32 and rounded once is the narrow op.
     for (_, op) in BINARY {
-        r.push(rule_if(&format!("precision-narrow-{op}"), &format!("(convert ?t ({op} (convert ?u ?x) (convert ?u ?y)))"), &format!("({op} ?x ?y)"), wide_is_f32("?t", "?u", "?x", "?y")));
+        r.push(rule_if(
+            &format!("precision-narrow-{op}"),
+            &format!("(convert ?t ({op} (convert ?u ?x) (convert ?u ?y)))"),
+            &format!("({op} ?x ?y)"),
+            wide_is_f32("?t", "?u", "?x", "?y"),
+        ));
     }
     r
 }

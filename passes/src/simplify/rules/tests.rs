@@ -127,30 +127,64 @@ fn layout() {
     check(
         "layout",
         &[
-            ("(transpose (transpose %0:tile<4x8xbf16>))", "%0:tile<4x8xbf16>"),
-            ("(transpose (relu (transpose %0:tile<4x8xf32>)))", "(relu %0:tile<4x8xf32>)"),
-            ("(add (transpose %0:tile<4x8xf32>) (transpose %1:tile<4x8xf32>))", "(transpose (add %0:tile<4x8xf32> %1:tile<4x8xf32>))"),
+            (
+                "(transpose (transpose %0:tile<4x8xbf16>))",
+                "%0:tile<4x8xbf16>",
+            ),
+            (
+                "(transpose (relu (transpose %0:tile<4x8xf32>)))",
+                "(relu %0:tile<4x8xf32>)",
+            ),
+            (
+                "(add (transpose %0:tile<4x8xf32>) (transpose %1:tile<4x8xf32>))",
+                "(transpose (add \
+                    %0:tile<4x8xf32> %1:tile<4x8xf32>))",
+            ),
             // The transposes of a dot's operands move out: (XᵀYᵀ)ᵀ = YX.
             (
-                "(transpose (dot (transpose %0:tile<8x4xbf16>) (transpose %1:tile<16x8xbf16>) (zeros tile<4x16xf32>)))",
+                "(transpose (dot (transpose %0:tile<8x4xbf16>) (transpose %1:tile<16x8xbf16>) \
+                    (zeros tile<4x16xf32>)))",
                 "(dot %1:tile<16x8xbf16> %0:tile<8x4xbf16> (splat tile<16x4xf32> #0.0:f32))",
             ),
             // B loaded N×K and transposed into the dot stays one transpose of the result
             // away from the dot of the untransposed loads.
             (
-                "(dot (transpose %0:tile<8x4xbf16>) (transpose %1:tile<16x8xbf16>) (zeros tile<4x16xf32>))",
-                "(transpose (dot %1:tile<16x8xbf16> %0:tile<8x4xbf16> (splat tile<16x4xf32> #0.0:f32)))",
+                "(dot (transpose %0:tile<8x4xbf16>) (transpose %1:tile<16x8xbf16>) (zeros \
+                    tile<4x16xf32>))",
+                "(transpose (dot %1:tile<16x8xbf16> %0:tile<8x4xbf16> (splat tile<16x4xf32> \
+                    #0.0:f32)))",
             ),
-            ("(transpose %0:tile<1x8xf32>)", "(reshape tile<8x1xf32> %0:tile<1x8xf32>)"),
-            ("(reshape tile<4x8xf32> (reshape tile<32x1xf32> %0:tile<4x8xf32>))", "%0:tile<4x8xf32>"),
-            ("(broadcast tile<4x8xf32> (splat tile<1x8xf32> %2:f32))", "(splat tile<4x8xf32> %2:f32)"),
-            ("(transpose (splat tile<4x8xf32> %2:f32))", "(splat tile<8x4xf32> %2:f32)"),
-            ("(transpose (convert tile<4x8xbf16> %0:tile<4x8xf32>))", "(convert tile<8x4xbf16> (transpose %0:tile<4x8xf32>))"),
+            (
+                "(transpose %0:tile<1x8xf32>)",
+                "(reshape tile<8x1xf32> %0:tile<1x8xf32>)",
+            ),
+            (
+                "(reshape tile<4x8xf32> (reshape tile<32x1xf32> \
+                    %0:tile<4x8xf32>))",
+                "%0:tile<4x8xf32>",
+            ),
+            (
+                "(broadcast tile<4x8xf32> (splat tile<1x8xf32> %2:f32))",
+                "(splat tile<4x8xf32> \
+                    %2:f32)",
+            ),
+            (
+                "(transpose (splat tile<4x8xf32> %2:f32))",
+                "(splat tile<8x4xf32> %2:f32)",
+            ),
+            (
+                "(transpose (convert tile<4x8xbf16> %0:tile<4x8xf32>))",
+                "(convert tile<8x4xbf16> \
+                    (transpose %0:tile<4x8xf32>))",
+            ),
         ],
         &[
             ("(transpose %0:tile<4x4xf32>)", "%0:tile<4x4xf32>"),
             // A reshape to the transposed shape is no transpose.
-            ("(reshape tile<8x4xf32> %0:tile<4x8xf32>)", "(transpose %0:tile<4x8xf32>)"),
+            (
+                "(reshape tile<8x4xf32> %0:tile<4x8xf32>)",
+                "(transpose %0:tile<4x8xf32>)",
+            ),
         ],
     );
 }
@@ -160,30 +194,64 @@ fn precision() {
     check(
         "precision",
         &[
-            ("(convert tile<4x8xbf16> (convert tile<4x8xf32> %0:tile<4x8xbf16>))", "%0:tile<4x8xbf16>"),
-            ("(convert tile<4x8xf16> (convert tile<4x8xf32> %0:tile<4x8xbf16>))", "(convert tile<4x8xf16> %0:tile<4x8xbf16>)"),
-            ("(convert tile<4x8xf32> %0:tile<4x8xf32>)", "%0:tile<4x8xf32>"),
             (
-                "(convert tile<4x8xbf16> (add (convert tile<4x8xf32> %0:tile<4x8xbf16>) (convert tile<4x8xf32> %1:tile<4x8xbf16>)))",
+                "(convert tile<4x8xbf16> (convert tile<4x8xf32> \
+                    %0:tile<4x8xbf16>))",
+                "%0:tile<4x8xbf16>",
+            ),
+            (
+                "(convert tile<4x8xf16> (convert tile<4x8xf32> %0:tile<4x8xbf16>))",
+                "(convert \
+                    tile<4x8xf16> %0:tile<4x8xbf16>)",
+            ),
+            (
+                "(convert tile<4x8xf32> %0:tile<4x8xf32>)",
+                "%0:tile<4x8xf32>",
+            ),
+            (
+                "(convert tile<4x8xbf16> (add (convert tile<4x8xf32> %0:tile<4x8xbf16>) (convert \
+                    tile<4x8xf32> %1:tile<4x8xbf16>)))",
                 "(add %0:tile<4x8xbf16> %1:tile<4x8xbf16>)",
             ),
             (
-                "(dot (convert tile<4x8xf32> %0:tile<4x8xbf16>) (convert tile<8x4xf32> %1:tile<8x4xbf16>) %2:tile<4x4xf32>)",
+                "(dot (convert tile<4x8xf32> %0:tile<4x8xbf16>) (convert tile<8x4xf32> \
+                    %1:tile<8x4xbf16>) %2:tile<4x4xf32>)",
                 "(dot %0:tile<4x8xbf16> %1:tile<8x4xbf16> %2:tile<4x4xf32>)",
             ),
-            ("(convert tile<4x8xbf16> (relu %0:tile<4x8xf32>))", "(relu (convert tile<4x8xbf16> %0:tile<4x8xf32>))"),
-            ("(convert tile<4x8xbf16> (splat tile<4x8xf32> %2:f32))", "(splat tile<4x8xbf16> (convert bf16 %2:f32))"),
-            ("(convert tile<4x8xbf16> (splat tile<4x8xf32> #0.1:f32))", "(splat tile<4x8xbf16> #0.1:bf16)"),
+            (
+                "(convert tile<4x8xbf16> (relu %0:tile<4x8xf32>))",
+                "(relu (convert tile<4x8xbf16> \
+                    %0:tile<4x8xf32>))",
+            ),
+            (
+                "(convert tile<4x8xbf16> (splat tile<4x8xf32> %2:f32))",
+                "(splat tile<4x8xbf16> \
+                    (convert bf16 %2:f32))",
+            ),
+            (
+                "(convert tile<4x8xbf16> (splat tile<4x8xf32> #0.1:f32))",
+                "(splat tile<4x8xbf16> \
+                    #0.1:bf16)",
+            ),
         ],
         &[
             // The rounding rule: f32 → bf16 → f32 rounds x to bf16; never folded.
-            ("(convert tile<4x8xf32> (convert tile<4x8xbf16> %0:tile<4x8xf32>))", "%0:tile<4x8xf32>"),
+            (
+                "(convert tile<4x8xf32> (convert tile<4x8xbf16> \
+                    %0:tile<4x8xf32>))",
+                "%0:tile<4x8xf32>",
+            ),
             // Two narrowings round twice.
-            ("(convert tile<4x8xbf16> (convert tile<4x8xf16> %0:tile<4x8xf32>))", "(convert tile<4x8xbf16> %0:tile<4x8xf32>)"),
+            (
+                "(convert tile<4x8xbf16> (convert tile<4x8xf16> %0:tile<4x8xf32>))",
+                "(convert \
+                    tile<4x8xbf16> %0:tile<4x8xf32>)",
+            ),
             // Wide arithmetic on f32 inputs is not the narrow arithmetic.
             (
                 "(convert tile<4x8xbf16> (add %0:tile<4x8xf32> %1:tile<4x8xf32>))",
-                "(add (convert tile<4x8xbf16> %0:tile<4x8xf32>) (convert tile<4x8xbf16> %1:tile<4x8xf32>))",
+                "(add (convert tile<4x8xbf16> %0:tile<4x8xf32>) (convert tile<4x8xbf16> \
+                    %1:tile<4x8xf32>))",
             ),
         ],
     );
@@ -198,19 +266,55 @@ fn fusion() {
     check(
         "fusion",
         &[
-            (&format!("(add (dot {a} {b} {z}) {c})"), &format!("(dot {a} {b} {c})")),
-            (&format!("(add {c} (dot {a} {b} {z}))"), &format!("(dot {a} {b} {c})")),
-            (&format!("(sub (dot {a} {b} {z}) {c})"), &format!("(dot {a} {b} (neg {c}))")),
-            (&format!("(dot (neg {a}) (neg {b}) {c})"), &format!("(dot {a} {b} {c})")),
-            ("(relu (broadcast tile<4x8xf32> %3:tile<1x8xf32>))", "(broadcast tile<4x8xf32> (relu %3:tile<1x8xf32>))"),
-            ("(add (broadcast tile<4x8xf32> %3:tile<1x8xf32>) (broadcast tile<4x8xf32> %4:tile<1x8xf32>))", "(broadcast tile<4x8xf32> (add %3:tile<1x8xf32> %4:tile<1x8xf32>))"),
-            ("(mul (broadcast tile<4x8xf32> %3:tile<1x8xf32>) (splat tile<4x8xf32> %5:f32))", "(broadcast tile<4x8xf32> (mul %3:tile<1x8xf32> (splat tile<1x8xf32> %5:f32)))"),
+            (
+                &format!("(add (dot {a} {b} {z}) {c})"),
+                &format!("(dot {a} {b} {c})"),
+            ),
+            (
+                &format!("(add {c} (dot {a} {b} {z}))"),
+                &format!("(dot {a} {b} {c})"),
+            ),
+            (
+                &format!("(sub (dot {a} {b} {z}) {c})"),
+                &format!("(dot {a} {b} (neg {c}))"),
+            ),
+            (
+                &format!("(dot (neg {a}) (neg {b}) {c})"),
+                &format!("(dot {a} {b} {c})"),
+            ),
+            (
+                "(relu (broadcast tile<4x8xf32> %3:tile<1x8xf32>))",
+                "(broadcast tile<4x8xf32> (relu \
+                    %3:tile<1x8xf32>))",
+            ),
+            (
+                "(add (broadcast tile<4x8xf32> %3:tile<1x8xf32>) (broadcast tile<4x8xf32> \
+                    %4:tile<1x8xf32>))",
+                "(broadcast tile<4x8xf32> (add %3:tile<1x8xf32> \
+                    %4:tile<1x8xf32>))",
+            ),
+            (
+                "(mul (broadcast tile<4x8xf32> %3:tile<1x8xf32>) (splat tile<4x8xf32> \
+                    %5:f32))",
+                "(broadcast tile<4x8xf32> (mul %3:tile<1x8xf32> (splat tile<1x8xf32> \
+                    %5:f32)))",
+            ),
         ],
         &[
             // An f16 accumulator rounds the products' sum before the add.
-            ("(add (dot %0:tile<4x8xf16> %1:tile<8x16xf16> (zeros tile<4x16xf16>)) %2:tile<4x16xf16>)", "(dot %0:tile<4x8xf16> %1:tile<8x16xf16> %2:tile<4x16xf16>)"),
+            (
+                "(add (dot %0:tile<4x8xf16> %1:tile<8x16xf16> (zeros tile<4x16xf16>)) \
+                    %2:tile<4x16xf16>)",
+                "(dot %0:tile<4x8xf16> %1:tile<8x16xf16> %2:tile<4x16xf16>)",
+            ),
             // A non-zero accumulator: moving the add in would reassociate.
-            (&format!("(add (dot {a} {b} %3:tile<4x16xf32>) {c})"), &format!("(dot {a} {b} (add %3:tile<4x16xf32> {c}))")),
+            (
+                &format!("(add (dot {a} {b} %3:tile<4x16xf32>) {c})"),
+                &format!(
+                    "(dot {a} {b} (add \
+                        %3:tile<4x16xf32> {c}))"
+                ),
+            ),
         ],
     );
 }
@@ -218,7 +322,8 @@ fn fusion() {
 #[test]
 fn saturates_on_a_naive_loop_body() {
     // The body of examples/frontend_naive_gemm.tile, as the e-graph sees it.
-    let body = "(add %9:tile<128x256xf32> (dot (mul %1:tile<128x64xbf16> (splat tile<128x64xbf16> %7:bf16)) (transpose (transpose %2:tile<64x256xbf16>)) (zeros tile<128x256xf32>)))";
+    let body = "(add %9:tile<128x256xf32> (dot (mul %1:tile<128x64xbf16> (splat tile<128x64xbf16> \
+        %7:bf16)) (transpose (transpose %2:tile<64x256xbf16>)) (zeros tile<128x256xf32>)))";
     let r = runner(&expr(body));
     assert!(
         matches!(r.stop_reason, Some(StopReason::Saturated)),
