@@ -17,10 +17,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
 fi
 
-ptxas=".venv/lib/python3.11/site-packages/nvidia/cu13/bin/ptxas"
-if ! ls .venv/lib/python3*/site-packages/nvidia/cu13/bin/ptxas >/dev/null 2>&1; then
+# Pinned: the precise-output tests (tests/precise) record ptxas's register and spill report,
+# which another ptxas release may change.
+cuda="13.5.37"
+have="$(.venv/bin/pip show nvidia-cuda-nvcc 2>/dev/null | sed -n 's/^Version: //p' || true)"
+if [ "$have" != "$cuda" ] || ! ls .venv/lib/python3*/site-packages/nvidia/cu13/bin/ptxas >/dev/null 2>&1; then
   python3 -m venv .venv
-  .venv/bin/pip install -q "nvidia-cuda-nvcc==13.*" "nvidia-cuda-nvdisasm==13.*"
+  .venv/bin/pip install -q "nvidia-cuda-nvcc==$cuda" "nvidia-cuda-nvdisasm==$cuda"
 fi
 ls .venv/lib/python3*/site-packages/nvidia/cu13/bin/ptxas >/dev/null
 echo "install-deps: LLVM/MLIR 22 in /usr/lib/llvm-22, ptxas in $(ls -d .venv/lib/python3*/site-packages/nvidia/cu13/bin)"

@@ -469,17 +469,17 @@ impl Verifier<'_> {
         let name = op.kind.name();
         match op.kind.class() {
             OpClass::IntBinary => {
-                if self.count(op, 2, 1) {
-                    if !ots[0].is_int_scalar() || ots[0] != ots[1] || rts[0] != ots[0] {
-                        self.error(
-                            op,
-                            format!(
-                                "'{name}' expects two operands and a result of one \
-                                    integer type, found {}, {} -> {}",
-                                ots[0], ots[1], rts[0]
-                            ),
-                        );
-                    }
+                if self.count(op, 2, 1)
+                    && (!ots[0].is_int_scalar() || ots[0] != ots[1] || rts[0] != ots[0])
+                {
+                    self.error(
+                        op,
+                        format!(
+                            "'{name}' expects two operands and a result of one \
+                                integer type, found {}, {} -> {}",
+                            ots[0], ots[1], rts[0]
+                        ),
+                    );
                 }
                 return;
             }
@@ -577,58 +577,52 @@ impl Verifier<'_> {
                 let _ = Self::grid_rank(None);
                 self.int_attr_in(op, "dim", 0, 2);
             }
-            OpKind::Constant => {
-                if self.count(op, 0, 1) {
-                    match (&rts[0], op.attr("value")) {
-                        (Type::Scalar(s), Some(Attribute::Int(i))) if s.is_int() => {
-                            let (lo, hi) = match s {
-                                ScalarType::I1 => (0, 1),
-                                ScalarType::I32 => (i32::MIN as i64, i32::MAX as i64),
-                                _ => (i64::MIN, i64::MAX),
-                            };
-                            if !(lo..=hi).contains(i) {
-                                self.error(
-                                    op,
-                                    format!(
-                                        "'tile.constant' value {i} does not fit in \
-                                            {s}"
-                                    ),
-                                );
-                            }
-                        }
-                        (Type::Scalar(s), Some(Attribute::Int(_) | Attribute::Float(_)))
-                            if s.is_float() => {}
-                        (Type::Scalar(s), Some(a)) => self.error(
+            OpKind::Constant if self.count(op, 0, 1) => match (&rts[0], op.attr("value")) {
+                (Type::Scalar(s), Some(Attribute::Int(i))) if s.is_int() => {
+                    let (lo, hi) = match s {
+                        ScalarType::I1 => (0, 1),
+                        ScalarType::I32 => (i32::MIN as i64, i32::MAX as i64),
+                        _ => (i64::MIN, i64::MAX),
+                    };
+                    if !(lo..=hi).contains(i) {
+                        self.error(
                             op,
                             format!(
-                                "'tile.constant' \
-                                    value {a} is not a valid {s}"
+                                "'tile.constant' value {i} does not fit in \
+                                    {s}"
                             ),
-                        ),
-                        (Type::Scalar(_), None) => self.error(
-                            op,
-                            "'tile.constant' requires \
-                                attribute 'value'",
-                        ),
-                        (t, _) => self.error(
-                            op,
-                            format!(
-                                "'tile.constant' result must be a scalar, \
-                                    found {t} (use 'tile.splat' for tiles)"
-                            ),
-                        ),
+                        );
                     }
                 }
-            }
-            OpKind::Dim => {
-                if self.count(op, 1, 1) {
-                    self.result_must_be(op, &Type::INDEX);
-                    match &ots[0] {
-                        Type::Tensor { rank, .. } => {
-                            self.int_attr_in(op, "dim", 0, *rank as i64 - 1);
-                        }
-                        t => self.error(op, format!("'tile.dim' expects a tensor, found {t}")),
+                (Type::Scalar(s), Some(Attribute::Int(_) | Attribute::Float(_)))
+                    if s.is_float() => {}
+                (Type::Scalar(s), Some(a)) => self.error(
+                    op,
+                    format!(
+                        "'tile.constant' \
+                            value {a} is not a valid {s}"
+                    ),
+                ),
+                (Type::Scalar(_), None) => self.error(
+                    op,
+                    "'tile.constant' requires \
+                        attribute 'value'",
+                ),
+                (t, _) => self.error(
+                    op,
+                    format!(
+                        "'tile.constant' result must be a scalar, \
+                            found {t} (use 'tile.splat' for tiles)"
+                    ),
+                ),
+            },
+            OpKind::Dim if self.count(op, 1, 1) => {
+                self.result_must_be(op, &Type::INDEX);
+                match &ots[0] {
+                    Type::Tensor { rank, .. } => {
+                        self.int_attr_in(op, "dim", 0, *rank as i64 - 1);
                     }
+                    t => self.error(op, format!("'tile.dim' expects a tensor, found {t}")),
                 }
             }
             OpKind::CmpI => {
@@ -647,24 +641,22 @@ impl Verifier<'_> {
                 }
                 self.str_attr_in(op, "predicate", &["eq", "ne", "slt", "sle", "sgt", "sge"]);
             }
-            OpKind::Select => {
-                if self.count(op, 3, 1) {
-                    if ots[0] != Type::I1 {
-                        self.error(
-                            op,
-                            format!("'tile.select' condition must be i1, found {}", ots[0]),
-                        );
-                    }
-                    if ots[1] != ots[2] || rts[0] != ots[1] {
-                        self.error(
-                            op,
-                            format!(
-                                "'tile.select' expects both values and the result \
-                                    of one type, found {}, {} -> {}",
-                                ots[1], ots[2], rts[0]
-                            ),
-                        );
-                    }
+            OpKind::Select if self.count(op, 3, 1) => {
+                if ots[0] != Type::I1 {
+                    self.error(
+                        op,
+                        format!("'tile.select' condition must be i1, found {}", ots[0]),
+                    );
+                }
+                if ots[1] != ots[2] || rts[0] != ots[1] {
+                    self.error(
+                        op,
+                        format!(
+                            "'tile.select' expects both values and the result \
+                                of one type, found {}, {} -> {}",
+                            ots[1], ots[2], rts[0]
+                        ),
+                    );
                 }
             }
             OpKind::Load => self.check_load_store(op, &ots, &rts, true),
@@ -684,127 +676,103 @@ impl Verifier<'_> {
                 }
             }
             OpKind::Dot => self.check_dot(op, &ots, &rts),
-            OpKind::Convert => {
-                if self.count(op, 1, 1) {
-                    let same_shape = match (&ots[0], &rts[0]) {
-                        (Type::Scalar(_), Type::Scalar(_)) => true,
-                        (Type::Tile { shape: a, .. }, Type::Tile { shape: b, .. }) => a == b,
-                        _ => false,
-                    };
-                    if !same_shape {
+            OpKind::Convert if self.count(op, 1, 1) => {
+                let same_shape = match (&ots[0], &rts[0]) {
+                    (Type::Scalar(_), Type::Scalar(_)) => true,
+                    (Type::Tile { shape: a, .. }, Type::Tile { shape: b, .. }) => a == b,
+                    _ => false,
+                };
+                if !same_shape {
+                    self.error(
+                        op,
+                        format!(
+                            "'tile.convert' changes only the element type: {} \
+                                -> {} changes the shape or kind",
+                            ots[0], rts[0]
+                        ),
+                    );
+                }
+            }
+            OpKind::Transpose if self.count(op, 1, 1) => match (&ots[0], &rts[0]) {
+                (Type::Tile { shape: a, elem: e1 }, Type::Tile { shape: b, elem: e2 })
+                    if a.len() == 2 =>
+                {
+                    if e1 != e2 || b.len() != 2 || a[0] != b[1] || a[1] != b[0] {
                         self.error(
                             op,
                             format!(
-                                "'tile.convert' changes only the element type: {} \
-                                    -> {} changes the shape or kind",
-                                ots[0], rts[0]
+                                "'tile.transpose' of {} must give tile<{}x{}x{}>, found {}",
+                                ots[0], a[1], a[0], e1, rts[0]
                             ),
                         );
                     }
                 }
-            }
-            OpKind::Transpose => {
-                if self.count(op, 1, 1) {
-                    match (&ots[0], &rts[0]) {
-                        (Type::Tile { shape: a, elem: e1 }, Type::Tile { shape: b, elem: e2 })
-                            if a.len() == 2 =>
-                        {
-                            if e1 != e2 || b.len() != 2 || a[0] != b[1] || a[1] != b[0] {
-                                self.error(
-                                    op,
-                                    format!(
-                                        "'tile.transpose' of {} must give tile<{}x{}x{}>, found {}",
-                                        ots[0], a[1], a[0], e1, rts[0]
-                                    ),
-                                );
-                            }
+                _ => self.error(
+                    op,
+                    format!("'tile.transpose' expects a 2-D tile, found {}", ots[0]),
+                ),
+            },
+            OpKind::Reshape if self.count(op, 1, 1) => match (&ots[0], &rts[0]) {
+                (Type::Tile { shape: a, elem: e1 }, Type::Tile { shape: b, elem: e2 })
+                    if e1 == e2 && a.iter().product::<u64>() == b.iter().product::<u64>() => {}
+                _ => self.error(
+                    op,
+                    format!(
+                        "'tile.reshape' must keep the element type and \
+                            the number of elements: {} -> {}",
+                        ots[0], rts[0]
+                    ),
+                ),
+            },
+            OpKind::Broadcast if self.count(op, 1, 1) => match (&ots[0], &rts[0]) {
+                (Type::Scalar(s), Type::Tile { elem, .. }) if s == elem => {}
+                (Type::Tile { shape: a, elem: e1 }, Type::Tile { shape: b, elem: e2 })
+                    if e1 == e2
+                        && a.len() == b.len()
+                        && a.iter().zip(b).all(|(x, y)| x == y || *x == 1) => {}
+                _ => self.error(
+                    op,
+                    format!(
+                        "'tile.broadcast' cannot broadcast {} to {}: \
+                            each dimension must be 1 or equal, element types \
+                            equal",
+                        ots[0], rts[0]
+                    ),
+                ),
+            },
+            OpKind::Reduce if self.count(op, 1, 1) => {
+                self.str_attr_in(op, "kind", &["add", "max", "min"]);
+                match &ots[0] {
+                    Type::Tile { shape, elem } => {
+                        if let Some(d) = self.int_attr_in(op, "dim", 0, shape.len() as i64 - 1) {
+                            let mut s = shape.clone();
+                            s[d as usize] = 1;
+                            let want = Type::Tile {
+                                shape: s,
+                                elem: *elem,
+                            };
+                            self.result_must_be(op, &want);
                         }
-                        _ => self.error(
-                            op,
-                            format!("'tile.transpose' expects a 2-D tile, found {}", ots[0]),
-                        ),
                     }
+                    t => self.error(op, format!("'tile.reduce' expects a tile, found {t}")),
                 }
             }
-            OpKind::Reshape => {
-                if self.count(op, 1, 1) {
-                    match (&ots[0], &rts[0]) {
-                        (Type::Tile { shape: a, elem: e1 }, Type::Tile { shape: b, elem: e2 })
-                            if e1 == e2
-                                && a.iter().product::<u64>() == b.iter().product::<u64>() => {}
-                        _ => self.error(
-                            op,
-                            format!(
-                                "'tile.reshape' must keep the element type and \
-                                    the number of elements: {} -> {}",
-                                ots[0], rts[0]
-                            ),
-                        ),
-                    }
-                }
-            }
-            OpKind::Broadcast => {
-                if self.count(op, 1, 1) {
-                    match (&ots[0], &rts[0]) {
-                        (Type::Scalar(s), Type::Tile { elem, .. }) if s == elem => {}
-                        (Type::Tile { shape: a, elem: e1 }, Type::Tile { shape: b, elem: e2 })
-                            if e1 == e2
-                                && a.len() == b.len()
-                                && a.iter().zip(b).all(|(x, y)| x == y || *x == 1) => {}
-                        _ => self.error(
-                            op,
-                            format!(
-                                "'tile.broadcast' cannot broadcast {} to {}: \
-                                    each dimension must be 1 or equal, element types \
-                                    equal",
-                                ots[0], rts[0]
-                            ),
-                        ),
-                    }
-                }
-            }
-            OpKind::Reduce => {
-                if self.count(op, 1, 1) {
-                    self.str_attr_in(op, "kind", &["add", "max", "min"]);
-                    match &ots[0] {
-                        Type::Tile { shape, elem } => {
-                            if let Some(d) = self.int_attr_in(op, "dim", 0, shape.len() as i64 - 1)
-                            {
-                                let mut s = shape.clone();
-                                s[d as usize] = 1;
-                                let want = Type::Tile {
-                                    shape: s,
-                                    elem: *elem,
-                                };
-                                self.result_must_be(op, &want);
-                            }
-                        }
-                        t => self.error(op, format!("'tile.reduce' expects a tile, found {t}")),
-                    }
-                }
-            }
-            OpKind::Splat => {
-                if self.count(op, 1, 1) {
-                    match (&ots[0], &rts[0]) {
-                        (Type::Scalar(s), Type::Tile { elem, .. }) if s == elem => {}
-                        _ => self.error(
-                            op,
-                            format!(
-                                "'tile.splat' expects a scalar and a tile of \
-                                    that element type, found {} -> {}",
-                                ots[0], rts[0]
-                            ),
-                        ),
-                    }
-                }
-            }
-            OpKind::Zeros => {
-                if self.count(op, 0, 1) && !matches!(rts[0], Type::Tile { .. }) {
-                    self.error(
-                        op,
-                        format!("'tile.zeros' result must be a tile, found {}", rts[0]),
-                    );
-                }
+            OpKind::Splat if self.count(op, 1, 1) => match (&ots[0], &rts[0]) {
+                (Type::Scalar(s), Type::Tile { elem, .. }) if s == elem => {}
+                _ => self.error(
+                    op,
+                    format!(
+                        "'tile.splat' expects a scalar and a tile of \
+                            that element type, found {} -> {}",
+                        ots[0], rts[0]
+                    ),
+                ),
+            },
+            OpKind::Zeros if self.count(op, 0, 1) && !matches!(rts[0], Type::Tile { .. }) => {
+                self.error(
+                    op,
+                    format!("'tile.zeros' result must be a tile, found {}", rts[0]),
+                );
             }
             OpKind::For => self.check_for(op, &ots, &rts),
             OpKind::While => {
@@ -841,13 +809,11 @@ impl Verifier<'_> {
                 }
                 self.int_attr_in(op, "consumers", 1, 3);
             }
-            OpKind::If => {
-                if ots.len() != 1 || ots[0] != Type::I1 {
-                    self.error(
-                        op,
-                        format!("'tile.if' expects one i1 condition, found ({})", list(&ots)),
-                    );
-                }
+            OpKind::If if (ots.len() != 1 || ots[0] != Type::I1) => {
+                self.error(
+                    op,
+                    format!("'tile.if' expects one i1 condition, found ({})", list(&ots)),
+                );
             }
             _ => {}
         }
@@ -1334,11 +1300,10 @@ impl Verifier<'_> {
                 }
                 self.int_attr_in(op, "dim", 0, 2);
             }
-            OpKind::ClusterCtaRank => {
-                if self.count(op, 0, 1) {
+            OpKind::ClusterCtaRank
+                if self.count(op, 0, 1) => {
                     self.result_must_be(op, &Type::INDEX);
                 }
-            }
             OpKind::FenceProxyAsync => {
                 self.count(op, 0, 0);
             }
@@ -1446,9 +1411,9 @@ impl Verifier<'_> {
                     }
                 }
             }
-            OpKind::SmemStore => {
+            OpKind::SmemStore
                 // tile, ring, slot
-                if self.count(op, 3, 0) {
+                if self.count(op, 3, 0) => {
                     match (&ots[0], &ots[1]) {
                         (
                             Type::Tile {
@@ -1519,7 +1484,6 @@ impl Verifier<'_> {
                         ),
                     }
                 }
-            }
             OpKind::TmaStore => {
                 // tensor, ring, slot, coords...
                 let ok = ots.len() >= 4

@@ -2502,10 +2502,8 @@ fn lower_mma_sync(em: &mut Em, op: &Operation) -> R<()> {
             bfrag.push((v[0].clone(), v[1].clone()));
             bfrag.push((v[2].clone(), v[3].clone()));
         }
-        for mi in 0..4usize {
-            for ni in 0..8usize {
-                let a = &afrag[mi];
-                let (b0, b1) = &bfrag[ni];
+        for (mi, a) in afrag.iter().enumerate().take(4) {
+            for (ni, (b0, b1)) in bfrag.iter().enumerate().take(8) {
                 let base = 4 * (8 * mi + ni);
                 let c = &acc[base..base + 4];
                 let d = em.op(

@@ -191,6 +191,10 @@ fn const_of(defs: &HashMap<Value, &Operation>, v: Value) -> Option<i64> {
 }
 
 /// Emits ops into a block under construction.
+/// The body of one tile of a tile loop: given the loop's k base, its ops and the tile's
+/// k-tile count.
+type TileBody<'a> = dyn for<'m> FnMut(&mut Emitter<'m>, Value) -> (Vec<Operation>, Value) + 'a;
+
 struct Emitter<'m> {
     m: &'m mut Module,
     ops: Vec<Operation>,
@@ -320,7 +324,7 @@ fn find_matmul<'a>(
             "tile-to-gpu expects the K loop step to be a constant (the K tile)".into(),
         ));
     };
-    if !defs.get(&init).is_some_and(|d| d.kind == OpKind::Zeros) {
+    if defs.get(&init).is_none_or(|d| d.kind != OpKind::Zeros) {
         return Err(err(
             "tile-to-gpu expects the accumulator to start as 'tile.zeros'".into(),
         ));
@@ -423,13 +427,13 @@ fn check_config(
         ));
     }
     if target.has_wgmma() {
-        if mm.bn % 8 != 0 || mm.bn > 256 {
+        if !mm.bn.is_multiple_of(8) || mm.bn > 256 {
             return e(format!(
                 "tile-to-gpu: the N tile {} is not a legal wgmma N (a multiple of 8 from 8 to 256)",
                 mm.bn
             ));
         }
-        if mm.bn % 64 != 0 {
+        if !mm.bn.is_multiple_of(64) {
             return e(format!(
                 "tile-to-gpu: the N tile {} must be a multiple of 64 (one 128-byte \
                     TMA box of B per 64 columns)",
@@ -597,7 +601,7 @@ fn tma_store_plan(
             ),
         );
     }
-    if mm.bn % STORE_BOX_COLS != 0 {
+    if !mm.bn.is_multiple_of(STORE_BOX_COLS) {
         return e(
             &st.loc,
             format!(
@@ -1086,42 +1090,37 @@ fn lower_kernel(
             // carrying the global k base too: body = `body(g)` then yield the loop's
             // values and `g + ktiles`; then the region's yield.
             // `body(g)` returns its ops and the tile's k-tile count.
-            let tile_loop = |e: &mut Emitter,
-                             args: Vec<Value>,
-                             yielded: Vec<Value>,
-                             body: &mut dyn FnMut(
-                &mut Emitter,
-                Value,
-            ) -> (Vec<Operation>, Value)| {
-                let g = e.m.new_value(Type::INDEX, Some("kbase".into()));
-                let (mut ops, ktiles) = body(e, g);
-                let next = e.int(OpKind::AddI, g, ktiles, "kbase_next");
-                let mut y = yielded;
-                y.push(next);
-                e.op(OpKind::Yield, &y, &[], &[], None);
-                ops.extend(e.take());
-                let mut lp = Operation::new(tl.kind, tl.loc.clone());
-                lp.operands = tl.operands.clone();
-                lp.operands.push(c0);
-                lp.attrs = tl.attrs.clone();
-                lp.results = tl
-                    .results
-                    .iter()
-                    .map(|&r| {
-                        let n = e.m.values[r.0 as usize].clone();
-                        e.m.new_value(n.ty, n.name)
-                    })
-                    .collect();
-                lp.results
-                    .push(e.m.new_value(Type::INDEX, Some("kbase_end".into())));
-                let mut bargs = args;
-                bargs.push(g);
-                lp.regions.push(Block { args: bargs, ops });
-                e.op(OpKind::Yield, &[], &[], &[], None);
-                let mut region = vec![lp];
-                region.extend(e.take());
-                region
-            };
+            let tile_loop =
+                |e: &mut Emitter, args: Vec<Value>, yielded: Vec<Value>, body: &mut TileBody| {
+                    let g = e.m.new_value(Type::INDEX, Some("kbase".into()));
+                    let (mut ops, ktiles) = body(e, g);
+                    let next = e.int(OpKind::AddI, g, ktiles, "kbase_next");
+                    let mut y = yielded;
+                    y.push(next);
+                    e.op(OpKind::Yield, &y, &[], &[], None);
+                    ops.extend(e.take());
+                    let mut lp = Operation::new(tl.kind, tl.loc.clone());
+                    lp.operands = tl.operands.clone();
+                    lp.operands.push(c0);
+                    lp.attrs = tl.attrs.clone();
+                    lp.results = tl
+                        .results
+                        .iter()
+                        .map(|&r| {
+                            let n = e.m.values[r.0 as usize].clone();
+                            e.m.new_value(n.ty, n.name)
+                        })
+                        .collect();
+                    lp.results
+                        .push(e.m.new_value(Type::INDEX, Some("kbase_end".into())));
+                    let mut bargs = args;
+                    bargs.push(g);
+                    lp.regions.push(Block { args: bargs, ops });
+                    e.op(OpKind::Yield, &[], &[], &[], None);
+                    let mut region = vec![lp];
+                    region.extend(e.take());
+                    region
+                };
             let mut p_parts = Some((p_prologue, p_tail));
             let pops = tile_loop(&mut e, p_args, p_yield, &mut |e, g| {
                 let (mut ops, tail) = p_parts.take().expect("called once");

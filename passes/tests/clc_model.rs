@@ -58,12 +58,11 @@ fn kernel(rank: usize, bm: u64) -> String {
     let (grid, pids) = match rank {
         1 => (
             format!("[mul(ceildiv(%N, 256), ceildiv(%M, {bm}))]"),
-            format!(
-                "%p = tile.program_id {{dim = 0}} : index\n  %c256n = tile.constant {{value = \
-                    256}} : index\n  %gn = tile.ceildiv %N, %c256n : index\n  %pid_n = tile.remi \
-                    %p, \
-                    %gn : index\n  %pid_m = tile.divi %p, %gn : index\n"
-            ),
+            "%p = tile.program_id {dim = 0} : index\n  %c256n = tile.constant {value = \
+                256} : index\n  %gn = tile.ceildiv %N, %c256n : index\n  %pid_n = tile.remi \
+                %p, \
+                %gn : index\n  %pid_m = tile.divi %p, %gn : index\n"
+                .to_string(),
         ),
         2 => (
             format!("[ceildiv(%N, 256), ceildiv(%M, {bm})]"),

@@ -9,7 +9,7 @@
 
 use proptest::prelude::*;
 use std::collections::HashMap;
-use tilec_dialect::{parse, verify, Module, OpKind, Operation, Value};
+use tilec_dialect::{parse, verify, OpKind, Operation, Value};
 use tilec_passes::PassManager;
 
 fn kernel(rank: usize) -> String {
@@ -54,7 +54,6 @@ struct Cta {
 }
 
 fn run(
-    m: &Module,
     ops: &[Operation],
     env: &mut HashMap<Value, i64>,
     cta: &Cta,
@@ -81,7 +80,7 @@ fn run(
                 let mut i = lb;
                 while i < ub {
                     env.insert(o.regions[0].args[0], i);
-                    run(m, &o.regions[0].ops, env, cta, stores);
+                    run(&o.regions[0].ops, env, cta, stores);
                     i += step;
                 }
                 None
@@ -151,7 +150,7 @@ fn check(
         env.insert(args[1], dims[0]);
         env.insert(args[2], dims[1]);
         env.insert(args[3], dims[2]);
-        run(&m, &k.regions[0].ops, &mut env, cta, &mut stores);
+        run(&k.regions[0].ops, &mut env, cta, &mut stores);
     }
     prop_assert_eq!(
         stores.len() as i64,
@@ -212,7 +211,7 @@ fn grouped_order_sweeps_m_first() {
     env.insert(k.regions[0].args[2], 5);
     env.insert(k.regions[0].args[3], 1);
     let mut stores = HashMap::new();
-    run(&m, &k.regions[0].ops, &mut env, &cta, &mut stores);
+    run(&k.regions[0].ops, &mut env, &cta, &mut stores);
     assert_eq!(stores.len(), 20);
     // The first four trips of the tile loop, one at a time, in order.
     let lp = k.regions[0]
@@ -223,7 +222,7 @@ fn grouped_order_sweeps_m_first() {
     for t in 0..4 {
         env.insert(lp.regions[0].args[0], t);
         let mut one = HashMap::new();
-        run(&m, &lp.regions[0].ops, &mut env, &cta, &mut one);
+        run(&lp.regions[0].ops, &mut env, &cta, &mut one);
         order.push(one.keys().next().unwrap().clone());
     }
     assert_eq!(order, vec![vec![0, 0], vec![1, 0], vec![0, 1], vec![1, 1]]);
