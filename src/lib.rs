@@ -87,6 +87,9 @@ pub struct Options {
     pub simplify: bool,
     /// LLVM's optimisation level for the NVPTX back end (0 to 3, default 3).
     pub opt_level: u32,
+    /// The kernel to compile, by symbol (`gemm` or `@gemm`), when the module holds several;
+    /// `None` (the default): the module must hold exactly one.
+    pub kernel: Option<String>,
 }
 
 impl Options {
@@ -113,6 +116,7 @@ impl Options {
             group_m: 8,
             simplify: true,
             opt_level: 3,
+            kernel: None,
         }
     }
 
@@ -194,8 +198,65 @@ impl From<Diagnostics> for Error {
     }
 }
 
-/// Compile one kernel. A module with several kernels compiles the first; use the passes
-/// and [`lowering`] directly for more control.
+/// Keep only the kernel to compile: `name`, or the module's only kernel.
+///
+/// # Errors
+/// No kernel, a `name` the module lacks, or several kernels and no `name`.
+fn select_kernel(
+    m: &mut tilec_dialect::Module,
+    name: Option<&str>,
+    file: &str,
+) -> Result<(), Error> {
+    use tilec_dialect::{Diagnostic, Location};
+    let names: Vec<String> = m
+        .kernels()
+        .map(|k| format!("@{}", k.symbol.as_deref().unwrap_or("?")))
+        .collect();
+    let fail = |loc: Location, msg: String| {
+        Err(Error::Diagnostics(Diagnostics(vec![Diagnostic::error(
+            loc, msg,
+        )])))
+    };
+    let file_loc = || Location::new(std::sync::Arc::from(file), 1, 1);
+    match name {
+        Some(n) => {
+            let n = n.trim_start_matches('@');
+            if !m.kernels().any(|k| k.symbol.as_deref() == Some(n)) {
+                let have = if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                };
+                return fail(
+                    file_loc(),
+                    format!("no kernel '@{n}' in the module (it holds {have})"),
+                );
+            }
+            m.ops.retain(|k| k.symbol.as_deref() == Some(n));
+            Ok(())
+        }
+        None if names.len() > 1 => {
+            let second = m
+                .kernels()
+                .nth(1)
+                .map(|k| k.loc.clone())
+                .unwrap_or_else(file_loc);
+            fail(
+                second,
+                format!(
+                    "the module holds {} kernels ({}); one is compiled at a time: choose it \
+                     (tile-compile --kernel NAME, Options::kernel)",
+                    names.len(),
+                    names.join(", ")
+                ),
+            )
+        }
+        None => Ok(()),
+    }
+}
+
+/// Compile one kernel: the module's only kernel, or [`Options::kernel`]. Use the passes and
+/// [`lowering`] directly for more control.
 ///
 /// # Errors
 /// See [`Error`]. Every error carries a location in the input where it has one.
@@ -207,6 +268,7 @@ pub fn compile(input: Input<'_>, opts: &Options) -> Result<Kernel, Error> {
         Input::Module(m) => (m, "<module>".to_string()),
     };
     verify(&module)?;
+    select_kernel(&mut module, opts.kernel.as_deref(), &file)?;
     // Input already lowered to GPU-level ops carries its target: it must be the one asked
     // for (the PTX header and the ops' availability follow it).
     for k in &module.ops {

@@ -67,6 +67,12 @@ fn is_ident_char(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_' || c == b'.' || c == b'$'
 }
 
+/// The error for a carriage return that no line feed follows: lines end in `\n` or
+/// `\r\n`, and a lone `\r` (old Mac line endings) would otherwise hide the rest of a `//`
+/// comment's file.
+const LONE_CR: &str = "carriage return without a line feed: lines must end in LF or CR LF \
+    (convert CR-only line endings to LF)";
+
 /// Split `src` into tokens. `first_line` is the line number of the first line of `src`
 /// (for `--split-input-file` chunks). Errors point at the offending character.
 pub fn lex(src: &str, file: &Arc<str>, first_line: u32) -> Result<Vec<Token>, Diagnostic> {
@@ -89,12 +95,18 @@ pub fn lex(src: &str, file: &Arc<str>, first_line: u32) -> Result<Vec<Token>, Di
             newline_before = true;
             continue;
         }
+        if c == b'\r' && b.get(i + 1) != Some(&b'\n') {
+            return Err(err(line, i - line_start, LONE_CR.into()));
+        }
         if c.is_ascii_whitespace() {
             i += 1;
             continue;
         }
         if c == b'/' && b.get(i + 1) == Some(&b'/') {
             while i < b.len() && b[i] != b'\n' {
+                if b[i] == b'\r' && b.get(i + 1) != Some(&b'\n') {
+                    return Err(err(line, i - line_start, LONE_CR.into()));
+                }
                 i += 1;
             }
             continue;

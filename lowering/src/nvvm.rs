@@ -428,9 +428,11 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
     let tm_attr = "{llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}";
     let mut params_mlir = vec![];
     let mut params = vec![];
-    for &a in &body.args {
+    for (index, &a) in body.args.iter().enumerate() {
         let an = m.name(a).unwrap_or("arg").to_string();
-        let pn = sanitize(&an);
+        // `arg<index>_` keeps every parameter's SSA names apart from each other's and from
+        // the writer's own (`%<hint><n>`), whatever the IR names are.
+        let pn = format!("arg{index}_{}", sanitize(&an));
         match m.ty(a) {
             Type::Tensor { rank, elem } => {
                 if let Some(b) = tma_boxes.get(&a) {
@@ -1684,8 +1686,8 @@ fn m_elem(t: &Type) -> ScalarType {
 enum Lazy {
     /// Register v of a wgmma/mma.sync accumulator struct.
     Acc(String),
-    /// The same scalar in every register (a splat, or a broadcast scalar).
-    Scalar(String),
+    /// A scalar SSA value (the same in every register) and its type.
+    Scalar(String, ScalarType),
     /// A tile loaded from a pointer tensor at (r0, c0); size-1 dimensions broadcast.
     Load {
         base: String,
@@ -1713,7 +1715,7 @@ fn lazy_of(em: &mut Em, op: &Operation, v: Value) -> R<Rc<Lazy>> {
         // A `tile.zeros` used by the epilogue: 0.0 in every register, in the tile's type.
         Some(Lv::Scalar(_, "zeros")) => {
             let elem = m_elem(em.m.ty(v));
-            let z = Rc::new(Lazy::Scalar(em.fcst(0.0, "f32")));
+            let z = Rc::new(Lazy::Scalar(em.fcst(0.0, "f32"), ScalarType::F32));
             Ok(if elem == ScalarType::F32 {
                 z
             } else {
@@ -1725,7 +1727,7 @@ fn lazy_of(em: &mut Em, op: &Operation, v: Value) -> R<Rc<Lazy>> {
                 })
             })
         }
-        Some(Lv::Scalar(s, _)) => Ok(Rc::new(Lazy::Scalar(s.clone()))),
+        Some(Lv::Scalar(s, _)) => Ok(Rc::new(Lazy::Scalar(s.clone(), m_elem(em.m.ty(v))))),
         _ => err(
             op,
             format!(
@@ -1739,7 +1741,7 @@ fn lazy_of(em: &mut Em, op: &Operation, v: Value) -> R<Rc<Lazy>> {
 fn lazy_elem(l: &Lazy) -> ScalarType {
     match l {
         Lazy::Acc(_) => ScalarType::F32,
-        Lazy::Scalar(_) => ScalarType::F32,
+        Lazy::Scalar(_, t) => *t,
         Lazy::Load { elem, .. } => *elem,
         Lazy::Op { to, .. } => *to,
     }
@@ -1760,7 +1762,7 @@ fn eval(em: &mut Em, node: &Rc<Lazy>, v: usize, memo: &mut EvalMemo) -> String {
     }
     let r = match &**node {
         Lazy::Acc(a) => em.op(format!("llvm.extractvalue {a}[{v}] : !acc"), "x"),
-        Lazy::Scalar(s) => s.clone(),
+        Lazy::Scalar(s, _) => s.clone(),
         Lazy::Load {
             base,
             sizes,
@@ -1853,21 +1855,7 @@ fn eval(em: &mut Em, node: &Rc<Lazy>, v: usize, memo: &mut EvalMemo) -> String {
             let t = mlir_scalar(*to);
             let x = &xs[0];
             match kind {
-                OpKind::Convert => {
-                    if from == to {
-                        x.clone()
-                    } else {
-                        let o = if from.size_bytes() > to.size_bytes() {
-                            "fptrunc"
-                        } else {
-                            "fpext"
-                        };
-                        em.op(
-                            format!("llvm.{o} {x} : {} to {t}", mlir_scalar(*from)),
-                            "cv",
-                        )
-                    }
-                }
+                OpKind::Convert => convert_value(em, x, *from, *to),
                 OpKind::Add | OpKind::Sub | OpKind::Mul | OpKind::Div => {
                     let o = match kind {
                         OpKind::Add => "fadd",
@@ -1915,6 +1903,59 @@ fn eval(em: &mut Em, node: &Rc<Lazy>, v: usize, memo: &mut EvalMemo) -> String {
     r
 }
 
+/// Whether [`convert_value`] converts `from` to `to`: between float types, between integer
+/// types, and from integers to float types (float to integer is not lowered).
+fn convertible(from: ScalarType, to: ScalarType) -> bool {
+    from.is_float() == to.is_float() || to.is_float()
+}
+
+/// `x` of type `from` converted to `to` (see [`convertible`]), as the reference interpreter
+/// converts: float narrowing rounds to nearest even (`fptrunc`), widening is exact (`fpext`),
+/// f16 and bf16 convert through f32 (exact, then one rounding); integers become floats by
+/// `uitofp` (`i1`) or `sitofp` (one rounding), and other integers by `trunc`, `zext` (`i1`)
+/// or `sext`.
+fn convert_value(em: &mut Em, x: &str, from: ScalarType, to: ScalarType) -> String {
+    let (f, t) = (mlir_scalar(from), mlir_scalar(to));
+    if from == to || f == t {
+        return x.to_string();
+    }
+    if !from.is_float() && !to.is_float() {
+        let bits = |s: ScalarType| {
+            if s == ScalarType::I1 {
+                1
+            } else {
+                8 * s.size_bytes()
+            }
+        };
+        let o = if bits(from) > bits(to) {
+            "trunc"
+        } else if from == ScalarType::I1 {
+            "zext"
+        } else {
+            "sext"
+        };
+        return em.op(format!("llvm.{o} {x} : {f} to {t}"), "cv");
+    }
+    if !from.is_float() {
+        let o = if from == ScalarType::I1 {
+            "uitofp"
+        } else {
+            "sitofp"
+        };
+        return em.op(format!("llvm.{o} {x} : {f} to {t}"), "cv");
+    }
+    if from.size_bytes() == to.size_bytes() {
+        let wide = em.op(format!("llvm.fpext {x} : {f} to f32"), "cv");
+        return em.op(format!("llvm.fptrunc {wide} : f32 to {t}"), "cv");
+    }
+    let o = if from.size_bytes() > to.size_bytes() {
+        "fptrunc"
+    } else {
+        "fpext"
+    };
+    em.op(format!("llvm.{o} {x} : {f} to {t}"), "cv")
+}
+
 fn lower_elementwise(em: &mut Em, op: &Operation) -> R<()> {
     let rt = m_elem(em.m.ty(op.results[0]));
     if op.kind == OpKind::Broadcast || op.kind == OpKind::Splat {
@@ -1930,7 +1971,7 @@ fn lower_elementwise(em: &mut Em, op: &Operation) -> R<()> {
         .map(|&v| lazy_of(em, op, v))
         .collect::<R<_>>()?;
     let from = lazy_elem(&args[0]);
-    if op.kind == OpKind::Convert && !(from.is_float() && rt.is_float()) {
+    if op.kind == OpKind::Convert && !convertible(from, rt) {
         return err(
             op,
             format!(
@@ -1939,15 +1980,23 @@ fn lower_elementwise(em: &mut Em, op: &Operation) -> R<()> {
             ),
         );
     }
-    em.vals.insert(
-        op.results[0],
-        Lv::Lazy(Rc::new(Lazy::Op {
-            kind: op.kind,
-            args,
-            from,
-            to: rt,
-        })),
-    );
+    let node = Rc::new(Lazy::Op {
+        kind: op.kind,
+        args,
+        from,
+        to: rt,
+    });
+    // A scalar result is the same in every register: computed here, once, so that scalar
+    // ops (index arithmetic, other scalars) can use it.
+    let value = if matches!(em.m.ty(op.results[0]), Type::Scalar(_)) {
+        Lv::Scalar(
+            eval(em, &node, 0, &mut EvalMemo::default()),
+            mlir_scalar(rt),
+        )
+    } else {
+        Lv::Lazy(node)
+    };
+    em.vals.insert(op.results[0], value);
     Ok(())
 }
 

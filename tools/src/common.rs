@@ -12,23 +12,42 @@ pub const EXIT_DIAGNOSTICS: i32 = 1;
 /// Exit code: the command line was wrong.
 pub const EXIT_USAGE: i32 = 2;
 
+/// The largest input read, in bytes: tile IR is text written per kernel, far smaller; a
+/// larger input (a device such as `/dev/zero`, a wrong file) is refused before it fills
+/// memory.
+pub const MAX_INPUT_BYTES: u64 = 64 << 20;
+
 /// An input file: its display name and bytes. `-` reads standard input (named `<stdin>`).
+/// At most [`MAX_INPUT_BYTES`] are read; more is an error.
 pub fn read_input(path: &str) -> Result<(String, Vec<u8>), String> {
-    if path == "-" {
-        let mut buf = vec![];
-        std::io::stdin()
-            .read_to_end(&mut buf)
-            .map_err(|e| format!("error: could not read standard input: {e}"))?;
-        Ok(("<stdin>".to_string(), buf))
+    let (name, reader): (String, Box<dyn Read>) = if path == "-" {
+        ("<stdin>".to_string(), Box::new(std::io::stdin()))
     } else {
-        let bytes = std::fs::read(path).map_err(|e| {
+        if std::path::Path::new(path).is_dir() {
+            return Err(format!(
+                "error: could not open input file '{path}': Is a directory"
+            ));
+        }
+        let f = std::fs::File::open(path).map_err(|e| {
             format!(
                 "error: could not open input file '{path}': {}",
                 io_reason(&e)
             )
         })?;
-        Ok((path.to_string(), bytes))
+        (path.to_string(), Box::new(f))
+    };
+    let mut buf = vec![];
+    reader
+        .take(MAX_INPUT_BYTES + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| format!("error: could not read '{name}': {}", io_reason(&e)))?;
+    if buf.len() as u64 > MAX_INPUT_BYTES {
+        return Err(format!(
+            "error: '{name}' is larger than {} MiB; tilec reads tile IR text",
+            MAX_INPUT_BYTES >> 20
+        ));
     }
+    Ok((name, buf))
 }
 
 /// Read an input file as IR text. On failure prints the error (a missing file; invalid

@@ -4,7 +4,7 @@
 //! tile-compile FILE --target sm_90a|sm_90|sm_100|sm_100a [-o DIR] [--emit ptx|mlir|llvm|tile]
 //!              [--stages N] [--epilogue-store direct|tma] [--schedule static|clc|none|off]
 //!              [--cluster C] [--group-m G]
-//!              [--no-simplify] [-O 0-3]
+//!              [--kernel NAME] [--no-simplify] [-O 0-3]
 //!              [--ptxas] [--timing]
 //! ```
 //! Writes `DIR/NAME.ptx` (or `.mlir`, `.ll`, `.tile` with `--emit`) and `DIR/NAME.json`.
@@ -82,6 +82,9 @@ struct Cli {
     /// Skip tile-simplify.
     #[arg(long)]
     no_simplify: bool,
+    /// The kernel to compile when the file holds several (its symbol, with or without '@').
+    #[arg(long, value_name = "NAME")]
+    kernel: Option<String>,
     /// Run ptxas -v on the PTX and report registers, shared memory, spills and warnings.
     #[arg(long)]
     ptxas: bool,
@@ -153,6 +156,7 @@ fn run() -> i32 {
         );
         return EXIT_USAGE;
     }
+    opts.kernel = cli.kernel.clone();
     opts.simplify = !cli.no_simplify;
     opts.opt_level = cli.opt_level;
     opts.emit = match cli.emit {
