@@ -18,6 +18,21 @@ pub enum Target {
     Sm100a,
 }
 
+/// The most CTAs a launch may have along x, y and z (CUDA's limits on compute capability 9.0
+/// and 10.0: `maxGridSize`).
+pub const MAX_GRID: [u64; 3] = [2_147_483_647, 65_535, 65_535];
+
+/// The most bytes of kernel parameters a PTX entry may take at PTX ISA version
+/// `(major, minor)`: 4,352 below 8.1, 32,764 from 8.1 (PTX ISA, "Kernel parameter
+/// attributes"; ptxas: "too much parameter space").
+pub fn max_param_bytes(ptx_version: (u32, u32)) -> u64 {
+    if ptx_version >= (8, 1) {
+        32_764
+    } else {
+        4_352
+    }
+}
+
 impl Target {
     /// Every target.
     pub const ALL: [Target; 4] = [Target::Sm90, Target::Sm90a, Target::Sm100, Target::Sm100a];

@@ -8,7 +8,9 @@
 //!    block ends with the terminator its parent expects (`tile.return` in a kernel,
 //!    `tile.yield` in `tile.for`/`tile.if`) and no terminator stands elsewhere.
 //! 4. **Kernels**: arguments are scalars or tensors with distinct names; the `grid`
-//!    attribute is a list of 1 to 3 expressions over the kernel's integer arguments.
+//!    attribute is a list of 1 to 3 expressions over the kernel's integer arguments; a
+//!    constant dimension is within CUDA's grid limits ([`crate::target::MAX_GRID`]; the
+//!    manifest's `grid_limits` tells the launcher to check the others).
 //! 5. **Operand and result types** of each op, per its summary in [`crate::OpKind`]:
 //!    integer ops on one integer type, float elementwise ops on one float type, `tile.dot`
 //!    shapes (M×K · K×N + M×N) and dtypes (f16/bf16 inputs with f32 or same-type
@@ -853,6 +855,19 @@ impl Verifier<'_> {
             Some(Attribute::Array(dims)) if (1..=3).contains(&dims.len()) => {
                 for (i, d) in dims.iter().enumerate() {
                     let e = match d {
+                        Attribute::Int(n) if *n >= 1 && *n as u64 > crate::target::MAX_GRID[i] => {
+                            self.error(
+                                op,
+                                format!(
+                                    "grid dimension {i} is {n}; a launch has at most {} CTAs \
+                                     along {} (CUDA's grid limits: 2^31 - 1 along x, 65535 \
+                                     along y and z)",
+                                    crate::target::MAX_GRID[i],
+                                    ["x", "y", "z"][i]
+                                ),
+                            );
+                            continue;
+                        }
                         Attribute::Int(i) if *i >= 1 => continue,
                         Attribute::Expr(e) => e,
                         other => {

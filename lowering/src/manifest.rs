@@ -133,6 +133,10 @@ pub struct Manifest {
     pub dynamic_shared_memory_bytes: u64,
     /// The launch grid.
     pub grid: Grid,
+    /// The most CTAs along x, y and z (CUDA's limits): the launcher checks each evaluated
+    /// grid dimension against them (a constant dimension was checked at compile time).
+    #[serde(default = "default_grid_limits")]
+    pub grid_limits: [u64; 3],
     /// `null` (one CTA per tile), or the persistent schedule:
     /// `{"schedule": "static", "ctas_per_sm": 1, "group_m": 8}` — launch
     /// min(tiles, SMs × ctas_per_sm) CTAs along x, the tile count being the product of the
@@ -148,6 +152,10 @@ pub struct Manifest {
     /// (docs/manifest.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub split_k: Option<serde_json::Value>,
+}
+
+fn default_grid_limits() -> [u64; 3] {
+    tilec_dialect::target::MAX_GRID
 }
 
 impl Manifest {
@@ -180,6 +188,7 @@ impl Manifest {
                 z: next(),
                 text,
             },
+            grid_limits: tilec_dialect::target::MAX_GRID,
             persistent: None,
             params,
             split_k: None,

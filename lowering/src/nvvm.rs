@@ -601,11 +601,29 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
     let smem_bytes = k.int_attr("smem_bytes").unwrap_or(em.smem_end as i64) as u64;
     let mut atomics = false;
     k.walk(&mut |o| atomics |= o.kind == OpKind::AtomicAdd);
-    let (maj, min) = if atomics {
+    let mut ptx_version = if atomics {
         target.min_ptx_version().max((8, 1))
     } else {
         target.min_ptx_version()
     };
+    // Parameter space: PTX ISA 8.1 raised the limit; use it when the parameters need it.
+    let bytes = param_bytes(&params);
+    if bytes > tilec_dialect::target::max_param_bytes(ptx_version) {
+        ptx_version = ptx_version.max((8, 1));
+    }
+    let limit = tilec_dialect::target::max_param_bytes(ptx_version);
+    if bytes > limit {
+        return err(
+            k,
+            format!(
+                "the kernel's {} parameters take {bytes} bytes of parameter space; PTX allows \
+                 {limit} (tensor maps take 128 bytes each, pointer tensors 8 per pointer, size \
+                 and stride)",
+                params.len()
+            ),
+        );
+    }
+    let (maj, min) = ptx_version;
     let persistent = match k.str_attr("schedule") {
         Some("static") => Some(serde_json::json!({
             "schedule": "static",
@@ -677,6 +695,27 @@ fn k_loads(k: &Operation, t: Value) -> bool {
 }
 
 /// MLIR SSA names allow `[A-Za-z0-9_$.-]`; keep tile names as they are where possible.
+/// Bytes of PTX parameter space the parameters take, each aligned as the ABI aligns it
+/// (docs/manifest.md): a tensor map 128 bytes at 64, a pointer tensor's pointer, sizes and
+/// strides 8 each, a scalar its size.
+fn param_bytes(params: &[Param]) -> u64 {
+    let mut offset = 0u64;
+    for p in params {
+        let (size, align) = match p {
+            Param::TensorMap { .. } => (128, 64),
+            Param::TensorPointer { rank, .. } => (8 * (1 + 2 * u64::from(*rank)), 8),
+            Param::Scalar { dtype, .. } => match dtype.as_str() {
+                "i64" | "f64" => (8, 8),
+                "i32" | "f32" => (4, 4),
+                "f16" | "bf16" => (2, 2),
+                _ => (1, 1),
+            },
+        };
+        offset = offset.div_ceil(align) * align + size;
+    }
+    offset
+}
+
 fn sanitize(s: &str) -> String {
     s.chars()
         .map(|c| {

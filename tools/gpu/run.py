@@ -197,6 +197,10 @@ class Kernel:
             # schedules (clc: try_cancel stealing) launch the tile grid as given.
             tiles = dims[0] * dims[1] * dims[2]
             dims = [min(tiles, self.sms * int(pers.get("ctas_per_sm", 1))), 1, 1]
+        limits = self.m.get("grid_limits", [2**31 - 1, 65535, 65535])
+        for axis, (d, lim) in enumerate(zip(dims, limits)):
+            if not 1 <= d <= lim:
+                raise SystemExit(f"grid {dims}: dimension {'xyz'[axis]} is {d}, outside 1..{lim}")
         return dims
 
     def choose_split(self, scalars):

@@ -196,9 +196,12 @@ fn run() -> i32 {
         EmitArg::Llvm => "ll",
         EmitArg::Tile => "tile",
     };
-    let out = cli.out_dir.join(format!("{}.{ext}", k.name));
-    let man = cli.out_dir.join(format!("{}.json", k.name));
-    for (path, text) in [(&out, &k.text), (&man, &k.manifest.to_json())] {
+    let stem = file_stem(&k.name);
+    let out = cli.out_dir.join(format!("{stem}.{ext}"));
+    let man = cli.out_dir.join(format!("{stem}.json"));
+    let mut manifest = k.manifest.clone();
+    manifest.ptx_file = format!("{stem}.ptx");
+    for (path, text) in [(&out, &k.text), (&man, &manifest.to_json())] {
         if let Err(e) = write_output(Some(&path.display().to_string()), text) {
             eprintln!("{e}");
             return EXIT_DIAGNOSTICS;
@@ -228,6 +231,24 @@ fn run() -> i32 {
         );
     }
     status
+}
+
+/// The file name stem of a kernel's outputs: its name, or for a name longer than 200 bytes
+/// (file names have at most 255), its first 180 bytes, `-` and a 64-bit FNV-1a hash of the
+/// whole name in hex, so that long names stay apart. The manifest's `ptx_file` names the
+/// file.
+fn file_stem(name: &str) -> String {
+    if name.len() <= 200 {
+        return name.to_string();
+    }
+    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    let mut cut = 180;
+    while !name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}-{hash:016x}", &name[..cut])
 }
 
 /// Find ptxas: `$PTXAS`, the repository's `.venv` (from the `nvidia-cuda-nvcc` wheel), `PATH`.
