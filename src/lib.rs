@@ -302,6 +302,7 @@ pub fn compile(input: Input<'_>, opts: &Options) -> Result<Kernel, Error> {
     };
     timings.push(("convert-tile-to-nvvm", t.elapsed()));
     let name = k.manifest.kernel.clone();
+    tilec_lowering::set_fatal_error_subject(&format!("kernel @{name} for {}", opts.target));
     let mut spec = TargetSpec::new(opts.target.name(), k.ptx_version);
     spec.opt_level = opts.opt_level.min(3);
     let t = Instant::now();

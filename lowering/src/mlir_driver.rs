@@ -438,6 +438,67 @@ fn global() -> &'static Mutex<Global> {
     })
 }
 
+/// What the process is compiling, for the fatal-error handler: (subject, stage).
+static FATAL_CONTEXT: Mutex<(String, String)> = Mutex::new((String::new(), String::new()));
+
+fn set_fatal_stage(stage: &str) {
+    if let Ok(mut c) = FATAL_CONTEXT.lock() {
+        c.1 = stage.to_string();
+    }
+}
+
+/// Name what is being compiled (e.g. "kernel @gemm for sm_90a") for the message of the
+/// handler [`install_fatal_error_handler`] installs.
+pub fn set_fatal_error_subject(subject: &str) {
+    if let Ok(mut c) = FATAL_CONTEXT.lock() {
+        c.0 = subject.to_string();
+    }
+}
+
+extern "C" fn on_llvm_fatal_error(reason: *const std::os::raw::c_char) {
+    let reason = if reason.is_null() {
+        String::new()
+    } else {
+        // SAFETY: LLVM passes a NUL-terminated string that lives for this call.
+        unsafe { std::ffi::CStr::from_ptr(reason) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    // `try_lock`: the error may come while this thread holds the lock.
+    let (subject, stage) = match FATAL_CONTEXT.try_lock() {
+        Ok(c) => (c.0.clone(), c.1.clone()),
+        Err(_) => (String::new(), String::new()),
+    };
+    let subject = if subject.is_empty() {
+        "the input".to_string()
+    } else {
+        subject
+    };
+    let stage = if stage.is_empty() {
+        "MLIR/LLVM".to_string()
+    } else {
+        stage
+    };
+    eprintln!(
+        "error: LLVM failed fatally compiling {subject} in {stage}: {reason}\n\
+         note: tilec should have refused this input before MLIR; please report it"
+    );
+    // LLVM aborts after the handler returns when the error asks for a crash report (as
+    // instruction selection's do): end the process here, with the exit code of an error.
+    std::process::exit(1);
+}
+
+/// Install LLVM's fatal-error handler (LLVM-C `LLVMInstallFatalErrorHandler`) for a
+/// command-line tool: an LLVM fatal error then prints one `error:` line naming what was
+/// being compiled ([`set_fatal_error_subject`]) and the MLIR pass, and the process exits
+/// with status 1 instead of aborting. The process ends either way (LLVM cannot continue
+/// after a fatal error), so this is for command-line tools: a library caller compiling
+/// untrusted input runs the MLIR stage in a child process instead.
+pub fn install_fatal_error_handler() {
+    // SAFETY: the handler is a plain function that lives as long as the process.
+    unsafe { mlir_sys::LLVMInstallFatalErrorHandler(Some(on_llvm_fatal_error)) };
+}
+
 /// The shared diagnostic sink a context's handler appends to.
 type Sink = Rc<RefCell<Vec<Diagnostic>>>;
 
@@ -499,9 +560,11 @@ fn compile(
         ),
     ];
     for (pass, options) in &stages {
+        set_fatal_stage(&format!("MLIR pass '{pass}'"));
         run_stage(&context, &mut module, &format!("{pass}{options}"), &sink)?;
         lap(pass);
     }
+    set_fatal_stage("");
 
     let object = gpu_object(&module);
     // Drop the module before the context (declaration order would do it too; be explicit).

@@ -103,6 +103,9 @@ fn main() {
 
 fn run() -> i32 {
     let t0 = Instant::now();
+    // An LLVM fatal error (a tilec bug: such input must be refused before MLIR) ends the
+    // process with one located line and exit 1, not an abort.
+    tilec::lowering::install_fatal_error_handler();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
