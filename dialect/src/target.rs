@@ -70,12 +70,22 @@ impl Target {
     pub fn has_try_cancel_multicast(self) -> bool {
         self == Target::Sm100a
     }
-    /// The lowest PTX ISA version the target accepts, as (major, minor).
-    pub fn min_ptx_version(self) -> (u32, u32) {
+    /// The PTX ISA version that introduced the target, as (major, minor): sm_90 7.8,
+    /// sm_90a 8.0, sm_100 and sm_100a 8.6 (PTX ISA, "Release notes").
+    pub fn isa_min_ptx_version(self) -> (u32, u32) {
         match self {
-            Target::Sm90 | Target::Sm90a => (8, 0),
+            Target::Sm90 => (7, 8),
+            Target::Sm90a => (8, 0),
             Target::Sm100 | Target::Sm100a => (8, 6),
         }
+    }
+    /// The lowest PTX ISA version tilec emits for the target, as (major, minor): the
+    /// target's own ([`Target::isa_min_ptx_version`]), and at least 8.0, which the TMA and
+    /// mbarrier `expect_tx` forms every kernel uses need (`cp.async.bulk.tensor`, PTX ISA
+    /// 8.0). Kernels that need more raise it (8.1 for `red.global.add.v2.f32` and large
+    /// parameter spaces).
+    pub fn min_ptx_version(self) -> (u32, u32) {
+        self.isa_min_ptx_version().max((8, 0))
     }
     /// The most dynamic shared memory one CTA may use, in bytes (227 KiB on both).
     pub fn max_smem_per_block(self) -> u64 {

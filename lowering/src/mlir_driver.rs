@@ -825,3 +825,19 @@ fn bitcode_to_text(bitcode: &[u8], name: &str) -> Result<String, MlirError> {
         result
     }
 }
+
+#[cfg(test)]
+mod target_table_tests {
+    use super::min_ptx_version;
+    use tilec_dialect::Target;
+
+    /// LLVM's table and the dialect's target facts agree on when each target appeared, and
+    /// what tilec emits is accepted by both.
+    #[test]
+    fn chip_minimums_agree_with_the_dialect() {
+        for t in Target::ALL {
+            assert_eq!(min_ptx_version(t.name()), Some(t.isa_min_ptx_version()), "{t}");
+            assert!(t.min_ptx_version() >= t.isa_min_ptx_version(), "{t}");
+        }
+    }
+}
