@@ -198,6 +198,42 @@ impl From<Diagnostics> for Error {
     }
 }
 
+/// A kernel that has not been through `tile-to-gpu` (no `target` attribute) is written in
+/// level-1 ops only: the GPU-level ops (shared memory, TMA, mbarriers, async groups, ...)
+/// carry protocols that the passes establish and the checkers verify, so one written by
+/// hand into a source kernel is an error at that op. (A fully GPU-level kernel, with its
+/// `target`, is compiled as it is, its waits checked by `verify-async-waits`.)
+///
+/// # Errors
+/// The first GPU-level op of each source kernel.
+fn check_source_level(m: &tilec_dialect::Module) -> Result<(), Error> {
+    use tilec_dialect::{Diagnostic, OpClass};
+    let mut ds = vec![];
+    for k in m.kernels().filter(|k| k.str_attr("target").is_none()) {
+        let mut first = None;
+        k.walk(&mut |o| {
+            if first.is_none() && o.kind.class() == OpClass::Gpu {
+                first = Some((o.kind, o.loc.clone()));
+            }
+        });
+        if let Some((kind, loc)) = first {
+            ds.push(Diagnostic::error(
+                loc,
+                format!(
+                    "'{}' is a GPU-level op, which the passes write (its protocol is theirs to \
+                     keep); a source kernel, without a 'target' attribute, uses level-1 ops only",
+                    kind.name()
+                ),
+            ));
+        }
+    }
+    if ds.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Diagnostics(Diagnostics(ds)))
+    }
+}
+
 /// Keep only the kernel to compile: `name`, or the module's only kernel.
 ///
 /// # Errors
@@ -269,6 +305,7 @@ pub fn compile(input: Input<'_>, opts: &Options) -> Result<Kernel, Error> {
     };
     verify(&module)?;
     select_kernel(&mut module, opts.kernel.as_deref(), &file)?;
+    check_source_level(&module)?;
     // Input already lowered to GPU-level ops carries its target: it must be the one asked
     // for (the PTX header and the ops' availability follow it).
     for k in &module.ops {
