@@ -836,7 +836,11 @@ mod target_table_tests {
     #[test]
     fn chip_minimums_agree_with_the_dialect() {
         for t in Target::ALL {
-            assert_eq!(min_ptx_version(t.name()), Some(t.isa_min_ptx_version()), "{t}");
+            assert_eq!(
+                min_ptx_version(t.name()),
+                Some(t.isa_min_ptx_version()),
+                "{t}"
+            );
             assert!(t.min_ptx_version() >= t.isa_min_ptx_version(), "{t}");
         }
     }

@@ -8,20 +8,29 @@
 //!   kernel's line, then `P-NEXT:` for every line of the kernel (`P-EMPTY:` for a blank one),
 //!   so that a changed, deleted, added or reordered line fails;
 //! - SSA values defined as `%[[NAME:.*]]` (kernel arguments, block arguments, op results)
-//!   and used as `%[[NAME]]`, the FileCheck variable being the value's name in upper case;
-//! - constants, attributes and types kept literal; FileCheck's `[[` and `{{` escaped;
+//!   and used as `%[[NAME]]`, the FileCheck variable being the value's name in upper case
+//!   (never one of the file's prefixes);
+//! - constants, attributes and types kept literal; FileCheck's `[[` and `{{` escaped, as are
+//!   `expected-` (which `--verify-diagnostics` would read) and control characters;
 //! - output outside kernels (diagnostics, statistics) checked line by line, with the folder
-//!   of any `.tile` path replaced by `{{.*}}`.
+//!   of any `.tile` path replaced by `{{.*}}`;
+//! - a `// -----` check between the pieces of `--split-input-file` output, and after the
+//!   last line `P-NOT: {{.}}`: nothing else may follow (empty output gets only that).
 //!
 //! The old lines of each regenerated prefix are removed and the new ones put where the old
-//! ones began. With `--split-input-file`, output piece *i* (pieces are separated by
-//! `// -----`) goes into input piece *i*; a piece without old checks gets them right before
-//! its first `tile.kernel`. Before writing, every regenerated RUN line is checked: its output
-//! must pass FileCheck against the new text. A RUN line that fails, or new checks that do
-//! not pass, leave the file as it was, and the error says why. Running the tool twice gives
-//! the same file.
+//! ones began. With `--split-input-file`, output piece *i* goes into input piece *i*; a
+//! piece without old checks gets them right before its first `tile.kernel`.
+//!
+//! The new text is written into the file and its RUN lines run again until the checks stop
+//! changing (diagnostics quote the file's own line numbers, which the inserted checks move).
+//! Then every RUN line of the file must pass. A RUN line that fails, checks that do not
+//! settle (output that differs from run to run, such as times), or a file that no longer
+//! passes leave the file as it was, and the error says why. Running the tool twice gives
+//! the same file. Two RUN lines that share a prefix must print the same output; generated
+//! lines replace hand-written `-NOT`, `-DAG` and `-COUNT` checks of that prefix, so keep
+//! those under a prefix of their own.
 
-use crate::lit::{parse_lit, run_shell, shell_quote, substitute, LitFile, Tools};
+use crate::lit::{parse_lit, run_shell, substitute, LitFile, Tools};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -135,6 +144,15 @@ struct Names {
 }
 
 impl Names {
+    /// Names whose variables may not be any of `reserved` (the file's check prefixes:
+    /// FileCheck would read `[[ZERO:` as a `ZERO:` directive).
+    fn new(reserved: &[String]) -> Names {
+        Names {
+            var_of: HashMap::new(),
+            taken: reserved.iter().cloned().collect(),
+        }
+    }
+
     fn define(&mut self, name: &str) -> String {
         let mut base: String = name
             .chars()
@@ -191,8 +209,26 @@ fn paths_to_patterns(s: &str) -> Vec<Seg> {
     segs
 }
 
-/// Escape FileCheck's `[[` and `{{` in literal text.
+/// Escape FileCheck's `[[` and `{{` in literal text, and the `expected-` of diagnostic
+/// expectations (`--verify-diagnostics` would read a copied `expected-error` as its own).
 fn escape_lit(s: &str) -> String {
+    // A control character (a lone CR of a quoted source line) cannot stand in the file.
+    let s: String = s
+        .chars()
+        .map(|c| {
+            if c.is_control() && c != '\t' {
+                '\u{1}'
+            } else {
+                c
+            }
+        })
+        .collect();
+    escape_brackets(&s)
+        .replace("expected-", "expected{{-}}")
+        .replace('\u{1}', "{{.}}")
+}
+
+fn escape_brackets(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut it = s.chars().peekable();
     while let Some(c) = it.next() {
@@ -284,27 +320,67 @@ fn ir_line(line: &str, names: &mut Names) -> String {
     render(&segs)
 }
 
-/// The check lines of one output piece under `prefix`.
-pub fn generate_piece(prefix: &str, output: &str) -> Vec<String> {
+/// One check line: `// P<kind>: pattern`, patterns aligned.
+fn check_line(prefix: &str, kind: &str, pat: &str) -> String {
     let width = prefix.len() + "-LABEL:".len();
-    let line = |kind: &str, pat: &str| {
-        let d = format!("{prefix}{kind}:");
-        if pat.is_empty() {
-            format!("// {d}")
-        } else {
-            format!("// {d:<width$} {pat}")
+    let d = format!("{prefix}{kind}:");
+    if pat.is_empty() {
+        format!("// {d}")
+    } else {
+        format!("// {d:<width$} {pat}")
+    }
+}
+
+/// The check lines of the output pieces (as `--split-input-file` separates them) under
+/// `prefix`, one list per piece: each piece's lines, a `// -----` check before every piece
+/// but the first, and after the last line a `P-NOT: {{.}}` (nothing may follow). Empty
+/// output gives just that `P-NOT`.
+pub fn generate_pieces(prefix: &str, pieces: &[String], reserved: &[String]) -> Vec<Vec<String>> {
+    let mut started = false;
+    let mut all: Vec<Vec<String>> = vec![];
+    for (i, piece) in pieces.iter().enumerate() {
+        let mut lines = vec![];
+        if i > 0 {
+            let prev = &pieces[i - 1];
+            let next = started && !prev.is_empty() && !prev.ends_with("\n\n");
+            lines.push(check_line(
+                prefix,
+                if next { "-NEXT" } else { "" },
+                "// -----",
+            ));
+            started = true;
         }
-    };
+        let body = generate_piece(prefix, piece, reserved, started);
+        started |= !body.is_empty();
+        lines.extend(body);
+        all.push(lines);
+    }
+    if let Some(last) = all.last_mut() {
+        last.push(check_line(prefix, "-NOT", "{{.}}"));
+    }
+    all
+}
+
+/// The check lines of one output piece under `prefix`; FileCheck variables avoid the names
+/// in `reserved` (the file's prefixes). With `continues`, the piece's first line follows a
+/// line already checked (`P-NEXT`).
+pub fn generate_piece(
+    prefix: &str,
+    output: &str,
+    reserved: &[String],
+    continues: bool,
+) -> Vec<String> {
+    let line = |kind: &str, pat: &str| check_line(prefix, kind, pat);
     let mut out = vec![];
-    let mut names = Names::default();
-    let mut first = true;
+    let mut names = Names::new(reserved);
+    let mut first = !continues;
     let mut in_kernel = false;
     let mut pending_blank = 0usize;
     for raw in output.lines() {
         let l = raw.trim_end();
         let t = l.trim_start();
         if let Some(after) = t.strip_prefix("tile.kernel @") {
-            names = Names::default();
+            names = Names::new(reserved);
             let name_len = after.find('(').unwrap_or(after.len());
             let cut = l.len() - after.len() + name_len + usize::from(name_len < after.len());
             out.push(line("-LABEL", &escape_lit(l[..cut].trim_start())));
@@ -357,8 +433,9 @@ pub fn split_output(output: &str) -> Vec<String> {
 }
 
 /// `text` with the check lines of each `(prefix, output)` replaced by lines generated from
-/// the output (see the module docs for where they go).
-pub fn rewrite(text: &str, outputs: &[(String, String)]) -> String {
+/// the output (see the module docs for where they go). `reserved`: every prefix of the
+/// file, which no FileCheck variable may be named.
+pub fn rewrite(text: &str, outputs: &[(String, String)], reserved: &[String]) -> String {
     let lines: Vec<&str> = text.lines().collect();
     // Input pieces: [start, end) line ranges.
     let mut pieces = vec![];
@@ -380,23 +457,17 @@ pub fn rewrite(text: &str, outputs: &[(String, String)]) -> String {
             (lo..hi).find(|&i| lines[i].trim_start().starts_with("tile.kernel "))
         };
         let out_pieces = split_output(output);
+        let generated = generate_pieces(prefix, &out_pieces, reserved);
         if out_pieces.len() == pieces.len() && pieces.len() > 1 {
-            for (&(lo, hi), piece) in pieces.iter().zip(&out_pieces) {
+            for (&(lo, hi), block) in pieces.iter().zip(generated) {
                 let at = first_old(lo, hi)
                     .or_else(|| first_kernel(lo, hi))
                     .unwrap_or(hi);
-                inserts.push((at, order, generate_piece(prefix, piece)));
+                inserts.push((at, order, block));
             }
         } else {
-            let mut block = vec![];
-            for (i, piece) in out_pieces.iter().enumerate() {
-                if i > 0 {
-                    block.push(format!("// {prefix}: // -----"));
-                }
-                block.extend(generate_piece(prefix, piece));
-            }
             let at = first_old(0, lines.len()).unwrap_or(lines.len());
-            inserts.push((at, order, block));
+            inserts.push((at, order, generated.concat()));
         }
     }
     inserts.sort_by_key(|&(at, order, _)| (at, order));
@@ -456,8 +527,7 @@ pub struct UpdateOptions {
 /// The workspace root RUN lines run in: the nearest folder above `path` with a
 /// `Cargo.toml` that declares a workspace, else the current folder.
 fn run_dir(path: &Path) -> PathBuf {
-    let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    for d in abs.ancestors().skip(1) {
+    for d in path.ancestors().skip(1) {
         let toml = d.join("Cargo.toml");
         if std::fs::read_to_string(&toml).is_ok_and(|t| t.contains("[workspace]")) {
             return d.to_path_buf();
@@ -466,41 +536,123 @@ fn run_dir(path: &Path) -> PathBuf {
     std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))
 }
 
+/// How many times the checks are regenerated from the file they were written into before
+/// they must have settled (diagnostics quote the file's own line numbers, which the checks
+/// inserted above them move; a second round sees the final numbers).
+const ROUNDS: usize = 4;
+
 /// Regenerate the CHECK lines of the lit file at `path`. Returns the outcome and the new
 /// text.
 ///
+/// The new text is written into the file and the RUN lines are run again on it until the
+/// checks no longer change; then every RUN line of the file must pass, as the lit harness
+/// runs it. Otherwise, and with `dry_run`, the file gets its old text back.
+///
 /// # Errors
-/// An unreadable file, a RUN line that fails, two RUN lines of one prefix that disagree,
-/// or generated checks that FileCheck rejects: the file is then left as it was.
+/// An unreadable file, a `--check-prefix` no RUN line uses, a RUN line that fails, two RUN
+/// lines of one prefix that disagree, checks that do not settle, or a RUN line that fails
+/// with the new checks: the file is then left as it was.
 pub fn update_file(
     path: &Path,
     tools: &Tools,
     opts: &UpdateOptions,
 ) -> Result<(Outcome, String), String> {
     let shown = path.display().to_string();
+    let abs =
+        std::fs::canonicalize(path).map_err(|e| format!("{shown}: cannot read the file: {e}"))?;
     let text =
-        std::fs::read_to_string(path).map_err(|e| format!("{shown}: cannot read the file: {e}"))?;
-    let f: LitFile = parse_lit(path, &shown, &text)?;
-    let runs: Vec<CheckedRun> = f
-        .runs
-        .iter()
-        .filter_map(|r| checked_run(r))
-        .filter(|c| opts.prefixes.is_empty() || opts.prefixes.contains(&c.prefix))
-        .collect();
-    if runs.is_empty() {
+        std::fs::read_to_string(&abs).map_err(|e| format!("{shown}: cannot read the file: {e}"))?;
+    let f: LitFile = parse_lit(&abs, &shown, &text)?;
+    let all: Vec<CheckedRun> = f.runs.iter().filter_map(|r| checked_run(r)).collect();
+    if all.is_empty() {
         return Ok((Outcome::NoChecks, text));
     }
-    let cwd = run_dir(path);
+    let reserved: Vec<String> = all.iter().map(|c| c.prefix.clone()).collect();
+    for p in &opts.prefixes {
+        if !reserved.contains(p) {
+            return Err(format!(
+                "{shown}: no RUN line checks prefix {p} (its prefixes: {})",
+                reserved.join(", ")
+            ));
+        }
+    }
+    let runs: Vec<CheckedRun> = all
+        .into_iter()
+        .filter(|c| opts.prefixes.is_empty() || opts.prefixes.contains(&c.prefix))
+        .collect();
+    let cwd = run_dir(&abs);
     let scratch = std::env::temp_dir().join(format!("tilec-update-checks-{}", std::process::id()));
+    let restore = |why: String| -> String {
+        match std::fs::write(&abs, &text) {
+            Ok(()) => why,
+            Err(e) => format!("{why}\n{shown}: could not restore the file: {e}"),
+        }
+    };
+    let mut current = text.clone();
+    let mut settled = false;
+    for round in 0..ROUNDS {
+        if round > 0 {
+            std::fs::write(&abs, &current)
+                .map_err(|e| restore(format!("{shown}: cannot write the file: {e}")))?;
+        }
+        let outputs = produce(&f, &runs, tools, &cwd, &scratch, &shown).map_err(&restore)?;
+        let next = rewrite(&current, &outputs, &reserved);
+        if next == current {
+            settled = true;
+            break;
+        }
+        current = next;
+    }
+    if !settled {
+        return Err(restore(format!(
+            "{shown}: the generated checks did not settle in {ROUNDS} rounds (file left \
+             alone): a RUN line prints different output on each run (times, addresses?); \
+             keep its checks by hand and regenerate the others with --check-prefix"
+        )));
+    }
+    // The whole file must pass as lit runs it.
+    std::fs::write(&abs, &current).map_err(|e| restore(format!("{shown}: cannot write: {e}")))?;
+    for run in &f.runs {
+        let cmd = substitute(run, &f, tools, &scratch);
+        let out = run_shell(&cmd, &cwd, None).map_err(&restore)?;
+        if !out.success() {
+            return Err(restore(format!(
+                "{shown}: with the generated checks a RUN line fails (file left alone)\n  \
+                 RUN: {run}\n--- stdout ---\n{}--- stderr ---\n{}",
+                out.stdout, out.stderr
+            )));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+    let _ = std::fs::remove_file(&scratch);
+    let outcome = if current == text {
+        Outcome::Unchanged
+    } else {
+        Outcome::Updated
+    };
+    if opts.dry_run && outcome == Outcome::Updated {
+        std::fs::write(&abs, &text).map_err(|e| format!("{shown}: could not restore: {e}"))?;
+    }
+    Ok((outcome, current))
+}
+
+/// Each regenerated prefix and the output of its first RUN line.
+fn produce(
+    f: &LitFile,
+    runs: &[CheckedRun],
+    tools: &Tools,
+    cwd: &Path,
+    scratch: &Path,
+    shown: &str,
+) -> Result<Vec<(String, String)>, String> {
     let mut outputs: Vec<(String, String)> = vec![];
-    let mut produced: Vec<(CheckedRun, String)> = vec![];
-    for c in &runs {
-        let cmd = substitute(&c.producer, &f, tools, &scratch);
-        let out = run_shell(&cmd, &cwd, None)?;
+    for c in runs {
+        let cmd = substitute(&c.producer, f, tools, scratch);
+        let out = run_shell(&cmd, cwd, None)?;
         if !out.success() {
             return Err(format!(
                 "{shown}: RUN line failed ({}), file left alone\n  RUN: {}\n  command: {cmd}\n\
-                    --- stderr ---\n{}",
+                 --- stderr ---\n{}",
                 out.status(),
                 c.run,
                 out.stderr
@@ -509,46 +661,16 @@ pub fn update_file(
         match outputs.iter().find(|(p, _)| *p == c.prefix) {
             Some((_, o)) if *o != out.stdout => {
                 return Err(format!(
-                    "{shown}: two RUN lines check prefix {} but print different output; \
-                        give one of them its own --check-prefix (file left alone)",
+                    "{shown}: two RUN lines check prefix {} but print different output; give \
+                     one of them its own --check-prefix (file left alone)",
                     c.prefix
                 ))
             }
             Some(_) => {}
-            None => outputs.push((c.prefix.clone(), out.stdout.clone())),
-        }
-        produced.push((c.clone(), out.stdout));
-    }
-    let new = rewrite(&text, &outputs);
-    // Every regenerated RUN line must pass against the new checks.
-    let check_file = scratch.with_extension("tile");
-    std::fs::write(&check_file, &new)
-        .map_err(|e| format!("cannot write {}: {e}", check_file.display()))?;
-    let check_f = LitFile {
-        path: check_file.clone(),
-        ..f.clone()
-    };
-    for (c, stdout) in &produced {
-        let args = substitute(&c.filecheck_args, &check_f, tools, &scratch);
-        let cmd = format!("{} {args}", shell_quote(&tools.filecheck));
-        let out = run_shell(&cmd, &cwd, Some(stdout.as_bytes()))?;
-        if !out.success() {
-            let _ = std::fs::remove_file(&check_file);
-            return Err(format!(
-                "{shown}: the generated {} checks do not pass FileCheck (file left alone); \
-                    please report this\n  RUN: {}\n{}",
-                c.prefix, c.run, out.stderr
-            ));
+            None => outputs.push((c.prefix.clone(), out.stdout)),
         }
     }
-    let _ = std::fs::remove_file(&check_file);
-    if new == text {
-        return Ok((Outcome::Unchanged, new));
-    }
-    if !opts.dry_run {
-        std::fs::write(path, &new).map_err(|e| format!("{shown}: cannot write the file: {e}"))?;
-    }
-    Ok((Outcome::Updated, new))
+    Ok(outputs)
 }
 
 #[cfg(test)]
@@ -585,7 +707,7 @@ mod tests {
     fn captures_names_and_escapes() {
         let out = "tile.kernel @k(%a: index, %b.1: tile<4xf32>) {grid = [ceildiv(%a, 4)]} {\n  \
             %x, %y = tile.op %a, %b.1 {s = \"%a [[\"} : index\n  tile.return %x\n}\n";
-        let got = generate_piece("CHECK", out);
+        let got = generate_piece("CHECK", out, &[], false);
         assert_eq!(
             got,
             vec![
@@ -603,7 +725,7 @@ mod tests {
     #[test]
     fn variables_stay_distinct() {
         let out = "tile.kernel @k(%a: index, %A: index) {grid = [1]} {\n  tile.return %A\n}\n";
-        let got = generate_piece("CHECK", out).join("\n");
+        let got = generate_piece("CHECK", out, &[], false).join("\n");
         assert!(
             got.contains("%[[A:.*]]: index, %[[A_1:.*]]: index"),
             "{got}"
@@ -616,6 +738,8 @@ mod tests {
         let got = generate_piece(
             "ERR",
             "/tmp/x/a.tile:3:4: error: bad\n  (loop at /y/b.tile:1:2)\n",
+            &[],
+            false,
         );
         assert_eq!(
             got,
@@ -634,17 +758,22 @@ mod tests {
         let output = "tile.kernel @a() {grid = [1]} {\n  tile.return\n}\n// -----\n\
             tile.kernel @b() {grid = [1]} {\n  tile.return\n}\n";
         let outputs = vec![("CHECK".to_string(), output.to_string())];
-        let new = rewrite(text, &outputs);
+        let new = rewrite(text, &outputs, &["CHECK".to_string()]);
         let expect = format!(
             "// RUN: tile-opt %s --split-input-file | FileCheck %s\n\n{NOTE}\n\n// first\n\
                 // CHECK-LABEL: tile.kernel @a(\n// CHECK-SAME:  ) {{grid = [1]}} {{\n\
                 // CHECK-NEXT:    tile.return\n// CHECK-NEXT:  }}\n\
                 tile.kernel @a() {{grid = [1]}} {{\n  tile.return\n}}\n// -----\n// second\n\
+                // CHECK-NEXT:  // -----\n\
                 // CHECK-LABEL: tile.kernel @b(\n// CHECK-SAME:  ) {{grid = [1]}} {{\n\
-                // CHECK-NEXT:    tile.return\n// CHECK-NEXT:  }}\n\
+                // CHECK-NEXT:    tile.return\n// CHECK-NEXT:  }}\n// CHECK-NOT:   {{{{.}}}}\n\
                 tile.kernel @b() {{grid = [1]}} {{\n  tile.return\n}}\n"
         );
         assert_eq!(new, expect);
-        assert_eq!(rewrite(&new, &outputs), new, "a second run changes nothing");
+        assert_eq!(
+            rewrite(&new, &outputs, &["CHECK".to_string()]),
+            new,
+            "a second run changes nothing"
+        );
     }
 }

@@ -63,10 +63,17 @@ fn main() {
                 .ok()
                 .map(|p| p.with_file_name("tile-opt"))
         });
-    let Some(tile_opt) = tile_opt.filter(|p| p.is_file()) else {
+    let Some(tile_opt) = tile_opt else {
         eprintln!("error: no tile-opt found beside tile-update-checks; pass --tile-opt PATH");
         std::process::exit(2);
     };
+    if !tile_opt.is_file() {
+        eprintln!(
+            "error: tile-opt not found at {}; pass --tile-opt PATH",
+            tile_opt.display()
+        );
+        std::process::exit(2);
+    }
     let tools = Tools::with_tile_opt(tile_opt);
     if !tools.filecheck.is_file() {
         eprintln!(
