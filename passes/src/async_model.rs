@@ -50,7 +50,7 @@
 //!   `tile.warp_specialize` and in the kernel code after it, 1 in its region 0, and the
 //!   kernel's `block` threads / 128 elsewhere.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use tilec_dialect::{Block, Module, OpKind, Operation, Type, Value};
 
 /// Pre-order index of an op inside its kernel (the kernel itself is 0).
@@ -356,6 +356,18 @@ impl<'k> Facts<'k> {
                 }
             }
         }
+        // Values no asynchronous group can write: results of ops other than MMAs, waits and
+        // ops with regions. A copy of one needs no wait.
+        let mut settled: HashSet<Value> = HashSet::new();
+        for o in &f.ops {
+            if !matches!(
+                o.kind,
+                OpKind::Mma | OpKind::WaitGroup | OpKind::For | OpKind::While | OpKind::If
+            ) && o.regions.is_empty()
+            {
+                settled.extend(o.results.iter().copied());
+            }
+        }
         let mut uf = UnionFind(HashMap::new());
         for (id, o) in f.ops.clone().into_iter().enumerate() {
             let id = id as OpId;
@@ -376,9 +388,17 @@ impl<'k> Facts<'k> {
                     }
                     let (init_at, arg_at, yield_at) = if is_for { (3, 1, 0) } else { (0, 0, 1) };
                     let y = b.ops.last().filter(|t| t.kind == OpKind::Yield);
+                    // Registers are identified by SSA value, not by the value they start
+                    // from: two carried positions initialised from one value no group
+                    // writes (`%a, %b = tile.for ... %z, %z` with `%z = tile.zeros`) are two
+                    // register sets, the second a copy. (A value a group may still write
+                    // keeps one set for all its positions: copying it would need a wait.)
+                    let mut inits = HashSet::new();
                     for (i, &r) in o.results.iter().enumerate() {
                         if let Some(&init) = o.operands.get(init_at + i) {
-                            uf.union(r, init);
+                            if inits.insert(init) || !settled.contains(&init) {
+                                uf.union(r, init);
+                            }
                         }
                         if let Some(&a) = b.args.get(arg_at + i) {
                             uf.union(r, a);
