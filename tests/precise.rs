@@ -45,6 +45,8 @@ use tilec::Options;
 const MARKER: &str = "// ===== expected output =====";
 /// The blessing variable.
 const BLESS: &str = "TILEC_BLESS";
+/// The sections `emit=` may name.
+const SECTIONS: [&str; 5] = ["ir", "mlir", "manifest", "ptx", "ptxas"];
 /// The targets every example is snapshotted for.
 const TARGETS: [Target; 4] = [Target::Sm90a, Target::Sm90, Target::Sm100, Target::Sm100a];
 
@@ -143,7 +145,10 @@ fn parse_spec(keys: &[(String, String)]) -> Result<Spec, String> {
             .find(|(key, _)| key == k)
             .map(|(_, v)| v.as_str())
     };
-    for (k, _) in keys {
+    for (i, (k, _)) in keys.iter().enumerate() {
+        if keys[..i].iter().any(|(earlier, _)| earlier == k) {
+            return Err(format!("header key '{k}' is given twice"));
+        }
         let known = [
             "input",
             "target",
@@ -165,7 +170,10 @@ fn parse_spec(keys: &[(String, String)]) -> Result<Spec, String> {
         }
     }
     let target = get("target")
-        .map(|t| Target::from_name(t).ok_or_else(|| format!("unknown target '{t}'")))
+        .map(|t| {
+            Target::from_name(t)
+                .ok_or_else(|| format!("unknown target '{t}' (known: {})", Target::names()))
+        })
         .transpose()?;
     let num = |k: &str| -> Result<Option<u32>, String> {
         get(k)
@@ -213,11 +221,17 @@ fn parse_spec(keys: &[(String, String)]) -> Result<Spec, String> {
         }
         None => None,
     };
-    let emit = get("emit")
+    let emit: Vec<String> = get("emit")
         .unwrap_or("ir,mlir,manifest,ptx,ptxas")
         .split(',')
         .map(str::to_string)
         .collect();
+    if let Some(bad) = emit.iter().find(|e| !SECTIONS.contains(&e.as_str())) {
+        return Err(format!(
+            "emit: unknown section '{bad}' (known: {})",
+            SECTIONS.join(", ")
+        ));
+    }
     if target.is_none() && get("pipeline").is_none() {
         return Err("the header needs target= or pipeline=".to_string());
     }
@@ -331,12 +345,10 @@ fn produce(
         (None, Some(o)) => o.pipeline(),
         (None, None) => unreachable!("checked by parse_spec"),
     };
-    let mut pm = match PassManager::parse(&pipeline) {
-        Ok(pm) => pm,
-        Err(e) => {
-            out.push_str(&format!("==== error ====\npipeline '{pipeline}': {e}\n"));
-            return out;
-        }
+    // A pipeline that does not parse is a header error (check_file reports it), never an
+    // expected output.
+    let Ok(mut pm) = PassManager::parse(&pipeline) else {
+        return String::new();
     };
     let mut previous = print_module(&module);
     let mut sections: Vec<(String, String)> = vec![];
@@ -466,6 +478,9 @@ fn check_file(path: &Path, bless: bool, hook: Hook) -> Result<(), String> {
     let t = read_test(path)?;
     let spec = parse_spec(&t.keys).map_err(|e| format!("{}: {e}", path.display()))?;
     let (source, file) = input_of(&t, &spec, path)?;
+    if let Some(p) = &spec.pipeline {
+        PassManager::parse(p).map_err(|e| format!("{}: pipeline '{p}': {e}", path.display()))?;
+    }
     let tag = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())

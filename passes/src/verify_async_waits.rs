@@ -128,6 +128,14 @@ impl Queue {
         for i in self.insts_mut() {
             f(i);
         }
+        // Two instances the mapping made equal are one: issued again without a commit, a
+        // wgmma joins the open group it is already in (the state stays finite).
+        self.open.sort();
+        self.open.dedup();
+        for g in &mut self.committed {
+            g.sort();
+            g.dedup();
+        }
         self.old = std::mem::take(&mut self.old)
             .into_iter()
             .map(|mut i| {
@@ -524,7 +532,9 @@ impl Explorer<'_, '_> {
                     // Only safety is asked: a group is known by what it may conflict with.
                     i.mma = self.f.canonical[&id];
                 }
-                q.open.push(i);
+                if !q.open.contains(&i) {
+                    q.open.push(i);
+                }
             }
             _ => q.dirty.extend(x.regs.iter().copied()),
         }
