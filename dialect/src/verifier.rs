@@ -27,7 +27,9 @@
 //!    `tile.tma_store` one coordinate per tensor dimension, a slot of the tensor's rank
 //!    and element type; `tile.bulk_wait_group` a `pending` of 0 to 7 and a boolean
 //!    `read`; `tile.named_barrier` an `id` of 1 to 15 and `threads` a multiple of 32 up
-//!    to 1024.
+//!    to 1024. A wgmma accumulates in place, so a value is the accumulator of at most one
+//!    wgmma on any path (two in different branches of a `tile.if` are fine), and a wgmma
+//!    result initialises at most one carried value of a loop.
 //! 8. **Targets**: in a kernel with a `target` attribute (set by `tile-to-gpu`), an op or
 //!    form the target lacks is an error naming the op, the target and the targets that
 //!    have it: `tile.mma {kind = "wgmma"}` needs sm_90a; `tile.clc_try_cancel` and
@@ -38,6 +40,7 @@
 use crate::attr::{Attribute, Expr};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::ir::{Block, Module, Operation, Value};
+use crate::location::Location;
 use crate::ops::{OpClass, OpKind};
 use crate::target::Target;
 use crate::types::{ScalarType, Type};
@@ -825,6 +828,7 @@ impl Verifier<'_> {
         if !op.operands.is_empty() || !op.results.is_empty() {
             self.error(op, "'tile.kernel' takes no operands and has no results");
         }
+        self.check_wgmma_accumulators(op);
         let Some(body) = op.regions.first() else {
             return;
         };
@@ -949,6 +953,84 @@ impl Verifier<'_> {
                 }
             }
         });
+    }
+
+    /// A wgmma accumulates in place: its accumulator operand's registers become its
+    /// result's. So one value may start one chain only: as the accumulator of a second
+    /// wgmma that may run after the first (not in the other branch of a `tile.if`), or as
+    /// the init of a second carried value of a loop (which would copy it while the first
+    /// chain's group may still write it), it is an error.
+    fn check_wgmma_accumulators(&mut self, kernel: &Operation) {
+        /// Where an op sits, from the kernel down: (region-holding op's address, region
+        /// index, whether that op is a `tile.if`).
+        type Path = Vec<(usize, usize, bool)>;
+        fn walk<'o>(o: &'o Operation, path: &mut Path, out: &mut Vec<(&'o Operation, Path)>) {
+            out.push((o, path.clone()));
+            for (r, b) in o.regions.iter().enumerate() {
+                path.push((o as *const Operation as usize, r, o.kind == OpKind::If));
+                for x in &b.ops {
+                    walk(x, path, out);
+                }
+                path.pop();
+            }
+        }
+        let mut ops = vec![];
+        walk(kernel, &mut vec![], &mut ops);
+        let is_wgmma = |o: &Operation| o.kind == OpKind::Mma && o.str_attr("kind") == Some("wgmma");
+        let wgmma_results: HashSet<Value> = ops
+            .iter()
+            .filter(|(o, _)| is_wgmma(o))
+            .flat_map(|(o, _)| o.results.clone())
+            .collect();
+        // Two ops both run unless they first part in different regions of one `tile.if`.
+        let exclusive = |a: &Path, b: &Path| {
+            a.iter()
+                .zip(b)
+                .find(|(x, y)| x != y)
+                .is_some_and(|(x, y)| x.0 == y.0 && x.2)
+        };
+        let mut uses: HashMap<Value, Vec<(Location, Path)>> = HashMap::new();
+        let mut errors: Vec<(Location, String)> = vec![];
+        for (o, path) in &ops {
+            if is_wgmma(o)
+                && o.operands.len() == 4
+                && o.attr("zero_acc").and_then(|a| a.as_bool()) != Some(true)
+            {
+                let acc = o.operands[3];
+                let earlier = uses.entry(acc).or_default();
+                if let Some((at, _)) = earlier.iter().find(|(_, p)| !exclusive(p, path)) {
+                    errors.push((
+                        o.loc.clone(),
+                        format!(
+                            "the accumulator {} already feeds the wgmma at {at}; a wgmma \
+                             accumulates in place, so each chain needs a value of its own",
+                            self.show(acc)
+                        ),
+                    ));
+                }
+                earlier.push((o.loc.clone(), path.clone()));
+            }
+            if matches!(o.kind, OpKind::For | OpKind::While) {
+                let skip = if o.kind == OpKind::For { 3 } else { 0 };
+                let mut seen = HashSet::new();
+                for &v in o.operands.iter().skip(skip) {
+                    if wgmma_results.contains(&v) && !seen.insert(v) {
+                        errors.push((
+                            o.loc.clone(),
+                            format!(
+                                "the wgmma result {} initialises two carried values; the \
+                                 second would be a copy made while its group may still be \
+                                 pending: give each its own initial value",
+                                self.show(v)
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        for (loc, msg) in errors {
+            self.diags.push(Diagnostic::error(loc, msg));
+        }
     }
 
     fn check_load_store(&mut self, op: &Operation, ots: &[Type], rts: &[Type], is_load: bool) {
