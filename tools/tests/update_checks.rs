@@ -175,6 +175,16 @@ fn generated_checks_catch_mutations() {
     assert!(waits >= 6, "only {waits} wait mutants");
 }
 
+/// Run the `tile-update-checks` binary on `file`.
+fn update_checks(file: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_tile-update-checks"))
+        .arg(file)
+        .arg("--tile-opt")
+        .arg(env!("CARGO_BIN_EXE_tile-opt"))
+        .output()
+        .expect("tile-update-checks runs")
+}
+
 #[test]
 fn binary_rebuilds_stripped_checks() {
     let committed = std::fs::read_to_string(root().join("tests/lit/passes/cse.tile")).unwrap();
@@ -188,22 +198,12 @@ fn binary_rebuilds_stripped_checks() {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("cse.tile");
     std::fs::write(&file, &stripped).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_tile-update-checks"))
-        .arg(&file)
-        .arg("--tile-opt")
-        .arg(env!("CARGO_BIN_EXE_tile-opt"))
-        .output()
-        .unwrap();
+    let out = update_checks(&file);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("updated"), "{stderr}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), committed);
-    let again = Command::new(env!("CARGO_BIN_EXE_tile-update-checks"))
-        .arg(&file)
-        .arg("--tile-opt")
-        .arg(env!("CARGO_BIN_EXE_tile-opt"))
-        .output()
-        .unwrap();
+    let again = update_checks(&file);
     assert!(String::from_utf8_lossy(&again.stderr).contains("up to date"));
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -216,12 +216,7 @@ fn failing_run_line_leaves_the_file_alone() {
     let text = "// RUN: tile-opt %s --no-such-pass | FileCheck %s\n// CHECK: old\n\
         tile.kernel @k() {grid = [1]} {\n  tile.return\n}\n";
     std::fs::write(&file, text).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_tile-update-checks"))
-        .arg(&file)
-        .arg("--tile-opt")
-        .arg(env!("CARGO_BIN_EXE_tile-opt"))
-        .output()
-        .unwrap();
+    let out = update_checks(&file);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
