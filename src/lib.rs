@@ -198,8 +198,8 @@ impl From<Diagnostics> for Error {
     }
 }
 
-/// A kernel that has not been through `tile-to-gpu` (no `target` attribute) is written in
-/// level-1 ops only: the GPU-level ops (shared memory, TMA, mbarriers, async groups, ...)
+/// A kernel no pass has processed (neither tile-to-gpu's `target` attribute nor
+/// persistent's `schedule`) is written in level-1 ops only: the GPU-level ops (shared memory, TMA, mbarriers, async groups, ...)
 /// carry protocols that the passes establish and the checkers verify, so one written by
 /// hand into a source kernel is an error at that op. (A fully GPU-level kernel, with its
 /// `target`, is compiled as it is, its waits checked by `verify-async-waits`.)
@@ -209,7 +209,11 @@ impl From<Diagnostics> for Error {
 fn check_source_level(m: &tilec_dialect::Module) -> Result<(), Error> {
     use tilec_dialect::{Diagnostic, OpClass};
     let mut ds = vec![];
-    for k in m.kernels().filter(|k| k.str_attr("target").is_none()) {
+    // `target` marks tile-to-gpu's output, `schedule` persistent's: their GPU-level ops are
+    // the passes' own.
+    let untouched =
+        |k: &&tilec_dialect::Operation| k.attr("target").is_none() && k.attr("schedule").is_none();
+    for k in m.kernels().filter(untouched) {
         let mut first = None;
         k.walk(&mut |o| {
             if first.is_none() && o.kind.class() == OpClass::Gpu {
