@@ -199,8 +199,9 @@ impl From<Diagnostics> for Error {
 }
 
 /// A kernel no pass has processed (neither tile-to-gpu's `target` attribute nor
-/// persistent's `schedule`) is written in level-1 ops only: the GPU-level ops (shared memory, TMA, mbarriers, async groups, ...)
-/// carry protocols that the passes establish and the checkers verify, so one written by
+/// persistent's `schedule`) is written in level-1 ops only: the GPU-level ops (shared
+/// memory, TMA, mbarriers, async groups, ...) carry protocols that the passes establish and
+/// the checkers verify, so one written by
 /// hand into a source kernel is an error at that op. (A fully GPU-level kernel, with its
 /// `target`, is compiled as it is, its waits checked by `verify-async-waits`.)
 ///
