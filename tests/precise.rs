@@ -244,22 +244,11 @@ fn parse_spec(keys: &[(String, String)]) -> Result<Spec, String> {
     })
 }
 
+mod common;
+
 /// `ptxas` from `$PTXAS`, else the `nvidia-cuda-nvcc` wheel in `.venv`.
 fn ptxas() -> Result<PathBuf, String> {
-    if let Some(p) = std::env::var_os("PTXAS").filter(|p| !p.is_empty()) {
-        return Ok(PathBuf::from(p));
-    }
-    let lib = root().join(".venv/lib");
-    for py in std::fs::read_dir(&lib).into_iter().flatten().flatten() {
-        let p = py.path().join("site-packages/nvidia/cu13/bin/ptxas");
-        if p.exists() {
-            return Ok(p);
-        }
-    }
-    Err(format!(
-        "ptxas not found under {}: run scripts/install-deps.sh",
-        lib.display()
-    ))
+    common::nv_tool("ptxas", "PTXAS")
 }
 
 /// `ptxas -v`'s report for `ptx` on `target`: its `info` and `warning` lines, as printed,

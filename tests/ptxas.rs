@@ -8,24 +8,10 @@ use std::process::Command;
 use tilec::dialect::Target;
 use tilec::{compile, Error, Input, Options};
 
+mod common;
+
 fn nv_tool(name: &str, env: &str) -> PathBuf {
-    if let Ok(p) = std::env::var(env) {
-        return PathBuf::from(p);
-    }
-    let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/lib");
-    for py in std::fs::read_dir(&lib)
-        .unwrap_or_else(|_| panic!("{} missing: run scripts/install-deps.sh", lib.display()))
-        .flatten()
-    {
-        let p = py.path().join("site-packages/nvidia/cu13/bin").join(name);
-        if p.exists() {
-            return p;
-        }
-    }
-    panic!(
-        "{name} not found under {}: run scripts/install-deps.sh",
-        lib.display()
-    );
+    common::nv_tool(name, env).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn example(name: &str) -> String {

@@ -974,9 +974,14 @@ impl Verifier<'_> {
                 path.pop();
             }
         }
+        let is_wgmma = |o: &Operation| o.kind == OpKind::Mma && o.str_attr("kind") == Some("wgmma");
+        let mut any = false;
+        kernel.walk(&mut |o| any |= is_wgmma(o));
+        if !any {
+            return;
+        }
         let mut ops = vec![];
         walk(kernel, &mut vec![], &mut ops);
-        let is_wgmma = |o: &Operation| o.kind == OpKind::Mma && o.str_attr("kind") == Some("wgmma");
         let wgmma_results: HashSet<Value> = ops
             .iter()
             .filter(|(o, _)| is_wgmma(o))
