@@ -150,6 +150,8 @@ impl Options {
                 self.target, self.stages
             ));
         }
+        // Kernels without a dot (tile-to-gpu leaves them): layouts and a plain launch.
+        p.push_str(&format!(",tile-assign-layouts{{target={}}}", self.target));
         if tilec_passes::lookup("async-wait-placement").is_some() {
             p.push_str(",async-wait-placement");
             if self.check_waits && tilec_passes::lookup("verify-async-waits").is_some() {

@@ -654,7 +654,7 @@ impl Machine<'_> {
 
     fn result_tile(&self, op: &Operation) -> R<(Vec<usize>, ScalarType)> {
         match self.result_type(op)? {
-            Type::Tile { shape, elem } => {
+            Type::Tile { shape, elem, .. } => {
                 let n: u64 = shape
                     .iter()
                     .try_fold(1u64, |a, &d| a.checked_mul(d))

@@ -235,7 +235,19 @@ pub fn lex(src: &str, file: &Arc<str>, first_line: u32) -> Result<Vec<Token>, Di
                 }
                 let word = &src[start..i];
                 if TYPE_HEADS.contains(&word) && b.get(i) == Some(&b'<') {
-                    while i < b.len() && b[i] != b'>' && b[i] != b'\n' {
+                    // Up to the matching '>' (a tile's layout nests `#linear<...>`).
+                    let mut depth = 0usize;
+                    while i < b.len() && b[i] != b'\n' {
+                        match b[i] {
+                            b'<' => depth += 1,
+                            b'>' => {
+                                depth -= 1;
+                                if depth == 0 {
+                                    break;
+                                }
+                            }
+                            _ => {}
+                        }
                         i += 1;
                     }
                     if b.get(i) != Some(&b'>') {

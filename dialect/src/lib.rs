@@ -22,7 +22,7 @@
 //! }
 //! ```
 //!
-//! Modules: [`types`], [`attr`], [`ops`] (the op table), [`ir`], [`parser`], [`printer`],
+//! Modules: [`types`], [`layout`] (distributed tile layouts), [`attr`], [`ops`] (the op table), [`ir`], [`parser`], [`printer`],
 //! [`verifier`] (its doc lists every invariant), [`diag`], [`expected`]
 //! (`--verify-diagnostics`), [`builder`], [`interp`] (the reference interpreter of level-1
 //! IR: the oracle that pass tests compare against).
@@ -39,6 +39,7 @@ pub mod diag;
 pub mod expected;
 pub mod interp;
 pub mod ir;
+pub mod layout;
 pub mod lexer;
 pub mod location;
 pub mod ops;
@@ -52,6 +53,7 @@ pub use attr::{Attribute, Expr};
 pub use builder::Builder;
 pub use diag::{Diagnostic, Diagnostics, Severity};
 pub use ir::{AttrMap, Block, Module, Operation, Value, ValueInfo};
+pub use layout::LinearLayout;
 pub use location::Location;
 pub use ops::{OpClass, OpKind};
 pub use parser::{parse, parse_bytes, split_input};

@@ -196,6 +196,11 @@ define_ops! {
         "`wgmma.wait_group.sync.aligned N` with N = `pending`: returns once at most N groups are \
             pending; takes and returns the accumulators it guards (tied).";
     Barrier = "tile.barrier", Gpu, "CTA-wide barrier (`bar.sync 0`).", "";
+    ConvertLayout = "tile.convert_layout", Gpu,
+        "Moves a tile to another layout (registers, shuffles or a shared-memory round trip).",
+        "`%y = tile.convert_layout %x : tile<S x T, #linear<...>>`: the same elements in the \
+            result's layout; the lowering keeps elements that stay in their thread in \
+            registers and sends the others through shared memory.";
     CtaId = "tile.ctaid", Gpu,
         "The hardware CTA index along `dim` (PTX `%ctaid`).",
         "The hardware CTA index along `dim` (PTX `%ctaid`), as opposed to the logical \

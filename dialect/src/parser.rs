@@ -539,6 +539,11 @@ fn parse_angle_type(text: &str) -> Result<Type, String> {
         }
         return Ok(Type::Mbarrier { count: n });
     }
+    let (inner, layout_text) = match inner.split_once(',') {
+        Some((t, l)) if head == "tile" => (t.trim(), Some(l.trim())),
+        Some(_) => return Err(format!("unexpected ',' in a {head} type")),
+        None => (inner, None),
+    };
     let (dims, elem_s) = split_dims(inner);
     let elem = ScalarType::from_name(elem_s.trim())
         .ok_or_else(|| format!("unknown element type '{}'", elem_s.trim()))?;
@@ -573,7 +578,15 @@ fn parse_angle_type(text: &str) -> Result<Type, String> {
             if shape.is_empty() || shape.len() > 3 {
                 return Err("a tile has 1 to 3 dimensions".into());
             }
-            Ok(Type::Tile { shape, elem })
+            let layout = match layout_text {
+                Some(t) => Some(Box::new(crate::layout::parse_linear(t, &shape)?)),
+                None => None,
+            };
+            Ok(Type::Tile {
+                shape,
+                elem,
+                layout,
+            })
         }
         "smem" => {
             if shape.len() < 2 {

@@ -3,12 +3,14 @@
 //! - `i1`, `i32`, `i64`, `index`: integers; `index` is 64-bit in the kernel ABI
 //! - `f16`, `bf16`, `f32`: IEEE half, bfloat16, single
 //! - `tile<128x64xbf16>`: a value tile: static shape (elements, outermost first) and element type,
-//!   held by the CTA
+//!   held by the CTA; at GPU level with its layout, `tile<4x1024xf32, #linear<...>>`
+//!   ([`crate::layout`])
 //! - `tensor<?x?xbf16>`: a global-memory tensor argument: rank and element type; sizes and strides
 //!   are runtime values
 //! - `smem<4x128x64xbf16>`: (GPU level) a shared-memory ring: stages × tile shape
 //! - `mbarrier<4>`: (GPU level) an array of `mbarrier` objects in shared memory, 8 bytes each
 
+use crate::layout::LinearLayout;
 use std::fmt;
 
 /// Scalar element types.
@@ -98,6 +100,9 @@ pub enum Type {
         shape: Vec<u64>,
         /// Element type.
         elem: ScalarType,
+        /// Where the elements live among the CTA's threads (GPU level, set by
+        /// `tile-assign-layouts`); `None` in level-1 IR.
+        layout: Option<Box<LinearLayout>>,
     },
     /// A global tensor of `rank` dimensions whose sizes and strides are runtime values.
     Tensor {
@@ -133,6 +138,27 @@ impl Type {
         Type::Tile {
             shape: shape.to_vec(),
             elem,
+            layout: None,
+        }
+    }
+
+    /// The layout of a GPU-level tile type (`None` for other types and level-1 tiles).
+    pub fn layout(&self) -> Option<&LinearLayout> {
+        match self {
+            Type::Tile { layout, .. } => layout.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// Same tile type with `layout` (other types unchanged).
+    pub fn with_layout(&self, l: Option<LinearLayout>) -> Type {
+        match self {
+            Type::Tile { shape, elem, .. } => Type::Tile {
+                shape: shape.clone(),
+                elem: *elem,
+                layout: l.map(Box::new),
+            },
+            t => t.clone(),
         }
     }
 
@@ -169,9 +195,10 @@ impl Type {
     pub fn with_elem(&self, e: ScalarType) -> Type {
         match self {
             Type::Scalar(_) => Type::Scalar(e),
-            Type::Tile { shape, .. } => Type::Tile {
+            Type::Tile { shape, layout, .. } => Type::Tile {
                 shape: shape.clone(),
                 elem: e,
+                layout: layout.clone(),
             },
             Type::Tensor { rank, .. } => Type::Tensor {
                 rank: *rank,
@@ -211,10 +238,18 @@ impl fmt::Display for Type {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Type::Scalar(s) => write!(f, "{s}"),
-            Type::Tile { shape, elem } => {
+            Type::Tile {
+                shape,
+                elem,
+                layout,
+            } => {
                 f.write_str("tile<")?;
                 write_dims(f, shape)?;
-                write!(f, "{elem}>")
+                write!(f, "{elem}")?;
+                if let Some(l) = layout {
+                    write!(f, ", {l}")?;
+                }
+                f.write_str(">")
             }
             Type::Tensor { rank, elem } => {
                 f.write_str("tensor<")?;

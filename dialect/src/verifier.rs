@@ -30,7 +30,12 @@
 //!    to 1024. A wgmma accumulates in place, so a value is the accumulator of at most one
 //!    wgmma on any path (two in different branches of a `tile.if` are fine), and a wgmma
 //!    result initialises at most one carried value of a loop.
-//! 8. **Targets**: in a kernel with a `target` attribute (set by `tile-to-gpu`), an op or
+//! 8. **Layouts** (GPU level): a tile type with a layout (`tile<4x64xf32, #linear<...>>`,
+//!    [`crate::layout`]) needs the kernel's `num_warps` (a power of two, 1 to 32); the
+//!    layout covers the tile's padded shape with 5 lane bases and `log2(num_warps)` warp
+//!    bases, and every element is held by some thread. `tile.convert_layout` keeps shape and
+//!    element type and goes from one layout to another.
+//! 9. **Targets**: in a kernel with a `target` attribute (set by `tile-to-gpu`), an op or
 //!    form the target lacks is an error naming the op, the target and the targets that
 //!    have it: `tile.mma {kind = "wgmma"}` needs sm_90a; `tile.clc_try_cancel` and
 //!    `tile.clc_query` need sm_100 or sm_100a (PTX ISA 8.6); the multicast try_cancel
@@ -57,6 +62,7 @@ pub fn verify(m: &Module) -> Result<(), Diagnostics> {
         defined: HashSet::new(),
         visible: vec![],
         target: None,
+        num_warps: None,
         cluster_size: 1,
         consts: HashMap::new(),
     };
@@ -81,6 +87,7 @@ pub fn verify(m: &Module) -> Result<(), Diagnostics> {
         }
         v.visible.clear();
         v.target = op.str_attr("target").and_then(Target::from_name);
+        v.num_warps = op.int_attr("num_warps");
         v.cluster_size = op
             .attr("cluster")
             .and_then(Attribute::as_array)
@@ -132,6 +139,8 @@ struct Verifier<'a> {
     visible: Vec<HashSet<Value>>,
     /// The current kernel's target, once `tile-to-gpu` has set one.
     target: Option<Target>,
+    /// Warps per CTA of the current kernel (`num_warps`, set by `tile-assign-layouts`).
+    num_warps: Option<i64>,
     /// CTAs per cluster of the current kernel (`cluster` attribute; 1 without one).
     cluster_size: i64,
     /// Integer constants seen so far (`tile.constant` results), for index range checks.
@@ -162,6 +171,24 @@ impl Verifier<'_> {
                 ),
             );
             return;
+        }
+        if let Some(l) = self.m.try_ty(v).and_then(Type::layout) {
+            let shape = self.m.ty(v).tile_shape().unwrap_or(&[]).to_vec();
+            match self.num_warps {
+                None => self.error(
+                    op,
+                    format!(
+                        "{} has a layout, so its kernel needs 'num_warps' (set by \
+                         tile-assign-layouts)",
+                        self.show(v)
+                    ),
+                ),
+                Some(w) => {
+                    if let Err(e) = l.check(&shape, w.max(1) as u64) {
+                        self.error(op, format!("layout of {}: {e}", self.show(v)));
+                    }
+                }
+            }
         }
         if !self.defined.insert(v) {
             self.error(
@@ -699,7 +726,7 @@ impl Verifier<'_> {
                 }
             }
             OpKind::Transpose if self.count(op, 1, 1) => match (&ots[0], &rts[0]) {
-                (Type::Tile { shape: a, elem: e1 }, Type::Tile { shape: b, elem: e2 })
+                (Type::Tile { shape: a, elem: e1, .. }, Type::Tile { shape: b, elem: e2, .. })
                     if a.len() == 2 =>
                 {
                     if e1 != e2 || b.len() != 2 || a[0] != b[1] || a[1] != b[0] {
@@ -718,7 +745,7 @@ impl Verifier<'_> {
                 ),
             },
             OpKind::Reshape if self.count(op, 1, 1) => match (&ots[0], &rts[0]) {
-                (Type::Tile { shape: a, elem: e1 }, Type::Tile { shape: b, elem: e2 })
+                (Type::Tile { shape: a, elem: e1, .. }, Type::Tile { shape: b, elem: e2, .. })
                     if e1 == e2 && a.iter().product::<u64>() == b.iter().product::<u64>() => {}
                 _ => self.error(
                     op,
@@ -731,7 +758,7 @@ impl Verifier<'_> {
             },
             OpKind::Broadcast if self.count(op, 1, 1) => match (&ots[0], &rts[0]) {
                 (Type::Scalar(s), Type::Tile { elem, .. }) if s == elem => {}
-                (Type::Tile { shape: a, elem: e1 }, Type::Tile { shape: b, elem: e2 })
+                (Type::Tile { shape: a, elem: e1, .. }, Type::Tile { shape: b, elem: e2, .. })
                     if e1 == e2
                         && a.len() == b.len()
                         && a.iter().zip(b).all(|(x, y)| x == y || *x == 1) => {}
@@ -748,13 +775,20 @@ impl Verifier<'_> {
             OpKind::Reduce if self.count(op, 1, 1) => {
                 self.str_attr_in(op, "kind", &["add", "max", "min"]);
                 match &ots[0] {
-                    Type::Tile { shape, elem } => {
+                    Type::Tile { shape, elem, .. } => {
                         if let Some(d) = self.int_attr_in(op, "dim", 0, shape.len() as i64 - 1) {
                             let mut s = shape.clone();
                             s[d as usize] = 1;
+                            // A GPU-level result may have any layout (the lowering
+                            // converts); shape and element type are the op's.
                             let want = Type::Tile {
                                 shape: s,
                                 elem: *elem,
+                                layout: rts
+                                    .first()
+                                    .and_then(Type::layout)
+                                    .cloned()
+                                    .map(Box::new),
                             };
                             self.result_must_be(op, &want);
                         }
@@ -829,6 +863,15 @@ impl Verifier<'_> {
             self.error(op, "'tile.kernel' takes no operands and has no results");
         }
         self.check_wgmma_accumulators(op);
+        if let Some(w) = op.attr("num_warps") {
+            let n = w.as_int().unwrap_or(0);
+            if !(1..=32).contains(&n) || !(n as u64).is_power_of_two() {
+                self.error(
+                    op,
+                    format!("'num_warps' must be a power of two from 1 to 32, found {w}"),
+                );
+            }
+        }
         let Some(body) = op.regions.first() else {
             return;
         };
@@ -1087,7 +1130,7 @@ impl Verifier<'_> {
             &ots[r + 1]
         };
         match tile {
-            Type::Tile { shape, elem: e } if shape.len() == r && e == elem => {}
+            Type::Tile { shape, elem: e, .. } if shape.len() == r && e == elem => {}
             t => self.error(
                 op,
                 format!(
@@ -1274,6 +1317,25 @@ impl Verifier<'_> {
         let want_smem = |t: &Type| matches!(t, Type::Smem { .. });
         let want_bar = |t: &Type| matches!(t, Type::Mbarrier { .. });
         match op.kind {
+            OpKind::ConvertLayout if self.count(op, 1, 1) => {
+                let ok = matches!(
+                    (&ots[0], &rts[0]),
+                    (
+                        Type::Tile { shape: a, elem: e1, layout: Some(_) },
+                        Type::Tile { shape: b, elem: e2, layout: Some(_) },
+                    ) if a == b && e1 == e2
+                );
+                if !ok {
+                    self.error(
+                        op,
+                        format!(
+                            "'{name}' takes a tile with a layout to the same shape and element \
+                             type with another layout, found {} -> {}",
+                            ots[0], rts[0]
+                        ),
+                    );
+                }
+            }
             OpKind::SmemAlloc => {
                 if self.count(op, 0, 1) && !want_smem(&rts[0]) {
                     self.error(
@@ -1521,6 +1583,7 @@ impl Verifier<'_> {
                             Type::Tile {
                                 shape: ts,
                                 elem: te,
+                                ..
                             },
                             Type::Smem {
                                 shape: rs,

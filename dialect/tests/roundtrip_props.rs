@@ -17,7 +17,7 @@ fn dims(max_rank: usize) -> impl Strategy<Value = Vec<u64>> {
 fn ty() -> impl Strategy<Value = Type> {
     prop_oneof![
         scalar().prop_map(Type::Scalar),
-        (dims(3), scalar()).prop_map(|(shape, elem)| Type::Tile { shape, elem }),
+        (dims(3), scalar()).prop_map(|(shape, elem)| Type::tile(&shape, elem)),
         (1u32..=5, scalar()).prop_map(|(rank, elem)| Type::Tensor { rank, elem }),
         (1u64..=8, prop::collection::vec(1u64..=256, 1..=3), scalar()).prop_map(
             |(stages, shape, elem)| Type::Smem {

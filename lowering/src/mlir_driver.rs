@@ -502,6 +502,20 @@ pub fn install_fatal_error_handler() {
 /// The shared diagnostic sink a context's handler appends to.
 type Sink = Rc<RefCell<Vec<Diagnostic>>>;
 
+/// Runs `build` with a fresh MLIR context in which the `builtin`, `llvm`, `nvvm` and `gpu`
+/// dialects are loaded, under the process-wide lock: the context the typed writer builds
+/// its module in. What `build` returns must not borrow the context (print the module).
+pub(crate) fn with_builder_context<T>(build: impl FnOnce(&Context) -> T) -> T {
+    let global = global()
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let context = Context::new_with_registry(&global.registry, false);
+    for d in ["llvm", "nvvm", "gpu"] {
+        context.get_or_load_dialect(d);
+    }
+    build(&context)
+}
+
 /// Runs the whole pipeline and returns the bytes of the `#gpu.object` and the time taken
 /// by each step.
 fn compile(

@@ -5,7 +5,7 @@
 //! MLIR upstream does. The [`manager`] builds pipelines from MLIR's textual syntax, runs
 //! them, verifies after each pass, and times them. Nothing here knows about MLIR.
 //!
-//! Passes: [`async_wait_placement`], [`cse`], [`dce`], [`persistent`], [`simplify`]
+//! Passes: [`assign_layouts`] (`tile-assign-layouts`), [`async_wait_placement`], [`cse`], [`dce`], [`persistent`], [`simplify`]
 //! (`tile-simplify`), [`tile_to_gpu`], [`verify_async_waits`]. [`async_model`] holds what
 //! the wait placement and its checker agree a hazard is.
 //!
@@ -14,6 +14,7 @@
 
 #![deny(missing_docs)]
 
+pub mod assign_layouts;
 pub mod async_model;
 pub mod async_wait_placement;
 pub mod cse;
@@ -33,6 +34,10 @@ pub use pass::{OptionInfo, OptionKind, Pass, PassContext, PassInfo, PassOptions}
 pub use pipeline::{parse_pipeline, PipelineElement};
 
 static REGISTRY: &[RegistryEntry] = &[
+    RegistryEntry {
+        info: &assign_layouts::INFO,
+        build: |o| Ok(Box::new(assign_layouts::AssignLayouts::from_options(o)?)),
+    },
     RegistryEntry {
         info: &async_wait_placement::INFO,
         build: |_| Ok(Box::new(async_wait_placement::AsyncWaitPlacement)),

@@ -1,7 +1,8 @@
 //! `persistent` — turn a one-tile-per-CTA kernel into a persistent loop over its tiles.
 //!
 //! Runs on level-1 IR, before `tile-to-gpu` (which then keeps the shared-memory ring's
-//! phases running across tiles). The kernel's launch `grid` stays the *tile* grid; the
+//! phases running across tiles). Kernels without a `tile.dot` are left as they are: one
+//! program per CTA, as launched (`tile-assign-layouts` gives them a plain launch). The kernel's launch `grid` stays the *tile* grid; the
 //! pass adds `schedule` and `group_m` attributes, which the manifest passes on to the
 //! launcher.
 //!
@@ -176,6 +177,7 @@ impl Pass for Persistent {
             if k.kind != OpKind::Kernel
                 || k.attr("schedule").is_some()
                 || k.attr("target").is_some()
+                || !has_dot(k)
             {
                 continue;
             }
@@ -191,6 +193,13 @@ impl Pass for Persistent {
             Err(Diagnostics(errors))
         }
     }
+}
+
+/// Whether `k` holds a `tile.dot` (kernels without one keep one program per CTA).
+fn has_dot(k: &Operation) -> bool {
+    let mut found = false;
+    k.walk(&mut |o| found |= o.kind == OpKind::Dot);
+    found
 }
 
 struct Em<'m> {

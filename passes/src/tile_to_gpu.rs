@@ -162,7 +162,8 @@ impl Pass for TileToGpu {
         let mut errors = vec![];
         let mut kernels = std::mem::take(&mut m.ops);
         for k in &mut kernels {
-            if k.kind != OpKind::Kernel || k.attr("target").is_some() {
+            if k.kind != OpKind::Kernel || k.attr("target").is_some() || !has_dot(k) {
+                // A kernel without a dot is `tile-assign-layouts`'s (a plain launch).
                 continue;
             }
             match lower_kernel(m, k, self.target, self.stages, self.tma_epilogue) {
@@ -180,6 +181,12 @@ impl Pass for TileToGpu {
             Err(Diagnostics(errors))
         }
     }
+}
+
+fn has_dot(k: &Operation) -> bool {
+    let mut found = false;
+    k.walk(&mut |o| found |= o.kind == OpKind::Dot);
+    found
 }
 
 /// The constant value of `v` if a `tile.constant` in `defs` defines it.
@@ -365,7 +372,7 @@ fn find_matmul<'a>(
     }
     let at = m.ty(la.results[0]).clone();
     let bt = m.ty(lb_.results[0]).clone();
-    let (Type::Tile { shape: ash, elem }, Type::Tile { shape: bsh, .. }) = (&at, &bt) else {
+    let (Type::Tile { shape: ash, elem, .. }, Type::Tile { shape: bsh, .. }) = (&at, &bt) else {
         unreachable!("verified loads")
     };
     if ash[1] as i64 != bk {
@@ -572,7 +579,7 @@ fn tma_store_plan(
         );
     };
     let st = &epilogue[si];
-    let Type::Tile { shape, elem } = m.ty(st.operands[st.operands.len() - 1]).clone() else {
+    let Type::Tile { shape, elem, .. } = m.ty(st.operands[st.operands.len() - 1]).clone() else {
         unreachable!("verified store")
     };
     if st.operands.len() != 4 || shape != [mm.bm, mm.bn] {

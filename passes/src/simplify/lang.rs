@@ -59,7 +59,7 @@ impl TyLit {
     pub fn from_type(t: &Type) -> Option<TyLit> {
         match t {
             Type::Scalar(s) => Some(TyLit::scalar(*s)),
-            Type::Tile { shape, elem } => TyLit::tile(shape, *elem),
+            Type::Tile { shape, elem, .. } => TyLit::tile(shape, *elem),
             _ => None,
         }
     }

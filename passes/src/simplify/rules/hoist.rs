@@ -223,6 +223,7 @@ fn plan(m: &Module, f: &Operation, defs: &Defs, cx: &HoistContext<'_>) -> Option
         let Some(Type::Tile {
             shape: acc_shape,
             elem: ScalarType::F32,
+            ..
         }) = m.try_ty(acc)
         else {
             continue;

@@ -1,6 +1,6 @@
-//! `convert-tile-to-nvvm`: GPU-level tile IR → an MLIR module (`gpu.module` holding one
-//! `llvm.func` kernel written with `llvm.*` and `nvvm.*` ops), as text that
-//! [`crate::mlir_driver`] parses and compiles.
+//! The GEMM pipeline's lowering (kernels made by `tile-to-gpu`): an MLIR module written as
+//! text, which [`crate::mlir_driver`] parses and compiles. The typed writer
+//! ([`super::writer`]) is to replace it construct by construct.
 //!
 //! The module follows `lowering/reference/gemm_bf16_sm90a.mlir` (checked on an H200), op by
 //! op:
@@ -58,42 +58,17 @@
 //! `index` values are 64-bit. Every construct it does not lower is an error naming the op
 //! and its location, raised before MLIR sees anything.
 
-use crate::manifest::{GridExpr, Manifest, Param};
+use super::LoweredKernel;
+use crate::manifest::{Manifest, Param};
 use std::collections::HashMap;
 use std::fmt::Write;
 use std::rc::Rc;
 use tilec_dialect::{
     Attribute, Diagnostic, Expr, Module, OpKind, Operation, ScalarType, Target, Type, Value,
-    VerifiedModule,
 };
 
 /// Cycles hint of `mbarrier.try_wait.parity` (the op loops until the phase completes).
 const TRY_WAIT_TICKS: i64 = 10_000_000;
-
-/// The lowered kernel: MLIR text, and the manifest describing its launch.
-#[derive(Clone, Debug)]
-pub struct LoweredKernel {
-    /// The MLIR module text.
-    pub mlir: String,
-    /// The launch manifest.
-    pub manifest: Manifest,
-    /// The target the kernel was lowered for.
-    pub target: Target,
-    /// The PTX ISA version the kernel needs: the target's minimum, or 8.1 for the vector
-    /// `red.global.add.v2.f32` of `tile.atomic_add` (sm_90).
-    pub ptx_version: (u32, u32),
-}
-
-/// Lower every kernel of a verified GPU-level module (one kernel per module for now).
-///
-/// # Errors
-/// A diagnostic at the op that cannot be lowered: a kernel not yet through `tile-to-gpu`
-/// (no `target`), an MMA kind or shape not supported, an epilogue op outside the supported
-/// set.
-pub fn convert_tile_to_nvvm(vm: &VerifiedModule) -> Result<Vec<LoweredKernel>, Diagnostic> {
-    let m = vm.module();
-    m.kernels().map(|k| lower_kernel(m, k)).collect()
-}
 
 /// How a tile IR value lives in the lowered code.
 #[derive(Clone, Debug)]
@@ -324,7 +299,7 @@ impl Em<'_> {
     }
 }
 
-fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
+pub(super) fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
     let name = k.symbol.clone().unwrap_or_default();
     let Some(target) = k.str_attr("target").and_then(Target::from_name) else {
         return err(
@@ -432,7 +407,7 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
         let an = m.name(a).unwrap_or("arg").to_string();
         // `arg<index>_` keeps every parameter's SSA names apart from each other's and from
         // the writer's own (`%<hint><n>`), whatever the IR names are.
-        let pn = format!("arg{index}_{}", sanitize(&an));
+        let pn = format!("arg{index}_{}", super::sanitize(&an));
         match m.ty(a) {
             Type::Tensor { rank, elem } => {
                 if let Some(b) = tma_boxes.get(&a) {
@@ -534,7 +509,7 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
         let _ = writeln!(text, "!acc = {}", em.acc_ty);
     }
     let _ = writeln!(text, "module attributes {{gpu.container_module}} {{");
-    let _ = writeln!(text, "gpu.module @{}_module {{", sanitize(&name));
+    let _ = writeln!(text, "gpu.module @{}_module {{", super::sanitize(&name));
     let _ = writeln!(
         text,
         "  llvm.mlir.global external @dynamic_smem() {{addr_space = 3 : i32, \
@@ -567,7 +542,7 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
         text,
         "  llvm.func @{}({}) attributes {{gpu.kernel, nvvm.kernel, nvvm.maxntid \
             = {maxntid}, {regs}}} {{",
-        sanitize(&name),
+        super::sanitize(&name),
         params_mlir.join(", ")
     );
     for c in &em.consts {
@@ -579,25 +554,7 @@ fn lower_kernel(m: &Module, k: &Operation) -> R<LoweredKernel> {
     let _ = writeln!(text, "  }}\n}}\n}}");
 
     let grid = k.attr("grid").and_then(Attribute::as_array).unwrap_or(&[]);
-    let mut dims: Vec<GridExpr> = grid
-        .iter()
-        .map(|a| match a {
-            Attribute::Int(i) => GridExpr::from_expr(&Expr::Int(*i)),
-            Attribute::Expr(e) => GridExpr::from_expr(e),
-            _ => GridExpr::Int(1),
-        })
-        .collect();
-    let mut texts: Vec<String> = grid
-        .iter()
-        .map(|a| match a {
-            Attribute::Expr(e) => e.to_plain_string(),
-            other => other.to_string(),
-        })
-        .collect();
-    while dims.len() < 3 {
-        dims.push(GridExpr::Int(1));
-        texts.push("1".into());
-    }
+    let (dims, texts) = super::grid_of(k);
     let smem_bytes = k.int_attr("smem_bytes").unwrap_or(em.smem_end as i64) as u64;
     let mut atomics = false;
     k.walk(&mut |o| atomics |= o.kind == OpKind::AtomicAdd);
@@ -714,18 +671,6 @@ fn param_bytes(params: &[Param]) -> u64 {
         offset = offset.div_ceil(align) * align + size;
     }
     offset
-}
-
-fn sanitize(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
 }
 
 fn lower_block(em: &mut Em, ops: &[Operation]) -> R<()> {

@@ -1,0 +1,555 @@
+//! Distributed layouts: where each element of a tile lives among a CTA's threads.
+//!
+//! A [`LinearLayout`] is a linear map over F2 (the field of two elements), as in Triton's
+//! `LinearLayout` (lib/Tools/LinearLayout.cpp; arXiv 2505.23819), from the bits of three
+//! hardware indices to the bits of a tile coordinate:
+//!
+//! - `register`: the index of a value among one thread's registers for this tile;
+//! - `lane`: the thread's lane in its warp (5 bits, 32 lanes);
+//! - `warp`: the warp's index in the CTA.
+//!
+//! Each input bit has a *basis*: the tile coordinate (one entry per tile dimension) that bit
+//! contributes. The element held by register `r` of lane `l` of warp `w` is at the XOR of the
+//! bases of the bits set in `r`, `l` and `w`. A basis of all zeros means that bit
+//! *broadcasts*: the indices it tells apart hold the same element (what a reduction's
+//! result is, across the lanes that reduced it).
+//!
+//! # Why linear layouts
+//! CuTe's shape:stride layouts describe the same tilings, but composing, inverting and
+//! comparing them needs integer division; over F2 each is a matrix, so the questions the
+//! lowering asks — "does this layout keep the same elements in the same thread?", "which
+//! register bits are contiguous in memory?", "which lanes hold parts of the same reduced
+//! element?" — are comparisons of bases. The named layouts (blocked, slices, transposes)
+//! are constructors that produce one.
+//!
+//! # Non-power-of-two shapes
+//! A linear map over F2 covers a power-of-two extent per dimension. A tile of shape `S` is
+//! laid out over `S` padded up to powers of two ([`padded`]). Coordinates past `S` are
+//! *padding*: lowered code computes them like any other element, loads read them as zero
+//! (they are out of the tile, and so masked), stores drop them, and reductions replace them
+//! with the reduction's identity before combining.
+//!
+//! # Text form
+//! Inside a GPU-level tile type: `tile<4x1024xf32, #linear<register = [[0, 1], [0, 2]],
+//! lane = [[0, 4], [0, 8], [0, 16], [0, 32], [0, 64]], warp = [[1, 0], [2, 0]]>>`.
+
+use std::fmt;
+
+/// A distributed layout of a tile over registers, lanes and warps (see the [module
+/// docs](self)).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LinearLayout {
+    /// The tile's shape padded to powers of two (elements, outermost first).
+    pub dims: Vec<u64>,
+    /// The basis of each register-index bit, lowest first.
+    pub register: Vec<Vec<u64>>,
+    /// The basis of each lane bit, lowest first (5 bases).
+    pub lane: Vec<Vec<u64>>,
+    /// The basis of each warp bit, lowest first (`log2(warps)` bases).
+    pub warp: Vec<Vec<u64>>,
+}
+
+/// Lanes per warp.
+pub const WARP_SIZE: u64 = 32;
+
+/// `shape` with each dimension rounded up to a power of two.
+pub fn padded(shape: &[u64]) -> Vec<u64> {
+    shape.iter().map(|d| d.next_power_of_two()).collect()
+}
+
+fn xor_into(acc: &mut [u64], b: &[u64]) {
+    for (a, x) in acc.iter_mut().zip(b) {
+        *a ^= x;
+    }
+}
+
+fn combine(bases: &[Vec<u64>], index: u64, rank: usize) -> Vec<u64> {
+    let mut c = vec![0; rank];
+    for (bit, b) in bases.iter().enumerate() {
+        if index >> bit & 1 == 1 {
+            xor_into(&mut c, b);
+        }
+    }
+    c
+}
+
+impl LinearLayout {
+    /// The blocked layout that loads and stores use: row-major (the last dimension
+    /// contiguous), `16 / elem_bytes` contiguous elements per thread along the last
+    /// dimension (one 16-byte vector), lanes filling the last dimension first, warps filling
+    /// the outermost dimension first, then registers repeating the pattern over what is
+    /// left. `warps` must be a power of two. When the tile has fewer elements than the
+    /// threads, the lanes or warps left over broadcast (hold copies).
+    pub fn blocked(shape: &[u64], elem_bytes: u64, warps: u64) -> LinearLayout {
+        let dims = padded(shape);
+        let rank = dims.len();
+        let unit = |d: usize, v: u64| {
+            let mut b = vec![0; rank];
+            b[d] = v;
+            b
+        };
+        // What is still unassigned of each dimension: the next stride and what is left.
+        let mut stride = vec![1u64; rank];
+        let mut left = dims.clone();
+        let mut take = |d: usize, out: &mut Vec<Vec<u64>>, stride: &mut Vec<u64>| -> bool {
+            if left[d] <= 1 {
+                return false;
+            }
+            out.push(unit(d, stride[d]));
+            stride[d] *= 2;
+            left[d] /= 2;
+            true
+        };
+        let last = rank - 1;
+        let mut register = vec![];
+        let mut vec_elems = (16 / elem_bytes.max(1)).max(1);
+        while vec_elems > 1 && take(last, &mut register, &mut stride) {
+            vec_elems /= 2;
+        }
+        let mut lane = vec![];
+        for _ in 0..WARP_SIZE.trailing_zeros() {
+            let placed = (0..rank)
+                .rev()
+                .any(|d| take(d, &mut lane, &mut stride));
+            if !placed {
+                lane.push(vec![0; rank]);
+            }
+        }
+        let mut warp = vec![];
+        for _ in 0..warps.max(1).trailing_zeros() {
+            let placed = (0..rank).any(|d| take(d, &mut warp, &mut stride));
+            if !placed {
+                warp.push(vec![0; rank]);
+            }
+        }
+        for d in (0..rank).rev() {
+            while take(d, &mut register, &mut stride) {}
+        }
+        LinearLayout {
+            dims,
+            register,
+            lane,
+            warp,
+        }
+    }
+
+    /// The layout of a reduction of `dim`: the same threads and registers, with `dim` of
+    /// size 1, so the bits that told elements of `dim` apart broadcast; register bits left
+    /// with nothing to tell apart are dropped (a thread keeps one copy).
+    pub fn slice(&self, dim: usize) -> LinearLayout {
+        let zero = |bs: &[Vec<u64>]| -> Vec<Vec<u64>> {
+            bs.iter()
+                .map(|b| {
+                    let mut b = b.clone();
+                    b[dim] = 0;
+                    b
+                })
+                .collect()
+        };
+        let mut dims = self.dims.clone();
+        dims[dim] = 1;
+        let register = independent(&zero(&self.register));
+        LinearLayout {
+            dims,
+            register,
+            lane: zero(&self.lane),
+            warp: zero(&self.warp),
+        }
+    }
+
+    /// The layout of the transpose of a 2-D tile: the same threads and registers, with the
+    /// two coordinates swapped.
+    pub fn transposed(&self) -> LinearLayout {
+        let swap = |bs: &[Vec<u64>]| -> Vec<Vec<u64>> {
+            bs.iter().map(|b| b.iter().rev().copied().collect()).collect()
+        };
+        LinearLayout {
+            dims: self.dims.iter().rev().copied().collect(),
+            register: swap(&self.register),
+            lane: swap(&self.lane),
+            warp: swap(&self.warp),
+        }
+    }
+
+    /// The layout of a row-major reshape to `shape` (both shapes powers of two, with the
+    /// same number of elements): the same threads and registers, each coordinate's
+    /// row-major offset read back in the new shape.
+    pub fn reshaped(&self, shape: &[u64]) -> LinearLayout {
+        let flat = |c: &[u64]| -> u64 {
+            c.iter()
+                .zip(&self.dims)
+                .fold(0, |acc, (&x, &d)| acc * d + x)
+        };
+        let unflat = |mut f: u64| -> Vec<u64> {
+            let mut c = vec![0; shape.len()];
+            for (i, &d) in shape.iter().enumerate().rev() {
+                c[i] = f % d;
+                f /= d;
+            }
+            c
+        };
+        let map = |bs: &[Vec<u64>]| -> Vec<Vec<u64>> { bs.iter().map(|b| unflat(flat(b))).collect() };
+        LinearLayout {
+            dims: shape.to_vec(),
+            register: map(&self.register),
+            lane: map(&self.lane),
+            warp: map(&self.warp),
+        }
+    }
+
+    /// The number of tile dimensions.
+    pub fn rank(&self) -> usize {
+        self.dims.len()
+    }
+
+    /// Registers per thread: `2^register.len()`.
+    pub fn num_registers(&self) -> u64 {
+        1 << self.register.len()
+    }
+
+    /// Warps of the CTA: `2^warp.len()`.
+    pub fn num_warps(&self) -> u64 {
+        1 << self.warp.len()
+    }
+
+    /// The coordinate register `r` contributes (the XOR of its bits' bases).
+    pub fn register_coord(&self, r: u64) -> Vec<u64> {
+        combine(&self.register, r, self.rank())
+    }
+
+    /// The coordinate lane `l` contributes.
+    pub fn lane_coord(&self, l: u64) -> Vec<u64> {
+        combine(&self.lane, l, self.rank())
+    }
+
+    /// The coordinate warp `w` contributes.
+    pub fn warp_coord(&self, w: u64) -> Vec<u64> {
+        combine(&self.warp, w, self.rank())
+    }
+
+    /// The coordinate of the element held by register `r` of lane `l` of warp `w`.
+    pub fn apply(&self, r: u64, l: u64, w: u64) -> Vec<u64> {
+        let mut c = self.register_coord(r);
+        xor_into(&mut c, &self.lane_coord(l));
+        xor_into(&mut c, &self.warp_coord(w));
+        c
+    }
+
+    /// How many of the lowest register bits step by 1, 2, 4, ... along the last
+    /// dimension: `2^n` registers are contiguous in a row-major tile (a vector access).
+    pub fn contiguous_register_bits(&self) -> usize {
+        let last = self.rank() - 1;
+        self.register
+            .iter()
+            .enumerate()
+            .take_while(|(i, b)| {
+                b.iter()
+                    .enumerate()
+                    .all(|(d, &x)| if d == last { x == 1 << i } else { x == 0 })
+            })
+            .count()
+    }
+
+    /// Checks the layout against a tile shape and a CTA of `warps` warps.
+    ///
+    /// # Errors
+    /// A message naming the first broken rule: the padded shape, 5 lane bases, `log2(warps)`
+    /// warp bases, coordinates inside the padded shape, and every element held somewhere
+    /// (the bases span the tile).
+    pub fn check(&self, shape: &[u64], warps: u64) -> Result<(), String> {
+        if self.dims != padded(shape) {
+            return Err(format!(
+                "the layout has {} dimensions of sizes {:?}; the tile needs {:?}",
+                self.dims.len(),
+                self.dims,
+                padded(shape)
+            ));
+        }
+        if self.lane.len() != WARP_SIZE.trailing_zeros() as usize {
+            return Err(format!(
+                "a layout has 5 lane bases (32 lanes), found {}",
+                self.lane.len()
+            ));
+        }
+        if warps.is_power_of_two() && self.warp.len() != warps.trailing_zeros() as usize {
+            return Err(format!(
+                "the kernel runs {warps} warps, so the layout needs {} warp bases, found {}",
+                warps.trailing_zeros(),
+                self.warp.len()
+            ));
+        }
+        if self.register.len() > 16 {
+            return Err(format!(
+                "{} register bases would be 2^{} registers per thread",
+                self.register.len(),
+                self.register.len()
+            ));
+        }
+        for b in self.register.iter().chain(&self.lane).chain(&self.warp) {
+            if b.len() != self.rank() {
+                return Err(format!(
+                    "basis {b:?} has {} coordinates; the tile has {} dimensions",
+                    b.len(),
+                    self.rank()
+                ));
+            }
+            if let Some((d, x)) = b.iter().enumerate().find(|&(d, &x)| x >= self.dims[d]) {
+                return Err(format!(
+                    "basis {b:?}: coordinate {x} is outside dimension {d} of size {}",
+                    self.dims[d]
+                ));
+            }
+        }
+        let all: Vec<Vec<u64>> = self
+            .register
+            .iter()
+            .chain(&self.lane)
+            .chain(&self.warp)
+            .cloned()
+            .collect();
+        let needed: usize = self.dims.iter().map(|d| d.trailing_zeros() as usize).sum();
+        let rank = independent(&all).len();
+        if rank != needed {
+            return Err(format!(
+                "the bases reach 2^{rank} of the tile's 2^{needed} (padded) elements; every \
+                 element must be held by some thread"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The nonzero bases of `bs` that are independent of the ones before them (Gaussian
+/// elimination over F2 on the concatenated coordinate bits).
+fn independent(bs: &[Vec<u64>]) -> Vec<Vec<u64>> {
+    let pack = |b: &[u64]| -> u128 {
+        b.iter()
+            .fold(0u128, |acc, &x| (acc << 21) | u128::from(x & 0x1f_ffff))
+    };
+    let mut echelon: Vec<u128> = vec![];
+    let mut out = vec![];
+    for b in bs {
+        let mut v = pack(b);
+        for &e in &echelon {
+            let top = 127 - e.leading_zeros();
+            if v >> top & 1 == 1 {
+                v ^= e;
+            }
+        }
+        if v != 0 {
+            echelon.push(v);
+            echelon.sort_unstable_by(|a, b| b.cmp(a));
+            out.push(b.clone());
+        }
+    }
+    out
+}
+
+fn write_bases(f: &mut fmt::Formatter<'_>, name: &str, bs: &[Vec<u64>]) -> fmt::Result {
+    write!(f, "{name} = [")?;
+    for (i, b) in bs.iter().enumerate() {
+        if i > 0 {
+            f.write_str(", ")?;
+        }
+        f.write_str("[")?;
+        for (j, x) in b.iter().enumerate() {
+            if j > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{x}")?;
+        }
+        f.write_str("]")?;
+    }
+    f.write_str("]")
+}
+
+impl fmt::Display for LinearLayout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("#linear<")?;
+        write_bases(f, "register", &self.register)?;
+        f.write_str(", ")?;
+        write_bases(f, "lane", &self.lane)?;
+        f.write_str(", ")?;
+        write_bases(f, "warp", &self.warp)?;
+        f.write_str(">")
+    }
+}
+
+/// Parses `#linear<register = [...], lane = [...], warp = [...]>` for a tile of `shape`.
+///
+/// # Errors
+/// A message saying what was expected where.
+pub fn parse_linear(text: &str, shape: &[u64]) -> Result<LinearLayout, String> {
+    let inner = text
+        .trim()
+        .strip_prefix("#linear<")
+        .and_then(|s| s.strip_suffix('>'))
+        .ok_or_else(|| format!("expected '#linear<...>', found '{}'", text.trim()))?;
+    let mut parts: [Option<Vec<Vec<u64>>>; 3] = [None, None, None];
+    let mut rest = inner.trim();
+    while !rest.is_empty() {
+        let (key, after) = rest
+            .split_once('=')
+            .ok_or_else(|| format!("expected 'name = [...]', found '{rest}'"))?;
+        let key = key.trim();
+        let slot = match key {
+            "register" => 0,
+            "lane" => 1,
+            "warp" => 2,
+            _ => {
+                return Err(format!(
+                    "unknown layout part '{key}' (expected register, lane, warp)"
+                ))
+            }
+        };
+        if parts[slot].is_some() {
+            return Err(format!("layout part '{key}' given twice"));
+        }
+        let (bases, after) = parse_bases(after.trim())?;
+        parts[slot] = Some(bases);
+        rest = after.trim();
+        if let Some(r) = rest.strip_prefix(',') {
+            rest = r.trim();
+        } else if !rest.is_empty() {
+            return Err(format!("expected ',' between layout parts, found '{rest}'"));
+        }
+    }
+    let [Some(register), Some(lane), Some(warp)] = parts else {
+        return Err("a layout gives register, lane and warp bases".into());
+    };
+    Ok(LinearLayout {
+        dims: padded(shape),
+        register,
+        lane,
+        warp,
+    })
+}
+
+/// `[[1, 0], [2, 0]]` → the bases and the text after the closing bracket.
+fn parse_bases(s: &str) -> Result<(Vec<Vec<u64>>, &str), String> {
+    let mut rest = s
+        .strip_prefix('[')
+        .ok_or_else(|| format!("expected '[', found '{s}'"))?
+        .trim_start();
+    let mut out = vec![];
+    loop {
+        if let Some(r) = rest.strip_prefix(']') {
+            return Ok((out, r));
+        }
+        if !out.is_empty() {
+            rest = rest
+                .strip_prefix(',')
+                .ok_or_else(|| format!("expected ',' or ']', found '{rest}'"))?
+                .trim_start();
+        }
+        let r = rest
+            .strip_prefix('[')
+            .ok_or_else(|| format!("expected a basis '[...]', found '{rest}'"))?;
+        let end = r
+            .find(']')
+            .ok_or_else(|| "unterminated basis".to_string())?;
+        let basis = r[..end]
+            .split(',')
+            .map(|x| {
+                x.trim()
+                    .parse::<u64>()
+                    .map_err(|_| format!("expected a coordinate, found '{}'", x.trim()))
+            })
+            .collect::<Result<Vec<u64>, String>>()?;
+        out.push(basis);
+        rest = r[end + 1..].trim_start();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocked_row_of_bf16() {
+        let l = LinearLayout::blocked(&[1, 4096], 2, 4);
+        // 8 contiguous bf16 per thread, 32 lanes, 4 warps along the row, 4 repeats.
+        assert_eq!(l.contiguous_register_bits(), 3);
+        assert_eq!(l.num_registers(), 32);
+        assert_eq!(l.lane[0], vec![0, 8]);
+        assert_eq!(l.warp, vec![vec![0, 256], vec![0, 512]]);
+        assert_eq!(l.register[3], vec![0, 1024]);
+        assert_eq!(l.apply(1, 1, 1), vec![0, 1 + 8 + 256]);
+        l.check(&[1, 4096], 4).unwrap();
+    }
+
+    #[test]
+    fn blocked_rows_go_to_warps() {
+        let l = LinearLayout::blocked(&[4, 1024], 4, 4);
+        assert_eq!(l.warp, vec![vec![1, 0], vec![2, 0]]);
+        assert_eq!(l.num_registers(), 32);
+        l.check(&[4, 1024], 4).unwrap();
+    }
+
+    #[test]
+    fn small_tiles_broadcast_over_spare_lanes() {
+        let l = LinearLayout::blocked(&[8], 4, 4);
+        assert_eq!(l.register.len(), 2);
+        assert_eq!(l.lane[1], vec![0]);
+        assert_eq!(l.warp, vec![vec![0], vec![0]]);
+        l.check(&[8], 4).unwrap();
+        // 5 elements pad to 8.
+        LinearLayout::blocked(&[5], 4, 4).check(&[5], 4).unwrap();
+    }
+
+    #[test]
+    fn every_element_is_held_exactly_once_per_broadcast_class() {
+        for (shape, bytes, warps) in [
+            (vec![64, 64], 2u64, 4u64),
+            (vec![3, 100], 4, 8),
+            (vec![2, 4, 8], 1, 2),
+            (vec![128], 8, 1),
+        ] {
+            let l = LinearLayout::blocked(&shape, bytes, warps);
+            l.check(&shape, warps).unwrap();
+            let total: u64 = l.dims.iter().product();
+            let mut seen = std::collections::HashSet::new();
+            for w in 0..warps {
+                for ln in 0..32 {
+                    for r in 0..l.num_registers() {
+                        seen.insert(l.apply(r, ln, w));
+                    }
+                }
+            }
+            assert_eq!(seen.len() as u64, total, "{shape:?}");
+        }
+    }
+
+    #[test]
+    fn slice_broadcasts_the_reduced_dimension() {
+        let l = LinearLayout::blocked(&[4, 1024], 4, 4);
+        let s = l.slice(1);
+        assert_eq!(s.dims, vec![4, 1]);
+        assert_eq!(s.num_registers(), 1);
+        assert!(s.lane.iter().all(|b| b == &vec![0, 0]));
+        assert_eq!(s.warp, l.warp);
+        s.check(&[4, 1], 4).unwrap();
+        let t = l.slice(0);
+        assert_eq!(t.num_registers(), 32);
+        assert_eq!(t.warp, vec![vec![0, 0], vec![0, 0]]);
+    }
+
+    #[test]
+    fn text_round_trips() {
+        let l = LinearLayout::blocked(&[4, 1024], 2, 4);
+        let text = l.to_string();
+        assert!(text.starts_with("#linear<register = [[0, 1], [0, 2], [0, 4], "));
+        assert_eq!(parse_linear(&text, &[4, 1024]).unwrap(), l);
+        assert!(parse_linear("#linear<lane = []>", &[4])
+            .unwrap_err()
+            .contains("register, lane and warp"));
+        assert!(parse_linear("#linear<reg = []>", &[4])
+            .unwrap_err()
+            .contains("unknown layout part 'reg'"));
+        let bad = LinearLayout {
+            lane: vec![vec![0, 0]; 5],
+            ..l.clone()
+        };
+        assert!(bad.check(&[4, 1024], 4).unwrap_err().contains("every element"));
+    }
+}

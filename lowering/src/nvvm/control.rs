@@ -1,0 +1,173 @@
+//! `tile.for` and `tile.if` as blocks of the function's control-flow graph, carrying any
+//! values: a scalar is one block argument, a tile one per register.
+//!
+//! ```text
+//! tile.for %lb, %ub, %step, inits:      br ^header(lb, inits)
+//!                                       ^header(iv, carried): cond_br iv < ub, ^body, ^exit(carried)
+//!                                       ^body: ... br ^header(iv + step, yielded)
+//!                                       ^exit(results): ...
+//! tile.if %c:                           cond_br c, ^then, ^else
+//!                                       ^then: ... br ^join(yielded)   ^else: ... br ^join(yielded)
+//!                                       ^join(results): ...
+//! ```
+
+use super::plain::{err, Lowerer, Lv, Tile, R};
+use super::writer::{ICmp, V};
+use melior::ir::{Type, Value};
+use tilec_dialect::{Block, Operation};
+
+impl<'c, 'm> Lowerer<'c, 'm, '_> {
+    /// The MLIR values of `lv`, in order.
+    fn flatten(lv: &Lv<'c, 'm>) -> Vec<Value<'c, 'm>> {
+        match lv {
+            Lv::Scalar(s) => vec![s.v],
+            Lv::Tile(t) => t.regs.clone(),
+            Lv::Tensor(t) => {
+                let mut v = vec![t.ptr];
+                v.extend(t.sizes.iter().map(|s| s.v));
+                v.extend(t.strides.iter().map(|s| s.v));
+                v
+            }
+        }
+    }
+
+    /// The MLIR types of `lv`'s values.
+    fn flat_types(&self, lv: &Lv<'c, 'm>) -> Vec<Type<'c>> {
+        match lv {
+            Lv::Scalar(s) => vec![self.w.ty(s.t)],
+            Lv::Tile(t) => vec![self.w.ty(t.elem); t.regs.len()],
+            Lv::Tensor(t) => {
+                let mut v = vec![self.w.ptr_ty(1)];
+                v.extend(vec![self.w.ty(tilec_dialect::ScalarType::I64); 2 * t.sizes.len()]);
+                v
+            }
+        }
+    }
+
+    /// `lv` rebuilt from `vals` (as many as [`Self::flatten`] gives).
+    fn unflatten(lv: &Lv<'c, 'm>, vals: &[Value<'c, 'm>]) -> Lv<'c, 'm> {
+        match lv {
+            Lv::Scalar(s) => Lv::Scalar(V { v: vals[0], t: s.t }),
+            Lv::Tile(t) => Lv::Tile(Tile {
+                regs: vals.to_vec(),
+                ..t.clone()
+            }),
+            Lv::Tensor(t) => {
+                let r = t.sizes.len();
+                let mut t = t.clone();
+                t.ptr = vals[0];
+                for d in 0..r {
+                    t.sizes[d].v = vals[1 + d];
+                    t.strides[d].v = vals[1 + r + d];
+                }
+                Lv::Tensor(t)
+            }
+        }
+    }
+
+    /// Binds each of `vars` to the values of `vals` in the shapes of `templates`.
+    fn bind(
+        &mut self,
+        vars: &[tilec_dialect::Value],
+        templates: &[Lv<'c, 'm>],
+        vals: &[Value<'c, 'm>],
+    ) {
+        let mut at = 0;
+        for (&v, t) in vars.iter().zip(templates) {
+            let n = Self::flatten(t).len();
+            self.vals.insert(v, Self::unflatten(t, &vals[at..at + n]));
+            at += n;
+        }
+    }
+
+    /// The flattened values a region's `tile.yield` passes on, in `templates`' shapes.
+    fn yielded(&mut self, b: &Block, templates: &[Lv<'c, 'm>]) -> R<Vec<Value<'c, 'm>>> {
+        let Some(y) = b.ops.last() else {
+            return Ok(vec![]);
+        };
+        let mut out = vec![];
+        for (i, &v) in y.operands.iter().enumerate() {
+            let lv = self.get(y, v)?;
+            let (a, b) = (Self::flatten(&lv), templates.get(i).map(Self::flatten));
+            if b.is_some_and(|b| b.len() != a.len()) {
+                return err(y, "internal error: a yielded value changes its register count");
+            }
+            out.extend(a);
+        }
+        Ok(out)
+    }
+
+    pub(super) fn lower_for(&mut self, op: &Operation) -> R<()> {
+        let lb = self.scalar(op, op.operands[0])?;
+        let ub = self.scalar(op, op.operands[1])?;
+        let step = self.scalar(op, op.operands[2])?;
+        let inits: Vec<Lv<'c, 'm>> = op.operands[3..]
+            .iter()
+            .map(|&v| self.get(op, v))
+            .collect::<R<_>>()?;
+        let mut types = vec![self.w.ty(lb.t)];
+        let mut init_vals = vec![lb.v];
+        for lv in &inits {
+            types.extend(self.flat_types(lv));
+            init_vals.extend(Self::flatten(lv));
+        }
+        let header = self.w.new_block(&types);
+        let body = self.w.new_block(&[]);
+        let exit = self.w.new_block(&types[1..]);
+        self.w.br(header, &init_vals);
+        self.w.block = header;
+        let hargs = self.w.args(header);
+        let iv = V {
+            v: hargs[0],
+            t: lb.t,
+        };
+        let more = self.w.icmp(ICmp::Slt, iv, ub);
+        self.w.cond_br(more, body, &[], exit, &hargs[1..]);
+        self.w.block = body;
+        let region = &op.regions[0];
+        self.vals.insert(region.args[0], Lv::Scalar(iv));
+        self.bind(&region.args[1..], &inits, &hargs[1..]);
+        self.lower_block(&region.ops)?;
+        let mut next = vec![self.w.add(iv, step).v];
+        next.extend(self.yielded(region, &inits)?);
+        self.w.br(header, &next);
+        self.w.block = exit;
+        let eargs = self.w.args(exit);
+        self.bind(&op.results, &inits, &eargs);
+        Ok(())
+    }
+
+    pub(super) fn lower_if(&mut self, op: &Operation) -> R<()> {
+        let c = self.scalar(op, op.operands[0])?;
+        let then_b = self.w.new_block(&[]);
+        let else_b = self.w.new_block(&[]);
+        self.w.cond_br(c, then_b, &[], else_b, &[]);
+        self.w.block = then_b;
+        self.lower_block(&op.regions[0].ops)?;
+        // The then-region's yielded values give the results' shapes and types.
+        let templates: Vec<Lv<'c, 'm>> = match op.regions[0].ops.last() {
+            Some(y) => y
+                .operands
+                .iter()
+                .map(|&v| self.get(y, v))
+                .collect::<R<_>>()?,
+            None => vec![],
+        };
+        let types: Vec<Type<'c>> = templates.iter().flat_map(|t| self.flat_types(t)).collect();
+        let join = self.w.new_block(&types);
+        let tv = self.yielded(&op.regions[0], &templates)?;
+        self.w.br(join, &tv);
+        self.w.block = else_b;
+        if let Some(r) = op.regions.get(1) {
+            self.lower_block(&r.ops)?;
+            let ev = self.yielded(r, &templates)?;
+            self.w.br(join, &ev);
+        } else {
+            self.w.br(join, &[]);
+        }
+        self.w.block = join;
+        let jargs = self.w.args(join);
+        self.bind(&op.results, &templates, &jargs);
+        Ok(())
+    }
+}

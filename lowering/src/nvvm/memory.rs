@@ -1,0 +1,270 @@
+//! Loads and stores of tiles of any rank and layout between global memory and registers.
+//!
+//! Each access has two paths, chosen once per access at run time:
+//!
+//! - **fast**: the whole tile is inside the tensor, its last dimension is contiguous
+//!   (stride 1), and the base, the other strides and the last offset keep each thread's
+//!   contiguous registers ([`LinearLayout::contiguous_register_bits`]) aligned: one
+//!   `llvm.load`/`llvm.store` of a vector (up to 16 bytes) per group of contiguous registers;
+//! - **slow** (ragged edges, odd strides, padded shapes): one branch per element around a
+//!   scalar access, so an element outside the tensor is never touched (loads give zero;
+//!   stores are dropped).
+//!
+//! Element `c` of a tile at offsets `o` is at `base + Σ_d (o_d + c_d) · stride_d` elements;
+//! an element is in bounds when `0 ≤ o_d + c_d < size_d` for every `d` (one unsigned
+//! compare each).
+
+use super::plain::{err, Lowerer, Lv, Tensor, Tile, R};
+use super::writer::{ICmp, V};
+use melior::ir::{Type, Value};
+use tilec_dialect::{LinearLayout, Operation, ScalarType};
+
+impl<'c, 'm> Lowerer<'c, 'm, '_> {
+    /// Registers per vector access for `layout` and `elem`: the contiguous registers, at
+    /// most 16 bytes.
+    fn vector_regs(layout: &LinearLayout, elem: ScalarType) -> u64 {
+        let mut v = 1u64 << layout.contiguous_register_bits();
+        while v > 1 && v * elem.size_bytes() > 16 {
+            v /= 2;
+        }
+        v
+    }
+
+    /// Whether the fast path applies (i1), or `None` when it never can (padded shapes).
+    fn fast_path(
+        &mut self,
+        t: &Tensor<'c, 'm>,
+        offs: &[V<'c, 'm>],
+        shape: &[u64],
+        layout: &LinearLayout,
+        vec: u64,
+    ) -> Option<V<'c, 'm>> {
+        if layout.dims != shape {
+            return None;
+        }
+        let w = &mut self.w;
+        let rank = shape.len();
+        let mut ok: Option<V<'c, 'm>> = None;
+        let mut and = |w: &mut super::writer::Writer<'c, 'm>, c: V<'c, 'm>| {
+            ok = Some(match ok {
+                Some(a) => w.and(a, c),
+                None => c,
+            });
+        };
+        for d in 0..rank {
+            // o_d ≥ 0 and o_d + S_d ≤ size_d.
+            let zero = w.i64(0);
+            let nonneg = w.icmp(ICmp::Sge, offs[d], zero);
+            and(w, nonneg);
+            let end = w.add_const(offs[d], shape[d] as i64);
+            let fits = w.icmp(ICmp::Sle, end, t.sizes[d]);
+            and(w, fits);
+        }
+        let one = w.i64(1);
+        let unit = w.icmp(ICmp::Eq, t.strides[rank - 1], one);
+        and(w, unit);
+        if vec > 1 {
+            let mask = w.i64(vec as i64 - 1);
+            let zero = w.i64(0);
+            for d in 0..rank - 1 {
+                let r = w.bin("and", t.strides[d], mask);
+                let c = w.icmp(ICmp::Eq, r, zero);
+                and(w, c);
+            }
+            let r = w.bin("and", offs[rank - 1], mask);
+            let c = w.icmp(ICmp::Eq, r, zero);
+            and(w, c);
+            let i64t = w.ty(ScalarType::I64);
+            let addr = V {
+                v: w.op1("llvm.ptrtoint", &[t.ptr], i64t, &[]),
+                t: ScalarType::I64,
+            };
+            let bmask = w.i64((vec * t.elem.size_bytes()) as i64 - 1);
+            let r = w.bin("and", addr, bmask);
+            let c = w.icmp(ICmp::Eq, r, zero);
+            and(w, c);
+        }
+        ok
+    }
+
+    /// The element index (i64) of tile coordinate `coord` at offsets `offs`, and whether
+    /// it is in bounds (i1).
+    fn element(
+        &mut self,
+        t: &Tensor<'c, 'm>,
+        offs: &[V<'c, 'm>],
+        coord: &[V<'c, 'm>],
+    ) -> (V<'c, 'm>, V<'c, 'm>) {
+        let w = &mut self.w;
+        let mut index = w.i64(0);
+        let mut inb: Option<V<'c, 'm>> = None;
+        for d in 0..coord.len() {
+            let c = w.int_cast(coord[d], ScalarType::I64);
+            let g = w.add(offs[d], c);
+            let ok = w.icmp(ICmp::Ult, g, t.sizes[d]);
+            inb = Some(match inb {
+                Some(a) => w.and(a, ok),
+                None => ok,
+            });
+            let s = w.mul(g, t.strides[d]);
+            index = w.add(index, s);
+        }
+        let inb = inb.unwrap_or_else(|| w.int(1, ScalarType::I1));
+        (index, inb)
+    }
+
+    fn offsets(&self, op: &Operation, from: usize, rank: usize) -> R<Vec<V<'c, 'm>>> {
+        op.operands[from..from + rank]
+            .iter()
+            .map(|&o| self.scalar(op, o))
+            .collect()
+    }
+
+    pub(super) fn lower_load(&mut self, op: &Operation) -> R<()> {
+        let t = self.tensor(op, op.operands[0])?;
+        let (shape, elem, layout) = self.result_layout(op, 0)?;
+        let rank = shape.len();
+        let offs: Vec<V<'c, 'm>> = self
+            .offsets(op, 1, rank)?
+            .into_iter()
+            .map(|o| self.w.int_cast(o, ScalarType::I64))
+            .collect();
+        let ety = self.w.ty(elem);
+        let n = layout.num_registers();
+        let vec = Self::vector_regs(&layout, elem);
+        let join = self.w.new_block(&vec![ety; n as usize]);
+        let tile = Tile {
+            regs: vec![],
+            elem,
+            shape: shape.clone(),
+            layout: layout.clone(),
+        };
+        let slow = self.w.new_block(&[]);
+        if let Some(fast_ok) = self.fast_path(&t, &offs, &shape, &layout, vec) {
+            let fast = self.w.new_block(&[]);
+            self.w.cond_br(fast_ok, fast, &[], slow, &[]);
+            self.w.block = fast;
+            let vty = Type::vector(&[vec], ety);
+            let p1 = self.w.ptr_ty(1);
+            let mut regs: Vec<Value<'c, 'm>> = Vec::with_capacity(n as usize);
+            for r0 in (0..n).step_by(vec as usize) {
+                let coord = self.coord(&layout, r0);
+                let (index, _) = self.element(&t, &offs, &coord);
+                let p = self.w.gep(t.ptr, index, ety, p1);
+                if vec == 1 {
+                    regs.push(self.w.load(p, ety, elem.size_bytes()));
+                    continue;
+                }
+                let x = self.w.load(p, vty, vec * elem.size_bytes());
+                for j in 0..vec {
+                    let jj = self.w.i32(j as i64);
+                    regs.push(self.w.op1("llvm.extractelement", &[x, jj.v], ety, &[]));
+                }
+            }
+            self.w.br(join, &regs);
+        } else {
+            self.w.br(slow, &[]);
+        }
+        self.w.block = slow;
+        let mut regs = Vec::with_capacity(n as usize);
+        for r in 0..n {
+            let coord = self.coord(&layout, r);
+            let (index, mut inb) = self.element(&t, &offs, &coord);
+            if let Some(it) = self.in_tile(&tile, &coord) {
+                inb = self.w.and(inb, it);
+            }
+            let zero = if elem.is_float() {
+                self.w.float(0.0, elem)
+            } else {
+                self.w.int(0, elem)
+            };
+            let ld = self.w.new_block(&[]);
+            let next = self.w.new_block(&[ety]);
+            self.w.cond_br(inb, ld, &[], next, &[zero.v]);
+            self.w.block = ld;
+            let p1 = self.w.ptr_ty(1);
+            let p = self.w.gep(t.ptr, index, ety, p1);
+            let x = self.w.load(p, ety, elem.size_bytes());
+            self.w.br(next, &[x]);
+            self.w.block = next;
+            regs.push(self.w.args(next)[0]);
+        }
+        self.w.br(join, &regs);
+        self.w.block = join;
+        let regs = self.w.args(join);
+        if let Some(&r) = op.results.first() {
+            self.vals.insert(r, Lv::Tile(Tile { regs, ..tile }));
+        }
+        Ok(())
+    }
+
+    pub(super) fn lower_store(&mut self, op: &Operation) -> R<()> {
+        let t = self.tensor(op, op.operands[0])?;
+        let Some(&tv) = op.operands.last() else {
+            return err(op, "'tile.store' has no tile");
+        };
+        let tile = self.tile(op, tv)?;
+        let rank = tile.shape.len();
+        let offs: Vec<V<'c, 'm>> = self
+            .offsets(op, 1, rank)?
+            .into_iter()
+            .map(|o| self.w.int_cast(o, ScalarType::I64))
+            .collect();
+        let elem = tile.elem;
+        let ety = self.w.ty(elem);
+        let layout = tile.layout.clone();
+        let n = layout.num_registers();
+        let vec = Self::vector_regs(&layout, elem);
+        let join = self.w.new_block(&[]);
+        let slow = self.w.new_block(&[]);
+        let p1 = self.w.ptr_ty(1);
+        if let Some(fast_ok) = self.fast_path(&t, &offs, &tile.shape, &layout, vec) {
+            let fast = self.w.new_block(&[]);
+            self.w.cond_br(fast_ok, fast, &[], slow, &[]);
+            self.w.block = fast;
+            let vty = Type::vector(&[vec], ety);
+            for r0 in (0..n).step_by(vec as usize) {
+                let coord = self.coord(&layout, r0);
+                let (index, _) = self.element(&t, &offs, &coord);
+                let p = self.w.gep(t.ptr, index, ety, p1);
+                if vec == 1 {
+                    self.w.store(tile.regs[r0 as usize], p, elem.size_bytes());
+                    continue;
+                }
+                let mut x = self.w.op1("llvm.mlir.poison", &[], vty, &[]);
+                for j in 0..vec {
+                    let jj = self.w.i32(j as i64);
+                    x = self.w.op1(
+                        "llvm.insertelement",
+                        &[x, tile.regs[(r0 + j) as usize], jj.v],
+                        vty,
+                        &[],
+                    );
+                }
+                self.w.store(x, p, vec * elem.size_bytes());
+            }
+            self.w.br(join, &[]);
+        } else {
+            self.w.br(slow, &[]);
+        }
+        self.w.block = slow;
+        for r in 0..n {
+            let coord = self.coord(&layout, r);
+            let (index, mut inb) = self.element(&t, &offs, &coord);
+            if let Some(it) = self.in_tile(&tile, &coord) {
+                inb = self.w.and(inb, it);
+            }
+            let st = self.w.new_block(&[]);
+            let next = self.w.new_block(&[]);
+            self.w.cond_br(inb, st, &[], next, &[]);
+            self.w.block = st;
+            let p = self.w.gep(t.ptr, index, ety, p1);
+            self.w.store(tile.regs[r as usize], p, elem.size_bytes());
+            self.w.br(next, &[]);
+            self.w.block = next;
+        }
+        self.w.br(join, &[]);
+        self.w.block = join;
+        Ok(())
+    }
+}

@@ -1,0 +1,679 @@
+//! Kernels with a plain launch (laid out by `tile-assign-layouts`: no dot, no warp
+//! specialization): the analysis of the kernel, its parameters, and the walk that hands
+//! each op to its construct.
+//!
+//! A tile value is one SSA register per element of its layout's register index
+//! ([`tilec_dialect::layout`]): register `r` of lane `l` of warp `w` holds the element at
+//! `layout.apply(r, l, w)`. The constructs are in [`super::memory`] (loads and stores),
+//! [`super::math`] (elementwise math and conversions), [`super::reduce`] (reductions),
+//! [`super::remap`] (broadcasts and layout conversions) and [`super::control`] (loops and
+//! branches).
+
+use super::writer::{ICmp, Writer, V};
+use super::LoweredKernel;
+use crate::manifest::{Manifest, Param};
+use melior::{
+    dialect::llvm,
+    ir::{
+        attribute::{DenseI32ArrayAttribute, IntegerAttribute, StringAttribute, TypeAttribute},
+        block::BlockLike,
+        operation::{OperationBuilder, OperationLike, OperationMutLike},
+        RegionLike,
+        Attribute, Block, BlockRef, Identifier, Location, Module, Region, Type, Value,
+    },
+    Context,
+};
+use std::collections::HashMap;
+use tilec_dialect::{
+    Attribute as TileAttr, Diagnostic, LinearLayout, Module as TileModule, OpKind, Operation,
+    ScalarType, Target, Type as TileType, Value as TileValue,
+};
+
+pub(super) type R<T> = Result<T, Diagnostic>;
+
+pub(super) fn err<T>(op: &Operation, msg: impl Into<String>) -> R<T> {
+    Err(Diagnostic::error(op.loc.clone(), msg))
+}
+
+/// A tile in registers: `regs[r]` is register `r` of the layout.
+#[derive(Clone, Debug)]
+pub(crate) struct Tile<'c, 'm> {
+    pub regs: Vec<Value<'c, 'm>>,
+    pub elem: ScalarType,
+    pub shape: Vec<u64>,
+    pub layout: LinearLayout,
+}
+
+/// A global tensor parameter: base pointer, sizes and strides (elements, i64).
+#[derive(Clone, Debug)]
+pub(crate) struct Tensor<'c, 'm> {
+    pub ptr: Value<'c, 'm>,
+    pub sizes: Vec<V<'c, 'm>>,
+    pub strides: Vec<V<'c, 'm>>,
+    pub elem: ScalarType,
+}
+
+/// How a tile IR value lives in the lowered code.
+#[derive(Clone, Debug)]
+pub(crate) enum Lv<'c, 'm> {
+    Scalar(V<'c, 'm>),
+    Tile(Tile<'c, 'm>),
+    Tensor(Tensor<'c, 'm>),
+}
+
+/// The state of one kernel's lowering.
+pub(crate) struct Lowerer<'c, 'm, 'k> {
+    pub w: Writer<'c, 'm>,
+    pub m: &'k TileModule,
+    pub vals: HashMap<TileValue, Lv<'c, 'm>>,
+    /// The entry block: values every block may use are written here.
+    pub prologue: BlockRef<'c, 'm>,
+    pub lane: V<'c, 'm>,
+    pub warp: V<'c, 'm>,
+    pub target: Target,
+    /// Per layout, the coordinate (i32, per dimension) a thread's lane and warp contribute.
+    pub thread_coords: HashMap<LinearLayout, Vec<V<'c, 'm>>>,
+    /// Bytes of dynamic shared memory the kernel needs (the largest round trip).
+    pub smem_bytes: u64,
+}
+
+impl<'c, 'm> Lowerer<'c, 'm, '_> {
+    pub fn get(&self, op: &Operation, v: TileValue) -> R<Lv<'c, 'm>> {
+        self.vals.get(&v).cloned().ok_or_else(|| {
+            Diagnostic::error(op.loc.clone(), "internal error: operand not lowered")
+        })
+    }
+
+    pub fn scalar(&self, op: &Operation, v: TileValue) -> R<V<'c, 'm>> {
+        match self.get(op, v)? {
+            Lv::Scalar(s) => Ok(s),
+            _ => err(op, "expected a scalar operand"),
+        }
+    }
+
+    pub fn tile(&self, op: &Operation, v: TileValue) -> R<Tile<'c, 'm>> {
+        match self.get(op, v)? {
+            Lv::Tile(t) => Ok(t),
+            _ => err(op, "expected a tile operand"),
+        }
+    }
+
+    pub fn tensor(&self, op: &Operation, v: TileValue) -> R<Tensor<'c, 'm>> {
+        match self.get(op, v)? {
+            Lv::Tensor(t) => Ok(t),
+            _ => err(op, "expected a tensor operand"),
+        }
+    }
+
+    /// The layout of a tile result (set by `tile-assign-layouts`).
+    pub fn result_layout(&self, op: &Operation, i: usize) -> R<(Vec<u64>, ScalarType, LinearLayout)> {
+        match op.results.get(i).map(|&r| self.m.ty(r)) {
+            Some(TileType::Tile {
+                shape,
+                elem,
+                layout: Some(l),
+            }) => Ok((shape.clone(), *elem, (**l).clone())),
+            _ => err(
+                op,
+                "a tile result has no layout: run 'tile-assign-layouts' before \
+                 'convert-tile-to-nvvm'",
+            ),
+        }
+    }
+
+    /// Runs `f` with the prologue as the insertion block.
+    pub fn in_prologue<T>(&mut self, f: impl FnOnce(&mut Writer<'c, 'm>) -> T) -> T {
+        let here = self.w.block;
+        self.w.block = self.prologue;
+        let r = f(&mut self.w);
+        self.w.block = here;
+        r
+    }
+
+    /// The coordinate (one i32 per dimension) that this thread's lane and warp contribute
+    /// in `layout`: the XOR of the bases of the lane and warp bits set.
+    pub fn thread_coord(&mut self, layout: &LinearLayout) -> Vec<V<'c, 'm>> {
+        if let Some(c) = self.thread_coords.get(layout) {
+            return c.clone();
+        }
+        let (lane, warp) = (self.lane, self.warp);
+        let c: Vec<V<'c, 'm>> = self.in_prologue(|w| {
+            (0..layout.rank())
+                .map(|d| {
+                    let mut acc = w.i32(0);
+                    for (index, bases) in [(lane, &layout.lane), (warp, &layout.warp)] {
+                        for (bit, b) in bases.iter().enumerate() {
+                            if b[d] == 0 {
+                                continue;
+                            }
+                            let on = w.bit(index, bit as u32);
+                            let k = w.i32(b[d] as i64);
+                            let term = w.mul(on, k);
+                            acc = w.bin("xor", acc, term);
+                        }
+                    }
+                    acc
+                })
+                .collect()
+        });
+        self.thread_coords.insert(layout.clone(), c.clone());
+        c
+    }
+
+    /// The coordinate of register `r` of this thread in `layout` (i32 per dimension).
+    pub fn coord(&mut self, layout: &LinearLayout, r: u64) -> Vec<V<'c, 'm>> {
+        let t = self.thread_coord(layout);
+        let rc = layout.register_coord(r);
+        t.iter()
+            .zip(rc)
+            .map(|(&c, x)| self.w.xor_const(c, x as i64))
+            .collect()
+    }
+
+    /// Whether register `r`'s element is inside the tile (not padding); `None` when every
+    /// element is (power-of-two shapes).
+    pub fn in_tile(&mut self, t: &Tile<'c, 'm>, coord: &[V<'c, 'm>]) -> Option<V<'c, 'm>> {
+        let mut acc: Option<V<'c, 'm>> = None;
+        for (d, &c) in coord.iter().enumerate() {
+            if t.shape[d] == t.layout.dims[d] {
+                continue;
+            }
+            let n = self.w.i32(t.shape[d] as i64);
+            let ok = self.w.icmp(ICmp::Slt, c, n);
+            acc = Some(match acc {
+                Some(a) => self.w.and(a, ok),
+                None => ok,
+            });
+        }
+        acc
+    }
+
+    /// Reserves `bytes` of dynamic shared memory for a round trip (offset 0; round trips
+    /// are separated by barriers, so they share the space).
+    ///
+    /// # Errors
+    /// More than a CTA may have.
+    pub fn reserve_smem(&mut self, bytes: u64) -> Result<(), String> {
+        let max = self.target.max_smem_per_block();
+        if bytes > max {
+            return Err(format!(
+                "this op needs {bytes} bytes of shared memory; a CTA has at most {max}"
+            ));
+        }
+        self.smem_bytes = self.smem_bytes.max(bytes);
+        Ok(())
+    }
+
+    pub fn lower_block(&mut self, ops: &[Operation]) -> R<()> {
+        for op in ops {
+            self.w.at(&op.loc);
+            self.lower_op(op)?;
+        }
+        Ok(())
+    }
+
+    fn def(&mut self, op: &Operation, lv: Lv<'c, 'm>) {
+        if let Some(&r) = op.results.first() {
+            self.vals.insert(r, lv);
+        }
+    }
+
+    fn lower_op(&mut self, op: &Operation) -> R<()> {
+        use OpKind as K;
+        let result_scalar = |m: &TileModule| {
+            op.results
+                .first()
+                .and_then(|&r| m.ty(r).elem())
+                .unwrap_or(ScalarType::Index)
+        };
+        match op.kind {
+            K::ProgramId | K::NumPrograms => {
+                let d = ["x", "y", "z"][op.int_attr("dim").unwrap_or(0).clamp(0, 2) as usize];
+                let reg = if op.kind == K::ProgramId {
+                    "ctaid"
+                } else {
+                    "nctaid"
+                };
+                let v = self.w.sreg(&format!("{reg}.{d}"));
+                let t = result_scalar(self.m);
+                let v = self.zext(v, t);
+                self.def(op, Lv::Scalar(v));
+            }
+            K::Constant => {
+                let t = result_scalar(self.m);
+                let v = match op.attr("value") {
+                    Some(TileAttr::Float(x)) if t.is_float() => self.w.float(*x, t),
+                    Some(TileAttr::Int(i)) if t.is_float() => self.w.float(*i as f64, t),
+                    Some(TileAttr::Int(i)) => self.w.int(*i, t),
+                    Some(TileAttr::Bool(b)) => self.w.int(i64::from(*b), t),
+                    _ => return err(op, "'tile.constant' has no lowerable 'value'"),
+                };
+                self.def(op, Lv::Scalar(v));
+            }
+            K::Dim => {
+                let t = self.tensor(op, op.operands[0])?;
+                let d = op.int_attr("dim").unwrap_or(0) as usize;
+                let Some(&s) = t.sizes.get(d) else {
+                    return err(op, "'tile.dim' of a dimension the tensor lacks");
+                };
+                let v = self.w.int_cast(s, result_scalar(self.m));
+                self.def(op, Lv::Scalar(v));
+            }
+            K::AddI | K::SubI | K::MulI | K::DivI | K::RemI | K::CeilDiv | K::MinI | K::MaxI => {
+                let a = self.scalar(op, op.operands[0])?;
+                let b = self.scalar(op, op.operands[1])?;
+                let v = match op.kind {
+                    K::AddI => self.w.bin("add", a, b),
+                    K::SubI => self.w.bin("sub", a, b),
+                    K::MulI => self.w.bin("mul", a, b),
+                    K::DivI => self.w.bin("sdiv", a, b),
+                    K::RemI => self.w.bin("srem", a, b),
+                    K::CeilDiv => {
+                        let s = self.w.bin("add", a, b);
+                        let s = self.w.add_const(s, -1);
+                        self.w.bin("sdiv", s, b)
+                    }
+                    K::MinI => {
+                        let lt = self.w.icmp(ICmp::Slt, a, b);
+                        self.w.select(lt, a, b)
+                    }
+                    _ => {
+                        let gt = self.w.icmp(ICmp::Sgt, a, b);
+                        self.w.select(gt, a, b)
+                    }
+                };
+                self.def(op, Lv::Scalar(v));
+            }
+            K::CmpI => {
+                let a = self.scalar(op, op.operands[0])?;
+                let b = self.scalar(op, op.operands[1])?;
+                let p = match op.str_attr("predicate").unwrap_or("") {
+                    "eq" => ICmp::Eq,
+                    "ne" => ICmp::Ne,
+                    "slt" => ICmp::Slt,
+                    "sle" => ICmp::Sle,
+                    "sgt" => ICmp::Sgt,
+                    "sge" => ICmp::Sge,
+                    p => return err(op, format!("'tile.cmpi' predicate '{p}' is not lowered")),
+                };
+                let v = self.w.icmp(p, a, b);
+                self.def(op, Lv::Scalar(v));
+            }
+            K::Select => self.lower_select(op)?,
+            K::Convert => self.lower_convert(op)?,
+            K::Load => self.lower_load(op)?,
+            K::Store => self.lower_store(op)?,
+            K::Add | K::Sub | K::Mul | K::Div | K::Max | K::Min => self.lower_elementwise(op)?,
+            K::Neg | K::Abs | K::Exp | K::Exp2 | K::Sqrt | K::Rsqrt | K::Relu => {
+                self.lower_elementwise(op)?
+            }
+            K::Transpose | K::Reshape => {
+                let t = self.tile(op, op.operands[0])?;
+                let (shape, elem, layout) = self.result_layout(op, 0)?;
+                self.def(
+                    op,
+                    Lv::Tile(Tile {
+                        regs: t.regs,
+                        elem,
+                        shape,
+                        layout,
+                    }),
+                );
+            }
+            K::Splat | K::Zeros => {
+                let (shape, elem, layout) = self.result_layout(op, 0)?;
+                let x = if op.kind == K::Splat {
+                    self.scalar(op, op.operands[0])?
+                } else if elem.is_float() {
+                    self.w.float(0.0, elem)
+                } else {
+                    self.w.int(0, elem)
+                };
+                let regs = vec![x.v; layout.num_registers() as usize];
+                self.def(
+                    op,
+                    Lv::Tile(Tile {
+                        regs,
+                        elem,
+                        shape,
+                        layout,
+                    }),
+                );
+            }
+            K::Broadcast | K::ConvertLayout => self.lower_remap(op)?,
+            K::Reduce => self.lower_reduce(op)?,
+            K::For => self.lower_for(op)?,
+            K::If => self.lower_if(op)?,
+            K::Yield | K::Return => {}
+            k => {
+                return err(
+                    op,
+                    format!(
+                        "'{}' is not lowered in a kernel with a plain launch",
+                        k.name()
+                    ),
+                )
+            }
+        }
+        Ok(())
+    }
+
+    /// An unsigned i32 (a special register) as `t`.
+    fn zext(&mut self, v: V<'c, 'm>, t: ScalarType) -> V<'c, 'm> {
+        if t == ScalarType::I32 {
+            return v;
+        }
+        let ty = self.w.ty(t);
+        V {
+            v: self.w.op1("llvm.zext", &[v.v], ty, &[]),
+            t,
+        }
+    }
+
+    fn lower_select(&mut self, op: &Operation) -> R<()> {
+        let c = self.get(op, op.operands[0])?;
+        let a = self.get(op, op.operands[1])?;
+        let b = self.get(op, op.operands[2])?;
+        let lv = match (c, a, b) {
+            (Lv::Scalar(c), Lv::Scalar(a), Lv::Scalar(b)) => Lv::Scalar(self.w.select(c, a, b)),
+            (c, Lv::Tile(a), Lv::Tile(b)) => {
+                let mut regs = vec![];
+                for r in 0..a.regs.len() {
+                    let cr = match &c {
+                        Lv::Scalar(s) => *s,
+                        Lv::Tile(t) => V {
+                            v: t.regs[r],
+                            t: ScalarType::I1,
+                        },
+                        Lv::Tensor(_) => return err(op, "a tensor is not a condition"),
+                    };
+                    let x = V {
+                        v: a.regs[r],
+                        t: a.elem,
+                    };
+                    let y = V {
+                        v: b.regs[r],
+                        t: b.elem,
+                    };
+                    regs.push(self.w.select(cr, x, y).v);
+                }
+                Lv::Tile(Tile { regs, ..a })
+            }
+            _ => return err(op, "'tile.select' operands must be two scalars or two tiles"),
+        };
+        self.def(op, lv);
+        Ok(())
+    }
+}
+
+/// Bytes of PTX parameter space: a pointer tensor's pointer, sizes and strides 8 each, a
+/// scalar its size (4 or 8).
+fn param_bytes(params: &[Param]) -> u64 {
+    params
+        .iter()
+        .map(|p| match p {
+            Param::TensorPointer { rank, .. } => 8 + 16 * u64::from(*rank),
+            Param::Scalar { dtype, .. } => match dtype.as_str() {
+                "i64" | "index" => 8,
+                _ => 4,
+            },
+            Param::TensorMap { .. } => 128,
+        })
+        .sum()
+}
+
+/// Lowers kernel `k` (laid out by `tile-assign-layouts`) to an MLIR module and its manifest.
+///
+/// # Errors
+/// A located diagnostic for what the lowering cannot take, and for kernels whose
+/// parameters overflow the PTX parameter space.
+pub(super) fn lower_kernel(m: &TileModule, k: &Operation) -> R<LoweredKernel> {
+    let name = k.symbol.clone().unwrap_or_default();
+    let Some(target) = k.str_attr("target").and_then(Target::from_name) else {
+        return err(k, "kernel has no 'target' (run 'tile-assign-layouts')");
+    };
+    let num_warps = k.int_attr("num_warps").unwrap_or(4).max(1) as u64;
+    let body = &k.regions[0];
+    let mut params = vec![];
+    for &a in &body.args {
+        let an = m.name(a).unwrap_or("arg").to_string();
+        match m.ty(a) {
+            TileType::Tensor { rank, elem } => params.push(Param::TensorPointer {
+                name: an,
+                dtype: elem.name().into(),
+                rank: *rank,
+            }),
+            TileType::Scalar(s) => params.push(Param::Scalar {
+                name: an,
+                dtype: match s {
+                    ScalarType::Index => "i64".into(),
+                    s => s.name().into(),
+                },
+            }),
+            t => return err(k, format!("kernel argument '%{an}' of type {t} is not a parameter")),
+        }
+    }
+    let mut ptx_version = target.min_ptx_version();
+    let bytes = param_bytes(&params);
+    if bytes > tilec_dialect::target::max_param_bytes(ptx_version) {
+        ptx_version = ptx_version.max((8, 1));
+    }
+    let limit = tilec_dialect::target::max_param_bytes(ptx_version);
+    if bytes > limit {
+        return err(
+            k,
+            format!(
+                "the kernel's {} parameters take {bytes} bytes of parameter space; PTX allows \
+                 {limit} (pointer tensors take 8 bytes per pointer, size and stride)",
+                params.len()
+            ),
+        );
+    }
+    let threads = 32 * num_warps;
+    let (text, smem_bytes) = crate::mlir_driver::with_builder_context(|ctx| {
+        build_module(ctx, m, k, &name, num_warps, target)
+    })?;
+    let (dims, texts) = super::grid_of(k);
+    let (maj, min) = ptx_version;
+    let manifest = Manifest::new(
+        name.clone(),
+        target.name().into(),
+        format!("{maj}.{min}"),
+        [threads as u32, 1, 1],
+        smem_bytes,
+        dims,
+        texts,
+        params,
+    );
+    Ok(LoweredKernel {
+        mlir: text,
+        manifest,
+        target,
+        ptx_version,
+    })
+}
+
+/// Builds the module (`gpu.container_module` → `gpu.module` → `@dynamic_smem` + the
+/// `llvm.func`) and prints it; also returns the dynamic shared memory bytes.
+fn build_module(
+    ctx: &Context,
+    m: &TileModule,
+    k: &Operation,
+    name: &str,
+    num_warps: u64,
+    target: Target,
+) -> R<(String, u64)> {
+    let loc = Location::unknown(ctx);
+    let mut module = Module::new(loc);
+    module
+        .as_operation_mut()
+        .set_attribute("gpu.container_module", Attribute::unit(ctx));
+    let ident = |s: &str| Identifier::new(ctx, s);
+    let fname = super::sanitize(name);
+    let gpu_region = Region::new();
+    gpu_region.append_block(Block::new(&[]));
+    let gpu_module = OperationBuilder::new("gpu.module", loc)
+        .add_attributes(&[(
+            ident("sym_name"),
+            StringAttribute::new(ctx, &format!("{fname}_module")).into(),
+        )])
+        .add_regions([gpu_region])
+        .build()
+        .map_err(|e| Diagnostic::error(k.loc.clone(), format!("internal error: {e}")))?;
+    let body = module.body();
+    let gm = body.append_operation(gpu_module);
+    let gm_block = gm
+        .region(0)
+        .ok()
+        .and_then(|r| r.first_block())
+        .ok_or_else(|| Diagnostic::error(k.loc.clone(), "internal error: gpu.module body"))?;
+
+    let i8t: Type = melior::ir::r#type::IntegerType::new(ctx, 8).into();
+    let smem_global = OperationBuilder::new("llvm.mlir.global", loc)
+        .add_attributes(&[
+            (ident("sym_name"), StringAttribute::new(ctx, "dynamic_smem").into()),
+            (
+                ident("global_type"),
+                TypeAttribute::new(llvm::r#type::array(i8t, 0)).into(),
+            ),
+            (
+                ident("linkage"),
+                llvm::attributes::linkage(ctx, llvm::attributes::Linkage::External),
+            ),
+            (
+                ident("addr_space"),
+                IntegerAttribute::new(melior::ir::r#type::IntegerType::new(ctx, 32).into(), 3)
+                    .into(),
+            ),
+            (
+                ident("alignment"),
+                IntegerAttribute::new(melior::ir::r#type::IntegerType::new(ctx, 64).into(), 16)
+                    .into(),
+            ),
+        ])
+        .add_regions([Region::new()])
+        .build()
+        .map_err(|e| Diagnostic::error(k.loc.clone(), format!("internal error: {e}")))?;
+    gm_block.append_operation(smem_global);
+
+    // Parameter types: a tensor is pointer, sizes, strides.
+    let w0 = Writer {
+        ctx,
+        loc,
+        region: gm.region(0).map_err(|e| Diagnostic::error(k.loc.clone(), e.to_string()))?,
+        block: gm_block,
+        error: None,
+    };
+    let kbody = &k.regions[0];
+    let mut ptypes = vec![];
+    for &a in &kbody.args {
+        match m.ty(a) {
+            TileType::Tensor { rank, .. } => {
+                ptypes.push(w0.ptr_ty(1));
+                for _ in 0..2 * rank {
+                    ptypes.push(w0.ty(ScalarType::I64));
+                }
+            }
+            TileType::Scalar(s) => ptypes.push(w0.ty(*s)),
+            _ => {}
+        }
+    }
+    let fty = llvm::r#type::function(llvm::r#type::void(ctx), &ptypes, false);
+    let region = Region::new();
+    let args: Vec<(Type, Location)> = ptypes.iter().map(|&t| (t, loc)).collect();
+    region.append_block(Block::new(&args));
+    let threads = 32 * num_warps as i32;
+    let func = OperationBuilder::new("llvm.func", loc)
+        .add_attributes(&[
+            (ident("sym_name"), StringAttribute::new(ctx, &fname).into()),
+            (ident("function_type"), TypeAttribute::new(fty).into()),
+            (ident("gpu.kernel"), Attribute::unit(ctx)),
+            (ident("nvvm.kernel"), Attribute::unit(ctx)),
+            (
+                ident("nvvm.maxntid"),
+                DenseI32ArrayAttribute::new(ctx, &[threads, 1, 1]).into(),
+            ),
+        ])
+        .add_regions([region])
+        .build()
+        .map_err(|e| Diagnostic::error(k.loc.clone(), format!("internal error: {e}")))?;
+    let f = gm_block.append_operation(func);
+    let fregion = f
+        .region(0)
+        .map_err(|e| Diagnostic::error(k.loc.clone(), e.to_string()))?;
+    let entry = fregion
+        .first_block()
+        .ok_or_else(|| Diagnostic::error(k.loc.clone(), "internal error: function body"))?;
+
+    let mut w = Writer {
+        ctx,
+        loc,
+        region: fregion,
+        block: entry,
+        error: None,
+    };
+    // Parameters.
+    let mut vals = HashMap::new();
+    let mut i = 0;
+    let arg = |i: usize| -> Value { entry.argument(i).map(Into::into).expect("declared argument") };
+    for &a in &kbody.args {
+        match m.ty(a) {
+            TileType::Tensor { rank, elem } => {
+                let ptr = arg(i);
+                let r = *rank as usize;
+                let sv = |j: usize| V {
+                    v: arg(j),
+                    t: ScalarType::I64,
+                };
+                let sizes = (0..r).map(|d| sv(i + 1 + d)).collect();
+                let strides = (0..r).map(|d| sv(i + 1 + r + d)).collect();
+                vals.insert(
+                    a,
+                    Lv::Tensor(Tensor {
+                        ptr,
+                        sizes,
+                        strides,
+                        elem: *elem,
+                    }),
+                );
+                i += 1 + 2 * r;
+            }
+            TileType::Scalar(s) => {
+                vals.insert(a, Lv::Scalar(V { v: arg(i), t: *s }));
+                i += 1;
+            }
+            _ => {}
+        }
+    }
+    let tid = w.sreg("tid.x");
+    let c31 = w.i32(31);
+    let lane = w.bin("and", tid, c31);
+    let c5 = w.i32(5);
+    let warp = w.bin("lshr", tid, c5);
+    // The prologue ends with a branch to the body's first block, written last.
+    let first = w.new_block(&[]);
+    w.block = first;
+    let mut lw = Lowerer {
+        w,
+        m,
+        vals,
+        prologue: entry,
+        lane,
+        warp,
+        target,
+        thread_coords: HashMap::new(),
+        smem_bytes: 0,
+    };
+    lw.lower_block(&kbody.ops)?;
+    let ret = llvm::r#return(None, loc);
+    lw.w.push(Ok(ret));
+    lw.w.block = entry;
+    lw.w.br(first, &[]);
+    lw.w.finish(&k.loc)?;
+    let smem = lw.smem_bytes;
+    let text = format!(
+        "// Generated by tilec convert-tile-to-nvvm from kernel @{name} (plain launch).\n{}",
+        module.as_operation()
+    );
+    Ok((text, smem))
+}

@@ -1,0 +1,129 @@
+//! Moving a tile's elements between layouts: `tile.convert_layout` and `tile.broadcast`.
+//!
+//! Both are one map: destination element `c` takes the source element `proj(c)`, where
+//! `proj` zeroes the broadcast dimensions (none for a conversion). Derived from the two
+//! layouts alone:
+//!
+//! - **registers only**, when every lane and warp basis of the destination, projected, is
+//!   the source's basis for that bit: then each destination register's element is in the
+//!   same thread, in the source register whose coordinate is the projected one — a
+//!   renaming, no instruction (a reduction's slice broadcast back over its dimension is
+//!   this case);
+//! - **a shared-memory round trip** otherwise: every thread writes its source registers
+//!   at their row-major offsets of the (padded) source shape, a barrier, every thread
+//!   reads its destination elements, and a barrier before the space is used again.
+//!   Threads that hold copies of one element write the same value.
+
+use super::plain::{err, Lowerer, Lv, Tile, R};
+use super::writer::V;
+use std::collections::HashMap;
+use tilec_dialect::{LinearLayout, Operation};
+
+impl<'c, 'm> Lowerer<'c, 'm, '_> {
+    pub(super) fn lower_remap(&mut self, op: &Operation) -> R<()> {
+        let (shape, elem, layout) = self.result_layout(op, 0)?;
+        let out = match self.get(op, op.operands[0])? {
+            Lv::Scalar(s) => Tile {
+                regs: vec![s.v; layout.num_registers() as usize],
+                elem,
+                shape,
+                layout,
+            },
+            Lv::Tile(t) => {
+                let bcast: Vec<usize> = (0..shape.len())
+                    .filter(|&d| t.shape[d] == 1 && shape[d] > 1)
+                    .collect();
+                let mut out = self.remap(op, t, &layout, &bcast)?;
+                out.shape = shape;
+                out
+            }
+            Lv::Tensor(_) => return err(op, "a tensor cannot be broadcast"),
+        };
+        if let Some(&r) = op.results.first() {
+            self.vals.insert(r, Lv::Tile(out));
+        }
+        Ok(())
+    }
+
+    /// `src` in layout `dst` (of `src`'s rank), the dimensions `bcast` broadcast from size
+    /// 1 (see the module docs).
+    pub(super) fn remap(
+        &mut self,
+        op: &Operation,
+        src: Tile<'c, 'm>,
+        dst: &LinearLayout,
+        bcast: &[usize],
+    ) -> R<Tile<'c, 'm>> {
+        let proj = |c: &[u64]| -> Vec<u64> {
+            let mut c = c.to_vec();
+            for &d in bcast {
+                c[d] = 0;
+            }
+            c
+        };
+        let sl = &src.layout;
+        let same_threads = dst.lane.iter().zip(&sl.lane).all(|(a, b)| proj(a) == *b)
+            && dst.warp.iter().zip(&sl.warp).all(|(a, b)| proj(a) == *b)
+            && dst.lane.len() == sl.lane.len()
+            && dst.warp.len() == sl.warp.len();
+        if same_threads {
+            let by_coord: HashMap<Vec<u64>, usize> = (0..sl.num_registers())
+                .map(|r| (sl.register_coord(r), r as usize))
+                .collect();
+            let regs: Option<Vec<_>> = (0..dst.num_registers())
+                .map(|r| {
+                    by_coord
+                        .get(&proj(&dst.register_coord(r)))
+                        .map(|&i| src.regs[i])
+                })
+                .collect();
+            if let Some(regs) = regs {
+                return Ok(Tile {
+                    regs,
+                    layout: dst.clone(),
+                    ..src
+                });
+            }
+        }
+        // Through shared memory.
+        let bytes = src.elem.size_bytes();
+        let elems: u64 = sl.dims.iter().product();
+        self.reserve_smem(elems * bytes)
+            .map_err(|m| tilec_dialect::Diagnostic::error(op.loc.clone(), m))?;
+        let ety = self.w.ty(src.elem);
+        for (r, &x) in src.regs.iter().enumerate() {
+            let c = self.coord(sl, r as u64);
+            let p = self.smem_element(&c, &sl.dims, bytes);
+            self.w.store(x, p, bytes);
+        }
+        self.w.barrier();
+        let mut regs = Vec::with_capacity(dst.num_registers() as usize);
+        for r in 0..dst.num_registers() {
+            let mut c = self.coord(dst, r);
+            for &d in bcast {
+                c[d] = self.w.i32(0);
+            }
+            let p = self.smem_element(&c, &sl.dims, bytes);
+            regs.push(self.w.load(p, ety, bytes));
+        }
+        self.w.barrier();
+        Ok(Tile {
+            regs,
+            layout: dst.clone(),
+            ..src
+        })
+    }
+
+    /// The shared-memory address of element `c` of a row-major tile of `dims`.
+    fn smem_element(
+        &mut self,
+        c: &[V<'c, 'm>],
+        dims: &[u64],
+        bytes: u64,
+    ) -> melior::ir::Value<'c, 'm> {
+        let flat = self.flat(c, dims);
+        let b = self.w.i32(bytes as i64);
+        let off = self.w.mul(flat, b);
+        self.w.smem_addr(off)
+    }
+}

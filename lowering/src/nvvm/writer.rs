@@ -1,0 +1,491 @@
+//! The typed MLIR writer: ops built with melior's `OperationBuilder` into the blocks of one
+//! `llvm.func`, values carried as melior `Value`s with their tile IR scalar type, never as
+//! text.
+//!
+//! The function body is a flat control-flow graph (`llvm.br` / `llvm.cond_br` between
+//! blocks of the function's one region), so every value the writer holds lives as long as
+//! the module. The kernel constructs (memory, math, reductions, layout changes, control
+//! flow) are methods in the sibling modules; this one holds what they share: types,
+//! constants, integer and float arithmetic, comparisons, special registers, shared memory,
+//! barriers and shuffles.
+
+use melior::{
+    dialect::llvm::{self, LoadStoreOptions},
+    ir::{
+        attribute::{
+            DenseI32ArrayAttribute, FlatSymbolRefAttribute, FloatAttribute, IntegerAttribute,
+            TypeAttribute,
+        },
+        block::BlockLike,
+        operation::{OperationBuilder, OperationLike},
+        r#type::IntegerType,
+        RegionLike,
+        Attribute, Block, BlockRef, Identifier, Location, Operation, RegionRef, Type, Value,
+    },
+    Context,
+};
+use tilec_dialect::{Diagnostic, Location as TileLocation, ScalarType};
+
+/// A scalar SSA value of the kernel with its tile IR type (`index` is `i64`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct V<'c, 'm> {
+    /// The MLIR value.
+    pub v: Value<'c, 'm>,
+    /// Its tile IR type.
+    pub t: ScalarType,
+}
+
+/// Integer comparison predicates of `llvm.icmp` (MLIR's `ICmpPredicate`, in its order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ICmp {
+    Eq = 0,
+    Ne = 1,
+    Slt = 2,
+    Sle = 3,
+    Sgt = 4,
+    Sge = 5,
+    Ult = 6,
+}
+
+/// The writer: the context, the function's region, and the block ops go into.
+pub(crate) struct Writer<'c, 'm> {
+    pub ctx: &'c Context,
+    pub loc: Location<'c>,
+    pub region: RegionRef<'c, 'm>,
+    pub block: BlockRef<'c, 'm>,
+    /// The first error of a build (an op melior could not create: a writer bug).
+    pub error: Option<String>,
+}
+
+impl<'c, 'm> Writer<'c, 'm> {
+    /// The MLIR type of a tile IR scalar type.
+    pub fn ty(&self, t: ScalarType) -> Type<'c> {
+        match t {
+            ScalarType::I1 => IntegerType::new(self.ctx, 1).into(),
+            ScalarType::I32 => IntegerType::new(self.ctx, 32).into(),
+            ScalarType::I64 | ScalarType::Index => IntegerType::new(self.ctx, 64).into(),
+            ScalarType::F16 => Type::float16(self.ctx),
+            ScalarType::BF16 => Type::bfloat16(self.ctx),
+            ScalarType::F32 => Type::float32(self.ctx),
+        }
+    }
+
+    /// `i<bits>`.
+    pub fn int_ty(&self, bits: u32) -> Type<'c> {
+        IntegerType::new(self.ctx, bits).into()
+    }
+
+    /// `!llvm.ptr<space>` (1 global, 3 shared).
+    pub fn ptr_ty(&self, space: u32) -> Type<'c> {
+        llvm::r#type::pointer(self.ctx, space)
+    }
+
+    /// Sets the location of the ops written next (the tile op being lowered).
+    pub fn at(&mut self, loc: &TileLocation) {
+        self.loc = if loc.line == 0 {
+            Location::unknown(self.ctx)
+        } else {
+            Location::new(self.ctx, &loc.file, loc.line as usize, loc.col as usize)
+        };
+    }
+
+    /// Appends `op` to the current block and returns its results.
+    pub fn push(&mut self, op: Result<Operation<'c>, melior::Error>) -> Vec<Value<'c, 'm>> {
+        match op {
+            Ok(op) => {
+                let r = self.block.append_operation(op);
+                r.results().map(Into::into).collect()
+            }
+            Err(e) => {
+                self.error.get_or_insert_with(|| e.to_string());
+                vec![]
+            }
+        }
+    }
+
+    /// A generic op with operands, result types and attributes; its first result.
+    pub fn op(
+        &mut self,
+        name: &str,
+        operands: &[Value<'c, 'm>],
+        results: &[Type<'c>],
+        attrs: &[(&str, Attribute<'c>)],
+    ) -> Option<Value<'c, 'm>> {
+        let attrs: Vec<(Identifier<'c>, Attribute<'c>)> = attrs
+            .iter()
+            .map(|(n, a)| (Identifier::new(self.ctx, n), *a))
+            .collect();
+        let op = OperationBuilder::new(name, self.loc)
+            .add_operands(operands)
+            .add_results(results)
+            .add_attributes(&attrs)
+            .build();
+        self.push(op).first().copied()
+    }
+
+    /// Like [`Self::op`] for ops with exactly one result (a placeholder constant when the
+    /// build failed; the recorded error fails the lowering).
+    pub fn op1(
+        &mut self,
+        name: &str,
+        operands: &[Value<'c, 'm>],
+        result: Type<'c>,
+        attrs: &[(&str, Attribute<'c>)],
+    ) -> Value<'c, 'm> {
+        match self.op(name, operands, &[result], attrs) {
+            Some(v) => v,
+            None => self.poison(result),
+        }
+    }
+
+    fn poison(&mut self, t: Type<'c>) -> Value<'c, 'm> {
+        let op = llvm::poison(t, self.loc);
+        self.block.append_operation(op).result(0).unwrap().into()
+    }
+
+    /// An attribute the dialect has no typed builder for, from its text (`#nvvm<shfl_kind
+    /// bfly>`); a writer bug if it does not parse.
+    pub fn attr(&mut self, text: &str) -> Attribute<'c> {
+        Attribute::parse(self.ctx, text).unwrap_or_else(|| {
+            self.error
+                .get_or_insert_with(|| format!("attribute '{text}' does not parse"));
+            Attribute::unit(self.ctx)
+        })
+    }
+
+    /// An `i64` attribute.
+    pub fn i64_attr(&self, v: i64) -> Attribute<'c> {
+        IntegerAttribute::new(self.int_ty(64), v).into()
+    }
+
+    // ---- constants -------------------------------------------------------------------
+
+    /// An integer constant of type `t`.
+    pub fn int(&mut self, v: i64, t: ScalarType) -> V<'c, 'm> {
+        let ty = self.ty(t);
+        let a = IntegerAttribute::new(ty, v).into();
+        V {
+            v: self.op1("llvm.mlir.constant", &[], ty, &[("value", a)]),
+            t,
+        }
+    }
+
+    /// An `i32` constant.
+    pub fn i32(&mut self, v: i64) -> V<'c, 'm> {
+        self.int(v, ScalarType::I32)
+    }
+
+    /// An `i64` constant.
+    pub fn i64(&mut self, v: i64) -> V<'c, 'm> {
+        self.int(v, ScalarType::I64)
+    }
+
+    /// A float constant of type `t`.
+    pub fn float(&mut self, v: f64, t: ScalarType) -> V<'c, 'm> {
+        let ty = self.ty(t);
+        let a = FloatAttribute::new(self.ctx, ty, v).into();
+        V {
+            v: self.op1("llvm.mlir.constant", &[], ty, &[("value", a)]),
+            t,
+        }
+    }
+
+    // ---- arithmetic ------------------------------------------------------------------
+
+    /// A binary `llvm.<name>` whose result has the operands' type.
+    pub fn bin(&mut self, name: &str, a: V<'c, 'm>, b: V<'c, 'm>) -> V<'c, 'm> {
+        let ty = self.ty(a.t);
+        V {
+            v: self.op1(&format!("llvm.{name}"), &[a.v, b.v], ty, &[]),
+            t: a.t,
+        }
+    }
+
+    /// `a + b` (wrapping).
+    pub fn add(&mut self, a: V<'c, 'm>, b: V<'c, 'm>) -> V<'c, 'm> {
+        self.bin("add", a, b)
+    }
+
+    /// `a * b` (wrapping).
+    pub fn mul(&mut self, a: V<'c, 'm>, b: V<'c, 'm>) -> V<'c, 'm> {
+        self.bin("mul", a, b)
+    }
+
+    /// `a + c` for a constant `c` (`a` itself for 0).
+    pub fn add_const(&mut self, a: V<'c, 'm>, c: i64) -> V<'c, 'm> {
+        if c == 0 {
+            return a;
+        }
+        let c = self.int(c, a.t);
+        self.add(a, c)
+    }
+
+    /// `a ^ c` for a constant `c` (`a` itself for 0).
+    pub fn xor_const(&mut self, a: V<'c, 'm>, c: i64) -> V<'c, 'm> {
+        if c == 0 {
+            return a;
+        }
+        let c = self.int(c, a.t);
+        self.bin("xor", a, c)
+    }
+
+    /// `(a >> shift) & 1`, as `a`'s type.
+    pub fn bit(&mut self, a: V<'c, 'm>, shift: u32) -> V<'c, 'm> {
+        let s = self.int(i64::from(shift), a.t);
+        let x = self.bin("lshr", a, s);
+        let one = self.int(1, a.t);
+        self.bin("and", x, one)
+    }
+
+    /// An integer comparison giving `i1`.
+    pub fn icmp(&mut self, p: ICmp, a: V<'c, 'm>, b: V<'c, 'm>) -> V<'c, 'm> {
+        let pred = self.i64_attr(p as i64);
+        let ty = self.ty(ScalarType::I1);
+        V {
+            v: self.op1("llvm.icmp", &[a.v, b.v], ty, &[("predicate", pred)]),
+            t: ScalarType::I1,
+        }
+    }
+
+    /// A float comparison giving `i1`: `pred` is one of MLIR's `FCmpPredicate` names
+    /// (`oeq`, `ogt`, `oge`, `olt`, `ole`, `one`, `ord`, `uno`).
+    pub fn fcmp(&mut self, pred: &str, a: V<'c, 'm>, b: V<'c, 'm>) -> V<'c, 'm> {
+        let p = match pred {
+            "oeq" => 1,
+            "ogt" => 2,
+            "oge" => 3,
+            "olt" => 4,
+            "ole" => 5,
+            "one" => 6,
+            "ord" => 7,
+            _ => 14,
+        };
+        let pred = self.i64_attr(p);
+        let ty = self.ty(ScalarType::I1);
+        V {
+            v: self.op1("llvm.fcmp", &[a.v, b.v], ty, &[("predicate", pred)]),
+            t: ScalarType::I1,
+        }
+    }
+
+    /// `c ? a : b`.
+    pub fn select(&mut self, c: V<'c, 'm>, a: V<'c, 'm>, b: V<'c, 'm>) -> V<'c, 'm> {
+        let ty = self.ty(a.t);
+        V {
+            v: self.op1("llvm.select", &[c.v, a.v, b.v], ty, &[]),
+            t: a.t,
+        }
+    }
+
+    /// `a && b` on `i1`.
+    pub fn and(&mut self, a: V<'c, 'm>, b: V<'c, 'm>) -> V<'c, 'm> {
+        self.bin("and", a, b)
+    }
+
+    /// Widen or narrow an integer to `t` (sign-extending; `i1` zero-extends).
+    pub fn int_cast(&mut self, a: V<'c, 'm>, t: ScalarType) -> V<'c, 'm> {
+        let bits = |t: ScalarType| match t {
+            ScalarType::I1 => 1,
+            ScalarType::I32 => 32,
+            _ => 64,
+        };
+        let (from, to) = (bits(a.t), bits(t));
+        let ty = self.ty(t);
+        let name = match from.cmp(&to) {
+            std::cmp::Ordering::Equal => return V { v: a.v, t },
+            std::cmp::Ordering::Less if a.t == ScalarType::I1 => "llvm.zext",
+            std::cmp::Ordering::Less => "llvm.sext",
+            std::cmp::Ordering::Greater => "llvm.trunc",
+        };
+        V {
+            v: self.op1(name, &[a.v], ty, &[]),
+            t,
+        }
+    }
+
+    /// A float op on f32 values: `llvm.fadd` and the like, or an `llvm.intr.*`.
+    pub fn fop(&mut self, name: &str, args: &[V<'c, 'm>]) -> V<'c, 'm> {
+        let ty = self.ty(ScalarType::F32);
+        let vs: Vec<Value<'c, 'm>> = args.iter().map(|a| a.v).collect();
+        V {
+            v: self.op1(name, &vs, ty, &[]),
+            t: ScalarType::F32,
+        }
+    }
+
+    /// A float value as f32 (`llvm.fpext` from f16/bf16).
+    pub fn to_f32(&mut self, a: V<'c, 'm>) -> V<'c, 'm> {
+        if a.t == ScalarType::F32 {
+            return a;
+        }
+        let ty = self.ty(ScalarType::F32);
+        V {
+            v: self.op1("llvm.fpext", &[a.v], ty, &[]),
+            t: ScalarType::F32,
+        }
+    }
+
+    /// An f32 value rounded to `t` (`llvm.fptrunc`: round to nearest even).
+    pub fn from_f32(&mut self, a: V<'c, 'm>, t: ScalarType) -> V<'c, 'm> {
+        if t == ScalarType::F32 {
+            return a;
+        }
+        let ty = self.ty(t);
+        V {
+            v: self.op1("llvm.fptrunc", &[a.v], ty, &[]),
+            t,
+        }
+    }
+
+    // ---- special registers, shared memory, synchronisation ---------------------------
+
+    /// `nvvm.read.ptx.sreg.<name>` as i32 (`tid.x`, `ctaid.y`, `nctaid.z`, ...).
+    pub fn sreg(&mut self, name: &str) -> V<'c, 'm> {
+        let ty = self.ty(ScalarType::I32);
+        V {
+            v: self.op1(&format!("nvvm.read.ptx.sreg.{name}"), &[], ty, &[]),
+            t: ScalarType::I32,
+        }
+    }
+
+    /// The address of byte `offset` (i32) of the dynamic shared memory.
+    pub fn smem_addr(&mut self, offset: V<'c, 'm>) -> Value<'c, 'm> {
+        let p3 = self.ptr_ty(3);
+        let sym = FlatSymbolRefAttribute::new(self.ctx, "dynamic_smem").into();
+        let base = self.op1("llvm.mlir.addressof", &[], p3, &[("global_name", sym)]);
+        self.gep_bytes(base, offset, p3)
+    }
+
+    /// `base + offset` bytes.
+    pub fn gep_bytes(
+        &mut self,
+        base: Value<'c, 'm>,
+        offset: V<'c, 'm>,
+        ptr: Type<'c>,
+    ) -> Value<'c, 'm> {
+        let i8t = self.int_ty(8);
+        self.gep(base, offset, i8t, ptr)
+    }
+
+    /// `&base[index]` for elements of type `elem`.
+    pub fn gep(
+        &mut self,
+        base: Value<'c, 'm>,
+        index: V<'c, 'm>,
+        elem: Type<'c>,
+        ptr: Type<'c>,
+    ) -> Value<'c, 'm> {
+        let raw = DenseI32ArrayAttribute::new(self.ctx, &[i32::MIN]).into();
+        let et = TypeAttribute::new(elem).into();
+        self.op1(
+            "llvm.getelementptr",
+            &[base, index.v],
+            ptr,
+            &[("rawConstantIndices", raw), ("elem_type", et)],
+        )
+    }
+
+    /// `llvm.load` of `ty` with alignment `align` bytes.
+    pub fn load(&mut self, ptr: Value<'c, 'm>, ty: Type<'c>, align: u64) -> Value<'c, 'm> {
+        let opts = LoadStoreOptions::new().align(Some(IntegerAttribute::new(
+            self.int_ty(64),
+            align as i64,
+        )));
+        let op = llvm::load(self.ctx, ptr, ty, self.loc, opts);
+        match self.push(Ok(op)).first() {
+            Some(v) => *v,
+            None => self.poison(ty),
+        }
+    }
+
+    /// `llvm.store` with alignment `align` bytes.
+    pub fn store(&mut self, v: Value<'c, 'm>, ptr: Value<'c, 'm>, align: u64) {
+        let opts = LoadStoreOptions::new().align(Some(IntegerAttribute::new(
+            self.int_ty(64),
+            align as i64,
+        )));
+        let op = llvm::store(self.ctx, v, ptr, self.loc, opts);
+        self.push(Ok(op));
+    }
+
+    /// `bar.sync 0` over the CTA (`nvvm.barrier0`).
+    pub fn barrier(&mut self) {
+        self.op("nvvm.barrier0", &[], &[], &[]);
+    }
+
+    /// `shfl.sync.bfly.b32` of an f32 with lane mask `mask` over the whole warp.
+    pub fn shfl_bfly(&mut self, x: V<'c, 'm>, mask: i64) -> V<'c, 'm> {
+        let all = self.i32(-1);
+        let off = self.i32(mask);
+        let clamp = self.i32(31);
+        let kind = self.attr("#nvvm<shfl_kind bfly>");
+        let ty = self.ty(ScalarType::F32);
+        V {
+            v: self.op1(
+                "nvvm.shfl.sync",
+                &[all.v, x.v, off.v, clamp.v],
+                ty,
+                &[("kind", kind)],
+            ),
+            t: ScalarType::F32,
+        }
+    }
+
+    // ---- blocks --------------------------------------------------------------------
+
+    /// A new block at the end of the function with arguments of `types`.
+    pub fn new_block(&mut self, types: &[Type<'c>]) -> BlockRef<'c, 'm> {
+        let args: Vec<(Type<'c>, Location<'c>)> = types.iter().map(|&t| (t, self.loc)).collect();
+        self.region.append_block(Block::new(&args))
+    }
+
+    /// The block arguments of `b`.
+    pub fn args(&self, b: BlockRef<'c, 'm>) -> Vec<Value<'c, 'm>> {
+        (0..b.argument_count())
+            .filter_map(|i| b.argument(i).ok().map(Into::into))
+            .collect()
+    }
+
+    /// `llvm.br` to `dest` with `args`.
+    pub fn br(&mut self, dest: BlockRef<'c, 'm>, args: &[Value<'c, 'm>]) {
+        let op = OperationBuilder::new("llvm.br", self.loc)
+            .add_operands(args)
+            .add_successors(&[&dest])
+            .build();
+        self.push(op);
+    }
+
+    /// `llvm.cond_br c, t(targs), f(fargs)`.
+    pub fn cond_br(
+        &mut self,
+        c: V<'c, 'm>,
+        t: BlockRef<'c, 'm>,
+        targs: &[Value<'c, 'm>],
+        f: BlockRef<'c, 'm>,
+        fargs: &[Value<'c, 'm>],
+    ) {
+        let sizes = DenseI32ArrayAttribute::new(self.ctx, &[1, targs.len() as i32, fargs.len() as i32]);
+        let op = OperationBuilder::new("llvm.cond_br", self.loc)
+            .add_operands(&[c.v])
+            .add_operands(targs)
+            .add_operands(fargs)
+            .add_successors(&[&t, &f])
+            .add_attributes(&[(
+                Identifier::new(self.ctx, "operandSegmentSizes"),
+                sizes.into(),
+            )])
+            .build();
+        self.push(op);
+    }
+
+    /// The error of the build, if one op failed.
+    pub fn finish(&self, at: &TileLocation) -> Result<(), Diagnostic> {
+        match &self.error {
+            None => Ok(()),
+            Some(e) => Err(Diagnostic::error(
+                at.clone(),
+                format!("internal error: the MLIR writer could not build an op: {e}"),
+            )),
+        }
+    }
+}

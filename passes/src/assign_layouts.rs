@@ -1,0 +1,377 @@
+//! `tile-assign-layouts` — give every tile of a kernel without a `tile.dot` a distributed
+//! layout, and make it a GPU-level kernel with a plain launch.
+//!
+//! Kernels with a `tile.dot` are `tile-to-gpu`'s; kernels that already have a `target` are
+//! left alone. For the others:
+//!
+//! - **Anchors.** Loads, stores, `tile.zeros`, `tile.splat` and `tile.broadcast` results
+//!   take the blocked layout of their shape ([`LinearLayout::blocked`]): one 16-byte vector
+//!   per thread along the contiguous (last) dimension, for the narrowest element type that
+//!   the kernel loads or stores at that shape (4 bytes when none does), so every blocked
+//!   tile of one shape has one layout.
+//! - **Propagation.** Elementwise ops, `tile.convert` and `tile.select` take the layout of
+//!   their first tile operand; `tile.reduce` the slice of its operand's
+//!   ([`LinearLayout::slice`]); `tile.transpose` the transposed layout; loop-carried values
+//!   the layout of their initial value; `tile.if` results that of the then-region's yield.
+//! - **Conversions.** An operand whose layout differs from the one its op takes gets a
+//!   `tile.convert_layout` just before the op.
+//!
+//! The kernel gets `target`, `num_warps` and `block = [32·num_warps, 1, 1]`. Everything the
+//! generic lowering cannot take yet is refused here, at its op: `tile.while`,
+//! `tile.atomic_add`, `tile.log` and `tile.tanh` (no lowering with a stated error bound
+//! yet), float-to-integer converts, and reshapes between shapes that are not powers of two.
+//!
+//! Options: `target` (sm_90a), `num-warps` (4). Statistics: `kernels-laid-out`,
+//! `layout-conversions`.
+
+use crate::pass::{OptionInfo, OptionKind, Pass, PassContext, PassInfo, PassOptions};
+use std::collections::HashMap;
+use tilec_dialect::{
+    Attribute, Block, Diagnostic, Diagnostics, LinearLayout, Module, OpClass, OpKind, Operation,
+    Target, Type, Value,
+};
+
+/// The registry entry.
+pub static INFO: PassInfo = PassInfo {
+    name: "tile-assign-layouts",
+    summary: "Give the tiles of kernels without a dot distributed layouts (a plain launch)",
+    description: "For each kernel with no 'tile.dot' and no 'target': blocked layouts at \
+        loads, stores and tile constructors, propagated through elementwise ops, slices at \
+        reductions, 'tile.convert_layout' where an op's operands disagree; sets 'target', \
+        'num_warps' and 'block'.\n\nExample: tile-opt \
+        --pass-pipeline='tile-assign-layouts{target=sm_90 num-warps=4}' examples/softmax.tile",
+    options: &[
+        OptionInfo {
+            name: "target",
+            kind: OptionKind::Enum(&["sm_90", "sm_90a", "sm_100", "sm_100a"]),
+            default: "sm_90a",
+            help: "GPU to build for",
+        },
+        OptionInfo {
+            name: "num-warps",
+            kind: OptionKind::UInt,
+            default: "4",
+            help: "Warps per CTA (a power of two, 1 to 32)",
+        },
+    ],
+};
+
+/// The pass.
+pub struct AssignLayouts {
+    /// Target.
+    pub target: Target,
+    /// Warps per CTA.
+    pub num_warps: u64,
+}
+
+impl AssignLayouts {
+    /// Build from checked options.
+    ///
+    /// # Errors
+    /// `num-warps` not a power of two from 1 to 32.
+    pub fn from_options(o: &PassOptions) -> Result<Self, String> {
+        let target = Target::from_name(o.get("target"))
+            .ok_or_else(|| format!("unknown target '{}'", o.get("target")))?;
+        let num_warps = o.uint("num-warps");
+        if !(1..=32).contains(&num_warps) || !num_warps.is_power_of_two() {
+            return Err(format!(
+                "tile-assign-layouts option 'num-warps' must be a power of two from 1 to 32, \
+                 found {num_warps}"
+            ));
+        }
+        Ok(AssignLayouts { target, num_warps })
+    }
+}
+
+impl Pass for AssignLayouts {
+    fn info(&self) -> &'static PassInfo {
+        &INFO
+    }
+    fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<(), Diagnostics> {
+        let mut errors = vec![];
+        let mut kernels = std::mem::take(&mut m.ops);
+        for k in &mut kernels {
+            if k.kind != OpKind::Kernel || k.attr("target").is_some() || has_dot(k) {
+                continue;
+            }
+            match assign_layouts(m, k, self.target, self.num_warps) {
+                Ok(n) => {
+                    cx.stat("kernels-laid-out", 1);
+                    cx.stat("layout-conversions", n);
+                }
+                Err(d) => errors.extend(d.0),
+            }
+        }
+        m.ops = kernels;
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(Diagnostics(errors))
+        }
+    }
+}
+
+fn has_dot(k: &Operation) -> bool {
+    let mut found = false;
+    k.walk(&mut |o| found |= o.kind == OpKind::Dot);
+    found
+}
+
+/// Lays out kernel `k` (see the module docs); returns the number of conversions inserted.
+///
+/// # Errors
+/// Each op the generic lowering does not take, at its location.
+pub fn assign_layouts(
+    m: &mut Module,
+    k: &mut Operation,
+    target: Target,
+    num_warps: u64,
+) -> Result<u64, Diagnostics> {
+    let mut errors = vec![];
+    k.walk(&mut |o| {
+        if let Some(msg) = unsupported(m, o) {
+            errors.push(Diagnostic::error(o.loc.clone(), msg));
+        }
+    });
+    if !errors.is_empty() {
+        return Err(Diagnostics(errors));
+    }
+    let mut prefs: HashMap<Vec<u64>, u64> = HashMap::new();
+    k.walk(&mut |o| {
+        let tile = match o.kind {
+            OpKind::Load => o.results.first().copied(),
+            OpKind::Store => o.operands.last().copied(),
+            _ => None,
+        };
+        if let Some(t) = tile {
+            if let Type::Tile { shape, elem, .. } = m.ty(t) {
+                let e = prefs.entry(shape.clone()).or_insert(elem.size_bytes());
+                *e = (*e).min(elem.size_bytes());
+            }
+        }
+    });
+    let mut a = Assigner {
+        m,
+        prefs,
+        num_warps,
+        conversions: 0,
+    };
+    for b in &mut k.regions {
+        a.block(b);
+    }
+    let n = a.conversions;
+    let threads = 32 * num_warps as i64;
+    k.attrs
+        .insert("target".into(), Attribute::Str(target.name().into()));
+    k.attrs
+        .insert("num_warps".into(), Attribute::Int(num_warps as i64));
+    k.attrs.insert(
+        "block".into(),
+        Attribute::Array(vec![
+            Attribute::Int(threads),
+            Attribute::Int(1),
+            Attribute::Int(1),
+        ]),
+    );
+    Ok(n)
+}
+
+/// Why the generic lowering cannot take `o` yet, if it cannot.
+fn unsupported(m: &Module, o: &Operation) -> Option<String> {
+    let name = o.kind.name();
+    match o.kind {
+        OpKind::While => Some(format!(
+            "'{name}' is not lowered in kernels without a 'tile.dot' yet (use 'tile.for')"
+        )),
+        OpKind::AtomicAdd => Some(format!(
+            "'{name}' is not lowered in kernels without a 'tile.dot' yet"
+        )),
+        OpKind::Log | OpKind::Tanh => Some(format!(
+            "'{name}' has no lowering with a stated error bound yet; 'tile.exp', \
+             'tile.exp2', 'tile.sqrt' and 'tile.rsqrt' are lowered"
+        )),
+        OpKind::Convert => {
+            let from = m.ty(*o.operands.first()?).elem()?;
+            let to = m.ty(*o.results.first()?).elem()?;
+            (from.is_float() && to.is_int()).then(|| {
+                format!("'{name}' from {from} to {to} (float to integer) is not lowered yet")
+            })
+        }
+        OpKind::Reshape => {
+            let from = m.ty(*o.operands.first()?).tile_shape()?;
+            let to = m.ty(*o.results.first()?).tile_shape()?;
+            let pow2 = |s: &[u64]| s.iter().all(|d| d.is_power_of_two());
+            (!(pow2(from) && pow2(to))).then(|| {
+                format!(
+                    "'{name}' between shapes that are not powers of two ({from:?} -> {to:?}) \
+                     is not lowered yet"
+                )
+            })
+        }
+        k if k.class() == OpClass::Gpu => Some(format!(
+            "'{name}' is a GPU-level op; tile-assign-layouts takes level-1 kernels"
+        )),
+        _ => None,
+    }
+}
+
+struct Assigner<'m> {
+    m: &'m mut Module,
+    prefs: HashMap<Vec<u64>, u64>,
+    num_warps: u64,
+    conversions: u64,
+}
+
+impl Assigner<'_> {
+    fn blocked(&self, shape: &[u64]) -> LinearLayout {
+        let bytes = self.prefs.get(shape).copied().unwrap_or(4);
+        LinearLayout::blocked(shape, bytes, self.num_warps)
+    }
+
+    fn layout(&self, v: Value) -> Option<LinearLayout> {
+        self.m.ty(v).layout().cloned()
+    }
+
+    fn set(&mut self, v: Value, l: LinearLayout) {
+        let t = self.m.ty(v).with_layout(Some(l));
+        self.m.values[v.0 as usize].ty = t;
+    }
+
+    /// `v` in layout `want`: `v` itself, or the result of a `tile.convert_layout` pushed
+    /// onto `out`.
+    fn convert(&mut self, out: &mut Vec<Operation>, op: &Operation, v: Value, want: &LinearLayout)
+        -> Value {
+        if self.layout(v).as_ref() == Some(want) || !matches!(self.m.ty(v), Type::Tile { .. }) {
+            return v;
+        }
+        let ty = self.m.ty(v).with_layout(Some(want.clone()));
+        let r = self.m.new_value(ty, None);
+        let mut c = Operation::new(OpKind::ConvertLayout, op.loc.clone());
+        c.operands.push(v);
+        c.results.push(r);
+        out.push(c);
+        self.conversions += 1;
+        r
+    }
+
+    fn block(&mut self, b: &mut Block) {
+        let ops = std::mem::take(&mut b.ops);
+        let mut out = Vec::with_capacity(ops.len());
+        for mut op in ops {
+            self.op(&mut op, &mut out);
+            out.push(op);
+        }
+        b.ops = out;
+    }
+
+    fn is_tile(&self, v: Value) -> bool {
+        matches!(self.m.ty(v), Type::Tile { .. })
+    }
+
+    fn op(&mut self, op: &mut Operation, out: &mut Vec<Operation>) {
+        let shape_of = |m: &Module, v: Value| m.ty(v).tile_shape().map(<[u64]>::to_vec);
+        match op.kind {
+            OpKind::Load | OpKind::Zeros | OpKind::Splat | OpKind::Broadcast => {
+                if let Some(s) = op.results.first().and_then(|&r| shape_of(self.m, r)) {
+                    let l = self.blocked(&s);
+                    self.set(op.results[0], l);
+                }
+            }
+            OpKind::Reduce => {
+                let (Some(l), Some(d)) = (self.layout(op.operands[0]), op.int_attr("dim")) else {
+                    return;
+                };
+                self.set(op.results[0], l.slice(d as usize));
+            }
+            OpKind::Transpose => {
+                if let Some(l) = self.layout(op.operands[0]) {
+                    self.set(op.results[0], l.transposed());
+                }
+            }
+            OpKind::Reshape => {
+                if let (Some(l), Some(s)) = (
+                    self.layout(op.operands[0]),
+                    shape_of(self.m, op.results[0]),
+                ) {
+                    self.set(op.results[0], l.reshaped(&s));
+                }
+            }
+            OpKind::For => {
+                // Operands: lb, ub, step, inits...; block args: iv, carried...
+                let inits: Vec<(usize, Value)> = op.operands[3..]
+                    .iter()
+                    .copied()
+                    .enumerate()
+                    .filter(|&(_, v)| self.is_tile(v))
+                    .collect();
+                for &(j, init) in &inits {
+                    let Some(l) = self.layout(init) else { continue };
+                    self.set(op.regions[0].args[1 + j], l.clone());
+                    self.set(op.results[j], l);
+                }
+                self.block(&mut op.regions[0]);
+                let want: Vec<(usize, LinearLayout)> = inits
+                    .iter()
+                    .filter_map(|&(j, v)| Some((j, self.layout(v)?)))
+                    .collect();
+                self.fix_yield(&mut op.regions[0], &want);
+            }
+            OpKind::If => {
+                for r in &mut op.regions {
+                    self.block(r);
+                }
+                let then_yield: Vec<Value> = op.regions[0]
+                    .ops
+                    .last()
+                    .map(|y| y.operands.clone())
+                    .unwrap_or_default();
+                let mut want = vec![];
+                for (j, &v) in then_yield.iter().enumerate() {
+                    if let Some(l) = self.layout(v) {
+                        self.set(op.results[j], l.clone());
+                        want.push((j, l));
+                    }
+                }
+                if op.regions.len() > 1 {
+                    self.fix_yield(&mut op.regions[1], &want);
+                }
+            }
+            OpKind::Store => {}
+            _ => {
+                // Elementwise and the like: the first tile operand's layout.
+                let first = op
+                    .operands
+                    .iter()
+                    .copied()
+                    .find(|&v| self.is_tile(v) && self.layout(v).is_some());
+                let Some(l) = first.and_then(|v| self.layout(v)) else {
+                    return;
+                };
+                let operands = op.operands.clone();
+                for (i, v) in operands.into_iter().enumerate() {
+                    if self.is_tile(v) {
+                        op.operands[i] = self.convert(out, op, v, &l);
+                    }
+                }
+                for &r in &op.results.clone() {
+                    if self.is_tile(r) {
+                        self.set(r, l.clone());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Converts the yielded values at `want`'s positions to those layouts.
+    fn fix_yield(&mut self, b: &mut Block, want: &[(usize, LinearLayout)]) {
+        let Some(mut y) = b.ops.pop() else { return };
+        let mut out = vec![];
+        for (j, l) in want {
+            if let Some(&v) = y.operands.get(*j) {
+                y.operands[*j] = self.convert(&mut out, &y, v, l);
+            }
+        }
+        b.ops.extend(out);
+        b.ops.push(y);
+    }
+}
