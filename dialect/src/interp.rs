@@ -32,6 +32,9 @@
 //! - **Grid**: the `grid` expressions are evaluated with the integer arguments; programs
 //!   run in order with dimension 0 fastest. `tile.for` with `step <= 0` is an error.
 //!
+//! `tile.convert_layout` (the one GPU-level op it runs) is the identity, and it ignores
+//! layouts, so it also checks `tile-assign-layouts`' output against its input.
+//!
 //! Verified IR never makes the interpreter panic: whatever it cannot run (GPU-level ops,
 //! a bad argument, a division by zero, a tile larger than [`Limits::max_tile_elems`], a
 //! run longer than [`Limits::max_ops`] op executions) is an [`InterpError`].
@@ -685,6 +688,13 @@ impl Machine<'_> {
         }
     }
 
+    fn int_tile(&self, op: &Operation, i: usize) -> R<Vec<i64>> {
+        match &self.tile(op, i)?.data {
+            Data::Int(v) => Ok(v.clone()),
+            Data::Float(_) => Err(op_err(op, format!("operand {i} is not an integer tile"))),
+        }
+    }
+
     fn int(&self, op: &Operation, i: usize) -> R<i64> {
         let v = *op
             .operands
@@ -739,11 +749,31 @@ impl Machine<'_> {
                     .result_type(op)?
                     .elem()
                     .ok_or_else(|| op_err(op, "bad result type"))?;
-                let (a, b) = (self.int(op, 0)?, self.int(op, 1)?);
-                Val::Int(bin_int(op.kind, t, a, b).map_err(|e| op_err(op, e))?)
+                if let Some(shape) = self.result_type(op)?.tile_shape().map(<[u64]>::to_vec) {
+                    let (a, b) = (self.int_tile(op, 0)?, self.int_tile(op, 1)?);
+                    let out = a
+                        .iter()
+                        .zip(&b)
+                        .map(|(&x, &y)| bin_int(op.kind, t, x, y))
+                        .collect::<Result<Vec<i64>, _>>()
+                        .map_err(|e| op_err(op, e))?;
+                    let shape = shape.iter().map(|&d| d as usize).collect();
+                    tile_val(shape, t, Data::Int(out))
+                } else {
+                    let (a, b) = (self.int(op, 0)?, self.int(op, 1)?);
+                    Val::Int(bin_int(op.kind, t, a, b).map_err(|e| op_err(op, e))?)
+                }
             }
             OpClass::FloatBinary => self.elementwise(op, 2)?,
             OpClass::FloatUnary => self.elementwise(op, 1)?,
+            // A layout change moves elements between threads; their values stay.
+            OpClass::Gpu if op.kind == OpKind::ConvertLayout => {
+                let v = *op
+                    .operands
+                    .first()
+                    .ok_or_else(|| op_err(op, "missing operand"))?;
+                self.get(op, v)?
+            }
             OpClass::Gpu | OpClass::Terminator => {
                 return Err(op_err(
                     op,
@@ -805,25 +835,67 @@ impl Machine<'_> {
                     Val::Int(t.shape[d] as i64)
                 }
                 OpKind::CmpI => {
-                    let (a, b) = (self.int(op, 0)?, self.int(op, 1)?);
-                    let r = match op.str_attr("predicate") {
-                        Some("eq") => a == b,
-                        Some("ne") => a != b,
-                        Some("slt") => a < b,
-                        Some("sle") => a <= b,
-                        Some("sgt") => a > b,
-                        Some("sge") => a >= b,
+                    let cmp: fn(i64, i64) -> bool = match op.str_attr("predicate") {
+                        Some("eq") => |a, b| a == b,
+                        Some("ne") => |a, b| a != b,
+                        Some("slt") => |a, b| a < b,
+                        Some("sle") => |a, b| a <= b,
+                        Some("sgt") => |a, b| a > b,
+                        Some("sge") => |a, b| a >= b,
                         _ => return Err(op_err(op, "bad 'predicate'")),
                     };
-                    Val::Int(r as i64)
+                    match self.result_type(op)?.tile_shape().map(<[u64]>::to_vec) {
+                        Some(shape) => {
+                            let (a, b) = (self.int_tile(op, 0)?, self.int_tile(op, 1)?);
+                            let out = a.iter().zip(&b).map(|(&x, &y)| cmp(x, y) as i64).collect();
+                            let shape = shape.iter().map(|&d| d as usize).collect();
+                            tile_val(shape, ScalarType::I1, Data::Int(out))
+                        }
+                        None => Val::Int(cmp(self.int(op, 0)?, self.int(op, 1)?) as i64),
+                    }
                 }
                 OpKind::Select => {
-                    let c = self.int(op, 0)?;
-                    let v = *op
-                        .operands
-                        .get(if c != 0 { 1 } else { 2 })
-                        .ok_or_else(|| op_err(op, "missing operand"))?;
-                    self.get(op, v)?
+                    let c = *op.operands.first().ok_or_else(|| op_err(op, "missing operand"))?;
+                    match self.get(op, c)? {
+                        Val::Tile(_) => {
+                            let c = self.int_tile(op, 0)?;
+                            let (a, b) = (self.tile(op, 1)?, self.tile(op, 2)?);
+                            let data = match (&a.data, &b.data) {
+                                (Data::Float(x), Data::Float(y)) => Data::Float(
+                                    (0..c.len()).map(|i| if c[i] != 0 { x[i] } else { y[i] }).collect(),
+                                ),
+                                (Data::Int(x), Data::Int(y)) => Data::Int(
+                                    (0..c.len()).map(|i| if c[i] != 0 { x[i] } else { y[i] }).collect(),
+                                ),
+                                _ => return Err(op_err(op, "element kinds differ")),
+                            };
+                            tile_val(a.shape.clone(), a.elem, data)
+                        }
+                        _ => {
+                            let c = self.int(op, 0)?;
+                            let v = *op
+                                .operands
+                                .get(if c != 0 { 1 } else { 2 })
+                                .ok_or_else(|| op_err(op, "missing operand"))?;
+                            self.get(op, v)?
+                        }
+                    }
+                }
+                OpKind::Iota => {
+                    let (shape, elem) = self.result_tile(op)?;
+                    let d = op
+                        .int_attr("dim")
+                        .and_then(|d| usize::try_from(d).ok())
+                        .filter(|&d| d < shape.len())
+                        .ok_or_else(|| op_err(op, "bad 'dim'"))?;
+                    let n: usize = shape.iter().product();
+                    let mut idx = vec![0usize; shape.len()];
+                    let mut out = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        out.push(idx[d] as i64);
+                        step_index(&mut idx, &shape);
+                    }
+                    tile_val(shape, elem, Data::Int(out))
                 }
                 OpKind::Load => self.load(op)?,
                 OpKind::Dot => self.dot(op)?,
@@ -1029,6 +1101,10 @@ impl Machine<'_> {
         let n: usize = shape.iter().product();
         let mut idx = vec![0usize; shape.len()];
         let mut data = Data::zeros(elem, n);
+        let padding = crate::ops::load_padding(op.attr("padding")).map_err(|e| op_err(op, e))?;
+        if let Data::Float(out) = &mut data {
+            out.fill(round_to(elem, padding as f32));
+        }
         for lin in 0..n {
             let mut off = Some(0usize);
             for d in 0..shape.len() {

@@ -109,7 +109,8 @@ define_ops! {
     Load = "tile.load", Other,
         "Loads a tile from a global tensor at element offsets; out of bounds reads zero.",
         "Load a tile from a global tensor at element offsets (one per dimension); out-of-bounds \
-            elements read as zero.";
+            elements read as zero, or as `{padding = x}` (a number, \"inf\", \"-inf\" or \"nan\"; \
+            float tiles) — e.g. \"-inf\" before a max reduction.";
     Store = "tile.store", Other,
         "Store a tile into a global tensor at element offsets; out-of-bounds elements are \
             dropped.", "";
@@ -149,6 +150,11 @@ define_ops! {
         "Reduces dimension `dim` with `kind` (`add`, `max`, `min`), keeping it as size 1.",
         "Reduce dimension `dim` with `kind` (\"add\"|\"max\"|\"min\"); the result keeps that \
             dimension with size 1.";
+    Iota = "tile.iota", Other,
+        "A tile of i32/i64/index whose elements are their coordinate along `dim`.",
+        "`%i = tile.iota {dim = d} : tile<S x i32>`: element c holds c[d] (Triton's `arange`, \
+            MLIR's `stablehlo.iota`); with `tile.cmpi` and `tile.select` it masks the ragged \
+            end of a tile.";
     Splat = "tile.splat", Other, "A tile with every element equal to a scalar operand.", "";
     Zeros = "tile.zeros", Other, "A tile of zeros.", "";
     // ---- GPU level (produced by tile-to-gpu) -------------------------------------------
@@ -298,5 +304,28 @@ mod tests {
             assert!(op.name().starts_with("tile."));
         }
         assert_eq!(OpKind::from_name("tile.nope"), None);
+    }
+}
+
+/// The value a `tile.load` reads for elements outside the tensor: its `padding` attribute
+/// (a number, or `"inf"`, `"-inf"`, `"nan"`), 0 without one.
+///
+/// # Errors
+/// A `padding` of another kind or spelling.
+pub fn load_padding(padding: Option<&crate::Attribute>) -> Result<f64, String> {
+    use crate::Attribute as A;
+    match padding {
+        None => Ok(0.0),
+        Some(A::Float(x)) => Ok(*x),
+        Some(A::Int(i)) => Ok(*i as f64),
+        Some(A::Str(s)) => match s.as_str() {
+            "inf" | "+inf" => Ok(f64::INFINITY),
+            "-inf" => Ok(f64::NEG_INFINITY),
+            "nan" => Ok(f64::NAN),
+            other => Err(format!(
+                "'padding' is a number or one of \"inf\", \"-inf\", \"nan\"; found \"{other}\""
+            )),
+        },
+        Some(a) => Err(format!("'padding' is a number or a string, found {a}")),
     }
 }

@@ -191,6 +191,11 @@ impl Type {
         matches!(self, Type::Scalar(s) if s.is_int())
     }
 
+    /// Whether this is an integer scalar or a tile of an integer type (`i1` included).
+    pub fn is_int_like(&self) -> bool {
+        matches!(self, Type::Scalar(s) | Type::Tile { elem: s, .. } if s.is_int())
+    }
+
     /// Same type with another element type (tiles and scalars).
     pub fn with_elem(&self, e: ScalarType) -> Type {
         match self {

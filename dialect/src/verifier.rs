@@ -502,7 +502,7 @@ impl Verifier<'_> {
         match op.kind.class() {
             OpClass::IntBinary => {
                 if self.count(op, 2, 1)
-                    && (!ots[0].is_int_scalar() || ots[0] != ots[1] || rts[0] != ots[0])
+                    && (!ots[0].is_int_like() || ots[0] != ots[1] || rts[0] != ots[0])
                 {
                     self.error(
                         op,
@@ -659,7 +659,7 @@ impl Verifier<'_> {
             }
             OpKind::CmpI => {
                 if self.count(op, 2, 1) {
-                    if !ots[0].is_int_scalar() || ots[0] != ots[1] {
+                    if !ots[0].is_int_like() || ots[0] != ots[1] {
                         self.error(
                             op,
                             format!(
@@ -669,15 +669,26 @@ impl Verifier<'_> {
                             ),
                         );
                     }
-                    self.result_must_be(op, &Type::I1);
+                    // Scalars give i1; tiles an i1 tile of their shape (and layout).
+                    self.result_must_be(op, &ots[0].with_elem(ScalarType::I1));
                 }
                 self.str_attr_in(op, "predicate", &["eq", "ne", "slt", "sle", "sgt", "sge"]);
             }
             OpKind::Select if self.count(op, 3, 1) => {
-                if ots[0] != Type::I1 {
+                // An i1 scalar picks a whole operand; an i1 tile of the values' shape picks
+                // per element.
+                let cond_ok = ots[0] == Type::I1
+                    || (matches!(ots[0], Type::Tile { .. })
+                        && ots[0].elem() == Some(ScalarType::I1)
+                        && ots[0].tile_shape() == ots[1].tile_shape());
+                if !cond_ok {
                     self.error(
                         op,
-                        format!("'tile.select' condition must be i1, found {}", ots[0]),
+                        format!(
+                            "'tile.select' condition must be i1 or an i1 tile of the values' \
+                             shape, found {}",
+                            ots[0]
+                        ),
                     );
                 }
                 if ots[1] != ots[2] || rts[0] != ots[1] {
@@ -691,7 +702,19 @@ impl Verifier<'_> {
                     );
                 }
             }
-            OpKind::Load => self.check_load_store(op, &ots, &rts, true),
+            OpKind::Load => {
+                self.check_load_store(op, &ots, &rts, true);
+                if let Some(p) = op.attr("padding") {
+                    match crate::ops::load_padding(Some(p)) {
+                        Err(e) => self.error(op, e),
+                        Ok(_) if !rts.first().is_some_and(is_float_like) => self.error(
+                            op,
+                            "'padding' is for tiles of a float type (integer tiles read zero)",
+                        ),
+                        Ok(_) => {}
+                    }
+                }
+            }
             OpKind::Store => self.check_load_store(op, &ots, &rts, false),
             OpKind::AtomicAdd => {
                 self.check_load_store(op, &ots, &rts, false);
@@ -796,6 +819,17 @@ impl Verifier<'_> {
                     t => self.error(op, format!("'tile.reduce' expects a tile, found {t}")),
                 }
             }
+            OpKind::Iota if self.count(op, 0, 1) => match &rts[0] {
+                Type::Tile { shape, elem, .. }
+                    if matches!(elem, ScalarType::I32 | ScalarType::I64 | ScalarType::Index) =>
+                {
+                    self.int_attr_in(op, "dim", 0, shape.len() as i64 - 1);
+                }
+                t => self.error(
+                    op,
+                    format!("'tile.iota' gives a tile of i32, i64 or index, found {t}"),
+                ),
+            },
             OpKind::Splat if self.count(op, 1, 1) => match (&ots[0], &rts[0]) {
                 (Type::Scalar(s), Type::Tile { elem, .. }) if s == elem => {}
                 _ => self.error(

@@ -4,7 +4,7 @@
 //! Kernels with a `tile.dot` are `tile-to-gpu`'s; kernels that already have a `target` are
 //! left alone. For the others:
 //!
-//! - **Anchors.** Loads, stores, `tile.zeros`, `tile.splat` and `tile.broadcast` results
+//! - **Anchors.** Loads, stores, `tile.zeros`, `tile.splat`, `tile.iota` and `tile.broadcast` results
 //!   take the blocked layout of their shape ([`LinearLayout::blocked`]): one 16-byte vector
 //!   per thread along the contiguous (last) dimension, for the narrowest element type that
 //!   the kernel loads or stores at that shape (4 bytes when none does), so every blocked
@@ -271,7 +271,7 @@ impl Assigner<'_> {
     fn op(&mut self, op: &mut Operation, out: &mut Vec<Operation>) {
         let shape_of = |m: &Module, v: Value| m.ty(v).tile_shape().map(<[u64]>::to_vec);
         match op.kind {
-            OpKind::Load | OpKind::Zeros | OpKind::Splat | OpKind::Broadcast => {
+            OpKind::Load | OpKind::Zeros | OpKind::Splat | OpKind::Broadcast | OpKind::Iota => {
                 if let Some(s) = op.results.first().and_then(|&r| shape_of(self.m, r)) {
                     let l = self.blocked(&s);
                     self.set(op.results[0], l);

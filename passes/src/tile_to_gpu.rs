@@ -348,6 +348,13 @@ fn find_matmul<'a>(
         )));
     }
     let (la, lb_, dot, y) = (&b.ops[0], &b.ops[1], &b.ops[2], &b.ops[3]);
+    if let Some(l) = [la, lb_].into_iter().find(|l| l.attr("padding").is_some()) {
+        return Err(Diagnostic::error(
+            l.loc.clone(),
+            "tile-to-gpu: the TMA copies of the K loop fill out-of-bounds elements with zero; a \
+             'padding' on its loads is not supported",
+        ));
+    }
     if dot.operands != [la.results[0], lb_.results[0], carried] || y.operands != [dot.results[0]] {
         return Err(Diagnostic::error(
             dot.loc.clone(),

@@ -2007,6 +2007,13 @@ fn origin(em: &mut Em, op: &Operation, row: Value, col: Value) -> R<(String, Str
 }
 
 fn lower_epilogue_load(em: &mut Em, op: &Operation) -> R<()> {
+    if op.attr("padding").is_some() {
+        return err(
+            op,
+            "'tile.load' with a 'padding' is not lowered in a GEMM epilogue yet (out of bounds \
+             reads zero there)",
+        );
+    }
     let Some(Lv::TensorPtr {
         ptr,
         sizes,

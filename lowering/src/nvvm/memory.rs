@@ -174,7 +174,9 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 inb = self.w.and(inb, it);
             }
             let zero = if elem.is_float() {
-                self.w.float(0.0, elem)
+                let p = tilec_dialect::ops::load_padding(op.attr("padding"))
+                    .map_err(|e| tilec_dialect::Diagnostic::error(op.loc.clone(), e))?;
+                self.w.float(p, elem)
             } else {
                 self.w.int(0, elem)
             };

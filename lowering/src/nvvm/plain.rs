@@ -259,45 +259,41 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 let v = self.w.int_cast(s, result_scalar(self.m));
                 self.def(op, Lv::Scalar(v));
             }
-            K::AddI | K::SubI | K::MulI | K::DivI | K::RemI | K::CeilDiv | K::MinI | K::MaxI => {
-                let a = self.scalar(op, op.operands[0])?;
-                let b = self.scalar(op, op.operands[1])?;
-                let v = match op.kind {
-                    K::AddI => self.w.bin("add", a, b),
-                    K::SubI => self.w.bin("sub", a, b),
-                    K::MulI => self.w.bin("mul", a, b),
-                    K::DivI => self.w.bin("sdiv", a, b),
-                    K::RemI => self.w.bin("srem", a, b),
-                    K::CeilDiv => {
-                        let s = self.w.bin("add", a, b);
-                        let s = self.w.add_const(s, -1);
-                        self.w.bin("sdiv", s, b)
+            K::AddI | K::SubI | K::MulI | K::DivI | K::RemI | K::CeilDiv | K::MinI | K::MaxI
+            | K::CmpI => {
+                let lv = match (self.get(op, op.operands[0])?, self.get(op, op.operands[1])?) {
+                    (Lv::Scalar(a), Lv::Scalar(b)) => Lv::Scalar(self.int_op(op, a, b)?),
+                    (Lv::Tile(a), Lv::Tile(b)) => {
+                        let mut regs = Vec::with_capacity(a.regs.len());
+                        let mut elem = a.elem;
+                        for (&x, &y) in a.regs.iter().zip(&b.regs) {
+                            let r = self.int_op(op, V { v: x, t: a.elem }, V { v: y, t: b.elem })?;
+                            elem = r.t;
+                            regs.push(r.v);
+                        }
+                        Lv::Tile(Tile { regs, elem, ..a })
                     }
-                    K::MinI => {
-                        let lt = self.w.icmp(ICmp::Slt, a, b);
-                        self.w.select(lt, a, b)
-                    }
-                    _ => {
-                        let gt = self.w.icmp(ICmp::Sgt, a, b);
-                        self.w.select(gt, a, b)
-                    }
+                    _ => return err(op, "integer operands must be two scalars or two tiles"),
                 };
-                self.def(op, Lv::Scalar(v));
+                self.def(op, lv);
             }
-            K::CmpI => {
-                let a = self.scalar(op, op.operands[0])?;
-                let b = self.scalar(op, op.operands[1])?;
-                let p = match op.str_attr("predicate").unwrap_or("") {
-                    "eq" => ICmp::Eq,
-                    "ne" => ICmp::Ne,
-                    "slt" => ICmp::Slt,
-                    "sle" => ICmp::Sle,
-                    "sgt" => ICmp::Sgt,
-                    "sge" => ICmp::Sge,
-                    p => return err(op, format!("'tile.cmpi' predicate '{p}' is not lowered")),
-                };
-                let v = self.w.icmp(p, a, b);
-                self.def(op, Lv::Scalar(v));
+            K::Iota => {
+                let (shape, elem, layout) = self.result_layout(op, 0)?;
+                let d = op.int_attr("dim").unwrap_or(0) as usize;
+                let mut regs = Vec::with_capacity(layout.num_registers() as usize);
+                for r in 0..layout.num_registers() {
+                    let c = self.coord(&layout, r)[d];
+                    regs.push(self.w.int_cast(c, elem).v);
+                }
+                self.def(
+                    op,
+                    Lv::Tile(Tile {
+                        regs,
+                        elem,
+                        shape,
+                        layout,
+                    }),
+                );
             }
             K::Select => self.lower_select(op)?,
             K::Convert => self.lower_convert(op)?,
@@ -356,6 +352,44 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             }
         }
         Ok(())
+    }
+
+    /// A scalar integer op (`tile.addi` ... `tile.cmpi`) on one value pair.
+    fn int_op(&mut self, op: &Operation, a: V<'c, 'm>, b: V<'c, 'm>) -> R<V<'c, 'm>> {
+        use OpKind as K;
+        let w = &mut self.w;
+        Ok(match op.kind {
+            K::AddI => w.bin("add", a, b),
+            K::SubI => w.bin("sub", a, b),
+            K::MulI => w.bin("mul", a, b),
+            K::DivI => w.bin("sdiv", a, b),
+            K::RemI => w.bin("srem", a, b),
+            K::CeilDiv => {
+                let s = w.bin("add", a, b);
+                let s = w.add_const(s, -1);
+                w.bin("sdiv", s, b)
+            }
+            K::MinI => {
+                let lt = w.icmp(ICmp::Slt, a, b);
+                w.select(lt, a, b)
+            }
+            K::MaxI => {
+                let gt = w.icmp(ICmp::Sgt, a, b);
+                w.select(gt, a, b)
+            }
+            _ => {
+                let p = match op.str_attr("predicate").unwrap_or("") {
+                    "eq" => ICmp::Eq,
+                    "ne" => ICmp::Ne,
+                    "slt" => ICmp::Slt,
+                    "sle" => ICmp::Sle,
+                    "sgt" => ICmp::Sgt,
+                    "sge" => ICmp::Sge,
+                    p => return err(op, format!("'tile.cmpi' predicate '{p}' is not lowered")),
+                };
+                w.icmp(p, a, b)
+            }
+        })
     }
 
     /// An unsigned i32 (a special register) as `t`.
@@ -592,6 +626,14 @@ fn build_module(
             (
                 ident("nvvm.maxntid"),
                 DenseI32ArrayAttribute::new(ctx, &[threads, 1, 1]).into(),
+            ),
+            (
+                ident("nvvm.maxnreg"),
+                IntegerAttribute::new(
+                    melior::ir::r#type::IntegerType::new(ctx, 32).into(),
+                    target.register_cap(threads as u64) as i64,
+                )
+                .into(),
             ),
         ])
         .add_regions([region])

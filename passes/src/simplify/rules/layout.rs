@@ -38,9 +38,11 @@ pub fn rules() -> Vec<Rewrite> {
             "(transpose (dot ?a ?b ?c))", "(dot (transpose ?b) (transpose ?a) (transpose ?c))"),
         rule("layout-transpose-out-of-dot",
             "(dot (transpose ?x) (transpose ?y) ?c)", "(transpose (dot ?y ?x (transpose ?c)))"),
-        // Selecting between transposes is transposing the selection.
-        rule("layout-transpose-into-select",
-            "(transpose (select ?c ?x ?y))", "(select ?c (transpose ?x) (transpose ?y))"),
+        // Selecting between transposes is transposing the selection (by a scalar condition;
+        // a tile of conditions would need transposing too).
+        rule_if("layout-transpose-into-select",
+            "(transpose (select ?c ?x ?y))", "(select ?c (transpose ?x) (transpose ?y))",
+            is_scalar("?c")),
         // A transposed splat is a splat of the transposed type.
         rule_fn("layout-transpose-splat",    "(transpose (splat ?t ?s))", {
             let (t, sc) = (var("?t"), var("?s"));
