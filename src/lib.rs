@@ -87,6 +87,9 @@ pub struct Options {
     pub simplify: bool,
     /// LLVM's optimisation level for the NVPTX back end (0 to 3, default 3).
     pub opt_level: u32,
+    /// Warps per CTA of a kernel without a dot (`tile-assign-layouts` `num-warps`): a power
+    /// of two from 1 to 32, or 0 (the default) to let the pass choose from the tiles.
+    pub num_warps: u32,
     /// The kernel to compile, by symbol (`gemm` or `@gemm`), when the module holds several;
     /// `None` (the default): the module must hold exactly one.
     pub kernel: Option<String>,
@@ -116,6 +119,7 @@ impl Options {
             group_m: 8,
             simplify: true,
             opt_level: 3,
+            num_warps: 0,
             kernel: None,
         }
     }
@@ -151,7 +155,10 @@ impl Options {
             ));
         }
         // Kernels without a dot (tile-to-gpu leaves them): layouts and a plain launch.
-        p.push_str(&format!(",tile-assign-layouts{{target={}}}", self.target));
+        p.push_str(&format!(
+            ",tile-assign-layouts{{target={} num-warps={}}}",
+            self.target, self.num_warps
+        ));
         if tilec_passes::lookup("async-wait-placement").is_some() {
             p.push_str(",async-wait-placement");
             if self.check_waits && tilec_passes::lookup("verify-async-waits").is_some() {

@@ -16,12 +16,14 @@
 //! - **Conversions.** An operand whose layout differs from the one its op takes gets a
 //!   `tile.convert_layout` just before the op.
 //!
-//! The kernel gets `target`, `num_warps` and `block = [32·num_warps, 1, 1]`. Everything the
+//! The kernel gets `target`, `num_warps` and `block = [32·num_warps, 1, 1]`. With
+//! `num-warps=0` (the default) the pass picks the warps from the largest tile
+//! ([`auto_warps`]). Everything the
 //! generic lowering cannot take yet is refused here, at its op: `tile.while`,
 //! `tile.atomic_add`, `tile.log` and `tile.tanh` (no lowering with a stated error bound
 //! yet), float-to-integer converts, and reshapes between shapes that are not powers of two.
 //!
-//! Options: `target` (sm_90a), `num-warps` (4). Statistics: `kernels-laid-out`,
+//! Options: `target` (sm_90a), `num-warps` (0: choose). Statistics: `kernels-laid-out`,
 //! `layout-conversions`.
 
 use crate::pass::{OptionInfo, OptionKind, Pass, PassContext, PassInfo, PassOptions};
@@ -50,8 +52,9 @@ pub static INFO: PassInfo = PassInfo {
         OptionInfo {
             name: "num-warps",
             kind: OptionKind::UInt,
-            default: "4",
-            help: "Warps per CTA (a power of two, 1 to 32)",
+            default: "0",
+            help: "Warps per CTA: a power of two from 1 to 32, or 0 to choose from the tiles \
+                (see the pass docs)",
         },
     ],
 };
@@ -60,7 +63,7 @@ pub static INFO: PassInfo = PassInfo {
 pub struct AssignLayouts {
     /// Target.
     pub target: Target,
-    /// Warps per CTA.
+    /// Warps per CTA (0: [`auto_warps`]).
     pub num_warps: u64,
 }
 
@@ -73,10 +76,10 @@ impl AssignLayouts {
         let target = Target::from_name(o.get("target"))
             .ok_or_else(|| format!("unknown target '{}'", o.get("target")))?;
         let num_warps = o.uint("num-warps");
-        if !(1..=32).contains(&num_warps) || !num_warps.is_power_of_two() {
+        if num_warps != 0 && (num_warps > 32 || !num_warps.is_power_of_two()) {
             return Err(format!(
-                "tile-assign-layouts option 'num-warps' must be a power of two from 1 to 32, \
-                 found {num_warps}"
+                "tile-assign-layouts option 'num-warps' must be 0 (choose) or a power of two \
+                 from 1 to 32, found {num_warps}"
             ));
         }
         Ok(AssignLayouts { target, num_warps })
@@ -94,7 +97,11 @@ impl Pass for AssignLayouts {
             if k.kind != OpKind::Kernel || k.attr("target").is_some() || has_dot(k) {
                 continue;
             }
-            match assign_layouts(m, k, self.target, self.num_warps) {
+            let warps = match self.num_warps {
+                0 => auto_warps(m, k),
+                n => n,
+            };
+            match assign_layouts(m, k, self.target, warps) {
                 Ok(n) => {
                     cx.stat("kernels-laid-out", 1);
                     cx.stat("layout-conversions", n);
@@ -109,6 +116,23 @@ impl Pass for AssignLayouts {
             Err(Diagnostics(errors))
         }
     }
+}
+
+/// Elements of the largest tile each thread holds when the pass chooses the warps.
+pub const AUTO_ELEMS_PER_THREAD: u64 = 32;
+
+/// The warps the pass gives kernel `k` with `num-warps=0`: enough that each thread holds
+/// at most [`AUTO_ELEMS_PER_THREAD`] elements of the kernel's largest tile, from 4 to 16.
+pub fn auto_warps(m: &Module, k: &Operation) -> u64 {
+    let mut largest = 1u64;
+    k.walk(&mut |o| {
+        for &r in &o.results {
+            if let Some(s) = m.ty(r).tile_shape() {
+                largest = largest.max(s.iter().map(|d| d.next_power_of_two()).product());
+            }
+        }
+    });
+    (largest / (32 * AUTO_ELEMS_PER_THREAD)).next_power_of_two().clamp(4, 16)
 }
 
 fn has_dot(k: &Operation) -> bool {

@@ -209,7 +209,7 @@ def time_ms(fn, iters=50, warmup=10):
     return statistics.median(s.elapsed_time(e) for s, e in zip(st, en))
 
 
-def bench(k, spec, shape, seed, rounds=3):
+def bench(k, spec, shape, seed, rounds=3, inductor=True):
     gen = torch.Generator(device=DEV)
     gen.manual_seed(seed)
     tensors, scalars = spec["inputs"](shape, gen, 0)
@@ -225,11 +225,14 @@ def bench(k, spec, shape, seed, rounds=3):
            "torch": lambda: spec["torch_fn"](tensors, scalars),
            "copy": lambda: dst.copy_(src)}
     try:
+        if not inductor:
+            raise RuntimeError("skipped (--no-inductor)")
         compiled = torch.compile(lambda: spec["torch_fn"](tensors, scalars))
         compiled()
         fns["inductor"] = compiled
     except Exception as e:  # noqa: BLE001
-        print("  torch.compile failed: %s" % e)
+        if inductor:
+            print("  torch.compile failed: %s" % e)
     times = {n: [] for n in fns}
     for _ in range(rounds):  # interleaved
         for n, f in fns.items():
@@ -248,7 +251,14 @@ def main():
     ap.add_argument("--time", action="store_true")
     ap.add_argument("--json")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--shapes", help="time these shapes (MxN,...) instead of the kernel's own")
+    ap.add_argument("--no-check", action="store_true", help="time only")
+    ap.add_argument("--no-inductor", action="store_true", help="skip torch.compile")
+    ap.add_argument("--tag", default="", help="a label for this run's rows (a variant name)")
     a = ap.parse_args()
+    override = None
+    if a.shapes:
+        override = [(tuple(int(x) for x in sh.split("x")),) for sh in a.shapes.split(",")]
     failures, results = 0, []
     for d in a.dirs:
         for f in sorted(os.listdir(d)):
@@ -259,8 +269,8 @@ def main():
             if spec is None:
                 continue
             k = Kernel(os.path.join(d, f))
-            tag = "%s/%s" % (m["target"], m["kernel"])
-            for i, (shape, pad) in enumerate(spec["cases"]):
+            tag = "%s/%s%s" % (m["target"], m["kernel"], a.tag)
+            for i, (shape, pad) in enumerate([] if a.no_check else spec["cases"]):
                 try:
                     ok, err, w, u, grid = run_check(k, spec, shape, pad, a.seed + i)
                 except Exception as e:  # noqa: BLE001
@@ -272,8 +282,8 @@ def main():
                 results.append(dict(kernel=tag, shape=shape, pad=pad, ok=ok, rel_err=err,
                                     regs=k.num_regs))
             if a.time:
-                for (shape,) in spec["bw"]:
-                    res, nbytes = bench(k, spec, shape, a.seed)
+                for (shape,) in override or spec["bw"]:
+                    res, nbytes = bench(k, spec, shape, a.seed, inductor=not a.no_inductor)
                     line = "  ".join("%s %.3f ms %.0f GB/s" % (n, r["ms"], r["GBps"])
                                      for n, r in res.items())
                     print("time %-24s %-12s %s" % (tag, "x".join(map(str, shape)), line))

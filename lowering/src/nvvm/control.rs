@@ -127,7 +127,9 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let region = &op.regions[0];
         self.vals.insert(region.args[0], Lv::Scalar(iv));
         self.bind(&region.args[1..], &inits, &hargs[1..]);
+        self.loop_depth += 1;
         self.lower_block(&region.ops)?;
+        self.loop_depth -= 1;
         let mut next = vec![self.w.add(iv, step).v];
         next.extend(self.yielded(region, &inits)?);
         self.w.br(header, &next);

@@ -15,7 +15,8 @@
 //! `exp` computes `t = x·L` (L = log2(e) rounded to f32), the exact remainder
 //! `δ = fma(x, L, −t) + x·L_lo` (L_lo = log2(e) − L), and `2^t · (1 + δ·ln 2)`: without the
 //! correction, the rounding of `x·L` alone would cost up to |x|·2⁻²⁴ relative (about 45 ulp
-//! at x = 88). Infinities, NaN and overflow skip the correction.
+//! at x = 88). Where 2^t or δ is not finite (x infinite or NaN, 2^t overflowing, x·L past
+//! f32's range) the correction is skipped.
 //!
 //! Conversions: between float types through f32 (f16 → bf16 rounds once, at the end);
 //! integer → float as the interpreter does (to f32, then rounded to the result type;
@@ -67,10 +68,13 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 let ln2 = w.float(std::f64::consts::LN_2, ScalarType::F32);
                 let dl = w.fop("llvm.fmul", &[d, ln2]);
                 let c = w.fop("llvm.intr.fma", &[r, dl, r]);
+                // The correction only where r and δ are finite: x = ±inf or NaN makes δ NaN,
+                // and t past f32's range (x < -6.1e37) makes δ infinite while r is 0.
                 let inf = w.float(f64::INFINITY, ScalarType::F32);
-                let finite = w.fcmp("olt", r, inf);
-                let ordered = w.fcmp("ord", d, d);
-                let ok = w.and(finite, ordered);
+                let r_finite = w.fcmp("olt", r, inf);
+                let ad = w.fop("llvm.intr.fabs", &[d]);
+                let d_finite = w.fcmp("olt", ad, inf);
+                let ok = w.and(r_finite, d_finite);
                 w.select(ok, c, r)
             }
         }

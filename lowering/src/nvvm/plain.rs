@@ -73,8 +73,10 @@ pub(crate) struct Lowerer<'c, 'm, 'k> {
     pub target: Target,
     /// Per layout, the coordinate (i32, per dimension) a thread's lane and warp contribute.
     pub thread_coords: HashMap<LinearLayout, Vec<V<'c, 'm>>>,
-    /// Bytes of dynamic shared memory the kernel needs (the largest round trip).
+    /// Bytes of dynamic shared memory the kernel needs (the regions of its round trips).
     pub smem_bytes: u64,
+    /// How many `tile.for` bodies enclose the op being lowered.
+    pub loop_depth: u32,
 }
 
 impl<'c, 'm> Lowerer<'c, 'm, '_> {
@@ -188,20 +190,30 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         acc
     }
 
-    /// Reserves `bytes` of dynamic shared memory for a round trip (offset 0; round trips
-    /// are separated by barriers, so they share the space).
+    /// A region of `bytes` of dynamic shared memory for one op's round trip (16-byte
+    /// aligned), and its byte offset. Each op has its own region, so an op that runs once
+    /// (outside every loop) needs no barrier after its reads: nothing writes its region
+    /// again. Ops inside a loop end with one ([`Self::in_loop`]).
     ///
     /// # Errors
-    /// More than a CTA may have.
-    pub fn reserve_smem(&mut self, bytes: u64) -> Result<(), String> {
+    /// More shared memory than a CTA may have.
+    pub fn smem_region(&mut self, bytes: u64) -> Result<u64, String> {
         let max = self.target.max_smem_per_block();
-        if bytes > max {
+        let at = self.smem_bytes.div_ceil(16) * 16;
+        if at + bytes > max {
             return Err(format!(
-                "this op needs {bytes} bytes of shared memory; a CTA has at most {max}"
+                "the kernel's shared-memory round trips need {} bytes; a CTA has at most {max}",
+                at + bytes
             ));
         }
-        self.smem_bytes = self.smem_bytes.max(bytes);
-        Ok(())
+        self.smem_bytes = at + bytes;
+        Ok(at)
+    }
+
+    /// Whether the op being lowered is inside a loop (its shared-memory region is written
+    /// again by the next iteration).
+    pub fn in_loop(&self) -> bool {
+        self.loop_depth > 0
     }
 
     pub fn lower_block(&mut self, ops: &[Operation]) -> R<()> {
@@ -705,6 +717,7 @@ fn build_module(
         target,
         thread_coords: HashMap::new(),
         smem_bytes: 0,
+        loop_depth: 0,
     };
     lw.lower_block(&kbody.ops)?;
     let ret = llvm::r#return(None, loc);

@@ -10,7 +10,8 @@
 //!    with the whole value);
 //! 3. **across warps**: when warp bits move along `d`, each warp writes its partials to
 //!    shared memory (`[result element][warp part]`, f32), a barrier, each thread combines
-//!    the warps' partials in warp order, and a barrier before the space is used again.
+//!    the warps' partials in warp order; inside a loop, a barrier before the next
+//!    iteration writes the region again (each op has a region of its own).
 //!
 //! Padding along `d` (a non-power-of-two extent) is replaced by the identity (0, −∞, +∞)
 //! before combining. A basis that moves along `d` and another dimension at once (no
@@ -123,7 +124,8 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         if !wbits.is_empty() {
             let nw = 1u64 << wbits.len();
             let elems: u64 = s.dims.iter().product();
-            self.reserve_smem(elems * nw * 4)
+            let region = self
+                .smem_region(elems * nw * 4)
                 .map_err(|m| tilec_dialect::Diagnostic::error(op.loc.clone(), m))?;
             let warp = self.warp;
             let mut wr = self.w.i32(0);
@@ -143,6 +145,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 let slot = self.w.add(base, wr);
                 let c4 = self.w.i32(4);
                 let off = self.w.mul(slot, c4);
+                let off = self.w.add_const(off, region as i64);
                 let p = self.w.smem_addr(off);
                 self.w.store(a.v, p, 4);
                 bases.push(base);
@@ -154,6 +157,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                     let slot = self.w.add_const(base, j as i64);
                     let c4 = self.w.i32(4);
                     let off = self.w.mul(slot, c4);
+                    let off = self.w.add_const(off, region as i64);
                     let p = self.w.smem_addr(off);
                     parts.push(V {
                         v: self.w.load(p, f32t, 4),
@@ -162,7 +166,9 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 }
                 acc[rho] = self.tree(&kind, parts);
             }
-            self.w.barrier();
+            if self.in_loop() {
+                self.w.barrier();
+            }
         }
         let regs = acc
             .into_iter()

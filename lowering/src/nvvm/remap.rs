@@ -11,7 +11,8 @@
 //!   this case);
 //! - **a shared-memory round trip** otherwise: every thread writes its source registers
 //!   at their row-major offsets of the (padded) source shape, a barrier, every thread
-//!   reads its destination elements, and a barrier before the space is used again.
+//!   reads its destination elements; inside a loop, a barrier before the next iteration
+//!   writes the region again (each op has a region of its own).
 //!   Threads that hold copies of one element write the same value.
 
 use super::plain::{err, Lowerer, Lv, Tile, R};
@@ -88,12 +89,13 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         // Through shared memory.
         let bytes = src.elem.size_bytes();
         let elems: u64 = sl.dims.iter().product();
-        self.reserve_smem(elems * bytes)
+        let region = self
+            .smem_region(elems * bytes)
             .map_err(|m| tilec_dialect::Diagnostic::error(op.loc.clone(), m))?;
         let ety = self.w.ty(src.elem);
         for (r, &x) in src.regs.iter().enumerate() {
             let c = self.coord(sl, r as u64);
-            let p = self.smem_element(&c, &sl.dims, bytes);
+            let p = self.smem_element(&c, &sl.dims, bytes, region);
             self.w.store(x, p, bytes);
         }
         self.w.barrier();
@@ -103,10 +105,12 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             for &d in bcast {
                 c[d] = self.w.i32(0);
             }
-            let p = self.smem_element(&c, &sl.dims, bytes);
+            let p = self.smem_element(&c, &sl.dims, bytes, region);
             regs.push(self.w.load(p, ety, bytes));
         }
-        self.w.barrier();
+        if self.in_loop() {
+            self.w.barrier();
+        }
         Ok(Tile {
             regs,
             layout: dst.clone(),
@@ -120,10 +124,12 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         c: &[V<'c, 'm>],
         dims: &[u64],
         bytes: u64,
+        region: u64,
     ) -> melior::ir::Value<'c, 'm> {
         let flat = self.flat(c, dims);
         let b = self.w.i32(bytes as i64);
         let off = self.w.mul(flat, b);
+        let off = self.w.add_const(off, region as i64);
         self.w.smem_addr(off)
     }
 }

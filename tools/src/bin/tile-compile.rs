@@ -3,7 +3,7 @@
 //! ```text
 //! tile-compile FILE --target sm_90a|sm_90|sm_100|sm_100a [-o DIR] [--emit ptx|mlir|llvm|tile]
 //!              [--stages N] [--epilogue-store direct|tma] [--schedule static|clc|none|off]
-//!              [--cluster C] [--group-m G]
+//!              [--cluster C] [--group-m G] [--num-warps W]
 //!              [--kernel NAME] [--no-simplify] [-O 0-3]
 //!              [--ptxas] [--timing]
 //! ```
@@ -71,6 +71,14 @@ struct Cli {
     /// Tiles of M swept per group for L2 reuse (0 = row-major order).
     #[arg(long, default_value_t = 8)]
     group_m: u32,
+    /// Warps per CTA of a kernel without a dot: 1, 2, 4, 8, 16 or 32, or 0 to let
+    /// tile-assign-layouts choose from the tiles.
+    #[arg(
+        long,
+        default_value = "0",
+        value_parser = ["0", "1", "2", "4", "8", "16", "32"]
+    )]
+    num_warps: String,
     /// LLVM optimisation level of the NVPTX back end (0-3).
     #[arg(
         short = 'O',
@@ -134,6 +142,7 @@ fn run() -> i32 {
         };
     }
     opts.group_m = cli.group_m;
+    opts.num_warps = cli.num_warps.parse().expect("clap checked the warp count");
     opts.cluster = cli.cluster.parse().expect("clap checked 1, 2 or 4");
     if opts.schedule == "clc" && !cli.target.has_try_cancel() {
         eprintln!(
