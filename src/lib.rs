@@ -155,6 +155,9 @@ impl Options {
             ));
         }
         // Kernels without a dot (tile-to-gpu leaves them): layouts and a plain launch.
+        // (`tile-hoist-loads` is not in the default pipeline: on the H200 it left RMSNorm
+        // as fast and made LayerNorm 22% slower, from the registers the early loads hold;
+        // docs/performance.md.)
         p.push_str(&format!(
             ",tile-assign-layouts{{target={} num-warps={}}}",
             self.target, self.num_warps

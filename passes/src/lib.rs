@@ -5,7 +5,8 @@
 //! MLIR upstream does. The [`manager`] builds pipelines from MLIR's textual syntax, runs
 //! them, verifies after each pass, and times them. Nothing here knows about MLIR.
 //!
-//! Passes: [`assign_layouts`] (`tile-assign-layouts`), [`async_wait_placement`], [`cse`], [`dce`], [`persistent`], [`simplify`]
+//! Passes: [`assign_layouts`] (`tile-assign-layouts`), [`async_wait_placement`], [`cse`],
+//! [`dce`], [`hoist_loads`] (`tile-hoist-loads`), [`persistent`], [`simplify`]
 //! (`tile-simplify`), [`tile_to_gpu`], [`verify_async_waits`]. [`async_model`] holds what
 //! the wait placement and its checker agree a hazard is.
 //!
@@ -19,6 +20,7 @@ pub mod async_model;
 pub mod async_wait_placement;
 pub mod cse;
 pub mod dce;
+pub mod hoist_loads;
 pub mod manager;
 pub mod pass;
 pub mod persistent;
@@ -49,6 +51,10 @@ static REGISTRY: &[RegistryEntry] = &[
     RegistryEntry {
         info: &dce::INFO,
         build: |_| Ok(Box::new(dce::Dce)),
+    },
+    RegistryEntry {
+        info: &hoist_loads::INFO,
+        build: |_| Ok(Box::new(hoist_loads::HoistLoads)),
     },
     RegistryEntry {
         info: &persistent::INFO,
