@@ -133,12 +133,12 @@ impl Options {
         if self.schedule != "off" {
             if self.schedule == "clc" {
                 p.push_str(&format!(
-                    "persistent{{schedule=clc group_m={} cluster={}}},",
+                    "persistent{{schedule=clc group_m={} cluster={} dot-kernels-only=true}},",
                     self.group_m, self.cluster
                 ));
             } else {
                 p.push_str(&format!(
-                    "persistent{{schedule={} group_m={}}},",
+                    "persistent{{schedule={} group_m={} dot-kernels-only=true}},",
                     self.schedule, self.group_m
                 ));
             }

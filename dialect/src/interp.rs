@@ -855,17 +855,24 @@ impl Machine<'_> {
                     }
                 }
                 OpKind::Select => {
-                    let c = *op.operands.first().ok_or_else(|| op_err(op, "missing operand"))?;
+                    let c = *op
+                        .operands
+                        .first()
+                        .ok_or_else(|| op_err(op, "missing operand"))?;
                     match self.get(op, c)? {
                         Val::Tile(_) => {
                             let c = self.int_tile(op, 0)?;
                             let (a, b) = (self.tile(op, 1)?, self.tile(op, 2)?);
                             let data = match (&a.data, &b.data) {
                                 (Data::Float(x), Data::Float(y)) => Data::Float(
-                                    (0..c.len()).map(|i| if c[i] != 0 { x[i] } else { y[i] }).collect(),
+                                    (0..c.len())
+                                        .map(|i| if c[i] != 0 { x[i] } else { y[i] })
+                                        .collect(),
                                 ),
                                 (Data::Int(x), Data::Int(y)) => Data::Int(
-                                    (0..c.len()).map(|i| if c[i] != 0 { x[i] } else { y[i] }).collect(),
+                                    (0..c.len())
+                                        .map(|i| if c[i] != 0 { x[i] } else { y[i] })
+                                        .collect(),
                                 ),
                                 _ => return Err(op_err(op, "element kinds differ")),
                             };

@@ -108,9 +108,7 @@ impl LinearLayout {
         }
         let mut lane = vec![];
         for _ in 0..WARP_SIZE.trailing_zeros() {
-            let placed = (0..rank)
-                .rev()
-                .any(|d| take(d, &mut lane, &mut stride));
+            let placed = (0..rank).rev().any(|d| take(d, &mut lane, &mut stride));
             if !placed {
                 lane.push(vec![0; rank]);
             }
@@ -161,7 +159,9 @@ impl LinearLayout {
     /// two coordinates swapped.
     pub fn transposed(&self) -> LinearLayout {
         let swap = |bs: &[Vec<u64>]| -> Vec<Vec<u64>> {
-            bs.iter().map(|b| b.iter().rev().copied().collect()).collect()
+            bs.iter()
+                .map(|b| b.iter().rev().copied().collect())
+                .collect()
         };
         LinearLayout {
             dims: self.dims.iter().rev().copied().collect(),
@@ -188,7 +188,8 @@ impl LinearLayout {
             }
             c
         };
-        let map = |bs: &[Vec<u64>]| -> Vec<Vec<u64>> { bs.iter().map(|b| unflat(flat(b))).collect() };
+        let map =
+            |bs: &[Vec<u64>]| -> Vec<Vec<u64>> { bs.iter().map(|b| unflat(flat(b))).collect() };
         LinearLayout {
             dims: shape.to_vec(),
             register: map(&self.register),
@@ -550,6 +551,9 @@ mod tests {
             lane: vec![vec![0, 0]; 5],
             ..l.clone()
         };
-        assert!(bad.check(&[4, 1024], 4).unwrap_err().contains("every element"));
+        assert!(bad
+            .check(&[4, 1024], 4)
+            .unwrap_err()
+            .contains("every element"));
     }
 }

@@ -22,7 +22,8 @@
 //! }
 //! ```
 //!
-//! Modules: [`types`], [`layout`] (distributed tile layouts), [`attr`], [`ops`] (the op table), [`ir`], [`parser`], [`printer`],
+//! Modules: [`types`], [`layout`] (distributed tile layouts), [`attr`], [`ops`] (the op
+//! table), [`ir`], [`parser`], [`printer`],
 //! [`verifier`] (its doc lists every invariant), [`diag`], [`expected`]
 //! (`--verify-diagnostics`), [`builder`], [`interp`] (the reference interpreter of level-1
 //! IR: the oracle that pass tests compare against).

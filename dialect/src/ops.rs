@@ -292,21 +292,6 @@ impl OpKind {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    #[test]
-    fn names_are_unique_and_round_trip() {
-        let mut seen = std::collections::HashSet::new();
-        for &op in OpKind::ALL {
-            assert!(seen.insert(op.name()), "duplicate {}", op.name());
-            assert_eq!(OpKind::from_name(op.name()), Some(op));
-            assert!(op.name().starts_with("tile."));
-        }
-        assert_eq!(OpKind::from_name("tile.nope"), None);
-    }
-}
-
 /// The value a `tile.load` reads for elements outside the tensor: its `padding` attribute
 /// (a number, or `"inf"`, `"-inf"`, `"nan"`), 0 without one.
 ///
@@ -327,5 +312,20 @@ pub fn load_padding(padding: Option<&crate::Attribute>) -> Result<f64, String> {
             )),
         },
         Some(a) => Err(format!("'padding' is a number or a string, found {a}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn names_are_unique_and_round_trip() {
+        let mut seen = std::collections::HashSet::new();
+        for &op in OpKind::ALL {
+            assert!(seen.insert(op.name()), "duplicate {}", op.name());
+            assert_eq!(OpKind::from_name(op.name()), Some(op));
+            assert!(op.name().starts_with("tile."));
+        }
+        assert_eq!(OpKind::from_name("tile.nope"), None);
     }
 }

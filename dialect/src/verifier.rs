@@ -749,9 +749,14 @@ impl Verifier<'_> {
                 }
             }
             OpKind::Transpose if self.count(op, 1, 1) => match (&ots[0], &rts[0]) {
-                (Type::Tile { shape: a, elem: e1, .. }, Type::Tile { shape: b, elem: e2, .. })
-                    if a.len() == 2 =>
-                {
+                (
+                    Type::Tile {
+                        shape: a, elem: e1, ..
+                    },
+                    Type::Tile {
+                        shape: b, elem: e2, ..
+                    },
+                ) if a.len() == 2 => {
                     if e1 != e2 || b.len() != 2 || a[0] != b[1] || a[1] != b[0] {
                         self.error(
                             op,
@@ -768,8 +773,14 @@ impl Verifier<'_> {
                 ),
             },
             OpKind::Reshape if self.count(op, 1, 1) => match (&ots[0], &rts[0]) {
-                (Type::Tile { shape: a, elem: e1, .. }, Type::Tile { shape: b, elem: e2, .. })
-                    if e1 == e2 && a.iter().product::<u64>() == b.iter().product::<u64>() => {}
+                (
+                    Type::Tile {
+                        shape: a, elem: e1, ..
+                    },
+                    Type::Tile {
+                        shape: b, elem: e2, ..
+                    },
+                ) if e1 == e2 && a.iter().product::<u64>() == b.iter().product::<u64>() => {}
                 _ => self.error(
                     op,
                     format!(
@@ -781,10 +792,16 @@ impl Verifier<'_> {
             },
             OpKind::Broadcast if self.count(op, 1, 1) => match (&ots[0], &rts[0]) {
                 (Type::Scalar(s), Type::Tile { elem, .. }) if s == elem => {}
-                (Type::Tile { shape: a, elem: e1, .. }, Type::Tile { shape: b, elem: e2, .. })
-                    if e1 == e2
-                        && a.len() == b.len()
-                        && a.iter().zip(b).all(|(x, y)| x == y || *x == 1) => {}
+                (
+                    Type::Tile {
+                        shape: a, elem: e1, ..
+                    },
+                    Type::Tile {
+                        shape: b, elem: e2, ..
+                    },
+                ) if e1 == e2
+                    && a.len() == b.len()
+                    && a.iter().zip(b).all(|(x, y)| x == y || *x == 1) => {}
                 _ => self.error(
                     op,
                     format!(
@@ -807,11 +824,7 @@ impl Verifier<'_> {
                             let want = Type::Tile {
                                 shape: s,
                                 elem: *elem,
-                                layout: rts
-                                    .first()
-                                    .and_then(Type::layout)
-                                    .cloned()
-                                    .map(Box::new),
+                                layout: rts.first().and_then(Type::layout).cloned().map(Box::new),
                             };
                             self.result_must_be(op, &want);
                         }
@@ -820,9 +833,11 @@ impl Verifier<'_> {
                 }
             }
             OpKind::Iota if self.count(op, 0, 1) => match &rts[0] {
-                Type::Tile { shape, elem, .. }
-                    if matches!(elem, ScalarType::I32 | ScalarType::I64 | ScalarType::Index) =>
-                {
+                Type::Tile {
+                    shape,
+                    elem: ScalarType::I32 | ScalarType::I64 | ScalarType::Index,
+                    ..
+                } => {
                     self.int_attr_in(op, "dim", 0, shape.len() as i64 - 1);
                 }
                 t => self.error(

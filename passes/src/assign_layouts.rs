@@ -4,17 +4,19 @@
 //! Kernels with a `tile.dot` are `tile-to-gpu`'s; kernels that already have a `target` are
 //! left alone. For the others:
 //!
-//! - **Anchors.** Loads, stores, `tile.zeros`, `tile.splat`, `tile.iota` and `tile.broadcast` results
-//!   take the blocked layout of their shape ([`LinearLayout::blocked`]): one 16-byte vector
+//! - **Anchors.** Loads, stores, `tile.zeros`, `tile.splat`, `tile.iota` and
+//!   `tile.broadcast` results take the blocked layout of their shape ([`LinearLayout::blocked`]): one 16-byte vector
 //!   per thread along the contiguous (last) dimension, for the narrowest element type that
 //!   the kernel loads or stores at that shape (4 bytes when none does), so every blocked
 //!   tile of one shape has one layout.
 //! - **Propagation.** Elementwise ops, `tile.convert` and `tile.select` take the layout of
-//!   their first tile operand; `tile.reduce` the slice of its operand's
+//!   their first tile operand that is not a constructor (`tile.splat`, `tile.zeros`,
+//!   `tile.iota`: those cost the same in any layout); `tile.reduce` the slice of its operand's
 //!   ([`LinearLayout::slice`]); `tile.transpose` the transposed layout; loop-carried values
 //!   the layout of their initial value; `tile.if` results that of the then-region's yield.
 //! - **Conversions.** An operand whose layout differs from the one its op takes gets a
-//!   `tile.convert_layout` just before the op.
+//!   `tile.convert_layout` just before the op — or, when a constructor made it, a copy of
+//!   the constructor in that layout (rematerialized, no data moves).
 //!
 //! The kernel gets `target`, `num_warps` and `block = [32·num_warps, 1, 1]`. With
 //! `num-warps=0` (the default) the pass picks the warps from the largest tile
@@ -132,7 +134,9 @@ pub fn auto_warps(m: &Module, k: &Operation) -> u64 {
             }
         }
     });
-    (largest / (32 * AUTO_ELEMS_PER_THREAD)).next_power_of_two().clamp(4, 16)
+    (largest / (32 * AUTO_ELEMS_PER_THREAD))
+        .next_power_of_two()
+        .clamp(4, 16)
 }
 
 fn has_dot(k: &Operation) -> bool {
@@ -179,9 +183,31 @@ pub fn assign_layouts(
         prefs,
         num_warps,
         conversions: 0,
+        constructors: HashMap::new(),
     };
     for b in &mut k.regions {
         a.block(b);
+    }
+    // Constructors whose every use took a rematerialized copy.
+    let mut used = std::collections::HashSet::new();
+    k.walk(&mut |o| used.extend(o.operands.iter().copied()));
+    let dead: std::collections::HashSet<Value> = a
+        .constructors
+        .keys()
+        .filter(|v| !used.contains(*v))
+        .copied()
+        .collect();
+    fn sweep(b: &mut Block, dead: &std::collections::HashSet<Value>) {
+        b.ops
+            .retain(|o| !o.results.iter().any(|r| dead.contains(r)));
+        for o in &mut b.ops {
+            for r in &mut o.regions {
+                sweep(r, dead);
+            }
+        }
+    }
+    for b in &mut k.regions {
+        sweep(b, &dead);
     }
     let n = a.conversions;
     let threads = 32 * num_warps as i64;
@@ -244,6 +270,8 @@ struct Assigner<'m> {
     prefs: HashMap<Vec<u64>, u64>,
     num_warps: u64,
     conversions: u64,
+    /// Results of `tile.splat`, `tile.zeros` and `tile.iota`, with the op that made them.
+    constructors: HashMap<Value, Operation>,
 }
 
 impl Assigner<'_> {
@@ -263,13 +291,26 @@ impl Assigner<'_> {
 
     /// `v` in layout `want`: `v` itself, or the result of a `tile.convert_layout` pushed
     /// onto `out`.
-    fn convert(&mut self, out: &mut Vec<Operation>, op: &Operation, v: Value, want: &LinearLayout)
-        -> Value {
+    fn convert(
+        &mut self,
+        out: &mut Vec<Operation>,
+        op: &Operation,
+        v: Value,
+        want: &LinearLayout,
+    ) -> Value {
         if self.layout(v).as_ref() == Some(want) || !matches!(self.m.ty(v), Type::Tile { .. }) {
             return v;
         }
         let ty = self.m.ty(v).with_layout(Some(want.clone()));
         let r = self.m.new_value(ty, None);
+        if let Some(def) = self.constructors.get(&v) {
+            // Made by a constructor: make it again, in the layout wanted.
+            let mut c = def.clone();
+            c.loc = op.loc.clone();
+            c.results = vec![r];
+            out.push(c);
+            return r;
+        }
         let mut c = Operation::new(OpKind::ConvertLayout, op.loc.clone());
         c.operands.push(v);
         c.results.push(r);
@@ -299,6 +340,11 @@ impl Assigner<'_> {
                 if let Some(s) = op.results.first().and_then(|&r| shape_of(self.m, r)) {
                     let l = self.blocked(&s);
                     self.set(op.results[0], l);
+                    let constructor =
+                        matches!(op.kind, OpKind::Zeros | OpKind::Splat | OpKind::Iota);
+                    if constructor {
+                        self.constructors.insert(op.results[0], op.clone());
+                    }
                 }
             }
             OpKind::Reduce => {
@@ -313,10 +359,9 @@ impl Assigner<'_> {
                 }
             }
             OpKind::Reshape => {
-                if let (Some(l), Some(s)) = (
-                    self.layout(op.operands[0]),
-                    shape_of(self.m, op.results[0]),
-                ) {
+                if let (Some(l), Some(s)) =
+                    (self.layout(op.operands[0]), shape_of(self.m, op.results[0]))
+                {
                     self.set(op.results[0], l.reshaped(&s));
                 }
             }
@@ -362,12 +407,15 @@ impl Assigner<'_> {
             }
             OpKind::Store => {}
             _ => {
-                // Elementwise and the like: the first tile operand's layout.
+                // Elementwise and the like: the first computed tile operand's layout (a
+                // constructor's costs the same in any).
+                let laid = |v: &Value| self.is_tile(*v) && self.layout(*v).is_some();
                 let first = op
                     .operands
                     .iter()
                     .copied()
-                    .find(|&v| self.is_tile(v) && self.layout(v).is_some());
+                    .find(|v| laid(v) && !self.constructors.contains_key(v))
+                    .or_else(|| op.operands.iter().copied().find(laid));
                 let Some(l) = first.and_then(|v| self.layout(v)) else {
                     return;
                 };

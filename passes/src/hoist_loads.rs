@@ -76,8 +76,8 @@ fn hoist_block(b: &mut Block, written: &HashSet<Value>) -> u64 {
     let mut out: Vec<Operation> = Vec::with_capacity(ops.len());
     let args: HashSet<Value> = b.args.iter().copied().collect();
     for op in ops {
-        let hoistable = op.kind == OpKind::Load
-            && op.operands.first().is_some_and(|t| !written.contains(t));
+        let hoistable =
+            op.kind == OpKind::Load && op.operands.first().is_some_and(|t| !written.contains(t));
         if !hoistable {
             out.push(op);
             continue;

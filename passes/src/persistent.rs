@@ -1,9 +1,10 @@
 //! `persistent` — turn a one-tile-per-CTA kernel into a persistent loop over its tiles.
 //!
 //! Runs on level-1 IR, before `tile-to-gpu` (which then keeps the shared-memory ring's
-//! phases running across tiles). Kernels without a `tile.dot` are left as they are: one
-//! program per CTA, as launched (`tile-assign-layouts` gives them a plain launch). The kernel's launch `grid` stays the *tile* grid; the
-//! pass adds `schedule` and `group_m` attributes, which the manifest passes on to the
+//! phases running across tiles). With `dot-kernels-only` (the default pipeline sets it),
+//! kernels without a `tile.dot` are left as they are: one program per CTA, as launched
+//! (`tile-assign-layouts` gives them a plain launch). The kernel's launch `grid` stays the
+//! *tile* grid; the pass adds `schedule` and `group_m` attributes, which the manifest passes on to the
 //! launcher.
 //!
 //! - `schedule=static` (sm_90, sm_90a): the launcher starts min(tiles, SMs × CTAs per SM)
@@ -103,6 +104,13 @@ pub static INFO: PassInfo = PassInfo {
             help: "clc only: CTAs per cluster along x (1, 2 or 4); > 1 uses the multicast \
                 try_cancel (sm_100a)",
         },
+        OptionInfo {
+            name: "dot-kernels-only",
+            kind: OptionKind::Bool,
+            default: "false",
+            help: "Leave kernels without a 'tile.dot' as they are (the default pipeline sets it: \
+                those get a plain launch)",
+        },
     ],
 };
 
@@ -114,6 +122,8 @@ pub struct Persistent {
     pub group_m: u64,
     /// CTAs per cluster along x (clc only).
     pub cluster: u64,
+    /// Leave kernels without a `tile.dot` alone.
+    pub dot_kernels_only: bool,
     /// Test-only: emit a deliberately broken clc protocol (the model test must catch it).
     #[doc(hidden)]
     pub fault: Option<ClcFault>,
@@ -161,6 +171,7 @@ impl Persistent {
             schedule: o.get("schedule").to_string(),
             group_m,
             cluster,
+            dot_kernels_only: o.bool("dot-kernels-only"),
             fault: None,
         })
     }
@@ -177,7 +188,7 @@ impl Pass for Persistent {
             if k.kind != OpKind::Kernel
                 || k.attr("schedule").is_some()
                 || k.attr("target").is_some()
-                || !has_dot(k)
+                || (self.dot_kernels_only && !has_dot(k))
             {
                 continue;
             }

@@ -379,7 +379,13 @@ fn find_matmul<'a>(
     }
     let at = m.ty(la.results[0]).clone();
     let bt = m.ty(lb_.results[0]).clone();
-    let (Type::Tile { shape: ash, elem, .. }, Type::Tile { shape: bsh, .. }) = (&at, &bt) else {
+    let (
+        Type::Tile {
+            shape: ash, elem, ..
+        },
+        Type::Tile { shape: bsh, .. },
+    ) = (&at, &bt)
+    else {
         unreachable!("verified loads")
     };
     if ash[1] as i64 != bk {

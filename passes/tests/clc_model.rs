@@ -115,6 +115,7 @@ fn build(rank: usize, bm: u64, cluster: u64, fault: Option<ClcFault>) -> Module 
         schedule: "clc".into(),
         group_m: 2,
         cluster,
+        dot_kernels_only: false,
         fault,
     }
     .run(&mut m, &mut cx)

@@ -2,13 +2,14 @@
 //! values: a scalar is one block argument, a tile one per register.
 //!
 //! ```text
-//! tile.for %lb, %ub, %step, inits:      br ^header(lb, inits)
-//!                                       ^header(iv, carried): cond_br iv < ub, ^body, ^exit(carried)
-//!                                       ^body: ... br ^header(iv + step, yielded)
-//!                                       ^exit(results): ...
-//! tile.if %c:                           cond_br c, ^then, ^else
-//!                                       ^then: ... br ^join(yielded)   ^else: ... br ^join(yielded)
-//!                                       ^join(results): ...
+//! tile.for %lb, %ub, %step, inits:  br ^header(lb, inits)
+//!                                   ^header(iv, carried): cond_br iv < ub, ^body, ^exit(carried)
+//!                                   ^body: ... br ^header(iv + step, yielded)
+//!                                   ^exit(results): ...
+//! tile.if %c:                       cond_br c, ^then, ^else
+//!                                   ^then: ... br ^join(yielded)
+//!                                   ^else: ... br ^join(yielded)
+//!                                   ^join(results): ...
 //! ```
 
 use super::plain::{err, Lowerer, Lv, Tile, R};
@@ -38,7 +39,10 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             Lv::Tile(t) => vec![self.w.ty(t.elem); t.regs.len()],
             Lv::Tensor(t) => {
                 let mut v = vec![self.w.ptr_ty(1)];
-                v.extend(vec![self.w.ty(tilec_dialect::ScalarType::I64); 2 * t.sizes.len()]);
+                v.extend(vec![
+                    self.w.ty(tilec_dialect::ScalarType::I64);
+                    2 * t.sizes.len()
+                ]);
                 v
             }
         }
@@ -90,7 +94,10 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             let lv = self.get(y, v)?;
             let (a, b) = (Self::flatten(&lv), templates.get(i).map(Self::flatten));
             if b.is_some_and(|b| b.len() != a.len()) {
-                return err(y, "internal error: a yielded value changes its register count");
+                return err(
+                    y,
+                    "internal error: a yielded value changes its register count",
+                );
             }
             out.extend(a);
         }

@@ -10,7 +10,7 @@
 //! | `max`, `min`, `neg`, `abs`, `relu` | `max/min/neg/abs` | exact |
 //! | `rsqrt` | `rcp.rn(sqrt.rn(x))` | 1 ulp (two roundings) |
 //! | `exp2` | `ex2.approx.f32` | 2 ulp (PTX ISA, `ex2`) |
-//! | `exp` | `ex2.approx.f32` of `x·log2(e)` with the product's rounding error corrected by one `fma` | 2 ulp + 2⁻²³ relative |
+//! | `exp` | `ex2.approx.f32` of `x·log2(e)`, its rounding error corrected (below) | 2 ulp + 2⁻²³ |
 //!
 //! `exp` computes `t = x·L` (L = log2(e) rounded to f32), the exact remainder
 //! `δ = fma(x, L, −t) + x·L_lo` (L_lo = log2(e) − L), and `2^t · (1 + δ·ln 2)`: without the
@@ -94,10 +94,10 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                     let Lv::Scalar(s) = lv else {
                         return err(op, "mixed scalar and tile operands");
                     };
-                    xs.push(self.w.to_f32(*s));
+                    xs.push(self.w.fpext_f32(*s));
                 }
                 let r = self.float_op(op.kind, &xs);
-                Lv::Scalar(self.w.from_f32(r, t))
+                Lv::Scalar(self.w.fptrunc_to(r, t))
             }
             Some(Lv::Tile(a)) => {
                 let tiles: Vec<&Tile> = args
@@ -108,7 +108,10 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                     })
                     .collect();
                 if tiles.len() != args.len() || tiles.iter().any(|t| t.layout != a.layout) {
-                    return err(op, "internal error: elementwise operands in different layouts");
+                    return err(
+                        op,
+                        "internal error: elementwise operands in different layouts",
+                    );
                 }
                 let mut regs: Vec<Value<'c, 'm>> = Vec::with_capacity(a.regs.len());
                 for r in 0..a.regs.len() {
@@ -118,15 +121,12 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                             v: t.regs[r],
                             t: t.elem,
                         };
-                        xs.push(self.w.to_f32(x));
+                        xs.push(self.w.fpext_f32(x));
                     }
                     let y = self.float_op(op.kind, &xs);
-                    regs.push(self.w.from_f32(y, a.elem).v);
+                    regs.push(self.w.fptrunc_to(y, a.elem).v);
                 }
-                Lv::Tile(Tile {
-                    regs,
-                    ..a.clone()
-                })
+                Lv::Tile(Tile { regs, ..a.clone() })
             }
             _ => return err(op, "elementwise op on a tensor"),
         };
@@ -144,8 +144,8 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         }
         let w = &mut self.w;
         Ok(if from.is_float() && to.is_float() {
-            let f = w.to_f32(x);
-            w.from_f32(f, to)
+            let f = w.fpext_f32(x);
+            w.fptrunc_to(f, to)
         } else if from.is_int() && to.is_float() {
             let f32t = w.ty(ScalarType::F32);
             let name = if from == ScalarType::I1 {
@@ -157,7 +157,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 v: w.op1(name, &[x.v], f32t, &[]),
                 t: ScalarType::F32,
             };
-            w.from_f32(f, to)
+            w.fptrunc_to(f, to)
         } else if from.is_int() && to.is_int() {
             w.int_cast(x, to)
         } else {

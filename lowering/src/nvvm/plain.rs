@@ -18,8 +18,7 @@ use melior::{
         attribute::{DenseI32ArrayAttribute, IntegerAttribute, StringAttribute, TypeAttribute},
         block::BlockLike,
         operation::{OperationBuilder, OperationLike, OperationMutLike},
-        RegionLike,
-        Attribute, Block, BlockRef, Identifier, Location, Module, Region, Type, Value,
+        Attribute, Block, BlockRef, Identifier, Location, Module, Region, RegionLike, Type, Value,
     },
     Context,
 };
@@ -81,9 +80,10 @@ pub(crate) struct Lowerer<'c, 'm, 'k> {
 
 impl<'c, 'm> Lowerer<'c, 'm, '_> {
     pub fn get(&self, op: &Operation, v: TileValue) -> R<Lv<'c, 'm>> {
-        self.vals.get(&v).cloned().ok_or_else(|| {
-            Diagnostic::error(op.loc.clone(), "internal error: operand not lowered")
-        })
+        self.vals
+            .get(&v)
+            .cloned()
+            .ok_or_else(|| Diagnostic::error(op.loc.clone(), "internal error: operand not lowered"))
     }
 
     pub fn scalar(&self, op: &Operation, v: TileValue) -> R<V<'c, 'm>> {
@@ -108,7 +108,11 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
     }
 
     /// The layout of a tile result (set by `tile-assign-layouts`).
-    pub fn result_layout(&self, op: &Operation, i: usize) -> R<(Vec<u64>, ScalarType, LinearLayout)> {
+    pub fn result_layout(
+        &self,
+        op: &Operation,
+        i: usize,
+    ) -> R<(Vec<u64>, ScalarType, LinearLayout)> {
         match op.results.get(i).map(|&r| self.m.ty(r)) {
             Some(TileType::Tile {
                 shape,
@@ -271,7 +275,14 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 let v = self.w.int_cast(s, result_scalar(self.m));
                 self.def(op, Lv::Scalar(v));
             }
-            K::AddI | K::SubI | K::MulI | K::DivI | K::RemI | K::CeilDiv | K::MinI | K::MaxI
+            K::AddI
+            | K::SubI
+            | K::MulI
+            | K::DivI
+            | K::RemI
+            | K::CeilDiv
+            | K::MinI
+            | K::MaxI
             | K::CmpI => {
                 let lv = match (self.get(op, op.operands[0])?, self.get(op, op.operands[1])?) {
                     (Lv::Scalar(a), Lv::Scalar(b)) => Lv::Scalar(self.int_op(op, a, b)?),
@@ -279,7 +290,8 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                         let mut regs = Vec::with_capacity(a.regs.len());
                         let mut elem = a.elem;
                         for (&x, &y) in a.regs.iter().zip(&b.regs) {
-                            let r = self.int_op(op, V { v: x, t: a.elem }, V { v: y, t: b.elem })?;
+                            let r =
+                                self.int_op(op, V { v: x, t: a.elem }, V { v: y, t: b.elem })?;
                             elem = r.t;
                             regs.push(r.v);
                         }
@@ -445,7 +457,12 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 }
                 Lv::Tile(Tile { regs, ..a })
             }
-            _ => return err(op, "'tile.select' operands must be two scalars or two tiles"),
+            _ => {
+                return err(
+                    op,
+                    "'tile.select' operands must be two scalars or two tiles",
+                )
+            }
         };
         self.def(op, lv);
         Ok(())
@@ -496,7 +513,12 @@ pub(super) fn lower_kernel(m: &TileModule, k: &Operation) -> R<LoweredKernel> {
                     s => s.name().into(),
                 },
             }),
-            t => return err(k, format!("kernel argument '%{an}' of type {t} is not a parameter")),
+            t => {
+                return err(
+                    k,
+                    format!("kernel argument '%{an}' of type {t} is not a parameter"),
+                )
+            }
         }
     }
     let mut ptx_version = target.min_ptx_version();
@@ -577,7 +599,10 @@ fn build_module(
     let i8t: Type = melior::ir::r#type::IntegerType::new(ctx, 8).into();
     let smem_global = OperationBuilder::new("llvm.mlir.global", loc)
         .add_attributes(&[
-            (ident("sym_name"), StringAttribute::new(ctx, "dynamic_smem").into()),
+            (
+                ident("sym_name"),
+                StringAttribute::new(ctx, "dynamic_smem").into(),
+            ),
             (
                 ident("global_type"),
                 TypeAttribute::new(llvm::r#type::array(i8t, 0)).into(),
@@ -606,7 +631,9 @@ fn build_module(
     let w0 = Writer {
         ctx,
         loc,
-        region: gm.region(0).map_err(|e| Diagnostic::error(k.loc.clone(), e.to_string()))?,
+        region: gm
+            .region(0)
+            .map_err(|e| Diagnostic::error(k.loc.clone(), e.to_string()))?,
         block: gm_block,
         error: None,
     };
@@ -669,7 +696,12 @@ fn build_module(
     // Parameters.
     let mut vals = HashMap::new();
     let mut i = 0;
-    let arg = |i: usize| -> Value { entry.argument(i).map(Into::into).expect("declared argument") };
+    let arg = |i: usize| -> Value {
+        entry
+            .argument(i)
+            .map(Into::into)
+            .expect("declared argument")
+    };
     for &a in &kbody.args {
         match m.ty(a) {
             TileType::Tensor { rank, elem } => {

@@ -84,7 +84,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let padded = t.shape[d] != l.dims[d];
         let mut vals = Vec::with_capacity(t.regs.len());
         for (r, &x) in t.regs.iter().enumerate() {
-            let mut v = self.w.to_f32(V { v: x, t: t.elem });
+            let mut v = self.w.fpext_f32(V { v: x, t: t.elem });
             if padded {
                 let c = self.coord(&l, r as u64)[d];
                 let n = self.w.i32(t.shape[d] as i64);
@@ -101,7 +101,10 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         for (r, v) in vals.into_iter().enumerate() {
             let key = proj(&l.register_coord(r as u64));
             let Some(&rho) = slots.get(&key) else {
-                return err(op, "internal error: a register has no slot in the slice layout");
+                return err(
+                    op,
+                    "internal error: a register has no slot in the slice layout",
+                );
             };
             groups[rho].push(v);
         }
@@ -172,7 +175,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         }
         let regs = acc
             .into_iter()
-            .map(|a| self.w.from_f32(a, relem).v)
+            .map(|a| self.w.fptrunc_to(a, relem).v)
             .collect();
         let mut out = Tile {
             regs,

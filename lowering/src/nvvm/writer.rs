@@ -19,8 +19,8 @@ use melior::{
         block::BlockLike,
         operation::{OperationBuilder, OperationLike},
         r#type::IntegerType,
-        RegionLike,
-        Attribute, Block, BlockRef, Identifier, Location, Operation, RegionRef, Type, Value,
+        Attribute, Block, BlockRef, Identifier, Location, Operation, RegionLike, RegionRef, Type,
+        Value,
     },
     Context,
 };
@@ -314,7 +314,7 @@ impl<'c, 'm> Writer<'c, 'm> {
     }
 
     /// A float value as f32 (`llvm.fpext` from f16/bf16).
-    pub fn to_f32(&mut self, a: V<'c, 'm>) -> V<'c, 'm> {
+    pub fn fpext_f32(&mut self, a: V<'c, 'm>) -> V<'c, 'm> {
         if a.t == ScalarType::F32 {
             return a;
         }
@@ -326,7 +326,7 @@ impl<'c, 'm> Writer<'c, 'm> {
     }
 
     /// An f32 value rounded to `t` (`llvm.fptrunc`: round to nearest even).
-    pub fn from_f32(&mut self, a: V<'c, 'm>, t: ScalarType) -> V<'c, 'm> {
+    pub fn fptrunc_to(&mut self, a: V<'c, 'm>, t: ScalarType) -> V<'c, 'm> {
         if t == ScalarType::F32 {
             return a;
         }
@@ -387,10 +387,8 @@ impl<'c, 'm> Writer<'c, 'm> {
 
     /// `llvm.load` of `ty` with alignment `align` bytes.
     pub fn load(&mut self, ptr: Value<'c, 'm>, ty: Type<'c>, align: u64) -> Value<'c, 'm> {
-        let opts = LoadStoreOptions::new().align(Some(IntegerAttribute::new(
-            self.int_ty(64),
-            align as i64,
-        )));
+        let opts = LoadStoreOptions::new()
+            .align(Some(IntegerAttribute::new(self.int_ty(64), align as i64)));
         let op = llvm::load(self.ctx, ptr, ty, self.loc, opts);
         match self.push(Ok(op)).first() {
             Some(v) => *v,
@@ -400,10 +398,8 @@ impl<'c, 'm> Writer<'c, 'm> {
 
     /// `llvm.store` with alignment `align` bytes.
     pub fn store(&mut self, v: Value<'c, 'm>, ptr: Value<'c, 'm>, align: u64) {
-        let opts = LoadStoreOptions::new().align(Some(IntegerAttribute::new(
-            self.int_ty(64),
-            align as i64,
-        )));
+        let opts = LoadStoreOptions::new()
+            .align(Some(IntegerAttribute::new(self.int_ty(64), align as i64)));
         let op = llvm::store(self.ctx, v, ptr, self.loc, opts);
         self.push(Ok(op));
     }
@@ -464,7 +460,8 @@ impl<'c, 'm> Writer<'c, 'm> {
         f: BlockRef<'c, 'm>,
         fargs: &[Value<'c, 'm>],
     ) {
-        let sizes = DenseI32ArrayAttribute::new(self.ctx, &[1, targs.len() as i32, fargs.len() as i32]);
+        let sizes =
+            DenseI32ArrayAttribute::new(self.ctx, &[1, targs.len() as i32, fargs.len() as i32]);
         let op = OperationBuilder::new("llvm.cond_br", self.loc)
             .add_operands(&[c.v])
             .add_operands(targs)
