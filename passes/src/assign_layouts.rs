@@ -5,10 +5,10 @@
 //! left alone. For the others:
 //!
 //! - **Anchors.** Loads, stores, `tile.zeros`, `tile.splat`, `tile.iota` and
-//!   `tile.broadcast` results take the blocked layout of their shape ([`LinearLayout::blocked`]): one 16-byte vector
-//!   per thread along the contiguous (last) dimension, for the narrowest element type that
-//!   the kernel loads or stores at that shape (4 bytes when none does), so every blocked
-//!   tile of one shape has one layout.
+//!   `tile.broadcast` results take the blocked layout of their shape
+//!   ([`LinearLayout::blocked`]): one 16-byte vector per thread along the contiguous (last)
+//!   dimension, for the narrowest element type that the kernel loads or stores at that
+//!   shape (4 bytes when none does), so every blocked tile of one shape has one layout.
 //! - **Propagation.** Elementwise ops, `tile.convert` and `tile.select` take the layout of
 //!   their first tile operand that is not a constructor (`tile.splat`, `tile.zeros`,
 //!   `tile.iota`: those cost the same in any layout); `tile.reduce` the slice of its operand's

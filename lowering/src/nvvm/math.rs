@@ -6,7 +6,7 @@
 //!
 //! | op | PTX | bound |
 //! | --- | --- | --- |
-//! | `add`, `sub`, `mul`, `div`, `sqrt` | `add/sub/mul.rn`, `div.rn`, `sqrt.rn` | correctly rounded |
+//! | `add`, `sub`, `mul`, `div`, `sqrt` | `.rn` forms, `div.rn`, `sqrt.rn` | correctly rounded |
 //! | `max`, `min`, `neg`, `abs`, `relu` | `max/min/neg/abs` | exact |
 //! | `rsqrt` | `rcp.rn(sqrt.rn(x))` | 1 ulp (two roundings) |
 //! | `exp2` | `ex2.approx.f32` | 2 ulp (PTX ISA, `ex2`) |
