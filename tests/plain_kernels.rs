@@ -193,6 +193,38 @@ fn norm_examples_match_float64() {
 }
 
 #[test]
+fn transpose_and_column_sums_match_float64() {
+    let mut g = Rng(3);
+    for (m, n) in [(64usize, 64usize), (70, 130), (1, 5)] {
+        let x = g.vec(m * n, 2.0);
+        let args = [
+            tensor(ScalarType::F32, &[m, n], &x),
+            ArgValue::Tensor(Tensor::zeros(ScalarType::F32, &[n, m])),
+            ArgValue::Int(m as i64),
+            ArgValue::Int(n as i64),
+        ];
+        let (l1, l2) = run_both("transpose.tile", "transpose", &args, 1);
+        let want: Vec<f64> = (0..n * m)
+            .map(|i| f64::from(x[(i % m) * n + i / m]))
+            .collect();
+        assert_eq!(l1, want, "transpose {m}x{n}");
+        assert_eq!(l2, l1, "transpose {m}x{n}: the GPU-level kernel differs");
+        let args = [
+            tensor(ScalarType::F32, &[m, n], &x),
+            ArgValue::Tensor(Tensor::zeros(ScalarType::F32, &[1, n])),
+            ArgValue::Int(m as i64),
+            ArgValue::Int(n as i64),
+        ];
+        let (l1, l2) = run_both("col_sums.tile", "col_sums", &args, 1);
+        let want: Vec<f64> = (0..n)
+            .map(|j| (0..m).map(|i| f64::from(x[i * n + j])).sum())
+            .collect();
+        assert_close(&format!("col_sums {m}x{n}"), &l1, &want, 1e-6);
+        assert_close(&format!("col_sums {m}x{n} GPU level"), &l2, &l1, 1e-6);
+    }
+}
+
+#[test]
 fn plain_examples_assemble_without_spills() {
     let ptxas = common::nv_tool("ptxas", "PTXAS").unwrap_or_else(|e| panic!("{e}"));
     let files = [
@@ -202,6 +234,8 @@ fn plain_examples_assemble_without_spills() {
         "softmax_online.tile",
         "rmsnorm.tile",
         "layernorm.tile",
+        "transpose.tile",
+        "col_sums.tile",
     ];
     for target in [Target::Sm90a, Target::Sm90, Target::Sm100] {
         for file in files {

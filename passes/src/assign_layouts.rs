@@ -13,7 +13,10 @@
 //!   their first tile operand that is not a constructor (`tile.splat`, `tile.zeros`,
 //!   `tile.iota`: those cost the same in any layout); `tile.reduce` the slice of its operand's
 //!   ([`LinearLayout::slice`]); `tile.transpose` the transposed layout; loop-carried values
-//!   the layout of their initial value; `tile.if` results that of the then-region's yield.
+//!   the layout of their initial value, or, when a constructor made it, the layout the loop
+//!   body yields; `tile.if` results that of the then-region's yield.
+//! - **Stores** keep their tile's layout unless it has shorter contiguous runs along the
+//!   last dimension than the blocked one (a transpose's): then they store a conversion.
 //! - **Conversions.** An operand whose layout differs from the one its op takes gets a
 //!   `tile.convert_layout` just before the op — or, when a constructor made it, a copy of
 //!   the constructor in that layout (rematerialized, no data moves).
@@ -124,7 +127,8 @@ impl Pass for AssignLayouts {
 pub const AUTO_ELEMS_PER_THREAD: u64 = 32;
 
 /// The warps the pass gives kernel `k` with `num-warps=0`: enough that each thread holds
-/// at most [`AUTO_ELEMS_PER_THREAD`] elements of the kernel's largest tile, from 4 to 16.
+/// at most [`AUTO_ELEMS_PER_THREAD`] elements of the kernel's largest tile, from 4 to 8
+/// (at 16 warps the register cap, 65,536 / 512 threads = 128, spilled a 64×256 reduction).
 pub fn auto_warps(m: &Module, k: &Operation) -> u64 {
     let mut largest = 1u64;
     k.walk(&mut |o| {
@@ -136,7 +140,7 @@ pub fn auto_warps(m: &Module, k: &Operation) -> u64 {
     });
     (largest / (32 * AUTO_ELEMS_PER_THREAD))
         .next_power_of_two()
-        .clamp(4, 16)
+        .clamp(4, 8)
 }
 
 fn has_dot(k: &Operation) -> bool {
@@ -184,6 +188,7 @@ pub fn assign_layouts(
         num_warps,
         conversions: 0,
         constructors: HashMap::new(),
+        soft: std::collections::HashSet::new(),
     };
     for b in &mut k.regions {
         a.block(b);
@@ -272,6 +277,9 @@ struct Assigner<'m> {
     conversions: u64,
     /// Results of `tile.splat`, `tile.zeros` and `tile.iota`, with the op that made them.
     constructors: HashMap<Value, Operation>,
+    /// Loop-carried values whose initial value a constructor made, while their loop's
+    /// layout is being decided: they follow the other operands like constructors do.
+    soft: std::collections::HashSet<Value>,
 }
 
 impl Assigner<'_> {
@@ -373,15 +381,52 @@ impl Assigner<'_> {
                     .enumerate()
                     .filter(|&(_, v)| self.is_tile(v))
                     .collect();
+                let carry = |a: &mut Self, op: &mut Operation, j: usize, l: LinearLayout| {
+                    a.set(op.regions[0].args[1 + j], l.clone());
+                    a.set(op.results[j], l);
+                };
                 for &(j, init) in &inits {
-                    let Some(l) = self.layout(init) else { continue };
-                    self.set(op.regions[0].args[1 + j], l.clone());
-                    self.set(op.results[j], l);
+                    if let Some(l) = self.layout(init) {
+                        carry(self, op, j, l);
+                    }
+                    if self.constructors.contains_key(&init) {
+                        self.soft.insert(op.regions[0].args[1 + j]);
+                    }
                 }
+                let original = op.regions[0].clone();
                 self.block(&mut op.regions[0]);
+                for &(j, _) in &inits {
+                    self.soft.remove(&op.regions[0].args[1 + j]);
+                }
+                // An init made by a constructor takes the layout the body yields (the body
+                // is laid out again with it), so the loop needs no conversion per iteration.
+                let yields: Vec<Value> = op.regions[0]
+                    .ops
+                    .last()
+                    .map(|y| y.operands.clone())
+                    .unwrap_or_default();
+                let mut relaid = false;
+                for &(j, init) in &inits {
+                    let yielded = yields.get(j).and_then(|&y| self.layout(y));
+                    match yielded {
+                        Some(l)
+                            if self.constructors.contains_key(&init)
+                                && self.layout(init).as_ref() != Some(&l) =>
+                        {
+                            op.operands[3 + j] = self.convert(out, op, init, &l);
+                            carry(self, op, j, l);
+                            relaid = true;
+                        }
+                        _ => {}
+                    }
+                }
+                if relaid {
+                    op.regions[0] = original;
+                    self.block(&mut op.regions[0]);
+                }
                 let want: Vec<(usize, LinearLayout)> = inits
                     .iter()
-                    .filter_map(|&(j, v)| Some((j, self.layout(v)?)))
+                    .filter_map(|&(j, _)| Some((j, self.layout(op.results[j])?)))
                     .collect();
                 self.fix_yield(&mut op.regions[0], &want);
             }
@@ -405,7 +450,19 @@ impl Assigner<'_> {
                     self.fix_yield(&mut op.regions[1], &want);
                 }
             }
-            OpKind::Store => {}
+            OpKind::Store => {
+                // A store from a layout with shorter contiguous runs than the blocked one
+                // (a transpose's) goes through a conversion, so it stores whole vectors.
+                let Some(&t) = op.operands.last() else { return };
+                let (Some(l), Some(s)) = (self.layout(t), shape_of(self.m, t)) else {
+                    return;
+                };
+                let b = self.blocked(&s);
+                if l.contiguous_register_bits() < b.contiguous_register_bits() {
+                    let last = op.operands.len() - 1;
+                    op.operands[last] = self.convert(out, op, t, &b);
+                }
+            }
             _ => {
                 // Elementwise and the like: the first computed tile operand's layout (a
                 // constructor's costs the same in any).
@@ -414,7 +471,9 @@ impl Assigner<'_> {
                     .operands
                     .iter()
                     .copied()
-                    .find(|v| laid(v) && !self.constructors.contains_key(v))
+                    .find(|v| {
+                        laid(v) && !self.constructors.contains_key(v) && !self.soft.contains(v)
+                    })
                     .or_else(|| op.operands.iter().copied().find(laid));
                 let Some(l) = first.and_then(|v| self.layout(v)) else {
                     return;

@@ -130,6 +130,16 @@ def vadd_inputs(shape, gen, pad):
     return {"X": randn((N,), torch.float32, gen), "Y": randn((N,), torch.float32, gen)}, {"N": N}
 
 
+def transpose_inputs(shape, gen, pad):
+    M, N = shape
+    return {"X": randn((M, N), torch.float32, gen, pad)}, {"M": M, "N": N}
+
+
+def col_sums_inputs(shape, gen, pad):
+    M, N = shape
+    return {"X": randn((M, N), torch.float32, gen, pad)}, {"M": M, "N": N}
+
+
 KERNELS = {
     "vadd": dict(
         out="Z", dtype=torch.float32, inputs=vadd_inputs,
@@ -137,6 +147,20 @@ KERNELS = {
         cases=[((1,), 0), ((1000,), 0), ((1024,), 0), ((4097,), 0), ((1 << 20 | 3,), 0)],
         torch_fn=lambda t, s: torch.add(t["X"], t["Y"]),
         bw=[((1 << 28,),)]),
+    "transpose": dict(
+        out="Y", dtype=torch.float32, inputs=transpose_inputs,
+        out_shape=lambda t: (t["X"].shape[1], t["X"].shape[0]),
+        ref=lambda t, s: t["X"].double().t(), tol=0.0,
+        cases=[((64, 64), 0), ((70, 130), 3), ((1, 5), 0), ((1000, 777), 0)],
+        torch_fn=lambda t, s: t["Y"].copy_(t["X"].t()),
+        bw=[((8192, 8192),)]),
+    "col_sums": dict(
+        out="S", dtype=torch.float32, inputs=col_sums_inputs,
+        out_shape=lambda t: (1, t["X"].shape[1]),
+        ref=lambda t, s: t["X"].double().sum(dim=0, keepdim=True), tol=1e-6,
+        cases=[((64, 256), 0), ((70, 130), 3), ((1, 5), 0), ((5000, 1000), 0)],
+        torch_fn=lambda t, s: torch.sum(t["X"], dim=0, keepdim=True, out=t["S"]),
+        bw=[((16384, 8192),)]),
     "softmax": dict(
         out="Y", dtype=torch.bfloat16, inputs=matrix_inputs(torch.bfloat16), ref=softmax_ref,
         tol=1e-2,
@@ -175,6 +199,8 @@ KERNELS = {
 
 
 def out_shape(spec, tensors):
+    if "out_shape" in spec:
+        return tuple(spec["out_shape"](tensors))
     return tuple(tensors["X"].shape)
 
 

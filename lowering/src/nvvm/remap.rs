@@ -10,7 +10,8 @@
 //!   renaming, no instruction (a reduction's slice broadcast back over its dimension is
 //!   this case);
 //! - **a shared-memory round trip** otherwise: every thread writes its source registers
-//!   at their row-major offsets of the (padded) source shape, a barrier, every thread
+//!   at their row-major offsets of the (padded) source shape, with each row padded by 4
+//!   bytes so that a column's elements fall in different banks, a barrier, every thread
 //!   reads its destination elements; inside a loop, a barrier before the next iteration
 //!   writes the region again (each op has a region of its own).
 //!   Threads that hold copies of one element write the same value.
@@ -88,14 +89,25 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         }
         // Through shared memory.
         let bytes = src.elem.size_bytes();
-        let elems: u64 = sl.dims.iter().product();
+        // Rows padded by 4 bytes (rank ≥ 2): consecutive rows start one bank apart, so a
+        // warp reading or writing down a column touches 32 different banks.
+        let mut pitched = sl.dims.clone();
+        let pad = if pitched.len() >= 2 {
+            (4 / bytes).max(1)
+        } else {
+            0
+        };
+        if let Some(last) = pitched.last_mut() {
+            *last += pad;
+        }
+        let elems: u64 = pitched.iter().product();
         let region = self
             .smem_region(elems * bytes)
             .map_err(|m| tilec_dialect::Diagnostic::error(op.loc.clone(), m))?;
         let ety = self.w.ty(src.elem);
         for (r, &x) in src.regs.iter().enumerate() {
             let c = self.coord(sl, r as u64);
-            let p = self.smem_element(&c, &sl.dims, bytes, region);
+            let p = self.smem_element(&c, &pitched, bytes, region);
             self.w.store(x, p, bytes);
         }
         self.w.barrier();
@@ -105,7 +117,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             for &d in bcast {
                 c[d] = self.w.i32(0);
             }
-            let p = self.smem_element(&c, &sl.dims, bytes, region);
+            let p = self.smem_element(&c, &pitched, bytes, region);
             regs.push(self.w.load(p, ety, bytes));
         }
         if self.in_loop() {
@@ -118,7 +130,8 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         })
     }
 
-    /// The shared-memory address of element `c` of a row-major tile of `dims`.
+    /// The shared-memory address of element `c` of a row-major tile of `dims` (the last
+    /// one being the row pitch).
     fn smem_element(
         &mut self,
         c: &[V<'c, 'm>],
