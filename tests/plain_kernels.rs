@@ -225,6 +225,43 @@ fn transpose_and_column_sums_match_float64() {
 }
 
 #[test]
+fn scale_bias_act_matches_float64() {
+    let mut g = Rng(9);
+    let bf = ScalarType::BF16;
+    for (m, n) in [(8usize, 256usize), (3, 100), (20, 300)] {
+        let x = g.vec(m * n, 4.0);
+        let b = g.vec(n, 1.0);
+        let s = 0.75f32;
+        let args = [
+            tensor(bf, &[m, n], &x),
+            tensor(bf, &[n], &b),
+            ArgValue::Tensor(Tensor::zeros(bf, &[m, n])),
+            ArgValue::Tensor(Tensor::zeros(bf, &[m, n])),
+            ArgValue::Int(m as i64),
+            ArgValue::Int(n as i64),
+            ArgValue::Float(s),
+        ];
+        let (x, b) = (round(bf, &x), round(bf, &b));
+        let v = |i: usize| x[i] * f64::from(s) + b[i % n];
+        let silu: Vec<f64> = (0..m * n).map(|i| v(i) / (1.0 + (-v(i)).exp())).collect();
+        let k = (2.0 / std::f64::consts::PI).sqrt();
+        let gelu: Vec<f64> = (0..m * n)
+            .map(|i| 0.5 * v(i) * (1.0 + (k * (v(i) + 0.044715 * v(i).powi(3))).tanh()))
+            .collect();
+        for (out, want) in [(2, &silu), (3, &gelu)] {
+            let (l1, l2) = run_both("scale_bias_act.tile", "scale_bias_act", &args, out);
+            assert_close(
+                &format!("scale_bias_act {m}x{n} out {out}"),
+                &l1,
+                want,
+                1e-2,
+            );
+            assert_close(&format!("scale_bias_act {m}x{n} GPU level"), &l2, &l1, 1e-6);
+        }
+    }
+}
+
+#[test]
 fn plain_examples_assemble_without_spills() {
     let ptxas = common::nv_tool("ptxas", "PTXAS").unwrap_or_else(|e| panic!("{e}"));
     let files = [
@@ -236,6 +273,7 @@ fn plain_examples_assemble_without_spills() {
         "layernorm.tile",
         "transpose.tile",
         "col_sums.tile",
+        "scale_bias_act.tile",
     ];
     for target in [Target::Sm90a, Target::Sm90, Target::Sm100] {
         for file in files {
