@@ -230,6 +230,12 @@ fn cases() -> Vec<Case> {
          tile<@S@xf32>\n%out = tile.max %t, %l : tile<@S@xf32>",
     );
     add(
+        K::Gather,
+        "",
+        "%i = tile.iota {dim = 0} : tile<@R@xi32>\n\
+         %gq = tile.gather %X, %i, %n : tile<@S@xf32>\n%out = tile.add %t, %gq : tile<@S@xf32>",
+    );
+    add(
         K::Store,
         "",
         "%c0 = tile.constant {value = 0} : index\ntile.store %X, %n, %c0, %t\n%out = tile.neg %t : \
@@ -284,6 +290,7 @@ const STRUCTURAL: [OpKind; 5] = [
 fn shaped(body: &str, rows: u64, cols: u64) -> String {
     body.replace("@S@", &format!("{rows}x{cols}"))
         .replace("@T@", &format!("{cols}x{rows}"))
+        .replace("@R@", &rows.to_string())
         .replace("@R1@", &format!("{rows}x1"))
         .replace("@1C@", &format!("1x{cols}"))
         .replace("@N@", &(rows * cols).to_string())

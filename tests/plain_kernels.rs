@@ -262,6 +262,43 @@ fn scale_bias_act_matches_float64() {
 }
 
 #[test]
+fn embedding_gathers_rows_and_zeroes_bad_ids() {
+    let mut g = Rng(13);
+    let bf = ScalarType::BF16;
+    for (t, v, d) in [(5usize, 7usize, 300usize), (16, 3, 256), (40, 100, 17)] {
+        let table = g.vec(v * d, 2.0);
+        // Ids in [-2, v + 2): some outside the table.
+        let ids: Vec<i64> = (0..t)
+            .map(|_| (g.next(1.0) * (v as f32 + 2.0)) as i64)
+            .collect();
+        let args = [
+            ArgValue::Tensor(Tensor::from_i64(ScalarType::I32, &[t], &ids)),
+            tensor(bf, &[v, d], &table),
+            ArgValue::Tensor(Tensor::zeros(bf, &[t, d])),
+            ArgValue::Int(t as i64),
+            ArgValue::Int(d as i64),
+        ];
+        let (l1, l2) = run_both("embedding.tile", "embedding", &args, 2);
+        let table = round(bf, &table);
+        let want: Vec<f64> = (0..t * d)
+            .map(|i| {
+                let id = ids[i / d];
+                if (0..v as i64).contains(&id) {
+                    table[id as usize * d + i % d]
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        assert_eq!(l1, want, "embedding {t}x{v}x{d}");
+        assert_eq!(
+            l2, l1,
+            "embedding {t}x{v}x{d}: the GPU-level kernel differs"
+        );
+    }
+}
+
+#[test]
 fn plain_examples_assemble_without_spills() {
     let ptxas = common::nv_tool("ptxas", "PTXAS").unwrap_or_else(|e| panic!("{e}"));
     let files = [
@@ -274,6 +311,7 @@ fn plain_examples_assemble_without_spills() {
         "transpose.tile",
         "col_sums.tile",
         "scale_bias_act.tile",
+        "embedding.tile",
     ];
     for target in [Target::Sm90a, Target::Sm90, Target::Sm100] {
         for file in files {

@@ -905,6 +905,7 @@ impl Machine<'_> {
                     tile_val(shape, elem, Data::Int(out))
                 }
                 OpKind::Load => self.load(op)?,
+                OpKind::Gather => self.gather(op)?,
                 OpKind::Dot => self.dot(op)?,
                 OpKind::Convert => self.convert(op)?,
                 OpKind::Transpose => {
@@ -1096,6 +1097,41 @@ impl Machine<'_> {
 
     fn offsets(&self, op: &Operation, rank: usize) -> R<Vec<i64>> {
         (1..=rank).map(|i| self.int(op, i)).collect()
+    }
+
+    fn gather(&mut self, op: &Operation) -> R<Val> {
+        let (shape, elem) = self.result_tile(op)?;
+        let t = self.tensor(op)?;
+        if t.shape.len() != 2 || shape.len() != 2 || t.elem != elem {
+            return Err(op_err(op, "the tile does not match the tensor"));
+        }
+        let rows = self.int_tile(op, 1)?;
+        let col = self.int(op, 2)?;
+        let (r, c) = (shape[0], shape[1]);
+        if rows.len() != r {
+            return Err(op_err(op, "one row index per result row"));
+        }
+        let mut data = Data::zeros(elem, r * c);
+        let padding = crate::ops::load_padding(op.attr("padding")).map_err(|e| op_err(op, e))?;
+        if let Data::Float(out) = &mut data {
+            out.fill(round_to(elem, padding as f32));
+        }
+        let inside = |x: i64, n: usize| x >= 0 && (x as u64) < n as u64;
+        for i in 0..r {
+            for j in 0..c {
+                let cj = col.checked_add(j as i64).unwrap_or(-1);
+                if !inside(rows[i], t.shape[0]) || !inside(cj, t.shape[1]) {
+                    continue;
+                }
+                let o = rows[i] as usize * t.strides[0] + cj as usize * t.strides[1];
+                match (&mut data, &t.data) {
+                    (Data::Float(out), Data::Float(src)) => out[i * c + j] = round_to(elem, src[o]),
+                    (Data::Int(out), Data::Int(src)) => out[i * c + j] = wrap_int(elem, src[o]),
+                    _ => return Err(op_err(op, "element kinds differ")),
+                }
+            }
+        }
+        Ok(tile_val(shape, elem, data))
     }
 
     fn load(&mut self, op: &Operation) -> R<Val> {

@@ -111,6 +111,11 @@ define_ops! {
         "Load a tile from a global tensor at element offsets (one per dimension); out-of-bounds \
             elements read as zero, or as `{padding = x}` (a number, \"inf\", \"-inf\" or \"nan\"; \
             float tiles) — e.g. \"-inf\" before a max reduction.";
+    Gather = "tile.gather", Other,
+        "Loads rows of a 2-D tensor picked by a tile of row indices (embedding lookups).",
+        "`%t = tile.gather %T, %rows, %col : tile<R x C x T>`: row i of the result is row \
+            `%rows[i]` of `%T` from column `%col` on (`%rows` a 1-D integer tile of R \
+            elements); rows or columns outside the tensor read as zero, or as `{padding}`.";
     Store = "tile.store", Other,
         "Store a tile into a global tensor at element offsets; out-of-bounds elements are \
             dropped.", "";

@@ -702,6 +702,46 @@ impl Verifier<'_> {
                     );
                 }
             }
+            OpKind::Gather if self.count(op, 3, 1) => {
+                let ok = match (&ots[0], &ots[1], &ots[2], &rts[0]) {
+                    (
+                        Type::Tensor { rank: 2, elem },
+                        Type::Tile {
+                            shape: rs,
+                            elem: ie,
+                            ..
+                        },
+                        Type::Scalar(ScalarType::Index),
+                        Type::Tile {
+                            shape, elem: te, ..
+                        },
+                    ) => {
+                        rs.len() == 1
+                            && matches!(ie, ScalarType::I32 | ScalarType::I64 | ScalarType::Index)
+                            && shape.len() == 2
+                            && shape[0] == rs[0]
+                            && te == elem
+                    }
+                    _ => false,
+                };
+                if !ok {
+                    self.error(
+                        op,
+                        format!(
+                            "'tile.gather' takes a 2-D tensor, a 1-D integer tile of R row \
+                             indices and an index column, and gives an R×C tile of the \
+                             tensor's element type; found ({}) -> {}",
+                            list(&ots),
+                            rts[0]
+                        ),
+                    );
+                }
+                if let Some(p) = op.attr("padding") {
+                    if let Err(e) = crate::ops::load_padding(Some(p)) {
+                        self.error(op, e);
+                    }
+                }
+            }
             OpKind::Load => {
                 self.check_load_store(op, &ots, &rts, true);
                 if let Some(p) = op.attr("padding") {

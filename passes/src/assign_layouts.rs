@@ -15,6 +15,8 @@
 //!   ([`LinearLayout::slice`]); `tile.transpose` the transposed layout; loop-carried values
 //!   the layout of their initial value, or, when a constructor made it, the layout the loop
 //!   body yields; `tile.if` results that of the then-region's yield.
+//! - **Gathers** give a blocked tile, and take their row indices in the slice of it along
+//!   the columns (each thread holds the indices of the rows it loads).
 //! - **Stores** keep their tile's layout unless it has shorter contiguous runs along the
 //!   last dimension than the blocked one (a transpose's): then they store a conversion.
 //! - **Conversions.** An operand whose layout differs from the one its op takes gets a
@@ -171,7 +173,7 @@ pub fn assign_layouts(
     let mut prefs: HashMap<Vec<u64>, u64> = HashMap::new();
     k.walk(&mut |o| {
         let tile = match o.kind {
-            OpKind::Load => o.results.first().copied(),
+            OpKind::Load | OpKind::Gather => o.results.first().copied(),
             OpKind::Store => o.operands.last().copied(),
             _ => None,
         };
@@ -354,6 +356,17 @@ impl Assigner<'_> {
                         self.constructors.insert(op.results[0], op.clone());
                     }
                 }
+            }
+            OpKind::Gather => {
+                // The result is blocked; the row indices are laid out as its rows are, so
+                // each thread holds the index of every row it loads.
+                let Some(s) = op.results.first().and_then(|&r| shape_of(self.m, r)) else {
+                    return;
+                };
+                let l = self.blocked(&s);
+                self.set(op.results[0], l.clone());
+                let rows = l.slice(1).reshaped(&tilec_dialect::layout::padded(&s[..1]));
+                op.operands[1] = self.convert(out, op, op.operands[1], &rows);
             }
             OpKind::Reduce => {
                 let (Some(l), Some(d)) = (self.layout(op.operands[0]), op.int_attr("dim")) else {

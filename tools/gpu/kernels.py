@@ -154,7 +154,28 @@ def sba_ref(t, s):
     return {"Y": silu, "G": gelu}
 
 
+def emb_inputs(shape, gen, pad):
+    T, D = shape
+    V = 1000
+    ids = torch.randint(-3, V + 3, (T,), generator=gen, device=DEV, dtype=torch.int32)
+    return {"Ids": ids, "E": randn((V, D), torch.bfloat16, gen, pad)}, {"T": T, "D": D}
+
+
+def emb_ref(t, s):
+    ids = t["Ids"].long()
+    ok = (ids >= 0) & (ids < t["E"].shape[0])
+    rows = t["E"].double()[ids.clamp(0, t["E"].shape[0] - 1)]
+    return rows * ok[:, None]
+
+
 KERNELS = {
+    "embedding": dict(
+        out="Y", dtype=torch.bfloat16, inputs=emb_inputs, ref=emb_ref, tol=0.0,
+        out_shape=lambda t: (t["Ids"].shape[0], t["E"].shape[1]),
+        cases=[((16, 256), 0), ((5, 300), 3), ((1, 1), 0), ((4000, 777), 0)],
+        # No bandwidth row yet: the bytes a gather moves are the rows it picks, not the
+        # table (the generic count here would count the table once).
+        torch_fn=None, bw=[]),
     "scale_bias_act": dict(
         out=["Y", "G"], dtype=torch.bfloat16, inputs=sba_inputs, ref=sba_ref, tol=1e-2,
         cases=[((8, 256), 0), ((3, 100), 5), ((1, 1), 0), ((1000, 777), 0)],

@@ -80,7 +80,8 @@ def check(ret, what):
     return vals[0] if len(vals) == 1 else vals
 
 
-TORCH_DTYPE = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
+TORCH_DTYPE = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32,
+               "i32": torch.int32, "i64": torch.int64}
 TMAP_DTYPE = {
     "bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
     "f16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16",

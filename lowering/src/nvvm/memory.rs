@@ -200,6 +200,77 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         Ok(())
     }
 
+    /// `tile.gather`: per register, row `rows[i]` (the index register of its row) and
+    /// column `col + c`; one branch per element around a scalar load, so rows outside the
+    /// tensor (any index) are never touched.
+    pub(super) fn lower_gather(&mut self, op: &Operation) -> R<()> {
+        let t = self.tensor(op, op.operands[0])?;
+        let rows = self.tile(op, op.operands[1])?;
+        let col = self.scalar(op, op.operands[2])?;
+        let col = self.w.int_cast(col, ScalarType::I64);
+        let (shape, elem, layout) = self.result_layout(op, 0)?;
+        let by_row: std::collections::HashMap<u64, usize> = (0..rows.layout.num_registers())
+            .map(|r| (rows.layout.register_coord(r)[0], r as usize))
+            .collect();
+        let ety = self.w.ty(elem);
+        let p1 = self.w.ptr_ty(1);
+        let pad = if elem.is_float() {
+            let p = tilec_dialect::ops::load_padding(op.attr("padding"))
+                .map_err(|e| tilec_dialect::Diagnostic::error(op.loc.clone(), e))?;
+            self.w.float(p, elem)
+        } else {
+            self.w.int(0, elem)
+        };
+        let tile = Tile {
+            regs: vec![],
+            elem,
+            shape,
+            layout: layout.clone(),
+        };
+        let mut regs = Vec::with_capacity(layout.num_registers() as usize);
+        for r in 0..layout.num_registers() {
+            let rc = layout.register_coord(r);
+            let Some(&ri) = by_row.get(&rc[0]) else {
+                return err(
+                    op,
+                    "internal error: the row indices are not in the gather's rows",
+                );
+            };
+            let row = self.w.int_cast(
+                V {
+                    v: rows.regs[ri],
+                    t: rows.elem,
+                },
+                ScalarType::I64,
+            );
+            let coord = self.coord(&layout, r);
+            let c = self.w.int_cast(coord[1], ScalarType::I64);
+            let gc = self.w.add(col, c);
+            let row_ok = self.w.icmp(ICmp::Ult, row, t.sizes[0]);
+            let col_ok = self.w.icmp(ICmp::Ult, gc, t.sizes[1]);
+            let mut inb = self.w.and(row_ok, col_ok);
+            if let Some(it) = self.in_tile(&tile, &coord) {
+                inb = self.w.and(inb, it);
+            }
+            let a = self.w.mul(row, t.strides[0]);
+            let b = self.w.mul(gc, t.strides[1]);
+            let index = self.w.add(a, b);
+            let ld = self.w.new_block(&[]);
+            let next = self.w.new_block(&[ety]);
+            self.w.cond_br(inb, ld, &[], next, &[pad.v]);
+            self.w.block = ld;
+            let p = self.w.gep(t.ptr, index, ety, p1);
+            let x = self.w.load(p, ety, elem.size_bytes());
+            self.w.br(next, &[x]);
+            self.w.block = next;
+            regs.push(self.w.args(next)[0]);
+        }
+        if let Some(&r) = op.results.first() {
+            self.vals.insert(r, Lv::Tile(Tile { regs, ..tile }));
+        }
+        Ok(())
+    }
+
     pub(super) fn lower_store(&mut self, op: &Operation) -> R<()> {
         let t = self.tensor(op, op.operands[0])?;
         let Some(&tv) = op.operands.last() else {

@@ -322,6 +322,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             K::Select => self.lower_select(op)?,
             K::Convert => self.lower_convert(op)?,
             K::Load => self.lower_load(op)?,
+            K::Gather => self.lower_gather(op)?,
             K::Store => self.lower_store(op)?,
             K::Add | K::Sub | K::Mul | K::Div | K::Max | K::Min => self.lower_elementwise(op)?,
             K::Neg | K::Abs | K::Exp | K::Exp2 | K::Sqrt | K::Rsqrt | K::Relu | K::Tanh => {
