@@ -22,9 +22,12 @@
 //! previous trip round a loop may reach a hazard retires that very group), so a loop's
 //! decisions are made from a head state that covers every trip, and the states that flow
 //! on are then recomputed with the decisions frozen (a monotone least fixpoint, exact).
-//! Last, the decisions are refined against those exact states: from the last wait to the
-//! first, a wait (then a barrier) that the others make unnecessary is dropped, and each
-//! remaining `pending` is raised while every hazard stays safe.
+//! Last, the decisions are refined against those exact states, to a fixpoint: from the last
+//! wait to the first, a wait (then a barrier) that the others make unnecessary is dropped;
+//! each wait sinks past the op it stands before (or into both branches of a `tile.if`) while
+//! every hazard stays safe, merging with a wait it reaches; and each remaining `pending` is
+//! raised while every hazard stays safe. These are the three moves `verify-async-waits`
+//! tries, so what it accepts as tight is what placement produces.
 //!
 //! Groups are per warpgroup: only region 1 of `tile.warp_specialize` (the consumers) and
 //! the kernel code after it carry the consumers' groups; region 0 starts from the state
@@ -292,6 +295,10 @@ struct Analysis<'a, 'k> {
 /// fixpoint even where wait decisions make the transfer non-monotone).
 const PLAIN_ITERATIONS: u32 = 16;
 
+/// Rounds of drop / sink / raise in `refine` (each round only removes, moves later or
+/// weakens waits, so a fixpoint comes quickly; this bounds it).
+const REFINE_ROUNDS: u32 = 8;
+
 impl Analysis<'_, '_> {
     fn block(&mut self, b: &Block, st: &mut State, ctx: &mut Ctx, exit_at_end: bool) {
         let n = b.ops.len();
@@ -302,6 +309,16 @@ impl Analysis<'_, '_> {
 
     fn op(&mut self, op: &Operation, st: &mut State, ctx: &mut Ctx, exit: bool) {
         let id = self.f.id(op);
+        let structured = matches!(
+            op.kind,
+            OpKind::For | OpKind::While | OpKind::If | OpKind::WarpSpecialize
+        );
+        if self.frozen && structured {
+            // A wait that `refine` sank onto a structured op.
+            if let Some(n) = self.decisions.get(&id).and_then(|d| d.wait) {
+                self.frozen_wait(id, n, st, ctx);
+            }
+        }
         match op.kind {
             OpKind::For | OpKind::While if self.frozen => {
                 if self.decisions.get(&id).is_some_and(|d| d.fence) {
@@ -452,11 +469,47 @@ impl Analysis<'_, '_> {
         self.violations == 0
     }
 
-    /// Tighten the decisions against the exact states: last to first, drop each wait
-    /// (then each barrier) that the others make unnecessary, then raise each remaining
-    /// `pending` while it stays safe. Decisions are made from loop-head states that cover
-    /// every trip; a wait later in a loop can make one earlier in the next trip redundant.
-    fn refine(&mut self, body: &Block) {
+    /// Tighten the decisions against the exact states, to a fixpoint: last to first,
+    /// drop each wait (then each barrier) that the others make unnecessary; sink each wait
+    /// past the op it stands before while that stays safe (as `verify-async-waits` moves
+    /// it: past a plain op that does not read its results, or into both branches of a
+    /// `tile.if`); then raise each remaining `pending` while it stays safe. Decisions are
+    /// made from loop-head states that cover every trip; a wait later in a loop can make
+    /// one earlier in the next trip redundant, or free to move later.
+    fn refine(&mut self, kernel: &Operation) {
+        let body = &kernel.regions[0];
+        for _ in 0..REFINE_ROUNDS {
+            let before: Vec<(OpId, Option<u8>, bool)> = self.decision_summary();
+            self.drop_unneeded(body);
+            self.sink_waits(kernel);
+            self.raise_pending(body);
+            if self.decision_summary() == before {
+                break;
+            }
+        }
+        for d in self.decisions.values_mut() {
+            if d.wait != Some(0) {
+                d.single_stage = None;
+            }
+        }
+        // The final states: in-flight sets of the waits, groups in flight per loop.
+        self.frozen_safe(body);
+    }
+
+    /// The waits and barriers decided, in op order (to detect a fixpoint of `refine`).
+    fn decision_summary(&self) -> Vec<(OpId, Option<u8>, bool)> {
+        let mut v: Vec<_> = self
+            .decisions
+            .iter()
+            .filter(|(_, d)| d.wait.is_some() || d.barrier)
+            .map(|(&id, d)| (id, d.wait, d.barrier))
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// The ops with a wait before them, last first.
+    fn wait_sites(&self) -> Vec<OpId> {
         let mut waits: Vec<OpId> = self
             .decisions
             .iter()
@@ -464,7 +517,11 @@ impl Analysis<'_, '_> {
             .map(|(&id, _)| id)
             .collect();
         waits.sort_unstable_by(|a, b| b.cmp(a));
-        for &id in &waits {
+        waits
+    }
+
+    fn drop_unneeded(&mut self, body: &Block) {
+        for id in self.wait_sites() {
             let saved = self.decisions.get_mut(&id).expect("decision").wait.take();
             if !self.frozen_safe(body) {
                 self.decisions.get_mut(&id).expect("decision").wait = saved;
@@ -483,7 +540,10 @@ impl Analysis<'_, '_> {
                 self.decisions.get_mut(&id).expect("decision").barrier = true;
             }
         }
-        for &id in &waits {
+    }
+
+    fn raise_pending(&mut self, body: &Block) {
+        for id in self.wait_sites() {
             while let Some(n) = self.decisions[&id].wait.filter(|&n| n < MAX_PENDING) {
                 self.decisions.get_mut(&id).expect("decision").wait = Some(n + 1);
                 if !self.frozen_safe(body) {
@@ -492,13 +552,38 @@ impl Analysis<'_, '_> {
                 }
             }
         }
-        for d in self.decisions.values_mut() {
-            if d.wait != Some(0) {
-                d.single_stage = None;
+    }
+
+    /// Move each wait later, one op at a time, while every hazard stays safe. A wait that
+    /// lands on an op that already has one merges with it (the smaller `pending`).
+    fn sink_waits(&mut self, kernel: &Operation) {
+        let body = &kernel.regions[0];
+        let mut work = self.wait_sites();
+        while let Some(id) = work.pop() {
+            let d = &self.decisions[&id];
+            let Some(n) = d.wait else { continue };
+            if d.barrier || d.fence {
+                // The barrier (or fence) after the wait belongs to it.
+                continue;
+            }
+            let operands = wait_operands(self.f, kernel, &self.decisions)
+                .remove(&id)
+                .unwrap_or_default();
+            let Some(targets) = sink_targets(body, self.f, id, &operands) else {
+                continue;
+            };
+            let saved = self.decisions.clone();
+            self.decisions.get_mut(&id).expect("decision").wait = None;
+            for &t in &targets {
+                let e = self.decisions.entry(t).or_default();
+                e.wait = Some(e.wait.map_or(n, |m| m.min(n)));
+            }
+            if self.frozen_safe(body) {
+                work.extend(targets);
+            } else {
+                self.decisions = saved;
             }
         }
-        // The final states: in-flight sets of the waits, groups in flight per loop.
-        self.frozen_safe(body);
     }
 
     fn plain(&mut self, op: &Operation, id: OpId, st: &mut State, ctx: &Ctx, exit: bool) {
@@ -506,15 +591,7 @@ impl Analysis<'_, '_> {
         if self.frozen {
             let d = self.decisions.get(&id).cloned().unwrap_or_default();
             if let Some(n) = d.wait {
-                let in_flight = st
-                    .pending
-                    .keys()
-                    .flat_map(|g| self.f.groups[&g.mma].slots())
-                    .collect();
-                if let Some(e) = self.decisions.get_mut(&id) {
-                    e.in_flight = in_flight;
-                }
-                st.wait(n, self.f.kind.shared(ctx.warpgroups));
+                self.frozen_wait(id, n, st, ctx);
             }
             if d.barrier {
                 st.unsynced.clear();
@@ -568,6 +645,19 @@ impl Analysis<'_, '_> {
         self.decisions.insert(id, d);
     }
 
+    /// Apply the wait decided before op `id` (frozen run); records the slots in flight.
+    fn frozen_wait(&mut self, id: OpId, n: u8, st: &mut State, ctx: &Ctx) {
+        let in_flight = st
+            .pending
+            .keys()
+            .flat_map(|g| self.f.groups[&g.mma].slots())
+            .collect();
+        if let Some(e) = self.decisions.get_mut(&id) {
+            e.in_flight = in_flight;
+        }
+        st.wait(n, self.f.kind.shared(ctx.warpgroups));
+    }
+
     /// What `op` itself does to the state (after any wait or barrier before it); `fence`:
     /// a fence goes before it.
     fn effect(
@@ -593,6 +683,47 @@ impl Analysis<'_, '_> {
 }
 
 // ---- which values a wait takes --------------------------------------------------------
+
+/// Where a wait before op `id` goes when it moves one step later, as `verify-async-waits`
+/// moves it: after a plain op that reads none of the wait's `operands`, the op that follows;
+/// before a `tile.if` whose block reads none of them after the wait, the first op of each
+/// branch. `None` where it cannot move: before a terminator, a loop, a
+/// `tile.warp_specialize`, a barrier, or an op that reads what the wait returns.
+fn sink_targets(body: &Block, f: &Facts<'_>, id: OpId, operands: &[Value]) -> Option<Vec<OpId>> {
+    fn find<'b>(b: &'b Block, f: &Facts<'_>, id: OpId) -> Option<(&'b Block, usize)> {
+        for (i, op) in b.ops.iter().enumerate() {
+            if f.id(op) == id {
+                return Some((b, i));
+            }
+            for r in &op.regions {
+                if let Some(hit) = find(r, f, id) {
+                    return Some(hit);
+                }
+            }
+        }
+        None
+    }
+    let (b, i) = find(body, f, id)?;
+    let op = &b.ops[i];
+    let reads = |o: &Operation| operands.iter().any(|&v| used_in(o, v));
+    match op.kind {
+        k if k.is_terminator() => None,
+        OpKind::For | OpKind::While | OpKind::WarpSpecialize => None,
+        _ if f.kind.is_barrier(op) => None,
+        OpKind::If => {
+            if b.ops[i..].iter().any(reads) || op.regions.iter().any(|r| r.ops.is_empty()) {
+                return None;
+            }
+            Some(op.regions.iter().map(|r| f.id(&r.ops[0])).collect())
+        }
+        _ => {
+            if reads(op) {
+                return None;
+            }
+            b.ops.get(i + 1).map(|next| vec![f.id(next)])
+        }
+    }
+}
 
 fn used_in(op: &Operation, v: Value) -> bool {
     op.operands.contains(&v)
@@ -823,7 +954,7 @@ fn place_kernel_kind(
             warpgroups: f.kernel_warpgroups,
         };
         a.block(&k.regions[0], &mut st, &mut ctx, false);
-        a.refine(&k.regions[0]);
+        a.refine(k);
         let operands = wait_operands(&f, k, &a.decisions);
         for (&id, d) in &a.decisions {
             if let Some(ring) = d.single_stage.filter(|_| kind == GroupKind::Wgmma) {

@@ -546,3 +546,46 @@ fn fixed_pipeline() {
     };
     check(&p).unwrap();
 }
+
+/// A wait the placement first put before a TMA copy must still be the tightest once the end
+/// of the loop body waits for everything: the copy of the next iteration's stage.
+#[test]
+fn wait_before_copy_after_branch() {
+    let iv = |off| StageE::Iv { up: 0, off };
+    let p = Program {
+        accs: 1,
+        rings: vec![2],
+        consumers: 0,
+        warpgroups: 1,
+        body: vec![Stmt::For(vec![
+            Stmt::If(
+                vec![],
+                vec![Stmt::Mma {
+                    acc: 0,
+                    ring: 0,
+                    stage: iv(1),
+                    rs: false,
+                    zero: false,
+                }],
+            ),
+            Stmt::If(
+                vec![
+                    Stmt::Load {
+                        ring: 0,
+                        stage: iv(0),
+                    },
+                    Stmt::Release {
+                        ring: 0,
+                        stage: StageE::Const(0),
+                    },
+                ],
+                vec![],
+            ),
+            Stmt::Load {
+                ring: 0,
+                stage: iv(0),
+            },
+        ])],
+    };
+    check(&p).unwrap();
+}
