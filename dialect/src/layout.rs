@@ -236,6 +236,18 @@ impl LinearLayout {
         c
     }
 
+    /// Whether, in every dimension, the register bases use bits that no lane or warp
+    /// basis uses: then an element's coordinate is its thread's coordinate *plus* its
+    /// register's (XOR without carries), so bounds and addresses split into a per-thread
+    /// part and a per-register constant. True of every `blocked` layout and its slices.
+    pub fn register_bits_disjoint(&self) -> bool {
+        let or = |bases: &[Vec<u64>], d: usize| bases.iter().fold(0, |m, b| m | b[d]);
+        (0..self.rank()).all(|d| {
+            let thread = or(&self.lane, d) | or(&self.warp, d);
+            or(&self.register, d) & thread == 0
+        })
+    }
+
     /// How many of the lowest register bits step by 1, 2, 4, ... along the last
     /// dimension: `2^n` registers are contiguous in a row-major tile (a vector access).
     pub fn contiguous_register_bits(&self) -> usize {
@@ -477,6 +489,24 @@ mod tests {
         assert_eq!(l.register[3], vec![0, 1024]);
         assert_eq!(l.apply(1, 1, 1), vec![0, 1 + 8 + 256]);
         l.check(&[1, 4096], 4).unwrap();
+    }
+
+    #[test]
+    fn register_bits_disjoint_from_thread_bits() {
+        for (shape, bytes, warps) in [
+            (vec![1, 4096], 2u64, 4u64),
+            (vec![64, 64], 2, 4),
+            (vec![3, 100], 4, 8),
+            (vec![5], 4, 4),
+        ] {
+            let l = LinearLayout::blocked(&shape, bytes, warps);
+            assert!(l.register_bits_disjoint(), "{shape:?}");
+            assert!(l.slice(0).register_bits_disjoint(), "{shape:?}");
+        }
+        // A lane basis on a register bit: coordinates XOR with a carry-free sum no more.
+        let mut l = LinearLayout::blocked(&[64, 64], 2, 4);
+        l.lane[0] = l.register[0].clone();
+        assert!(!l.register_bits_disjoint());
     }
 
     #[test]

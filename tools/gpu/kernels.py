@@ -16,8 +16,10 @@ tensors and scalars to the manifest's parameters by name) and run on each case:
     inputs: ||out - ref|| / ||ref|| must be at most the case's tolerance.
 
 --time also times, at the bandwidth shapes, the tilec kernel, torch eager, torch.compile
-(Inductor's Triton kernel) and a device-to-device copy of the same bytes, interleaved,
-with CUDA events (warm-up, median of 50), and prints GB/s (bytes read + written once).
+(Inductor's Triton kernel), quack-kernels (CuTe DSL) where it is importable and has the
+kernel, and a device-to-device copy of the same bytes, interleaved, with CUDA events
+(warm-up, median of 50), and prints GB/s (bytes read + written once). quack's LayerNorm
+takes f32 weight and bias: it gets f32 copies of tilec's bf16 ones (made before timing).
 Exit status 1 if any check fails.
 """
 import argparse
@@ -102,6 +104,25 @@ def layernorm_ref(t, s):
     x = t["X"].double()
     return torch.nn.functional.layer_norm(
         x, (x.shape[-1],), t["W"].double(), t["B"].double(), eps=s["eps"])
+
+
+def quack_fn(name):
+    """quack-kernels' kernel for `name` as a closure over the tensors, or None."""
+    try:
+        import quack  # noqa: F401
+        from quack.rmsnorm import layernorm_fwd
+    except Exception:  # noqa: BLE001
+        return None
+
+    def make(t, s):
+        x = t["X"]
+        if name == "softmax":
+            return lambda: quack.softmax(x)
+        if name == "rmsnorm":
+            return lambda: quack.rmsnorm(x, t["W"], eps=s["eps"])
+        w, b = t["W"].float(), t["B"].float()
+        return lambda: layernorm_fwd(x, w, b, eps=s["eps"])
+    return make
 
 
 def matrix_inputs(dtype, extra=None):
@@ -208,7 +229,7 @@ KERNELS = {
         tol=1e-2,
         cases=[((1, 1), 0), ((3, 100), 0), ((17, 4096), 0), ((64, 1000), 8), ((5, 4095), 1),
                ((300, 4096), 0)],
-        torch_fn=lambda t, s: torch.softmax(t["X"], dim=-1),
+        torch_fn=lambda t, s: torch.softmax(t["X"], dim=-1), quack="softmax",
         bw=[((32768, 4096),)]),
     "softmax_rows": dict(
         out="Y", dtype=torch.float32, inputs=matrix_inputs(torch.float32), ref=softmax_ref,
@@ -228,14 +249,14 @@ KERNELS = {
         ref=rmsnorm_ref, tol=1e-2,
         cases=[((1, 1), 0), ((3, 100), 0), ((17, 4096), 0), ((64, 1000), 8), ((5, 4095), 1)],
         torch_fn=lambda t, s: torch.nn.functional.rms_norm(
-            t["X"], (t["X"].shape[-1],), t["W"], s["eps"]),
+            t["X"], (t["X"].shape[-1],), t["W"], s["eps"]), quack="rmsnorm",
         bw=[((32768, 4096),)]),
     "layernorm": dict(
         out="Y", dtype=torch.bfloat16, inputs=matrix_inputs(torch.bfloat16, norm_weights(True)),
         ref=layernorm_ref, tol=1e-2,
         cases=[((1, 2), 0), ((3, 100), 0), ((17, 4096), 0), ((64, 1000), 8), ((5, 4095), 1)],
         torch_fn=lambda t, s: torch.nn.functional.layer_norm(
-            t["X"], (t["X"].shape[-1],), t["W"], t["B"], s["eps"]),
+            t["X"], (t["X"].shape[-1],), t["W"], t["B"], s["eps"]), quack="layernorm",
         bw=[((32768, 4096),)]),
 }
 
@@ -312,6 +333,15 @@ def bench(k, spec, shape, seed, rounds=3, inductor=True):
     except Exception as e:  # noqa: BLE001
         if inductor:
             print("  torch.compile failed: %s" % e)
+    make = quack_fn(spec["quack"]) if spec.get("quack") else None
+    if make is not None:
+        try:
+            f = make(tensors, scalars)
+            f()
+            torch.cuda.synchronize()
+            fns["quack"] = f
+        except Exception as e:  # noqa: BLE001
+            print("  quack failed: %s" % e)
     times = {n: [] for n in fns}
     for _ in range(rounds):  # interleaved
         for n, f in fns.items():
@@ -334,6 +364,7 @@ def main():
     ap.add_argument("--no-check", action="store_true", help="time only")
     ap.add_argument("--no-inductor", action="store_true", help="skip torch.compile")
     ap.add_argument("--tag", default="", help="a label for this run's rows (a variant name)")
+    ap.add_argument("--only", help="these kernels only (comma-separated names)")
     a = ap.parse_args()
     override = None
     if a.shapes:
@@ -345,7 +376,7 @@ def main():
                 continue
             m = json.load(open(os.path.join(d, f)))
             spec = KERNELS.get(m.get("kernel"))
-            if spec is None:
+            if spec is None or (a.only and m.get("kernel") not in a.only.split(",")):
                 continue
             k = Kernel(os.path.join(d, f))
             tag = "%s/%s%s" % (m["target"], m["kernel"], a.tag)

@@ -11,8 +11,11 @@
 //!   stores are dropped).
 //!
 //! Element `c` of a tile at offsets `o` is at `base + Σ_d (o_d + c_d) · stride_d` elements;
-//! an element is in bounds when `0 ≤ o_d + c_d < size_d` for every `d` (one unsigned
-//! compare each).
+//! an element is in bounds when `0 ≤ o_d + c_d < size_d` for every `d`. Outside loops, for
+//! layouts whose register bits are disjoint from the thread bits, the slow path checks
+//! this as compares of each register's constant coordinate against per-access limits,
+//! with a running index (see `split_access`); elsewhere from each element's coordinate
+//! (one unsigned compare per dimension).
 
 use super::plain::{err, Lowerer, Lv, Tensor, Tile, R};
 use super::writer::{ICmp, V};
@@ -113,6 +116,156 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         (index, inb)
     }
 
+    /// The per-access part of a slow path whose layout keeps register bits apart from
+    /// thread bits ([`LinearLayout::register_bits_disjoint`]), or `None` for other
+    /// layouts. Each element's bounds are then compares of its register's constant
+    /// coordinate with a per-access limit, and its index a per-access base plus a sum of
+    /// per-bit steps, so no per-element coordinate is computed: such coordinates are the
+    /// same in every access of a layout, and LLVM would share them across accesses and
+    /// keep them live in between.
+    fn split_access(
+        &mut self,
+        t: &Tensor<'c, 'm>,
+        offs: &[V<'c, 'm>],
+        shape: &[u64],
+        layout: &LinearLayout,
+    ) -> Option<Split<'c, 'm>> {
+        // Inside a loop the per-register compares of a loop-invariant dimension are
+        // loop-invariant too, and LLVM hoists them all out of the loop: there the
+        // coordinate form, whose compares vary with the loop, is cheaper.
+        if !layout.register_bits_disjoint() || self.in_loop() {
+            return None;
+        }
+        let tc32 = self.thread_coord(layout);
+        let w = &mut self.w;
+        let mut base = w.i64(0);
+        let mut hi = Vec::with_capacity(offs.len());
+        let mut lo = Vec::with_capacity(offs.len());
+        let mut pad = Vec::with_capacity(offs.len());
+        for d in 0..offs.len() {
+            let c = w.int_cast(tc32[d], ScalarType::I64);
+            // Padded shapes: tc + k < shape.
+            pad.push((shape[d] != layout.dims[d]).then(|| {
+                let n = w.i64(shape[d] as i64);
+                w.bin("sub", n, c)
+            }));
+            let g = w.add(offs[d], c);
+            let s = w.mul(g, t.strides[d]);
+            base = w.add(base, s);
+            // off + tc + k in [0, size)  <=>  -(off + tc) <= k < size - (off + tc).
+            hi.push(w.bin("sub", t.sizes[d], g));
+            let zero = w.i64(0);
+            lo.push(w.bin("sub", zero, g));
+        }
+        Some(Split {
+            hi,
+            lo,
+            pad,
+            base,
+            last: None,
+            steps: std::collections::HashMap::new(),
+        })
+    }
+
+    /// Element index (i64) and in-bounds flag (i1) of register `r` from a [`Split`]: its
+    /// coordinate `k` (a constant) against the limits, and `k < shape - tc` for padded
+    /// shapes; registers must come in order.
+    fn split_element(
+        &mut self,
+        s: &mut Split<'c, 'm>,
+        t: &Tensor<'c, 'm>,
+        tile: &Tile<'c, 'm>,
+        r: u64,
+    ) -> (V<'c, 'm>, V<'c, 'm>) {
+        let k = tile.layout.register_coord(r);
+        let w = &mut self.w;
+        // A running index: register r's is register (r - 1)'s plus the step between their
+        // coordinates (few distinct steps: one per number of low bits that flip).
+        let index = match s.last.take() {
+            Some((prev_k, prev)) if prev_k.len() == k.len() => {
+                let delta: Vec<i64> = k
+                    .iter()
+                    .zip(&prev_k)
+                    .map(|(&a, &b)| a as i64 - b as i64)
+                    .collect();
+                let step = match s.steps.get(&delta) {
+                    Some(&st) => st,
+                    None => {
+                        let mut st: Option<V<'c, 'm>> = None;
+                        for (d, &x) in delta.iter().enumerate() {
+                            if x == 0 {
+                                continue;
+                            }
+                            let kc = w.i64(x);
+                            let term = w.mul(t.strides[d], kc);
+                            st = Some(match st {
+                                Some(a) => w.add(a, term),
+                                None => term,
+                            });
+                        }
+                        let st = st.unwrap_or_else(|| w.i64(0));
+                        s.steps.insert(delta, st);
+                        st
+                    }
+                };
+                w.add(prev, step)
+            }
+            _ => {
+                let mut index = s.base;
+                for (d, &x) in k.iter().enumerate() {
+                    if x != 0 {
+                        let kc = w.i64(x as i64);
+                        let term = w.mul(t.strides[d], kc);
+                        index = w.add(index, term);
+                    }
+                }
+                index
+            }
+        };
+        s.last = Some((k.clone(), index));
+        let mut inb: Option<V<'c, 'm>> = None;
+        let mut and = |w: &mut super::writer::Writer<'c, 'm>, c: V<'c, 'm>| {
+            inb = Some(match inb {
+                Some(a) => w.and(a, c),
+                None => c,
+            });
+        };
+        for (d, &kd) in k.iter().enumerate() {
+            let kc = w.i64(kd as i64);
+            let below = w.icmp(ICmp::Slt, kc, s.hi[d]);
+            and(w, below);
+            let above = w.icmp(ICmp::Sge, kc, s.lo[d]);
+            and(w, above);
+            if let Some(p) = s.pad[d] {
+                let inside = w.icmp(ICmp::Slt, kc, p);
+                and(w, inside);
+            }
+        }
+        let inb = inb.unwrap_or_else(|| w.int(1, ScalarType::I1));
+        (index, inb)
+    }
+
+    /// Element index and in-bounds flag of register `r` on a slow path: from `split`
+    /// where the layout allows it, else from the element's coordinate.
+    fn slow_element(
+        &mut self,
+        split: Option<&mut Split<'c, 'm>>,
+        t: &Tensor<'c, 'm>,
+        offs: &[V<'c, 'm>],
+        tile: &Tile<'c, 'm>,
+        r: u64,
+    ) -> (V<'c, 'm>, V<'c, 'm>) {
+        if let Some(s) = split {
+            return self.split_element(s, t, tile, r);
+        }
+        let coord = self.coord(&tile.layout, r);
+        let (index, mut inb) = self.element(t, offs, &coord);
+        if let Some(it) = self.in_tile(tile, &coord) {
+            inb = self.w.and(inb, it);
+        }
+        (index, inb)
+    }
+
     fn offsets(&self, op: &Operation, from: usize, rank: usize) -> R<Vec<V<'c, 'm>>> {
         op.operands[from..from + rank]
             .iter()
@@ -132,68 +285,88 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let ety = self.w.ty(elem);
         let n = layout.num_registers();
         let vec = Self::vector_regs(&layout, elem);
-        let join = self.w.new_block(&vec![ety; n as usize]);
+        // The paths join on whole vectors, so the registers stay packed (two 16-bit
+        // elements per 32-bit register) across the join; elements are extracted after it.
+        let vty = if vec > 1 {
+            Type::vector(&[vec], ety)
+        } else {
+            ety
+        };
+        let join = self.w.new_block(&vec![vty; (n / vec) as usize]);
         let tile = Tile {
             regs: vec![],
             elem,
             shape: shape.clone(),
             layout: layout.clone(),
         };
+        let p1 = self.w.ptr_ty(1);
         let slow = self.w.new_block(&[]);
         if let Some(fast_ok) = self.fast_path(&t, &offs, &shape, &layout, vec) {
             let fast = self.w.new_block(&[]);
             self.w.cond_br(fast_ok, fast, &[], slow, &[]);
             self.w.block = fast;
-            let vty = Type::vector(&[vec], ety);
-            let p1 = self.w.ptr_ty(1);
-            let mut regs: Vec<Value<'c, 'm>> = Vec::with_capacity(n as usize);
+            let mut vecs: Vec<Value<'c, 'm>> = Vec::with_capacity((n / vec) as usize);
             for r0 in (0..n).step_by(vec as usize) {
                 let coord = self.coord(&layout, r0);
                 let (index, _) = self.element(&t, &offs, &coord);
                 let p = self.w.gep(t.ptr, index, ety, p1);
-                if vec == 1 {
-                    regs.push(self.w.load(p, ety, elem.size_bytes()));
-                    continue;
-                }
-                let x = self.w.load(p, vty, vec * elem.size_bytes());
+                vecs.push(self.w.load(p, vty, vec * elem.size_bytes()));
+            }
+            self.w.br(join, &vecs);
+        } else {
+            self.w.br(slow, &[]);
+        }
+        self.w.block = slow;
+        let pad = if elem.is_float() {
+            let p = tilec_dialect::ops::load_padding(op.attr("padding"))
+                .map_err(|e| tilec_dialect::Diagnostic::error(op.loc.clone(), e))?;
+            self.w.float(p, elem)
+        } else {
+            self.w.int(0, elem)
+        };
+        let mut vecs = Vec::with_capacity((n / vec) as usize);
+        let mut acc: Option<Value<'c, 'm>> = None;
+        let mut split = self.split_access(&t, &offs, &shape, &layout);
+        for r in 0..n {
+            let (index, inb) = self.slow_element(split.as_mut(), &t, &offs, &tile, r);
+            let ld = self.w.new_block(&[]);
+            let next = self.w.new_block(&[ety]);
+            self.w.cond_br(inb, ld, &[], next, &[pad.v]);
+            self.w.block = ld;
+            let p = self.w.gep(t.ptr, index, ety, p1);
+            let x = self.w.load(p, ety, elem.size_bytes());
+            self.w.br(next, &[x]);
+            self.w.block = next;
+            let x = self.w.args(next)[0];
+            if vec == 1 {
+                vecs.push(x);
+                continue;
+            }
+            let base = acc.unwrap_or_else(|| self.w.op1("llvm.mlir.poison", &[], vty, &[]));
+            let j = self.w.i32((r % vec) as i64);
+            let v = self.w.op1("llvm.insertelement", &[base, x, j.v], vty, &[]);
+            if (r + 1) % vec == 0 {
+                vecs.push(v);
+                acc = None;
+            } else {
+                acc = Some(v);
+            }
+        }
+        self.w.br(join, &vecs);
+        self.w.block = join;
+        let joined = self.w.args(join);
+        let regs = if vec == 1 {
+            joined
+        } else {
+            let mut regs = Vec::with_capacity(n as usize);
+            for x in joined {
                 for j in 0..vec {
                     let jj = self.w.i32(j as i64);
                     regs.push(self.w.op1("llvm.extractelement", &[x, jj.v], ety, &[]));
                 }
             }
-            self.w.br(join, &regs);
-        } else {
-            self.w.br(slow, &[]);
-        }
-        self.w.block = slow;
-        let mut regs = Vec::with_capacity(n as usize);
-        for r in 0..n {
-            let coord = self.coord(&layout, r);
-            let (index, mut inb) = self.element(&t, &offs, &coord);
-            if let Some(it) = self.in_tile(&tile, &coord) {
-                inb = self.w.and(inb, it);
-            }
-            let zero = if elem.is_float() {
-                let p = tilec_dialect::ops::load_padding(op.attr("padding"))
-                    .map_err(|e| tilec_dialect::Diagnostic::error(op.loc.clone(), e))?;
-                self.w.float(p, elem)
-            } else {
-                self.w.int(0, elem)
-            };
-            let ld = self.w.new_block(&[]);
-            let next = self.w.new_block(&[ety]);
-            self.w.cond_br(inb, ld, &[], next, &[zero.v]);
-            self.w.block = ld;
-            let p1 = self.w.ptr_ty(1);
-            let p = self.w.gep(t.ptr, index, ety, p1);
-            let x = self.w.load(p, ety, elem.size_bytes());
-            self.w.br(next, &[x]);
-            self.w.block = next;
-            regs.push(self.w.args(next)[0]);
-        }
-        self.w.br(join, &regs);
-        self.w.block = join;
-        let regs = self.w.args(join);
+            regs
+        };
         if let Some(&r) = op.results.first() {
             self.vals.insert(r, Lv::Tile(Tile { regs, ..tile }));
         }
@@ -321,12 +494,9 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             self.w.br(slow, &[]);
         }
         self.w.block = slow;
+        let mut split = self.split_access(&t, &offs, &tile.shape, &layout);
         for r in 0..n {
-            let coord = self.coord(&layout, r);
-            let (index, mut inb) = self.element(&t, &offs, &coord);
-            if let Some(it) = self.in_tile(&tile, &coord) {
-                inb = self.w.and(inb, it);
-            }
+            let (index, inb) = self.slow_element(split.as_mut(), &t, &offs, &tile, r);
             let st = self.w.new_block(&[]);
             let next = self.w.new_block(&[]);
             self.w.cond_br(inb, st, &[], next, &[]);
@@ -340,4 +510,21 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         self.w.block = join;
         Ok(())
     }
+}
+
+/// See [`Lowerer::split_access`].
+struct Split<'c, 'm> {
+    /// `size_d - (off_d + tc_d)` per dimension (i64): a register's coordinate `k_d` is in
+    /// bounds below it.
+    hi: Vec<V<'c, 'm>>,
+    /// `-(off_d + tc_d)` per dimension (i64): and at or above it.
+    lo: Vec<V<'c, 'm>>,
+    /// `shape_d - tc_d` for the padded dimensions: inside the tile below it.
+    pad: Vec<Option<V<'c, 'm>>>,
+    /// `Σ_d (off_d + tc_d) · stride_d`: the index of the thread's register 0 (i64).
+    base: V<'c, 'm>,
+    /// The coordinate and index of the register done last.
+    last: Option<(Vec<u64>, V<'c, 'm>)>,
+    /// Index steps by coordinate difference.
+    steps: std::collections::HashMap<Vec<i64>, V<'c, 'm>>,
 }

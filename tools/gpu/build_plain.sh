@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Build the plain-launch examples for a GPU run of tools/gpu/kernels.py, into OUT
+# (default gpu-out/plain; git-ignored, so name it in the device call's `carry`):
+#
+#   OUT/sm_90/, OUT/sm_90a/   every dot-free example, PTX + manifest, for both targets;
+#   OUT/wN/sm_90a/            softmax, RMSNorm and LayerNorm with the row tile widened from
+#                             4096 to N (1024, 8192 with 8 warps, 32768 with 16 and 32
+#                             warps), timed with `kernels.py --shapes ... --tag /wN`.
+#
+# Usage: tools/gpu/build_plain.sh [OUT] (after `cargo build --release`; uses
+# target/release/tile-compile, or TILE_COMPILE).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=${1:-gpu-out/plain}
+tc=${TILE_COMPILE:-target/release/tile-compile}
+plain=(vadd softmax softmax_rows softmax_online rmsnorm layernorm transpose col_sums
+    scale_bias_act embedding)
+rm -rf "$out"
+for t in sm_90 sm_90a; do
+    for e in "${plain[@]}"; do
+        "$tc" "examples/$e.tile" --target "$t" -o "$out/$t" >/dev/null
+    done
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for v in 1024:0 8192:8 32768:16 32768:32; do
+    width=${v%:*}
+    warps=${v#*:}
+    dir="$out/w$width"
+    [ "$warps" != 0 ] && dir="$dir-$warps"
+    for e in softmax rmsnorm layernorm; do
+        sed "s/4096/$width/g" "examples/$e.tile" >"$tmp/$e.tile"
+        "$tc" "$tmp/$e.tile" --target sm_90a --num-warps "$warps" -o "$dir/sm_90a" >/dev/null
+    done
+done
+echo "built $out"
