@@ -849,6 +849,20 @@ impl<'k> Facts<'k> {
     }
 }
 
+/// Whether `op` is pure, holds no regions, and reads and defines scalars only (index arithmetic,
+/// constants, compares): it touches no register tile, shared memory or barrier, so a wait
+/// may move across it. Placement and `verify-async-waits` both use it to find the hazard
+/// that follows a `tile.if`.
+pub(crate) fn scalar_only(m: &Module, op: &Operation) -> bool {
+    op.regions.is_empty()
+        && op.kind.is_pure()
+        && op
+            .operands
+            .iter()
+            .chain(&op.results)
+            .all(|&v| matches!(m.ty(v), tilec_dialect::Type::Scalar(_)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

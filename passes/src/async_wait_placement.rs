@@ -26,8 +26,11 @@
 //! wait to the first, a wait (then a barrier) that the others make unnecessary is dropped;
 //! each wait sinks past the op it stands before (or into both branches of a `tile.if`) while
 //! every hazard stays safe, merging with a wait it reaches; and each remaining `pending` is
-//! raised while every hazard stays safe. These are the three moves `verify-async-waits`
-//! tries, so what it accepts as tight is what placement produces.
+//! raised while every hazard stays safe; and a wait after a `tile.if` moves into the ends of
+//! its branches where some branch can then wait for fewer groups (a join does not force the
+//! smaller N on both paths; a value the moved wait takes that is used after the join leaves
+//! the `tile.if` as a new result). These are the moves `verify-async-waits` tries, so what it
+//! accepts as tight is what placement produces.
 //!
 //! Groups are per warpgroup: only region 1 of `tile.warp_specialize` (the consumers) and
 //! the kernel code after it carry the consumers' groups; region 0 starts from the state
@@ -90,7 +93,9 @@
 //! One group stays in flight in the K loop; the drain is the first hazard after it (the
 //! release of the last stage), and the epilogue reads the wait's result.
 
-use crate::async_model::{Facts, GroupKind, Hazard, Inst, OpId, Slot, C_CAP, MAX_PENDING};
+use crate::async_model::{
+    scalar_only, Facts, GroupKind, Hazard, Inst, OpId, Slot, C_CAP, MAX_PENDING,
+};
 use crate::pass::{Pass, PassContext, PassInfo};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use tilec_dialect::{
@@ -279,6 +284,7 @@ struct Ctx {
 }
 
 struct Analysis<'a, 'k> {
+    m: &'a Module,
     f: &'a Facts<'k>,
     /// Apply the recorded decisions instead of making them (the states that follow from
     /// the decisions, as opposed to the states the decisions are made from).
@@ -482,6 +488,7 @@ impl Analysis<'_, '_> {
             let before: Vec<(OpId, Option<u8>, bool)> = self.decision_summary();
             self.drop_unneeded(body);
             self.sink_waits(kernel);
+            self.split_at_joins(kernel);
             self.raise_pending(body);
             if self.decision_summary() == before {
                 break;
@@ -554,10 +561,66 @@ impl Analysis<'_, '_> {
         }
     }
 
+    /// Move a wait that stands after a `tile.if` (with only [`scalar_only`] ops in
+    /// between) before a plain op `X` into the ends of both branches, where some branch
+    /// can then wait for fewer groups and `X` stays safe: each branch's wait is dropped or
+    /// raised while every hazard stays safe, with a copy of the wait right after `X`
+    /// keeping what follows as it was (the later steps of `refine` drop or sink that
+    /// copy). Kept only when some branch waits for fewer groups than the one wait did.
+    /// `wait_group` is `.sync.aligned`; a `tile.if`'s condition is a scalar, uniform
+    /// across the CTA.
+    fn split_at_joins(&mut self, kernel: &Operation) {
+        let body = &kernel.regions[0];
+        for id in self.wait_sites() {
+            let d = &self.decisions[&id];
+            let Some(n) = d.wait else { continue };
+            if d.barrier || d.fence || n >= MAX_PENDING {
+                continue;
+            }
+            let Some((ends, after)) = join_sites(self.m, body, self.f, id) else {
+                continue;
+            };
+            let saved = self.decisions.clone();
+            self.decisions.get_mut(&id).expect("decision").wait = None;
+            for &e in ends.iter().chain([&after]) {
+                let x = self.decisions.entry(e).or_default();
+                x.wait = Some(x.wait.map_or(n, |m| m.min(n)));
+            }
+            if !self.frozen_safe(body) {
+                self.decisions = saved;
+                continue;
+            }
+            let mut better = false;
+            for &e in &ends {
+                let w = self.decisions[&e].wait;
+                self.decisions.get_mut(&e).expect("decision").wait = None;
+                if self.frozen_safe(body) {
+                    better = true;
+                    continue;
+                }
+                self.decisions.get_mut(&e).expect("decision").wait = w;
+                while let Some(k) = self.decisions[&e].wait.filter(|&k| k < MAX_PENDING) {
+                    self.decisions.get_mut(&e).expect("decision").wait = Some(k + 1);
+                    if !self.frozen_safe(body) {
+                        self.decisions.get_mut(&e).expect("decision").wait = Some(k);
+                        break;
+                    }
+                }
+                better |= self.decisions[&e].wait.is_some_and(|k| k > n);
+            }
+            if !better {
+                self.decisions = saved;
+            }
+        }
+    }
+
     /// Move each wait later, one op at a time, while every hazard stays safe. A wait that
     /// lands on an op that already has one merges with it (the smaller `pending`).
     fn sink_waits(&mut self, kernel: &Operation) {
         let body = &kernel.regions[0];
+        // The in-flight sets (which values each wait takes) of the current decisions: a
+        // rejected attempt of an earlier step may have left others.
+        self.frozen_safe(body);
         let mut work = self.wait_sites();
         while let Some(id) = work.pop() {
             let d = &self.decisions[&id];
@@ -725,6 +788,48 @@ fn sink_targets(body: &Block, f: &Facts<'_>, id: OpId, operands: &[Value]) -> Op
     }
 }
 
+/// For a wait before op `id` (a plain op, not a terminator or barrier) that stands after a
+/// `tile.if` with only [`scalar_only`] ops in between: the terminators of the branches
+/// (where the wait may go instead) and the op after `id` (where a copy keeps what
+/// follows as it was). `None` otherwise.
+fn join_sites(m: &Module, body: &Block, f: &Facts<'_>, id: OpId) -> Option<(Vec<OpId>, OpId)> {
+    fn find<'b>(b: &'b Block, f: &Facts<'_>, id: OpId) -> Option<(&'b Block, usize)> {
+        for (i, op) in b.ops.iter().enumerate() {
+            if f.id(op) == id {
+                return Some((b, i));
+            }
+            for r in &op.regions {
+                if let Some(hit) = find(r, f, id) {
+                    return Some(hit);
+                }
+            }
+        }
+        None
+    }
+    let (b, i) = find(body, f, id)?;
+    let x = &b.ops[i];
+    if x.kind.is_terminator() || !x.regions.is_empty() || f.kind.is_barrier(x) {
+        return None;
+    }
+    let after = f.id(b.ops.get(i + 1)?);
+    let j = (0..i).rev().find(|&j| !scalar_only(m, &b.ops[j]))?;
+    let cond = &b.ops[j];
+    if cond.kind != OpKind::If || cond.regions.len() != 2 {
+        return None;
+    }
+    let ends = cond
+        .regions
+        .iter()
+        .map(|r| {
+            r.ops
+                .last()
+                .filter(|o| o.kind.is_terminator())
+                .map(|o| f.id(o))
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some((ends, after))
+}
+
 fn used_in(op: &Operation, v: Value) -> bool {
     op.operands.contains(&v)
         || op
@@ -841,10 +946,20 @@ struct Rewriter<'a> {
 }
 
 impl Rewriter<'_> {
-    fn block(&mut self, b: &mut Block, repl: &HashMap<Value, Value>) {
+    /// Rewrites `b` with the replacements `repl` of the scope around it; returns the
+    /// replacements in force at its end.
+    fn block(&mut self, b: &mut Block, repl: &HashMap<Value, Value>) -> HashMap<Value, Value> {
         let mut repl = repl.clone();
         let mut out = Vec::with_capacity(b.ops.len() + 4);
-        for mut op in std::mem::take(&mut b.ops) {
+        let ops = std::mem::take(&mut b.ops);
+        // Values used by each op's successors in this block (nested regions included).
+        let mut later: Vec<std::collections::HashSet<Value>> = vec![Default::default(); ops.len()];
+        for i in (0..ops.len().saturating_sub(1)).rev() {
+            let mut u = later[i + 1].clone();
+            ops[i + 1].walk(&mut |o| u.extend(o.operands.iter().copied()));
+            later[i] = u;
+        }
+        for (i, mut op) in ops.into_iter().enumerate() {
             let id = self.next_id;
             self.next_id += 1;
             let loc = op.loc.clone();
@@ -896,8 +1011,18 @@ impl Rewriter<'_> {
                     *v = r;
                 }
             }
-            for r in &mut op.regions {
-                self.block(r, &repl);
+            let yields: Vec<Vec<Value>> = op
+                .regions
+                .iter()
+                .map(|r| r.ops.last().map(|y| y.operands.clone()).unwrap_or_default())
+                .collect();
+            let ends: Vec<HashMap<Value, Value>> = op
+                .regions
+                .iter_mut()
+                .map(|r| self.block(r, &repl))
+                .collect();
+            if op.kind == OpKind::If {
+                self.thread_through_if(&mut op, &yields, &ends, &later[i], &mut repl);
             }
             out.push(op);
             if self.wgmma.contains(&id) {
@@ -909,6 +1034,73 @@ impl Rewriter<'_> {
             }
         }
         b.ops = out;
+        repl
+    }
+
+    /// A wait inside a branch of `op` (a `tile.if`) that took a value defined outside it
+    /// returns the value tied; so that uses after the `tile.if` are ordered after that
+    /// wait too, the value leaves through a result of the `tile.if` (each branch yields
+    /// its own version), and later uses in the block (`later`: the values they read) read
+    /// that result. `yields`: the branches' yield
+    /// operands before the rewrite; a result they already pass `v` through is reused, so
+    /// placing twice gives the same IR.
+    fn thread_through_if(
+        &mut self,
+        op: &mut Operation,
+        yields: &[Vec<Value>],
+        ends: &[HashMap<Value, Value>],
+        later: &std::collections::HashSet<Value>,
+        repl: &mut HashMap<Value, Value>,
+    ) {
+        let mut inner = std::collections::HashSet::new();
+        for r in &op.regions {
+            inner.extend(r.args.iter().copied());
+            for o in &r.ops {
+                o.walk(&mut |x| inner.extend(x.results.iter().copied()));
+            }
+        }
+        let mut changed: Vec<Value> = ends
+            .iter()
+            .flat_map(|e| e.keys().copied())
+            .filter(|v| !inner.contains(v) && later.contains(v))
+            .filter(|v| {
+                let outer = repl.get(v).copied().unwrap_or(*v);
+                ends.iter().any(|e| e.get(v).is_some_and(|&x| x != outer))
+            })
+            .collect();
+        changed.sort();
+        changed.dedup();
+        let terminated = op
+            .regions
+            .iter()
+            .all(|r| r.ops.last().is_some_and(|o| o.kind.is_terminator()));
+        if changed.is_empty() || op.regions.len() != 2 || !terminated {
+            return;
+        }
+        for v in changed {
+            // A result that already passes `v` through both branches (placed before).
+            let through = (0..op.results.len()).find(|&p| {
+                yields.iter().zip(ends).all(|(y, e)| {
+                    y.get(p)
+                        .is_some_and(|&x| x == v || e.get(&v).copied() == Some(x))
+                })
+            });
+            if let Some(p) = through {
+                repl.insert(v, op.results[p]);
+                continue;
+            }
+            let outer = repl.get(&v).copied().unwrap_or(v);
+            for (r, e) in op.regions.iter_mut().zip(ends) {
+                if let Some(y) = r.ops.last_mut() {
+                    y.operands.push(e.get(&v).copied().unwrap_or(outer));
+                }
+            }
+            let ty = self.m.ty(v).clone();
+            let name = self.m.name(v).map(|s| format!("{s}_j"));
+            let res = self.m.new_value(ty, name);
+            op.results.push(res);
+            repl.insert(v, res);
+        }
     }
 }
 
@@ -940,6 +1132,7 @@ fn place_kernel_kind(
             return;
         }
         let mut a = Analysis {
+            m,
             f: &f,
             frozen: false,
             violations: 0,

@@ -38,8 +38,12 @@
 //!   can be swapped with the op after it (or sunk into both branches of a `tile.if` after
 //!   it, when nothing uses its results) and stay safe — unless that op is one it guards
 //!   (unsafe on some path without the wait), since "as late as possible" means "directly
-//!   before the first hazard"; a `tile.barrier` directly after a wait that can be deleted
-//!   and stay safe.
+//!   before the first hazard"; a wait after a `tile.if` (only scalar ops in between) whose
+//!   hazard stays safe with the wait moved into the branches and `pending` raised by one in
+//!   one of them (a copy after the hazard keeps the rest as it was): a join must not force
+//!   the smaller N on both paths; a `tile.barrier` directly after a wait that can be
+//!   deleted and stay safe. A wait is never moved past a `tile.wgmma_fence`, which
+//!   belongs to the wgmma after it.
 //!
 //! The exploration of one kernel is bounded by `max_steps` (path, op) steps; a kernel
 //! that needs more is reported as not proven (the example GEMM takes under 500). Two exact
@@ -62,7 +66,7 @@
 //! f.tile:22:5: note: the last wait on that path (pending = 2) leaves it pending
 //! ```
 
-use crate::async_model::{Facts, GroupKind, Hazard, Inst, OpId, Slot, MAX_PENDING};
+use crate::async_model::{scalar_only, Facts, GroupKind, Hazard, Inst, OpId, Slot, MAX_PENDING};
 use crate::pass::{OptionInfo, OptionKind, Pass, PassContext, PassInfo};
 use std::collections::{BTreeMap, BTreeSet};
 use tilec_dialect::{
@@ -733,6 +737,66 @@ fn delete_wait(kernel: &Operation, id: OpId) -> Option<Operation> {
     Some(k)
 }
 
+/// The join variant of a wait `id` (pending `n`) that stands after a `tile.if`, with only
+/// [`scalar_only`] ops in between, before a plain op `X` (not a terminator or barrier):
+/// the wait deleted, `wait n` at the end of each branch but `wait n + 1` at the end of
+/// branch `raised`, and `wait n` right after `X` (so only `X` sees the difference). With
+/// the `tile.if`'s location; `None` where the wait does not stand so.
+fn split_at_join(
+    m: &Module,
+    kernel: &Operation,
+    id: OpId,
+    kind: GroupKind,
+    n: i64,
+    raised: usize,
+) -> Option<(Operation, Location)> {
+    let mut tied = None;
+    let mut if_loc = None;
+    let wait = |p: i64, loc: &Location| {
+        let mut w = Operation::new(kind.wait_op(), loc.clone());
+        w.attrs.insert("pending".into(), Attribute::Int(p));
+        if kind == GroupKind::Bulk {
+            w.attrs.insert("read".into(), Attribute::Bool(true));
+        }
+        w
+    };
+    let mut k = edit(kernel, id, |ops, i| {
+        let Some(x) = ops.get(i + 1) else {
+            return false;
+        };
+        if x.kind.is_terminator() || !x.regions.is_empty() || kind.is_barrier(x) {
+            return false;
+        }
+        let Some(j) = (0..i).rev().find(|&j| !scalar_only(m, &ops[j])) else {
+            return false;
+        };
+        if ops[j].kind != OpKind::If || ops[j].regions.len() != 2 {
+            return false;
+        }
+        let ends_ok = ops[j]
+            .regions
+            .iter()
+            .all(|r| r.ops.last().is_some_and(|o| o.kind.is_terminator()));
+        if !ends_ok {
+            return false;
+        }
+        let w = ops.remove(i);
+        if_loc = Some(ops[j].loc.clone());
+        for (b, r) in ops[j].regions.iter_mut().enumerate() {
+            let at = r.ops.len() - 1;
+            r.ops
+                .insert(at, wait(if b == raised { n + 1 } else { n }, &w.loc));
+        }
+        // X is now at i.
+        ops.insert(i + 1, wait(n, &w.loc));
+        tied = Some((w.results, w.operands));
+        true
+    })?;
+    let (rs, os) = tied?;
+    rewire(&mut k, &rs, &os);
+    Some((k, if_loc?))
+}
+
 fn uses_any(op: &Operation, vs: &[Value]) -> bool {
     let mut hit = false;
     op.walk(&mut |o| hit |= o.operands.iter().any(|v| vs.contains(v)));
@@ -817,8 +881,9 @@ fn tightness(
             let results = ops[i].results.clone();
             match next.kind {
                 k if k.is_terminator() => false,
-                // A barrier right after the wait belongs to it.
-                OpKind::For | OpKind::While | OpKind::WarpSpecialize => false,
+                // A barrier right after the wait belongs to it; a fence, to the wgmma
+                // after it.
+                OpKind::For | OpKind::While | OpKind::WarpSpecialize | OpKind::WgmmaFence => false,
                 _ if kind.is_barrier(next) => false,
                 OpKind::If => {
                     if ops.iter().any(|o| uses_any(o, &results)) {
@@ -856,6 +921,30 @@ fn tightness(
                     )
                     .with_note(loc, "this op needs no group to complete"),
                 );
+                continue;
+            }
+        }
+        // Tight at the join? The op it guards must need the same number on each branch.
+        if n < i64::from(MAX_PENDING) {
+            for (branch, side) in ["then", "else"].iter().enumerate() {
+                let Some((k, if_loc)) = split_at_join(m, &cur, id, kind, n, branch) else {
+                    break;
+                };
+                if safe(&k) {
+                    out.push(
+                        Diagnostic::error(
+                            w.loc.clone(),
+                            format!(
+                                "{name} after the join is not tight: moved into the branches \
+                                    of the 'tile.if' at {if_loc}, pending = {} at the end of \
+                                    the {side}-branch is still safe for the op after it",
+                                n + 1
+                            ),
+                        )
+                        .with_note(if_loc, "the 'tile.if'"),
+                    );
+                    break;
+                }
             }
         }
     }
