@@ -51,9 +51,10 @@
 //! fence. Accumulators that are only passed from wgmma to wgmma (loop-carried, through
 //! waits and yields) need none: the PTX ISA orders accumulator accesses of wgmmas of one
 //! shape, and ptxas 13.5 emits the same SASS (one `WARPGROUP.ARRIVE` per k-tile, no
-//! C75xx message) for the reference kernel with the per-iteration fence removed. A fence
-//! that a loop needs only because of what ran before it goes before the loop, not into
-//! every iteration.
+//! C75xx message) for the reference kernel with the per-iteration fence removed. Fences
+//! that a loop needs only because of what ran before it go before the loop, not into every
+//! iteration: one fence there whenever that leaves fewer inside (a body whose own accesses
+//! need a fence per iteration for one chain keeps that one, and no other).
 //!
 //! The pass owns these ops: it first deletes every `tile.wgmma_fence`,
 //! `tile.commit_group` and `tile.wait_group` (and a `tile.barrier` directly after a wait)
@@ -337,9 +338,11 @@ impl Analysis<'_, '_> {
                 self.decisions.insert(id, Decision::default());
                 let before = (self.decisions.clone(), self.in_flight.clone());
                 let out = self.run_loop(op, id, st.clone(), ctx);
-                if (st.unfenced || !st.dirty.is_empty()) && self.fence_inside(op) {
-                    // A fence the loop needs only because of what came before it goes
-                    // before the loop, not into every iteration.
+                let inside = self.fences_inside(op);
+                if (st.unfenced || !st.dirty.is_empty()) && inside > 0 {
+                    // Fences the loop needs only because of what came before it go before
+                    // the loop, not into every iteration: one there, when that leaves
+                    // fewer inside (those the body's own accesses need stay).
                     let after = (
                         std::mem::replace(&mut self.decisions, before.0),
                         std::mem::replace(&mut self.in_flight, before.1),
@@ -350,7 +353,7 @@ impl Analysis<'_, '_> {
                         ..st.clone()
                     };
                     let hoisted = self.run_loop(op, id, clean, ctx);
-                    if !self.fence_inside(op) {
+                    if self.fences_inside(op) < inside {
                         self.decisions.insert(
                             id,
                             Decision {
@@ -446,15 +449,17 @@ impl Analysis<'_, '_> {
         head
     }
 
-    /// Whether a fence was decided anywhere inside `op`'s regions.
-    fn fence_inside(&self, op: &Operation) -> bool {
-        let mut any = false;
+    /// The fences decided inside `op`'s regions.
+    fn fences_inside(&self, op: &Operation) -> usize {
+        let mut n = 0;
         for r in &op.regions {
             for o in &r.ops {
-                o.walk(&mut |x| any |= self.decisions.get(&self.f.id(x)).is_some_and(|d| d.fence));
+                o.walk(&mut |x| {
+                    n += usize::from(self.decisions.get(&self.f.id(x)).is_some_and(|d| d.fence))
+                });
             }
         }
-        any
+        n
     }
 
     /// Run the whole kernel with the decisions frozen; whether no hazard sees a group it

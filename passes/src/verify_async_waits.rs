@@ -42,8 +42,9 @@
 //!   hazard stays safe with the wait moved into the branches and `pending` raised by one in
 //!   one of them (a copy after the hazard keeps the rest as it was): a join must not force
 //!   the smaller N on both paths; a `tile.barrier` directly after a wait that can be
-//!   deleted and stay safe. A wait is never moved past a `tile.wgmma_fence`, which
-//!   belongs to the wgmma after it.
+//!   deleted and stay safe; a `tile.wgmma_fence` that can be deleted and stay safe, or
+//!   that stands in a loop body and can move before the loop and stay safe. A wait is
+//!   never moved past a `tile.wgmma_fence`, which belongs to the wgmma after it.
 //!
 //! The exploration of one kernel is bounded by `max_steps` (path, op) steps; a kernel
 //! that needs more is reported as not proven (the example GEMM takes under 500). Two exact
@@ -977,7 +978,68 @@ fn tightness(
             }
         }
     }
+    // Fences: none redundant, and none in a loop body that one before the loop replaces.
+    if kind == GroupKind::Wgmma {
+        for (i, o) in f.ops.iter().enumerate() {
+            if o.kind != OpKind::WgmmaFence {
+                continue;
+            }
+            let id = i as OpId;
+            let deleted = edit(kernel, id, |ops, i| {
+                ops.remove(i);
+                true
+            });
+            if deleted.as_ref().is_some_and(&safe) {
+                out.push(Diagnostic::error(
+                    o.loc.clone(),
+                    "'tile.wgmma_fence' is redundant: every wgmma after it is fenced without it \
+                        (no register access since the last fence on any path)",
+                ));
+                continue;
+            }
+            if let Some((k, loop_loc)) = hoist_fence(kernel, id) {
+                if safe(&k) {
+                    out.push(
+                        Diagnostic::error(
+                            o.loc.clone(),
+                            format!(
+                                "'tile.wgmma_fence' runs on every iteration of the loop at \
+                                    {loop_loc}, but only the first needs it: one before the loop \
+                                    is enough"
+                            ),
+                        )
+                        .with_note(loop_loc, "the loop"),
+                    );
+                }
+            }
+        }
+    }
     waits.len() as u64
+}
+
+/// A copy of `kernel` with the fence `id`, an op of a loop body, moved before the loop;
+/// with the loop's location. `None` when the fence is not directly in a loop body.
+fn hoist_fence(kernel: &Operation, id: OpId) -> Option<(Operation, Location)> {
+    let mut path = vec![];
+    if !path_to(kernel, id, &mut 0, &mut path) || path.len() < 2 {
+        return None;
+    }
+    let (&(fr, fi), outer) = path.split_last()?;
+    let (&(lr, li), outer) = outer.split_last()?;
+    let mut k = kernel.clone();
+    let mut op = &mut k;
+    for &(r, i) in outer {
+        op = &mut op.regions[r].ops[i];
+    }
+    let block = &mut op.regions[lr].ops;
+    let lp = &mut block[li];
+    if !matches!(lp.kind, OpKind::For | OpKind::While) || fr != 0 {
+        return None;
+    }
+    let loc = lp.loc.clone();
+    let fence = lp.regions[fr].ops.remove(fi);
+    block.insert(li, fence);
+    Some((k, loc))
 }
 
 /// The default budget of one exploration: (path, op) steps.
