@@ -198,7 +198,9 @@ define_ops! {
         "Asynchronous MMA over one ring stage (`wgmma.mma_async`, or `mma.sync`).",
         "Asynchronous MMA over one ring stage: `mma %a_ring, %b_ring, %stage, %acc` \
             (`wgmma.mma_async` chain on sm_90a; `ldmatrix` + `mma.sync` elsewhere); `%a` may be a \
-            tile in registers (wgmma's A-from-registers form).";
+            tile in registers (wgmma's A-from-registers form). With a stage per ring, \
+            `mma %a_ring, %b_ring, %stage_a, %stage_b, %acc` (a loop-invariant A beside a \
+            pipelined B).";
     CommitGroup = "tile.commit_group", Gpu,
         "`wgmma.commit_group.sync.aligned`: closes the group of MMAs issued since the last \
             commit.", "";
@@ -294,6 +296,46 @@ impl OpKind {
                 | OpKind::AtomicAdd
                 | OpKind::WarpSpecialize
         ) && self.class() != OpClass::Gpu
+    }
+}
+
+/// The operands of a `tile.mma` (GPU level): `a` (a shared-memory ring, or for wgmma's
+/// register-A form an A-fragment tile), `b` (a ring), the stage each ring is read at, and
+/// the accumulator. Written `tile.mma %a, %b, %stage, %acc` (both rings at one stage) or
+/// `tile.mma %a, %b, %stage_a, %stage_b, %acc` (a stage per operand: a loop-invariant A,
+/// such as attention's Q, beside a pipelined B).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MmaOperands {
+    /// The A ring or A-fragment tile.
+    pub a: crate::Value,
+    /// The B ring.
+    pub b: crate::Value,
+    /// The stage of `a` read (unused for an A-fragment tile).
+    pub stage_a: crate::Value,
+    /// The stage of `b` read.
+    pub stage_b: crate::Value,
+    /// The accumulator (its registers are the result's).
+    pub acc: crate::Value,
+}
+
+/// The operands of `op`, a `tile.mma` of 4 or 5 operands; `None` for another count.
+pub fn mma_operands(op: &crate::Operation) -> Option<MmaOperands> {
+    match *op.operands.as_slice() {
+        [a, b, s, acc] => Some(MmaOperands {
+            a,
+            b,
+            stage_a: s,
+            stage_b: s,
+            acc,
+        }),
+        [a, b, sa, sb, acc] => Some(MmaOperands {
+            a,
+            b,
+            stage_a: sa,
+            stage_b: sb,
+            acc,
+        }),
+        _ => None,
     }
 }
 

@@ -1129,11 +1129,13 @@ impl Verifier<'_> {
         let mut uses: HashMap<Value, Vec<(Location, Path)>> = HashMap::new();
         let mut errors: Vec<(Location, String)> = vec![];
         for (o, path) in &ops {
-            if is_wgmma(o)
-                && o.operands.len() == 4
-                && o.attr("zero_acc").and_then(|a| a.as_bool()) != Some(true)
-            {
-                let acc = o.operands[3];
+            let parts = crate::ops::mma_operands(o);
+            if let (true, Some(parts), false) = (
+                is_wgmma(o),
+                parts,
+                o.attr("zero_acc").and_then(|a| a.as_bool()) == Some(true),
+            ) {
+                let acc = parts.acc;
                 let earlier = uses.entry(acc).or_default();
                 if let Some((at, _)) = earlier.iter().find(|(_, p)| !exclusive(p, path)) {
                     errors.push((
@@ -1368,7 +1370,8 @@ impl Verifier<'_> {
         // A constant stage/slot/barrier index must lie inside its ring or barrier array.
         let indexed: &[(usize, usize)] = match op.kind {
             OpKind::TmaLoad => &[(1, 3), (2, 3)],
-            OpKind::Mma => &[(1, 2)],
+            OpKind::Mma if op.operands.len() == 5 => &[(0, 2), (1, 3)],
+            OpKind::Mma => &[(0, 2), (1, 2)],
             OpKind::SmemStore => &[(1, 2)],
             OpKind::TmaStore => &[(1, 2)],
             OpKind::ClcTryCancel => &[(0, 2), (1, 2)],
@@ -1837,22 +1840,26 @@ impl Verifier<'_> {
                 self.count(op, 0, 0);
             }
             OpKind::Mma => {
-                // a ring (or, for wgmma's register-A form, an A-fragment tile), b ring, stage, acc
-                if self.count(op, 4, 1) {
-                    let ok = (want_smem(&ots[0]) || matches!(ots[0], Type::Tile { .. }))
-                        && want_smem(&ots[1])
-                        && ots[2] == Type::INDEX
-                        && matches!(ots[3], Type::Tile { .. })
-                        && rts[0] == ots[3];
-                    if !ok {
-                        self.error(
-                            op,
-                            format!(
-                                "'{name}' expects (a ring or A-fragment tile, b \
-                                    ring, stage: index, acc: tile) -> acc type"
-                            ),
-                        );
-                    }
+                // a ring (or, for wgmma's register-A form, an A-fragment tile), b ring, a
+                // stage for both or one per ring, acc
+                let n = op.operands.len();
+                let shape_ok = (n == 4 || n == 5) && rts.len() == 1;
+                let ok = shape_ok
+                    && (want_smem(&ots[0]) || matches!(ots[0], Type::Tile { .. }))
+                    && want_smem(&ots[1])
+                    && ots[2..n - 1].iter().all(|t| *t == Type::INDEX)
+                    && matches!(ots[n - 1], Type::Tile { .. })
+                    && rts[0] == ots[n - 1];
+                if !ok {
+                    self.error(
+                        op,
+                        format!(
+                            "'{name}' expects (a ring or A-fragment tile, b ring, stage: \
+                                index, acc: tile) or (a, b, stage_a: index, stage_b: index, \
+                                acc: tile) -> acc type, found {n} operand(s) and {} result(s)",
+                            rts.len()
+                        ),
+                    );
                 }
                 if let (Some(t), Some("wgmma")) = (self.target, op.str_attr("kind")) {
                     if !t.has_wgmma() {

@@ -429,11 +429,12 @@ impl<'k> Facts<'k> {
                 }
                 OpKind::Mma
                     if is_wgmma(o)
-                        && o.operands.len() == 4
                         && o.results.len() == 1
                         && o.attr("zero_acc").and_then(|a| a.as_bool()) != Some(true) =>
                 {
-                    uf.union(o.operands[3], o.results[0]);
+                    if let Some(p) = tilec_dialect::ops::mma_operands(o) {
+                        uf.union(p.acc, o.results[0]);
+                    }
                 }
                 OpKind::SmemAlloc => {
                     if let (Some(&r), Some(Type::Smem { stages, .. })) =
@@ -474,21 +475,21 @@ impl<'k> Facts<'k> {
                 }
                 continue;
             }
-            if !is_wgmma(o) || o.operands.len() != 4 || o.results.len() != 1 {
+            let parts = tilec_dialect::ops::mma_operands(o);
+            let (true, Some(p), 1) = (is_wgmma(o), parts, o.results.len()) else {
                 continue;
-            }
+            };
             let acc = f.slot(o.results[0]);
-            let a = matches!(m.try_ty(o.operands[0]), Some(Type::Tile { .. }))
-                .then(|| f.slot(o.operands[0]));
-            let stage = f.stage(o.operands[2]);
-            let smem: Vec<(Value, StageSym)> = o.operands[..2]
-                .iter()
-                .filter(|&&v| matches!(m.try_ty(v), Some(Type::Smem { .. })))
-                .map(|&v| (v, stage))
+            let a = matches!(m.try_ty(p.a), Some(Type::Tile { .. })).then(|| f.slot(p.a));
+            // Each ring at its own stage.
+            let smem: Vec<(Value, StageSym)> = [(p.a, p.stage_a), (p.b, p.stage_b)]
+                .into_iter()
+                .filter(|&(v, _)| matches!(m.try_ty(v), Some(Type::Smem { .. })))
+                .map(|(v, s)| (v, f.stage(s)))
                 .collect();
             f.reg_slots.insert(acc);
             if o.attr("zero_acc").and_then(|a| a.as_bool()) != Some(true) {
-                f.reg_slots.insert(f.slot(o.operands[3]));
+                f.reg_slots.insert(f.slot(p.acc));
             }
             if let Some(a) = a {
                 f.reg_slots.insert(a);

@@ -39,13 +39,15 @@ enum StageE {
 #[derive(Clone, Debug)]
 enum Stmt {
     /// A wgmma on accumulator `acc` over a stage of ring `ring`; `rs`: A from registers
-    /// (a fragment loaded just before); `zero`: `zero_acc`.
+    /// (a fragment loaded just before); `zero`: `zero_acc`; `b`: B from this ring at this
+    /// stage (the five-operand form, a stage per operand) instead of `ring` at `stage`.
     Mma {
         acc: u8,
         ring: u8,
         stage: StageE,
         rs: bool,
         zero: bool,
+        b: Option<(u8, StageE)>,
     },
     /// A non-wgmma read of an accumulator.
     Use {
@@ -96,8 +98,16 @@ fn stmt() -> impl Strategy<Value = Stmt> {
             stage(),
             prop::bool::weighted(0.2),
             prop::bool::weighted(0.15),
+            prop::option::weighted(0.3, (0..MAX_RINGS as u8, stage())),
         )
-            .prop_map(|(acc, ring, stage, rs, zero)| Stmt::Mma { acc, ring, stage, rs, zero }),
+            .prop_map(|(acc, ring, stage, rs, zero, b)| Stmt::Mma {
+                acc,
+                ring,
+                stage,
+                rs,
+                zero,
+                b
+            }),
         2 => (0..MAX_ACCS as u8).prop_map(|acc| Stmt::Use { acc }),
         1 => (0..MAX_ACCS as u8).prop_map(|acc| Stmt::Reset { acc }),
         2 => (0..MAX_RINGS as u8, stage()).prop_map(|(ring, stage)| Stmt::Load { ring, stage }),
@@ -183,6 +193,7 @@ impl Emit<'_> {
                 stage,
                 rs,
                 zero,
+                b,
             } => {
                 let (a, r) = (*acc as usize % na, *ring as usize % nr);
                 let st = self.stage(r, stage);
@@ -200,8 +211,16 @@ impl Emit<'_> {
                     "{kind = \"wgmma\"}"
                 };
                 let cur = self.accs[a].clone();
+                let (b_op, stages) = match b {
+                    Some((rb, sb)) => {
+                        let rb = *rb as usize % nr;
+                        let sb = self.stage(rb, sb);
+                        (format!("%ring{rb}"), format!("{st}, {sb}"))
+                    }
+                    None => (format!("%ring{r}"), st),
+                };
                 self.line(&format!(
-                    "{d} = tile.mma {a_op}, %ring{r}, {st}, {cur} {attrs} : {ACC}"
+                    "{d} = tile.mma {a_op}, {b_op}, {stages}, {cur} {attrs} : {ACC}"
                 ));
                 self.accs[a] = d;
             }
@@ -528,6 +547,7 @@ fn fixed_pipeline() {
                 stage: StageE::Const(0),
                 rs: false,
                 zero: true,
+                b: None,
             },
             Stmt::For(vec![
                 Stmt::Mma {
@@ -536,6 +556,7 @@ fn fixed_pipeline() {
                     stage: StageE::Iv { up: 0, off: 0 },
                     rs: false,
                     zero: false,
+                    b: None,
                 },
                 Stmt::Release {
                     ring: 0,
@@ -566,6 +587,7 @@ fn wait_before_copy_after_branch() {
                     stage: iv(1),
                     rs: false,
                     zero: false,
+                    b: None,
                 }],
             ),
             Stmt::If(

@@ -1435,6 +1435,16 @@ fn lower_tma_load(em: &mut Em, op: &Operation) -> R<()> {
     Ok(())
 }
 
+/// The operands of a `tile.mma` (a stage shared by both rings, or one each).
+fn mma_parts(op: &Operation) -> R<tilec_dialect::ops::MmaOperands> {
+    tilec_dialect::ops::mma_operands(op).ok_or_else(|| {
+        Diagnostic::error(
+            op.loc.clone(),
+            "'tile.mma' takes (a, b, stage, acc) or (a, b, stage_a, stage_b, acc)",
+        )
+    })
+}
+
 fn lower_mma(em: &mut Em, op: &Operation) -> R<()> {
     match op.str_attr("kind") {
         Some("wgmma") => {}
@@ -1492,8 +1502,15 @@ fn lower_mma(em: &mut Em, op: &Operation) -> R<()> {
     })?;
     // Descriptors: layout (1 = 128B swizzle) << 62 | (SBO >> 4) << 32 | (LBO >> 4) << 16 | addr >>
     // 4.
-    let st = em.scalar(op, op.operands[2])?;
+    let parts = mma_parts(op)?;
+    let st = em.scalar(op, parts.stage_a)?;
     let st32 = em.trunc32(&st);
+    let stb = if parts.stage_b == parts.stage_a {
+        st32.clone()
+    } else {
+        let s = em.scalar(op, parts.stage_b)?;
+        em.trunc32(&s)
+    };
     let wg_rows = em.cst(64 * 128, "i32");
     let a_wg = em.bin("mul", &cwg, &wg_rows, "i32", "a_wg");
     let a_sbc = em.cst(a_sb as i64, "i32");
@@ -1504,7 +1521,7 @@ fn lower_mma(em: &mut Em, op: &Operation) -> R<()> {
     let smem_i32 = em.smem_i32.clone();
     let a_addr = em.bin("add", &smem_i32, &a2, "i32", "a_addr");
     let b_sbc = em.cst(b_sb as i64, "i32");
-    let b_so = em.bin("mul", &st32, &b_sbc, "i32", "b_so");
+    let b_so = em.bin("mul", &stb, &b_sbc, "i32", "b_so");
     let b_base = em.cst(b_off as i64, "i32");
     let b1 = em.bin("add", &b_so, &b_base, "i32", "b_off");
     let b_addr = em.bin("add", &smem_i32, &b1, "i32", "b_addr");
@@ -1524,7 +1541,7 @@ fn lower_mma(em: &mut Em, op: &Operation) -> R<()> {
     let mut acc = if zero_acc {
         em.op("llvm.mlir.undef : !acc", "acc_undef")
     } else {
-        match em.vals.get(&op.operands[3]) {
+        match em.vals.get(&parts.acc) {
             Some(Lv::Acc(a)) => a.clone(),
             _ => {
                 return err(
@@ -2448,8 +2465,15 @@ fn lower_mma_sync(em: &mut Em, op: &Operation) -> R<()> {
     let Some((wm, wn)) = em.warp_mn.clone() else {
         return err(op, "'tile.mma' outside the consumer region");
     };
-    let st = em.scalar(op, op.operands[2])?;
+    let parts = mma_parts(op)?;
+    let st = em.scalar(op, parts.stage_a)?;
     let st32 = em.trunc32(&st);
+    let stb = if parts.stage_b == parts.stage_a {
+        st32.clone()
+    } else {
+        let s = em.scalar(op, parts.stage_b)?;
+        em.trunc32(&s)
+    };
     // Per-lane ldmatrix addressing: lane gives the row address of 8x8 matrix lane/8:
     // row = lane mod 16, 16-byte chunk = lane / 16 (+ 2 per k16 step), swizzled chunk =
     // chunk xor (row mod 8) = chunk xor (lane mod 8).
@@ -2474,7 +2498,7 @@ fn lower_mma_sync(em: &mut Em, op: &Operation) -> R<()> {
     let asb = em.cst(a_sb as i64, "i32");
     let bsb = em.cst(b_sb as i64, "i32");
     let aso = em.bin("mul", &st32, &asb, "i32", "a_st");
-    let bso = em.bin("mul", &st32, &bsb, "i32", "b_st");
+    let bso = em.bin("mul", &stb, &bsb, "i32", "b_st");
     let aoffc = em.cst(a_off as i64, "i32");
     let boffc = em.cst(b_off as i64, "i32");
     let a0 = em.bin("add", &aso, &aoffc, "i32", "a_base");
@@ -2486,7 +2510,7 @@ fn lower_mma_sync(em: &mut Em, op: &Operation) -> R<()> {
         let z = em.fcst(0.0, "f32");
         vec![z; NACC]
     } else {
-        let Some(Lv::Acc(a)) = em.vals.get(&op.operands[3]).cloned() else {
+        let Some(Lv::Acc(a)) = em.vals.get(&parts.acc).cloned() else {
             return err(op, "MMA accumulator is not lowered");
         };
         (0..NACC)
