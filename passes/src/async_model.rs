@@ -277,6 +277,20 @@ pub(crate) struct Facts<'k> {
     pub kernel_warpgroups: u64,
 }
 
+thread_local! {
+    static FORGET_FRAGMENTS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Fault injection, for the test that shows an executable model catching a bug of this
+/// one: while `on` (on this thread), a wgmma's A-fragment registers (the register-A form)
+/// are left out of its group, so placement and `verify-async-waits`, which share this
+/// model, both let the fragment be overwritten while the wgmma may still read it. Never set
+/// outside tests.
+#[doc(hidden)]
+pub fn seed_forgotten_fragments(on: bool) {
+    FORGET_FRAGMENTS.with(|c| c.set(on));
+}
+
 /// Whether `op` is an asynchronous (wgmma) `tile.mma`.
 pub(crate) fn is_wgmma(op: &Operation) -> bool {
     op.kind == OpKind::Mma && op.str_attr("kind") == Some("wgmma")
@@ -480,7 +494,9 @@ impl<'k> Facts<'k> {
                 continue;
             };
             let acc = f.slot(o.results[0]);
-            let a = matches!(m.try_ty(p.a), Some(Type::Tile { .. })).then(|| f.slot(p.a));
+            let a = matches!(m.try_ty(p.a), Some(Type::Tile { .. }))
+                .then(|| f.slot(p.a))
+                .filter(|_| !FORGET_FRAGMENTS.with(std::cell::Cell::get));
             // Each ring at its own stage.
             let smem: Vec<(Value, StageSym)> = [(p.a, p.stage_a), (p.b, p.stage_b)]
                 .into_iter()

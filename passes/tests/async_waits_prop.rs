@@ -3,7 +3,11 @@
 //! several accumulators, several rings, register-A wgmmas, 1–2 warpgroups, with or without
 //! warp specialization) → placement → the checker accepts (safe and tight); for each
 //! placed wait, raising its `pending` by one or deleting it makes the checker reject; and
-//! placing again changes nothing.
+//! placing again changes nothing. For one warpgroup without warp specialization, an
+//! executable model of the group semantics written apart from `async_model.rs`
+//! (`tests/sim/mod.rs`: concrete runs over every branch and trip-count choice) must agree:
+//! no hazard in the placement, and one in each raised or deleted variant. A bug seeded in
+//! the shared model is caught by it (`seeded_model_bug_is_caught_by_the_executable_model`).
 //!
 //! Cases: 256 by default (about 20 s in a debug build on two cores). More with the
 //! environment variable, e.g. the 10,000-case run (about 16 minutes):
@@ -16,6 +20,8 @@
 //! is discarded (none in 1,000 cases). `ASYNC_PROP_DEBUG=1` prints the time of each case
 //! and every failure as it happens (before shrinking).
 
+mod sim;
+
 use proptest::prelude::*;
 use std::fmt::Write;
 use tilec_dialect::{parse, print_module, verify, Block, Module, OpKind, Operation, Value};
@@ -24,6 +30,10 @@ use tilec_passes::verify_async_waits::{async_waits_are_safe, verify_async_waits}
 
 /// Exploration budget per check: programs that need more are rare and discarded.
 const STEPS: u64 = 200_000;
+
+/// Runs of the executable model per check (each a combination of branch and trip-count
+/// choices); a program that needs more is not simulated.
+const SIM_RUNS: usize = 4000;
 
 const MAX_ACCS: usize = 3;
 const MAX_RINGS: usize = 2;
@@ -486,6 +496,21 @@ fn check_inner(p: &Program) -> Result<(), TestCaseError> {
             eprintln!("{text}");
         }
     }
+    // The executable model agrees: no hazard on any run, and each wait is needed
+    // (raised by one, or deleted, some run meets a hazard).
+    let simulated = p.consumers == 0 && p.warpgroups == 1;
+    let kernel = m.kernels().next().expect("a kernel").clone();
+    if simulated {
+        if let Some(Err(e)) = sim::check(&m, &kernel, SIM_RUNS) {
+            return Err(TestCaseError::fail(format!(
+                "the executable model finds a hazard in the placement: {e}\n{placed}"
+            )));
+        }
+    }
+    let sim_rejects = |k: &Module| {
+        let kernel = k.kernels().next().expect("a kernel");
+        !simulated || !matches!(sim::check(k, kernel, SIM_RUNS), Some(Ok(())))
+    };
     for (k, n) in waits(&m).into_iter().enumerate() {
         if n < 7 {
             let raised = with_wait(&m, k, |b, i| {
@@ -498,6 +523,10 @@ fn check_inner(p: &Program) -> Result<(), TestCaseError> {
                 async_waits_are_safe(&raised, STEPS) != Some(true),
                 "wait #{k} (pending = {n}) raised by one is still safe:\n{placed}"
             );
+            prop_assert!(
+                sim_rejects(&raised),
+                "the executable model finds wait #{k} (pending = {n}) raised by one safe:\n{placed}"
+            );
         }
         let deleted = with_wait(&m, k, |b, i| {
             let w = b.ops.remove(i);
@@ -506,6 +535,10 @@ fn check_inner(p: &Program) -> Result<(), TestCaseError> {
         prop_assert!(
             async_waits_are_safe(&deleted, STEPS) != Some(true),
             "wait #{k} (pending = {n}) can be deleted:\n{placed}"
+        );
+        prop_assert!(
+            sim_rejects(&deleted),
+            "the executable model finds wait #{k} (pending = {n}) not needed:\n{placed}"
         );
     }
     Ok(())
@@ -610,4 +643,46 @@ fn wait_before_copy_after_branch() {
         ])],
     };
     check(&p).unwrap();
+}
+
+/// A bug seeded in the shared model (`async_model::seed_forgotten_fragments`: a wgmma's
+/// A-fragment registers left out of its group) lets placement reload the fragment of the
+/// next trip while the previous wgmma may still read it, and drop the fence the reloaded
+/// fragment needs; `verify-async-waits`, which shares the model, accepts that placement,
+/// and the executable model, which does not, finds the hazard.
+#[test]
+fn seeded_model_bug_is_caught_by_the_executable_model() {
+    let p = Program {
+        accs: 1,
+        rings: vec![2],
+        consumers: 0,
+        warpgroups: 1,
+        body: vec![Stmt::For(vec![Stmt::Mma {
+            acc: 0,
+            ring: 0,
+            stage: StageE::Iv { up: 0, off: 0 },
+            rs: true,
+            zero: false,
+            b: None,
+        }])],
+    };
+    check(&p).expect("the correct model passes");
+    tilec_passes::async_model::seed_forgotten_fragments(true);
+    let text = render(&p);
+    let mut m = parse(&text, "prop").expect("parses");
+    place_async_waits(&mut m, &mut vec![]);
+    let checker = verify_async_waits(&m, STEPS);
+    tilec_passes::async_model::seed_forgotten_fragments(false);
+    assert!(checker.is_ok(), "the checker shares the model and accepts");
+    let kernel = m.kernels().next().expect("a kernel").clone();
+    let e = sim::check(&m, &kernel, SIM_RUNS)
+        .expect("within budget")
+        .expect_err("the executable model finds the hazard");
+    // Forgotten fragments lose both their hazard and their fence: the first run to meet
+    // either reports it.
+    assert!(
+        e.contains("'tile.load' writes registers a pending group uses")
+            || e.contains("wgmma without a fence after a register access"),
+        "{e}"
+    );
 }
