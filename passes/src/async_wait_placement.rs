@@ -23,7 +23,8 @@
 //! decisions are made from a head state that covers every trip, and the states that flow
 //! on are then recomputed with the decisions frozen (a monotone least fixpoint, exact).
 //! Last, the decisions are refined against those exact states, to a fixpoint: from the last
-//! wait to the first, a wait (then a barrier) that the others make unnecessary is dropped;
+//! wait to the first, a wait (then a barrier, then a fence) that the others make
+//! unnecessary is dropped;
 //! each wait sinks past the op it stands before (or into both branches of a `tile.if`) while
 //! every hazard stays safe, merging with a wait it reaches; and each remaining `pending` is
 //! raised while every hazard stays safe; and a wait after a `tile.if` moves into the ends of
@@ -492,6 +493,7 @@ impl Analysis<'_, '_> {
         for _ in 0..REFINE_ROUNDS {
             let before: Vec<(OpId, Option<u8>, bool)> = self.decision_summary();
             self.drop_unneeded(body);
+            self.drop_fences(body);
             self.sink_waits(kernel);
             self.split_at_joins(kernel);
             self.raise_pending(body);
@@ -530,6 +532,24 @@ impl Analysis<'_, '_> {
             .collect();
         waits.sort_unstable_by(|a, b| b.cmp(a));
         waits
+    }
+
+    /// Drop each fence (last to first) that the others make unnecessary: a fence hoisted
+    /// before a loop whose first wgmma is fenced on every trip anyway.
+    fn drop_fences(&mut self, body: &Block) {
+        let mut fences: Vec<OpId> = self
+            .decisions
+            .iter()
+            .filter(|(_, d)| d.fence)
+            .map(|(&id, _)| id)
+            .collect();
+        fences.sort_unstable_by(|a, b| b.cmp(a));
+        for id in fences {
+            self.decisions.get_mut(&id).expect("decision").fence = false;
+            if !self.frozen_safe(body) {
+                self.decisions.get_mut(&id).expect("decision").fence = true;
+            }
+        }
     }
 
     fn drop_unneeded(&mut self, body: &Block) {
@@ -669,6 +689,11 @@ impl Analysis<'_, '_> {
                 let unsynced_conflict = self.f.kind.shared(ctx.warpgroups)
                     && st.unsynced.iter().any(|g| self.f.overwrites(&x, g));
                 self.violations += u64::from(pending_conflict || unsynced_conflict);
+            }
+            if x.wgmma.is_some() && self.f.kind == GroupKind::Wgmma && !d.fence {
+                let gd = &self.f.groups[&id];
+                let unfenced = st.unfenced || gd.slots().any(|s| st.dirty.contains(&s));
+                self.violations += u64::from(unfenced);
             }
             self.effect(op, id, &x, st, d.fence);
             return;

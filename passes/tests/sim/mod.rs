@@ -33,7 +33,8 @@ struct Run<'m> {
     slot: HashMap<Value, u32>,
     /// The rings each barrier guards (none known: every ring).
     bar_ring: HashMap<Value, Vec<Value>>,
-    rings: Vec<Value>,
+    /// Every ring and its stage count.
+    rings: Vec<(Value, i64)>,
     env: HashMap<Value, i64>,
     pending: Vec<Group>,
     open: Vec<Group>,
@@ -242,11 +243,20 @@ impl Run<'_> {
                 }
             }
             OpKind::MbarrierArrive => {
-                let rings = self.bar_ring.get(&op.operands[0]).unwrap_or(&self.rings);
+                // A barrier that guards no known ring may release a stage of any ring: its
+                // index modulo that ring's stages.
                 let s = self.int(op.operands[1])?;
-                let hit = rings
+                let released: Vec<(Value, i64)> = match self.bar_ring.get(&op.operands[0]) {
+                    Some(rings) => rings.iter().map(|&r| (r, s)).collect(),
+                    None => self
+                        .rings
+                        .iter()
+                        .map(|&(r, n)| (r, s.rem_euclid(n)))
+                        .collect(),
+                };
+                let hit = released
                     .iter()
-                    .any(|&r| self.groups().any(|g| g.stages.contains(&(r, s))));
+                    .any(|st| self.groups().any(|g| g.stages.contains(st)));
                 if hit {
                     return Err(format!("{here}: release of a stage a pending group reads"));
                 }
@@ -325,7 +335,11 @@ pub fn check(m: &Module, kernel: &Operation, budget: usize) -> Option<Result<(),
     let mut rings = vec![];
     kernel.walk(&mut |o| {
         if o.kind == OpKind::SmemAlloc {
-            rings.extend(o.results.iter().copied());
+            for &r in &o.results {
+                if let Some(Type::Smem { stages, .. }) = m.try_ty(r) {
+                    rings.push((r, *stages as i64));
+                }
+            }
         }
     });
     let mut choices: Vec<usize> = vec![];
