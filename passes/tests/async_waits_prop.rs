@@ -5,9 +5,9 @@
 //! placed wait, raising its `pending` by one or deleting it makes the checker reject; and
 //! placing again changes nothing. For one warpgroup without warp specialization and one
 //! ring, an executable model of the group semantics written apart from `async_model.rs`
-//! (`tests/sim/mod.rs`: concrete runs over every branch and trip-count choice) must agree:
-//! no hazard in the placement, and one in each raised or deleted variant. A bug seeded in
-//! the shared model is caught by it (`seeded_model_bug_is_caught_by_the_executable_model`).
+//! (`tests/sim/mod.rs`: concrete runs over every branch and trip-count choice) must agree
+//! that the placement has no hazard. A bug seeded in the shared model is caught by it
+//! (`seeded_model_bug_is_caught_by_the_executable_model`).
 //!
 //! Cases: 256 by default (about 20 s in a debug build on two cores). More with the
 //! environment variable, e.g. the 10,000-case run (about 16 minutes):
@@ -496,8 +496,10 @@ fn check_inner(p: &Program) -> Result<(), TestCaseError> {
             eprintln!("{text}");
         }
     }
-    // The executable model agrees: no hazard on any run, and each wait is needed
-    // (raised by one, or deleted, some run meets a hazard).
+    // The executable model agrees that the placement is safe: no hazard on any run. (Not
+    // that each wait is needed: it knows each loop's first induction value, the shared model
+    // does not, so it can find a wait before a copy into stage (iv + 1) mod 2 unneeded on the
+    // first trip, where the shared model must assume stage 0; 1 such case in 10,000.)
     // One warpgroup, no warp specialization, and one ring: the generated kernels never
     // wait on an `empty` barrier, so a release's ring is unknown, and with several rings
     // the two models resolve that differently (the shared one per symbolic stage, this one
@@ -511,10 +513,6 @@ fn check_inner(p: &Program) -> Result<(), TestCaseError> {
             )));
         }
     }
-    let sim_rejects = |k: &Module| {
-        let kernel = k.kernels().next().expect("a kernel");
-        !simulated || !matches!(sim::check(k, kernel, SIM_RUNS), Some(Ok(())))
-    };
     for (k, n) in waits(&m).into_iter().enumerate() {
         if n < 7 {
             let raised = with_wait(&m, k, |b, i| {
@@ -527,10 +525,6 @@ fn check_inner(p: &Program) -> Result<(), TestCaseError> {
                 async_waits_are_safe(&raised, STEPS) != Some(true),
                 "wait #{k} (pending = {n}) raised by one is still safe:\n{placed}"
             );
-            prop_assert!(
-                sim_rejects(&raised),
-                "the executable model finds wait #{k} (pending = {n}) raised by one safe:\n{placed}"
-            );
         }
         let deleted = with_wait(&m, k, |b, i| {
             let w = b.ops.remove(i);
@@ -539,10 +533,6 @@ fn check_inner(p: &Program) -> Result<(), TestCaseError> {
         prop_assert!(
             async_waits_are_safe(&deleted, STEPS) != Some(true),
             "wait #{k} (pending = {n}) can be deleted:\n{placed}"
-        );
-        prop_assert!(
-            sim_rejects(&deleted),
-            "the executable model finds wait #{k} (pending = {n}) not needed:\n{placed}"
         );
     }
     Ok(())
