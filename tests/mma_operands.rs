@@ -1,8 +1,11 @@
-//! `tile.mma`'s two operand forms lower alike: the example GEMM's GPU-level IR (after the
-//! default passes), with each `tile.mma %a, %b, %s, %acc` rewritten to the five-operand
-//! form `tile.mma %a, %b, %s, %s, %acc` (a stage per ring, here the same), compiles to
-//! byte-identical PTX on the wgmma path (sm_90a) and the mma.sync path (sm_90); with a
-//! different B stage the PTX differs.
+//! GPU-level forms the GEMM lowering takes, checked on the example GEMM's GPU-level IR
+//! (after the default passes) on the wgmma path (sm_90a) and the mma.sync path (sm_90):
+//! - `tile.mma`'s two operand forms lower alike: each `tile.mma %a, %b, %s, %acc`
+//!   rewritten to the five-operand form `tile.mma %a, %b, %s, %s, %acc` (a stage per ring,
+//!   here the same) compiles to byte-identical PTX; with a different B stage it differs;
+//! - a `tile.if` that returns the accumulator (as placement makes when a wait inside a
+//!   branch takes it) lowers, here to the same PTX as without it (both branches yield the
+//!   same value).
 
 use std::path::Path;
 use tilec::dialect::Target;
@@ -84,5 +87,50 @@ fn a_stage_per_operand_lowers_like_one_stage() {
             .expect("a constant 0");
         let fixed = five_operands(&gpu, |_| c0.clone());
         assert_ne!(ptx(&fixed, target), ptx(&gpu, target), "{target}");
+    }
+}
+
+#[test]
+fn if_returning_the_accumulator_lowers() {
+    for target in [Target::Sm90a, Target::Sm90] {
+        let src = example("gemm_bf16.tile");
+        let opts = Options {
+            emit: Emit::Tile,
+            ..Options::new(target)
+        };
+        let gpu = compile(
+            Input::Text {
+                source: &src,
+                file: "gemm_bf16.tile",
+            },
+            &opts,
+        )
+        .unwrap_or_else(|e| panic!("{target}: {e}"))
+        .text;
+        // The epilogue's convert of the accumulator reads it through a tile.if instead.
+        let mut out = String::new();
+        let mut done = false;
+        for line in gpu.lines() {
+            let conv = line.split_once(" = tile.convert ").and_then(|(_, r)| {
+                let (acc, ty) = r.split_once(" : ")?;
+                ty.ends_with("xbf16>").then(|| acc.to_string())
+            });
+            match conv {
+                Some(acc) if !done => {
+                    let ty = "tile<128x256xf32>";
+                    out.push_str(&format!(
+                        "%pos_if = tile.cmpi %c1, %c0 {{predicate = \"sgt\"}} : i1\n\
+                         %acc_if = tile.if %pos_if : {ty} {{\n\
+                         tile.yield {acc}\n}} {{\ntile.yield {acc}\n}}\n"
+                    ));
+                    out.push_str(&line.replace(&acc, "%acc_if"));
+                    done = true;
+                }
+                _ => out.push_str(line),
+            }
+            out.push('\n');
+        }
+        assert!(done, "{target}: no epilogue convert found");
+        assert_eq!(ptx(&out, target), ptx(&gpu, target), "{target}");
     }
 }

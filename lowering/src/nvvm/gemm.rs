@@ -825,23 +825,58 @@ fn lower_op(em: &mut Em, op: &Operation) -> R<()> {
         OpKind::WarpSpecialize => lower_warp_specialize(em, op)?,
         OpKind::For => lower_for(em, op)?,
         OpKind::If => {
+            // Results (scalars and accumulators, as loops carry) are the join block's
+            // arguments.
             let c = em.scalar(op, op.operands[0])?;
-            if !op.results.is_empty() {
-                return err(op, "'tile.if' with results is not lowered yet");
-            }
             let (t, e, j) = (
                 em.block_name("then"),
                 em.block_name("else"),
                 em.block_name("join"),
             );
             em.emit(format!("llvm.cond_br {c}, ^{t}, ^{e}"));
-            em.label(&format!("{t}:"));
-            lower_block(em, &op.regions[0].ops)?;
-            em.emit(format!("llvm.br ^{j}"));
-            em.label(&format!("{e}:"));
-            lower_block(em, &op.regions[1].ops)?;
-            em.emit(format!("llvm.br ^{j}"));
-            em.label(&format!("{j}:"));
+            let mut kinds = vec![];
+            let mut tys = vec![];
+            for (r, name) in [(0, t), (1, e)] {
+                em.label(&format!("{name}:"));
+                lower_block(em, &op.regions[r].ops)?;
+                let ys = op.regions[r]
+                    .ops
+                    .last()
+                    .filter(|y| y.kind == OpKind::Yield)
+                    .map(|y| y.operands.clone())
+                    .unwrap_or_default();
+                let (names, ts, ks) = carried(em, op, &ys)?;
+                if r == 0 {
+                    (kinds, tys) = (ks, ts.clone());
+                } else if ts != tys {
+                    return err(op, "the branches of 'tile.if' yield different types");
+                }
+                if names.is_empty() {
+                    em.emit(format!("llvm.br ^{j}"));
+                } else {
+                    em.emit(format!(
+                        "llvm.br ^{j}({} : {})",
+                        names.join(", "),
+                        ts.join(", ")
+                    ));
+                }
+            }
+            let res: Vec<String> = (0..op.results.len())
+                .map(|i| format!("%{j}_r{i}"))
+                .collect();
+            if res.is_empty() {
+                em.label(&format!("{j}:"));
+            } else {
+                let sig: Vec<String> = res
+                    .iter()
+                    .zip(&tys)
+                    .map(|(n, t)| format!("{n}: {t}"))
+                    .collect();
+                em.label(&format!("{j}({}):", sig.join(", ")));
+            }
+            for ((&r, n), kind) in op.results.iter().zip(&res).zip(&kinds) {
+                em.vals.insert(r, renamed(kind, n));
+            }
         }
         OpKind::Yield => {} // handled by the parent
         OpKind::Return => {
@@ -1255,7 +1290,8 @@ fn carried(em: &Em, op: &Operation, vals: &[Value]) -> R<(Vec<String>, Vec<Strin
         let (Some(n), Some(t)) = (lv_name(&lv), lv_type(em, &lv)) else {
             return err(
                 op,
-                "convert-tile-to-nvvm: a loop may carry scalars and accumulators only",
+                "convert-tile-to-nvvm: a loop or 'tile.if' may carry scalars and accumulators \
+                    only",
             );
         };
         names.push(n);
