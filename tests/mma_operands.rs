@@ -134,3 +134,25 @@ fn if_returning_the_accumulator_lowers() {
         assert_eq!(ptx(&out, target), ptx(&gpu, target), "{target}");
     }
 }
+
+/// A source GEMM whose epilogue picks the accumulator or the loop's zeros through a
+/// `tile.if`: placement ties the zeros to the waits as well (they share the join), and the
+/// lowering passes them through and builds the zero accumulator in the branch.
+#[test]
+fn epilogue_if_choosing_the_accumulator_or_zeros_compiles() {
+    let src = example("gemm_bf16.tile")
+        .replace("%K: index)", "%K: index, %flag: i1)")
+        .replace(
+            "%out = tile.convert %acc : tile<128x256xbf16>",
+            "%r = tile.if %flag : tile<128x256xf32> {\n    tile.yield %acc\n  } {\n    \
+             tile.yield %zero\n  }\n  %out = tile.convert %r : tile<128x256xbf16>",
+        );
+    assert!(
+        src.contains("%flag: i1") && src.contains("tile.yield %zero"),
+        "{src}"
+    );
+    for target in [Target::Sm90a, Target::Sm90] {
+        let p = ptx(&src, target);
+        assert!(p.contains(".entry gemm_bf16"), "{target}");
+    }
+}

@@ -845,7 +845,7 @@ fn lower_op(em: &mut Em, op: &Operation) -> R<()> {
                     .filter(|y| y.kind == OpKind::Yield)
                     .map(|y| y.operands.clone())
                     .unwrap_or_default();
-                let (names, ts, ks) = carried(em, op, &ys)?;
+                let (names, ts, ks) = if_yields(em, op, &ys)?;
                 if r == 0 {
                     (kinds, tys) = (ks, ts.clone());
                 } else if ts != tys {
@@ -1301,6 +1301,41 @@ fn carried(em: &Em, op: &Operation, vals: &[Value]) -> R<(Vec<String>, Vec<Strin
     Ok((names, tys, kinds))
 }
 
+/// The values a `tile.if` branch yields (`vals`), as `carried` gives them; a `tile.zeros`
+/// where the `tile.if` returns an accumulator becomes an accumulator of zeros, built in the
+/// branch.
+fn if_yields(
+    em: &mut Em,
+    op: &Operation,
+    vals: &[Value],
+) -> R<(Vec<String>, Vec<String>, Vec<Lv>)> {
+    let (mut names, mut tys, mut kinds) = (vec![], vec![], vec![]);
+    for (i, &v) in vals.iter().enumerate() {
+        let zeros = matches!(em.vals.get(&v), Some(Lv::Scalar(_, "zeros")));
+        let acc_result = op
+            .results
+            .get(i)
+            .is_some_and(|&r| matches!(em.m.ty(r), Type::Tile { .. }))
+            && em.nacc > 0;
+        if zeros && acc_result {
+            let zero = em.fcst(0.0, "f32");
+            let mut st = em.op("llvm.mlir.undef : !acc", "acc0");
+            for k in 0..em.nacc {
+                st = em.op(format!("llvm.insertvalue {zero}, {st}[{k}] : !acc"), "acc0");
+            }
+            names.push(st.clone());
+            tys.push("!acc".to_string());
+            kinds.push(Lv::Acc(st));
+            continue;
+        }
+        let (n, t, k) = carried(em, op, &[v])?;
+        names.extend(n);
+        tys.extend(t);
+        kinds.extend(k);
+    }
+    Ok((names, tys, kinds))
+}
+
 /// A carried value of `kind` under the block-argument or result name `n`.
 fn renamed(kind: &Lv, n: &str) -> Lv {
     match kind {
@@ -1620,13 +1655,26 @@ fn lower_wait(em: &mut Em, op: &Operation) -> R<()> {
         return Ok(());
     }
     // Every guarded accumulator's registers go through one asm statement as tied operands,
-    // so no use of any of them can be scheduled above the wait.
+    // so no use of any of them can be scheduled above the wait. Other operands (a
+    // `tile.zeros` that shares a join with an accumulator) pass through: no group writes
+    // them.
     let mut accs = vec![];
-    for a in &op.operands {
-        let Some(Lv::Acc(acc)) = em.vals.get(a).cloned() else {
-            return err(op, "wait_group operand is not an accumulator");
-        };
-        accs.push(acc);
+    let mut acc_results = vec![];
+    for (&a, &res) in op.operands.iter().zip(&op.results) {
+        match em.vals.get(&a).cloned() {
+            Some(Lv::Acc(acc)) => {
+                accs.push(acc);
+                acc_results.push(res);
+            }
+            Some(other) => {
+                em.vals.insert(res, other);
+            }
+            None => return err(op, "wait_group operand is not lowered"),
+        }
+    }
+    if accs.is_empty() {
+        em.emit(format!("nvvm.wgmma.wait.group.sync.aligned {n}"));
+        return Ok(());
     }
     let nacc = em.nacc;
     let total = nacc * accs.len();
@@ -1656,10 +1704,10 @@ fn lower_wait(em: &mut Em, op: &Operation) -> R<()> {
         "accw",
     );
     if accs.len() == 1 {
-        em.vals.insert(op.results[0], Lv::Acc(r));
+        em.vals.insert(acc_results[0], Lv::Acc(r));
         return Ok(());
     }
-    for (j, &res) in op.results.iter().enumerate() {
+    for (j, &res) in acc_results.iter().enumerate() {
         let mut st = em.op("llvm.mlir.undef : !acc", "accw");
         for i in 0..nacc {
             let x = em.op(
