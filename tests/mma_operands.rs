@@ -56,23 +56,28 @@ fn ptx(src: &str, target: Target) -> String {
     .ptx
 }
 
+/// The example GEMM's GPU-level IR after the default passes.
+fn gpu_ir(target: Target) -> String {
+    let opts = Options {
+        emit: Emit::Tile,
+        ..Options::new(target)
+    };
+    let src = example("gemm_bf16.tile");
+    compile(
+        Input::Text {
+            source: &src,
+            file: "gemm_bf16.tile",
+        },
+        &opts,
+    )
+    .unwrap_or_else(|e| panic!("{target}: {e}"))
+    .text
+}
+
 #[test]
 fn a_stage_per_operand_lowers_like_one_stage() {
     for target in [Target::Sm90a, Target::Sm90] {
-        let src = example("gemm_bf16.tile");
-        let opts = Options {
-            emit: Emit::Tile,
-            ..Options::new(target)
-        };
-        let gpu = compile(
-            Input::Text {
-                source: &src,
-                file: "gemm_bf16.tile",
-            },
-            &opts,
-        )
-        .unwrap_or_else(|e| panic!("{target}: {e}"))
-        .text;
+        let gpu = gpu_ir(target);
         let same = five_operands(&gpu, str::to_string);
         assert_ne!(same, gpu);
         assert_eq!(ptx(&same, target), ptx(&gpu, target), "{target}");
@@ -93,20 +98,7 @@ fn a_stage_per_operand_lowers_like_one_stage() {
 #[test]
 fn if_returning_the_accumulator_lowers() {
     for target in [Target::Sm90a, Target::Sm90] {
-        let src = example("gemm_bf16.tile");
-        let opts = Options {
-            emit: Emit::Tile,
-            ..Options::new(target)
-        };
-        let gpu = compile(
-            Input::Text {
-                source: &src,
-                file: "gemm_bf16.tile",
-            },
-            &opts,
-        )
-        .unwrap_or_else(|e| panic!("{target}: {e}"))
-        .text;
+        let gpu = gpu_ir(target);
         // The epilogue's convert of the accumulator reads it through a tile.if instead.
         let mut out = String::new();
         let mut done = false;

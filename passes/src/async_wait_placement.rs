@@ -777,26 +777,28 @@ impl Analysis<'_, '_> {
 
 // ---- which values a wait takes --------------------------------------------------------
 
+/// The block holding op `id` (somewhere under `b`) and its index there.
+fn locate<'b>(b: &'b Block, f: &Facts<'_>, id: OpId) -> Option<(&'b Block, usize)> {
+    for (i, op) in b.ops.iter().enumerate() {
+        if f.id(op) == id {
+            return Some((b, i));
+        }
+        for r in &op.regions {
+            if let Some(hit) = locate(r, f, id) {
+                return Some(hit);
+            }
+        }
+    }
+    None
+}
+
 /// Where a wait before op `id` goes when it moves one step later, as `verify-async-waits`
 /// moves it: after a plain op that reads none of the wait's `operands`, the op that follows;
 /// before a `tile.if` whose block reads none of them after the wait, the first op of each
 /// branch. `None` where it cannot move: before a terminator, a loop, a
 /// `tile.warp_specialize`, a barrier, or an op that reads what the wait returns.
 fn sink_targets(body: &Block, f: &Facts<'_>, id: OpId, operands: &[Value]) -> Option<Vec<OpId>> {
-    fn find<'b>(b: &'b Block, f: &Facts<'_>, id: OpId) -> Option<(&'b Block, usize)> {
-        for (i, op) in b.ops.iter().enumerate() {
-            if f.id(op) == id {
-                return Some((b, i));
-            }
-            for r in &op.regions {
-                if let Some(hit) = find(r, f, id) {
-                    return Some(hit);
-                }
-            }
-        }
-        None
-    }
-    let (b, i) = find(body, f, id)?;
+    let (b, i) = locate(body, f, id)?;
     let op = &b.ops[i];
     let reads = |o: &Operation| operands.iter().any(|&v| used_in(o, v));
     match op.kind {
@@ -823,20 +825,7 @@ fn sink_targets(body: &Block, f: &Facts<'_>, id: OpId, operands: &[Value]) -> Op
 /// (where the wait may go instead) and the op after `id` (where a copy keeps what
 /// follows as it was). `None` otherwise.
 fn join_sites(m: &Module, body: &Block, f: &Facts<'_>, id: OpId) -> Option<(Vec<OpId>, OpId)> {
-    fn find<'b>(b: &'b Block, f: &Facts<'_>, id: OpId) -> Option<(&'b Block, usize)> {
-        for (i, op) in b.ops.iter().enumerate() {
-            if f.id(op) == id {
-                return Some((b, i));
-            }
-            for r in &op.regions {
-                if let Some(hit) = find(r, f, id) {
-                    return Some(hit);
-                }
-            }
-        }
-        None
-    }
-    let (b, i) = find(body, f, id)?;
+    let (b, i) = locate(body, f, id)?;
     let x = &b.ops[i];
     if x.kind.is_terminator() || !x.regions.is_empty() || f.kind.is_barrier(x) {
         return None;
