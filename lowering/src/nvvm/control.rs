@@ -121,7 +121,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let header = self.w.new_block(&types);
         let body = self.w.new_block(&[]);
         let exit = self.w.new_block(&types[1..]);
-        self.w.br(header, &init_vals);
+        self.w.br(&header, &init_vals);
         self.w.block = header;
         let hargs = self.w.args(header);
         let iv = V {
@@ -129,7 +129,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             t: lb.t,
         };
         let more = self.w.icmp(ICmp::Slt, iv, ub);
-        self.w.cond_br(more, body, &[], exit, &hargs[1..]);
+        self.w.cond_br(more, &body, &[], &exit, &hargs[1..]);
         self.w.block = body;
         let region = &op.regions[0];
         self.vals.insert(region.args[0], Lv::Scalar(iv));
@@ -139,7 +139,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         self.loop_depth -= 1;
         let mut next = vec![self.w.add(iv, step).v];
         next.extend(self.yielded(region, &inits)?);
-        self.w.br(header, &next);
+        self.w.br(&header, &next);
         self.w.block = exit;
         let eargs = self.w.args(exit);
         self.bind(&op.results, &inits, &eargs);
@@ -150,7 +150,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let c = self.scalar(op, op.operands[0])?;
         let then_b = self.w.new_block(&[]);
         let else_b = self.w.new_block(&[]);
-        self.w.cond_br(c, then_b, &[], else_b, &[]);
+        self.w.cond_br(c, &then_b, &[], &else_b, &[]);
         self.w.block = then_b;
         self.lower_block(&op.regions[0].ops)?;
         // The then-region's yielded values give the results' shapes and types.
@@ -165,14 +165,14 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let types: Vec<Type<'c>> = templates.iter().flat_map(|t| self.flat_types(t)).collect();
         let join = self.w.new_block(&types);
         let tv = self.yielded(&op.regions[0], &templates)?;
-        self.w.br(join, &tv);
+        self.w.br(&join, &tv);
         self.w.block = else_b;
         if let Some(r) = op.regions.get(1) {
             self.lower_block(&r.ops)?;
             let ev = self.yielded(r, &templates)?;
-            self.w.br(join, &ev);
+            self.w.br(&join, &ev);
         } else {
-            self.w.br(join, &[]);
+            self.w.br(&join, &[]);
         }
         self.w.block = join;
         let jargs = self.w.args(join);

@@ -30,7 +30,7 @@
 //! `i1` unsigned); between integers by sign extension or truncation (`i1` zero-extends).
 
 use super::plain::{err, Lowerer, Lv, Tile, R};
-use super::writer::V;
+use super::writer::{Writer, V};
 use melior::ir::Value;
 use tilec_dialect::{OpKind, Operation, ScalarType};
 
@@ -38,89 +38,95 @@ use tilec_dialect::{OpKind, Operation, ScalarType};
 const LOG2E_HI: f64 = 1.442_695_021_629_333_5;
 const LOG2E_LO: f64 = std::f64::consts::LOG2_E - LOG2E_HI;
 
-impl<'c, 'm> Lowerer<'c, 'm, '_> {
-    /// One elementwise op on f32 values.
-    fn float_op(&mut self, kind: OpKind, xs: &[V<'c, 'm>]) -> V<'c, 'm> {
-        let w = &mut self.w;
-        match kind {
-            OpKind::Add => w.fop("llvm.fadd", xs),
-            OpKind::Sub => w.fop("llvm.fsub", xs),
-            OpKind::Mul => w.fop("llvm.fmul", xs),
-            OpKind::Div => w.fop("llvm.fdiv", xs),
-            OpKind::Max => w.fop("llvm.intr.maxnum", xs),
-            OpKind::Min => w.fop("llvm.intr.minnum", xs),
-            OpKind::Neg => w.fop("llvm.fneg", xs),
-            OpKind::Abs => w.fop("llvm.intr.fabs", xs),
-            OpKind::Relu => {
-                let z = w.float(0.0, ScalarType::F32);
-                w.fop("llvm.intr.maxnum", &[xs[0], z])
+/// One elementwise op on f32 values, with the precision the module docs state: `add`,
+/// `sub`, `mul`, `div`, `max`, `min`, `neg`, `abs`, `relu`, `sqrt`, `rsqrt`, `exp2`, `exp`
+/// and `tanh` (callers refuse `log` before MLIR is built). Both lowerings use it: the
+/// plain launch per register, the GEMM epilogue per accumulator register.
+pub(crate) fn float_op<'c, 'm>(
+    w: &mut Writer<'c, 'm>,
+    kind: OpKind,
+    xs: &[V<'c, 'm>],
+) -> V<'c, 'm> {
+    match kind {
+        OpKind::Add => w.fop("llvm.fadd", xs),
+        OpKind::Sub => w.fop("llvm.fsub", xs),
+        OpKind::Mul => w.fop("llvm.fmul", xs),
+        OpKind::Div => w.fop("llvm.fdiv", xs),
+        OpKind::Max => w.fop("llvm.intr.maxnum", xs),
+        OpKind::Min => w.fop("llvm.intr.minnum", xs),
+        OpKind::Neg => w.fop("llvm.fneg", xs),
+        OpKind::Abs => w.fop("llvm.intr.fabs", xs),
+        OpKind::Relu => {
+            let z = w.float(0.0, ScalarType::F32);
+            w.fop("llvm.intr.maxnum", &[xs[0], z])
+        }
+        OpKind::Sqrt => w.fop("llvm.intr.sqrt", xs),
+        OpKind::Rsqrt => {
+            let s = w.fop("llvm.intr.sqrt", xs);
+            let one = w.float(1.0, ScalarType::F32);
+            w.fop("llvm.fdiv", &[one, s])
+        }
+        OpKind::Exp2 => w.fop("llvm.intr.exp2", xs),
+        OpKind::Tanh => {
+            // |x| < 0.3: x + x³·P(x²), the odd Taylor series to x¹³ (its next term is
+            // under 2⁻³⁴ of the result there); otherwise ±(1 − 2 / (2^(2|x|·log2 e) + 1)).
+            let x = xs[0];
+            let ax = w.fop("llvm.intr.fabs", &[x]);
+            let k = w.float(2.0 * std::f64::consts::LOG2_E, ScalarType::F32);
+            let t = w.fop("llvm.fmul", &[ax, k]);
+            let e = w.fop("llvm.intr.exp2", &[t]);
+            let one = w.float(1.0, ScalarType::F32);
+            let two = w.float(2.0, ScalarType::F32);
+            let e1 = w.fop("llvm.fadd", &[e, one]);
+            let q = w.fop("llvm.fdiv", &[two, e1]);
+            let large = w.fop("llvm.fsub", &[one, q]);
+            let large = w.fop("llvm.intr.copysign", &[large, x]);
+            let x2 = w.fop("llvm.fmul", &[x, x]);
+            let coeffs = [
+                21844.0 / 6081075.0,
+                -1382.0 / 155925.0,
+                62.0 / 2835.0,
+                -17.0 / 315.0,
+                2.0 / 15.0,
+                -1.0 / 3.0,
+            ];
+            let mut p = w.float(coeffs[0], ScalarType::F32);
+            for &c in &coeffs[1..] {
+                let cc = w.float(c, ScalarType::F32);
+                p = w.fop("llvm.intr.fma", &[p, x2, cc]);
             }
-            OpKind::Sqrt => w.fop("llvm.intr.sqrt", xs),
-            OpKind::Rsqrt => {
-                let s = w.fop("llvm.intr.sqrt", xs);
-                let one = w.float(1.0, ScalarType::F32);
-                w.fop("llvm.fdiv", &[one, s])
-            }
-            OpKind::Exp2 => w.fop("llvm.intr.exp2", xs),
-            OpKind::Tanh => {
-                // |x| < 0.3: x + x³·P(x²), the odd Taylor series to x¹³ (its next term is
-                // under 2⁻³⁴ of the result there); otherwise ±(1 − 2 / (2^(2|x|·log2 e) + 1)).
-                let x = xs[0];
-                let ax = w.fop("llvm.intr.fabs", &[x]);
-                let k = w.float(2.0 * std::f64::consts::LOG2_E, ScalarType::F32);
-                let t = w.fop("llvm.fmul", &[ax, k]);
-                let e = w.fop("llvm.intr.exp2", &[t]);
-                let one = w.float(1.0, ScalarType::F32);
-                let two = w.float(2.0, ScalarType::F32);
-                let e1 = w.fop("llvm.fadd", &[e, one]);
-                let q = w.fop("llvm.fdiv", &[two, e1]);
-                let large = w.fop("llvm.fsub", &[one, q]);
-                let large = w.fop("llvm.intr.copysign", &[large, x]);
-                let x2 = w.fop("llvm.fmul", &[x, x]);
-                let coeffs = [
-                    21844.0 / 6081075.0,
-                    -1382.0 / 155925.0,
-                    62.0 / 2835.0,
-                    -17.0 / 315.0,
-                    2.0 / 15.0,
-                    -1.0 / 3.0,
-                ];
-                let mut p = w.float(coeffs[0], ScalarType::F32);
-                for &c in &coeffs[1..] {
-                    let cc = w.float(c, ScalarType::F32);
-                    p = w.fop("llvm.intr.fma", &[p, x2, cc]);
-                }
-                let x3 = w.fop("llvm.fmul", &[x, x2]);
-                let small = w.fop("llvm.intr.fma", &[x3, p, x]);
-                let lim = w.float(0.3, ScalarType::F32);
-                let is_small = w.fcmp("olt", ax, lim);
-                w.select(is_small, small, large)
-            }
-            _ => {
-                // exp (the table in the module docs).
-                let x = xs[0];
-                let hi = w.float(LOG2E_HI, ScalarType::F32);
-                let lo = w.float(LOG2E_LO, ScalarType::F32);
-                let t = w.fop("llvm.fmul", &[x, hi]);
-                let nt = w.fop("llvm.fneg", &[t]);
-                let d = w.fop("llvm.intr.fma", &[x, hi, nt]);
-                let d = w.fop("llvm.intr.fma", &[x, lo, d]);
-                let r = w.fop("llvm.intr.exp2", &[t]);
-                let ln2 = w.float(std::f64::consts::LN_2, ScalarType::F32);
-                let dl = w.fop("llvm.fmul", &[d, ln2]);
-                let c = w.fop("llvm.intr.fma", &[r, dl, r]);
-                // The correction only where r and δ are finite: x = ±inf or NaN makes δ NaN,
-                // and t past f32's range (x < -6.1e37) makes δ infinite while r is 0.
-                let inf = w.float(f64::INFINITY, ScalarType::F32);
-                let r_finite = w.fcmp("olt", r, inf);
-                let ad = w.fop("llvm.intr.fabs", &[d]);
-                let d_finite = w.fcmp("olt", ad, inf);
-                let ok = w.and(r_finite, d_finite);
-                w.select(ok, c, r)
-            }
+            let x3 = w.fop("llvm.fmul", &[x, x2]);
+            let small = w.fop("llvm.intr.fma", &[x3, p, x]);
+            let lim = w.float(0.3, ScalarType::F32);
+            let is_small = w.fcmp("olt", ax, lim);
+            w.select(is_small, small, large)
+        }
+        _ => {
+            // exp (the table in the module docs).
+            let x = xs[0];
+            let hi = w.float(LOG2E_HI, ScalarType::F32);
+            let lo = w.float(LOG2E_LO, ScalarType::F32);
+            let t = w.fop("llvm.fmul", &[x, hi]);
+            let nt = w.fop("llvm.fneg", &[t]);
+            let d = w.fop("llvm.intr.fma", &[x, hi, nt]);
+            let d = w.fop("llvm.intr.fma", &[x, lo, d]);
+            let r = w.fop("llvm.intr.exp2", &[t]);
+            let ln2 = w.float(std::f64::consts::LN_2, ScalarType::F32);
+            let dl = w.fop("llvm.fmul", &[d, ln2]);
+            let c = w.fop("llvm.intr.fma", &[r, dl, r]);
+            // The correction only where r and δ are finite: x = ±inf or NaN makes δ NaN,
+            // and t past f32's range (x < -6.1e37) makes δ infinite while r is 0.
+            let inf = w.float(f64::INFINITY, ScalarType::F32);
+            let r_finite = w.fcmp("olt", r, inf);
+            let ad = w.fop("llvm.intr.fabs", &[d]);
+            let d_finite = w.fcmp("olt", ad, inf);
+            let ok = w.and(r_finite, d_finite);
+            w.select(ok, c, r)
         }
     }
+}
 
+impl<'c, 'm> Lowerer<'c, 'm, '_> {
     pub(super) fn lower_elementwise(&mut self, op: &Operation) -> R<()> {
         let args: Vec<Lv<'c, 'm>> = op
             .operands
@@ -137,7 +143,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                     };
                     xs.push(self.w.fpext_f32(*s));
                 }
-                let r = self.float_op(op.kind, &xs);
+                let r = float_op(&mut self.w, op.kind, &xs);
                 Lv::Scalar(self.w.fptrunc_to(r, t))
             }
             Some(Lv::Tile(a)) => {
@@ -164,7 +170,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                         };
                         xs.push(self.w.fpext_f32(x));
                     }
-                    let y = self.float_op(op.kind, &xs);
+                    let y = float_op(&mut self.w, op.kind, &xs);
                     regs.push(self.w.fptrunc_to(y, a.elem).v);
                 }
                 Lv::Tile(Tile { regs, ..a.clone() })

@@ -303,7 +303,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let slow = self.w.new_block(&[]);
         if let Some(fast_ok) = self.fast_path(&t, &offs, &shape, &layout, vec) {
             let fast = self.w.new_block(&[]);
-            self.w.cond_br(fast_ok, fast, &[], slow, &[]);
+            self.w.cond_br(fast_ok, &fast, &[], &slow, &[]);
             self.w.block = fast;
             let mut vecs: Vec<Value<'c, 'm>> = Vec::with_capacity((n / vec) as usize);
             for r0 in (0..n).step_by(vec as usize) {
@@ -312,9 +312,9 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 let p = self.w.gep(t.ptr, index, ety, p1);
                 vecs.push(self.w.load(p, vty, vec * elem.size_bytes()));
             }
-            self.w.br(join, &vecs);
+            self.w.br(&join, &vecs);
         } else {
-            self.w.br(slow, &[]);
+            self.w.br(&slow, &[]);
         }
         self.w.block = slow;
         let pad = if elem.is_float() {
@@ -331,11 +331,11 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             let (index, inb) = self.slow_element(split.as_mut(), &t, &offs, &tile, r);
             let ld = self.w.new_block(&[]);
             let next = self.w.new_block(&[ety]);
-            self.w.cond_br(inb, ld, &[], next, &[pad.v]);
+            self.w.cond_br(inb, &ld, &[], &next, &[pad.v]);
             self.w.block = ld;
             let p = self.w.gep(t.ptr, index, ety, p1);
             let x = self.w.load(p, ety, elem.size_bytes());
-            self.w.br(next, &[x]);
+            self.w.br(&next, &[x]);
             self.w.block = next;
             let x = self.w.args(next)[0];
             if vec == 1 {
@@ -352,7 +352,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 acc = Some(v);
             }
         }
-        self.w.br(join, &vecs);
+        self.w.br(&join, &vecs);
         self.w.block = join;
         let joined = self.w.args(join);
         let regs = if vec == 1 {
@@ -430,11 +430,11 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             let index = self.w.add(a, b);
             let ld = self.w.new_block(&[]);
             let next = self.w.new_block(&[ety]);
-            self.w.cond_br(inb, ld, &[], next, &[pad.v]);
+            self.w.cond_br(inb, &ld, &[], &next, &[pad.v]);
             self.w.block = ld;
             let p = self.w.gep(t.ptr, index, ety, p1);
             let x = self.w.load(p, ety, elem.size_bytes());
-            self.w.br(next, &[x]);
+            self.w.br(&next, &[x]);
             self.w.block = next;
             regs.push(self.w.args(next)[0]);
         }
@@ -466,7 +466,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let p1 = self.w.ptr_ty(1);
         if let Some(fast_ok) = self.fast_path(&t, &offs, &tile.shape, &layout, vec) {
             let fast = self.w.new_block(&[]);
-            self.w.cond_br(fast_ok, fast, &[], slow, &[]);
+            self.w.cond_br(fast_ok, &fast, &[], &slow, &[]);
             self.w.block = fast;
             let vty = Type::vector(&[vec], ety);
             for r0 in (0..n).step_by(vec as usize) {
@@ -489,9 +489,9 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 }
                 self.w.store(x, p, vec * elem.size_bytes());
             }
-            self.w.br(join, &[]);
+            self.w.br(&join, &[]);
         } else {
-            self.w.br(slow, &[]);
+            self.w.br(&slow, &[]);
         }
         self.w.block = slow;
         let mut split = self.split_access(&t, &offs, &tile.shape, &layout);
@@ -499,14 +499,14 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             let (index, inb) = self.slow_element(split.as_mut(), &t, &offs, &tile, r);
             let st = self.w.new_block(&[]);
             let next = self.w.new_block(&[]);
-            self.w.cond_br(inb, st, &[], next, &[]);
+            self.w.cond_br(inb, &st, &[], &next, &[]);
             self.w.block = st;
             let p = self.w.gep(t.ptr, index, ety, p1);
             self.w.store(tile.regs[r as usize], p, elem.size_bytes());
-            self.w.br(next, &[]);
+            self.w.br(&next, &[]);
             self.w.block = next;
         }
-        self.w.br(join, &[]);
+        self.w.br(&join, &[]);
         self.w.block = join;
         Ok(())
     }

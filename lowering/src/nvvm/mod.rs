@@ -1,15 +1,18 @@
 //! `convert-tile-to-nvvm`: GPU-level tile IR → an MLIR module (`gpu.module` holding one
-//! `llvm.func` kernel written with `llvm.*` and `nvvm.*` ops), as text that
-//! [`crate::mlir_driver`] parses and compiles.
+//! `llvm.func` kernel written with `llvm.*` and `nvvm.*` ops), built through melior's API
+//! by the typed writer ([`writer`]: ops from `OperationBuilder`, values as melior `Value`s
+//! with their tile IR type) and printed for [`crate::mlir_driver`].
 //!
 //! Two lowerings, chosen per kernel:
 //!
 //! - kernels laid out by `tile-assign-layouts` (a `num_warps` attribute: no dot, a plain
-//!   launch) go through the typed writer: [`writer`] (melior ops and typed values),
-//!   [`plain`] (the kernel and the walk), [`memory`], [`math`], [`reduce`], [`remap`],
-//!   [`control`];
-//! - kernels made by `tile-to-gpu` (the GEMM pipeline) go through [`gemm`], which writes
-//!   MLIR as text and is to move onto the typed writer construct by construct.
+//!   launch): [`plain`] (the kernel and the walk), [`memory`], [`math`], [`reduce`],
+//!   [`remap`], [`control`];
+//! - kernels made by `tile-to-gpu` (the GEMM pipeline): [`gemm`] and its modules
+//!   (synchronization, TMA, wgmma, mma.sync, the epilogue, control flow).
+//!
+//! Both use [`math::float_op`] for elementwise float math, so an op has one lowering and
+//! one stated error bound wherever it appears.
 
 pub mod control;
 pub mod gemm;

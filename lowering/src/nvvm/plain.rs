@@ -637,6 +637,7 @@ fn build_module(
             .map_err(|e| Diagnostic::error(k.loc.clone(), e.to_string()))?,
         block: gm_block,
         error: None,
+        pending: vec![],
     };
     let kbody = &k.regions[0];
     let mut ptypes = vec![];
@@ -693,6 +694,7 @@ fn build_module(
         region: fregion,
         block: entry,
         error: None,
+        pending: vec![],
     };
     // Parameters.
     let mut vals = HashMap::new();
@@ -756,7 +758,7 @@ fn build_module(
     let ret = llvm::r#return(None, loc);
     lw.w.push(Ok(ret));
     lw.w.block = entry;
-    lw.w.br(first, &[]);
+    lw.w.br(&first, &[]);
     lw.w.finish(&k.loc)?;
     let smem = lw.smem_bytes;
     let text = format!(

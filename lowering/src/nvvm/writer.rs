@@ -13,14 +13,14 @@ use melior::{
     dialect::llvm::{self, LoadStoreOptions},
     ir::{
         attribute::{
-            DenseI32ArrayAttribute, FlatSymbolRefAttribute, FloatAttribute, IntegerAttribute,
-            TypeAttribute,
+            DenseI32ArrayAttribute, DenseI64ArrayAttribute, FlatSymbolRefAttribute, FloatAttribute,
+            IntegerAttribute, StringAttribute, TypeAttribute,
         },
         block::BlockLike,
         operation::{OperationBuilder, OperationLike},
         r#type::IntegerType,
         Attribute, Block, BlockRef, Identifier, Location, Operation, RegionLike, RegionRef, Type,
-        Value,
+        Value, ValueLike,
     },
     Context,
 };
@@ -35,6 +35,18 @@ pub(crate) struct V<'c, 'm> {
     pub t: ScalarType,
 }
 
+/// The MLIR type of a tile IR scalar type (`index` is `i64`).
+pub(crate) fn scalar_type(ctx: &Context, t: ScalarType) -> Type<'_> {
+    match t {
+        ScalarType::I1 => IntegerType::new(ctx, 1).into(),
+        ScalarType::I32 => IntegerType::new(ctx, 32).into(),
+        ScalarType::I64 | ScalarType::Index => IntegerType::new(ctx, 64).into(),
+        ScalarType::F16 => Type::float16(ctx),
+        ScalarType::BF16 => Type::bfloat16(ctx),
+        ScalarType::F32 => Type::float32(ctx),
+    }
+}
+
 /// Integer comparison predicates of `llvm.icmp` (MLIR's `ICmpPredicate`, in its order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ICmp {
@@ -45,6 +57,28 @@ pub(crate) enum ICmp {
     Sgt = 4,
     Sge = 5,
     Ult = 6,
+    Ule = 7,
+    Ugt = 8,
+    Uge = 9,
+}
+
+impl ICmp {
+    /// The predicate of its MLIR name (`eq`, `ne`, `slt`, ..., `uge`).
+    pub fn from_name(s: &str) -> Option<ICmp> {
+        Some(match s {
+            "eq" => ICmp::Eq,
+            "ne" => ICmp::Ne,
+            "slt" => ICmp::Slt,
+            "sle" => ICmp::Sle,
+            "sgt" => ICmp::Sgt,
+            "sge" => ICmp::Sge,
+            "ult" => ICmp::Ult,
+            "ule" => ICmp::Ule,
+            "ugt" => ICmp::Ugt,
+            "uge" => ICmp::Uge,
+            _ => return None,
+        })
+    }
 }
 
 /// The writer: the context, the function's region, and the block ops go into.
@@ -55,19 +89,22 @@ pub(crate) struct Writer<'c, 'm> {
     pub block: BlockRef<'c, 'm>,
     /// The first error of a build (an op melior could not create: a writer bug).
     pub error: Option<String>,
+    /// Blocks made by [`Self::block`] and not placed yet.
+    pub pending: Vec<Block<'c>>,
+}
+
+impl Drop for Writer<'_, '_> {
+    fn drop(&mut self) {
+        for b in self.pending.drain(..) {
+            self.region.append_block(b);
+        }
+    }
 }
 
 impl<'c, 'm> Writer<'c, 'm> {
     /// The MLIR type of a tile IR scalar type.
     pub fn ty(&self, t: ScalarType) -> Type<'c> {
-        match t {
-            ScalarType::I1 => IntegerType::new(self.ctx, 1).into(),
-            ScalarType::I32 => IntegerType::new(self.ctx, 32).into(),
-            ScalarType::I64 | ScalarType::Index => IntegerType::new(self.ctx, 64).into(),
-            ScalarType::F16 => Type::float16(self.ctx),
-            ScalarType::BF16 => Type::bfloat16(self.ctx),
-            ScalarType::F32 => Type::float32(self.ctx),
-        }
+        scalar_type(self.ctx, t)
     }
 
     /// `i<bits>`.
@@ -337,6 +374,123 @@ impl<'c, 'm> Writer<'c, 'm> {
         }
     }
 
+    /// `llvm.zext` of an integer to `t`.
+    pub fn zext(&mut self, a: V<'c, 'm>, t: ScalarType) -> V<'c, 'm> {
+        let ty = self.ty(t);
+        V {
+            v: self.op1("llvm.zext", &[a.v], ty, &[]),
+            t,
+        }
+    }
+
+    /// `llvm.trunc` of an integer to `t`.
+    pub fn trunc(&mut self, a: V<'c, 'm>, t: ScalarType) -> V<'c, 'm> {
+        let ty = self.ty(t);
+        V {
+            v: self.op1("llvm.trunc", &[a.v], ty, &[]),
+            t,
+        }
+    }
+
+    /// A one-operand cast op (`llvm.bitcast`, `llvm.ptrtoint`, `llvm.inttoptr`,
+    /// `llvm.addrspacecast`, ...) to `ty`.
+    pub fn cast(&mut self, name: &str, a: Value<'c, 'm>, ty: Type<'c>) -> Value<'c, 'm> {
+        self.op1(name, &[a], ty, &[])
+    }
+
+    // ---- aggregates and vectors -------------------------------------------------------
+
+    /// `!llvm.struct<(ts...)>`.
+    pub fn struct_ty(&self, ts: &[Type<'c>]) -> Type<'c> {
+        llvm::r#type::r#struct(self.ctx, ts, false)
+    }
+
+    /// `vector<n x elem>`.
+    pub fn vector_ty(&self, n: u64, elem: Type<'c>) -> Type<'c> {
+        Type::vector(&[n], elem)
+    }
+
+    /// `llvm.mlir.undef : ty`.
+    pub fn undef(&mut self, ty: Type<'c>) -> Value<'c, 'm> {
+        let op = llvm::undef(ty, self.loc);
+        match self.push(Ok(op)).first() {
+            Some(v) => *v,
+            None => self.poison(ty),
+        }
+    }
+
+    /// `llvm.extractvalue agg[i]` of type `ty`.
+    pub fn extract(&mut self, agg: Value<'c, 'm>, i: usize, ty: Type<'c>) -> Value<'c, 'm> {
+        let pos = DenseI64ArrayAttribute::new(self.ctx, &[i as i64]).into();
+        self.op1("llvm.extractvalue", &[agg], ty, &[("position", pos)])
+    }
+
+    /// `llvm.insertvalue x, agg[i]`.
+    pub fn insert(&mut self, agg: Value<'c, 'm>, x: Value<'c, 'm>, i: usize) -> Value<'c, 'm> {
+        let pos = DenseI64ArrayAttribute::new(self.ctx, &[i as i64]).into();
+        let ty = agg.r#type();
+        self.op1("llvm.insertvalue", &[agg, x], ty, &[("position", pos)])
+    }
+
+    /// `llvm.insertelement x, vec[i]` (an i32 index).
+    pub fn insert_element(
+        &mut self,
+        vec: Value<'c, 'm>,
+        x: Value<'c, 'm>,
+        i: V<'c, 'm>,
+    ) -> Value<'c, 'm> {
+        let ty = vec.r#type();
+        self.op1("llvm.insertelement", &[vec, x, i.v], ty, &[])
+    }
+
+    /// `&base[index]` for a constant `index` of elements of type `elem`.
+    pub fn gep_const(
+        &mut self,
+        base: Value<'c, 'm>,
+        index: i64,
+        elem: Type<'c>,
+        ptr: Type<'c>,
+    ) -> Value<'c, 'm> {
+        let raw = DenseI32ArrayAttribute::new(self.ctx, &[index as i32]).into();
+        let et = TypeAttribute::new(elem).into();
+        self.op1(
+            "llvm.getelementptr",
+            &[base],
+            ptr,
+            &[("rawConstantIndices", raw), ("elem_type", et)],
+        )
+    }
+
+    /// `llvm.inline_asm` (AT&T dialect) of PTX `asm` with LLVM constraint string
+    /// `constraints`; its result of type `result`, if any. `side_effects` keeps LLVM from
+    /// moving, merging or deleting it.
+    pub fn inline_asm(
+        &mut self,
+        asm: &str,
+        constraints: &str,
+        operands: &[Value<'c, 'm>],
+        result: Option<Type<'c>>,
+        side_effects: bool,
+    ) -> Option<Value<'c, 'm>> {
+        let mut attrs = vec![
+            ("asm_string", StringAttribute::new(self.ctx, asm).into()),
+            (
+                "constraints",
+                StringAttribute::new(self.ctx, constraints).into(),
+            ),
+            ("asm_dialect", self.i64_attr(0)),
+        ];
+        if side_effects {
+            attrs.push(("has_side_effects", Attribute::unit(self.ctx)));
+        }
+        let results: Vec<Type<'c>> = result.into_iter().collect();
+        let v = self.op("llvm.inline_asm", operands, &results, &attrs);
+        match (v, result) {
+            (None, Some(t)) => Some(self.poison(t)),
+            (v, _) => v,
+        }
+    }
+
     // ---- special registers, shared memory, synchronisation ---------------------------
 
     /// `nvvm.read.ptx.sreg.<name>` as i32 (`tid.x`, `ctaid.y`, `nctaid.z`, ...).
@@ -442,11 +596,37 @@ impl<'c, 'm> Writer<'c, 'm> {
             .collect()
     }
 
+    /// A block for code written later, placed with [`Self::place`]: branches can target it
+    /// before its position among the function's blocks is known. The writer owns it until
+    /// then (and appends what is never placed to the function when it is dropped, so that
+    /// no branch of a failed build points at a freed block).
+    pub fn block(&mut self, types: &[Type<'c>]) -> BlockRef<'c, 'm> {
+        let args: Vec<(Type<'c>, Location<'c>)> = types.iter().map(|&t| (t, self.loc)).collect();
+        let b = Block::new(&args);
+        // SAFETY: the block lives in `pending` until `place` or `drop` hands it to the
+        // region, which owns it as long as the module; the reference never outlives that.
+        let r = unsafe { BlockRef::from_raw(b.to_raw()) };
+        self.pending.push(b);
+        r
+    }
+
+    /// Appends `b` (made by [`Self::block`]) to the function and makes it the insertion
+    /// block.
+    pub fn place(&mut self, b: BlockRef<'c, 'm>) -> BlockRef<'c, 'm> {
+        let raw = b.to_raw().ptr;
+        if let Some(i) = self.pending.iter().position(|p| p.to_raw().ptr == raw) {
+            let owned = self.pending.swap_remove(i);
+            self.region.append_block(owned);
+        }
+        self.block = b;
+        b
+    }
+
     /// `llvm.br` to `dest` with `args`.
-    pub fn br(&mut self, dest: BlockRef<'c, 'm>, args: &[Value<'c, 'm>]) {
+    pub fn br(&mut self, dest: &Block<'c>, args: &[Value<'c, 'm>]) {
         let op = OperationBuilder::new("llvm.br", self.loc)
             .add_operands(args)
-            .add_successors(&[&dest])
+            .add_successors(&[dest])
             .build();
         self.push(op);
     }
@@ -455,9 +635,9 @@ impl<'c, 'm> Writer<'c, 'm> {
     pub fn cond_br(
         &mut self,
         c: V<'c, 'm>,
-        t: BlockRef<'c, 'm>,
+        t: &Block<'c>,
         targs: &[Value<'c, 'm>],
-        f: BlockRef<'c, 'm>,
+        f: &Block<'c>,
         fargs: &[Value<'c, 'm>],
     ) {
         let sizes =
@@ -466,7 +646,7 @@ impl<'c, 'm> Writer<'c, 'm> {
             .add_operands(&[c.v])
             .add_operands(targs)
             .add_operands(fargs)
-            .add_successors(&[&t, &f])
+            .add_successors(&[t, f])
             .add_attributes(&[(
                 Identifier::new(self.ctx, "operandSegmentSizes"),
                 sizes.into(),

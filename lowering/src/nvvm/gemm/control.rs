@@ -1,0 +1,233 @@
+//! Control flow of the GEMM pipeline as blocks with arguments: `tile.for` (a header that
+//! tests the induction value, the body, an exit), `tile.while` (a do-while block) and
+//! `tile.if` (two branches and a join). Loops and ifs carry scalars and accumulators; an
+//! epilogue value cannot be carried (it is evaluated per register at its store).
+
+use super::{err, Gemm, Lv, R};
+use crate::nvvm::writer::{ICmp, V};
+use melior::ir::{block::BlockLike, Type, Value};
+use tilec_dialect::{Diagnostic, Operation, ScalarType, Type as TileType, Value as TileValue};
+
+/// A carried value: its MLIR value, type, and how it lives in the lowered code.
+struct Carried<'c, 'm> {
+    vals: Vec<Value<'c, 'm>>,
+    tys: Vec<Type<'c>>,
+    kinds: Vec<Lv<'c, 'm>>,
+}
+
+/// A carried value of `kind` as the block argument or result `v`.
+fn renamed<'c, 'm>(kind: &Lv<'c, 'm>, v: Value<'c, 'm>) -> Lv<'c, 'm> {
+    match kind {
+        Lv::Acc(_) => Lv::Acc(v),
+        Lv::Scalar(s) => Lv::Scalar(V { v, t: s.t }),
+        _ => unreachable!("carried() admits scalars and accumulators only"),
+    }
+}
+
+fn args_of<'c, 'm>(b: &melior::ir::BlockRef<'c, 'm>) -> Vec<Value<'c, 'm>> {
+    (0..b.argument_count())
+        .filter_map(|i| b.argument(i).ok().map(Into::into))
+        .collect()
+}
+
+impl<'c, 'm> Gemm<'c, 'm, '_> {
+    /// The MLIR value and type of a carried value (scalars and accumulators only).
+    fn carry_one(&self, op: &Operation, v: TileValue) -> R<(Value<'c, 'm>, Type<'c>, Lv<'c, 'm>)> {
+        let lv = self
+            .vals
+            .get(&v)
+            .cloned()
+            .ok_or_else(|| Diagnostic::error(op.loc.clone(), "loop init not lowered"))?;
+        match &lv {
+            Lv::Scalar(s) => Ok((s.v, self.w.ty(s.t), lv)),
+            Lv::Acc(a) => Ok((*a, self.acc_ty(), lv)),
+            _ => err(
+                op,
+                "convert-tile-to-nvvm: a loop or 'tile.if' may carry scalars and accumulators \
+                 only",
+            ),
+        }
+    }
+
+    fn carried(&self, op: &Operation, vals: &[TileValue]) -> R<Carried<'c, 'm>> {
+        let mut c = Carried {
+            vals: vec![],
+            tys: vec![],
+            kinds: vec![],
+        };
+        for &v in vals {
+            let (x, t, k) = self.carry_one(op, v)?;
+            c.vals.push(x);
+            c.tys.push(t);
+            c.kinds.push(k);
+        }
+        Ok(c)
+    }
+
+    /// The values a `tile.if` branch yields, as [`Self::carried`] gives them; a `tile.zeros`
+    /// where the `tile.if` returns an accumulator becomes an accumulator of zeros, built in
+    /// the branch.
+    fn if_yields(&mut self, op: &Operation, vals: &[TileValue]) -> R<Carried<'c, 'm>> {
+        let mut c = Carried {
+            vals: vec![],
+            tys: vec![],
+            kinds: vec![],
+        };
+        for (i, &v) in vals.iter().enumerate() {
+            let zeros = matches!(self.vals.get(&v), Some(Lv::Zeros));
+            let acc_result = op
+                .results
+                .get(i)
+                .is_some_and(|&r| matches!(self.m.ty(r), TileType::Tile { .. }))
+                && self.acc.is_some();
+            if zeros && acc_result {
+                let zero = self.w.float(0.0, ScalarType::F32);
+                let acc_ty = self.acc_ty();
+                let mut st = self.w.undef(acc_ty);
+                for k in 0..self.acc.as_ref().map_or(0, |a| a.regs) {
+                    st = self.w.insert(st, zero.v, k);
+                }
+                c.vals.push(st);
+                c.tys.push(acc_ty);
+                c.kinds.push(Lv::Acc(st));
+                continue;
+            }
+            let (x, t, k) = self.carry_one(op, v)?;
+            c.vals.push(x);
+            c.tys.push(t);
+            c.kinds.push(k);
+        }
+        Ok(c)
+    }
+
+    /// Lowers a loop body (one level deeper) and returns the values its `tile.yield`
+    /// passes on.
+    fn loop_body(&mut self, b: &tilec_dialect::Block) -> R<Vec<Value<'c, 'm>>> {
+        self.loop_depth += 1;
+        let r = self.lower_block(&b.ops);
+        self.loop_depth -= 1;
+        r?;
+        let y = b.ops.last().expect("verified yield");
+        y.operands
+            .iter()
+            .map(|v| match self.vals.get(v) {
+                Some(Lv::Scalar(s)) => Ok(s.v),
+                Some(Lv::Acc(a)) => Ok(*a),
+                None => Err(Diagnostic::error(
+                    y.loc.clone(),
+                    "yielded value not lowered",
+                )),
+                Some(_) => Err(Diagnostic::error(
+                    y.loc.clone(),
+                    "convert-tile-to-nvvm: a loop may carry scalars and accumulators only; \
+                     this yields an epilogue tile (evaluated per register at its store)",
+                )),
+            })
+            .collect()
+    }
+
+    /// `br ^head(lb, inits)`; `^head(iv, args)`: `cond_br iv < ub, ^body, ^exit(args)`;
+    /// `^body`: the body, then `br ^head(iv + step, yields)`.
+    pub(super) fn lower_for(&mut self, op: &Operation) -> R<()> {
+        let lb = self.scalar(op, op.operands[0])?;
+        let ub = self.scalar(op, op.operands[1])?;
+        let step = self.scalar(op, op.operands[2])?;
+        let c = self.carried(op, &op.operands[3..])?;
+        let mut init = vec![lb.v];
+        init.extend(&c.vals);
+        let mut tys = vec![self.w.ty(lb.t)];
+        tys.extend(&c.tys);
+        let b = &op.regions[0];
+        let head = self.w.block(&tys);
+        let body = self.w.block(&[]);
+        let exit = self.w.block(&c.tys);
+        self.w.br(&head, &init);
+        let head = self.w.place(head);
+        let hargs = args_of(&head);
+        let iv = V {
+            v: hargs[0],
+            t: lb.t,
+        };
+        self.vals.insert(b.args[0], Lv::Scalar(iv));
+        for ((&a, &v), kind) in b.args[1..].iter().zip(&hargs[1..]).zip(&c.kinds) {
+            self.vals.insert(a, renamed(kind, v));
+        }
+        let more = self.w.icmp(ICmp::Slt, iv, ub);
+        self.w.cond_br(more, &body, &[], &exit, &hargs[1..]);
+        self.w.place(body);
+        let yielded = self.loop_body(b)?;
+        let mut next = vec![self.bin("add", iv, step).v];
+        next.extend(yielded);
+        self.w.br(&head, &next);
+        let exit = self.w.place(exit);
+        let res = args_of(&exit);
+        for ((&r, &v), kind) in op.results.iter().zip(&res).zip(&c.kinds) {
+            self.vals.insert(r, renamed(kind, v));
+        }
+        Ok(())
+    }
+
+    /// `tile.while` as a do-while: `br ^body(inits)`; `^body(args)`: the body, then
+    /// `cond_br %continue, ^body(next), ^done(next)`.
+    pub(super) fn lower_while(&mut self, op: &Operation) -> R<()> {
+        let c = self.carried(op, &op.operands)?;
+        let b = &op.regions[0];
+        let head = self.w.block(&c.tys);
+        let exit = self.w.block(&c.tys);
+        self.w.br(&head, &c.vals);
+        let head = self.w.place(head);
+        for ((&a, &v), kind) in b.args.iter().zip(&args_of(&head)).zip(&c.kinds) {
+            self.vals.insert(a, renamed(kind, v));
+        }
+        let mut vals = self.loop_body(b)?;
+        if vals.is_empty() {
+            return err(op, "'tile.while' yields its continue flag first");
+        }
+        let go = V {
+            v: vals.remove(0),
+            t: ScalarType::I1,
+        };
+        self.w.cond_br(go, &head, &vals, &exit, &vals);
+        let exit = self.w.place(exit);
+        for ((&r, &v), kind) in op.results.iter().zip(&args_of(&exit)).zip(&c.kinds) {
+            self.vals.insert(r, renamed(kind, v));
+        }
+        Ok(())
+    }
+
+    /// Results (scalars and accumulators, as loops carry) are the join block's arguments.
+    pub(super) fn lower_if(&mut self, op: &Operation) -> R<()> {
+        let c = self.scalar(op, op.operands[0])?;
+        let then_b = self.w.block(&[]);
+        let else_b = self.w.block(&[]);
+        self.w.cond_br(c, &then_b, &[], &else_b, &[]);
+        let mut join = None;
+        let mut kinds = vec![];
+        let mut tys: Vec<Type<'c>> = vec![];
+        for (r, b) in [(0, then_b), (1, else_b)] {
+            self.w.place(b);
+            self.lower_block(&op.regions[r].ops)?;
+            let ys = op.regions[r]
+                .ops
+                .last()
+                .filter(|y| y.kind == tilec_dialect::OpKind::Yield)
+                .map(|y| y.operands.clone())
+                .unwrap_or_default();
+            let y = self.if_yields(op, &ys)?;
+            if r == 0 {
+                tys = y.tys.clone();
+                kinds = y.kinds;
+                join = Some(self.w.block(&tys));
+            } else if y.tys != tys {
+                return err(op, "the branches of 'tile.if' yield different types");
+            }
+            let j = join.as_ref().expect("made with the first branch");
+            self.w.br(j, &y.vals);
+        }
+        let join = self.w.place(join.expect("made with the first branch"));
+        for ((&r, &v), kind) in op.results.iter().zip(&args_of(&join)).zip(&kinds) {
+            self.vals.insert(r, renamed(kind, v));
+        }
+        Ok(())
+    }
+}

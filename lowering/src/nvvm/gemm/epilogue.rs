@@ -1,0 +1,757 @@
+//! The epilogue: ops on the accumulator after the K loop (`convert`, elementwise math,
+//! `broadcast`, `splat`, `load`, `store`, `atomic_add`), evaluated register by register
+//! where they are stored. Each register's chain (load, add, activation, convert) lives only
+//! until its store, so a fused epilogue needs no more registers than the accumulator.
+//!
+//! Register v of (warp w, lane l) of a wgmma m64nN fragment is row 16w + l/4 +
+//! 8((v/2) mod 2), column 8(v/4) + 2(l mod 4) + (v mod 2). Epilogue loads are predicated
+//! `ld.global` (inline asm: out-of-bounds elements read zero and touch no memory). A store
+//! has a fast path (the whole tile inside, unit column stride, aligned: one `llvm.store` of
+//! 2 elements per register pair) and a slow path (one predicated `st.global` per element in
+//! inline asm, with its column, bounds check and address; out-of-bounds elements are
+//! dropped).
+
+use super::{err, Gemm, Lv, PtrTensor, R};
+use crate::nvvm::math;
+use crate::nvvm::writer::{ICmp, V};
+use melior::ir::Value;
+use std::collections::HashMap;
+use std::rc::Rc;
+use tilec_dialect::{
+    Diagnostic, OpKind, Operation, ScalarType, Type as TileType, Value as TileValue,
+};
+
+/// An epilogue value, evaluated per register where it is stored.
+#[derive(Debug)]
+pub(crate) enum Lazy<'c, 'm> {
+    /// Register v of a wgmma/mma.sync accumulator struct.
+    Acc(Value<'c, 'm>),
+    /// A scalar SSA value (the same in every register) and its element type.
+    Scalar(V<'c, 'm>, ScalarType),
+    /// A tile loaded from a pointer tensor at (r0, c0); size-1 dimensions broadcast.
+    Load {
+        t: PtrTensor<'c, 'm>,
+        r0: V<'c, 'm>,
+        c0: V<'c, 'm>,
+        bcast_rows: bool,
+        bcast_cols: bool,
+    },
+    /// An elementwise op (or conversion) of other values, from element type `from` to `to`.
+    Op {
+        kind: OpKind,
+        args: Vec<Rc<Lazy<'c, 'm>>>,
+        from: ScalarType,
+        to: ScalarType,
+    },
+}
+
+impl Lazy<'_, '_> {
+    /// The element type of the value.
+    pub fn elem(&self) -> ScalarType {
+        match self {
+            Lazy::Acc(_) => ScalarType::F32,
+            Lazy::Scalar(_, t) => *t,
+            Lazy::Load { t, .. } => t.elem,
+            Lazy::Op { to, .. } => *to,
+        }
+    }
+}
+
+/// Memo of one evaluation path: values already computed for the current register, and
+/// (on straight-line paths) loads by coordinate, reusable across registers.
+#[derive(Default)]
+pub(crate) struct EvalMemo<'c, 'm> {
+    pub reg: HashMap<*const Lazy<'c, 'm>, V<'c, 'm>>,
+    pub loads: Option<HashMap<(*const Lazy<'c, 'm>, u64, u64), V<'c, 'm>>>,
+}
+
+/// Register `v` of a thread's fragment: (row, column) offset from the thread's base.
+/// wgmma m64nN: v → (8((v/2) mod 2), 8(v/4) + v mod 2). mma.sync m16n8 tiles of a 64×64
+/// warp tile, v = 4(8 mi + ni) + e → (16 mi + 8(e/2), 8 ni + e mod 2).
+fn frag_coord(mma_sync: bool, v: usize) -> (u64, u64) {
+    if mma_sync {
+        let (t, e) = (v / 4, v % 4);
+        let (mi, ni) = (t / 8, t % 8);
+        ((16 * mi + 8 * (e / 2)) as u64, (8 * ni + e % 2) as u64)
+    } else {
+        (8 * ((v / 2) % 2) as u64, (8 * (v / 4) + v % 2) as u64)
+    }
+}
+
+fn m_elem(t: &TileType) -> ScalarType {
+    t.elem().unwrap_or(ScalarType::F32)
+}
+
+/// Whether [`Gemm::convert_value`] converts `from` to `to`: between float types, between
+/// integer types, and from integers to float types (float to integer is not lowered).
+fn convertible(from: ScalarType, to: ScalarType) -> bool {
+    from.is_float() == to.is_float() || to.is_float()
+}
+
+/// The arguments of an epilogue store.
+struct StoreArgs<'c, 'm> {
+    t: PtrTensor<'c, 'm>,
+    r0: V<'c, 'm>,
+    c0: V<'c, 'm>,
+    val: Rc<Lazy<'c, 'm>>,
+    /// `tile.atomic_add` (`red.global.add`) instead of a store.
+    atomic: bool,
+}
+
+impl<'c, 'm> Gemm<'c, 'm, '_> {
+    /// The thread's base row and column (i64) of the fragment, relative to the tile origin.
+    pub(super) fn frag_base(&mut self, op: &Operation) -> R<(V<'c, 'm>, V<'c, 'm>)> {
+        let cwg = self.cwg.ok_or_else(|| {
+            Diagnostic::error(op.loc.clone(), "epilogue op outside the consumers")
+        })?;
+        let c64 = self.i32(64);
+        if let Some((wm, wn)) = self.warp_mn {
+            let lane = self.lane;
+            return Ok(self.mma_sync_frag_rc(wm, wn, lane));
+        }
+        let c16 = self.i32(16);
+        let c2 = self.i32(2);
+        let c3 = self.i32(3);
+        let (w, lane) = (self.warp_in_wg, self.lane);
+        let r0 = self.bin("mul", cwg, c64);
+        let r1 = self.bin("mul", w, c16);
+        let r2 = self.bin("lshr", lane, c2);
+        let r3 = self.bin("add", r0, r1);
+        let row = self.bin("add", r3, r2);
+        let l3 = self.bin("and", lane, c3);
+        let col = self.bin("mul", l3, c2);
+        Ok((self.zext64(row), self.zext64(col)))
+    }
+
+    /// mma.sync fragment base of a lane of consumer warp (wm, wn) of the 2 × 4 grid of
+    /// 64 × 64 warp tiles: row 64·wm + lane/4, column 64·wn + 2·(lane mod 4) (i64 values).
+    fn mma_sync_frag_rc(
+        &mut self,
+        wm: V<'c, 'm>,
+        wn: V<'c, 'm>,
+        lane: V<'c, 'm>,
+    ) -> (V<'c, 'm>, V<'c, 'm>) {
+        let (c2, c3, c64) = (self.i32(2), self.i32(3), self.i32(64));
+        let r0 = self.bin("mul", wm, c64);
+        let g = self.bin("lshr", lane, c2);
+        let row = self.bin("add", r0, g);
+        let c0 = self.bin("mul", wn, c64);
+        let t = self.bin("and", lane, c3);
+        let t2 = self.bin("mul", t, c2);
+        let col = self.bin("add", c0, t2);
+        (self.zext64(row), self.zext64(col))
+    }
+
+    /// mma.sync: the thread's fragment base (row, col), as [`Self::frag_base`], from a fresh
+    /// read of `%tid.x` (inline asm, so LLVM does not reuse the values computed before the
+    /// k loop and they need no registers across it).
+    fn fresh_frag_rc(&mut self) -> (V<'c, 'm>, V<'c, 'm>) {
+        let i32t = self.w.ty(ScalarType::I32);
+        let tid = self
+            .w
+            .inline_asm("mov.u32 $0, %tid.x;", "=r", &[], Some(i32t), true)
+            .expect("a typed result");
+        let tid = V {
+            v: tid,
+            t: ScalarType::I32,
+        };
+        let (c2, c3, c5, c31) = (self.i32(2), self.i32(3), self.i32(5), self.i32(31));
+        let one = self.i32(1);
+        let lane = self.bin("and", tid, c31);
+        let w = self.bin("lshr", tid, c5);
+        let cw = self.bin("sub", w, one);
+        let wm = self.bin("lshr", cw, c2);
+        let wn = self.bin("and", cw, c3);
+        self.mma_sync_frag_rc(wm, wn, lane)
+    }
+
+    pub(super) fn lazy_of(&mut self, op: &Operation, v: TileValue) -> R<Rc<Lazy<'c, 'm>>> {
+        match self.vals.get(&v) {
+            Some(Lv::Lazy(l)) => Ok(l.clone()),
+            Some(Lv::Acc(a)) => Ok(Rc::new(Lazy::Acc(*a))),
+            // A `tile.zeros` used by the epilogue: 0.0 in every register, in the tile's type.
+            Some(Lv::Zeros) => {
+                let elem = m_elem(self.m.ty(v));
+                let zero = self.w.float(0.0, ScalarType::F32);
+                let z = Rc::new(Lazy::Scalar(zero, ScalarType::F32));
+                Ok(if elem == ScalarType::F32 {
+                    z
+                } else {
+                    Rc::new(Lazy::Op {
+                        kind: OpKind::Convert,
+                        args: vec![z],
+                        from: ScalarType::F32,
+                        to: elem,
+                    })
+                })
+            }
+            Some(Lv::Scalar(s)) => Ok(Rc::new(Lazy::Scalar(*s, m_elem(self.m.ty(v))))),
+            _ => err(
+                op,
+                format!(
+                    "'{}': operand is not an epilogue value of the accumulator's tile",
+                    op.kind.name()
+                ),
+            ),
+        }
+    }
+
+    /// The value of `node` in register `v`.
+    pub(super) fn eval(
+        &mut self,
+        node: &Rc<Lazy<'c, 'm>>,
+        v: usize,
+        memo: &mut EvalMemo<'c, 'm>,
+    ) -> V<'c, 'm> {
+        let key = Rc::as_ptr(node);
+        if let Some(x) = memo.reg.get(&key) {
+            return *x;
+        }
+        let r = match &**node {
+            Lazy::Acc(a) => {
+                let f32t = self.w.ty(ScalarType::F32);
+                V {
+                    v: self.w.extract(*a, v, f32t),
+                    t: ScalarType::F32,
+                }
+            }
+            Lazy::Scalar(s, t) => V { v: s.v, t: *t },
+            Lazy::Load {
+                t,
+                r0,
+                c0,
+                bcast_rows,
+                bcast_cols,
+            } => {
+                let (dr, dc) = frag_coord(self.mma_sync, v);
+                let lk = (
+                    key,
+                    if *bcast_rows { u64::MAX } else { dr },
+                    if *bcast_cols { u64::MAX } else { dc },
+                );
+                if let Some(x) = memo.loads.as_ref().and_then(|m| m.get(&lk)) {
+                    let x = *x;
+                    memo.reg.insert(key, x);
+                    return x;
+                }
+                let x = self.eval_load(t, *r0, *c0, (*bcast_rows, *bcast_cols), (dr, dc));
+                if let Some(m) = memo.loads.as_mut() {
+                    m.insert(lk, x);
+                }
+                x
+            }
+            Lazy::Op {
+                kind,
+                args,
+                from,
+                to,
+            } => {
+                let xs: Vec<V<'c, 'm>> = args.iter().map(|a| self.eval(a, v, memo)).collect();
+                let t = *to;
+                let x = xs[0];
+                if *kind == OpKind::Convert {
+                    self.convert_value(x, *from, t)
+                } else {
+                    // In f32, rounded to the result type once, as the interpreter computes
+                    // (the sequences and their bounds: `super::math`).
+                    let xs32: Vec<V<'c, 'm>> = xs.iter().map(|&a| self.w.fpext_f32(a)).collect();
+                    let y = math::float_op(&mut self.w, *kind, &xs32);
+                    self.w.fptrunc_to(y, t)
+                }
+            }
+        };
+        memo.reg.insert(key, r);
+        r
+    }
+
+    /// One element of an epilogue load: register offset (dr, dc) from the fragment base,
+    /// or the load's origin along a broadcast dimension.
+    fn eval_load(
+        &mut self,
+        t: &PtrTensor<'c, 'm>,
+        r0: V<'c, 'm>,
+        c0: V<'c, 'm>,
+        (bcast_rows, bcast_cols): (bool, bool),
+        (dr, dc): (u64, u64),
+    ) -> V<'c, 'm> {
+        let (fr, fc) = self
+            .frag_rc
+            .expect("fragment base set in the consumer region");
+        let row = if bcast_rows {
+            r0
+        } else {
+            let d = self.i64(dr as i64);
+            let a = self.bin("add", r0, fr);
+            self.bin("add", a, d)
+        };
+        let col = if bcast_cols {
+            c0
+        } else {
+            let d = self.i64(dc as i64);
+            let a = self.bin("add", c0, fc);
+            self.bin("add", a, d)
+        };
+        let rok = self.w.icmp(ICmp::Ult, row, t.sizes[0]);
+        let cok = self.w.icmp(ICmp::Ult, col, t.sizes[1]);
+        let ok = self.w.and(rok, cok);
+        let ok32 = self.w.zext(ok, ScalarType::I32);
+        let ro = self.bin("mul", row, t.strides[0]);
+        let co = self.bin("mul", col, t.strides[1]);
+        let off = self.bin("add", ro, co);
+        let eb = self.i64(t.elem.size_bytes() as i64);
+        let boff = self.bin("mul", off, eb);
+        let addr = self.bin("add", t.ptr, boff);
+        // A predicated load: out-of-bounds elements read zero and touch no memory.
+        match t.elem {
+            ScalarType::F32 => {
+                let f32t = self.w.ty(ScalarType::F32);
+                let x = self.w.inline_asm(
+                    "{ .reg .pred p; setp.ne.u32 p, $2, 0; mov.b32 $0, 0; @p ld.global.f32 $0, \
+                     [$1]; }",
+                    "=f,l,r",
+                    &[addr.v, ok32.v],
+                    Some(f32t),
+                    false,
+                );
+                V {
+                    v: x.expect("a typed result"),
+                    t: ScalarType::F32,
+                }
+            }
+            e => {
+                let i16t = self.w.int_ty(16);
+                let h = self.w.inline_asm(
+                    "{ .reg .pred p; setp.ne.u32 p, $2, 0; mov.b16 $0, 0; @p ld.global.b16 $0, \
+                     [$1]; }",
+                    "=h,l,r",
+                    &[addr.v, ok32.v],
+                    Some(i16t),
+                    false,
+                );
+                let et = self.w.ty(e);
+                V {
+                    v: self.w.cast("llvm.bitcast", h.expect("a typed result"), et),
+                    t: e,
+                }
+            }
+        }
+    }
+
+    /// `x` of type `from` converted to `to` (see [`convertible`]), as the reference
+    /// interpreter converts: float narrowing rounds to nearest even (`fptrunc`), widening
+    /// is exact (`fpext`), f16 and bf16 convert through f32 (exact, then one rounding);
+    /// integers become floats by `uitofp` (`i1`) or `sitofp` (one rounding), and other
+    /// integers by `trunc`, `zext` (`i1`) or `sext`.
+    fn convert_value(&mut self, x: V<'c, 'm>, from: ScalarType, to: ScalarType) -> V<'c, 'm> {
+        let same = |a: ScalarType, b: ScalarType| {
+            a == b
+                || matches!((a, b), (ScalarType::I64, ScalarType::Index))
+                || matches!((a, b), (ScalarType::Index, ScalarType::I64))
+        };
+        if same(from, to) {
+            return V { v: x.v, t: to };
+        }
+        let cast = |g: &mut Self, name: &str, x: V<'c, 'm>, t: ScalarType| {
+            let ty = g.w.ty(t);
+            V {
+                v: g.w.cast(name, x.v, ty),
+                t,
+            }
+        };
+        if !from.is_float() && !to.is_float() {
+            let bits = |s: ScalarType| {
+                if s == ScalarType::I1 {
+                    1
+                } else {
+                    8 * s.size_bytes()
+                }
+            };
+            let o = if bits(from) > bits(to) {
+                "llvm.trunc"
+            } else if from == ScalarType::I1 {
+                "llvm.zext"
+            } else {
+                "llvm.sext"
+            };
+            return cast(self, o, x, to);
+        }
+        if !from.is_float() {
+            let o = if from == ScalarType::I1 {
+                "llvm.uitofp"
+            } else {
+                "llvm.sitofp"
+            };
+            return cast(self, o, x, to);
+        }
+        if from.size_bytes() == to.size_bytes() {
+            let wide = cast(self, "llvm.fpext", x, ScalarType::F32);
+            return cast(self, "llvm.fptrunc", wide, to);
+        }
+        let o = if from.size_bytes() > to.size_bytes() {
+            "llvm.fptrunc"
+        } else {
+            "llvm.fpext"
+        };
+        cast(self, o, x, to)
+    }
+
+    pub(super) fn lower_elementwise(&mut self, op: &Operation) -> R<()> {
+        let rt = m_elem(self.m.ty(op.results[0]));
+        // Math ops lower to sequences with a stated error bound (the table in
+        // `super::math`): `tile.exp` and `tile.tanh` in f32 through the plain launch's
+        // sequences, `tile.exp2` to `ex2.approx.f32` (2 ulp), `tile.sqrt` to `sqrt.rn.f32`
+        // (correctly rounded), `tile.rsqrt` to `rcp.rn.f32` of `sqrt.rn.f32` (two
+        // roundings). `tile.log` has none yet; LLVM's NVPTX back end has no lowering of its
+        // own (a libcall it cannot make), so it is refused here, before MLIR is built.
+        if op.kind == OpKind::Log {
+            return err(
+                op,
+                "convert-tile-to-nvvm: 'tile.log' is not lowered yet (no sequence with a stated \
+                 error bound); 'tile.exp', 'tile.exp2', 'tile.tanh', 'tile.sqrt' and \
+                 'tile.rsqrt' are",
+            );
+        }
+        if op.kind == OpKind::Broadcast || op.kind == OpKind::Splat {
+            // Registers are indexed by the result's (row, col): broadcasting a [1, N] /
+            // [M, 1] load or a scalar changes nothing per register.
+            let l = self.lazy_of(op, op.operands[0])?;
+            self.vals.insert(op.results[0], Lv::Lazy(l));
+            return Ok(());
+        }
+        let args: Vec<Rc<Lazy<'c, 'm>>> = op
+            .operands
+            .iter()
+            .map(|&v| self.lazy_of(op, v))
+            .collect::<R<_>>()?;
+        let from = args[0].elem();
+        if op.kind == OpKind::Convert && !convertible(from, rt) {
+            return err(
+                op,
+                format!(
+                    "convert-tile-to-nvvm: {from} -> {rt} conversion in the epilogue is not \
+                     lowered yet"
+                ),
+            );
+        }
+        let node = Rc::new(Lazy::Op {
+            kind: op.kind,
+            args,
+            from,
+            to: rt,
+        });
+        // A scalar result is the same in every register: computed here, once, so that
+        // scalar ops (index arithmetic, other scalars) can use it.
+        let value = if matches!(self.m.ty(op.results[0]), TileType::Scalar(_)) {
+            let x = self.eval(&node, 0, &mut EvalMemo::default());
+            Lv::Scalar(V { v: x.v, t: rt })
+        } else {
+            Lv::Lazy(node)
+        };
+        self.vals.insert(op.results[0], value);
+        Ok(())
+    }
+
+    pub(super) fn lower_epilogue_load(&mut self, op: &Operation) -> R<()> {
+        if op.attr("padding").is_some() {
+            return err(
+                op,
+                "'tile.load' with a 'padding' is not lowered in a GEMM epilogue yet (out of \
+                 bounds reads zero there)",
+            );
+        }
+        let Some(Lv::TensorPtr(t)) = self.vals.get(&op.operands[0]).cloned() else {
+            return err(
+                op,
+                "convert-tile-to-nvvm: only pointer tensors are loaded in the epilogue",
+            );
+        };
+        let TileType::Tile { shape, .. } = self.m.ty(op.results[0]).clone() else {
+            return err(op, "load of a non-tile");
+        };
+        if shape.len() != 2 || self.frag_rc.is_none() || t.sizes.len() != 2 {
+            return err(
+                op,
+                "convert-tile-to-nvvm: epilogue loads are 2-D tiles loaded by the consumers \
+                 after the MMA",
+            );
+        }
+        if !matches!(t.elem, ScalarType::F32 | ScalarType::BF16 | ScalarType::F16) {
+            return err(
+                op,
+                format!(
+                    "convert-tile-to-nvvm: epilogue loads of {} are not lowered yet",
+                    t.elem
+                ),
+            );
+        }
+        let r0 = self.scalar(op, op.operands[1])?;
+        let c0 = self.scalar(op, op.operands[2])?;
+        let t = self.epilogue_params(t);
+        let node = Lazy::Load {
+            t,
+            r0,
+            c0,
+            bcast_rows: shape[0] == 1,
+            bcast_cols: shape[1] == 1,
+        };
+        self.vals.insert(op.results[0], Lv::Lazy(Rc::new(node)));
+        Ok(())
+    }
+
+    /// mma.sync in a persistent tile loop: the epilogue's tensor parameters through opaque
+    /// `mov`s, so that LLVM keeps what the epilogue derives from them (row pitch in bytes,
+    /// bounds, the fast-path test) in the epilogue instead of hoisting it out of the tile
+    /// loop, where it would stay live across the k loop beside the 128 accumulators.
+    /// Unchanged elsewhere (wgmma kernels, one tile per CTA).
+    fn epilogue_params(&mut self, t: PtrTensor<'c, 'm>) -> PtrTensor<'c, 'm> {
+        if !(self.mma_sync && self.loop_depth > 0) {
+            return t;
+        }
+        let ptr = self.opaque(t.ptr);
+        let sizes = t.sizes.iter().map(|&v| self.opaque(v)).collect();
+        let strides = t.strides.iter().map(|&v| self.opaque(v)).collect();
+        PtrTensor {
+            ptr,
+            sizes,
+            strides,
+            elem: t.elem,
+        }
+    }
+
+    /// `tile.store` (`atomic` false) or `tile.atomic_add` (`atomic` true) of an epilogue
+    /// value from the accumulator registers. The atomic form adds each register pair with
+    /// one `red.global.add.v2.f32` (sm_90; 8-byte aligned pairs) on the fast path and each
+    /// element with a predicated `red.global.add.f32` on the slow path.
+    pub(super) fn lower_store(&mut self, op: &Operation, atomic: bool) -> R<()> {
+        let Some(Lv::TensorPtr(t)) = self.vals.get(&op.operands[0]).cloned() else {
+            return err(
+                op,
+                format!(
+                    "convert-tile-to-nvvm: the epilogue {} a pointer tensor",
+                    if atomic { "adds into" } else { "stores to" }
+                ),
+            );
+        };
+        if atomic && t.elem != ScalarType::F32 {
+            return err(
+                op,
+                format!(
+                    "convert-tile-to-nvvm: atomic adds into f32 tensors only, found {}",
+                    t.elem
+                ),
+            );
+        }
+        if op.operands.len() != 4 || self.frag_rc.is_none() || t.sizes.len() != 2 {
+            return err(
+                op,
+                "convert-tile-to-nvvm: epilogue stores are 2-D, by the consumers after the MMA",
+            );
+        }
+        let acc_shape = self.acc.as_ref().and_then(|a| a.shape.clone());
+        if let (Some(acc), TileType::Tile { shape, .. }) = (acc_shape, self.m.ty(op.operands[3])) {
+            if *shape != acc {
+                return err(
+                    op,
+                    format!(
+                        "convert-tile-to-nvvm: the epilogue {} a {}x{} tile, but the \
+                         accumulator it is evaluated over is {}x{}",
+                        if atomic { "adds" } else { "stores" },
+                        shape[0],
+                        shape[1],
+                        acc[0],
+                        acc[1]
+                    ),
+                );
+            }
+        }
+        let r0 = self.scalar(op, op.operands[1])?;
+        let c0 = self.scalar(op, op.operands[2])?;
+        let val = self.lazy_of(op, op.operands[3])?;
+        if val.elem() != t.elem {
+            return err(op, "store element type differs from the tensor's");
+        }
+        let t = self.epilogue_params(t);
+        let saved_rc = self.frag_rc;
+        if self.mma_sync && self.loop_depth > 0 {
+            self.frag_rc = Some(self.fresh_frag_rc());
+        }
+        let r = self.store_frags(
+            op,
+            StoreArgs {
+                t,
+                r0,
+                c0,
+                val,
+                atomic,
+            },
+        );
+        self.frag_rc = saved_rc;
+        r
+    }
+
+    /// The epilogue store proper (see [`Self::lower_store`]).
+    fn store_frags(&mut self, op: &Operation, a: StoreArgs<'c, 'm>) -> R<()> {
+        let StoreArgs {
+            t,
+            r0,
+            c0,
+            val,
+            atomic,
+        } = a;
+        let TileType::Tile { shape, .. } = self.m.ty(op.operands[3]).clone() else {
+            return err(op, "store of a non-tile");
+        };
+        let (st_ty, reg) = match t.elem {
+            ScalarType::F32 => ("f32", "f"),
+            ScalarType::BF16 | ScalarType::F16 => ("b16", "h"),
+            other => {
+                return err(
+                    op,
+                    format!("convert-tile-to-nvvm: epilogue stores of {other} are not lowered yet"),
+                )
+            }
+        };
+        let (fr, fc) = self.frag_rc.expect("checked");
+        let nregs = self.acc.as_ref().map_or(0, |a| a.regs);
+        let et = self.w.ty(t.elem);
+        let eb = t.elem.size_bytes() as i64;
+        let p1 = self.w.ptr_ty(1);
+        let base = self.w.cast("llvm.inttoptr", t.ptr.v, p1);
+        let row0 = self.bin("add", r0, fr);
+        let col0 = self.bin("add", c0, fc);
+        // Fast path: the whole tile inside, unit column stride, even row stride, aligned base.
+        let bm = self.i64(shape[0] as i64);
+        let bn = self.i64(shape[1] as i64);
+        let re = self.bin("add", r0, bm);
+        let ce = self.bin("add", c0, bn);
+        let f1 = self.w.icmp(ICmp::Ule, re, t.sizes[0]);
+        let f2 = self.w.icmp(ICmp::Ule, ce, t.sizes[1]);
+        let one = self.i64(1);
+        let f3 = self.w.icmp(ICmp::Eq, t.strides[1], one);
+        let s0 = self.bin("and", t.strides[0], one);
+        let z64 = self.i64(0);
+        let f4 = self.w.icmp(ICmp::Eq, s0, z64);
+        let amask = self.i64(2 * eb - 1);
+        let pa = self.bin("and", t.ptr, amask);
+        let f5 = self.w.icmp(ICmp::Eq, pa, z64);
+        let g1 = self.w.and(f1, f2);
+        let g2 = self.w.and(f3, f4);
+        let g3 = self.w.and(g1, g2);
+        let fast = self.w.and(g3, f5);
+        let fb = self.w.block(&[]);
+        let sb = self.w.block(&[]);
+        let done = self.w.block(&[]);
+        self.w.cond_br(fast, &fb, &[], &sb, &[]);
+        self.w.place(fb);
+        let ro = self.bin("mul", row0, t.strides[0]);
+        let off0 = self.bin("add", ro, col0);
+        let p0 = self.w.gep(base, off0, et, p1);
+        let v2 = self.w.vector_ty(2, et);
+        let u2 = self.w.undef(v2);
+        let i0 = self.i32(0);
+        let i1 = self.i32(1);
+        let i64t = self.w.ty(ScalarType::I64);
+        let f32t = self.w.ty(ScalarType::F32);
+        let mut rowptr: HashMap<u64, Value<'c, 'm>> = HashMap::new();
+        let mut memo = EvalMemo {
+            reg: HashMap::new(),
+            loads: Some(HashMap::new()),
+        };
+        for v in (0..nregs).step_by(2) {
+            let (dr, dc) = frag_coord(self.mma_sync, v);
+            let pr = match rowptr.get(&dr) {
+                Some(p) => *p,
+                None => {
+                    let p = if dr == 0 {
+                        p0
+                    } else {
+                        let c = self.i64(dr as i64);
+                        let o = self.bin("mul", t.strides[0], c);
+                        self.w.gep(p0, o, et, p1)
+                    };
+                    rowptr.insert(dr, p);
+                    p
+                }
+            };
+            memo.reg.clear();
+            let x0 = self.eval(&val, v, &mut memo);
+            memo.reg.clear();
+            let x1 = self.eval(&val, v + 1, &mut memo);
+            if atomic {
+                let p = self.w.gep_const(pr, dc as i64, et, p1);
+                let pa = self.w.cast("llvm.ptrtoint", p, i64t);
+                let _ = f32t;
+                self.w.inline_asm(
+                    "red.global.add.v2.f32 [$0], {$1, $2};",
+                    "l,f,f",
+                    &[pa, x0.v, x1.v],
+                    None,
+                    true,
+                );
+            } else {
+                let vec = self.w.insert_element(u2, x0.v, i0);
+                let vec = self.w.insert_element(vec, x1.v, i1);
+                let p = self.w.gep_const(pr, dc as i64, et, p1);
+                self.w.store(vec, p, 2 * eb as u64);
+            }
+        }
+        self.w.br(&done, &[]);
+        // Slow path (ragged or strided): every element checked and stored by one predicated
+        // `st.global`, all in one block. LLVM computes the per-row parts (2 rows per thread
+        // for wgmma); each element's column, bounds check and address are in its store's
+        // asm, so LLVM sees 128 opaque stores instead of 128 guarded blocks of address
+        // arithmetic (which cost its NVPTX back end ~80 ms on a 2-vCPU x86 host, mostly in
+        // straight-line strength reduction; docs/performance.md, 2026-11-29 session 2).
+        self.w.place(sb);
+        let ebc = self.i64(eb);
+        let s1b = self.bin("mul", t.strides[1], ebc);
+        let i16t = self.w.int_ty(16);
+        let mut rows: HashMap<u64, (V<'c, 'm>, V<'c, 'm>)> = HashMap::new();
+        let mut memo = EvalMemo::default();
+        for v in 0..nregs {
+            let (dr, dc) = frag_coord(self.mma_sync, v);
+            let (rok, raddr) = match rows.get(&dr) {
+                Some(x) => *x,
+                None => {
+                    let c = self.i64(dr as i64);
+                    let row = self.bin("add", row0, c);
+                    let rok = self.w.icmp(ICmp::Ult, row, t.sizes[0]);
+                    let rok = self.w.zext(rok, ScalarType::I32);
+                    let ro = self.bin("mul", row, t.strides[0]);
+                    let rob = self.bin("mul", ro, ebc);
+                    let raddr = self.bin("add", t.ptr, rob);
+                    rows.insert(dr, (rok, raddr));
+                    (rok, raddr)
+                }
+            };
+            memo.reg.clear();
+            let x = self.eval(&val, v, &mut memo);
+            let x = if reg == "h" {
+                self.w.cast("llvm.bitcast", x.v, i16t)
+            } else {
+                x.v
+            };
+            // col = col0 + dc; p = col < N && row < M; store to row_addr + col * (stride1 *
+            // eb).
+            let st = if atomic {
+                "red.global.add.f32".to_string()
+            } else {
+                format!("st.global.{st_ty}")
+            };
+            let asm = format!(
+                "{{ .reg .pred p; .reg .b64 c, a; add.s64 c, $2, {dc}; setp.lt.u64 p, c, $3; \
+                 setp.ne.and.u32 p, $4, 0, p; mad.lo.s64 a, c, $1, $0; @p {st} [a], $5; }}"
+            );
+            self.w.inline_asm(
+                &asm,
+                &format!("l,l,l,l,r,{reg}"),
+                &[raddr.v, s1b.v, col0.v, t.sizes[1].v, rok.v, x],
+                None,
+                true,
+            );
+        }
+        self.w.br(&done, &[]);
+        self.w.place(done);
+        Ok(())
+    }
+}

@@ -1,0 +1,1030 @@
+//! The GEMM pipeline's lowering (kernels made by `tile-to-gpu`), on the typed writer
+//! ([`super::writer`]): the analysis of the kernel (which tensors are TMA tensor maps, and
+//! their boxes; the consumer warpgroups), the parameters and the `llvm.func`, and the walk
+//! that hands each op to its construct:
+//!
+//! - [`sync`]: `tile.warp_specialize` (barrier init by thread 0, the producer and consumer
+//!   regions with `nvvm.setmaxregister`), mbarriers, named barriers, fences, cluster and
+//!   try_cancel ops, bulk async-groups;
+//! - [`tma`]: `tile.tma_load`, `tile.smem_store` (`stmatrix`) and `tile.tma_store`;
+//! - [`wgmma`]: `tile.mma {kind = "wgmma"}` (`nvvm.wgmma.mma_async` with shared-memory
+//!   descriptors) and `tile.wait_group`;
+//! - [`mma_sync`]: `tile.mma {kind = "mma_sync"}` (`ldmatrix` + `nvvm.mma.sync`, sm_90 and
+//!   sm_100);
+//! - [`epilogue`]: the ops on the accumulator after the K loop, evaluated per register at
+//!   their store;
+//! - [`control`]: `tile.for`, `tile.while` and `tile.if` as blocks with arguments.
+//!
+//! The op sequence follows `lowering/reference/gemm_bf16_sm90a.mlir` (checked on an H200).
+//! Shared memory is `@dynamic_smem` (1024-aligned): mbarriers in `[0, 1024)`, rings after,
+//! each 1024-aligned. `index` values are 64-bit. Every construct it does not lower is an
+//! error naming the op and its location, raised before MLIR is compiled.
+
+mod control;
+mod epilogue;
+mod mma_sync;
+mod sync;
+mod tma;
+mod wgmma;
+
+use super::plain::err;
+use super::writer::{ICmp, Writer, V};
+use super::LoweredKernel;
+use crate::manifest::{Manifest, Param};
+use epilogue::Lazy;
+use melior::{
+    dialect::llvm,
+    ir::{
+        attribute::{DenseI32ArrayAttribute, IntegerAttribute, StringAttribute, TypeAttribute},
+        block::BlockLike,
+        operation::{OperationBuilder, OperationLike, OperationMutLike},
+        r#type::IntegerType,
+        Attribute, Block, BlockRef, Identifier, Location, Module, Region, RegionLike, Type, Value,
+    },
+    Context,
+};
+use std::collections::HashMap;
+use std::rc::Rc;
+use tilec_dialect::{
+    Attribute as TileAttr, Diagnostic, Expr, Module as TileModule, OpKind, Operation, ScalarType,
+    Target, Type as TileType, Value as TileValue,
+};
+
+pub(super) type R<T> = Result<T, Diagnostic>;
+
+/// A shared-memory ring at a byte offset of the dynamic shared memory.
+#[derive(Clone, Debug)]
+pub(super) struct Ring {
+    pub offset: u64,
+    pub stage_bytes: u64,
+    pub shape: Vec<u64>,
+    pub elem: ScalarType,
+}
+
+/// A kernel tensor passed as pointer + sizes + strides (i64 each; elements).
+#[derive(Clone, Debug)]
+pub(super) struct PtrTensor<'c, 'm> {
+    pub ptr: V<'c, 'm>,
+    pub sizes: Vec<V<'c, 'm>>,
+    pub strides: Vec<V<'c, 'm>>,
+    pub elem: ScalarType,
+}
+
+/// How a tile IR value lives in the lowered code.
+#[derive(Clone, Debug)]
+pub(super) enum Lv<'c, 'm> {
+    /// A scalar SSA value.
+    Scalar(V<'c, 'm>),
+    /// `tile.zeros`: the initial accumulator of a `zero_acc` chain, or zeros in an epilogue.
+    Zeros,
+    /// A kernel tensor passed as a tensor map (`!llvm.ptr` to the byval parameter).
+    TensorMap(Value<'c, 'm>),
+    /// A kernel tensor passed as pointer, sizes and strides.
+    TensorPtr(PtrTensor<'c, 'm>),
+    /// A shared-memory ring.
+    Ring(Ring),
+    /// An mbarrier array at a byte offset.
+    Bars { offset: u64 },
+    /// An MMA accumulator: a struct of the thread's f32 registers.
+    Acc(Value<'c, 'm>),
+    /// An epilogue value of the accumulator's tile, evaluated per register at its store.
+    Lazy(Rc<Lazy<'c, 'm>>),
+}
+
+/// The accumulator of the kernel's MMAs (one shape per kernel).
+#[derive(Clone, Debug)]
+pub(super) struct AccInfo {
+    /// f32 registers per thread.
+    pub regs: usize,
+    /// The CTA's accumulator tile (rows, columns).
+    pub shape: Option<Vec<u64>>,
+}
+
+/// The state of one GEMM kernel's lowering.
+pub(super) struct Gemm<'c, 'm, 'k> {
+    pub w: Writer<'c, 'm>,
+    pub m: &'k TileModule,
+    pub target: Target,
+    pub vals: HashMap<TileValue, Lv<'c, 'm>>,
+    pub tid: V<'c, 'm>,
+    /// `@dynamic_smem` as a pointer and as its 32-bit shared-window address.
+    pub smem: Value<'c, 'm>,
+    pub smem_i32: V<'c, 'm>,
+    pub lane: V<'c, 'm>,
+    pub warp_in_wg: V<'c, 'm>,
+    /// The consumer warpgroup's index, inside the consumer region.
+    pub cwg: Option<V<'c, 'm>>,
+    pub acc: Option<AccInfo>,
+    /// The MMA family of the kernel: decides the fragment layout.
+    pub mma_sync: bool,
+    /// Threads of the producer (128 with wgmma, 32 with mma.sync).
+    pub producer_threads: i64,
+    /// mma.sync: the consumer warp's (warp_m, warp_n) in the 2 x 4 warp grid.
+    pub warp_mn: Option<(V<'c, 'm>, V<'c, 'm>)>,
+    /// The thread's base (row, col) in the accumulator tile (i64), in the consumer region.
+    pub frag_rc: Option<(V<'c, 'm>, V<'c, 'm>)>,
+    /// The kernel's exit block, placed last.
+    pub exit: BlockRef<'c, 'm>,
+    /// (byte offset, count, arrive count) of each mbarrier array.
+    pub barrier_inits: Vec<(u64, u64, i64)>,
+    pub smem_end: u64,
+    /// The kind of the op lowered last in the current block (a `.sync.aligned` wait
+    /// converges the warp, so an arrive right after it needs no `bar.warp.sync`).
+    pub prev: Option<OpKind>,
+    /// CTAs per cluster (1: no cluster launch).
+    pub cluster_size: i64,
+    /// The `swizzle` (bytes) of each shared-memory ring.
+    pub ring_swizzle: HashMap<TileValue, i64>,
+    /// Consumer warpgroups of the kernel's `tile.warp_specialize` (1 without one).
+    pub consumer_wgs: i64,
+    /// Loops (`tile.for`, `tile.while`) around the op being lowered: an epilogue at depth > 0
+    /// sits in a persistent tile loop, after that tile's k loop.
+    pub loop_depth: usize,
+}
+
+impl<'c, 'm> Gemm<'c, 'm, '_> {
+    pub fn i32(&mut self, v: i64) -> V<'c, 'm> {
+        self.w.i32(v)
+    }
+
+    pub fn i64(&mut self, v: i64) -> V<'c, 'm> {
+        self.w.i64(v)
+    }
+
+    pub fn bin(&mut self, name: &str, a: V<'c, 'm>, b: V<'c, 'm>) -> V<'c, 'm> {
+        self.w.bin(name, a, b)
+    }
+
+    pub fn trunc32(&mut self, a: V<'c, 'm>) -> V<'c, 'm> {
+        self.w.trunc(a, ScalarType::I32)
+    }
+
+    pub fn zext64(&mut self, a: V<'c, 'm>) -> V<'c, 'm> {
+        self.w.zext(a, ScalarType::I64)
+    }
+
+    /// The `!llvm.struct` of the accumulator's f32 registers.
+    pub fn acc_ty(&self) -> Type<'c> {
+        let f32t = self.w.ty(ScalarType::F32);
+        let n = self.acc.as_ref().map_or(0, |a| a.regs);
+        self.w.struct_ty(&vec![f32t; n])
+    }
+
+    pub fn scalar(&self, op: &Operation, v: TileValue) -> R<V<'c, 'm>> {
+        match self.vals.get(&v) {
+            Some(Lv::Scalar(s)) => Ok(*s),
+            _ => err(
+                op,
+                format!("'{}': operand is not a lowered scalar", op.kind.name()),
+            ),
+        }
+    }
+
+    pub fn ring(&self, op: &Operation, v: TileValue, what: &str) -> R<Ring> {
+        match self.vals.get(&v) {
+            Some(Lv::Ring(r)) => Ok(r.clone()),
+            _ => err(op, format!("{what} is not a shared-memory ring")),
+        }
+    }
+
+    /// `p` as a 32-bit shared-window address.
+    pub fn ptr_i32(&mut self, p: Value<'c, 'm>) -> V<'c, 'm> {
+        let t = self.w.ty(ScalarType::I32);
+        V {
+            v: self.w.cast("llvm.ptrtoint", p, t),
+            t: ScalarType::I32,
+        }
+    }
+
+    /// `@dynamic_smem + off` bytes.
+    pub fn gep3(&mut self, off: V<'c, 'm>) -> Value<'c, 'm> {
+        let p3 = self.w.ptr_ty(3);
+        self.w.gep_bytes(self.smem, off, p3)
+    }
+
+    /// `v` through an opaque `mov` (inline asm with side effects): LLVM can neither hoist
+    /// what is computed from it out of the enclosing loop nor merge it with the same
+    /// computation on `v` elsewhere. For kernel parameters, which ptxas reads from the
+    /// constant bank, this keeps epilogue-only arithmetic out of the registers live across
+    /// a persistent loop's k loop.
+    pub fn opaque(&mut self, v: V<'c, 'm>) -> V<'c, 'm> {
+        let (c, m) = if v.t == ScalarType::I32 {
+            ("r", "b32")
+        } else {
+            ("l", "b64")
+        };
+        let ty = self.w.ty(v.t);
+        let r = self.w.inline_asm(
+            &format!("mov.{m} $0, $1;"),
+            &format!("={c},{c}"),
+            &[v.v],
+            Some(ty),
+            true,
+        );
+        V {
+            v: r.expect("a typed result"),
+            t: v.t,
+        }
+    }
+
+    /// 1 (i32) in the consumer warpgroup's elected thread (its thread 0, which issues and
+    /// waits for its bulk groups), 0 elsewhere.
+    pub fn elected(&mut self) -> V<'c, 'm> {
+        let c127 = self.i32(127);
+        let r = self.bin("and", self.tid, c127);
+        let z = self.i32(0);
+        let e = self.w.icmp(ICmp::Eq, r, z);
+        self.w.zext(e, ScalarType::I32)
+    }
+
+    /// Address (in shared memory) of barrier `idx` (an index value) of an array.
+    pub fn bar_addr(
+        &mut self,
+        op: &Operation,
+        bars: TileValue,
+        idx: TileValue,
+    ) -> R<Value<'c, 'm>> {
+        let Some(Lv::Bars { offset }) = self.vals.get(&bars).cloned() else {
+            return err(op, "expected an mbarrier array");
+        };
+        let i = self.scalar(op, idx)?;
+        let i32v = self.trunc32(i);
+        let c3 = self.i32(3);
+        let sh = self.bin("shl", i32v, c3);
+        let co = self.i32(offset as i64);
+        let off = self.bin("add", sh, co);
+        Ok(self.gep3(off))
+    }
+
+    pub fn lower_block(&mut self, ops: &[Operation]) -> R<()> {
+        self.prev = None;
+        for op in ops {
+            self.w.at(&op.loc);
+            self.lower_op(op)?;
+            self.prev = Some(op.kind);
+        }
+        Ok(())
+    }
+
+    fn def_scalar(&mut self, op: &Operation, v: V<'c, 'm>) {
+        self.vals.insert(op.results[0], Lv::Scalar(v));
+    }
+
+    /// The tile IR scalar type of result `i` of `op`.
+    fn result_scalar(&self, op: &Operation, i: usize) -> R<ScalarType> {
+        match op.results.get(i).map(|&r| self.m.ty(r)) {
+            Some(TileType::Scalar(s)) => Ok(*s),
+            _ => err(
+                op,
+                format!("'{}': expected a scalar result", op.kind.name()),
+            ),
+        }
+    }
+
+    fn lower_op(&mut self, op: &Operation) -> R<()> {
+        use OpKind as K;
+        match op.kind {
+            K::ProgramId | K::NumPrograms | K::CtaId | K::NumCtas => {
+                let d = ["x", "y", "z"][op.int_attr("dim").unwrap_or(0).clamp(0, 2) as usize];
+                let reg = if matches!(op.kind, K::ProgramId | K::CtaId) {
+                    "ctaid"
+                } else {
+                    "nctaid"
+                };
+                let v = self.w.sreg(&format!("{reg}.{d}"));
+                let z = self.zext64(v);
+                self.def_scalar(op, z);
+            }
+            K::Constant => {
+                let s = self.result_scalar(op, 0)?;
+                let c = match op.attr("value") {
+                    Some(TileAttr::Int(i)) if s.is_int() => self.w.int(*i, s),
+                    Some(TileAttr::Bool(b)) if s.is_int() => self.w.int(i64::from(*b), s),
+                    Some(a) if s.is_float() => self.w.float(a.as_f64().unwrap_or(0.0), s),
+                    _ => return err(op, "a constant needs a value of its type"),
+                };
+                self.def_scalar(op, c);
+            }
+            K::AddI | K::SubI | K::MulI | K::DivI | K::RemI | K::MinI | K::MaxI | K::CeilDiv => {
+                let a = self.scalar(op, op.operands[0])?;
+                let b = self.scalar(op, op.operands[1])?;
+                let t = self.result_scalar(op, 0)?;
+                let (a, b) = (V { v: a.v, t }, V { v: b.v, t });
+                let r = match op.kind {
+                    K::AddI => self.bin("add", a, b),
+                    K::SubI => self.bin("sub", a, b),
+                    K::MulI => self.bin("mul", a, b),
+                    K::DivI => self.bin("sdiv", a, b),
+                    K::RemI => self.bin("srem", a, b),
+                    K::MinI => self.bin("intr.smin", a, b),
+                    K::MaxI => self.bin("intr.smax", a, b),
+                    _ => {
+                        let one = self.w.int(1, t);
+                        let bm1 = self.bin("sub", b, one);
+                        let s = self.bin("add", a, bm1);
+                        self.bin("sdiv", s, b)
+                    }
+                };
+                self.def_scalar(op, r);
+            }
+            K::CmpI => {
+                let a = self.scalar(op, op.operands[0])?;
+                let b = self.scalar(op, op.operands[1])?;
+                let name = op.str_attr("predicate").unwrap_or("eq");
+                let Some(p) = ICmp::from_name(name) else {
+                    return err(op, format!("unknown integer predicate '{name}'"));
+                };
+                let r = self.w.icmp(p, a, b);
+                self.def_scalar(op, r);
+            }
+            K::Select if matches!(self.m.ty(op.results[0]), TileType::Scalar(_)) => {
+                let c = self.scalar(op, op.operands[0])?;
+                let a = self.scalar(op, op.operands[1])?;
+                let b = self.scalar(op, op.operands[2])?;
+                let r = self.w.select(c, a, b);
+                self.def_scalar(op, r);
+            }
+            K::Zeros => {
+                self.vals.insert(op.results[0], Lv::Zeros);
+            }
+            K::SmemAlloc => {
+                let TileType::Smem {
+                    stages,
+                    shape,
+                    elem,
+                } = self.m.ty(op.results[0]).clone()
+                else {
+                    return err(op, "bad ring");
+                };
+                let stage_bytes = shape.iter().product::<u64>() * elem.size_bytes();
+                let offset = self.smem_end.div_ceil(1024) * 1024;
+                self.smem_end = offset + stages * stage_bytes;
+                self.vals.insert(
+                    op.results[0],
+                    Lv::Ring(Ring {
+                        offset,
+                        stage_bytes,
+                        shape,
+                        elem,
+                    }),
+                );
+                self.ring_swizzle
+                    .insert(op.results[0], op.int_attr("swizzle").unwrap_or(0));
+            }
+            K::MbarrierAlloc => {
+                let TileType::Mbarrier { count } = self.m.ty(op.results[0]).clone() else {
+                    return err(op, "bad barriers");
+                };
+                let offset: u64 = self.barrier_inits.iter().map(|b| b.1 * 8).sum();
+                if offset + count * 8 > 1024 {
+                    return err(
+                        op,
+                        "more than 128 mbarriers do not fit the 1024-byte barrier region",
+                    );
+                }
+                self.barrier_inits
+                    .push((offset, count, op.int_attr("arrive_count").unwrap_or(1)));
+                self.vals.insert(op.results[0], Lv::Bars { offset });
+            }
+            K::WarpSpecialize => self.lower_warp_specialize(op)?,
+            K::For => self.lower_for(op)?,
+            K::If => self.lower_if(op)?,
+            K::While => self.lower_while(op)?,
+            K::Yield => {} // handled by the parent
+            K::Return => {
+                let op = OperationBuilder::new("llvm.br", self.w.loc)
+                    .add_successors(&[&self.exit])
+                    .build();
+                self.w.push(op);
+            }
+            K::MbarrierWait => self.lower_mbarrier_wait(op)?,
+            K::MbarrierExpectTx => self.lower_expect_tx(op)?,
+            K::MbarrierArrive => self.lower_arrive(op)?,
+            K::FenceProxyAsync => {
+                self.w
+                    .inline_asm("fence.proxy.async.shared::cta;", "", &[], None, true);
+            }
+            K::ClusterCtaRank => {
+                let t = self.w.ty(ScalarType::I32);
+                let r = self
+                    .w
+                    .inline_asm("mov.u32 $0, %cluster_ctarank;", "=r", &[], Some(t), false)
+                    .expect("a typed result");
+                let r64 = self.zext64(V {
+                    v: r,
+                    t: ScalarType::I32,
+                });
+                self.def_scalar(op, r64);
+            }
+            K::ClcTryCancel => self.lower_try_cancel(op)?,
+            K::ClcQuery => self.lower_clc_query(op)?,
+            K::TmaLoad => self.lower_tma_load(op)?,
+            K::WgmmaFence => {
+                self.w.op("nvvm.wgmma.fence.aligned", &[], &[], &[]);
+            }
+            K::CommitGroup => {
+                self.w
+                    .op("nvvm.wgmma.commit.group.sync.aligned", &[], &[], &[]);
+            }
+            K::Barrier => {
+                // `bar.sync 0` waits for every thread of the CTA; inside a warp-specialized
+                // consumer region the producer never arrives, so it would hang.
+                if self.cwg.is_some() {
+                    return err(
+                        op,
+                        "convert-tile-to-nvvm: 'tile.barrier' inside the consumer region of \
+                         'tile.warp_specialize' needs a named barrier over the consumer \
+                         warpgroups, which is not lowered yet",
+                    );
+                }
+                self.w.barrier();
+            }
+            K::Mma => match op.str_attr("kind") {
+                Some("wgmma") => self.lower_wgmma(op)?,
+                Some("mma_sync") => self.lower_mma_sync(op)?,
+                k => {
+                    return err(
+                        op,
+                        format!(
+                            "convert-tile-to-nvvm: unknown MMA kind {:?}",
+                            k.unwrap_or("?")
+                        ),
+                    )
+                }
+            },
+            K::WaitGroup => self.lower_wait(op)?,
+            K::Convert
+            | K::Add
+            | K::Sub
+            | K::Mul
+            | K::Div
+            | K::Max
+            | K::Min
+            | K::Neg
+            | K::Abs
+            | K::Relu
+            | K::Exp
+            | K::Exp2
+            | K::Log
+            | K::Sqrt
+            | K::Rsqrt
+            | K::Tanh
+            | K::Broadcast
+            | K::Splat => self.lower_elementwise(op)?,
+            K::Load => self.lower_epilogue_load(op)?,
+            K::Store => self.lower_store(op, false)?,
+            K::AtomicAdd => self.lower_store(op, true)?,
+            K::SmemStore => self.lower_smem_store(op)?,
+            K::TmaStore => self.lower_tma_store(op)?,
+            K::BulkCommitGroup => self.lower_bulk_commit(),
+            K::BulkWaitGroup => self.lower_bulk_wait(op),
+            K::NamedBarrier => self.lower_named_barrier(op)?,
+            other => {
+                return err(
+                    op,
+                    format!(
+                        "convert-tile-to-nvvm does not lower '{}' here",
+                        other.name()
+                    ),
+                )
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether kernel `k` reads tensor `t` with `tile.tma_load`.
+fn k_loads(k: &Operation, t: TileValue) -> bool {
+    let mut any = false;
+    k.walk(&mut |o| any |= o.kind == OpKind::TmaLoad && o.operands.first() == Some(&t));
+    any
+}
+
+/// Bytes of PTX parameter space the parameters take, each aligned as the ABI aligns it
+/// (docs/manifest.md): a tensor map 128 bytes at 64, a pointer tensor's pointer, sizes and
+/// strides 8 each, a scalar its size.
+fn param_bytes(params: &[Param]) -> u64 {
+    let mut offset = 0u64;
+    for p in params {
+        let (size, align) = match p {
+            Param::TensorMap { .. } => (128, 64),
+            Param::TensorPointer { rank, .. } => (8 * (1 + 2 * u64::from(*rank)), 8),
+            Param::Scalar { dtype, .. } => match dtype.as_str() {
+                "i64" | "f64" => (8, 8),
+                "i32" | "f32" => (4, 4),
+                "f16" | "bf16" => (2, 2),
+                _ => (1, 1),
+            },
+        };
+        offset = offset.div_ceil(align) * align + size;
+    }
+    offset
+}
+
+/// The analysis of a kernel before anything is built: the TMA box of each tensor read or
+/// written by TMA, and the consumer warpgroups.
+struct Analysis<'k> {
+    /// Tensors read or written by TMA (→ tensor maps), with their box.
+    tma_boxes: HashMap<TileValue, Vec<u64>>,
+    /// Tensors written by `tile.tma_store`.
+    stored: HashMap<TileValue, &'k Operation>,
+    consumers: u64,
+}
+
+fn analyze<'k>(m: &TileModule, k: &'k Operation) -> R<Analysis<'k>> {
+    let mut tma_boxes: HashMap<TileValue, Vec<u64>> = HashMap::new();
+    // Each consumer warpgroup stores its rows of a staging slot, so a store's box is
+    // (slot rows / consumers) x slot columns.
+    let mut store_boxes: HashMap<TileValue, (Vec<u64>, &Operation)> = HashMap::new();
+    let mut consumers = 1u64;
+    k.walk(&mut |o| {
+        if o.kind == OpKind::WarpSpecialize {
+            consumers = o.int_attr("consumers").unwrap_or(1).max(1) as u64;
+        }
+    });
+    k.walk(&mut |o| {
+        if o.kind == OpKind::TmaLoad {
+            if let Some(TileType::Smem { shape, .. }) = m.try_ty(o.operands[1]) {
+                let inner = shape[1].min(64);
+                tma_boxes.insert(o.operands[0], vec![shape[0], inner]);
+            }
+        }
+        if o.kind == OpKind::TmaStore {
+            if let Some(TileType::Smem { shape, .. }) = m.try_ty(o.operands[1]) {
+                if shape.len() == 2 {
+                    store_boxes.insert(o.operands[0], (vec![shape[0] / consumers, shape[1]], o));
+                }
+            }
+        }
+    });
+    let mut stored = HashMap::new();
+    for (t, (b, o)) in &store_boxes {
+        if tma_boxes.get(t).is_some_and(|l| l != b) {
+            return err(
+                o,
+                "convert-tile-to-nvvm: a tensor both loaded and stored by TMA needs one box \
+                 for both (one tensor map)",
+            );
+        }
+        if b[1] * m.ty(o.operands[1]).elem().map_or(2, ScalarType::size_bytes) != 128 {
+            return err(
+                o,
+                "convert-tile-to-nvvm: a TMA-store slot row must be 128 bytes (64 16-bit \
+                 elements, one 128-byte swizzle span)",
+            );
+        }
+        tma_boxes.insert(*t, b.clone());
+        stored.insert(*t, *o);
+    }
+    Ok(Analysis {
+        tma_boxes,
+        stored,
+        consumers,
+    })
+}
+
+/// The kernel's parameters as the manifest describes them, in order.
+fn params_of(m: &TileModule, k: &Operation, a: &Analysis) -> R<Vec<Param>> {
+    let mut params = vec![];
+    for &v in &k.regions[0].args {
+        let an = m.name(v).unwrap_or("arg").to_string();
+        match m.ty(v) {
+            TileType::Tensor { rank, elem } => {
+                if let Some(b) = a.tma_boxes.get(&v) {
+                    // A map only stored through has no fill (TMA clips out-of-bounds writes).
+                    let fill = if a.stored.contains_key(&v) && !k_loads(k, v) {
+                        "none"
+                    } else {
+                        "zero"
+                    };
+                    params.push(Param::TensorMap {
+                        name: an,
+                        dtype: elem.name().into(),
+                        rank: *rank,
+                        box_: b.clone(),
+                        swizzle: "128B".into(),
+                        fill: fill.into(),
+                        interleave: "none".into(),
+                        l2_promotion: "256B".into(),
+                    });
+                } else {
+                    params.push(Param::TensorPointer {
+                        name: an,
+                        dtype: elem.name().into(),
+                        rank: *rank,
+                    });
+                }
+            }
+            TileType::Scalar(s) => params.push(Param::Scalar {
+                name: an,
+                dtype: match s {
+                    ScalarType::Index => "i64".into(),
+                    s => s.name().into(),
+                },
+            }),
+            t => {
+                return err(
+                    k,
+                    format!("kernel argument '%{an}' of type {t} cannot be a kernel parameter"),
+                )
+            }
+        }
+    }
+    Ok(params)
+}
+
+/// Lowers kernel `k` (made by `tile-to-gpu`) to an MLIR module and its manifest.
+///
+/// # Errors
+/// A located diagnostic for what the lowering cannot take, and for kernels whose
+/// parameters overflow the PTX parameter space.
+pub(super) fn lower_kernel(m: &TileModule, k: &Operation) -> R<LoweredKernel> {
+    let name = k.symbol.clone().unwrap_or_default();
+    let Some(target) = k.str_attr("target").and_then(Target::from_name) else {
+        return err(
+            k,
+            format!(
+                "kernel '@{name}' has no 'target': run 'tile-to-gpu' before 'convert-tile-to-nvvm'"
+            ),
+        );
+    };
+    let block: Vec<i64> = k
+        .attr("block")
+        .and_then(TileAttr::as_array)
+        .map(|a| a.iter().filter_map(TileAttr::as_int).collect())
+        .unwrap_or_default();
+    if block.len() != 3 {
+        return err(k, "kernel has no 'block' attribute (set by tile-to-gpu)");
+    }
+    let cluster: Vec<i64> = k
+        .attr("cluster")
+        .and_then(TileAttr::as_array)
+        .map(|a| a.iter().filter_map(TileAttr::as_int).collect())
+        .unwrap_or_else(|| vec![1, 1, 1]);
+    if cluster.len() != 3 {
+        return err(k, "a kernel's 'cluster' has three dimensions");
+    }
+    let analysis = analyze(m, k)?;
+    let params = params_of(m, k, &analysis)?;
+    let mut atomics = false;
+    k.walk(&mut |o| atomics |= o.kind == OpKind::AtomicAdd);
+    let mut ptx_version = if atomics {
+        target.min_ptx_version().max((8, 1))
+    } else {
+        target.min_ptx_version()
+    };
+    // Parameter space: PTX ISA 8.1 raised the limit; use it when the parameters need it.
+    let bytes = param_bytes(&params);
+    if bytes > tilec_dialect::target::max_param_bytes(ptx_version) {
+        ptx_version = ptx_version.max((8, 1));
+    }
+    let limit = tilec_dialect::target::max_param_bytes(ptx_version);
+    if bytes > limit {
+        return err(
+            k,
+            format!(
+                "the kernel's {} parameters take {bytes} bytes of parameter space; PTX allows \
+                 {limit} (tensor maps take 128 bytes each, pointer tensors 8 per pointer, size \
+                 and stride)",
+                params.len()
+            ),
+        );
+    }
+    let shape = KernelShape {
+        name: &name,
+        target,
+        block: [block[0], block[1], block[2]],
+        cluster: [cluster[0], cluster[1], cluster[2]],
+    };
+    let (text, smem_end) =
+        crate::mlir_driver::with_builder_context(|ctx| build_module(ctx, m, k, &shape, &analysis))?;
+
+    let grid = k.attr("grid").and_then(TileAttr::as_array).unwrap_or(&[]);
+    let (dims, texts) = super::grid_of(k);
+    let smem_bytes = k.int_attr("smem_bytes").unwrap_or(smem_end as i64) as u64;
+    let (maj, min) = ptx_version;
+    let persistent = match k.str_attr("schedule") {
+        Some("static") => Some(serde_json::json!({
+            "schedule": "static",
+            "ctas_per_sm": 1,
+            "group_m": k.int_attr("group_m").unwrap_or(0),
+        })),
+        Some("clc") => Some(
+            serde_json::json!({"schedule": "clc", "group_m": k.int_attr("group_m").unwrap_or(0)}),
+        ),
+        _ => None,
+    };
+    let mut manifest = Manifest::new(
+        name.clone(),
+        target.name().into(),
+        format!("{maj}.{min}"),
+        [block[0] as u32, block[1] as u32, block[2] as u32],
+        smem_bytes.max(smem_end),
+        dims,
+        texts,
+        params,
+    );
+    manifest.persistent = persistent;
+    if atomics {
+        // Split-K: which scalar is S (grid z, when it is a plain argument), which tensors
+        // the kernel adds into (the launcher zeroes them before each launch), the K
+        // granularity of a slice (the ring's K tile), and what the launcher does after.
+        let mut ws: Vec<String> = vec![];
+        let mut k_tile = 0u64;
+        k.walk(&mut |o| {
+            if o.kind == OpKind::AtomicAdd {
+                if let Some(n) = m.name(o.operands[0]) {
+                    if !ws.iter().any(|w| w == n) {
+                        ws.push(n.to_string());
+                    }
+                }
+            }
+            if o.kind == OpKind::SmemAlloc && k_tile == 0 {
+                if let TileType::Smem { shape, .. } = m.ty(o.results[0]) {
+                    k_tile = shape.last().copied().unwrap_or(0);
+                }
+            }
+        });
+        let arg = match grid.get(2) {
+            Some(TileAttr::Expr(Expr::Arg(n))) => serde_json::Value::String(n.clone()),
+            _ => serde_json::Value::Null,
+        };
+        manifest.split_k = Some(serde_json::json!({
+            "arg": arg,
+            "workspace": ws,
+            "workspace_init": "zero",
+            "k_tile": k_tile,
+            "finalize": {"op": "convert", "from": ws.first(), "to": "C", "dtype": "bf16"},
+        }));
+    }
+    manifest.cluster = [cluster[0] as u32, cluster[1] as u32, cluster[2] as u32];
+    Ok(LoweredKernel {
+        mlir: text,
+        manifest,
+        target,
+        ptx_version: (maj, min),
+    })
+}
+
+/// What the module's function attributes need.
+struct KernelShape<'a> {
+    name: &'a str,
+    target: Target,
+    block: [i64; 3],
+    cluster: [i64; 3],
+}
+
+fn internal(k: &Operation, e: impl std::fmt::Display) -> Diagnostic {
+    Diagnostic::error(k.loc.clone(), format!("internal error: {e}"))
+}
+
+/// Builds the module (`gpu.container_module` → `gpu.module` → `@dynamic_smem` + the
+/// `llvm.func`) and prints it; also returns the end of the shared memory it lays out.
+fn build_module(
+    ctx: &Context,
+    m: &TileModule,
+    k: &Operation,
+    shape: &KernelShape,
+    a: &Analysis,
+) -> R<(String, u64)> {
+    let loc = Location::unknown(ctx);
+    let mut module = Module::new(loc);
+    module
+        .as_operation_mut()
+        .set_attribute("gpu.container_module", Attribute::unit(ctx));
+    let ident = |s: &str| Identifier::new(ctx, s);
+    let i32t: Type = IntegerType::new(ctx, 32).into();
+    let i64t: Type = IntegerType::new(ctx, 64).into();
+    let fname = super::sanitize(shape.name);
+    let gpu_region = Region::new();
+    gpu_region.append_block(Block::new(&[]));
+    let gpu_module = OperationBuilder::new("gpu.module", loc)
+        .add_attributes(&[(
+            ident("sym_name"),
+            StringAttribute::new(ctx, &format!("{fname}_module")).into(),
+        )])
+        .add_regions([gpu_region])
+        .build()
+        .map_err(|e| internal(k, e))?;
+    let gm = module.body().append_operation(gpu_module);
+    let gm_block = gm
+        .region(0)
+        .ok()
+        .and_then(|r| r.first_block())
+        .ok_or_else(|| internal(k, "gpu.module body"))?;
+    let i8t: Type = IntegerType::new(ctx, 8).into();
+    let smem_global = OperationBuilder::new("llvm.mlir.global", loc)
+        .add_attributes(&[
+            (
+                ident("sym_name"),
+                StringAttribute::new(ctx, "dynamic_smem").into(),
+            ),
+            (
+                ident("global_type"),
+                TypeAttribute::new(llvm::r#type::array(i8t, 0)).into(),
+            ),
+            (
+                ident("linkage"),
+                llvm::attributes::linkage(ctx, llvm::attributes::Linkage::External),
+            ),
+            (ident("addr_space"), IntegerAttribute::new(i32t, 3).into()),
+            (ident("alignment"), IntegerAttribute::new(i64t, 1024).into()),
+        ])
+        .add_regions([Region::new()])
+        .build()
+        .map_err(|e| internal(k, e))?;
+    gm_block.append_operation(smem_global);
+
+    // Parameters: a tensor map is a byval pointer, a pointer tensor is pointer (as i64),
+    // sizes and strides.
+    let body = &k.regions[0];
+    let ptr = llvm::r#type::pointer(ctx, 0);
+    let mut ptypes = vec![];
+    let mut arg_attrs = vec![];
+    for &v in &body.args {
+        match m.ty(v) {
+            TileType::Tensor { .. } if a.tma_boxes.contains_key(&v) => {
+                ptypes.push(ptr);
+                arg_attrs.push(
+                    "{llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, \
+                     nvvm.grid_constant}",
+                );
+            }
+            TileType::Tensor { rank, .. } => {
+                for _ in 0..1 + 2 * rank {
+                    ptypes.push(i64t);
+                    arg_attrs.push("{}");
+                }
+            }
+            TileType::Scalar(s) => {
+                ptypes.push(super::writer::scalar_type(ctx, *s));
+                arg_attrs.push("{}");
+            }
+            _ => {}
+        }
+    }
+    let maxnreg = if shape.target.has_wgmma() {
+        None
+    } else {
+        // mma.sync kernels (no setmaxnreg): the hardware allocates warps in groups of 4, so
+        // 288 threads (9 warps) take the register file of 12 warps: 65536 / (12 × 32) =
+        // 170 → 168. (A cap of 224 assembled but failed to launch on the H200 with
+        // LAUNCH_OUT_OF_RESOURCES.)
+        let warps = ((shape.block[0] * shape.block[1] * shape.block[2]) as u64).div_ceil(32);
+        let alloc_warps = warps.div_ceil(4) * 4;
+        Some((65536 / (alloc_warps * 32)).min(255) / 8 * 8)
+    };
+    let fty = llvm::r#type::function(llvm::r#type::void(ctx), &ptypes, false);
+    let region = Region::new();
+    let args: Vec<(Type, Location)> = ptypes.iter().map(|&t| (t, loc)).collect();
+    region.append_block(Block::new(&args));
+    let arg_attrs = Attribute::parse(ctx, &format!("[{}]", arg_attrs.join(", ")))
+        .ok_or_else(|| internal(k, "argument attributes"))?;
+    let maxntid = shape.block.map(|b| b as i32);
+    let mut fattrs = vec![
+        (ident("sym_name"), StringAttribute::new(ctx, &fname).into()),
+        (ident("function_type"), TypeAttribute::new(fty).into()),
+        (ident("arg_attrs"), arg_attrs),
+        (ident("gpu.kernel"), Attribute::unit(ctx)),
+        (ident("nvvm.kernel"), Attribute::unit(ctx)),
+        (
+            ident("nvvm.maxntid"),
+            DenseI32ArrayAttribute::new(ctx, &maxntid).into(),
+        ),
+    ];
+    // Register budget. wgmma kernels: maxntid 384 + minctasm 1 gives ptxas a cap of 168 at
+    // entry, which setmaxnreg then rebalances (40 producer / 232 consumers).
+    match maxnreg {
+        Some(n) => fattrs.push((
+            ident("nvvm.maxnreg"),
+            IntegerAttribute::new(i32t, n as i64).into(),
+        )),
+        None => fattrs.push((
+            ident("nvvm.minctasm"),
+            IntegerAttribute::new(i32t, 1).into(),
+        )),
+    }
+    let cluster_size: i64 = shape.cluster.iter().product();
+    if cluster_size > 1 {
+        let c = shape.cluster.map(|c| c as i32);
+        fattrs.push((
+            ident("nvvm.cluster_dim"),
+            DenseI32ArrayAttribute::new(ctx, &c).into(),
+        ));
+    }
+    let func = OperationBuilder::new("llvm.func", loc)
+        .add_attributes(&fattrs)
+        .add_regions([region])
+        .build()
+        .map_err(|e| internal(k, e))?;
+    let f = gm_block.append_operation(func);
+    let fregion = f.region(0).map_err(|e| internal(k, e))?;
+    let entry = fregion
+        .first_block()
+        .ok_or_else(|| internal(k, "function body"))?;
+    let mut w = Writer {
+        ctx,
+        loc,
+        region: fregion,
+        block: entry,
+        error: None,
+        pending: vec![],
+    };
+    let arg = |i: usize| -> Value { entry.argument(i).map(Into::into).expect("declared") };
+    let mut vals = HashMap::new();
+    let mut i = 0;
+    for &v in &body.args {
+        match m.ty(v) {
+            TileType::Tensor { .. } if a.tma_boxes.contains_key(&v) => {
+                vals.insert(v, Lv::TensorMap(arg(i)));
+                i += 1;
+            }
+            TileType::Tensor { rank, elem } => {
+                let r = *rank as usize;
+                let sv = |j: usize| V {
+                    v: arg(j),
+                    t: ScalarType::I64,
+                };
+                vals.insert(
+                    v,
+                    Lv::TensorPtr(PtrTensor {
+                        ptr: sv(i),
+                        sizes: (0..r).map(|d| sv(i + 1 + d)).collect(),
+                        strides: (0..r).map(|d| sv(i + 1 + r + d)).collect(),
+                        elem: *elem,
+                    }),
+                );
+                i += 1 + 2 * r;
+            }
+            TileType::Scalar(s) => {
+                vals.insert(v, Lv::Scalar(V { v: arg(i), t: *s }));
+                i += 1;
+            }
+            _ => {}
+        }
+    }
+    // Entry: the thread's index, the shared memory's base, lane and warp.
+    let tid = w.sreg("tid.x");
+    let p3 = w.ptr_ty(3);
+    let sym = melior::ir::attribute::FlatSymbolRefAttribute::new(ctx, "dynamic_smem").into();
+    let smem = w.op1("llvm.mlir.addressof", &[], p3, &[("global_name", sym)]);
+    let smem_i32 = V {
+        v: w.cast("llvm.ptrtoint", smem, i32t),
+        t: ScalarType::I32,
+    };
+    let c31 = w.i32(31);
+    let lane = w.bin("and", tid, c31);
+    let c5 = w.i32(5);
+    let c3 = w.i32(3);
+    let wv = w.bin("lshr", tid, c5);
+    let warp_in_wg = w.bin("and", wv, c3);
+    let exit = w.block(&[]);
+    let mut g = Gemm {
+        w,
+        m,
+        target: shape.target,
+        vals,
+        tid,
+        smem,
+        smem_i32,
+        lane,
+        warp_in_wg,
+        cwg: None,
+        acc: None,
+        mma_sync: !shape.target.has_wgmma(),
+        producer_threads: if shape.target.has_wgmma() { 128 } else { 32 },
+        warp_mn: None,
+        frag_rc: None,
+        exit,
+        barrier_inits: vec![],
+        smem_end: 1024,
+        prev: None,
+        cluster_size,
+        ring_swizzle: HashMap::new(),
+        consumer_wgs: a.consumers as i64,
+        loop_depth: 0,
+    };
+    g.lower_block(&body.ops)?;
+    g.w.loc = loc;
+    g.w.place(g.exit);
+    if cluster_size > 1 {
+        // No CTA may exit while a peer can still write into its shared memory (a multicast
+        // try_cancel response, a remote mbarrier arrive): every thread meets here.
+        g.w.inline_asm(
+            "barrier.cluster.arrive.release; barrier.cluster.wait.acquire;",
+            "",
+            &[],
+            None,
+            true,
+        );
+    }
+    g.w.push(Ok(llvm::r#return(None, loc)));
+    g.w.finish(&k.loc)?;
+    let text = format!(
+        "// Generated by tilec convert-tile-to-nvvm from kernel @{} for {}.\n{}",
+        shape.name,
+        shape.target,
+        module.as_operation()
+    );
+    Ok((text, g.smem_end))
+}

@@ -1,0 +1,325 @@
+//! Synchronization: `tile.warp_specialize` (barrier init, producer and consumer regions),
+//! mbarriers (`nvvm.mbarrier.*`), named barriers, bulk async-groups, and the Blackwell
+//! try_cancel ops.
+//!
+//! Inline asm is used where MLIR 22 has no NVVM op for the PTX instruction, or where its
+//! op does not take the operand form needed: predicated bulk-group ops (`@p
+//! cp.async.bulk.*` on the elected thread), `bar.sync id, n` with a register id,
+//! `mbarrier.arrive.release.cluster` on a peer CTA's barrier (`mapa`), the cluster barrier
+//! pair, `clusterlaunchcontrol.*`, and `bar.warp.sync`.
+
+use super::{err, Gemm, Lv, R};
+use crate::nvvm::writer::{ICmp, V};
+use melior::ir::attribute::IntegerAttribute;
+use tilec_dialect::{Attribute as TileAttr, Diagnostic, OpKind, Operation, ScalarType};
+
+/// Cycles hint of `mbarrier.try_wait.parity` (the op loops until the phase completes).
+const TRY_WAIT_TICKS: i64 = 10_000_000;
+
+impl<'c, 'm> Gemm<'c, 'm, '_> {
+    /// Barrier init by thread 0, made visible to the async proxy and the CTA; then
+    /// warpgroup 0 (the producer: its thread 0 runs region 0) and the consumers (region 1
+    /// and the rest of the kernel).
+    pub(super) fn lower_warp_specialize(&mut self, op: &Operation) -> R<()> {
+        let tid = self.tid;
+        let z = self.i32(0);
+        let t0 = self.w.icmp(ICmp::Eq, tid, z);
+        let init = self.w.block(&[]);
+        let after_init = self.w.block(&[]);
+        self.w.cond_br(t0, &init, &[], &after_init, &[]);
+        self.w.place(init);
+        for (offset, count, arrive) in self.barrier_inits.clone() {
+            for s in 0..count {
+                let o = self.i32((offset + 8 * s) as i64);
+                let p = self.gep3(o);
+                let c = self.i32(arrive);
+                self.w.op("nvvm.mbarrier.init", &[p, c.v], &[], &[]);
+            }
+        }
+        self.w.op("nvvm.fence.mbarrier.init", &[], &[], &[]);
+        self.w.br(&after_init, &[]);
+        self.w.place(after_init);
+        self.w.barrier();
+        if self.cluster_size > 1 {
+            // Peers arrive on this CTA's barriers and multicast into its shared memory: the
+            // whole cluster sees every barrier initialised before anyone goes on.
+            self.w.inline_asm(
+                "barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;",
+                "",
+                &[],
+                None,
+                true,
+            );
+        }
+        let pt = self.i32(self.producer_threads);
+        let is_p = self.w.icmp(ICmp::Ult, tid, pt);
+        let producer = self.w.block(&[]);
+        let consumer = self.w.block(&[]);
+        self.w.cond_br(is_p, &producer, &[], &consumer, &[]);
+        self.w.place(producer);
+        if self.target.has_setmaxnreg() {
+            self.setmaxregister("decrease", 40);
+        }
+        let t0b = self.w.icmp(ICmp::Eq, tid, z);
+        let elected = self.w.block(&[]);
+        self.w.cond_br(t0b, &elected, &[], &self.exit, &[]);
+        self.w.place(elected);
+        self.lower_block(&op.regions[0].ops)?;
+        self.w.br(&self.exit, &[]);
+        self.w.place(consumer);
+        if self.target.has_setmaxnreg() {
+            self.setmaxregister("increase", 232);
+        }
+        let c128 = self.i32(128);
+        let wg = self.bin("udiv", tid, c128);
+        let one = self.i32(1);
+        self.cwg = Some(self.bin("sub", wg, one));
+        if self.mma_sync {
+            // Consumer warps 0..7 (after the producer warp) in a 2 x 4 grid of 64 x 64 tiles.
+            let c5 = self.i32(5);
+            let w = self.bin("lshr", tid, c5);
+            let cw = self.bin("sub", w, one);
+            let c2 = self.i32(2);
+            let c3 = self.i32(3);
+            let wm = self.bin("lshr", cw, c2);
+            let wn = self.bin("and", cw, c3);
+            self.warp_mn = Some((wm, wn));
+        }
+        self.frag_rc = Some(self.frag_base(op)?);
+        self.lower_block(&op.regions[1].ops)?;
+        let y = op.regions[1].ops.last().expect("verified yield");
+        for (r, v) in op.results.iter().zip(&y.operands) {
+            let lv = self
+                .vals
+                .get(v)
+                .cloned()
+                .ok_or_else(|| Diagnostic::error(y.loc.clone(), "yielded value not lowered"))?;
+            self.vals.insert(*r, lv);
+        }
+        Ok(())
+    }
+
+    /// `nvvm.setmaxregister {action} {count}` (sm_90a, sm_100a).
+    fn setmaxregister(&mut self, action: &str, count: i64) {
+        let a = self.w.attr(&format!("#nvvm<action {action}>"));
+        let i32t = self.w.ty(ScalarType::I32);
+        let n = IntegerAttribute::new(i32t, count).into();
+        self.w.op(
+            "nvvm.setmaxregister",
+            &[],
+            &[],
+            &[("action", a), ("regCount", n)],
+        );
+    }
+
+    pub(super) fn lower_mbarrier_wait(&mut self, op: &Operation) -> R<()> {
+        let a = self.bar_addr(op, op.operands[0], op.operands[1])?;
+        let p = self.scalar(op, op.operands[2])?;
+        let p32 = self.trunc32(p);
+        let t = self.i32(TRY_WAIT_TICKS);
+        self.w
+            .op("nvvm.mbarrier.try_wait.parity", &[a, p32.v, t.v], &[], &[]);
+        Ok(())
+    }
+
+    pub(super) fn lower_expect_tx(&mut self, op: &Operation) -> R<()> {
+        let a = self.bar_addr(op, op.operands[0], op.operands[1])?;
+        let b = self.i32(op.int_attr("bytes").unwrap_or(0));
+        self.w
+            .op("nvvm.mbarrier.arrive.expect_tx", &[a, b.v], &[], &[]);
+        Ok(())
+    }
+
+    /// One arrive per warp (lane 0), matching arrive_count = 4 × consumer warpgroups. The
+    /// arrive releases what every lane of the warp read: unless a `.sync.aligned` wait
+    /// just converged the warp, `bar.warp.sync` orders the other lanes' reads first (not in
+    /// the producer region, where one thread runs). `{cta = r}`: `mapa` + a release-cluster
+    /// arrive on CTA r's barrier.
+    pub(super) fn lower_arrive(&mut self, op: &Operation) -> R<()> {
+        if self.cwg.is_some() && self.prev != Some(OpKind::WaitGroup) {
+            self.w.inline_asm("bar.warp.sync -1;", "", &[], None, true);
+        }
+        let a = self.bar_addr(op, op.operands[0], op.operands[1])?;
+        let z = self.i32(0);
+        let l0 = self.w.icmp(ICmp::Eq, self.lane, z);
+        let go = self.w.block(&[]);
+        let cont = self.w.block(&[]);
+        self.w.cond_br(l0, &go, &[], &cont, &[]);
+        self.w.place(go);
+        match op.int_attr("cta") {
+            None => {
+                self.w.op("nvvm.mbarrier.arrive", &[a], &[], &[]);
+            }
+            Some(cta) => {
+                let a32 = self.ptr_i32(a);
+                let r = self.i32(cta);
+                self.w.inline_asm(
+                    "{ .reg .b32 remote; mapa.shared::cluster.u32 remote, $0, $1; \
+                     mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote]; }",
+                    "r,r",
+                    &[a32.v, r.v],
+                    None,
+                    true,
+                );
+            }
+        }
+        self.w.br(&cont, &[]);
+        self.w.place(cont);
+        Ok(())
+    }
+
+    /// Shared-memory address (i32) of slot `operands[last]` of the response ring
+    /// `operands[0]` (16 bytes per slot).
+    fn clc_slot_addr(&mut self, op: &Operation) -> R<V<'c, 'm>> {
+        let ring = self.ring(op, op.operands[0], "the try_cancel response")?;
+        if ring.stage_bytes != 16 || ring.offset % 16 != 0 {
+            return err(
+                op,
+                format!(
+                    "a try_cancel response slot must be 16 bytes, 16-byte aligned; found {} \
+                     bytes at offset {}",
+                    ring.stage_bytes, ring.offset
+                ),
+            );
+        }
+        let slot = self.scalar(op, *op.operands.last().expect("verified"))?;
+        let s32 = self.trunc32(slot);
+        let c4 = self.i32(4);
+        let so = self.bin("shl", s32, c4);
+        let base = self.i32(ring.offset as i64);
+        let o = self.bin("add", so, base);
+        Ok(self.bin("add", self.smem_i32, o))
+    }
+
+    pub(super) fn lower_try_cancel(&mut self, op: &Operation) -> R<()> {
+        let slot = self.clc_slot_addr(op)?;
+        let b = self.bar_addr(op, op.operands[1], op.operands[2])?;
+        let b32 = self.ptr_i32(b);
+        let mc = if op.attr("multicast").and_then(TileAttr::as_bool) == Some(true) {
+            ".multicast::cluster::all"
+        } else {
+            ""
+        };
+        self.w.inline_asm(
+            &format!(
+                "clusterlaunchcontrol.try_cancel.async.shared::cta.\
+                 mbarrier::complete_tx::bytes{mc}.b128 [$0], [$1];"
+            ),
+            "r,r",
+            &[slot.v, b32.v],
+            None,
+            true,
+        );
+        Ok(())
+    }
+
+    /// One `ld.shared.b128` of the slot, `query_cancel.is_canceled`, then `@p
+    /// get_first_ctaid` (ids 0 when not canceled).
+    pub(super) fn lower_clc_query(&mut self, op: &Operation) -> R<()> {
+        let bits = op.int_attr("load_bits").unwrap_or(128);
+        if bits != 128 {
+            return err(
+                op,
+                format!(
+                    "convert-tile-to-nvvm: a try_cancel response is an opaque 128-bit value \
+                     read with one ld.shared.b128; load_bits = {bits} is not lowered"
+                ),
+            );
+        }
+        let slot = self.clc_slot_addr(op)?;
+        let asm = "{ .reg .b128 resp; .reg .pred canceled; .reg .b32 w; ld.shared.b128 resp, \
+                   [$4]; clusterlaunchcontrol.query_cancel.is_canceled.pred.b128 canceled, \
+                   resp; selp.u32 $0, 1, 0, canceled; mov.u32 $1, 0; mov.u32 $2, 0; mov.u32 \
+                   $3, 0; @canceled clusterlaunchcontrol.query_cancel.get_first_ctaid.v4.b32.\
+                   b128 {$1, $2, $3, w}, resp; }";
+        let i32t = self.w.ty(ScalarType::I32);
+        let st = self.w.struct_ty(&[i32t; 4]);
+        let r = self
+            .w
+            .inline_asm(asm, "=r,=r,=r,=r,r", &[slot.v], Some(st), true)
+            .expect("a typed result");
+        let f = self.w.extract(r, 0, i32t);
+        let z = self.i32(0);
+        let ok = self.w.icmp(
+            ICmp::Ne,
+            V {
+                v: f,
+                t: ScalarType::I32,
+            },
+            z,
+        );
+        self.vals.insert(op.results[0], Lv::Scalar(ok));
+        for d in 0..3 {
+            let x = self.w.extract(r, d + 1, i32t);
+            let x64 = self.zext64(V {
+                v: x,
+                t: ScalarType::I32,
+            });
+            self.vals.insert(op.results[d + 1], Lv::Scalar(x64));
+        }
+        Ok(())
+    }
+
+    /// `@p cp.async.bulk.commit_group` on the consumer warpgroup's elected thread.
+    pub(super) fn lower_bulk_commit(&mut self) {
+        let p = self.elected();
+        self.w.inline_asm(
+            "{ .reg .pred p; setp.ne.u32 p, $0, 0; @p cp.async.bulk.commit_group; }",
+            "r",
+            &[p.v],
+            None,
+            true,
+        );
+    }
+
+    /// `@p cp.async.bulk.wait_group[.read] N` on the consumer warpgroup's elected thread.
+    pub(super) fn lower_bulk_wait(&mut self, op: &Operation) {
+        let p = self.elected();
+        let n = op.int_attr("pending").unwrap_or(0);
+        let read = if op.attr("read").and_then(TileAttr::as_bool) == Some(true) {
+            ".read"
+        } else {
+            ""
+        };
+        self.w.inline_asm(
+            &format!(
+                "{{ .reg .pred p; setp.ne.u32 p, $0, 0; @p cp.async.bulk.wait_group{read} {n}; }}"
+            ),
+            "r",
+            &[p.v],
+            None,
+            true,
+        );
+    }
+
+    /// `bar.sync id, threads`; in the consumer region a one-warpgroup barrier is per
+    /// warpgroup: `bar.sync id + w, 128`.
+    pub(super) fn lower_named_barrier(&mut self, op: &Operation) -> R<()> {
+        let id = op.int_attr("id").unwrap_or(1);
+        let threads = op.int_attr("threads").unwrap_or(128);
+        let idv = match self.cwg {
+            Some(cwg) if threads == 128 => {
+                if id + self.consumer_wgs - 1 > 15 {
+                    return err(
+                        op,
+                        format!(
+                            "convert-tile-to-nvvm: named barrier {id} + consumer warpgroup \
+                             index exceeds barrier 15"
+                        ),
+                    );
+                }
+                let c = self.i32(id);
+                self.bin("add", cwg, c)
+            }
+            _ => self.i32(id),
+        };
+        self.w.inline_asm(
+            &format!("bar.sync $0, {threads};"),
+            "r",
+            &[idv.v],
+            None,
+            true,
+        );
+        Ok(())
+    }
+}

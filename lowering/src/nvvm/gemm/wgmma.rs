@@ -1,0 +1,230 @@
+//! Hopper's warpgroup MMA: `tile.mma {kind = "wgmma"}` as 4 × `nvvm.wgmma.mma_async`
+//! m64nNk16 per 64-wide K stage, with shared-memory descriptors (128-byte swizzle, B
+//! N-major; `zero_acc` → `scale-d = 0` on the first), and `tile.wait_group`.
+//!
+//! The wait is inline asm on purpose: every guarded accumulator register goes through it
+//! as a tied operand (`nvvm.wgmma.wait.group.sync.aligned` has no operands), so LLVM cannot
+//! schedule a use of the accumulator above the wait.
+
+use super::{err, AccInfo, Gemm, Lv, R};
+use melior::ir::Value;
+use tilec_dialect::{Attribute as TileAttr, Diagnostic, Operation, ScalarType};
+
+/// The operands of a `tile.mma` (a stage shared by both rings, or one each).
+pub(super) fn mma_parts(op: &Operation) -> R<tilec_dialect::ops::MmaOperands> {
+    tilec_dialect::ops::mma_operands(op).ok_or_else(|| {
+        Diagnostic::error(
+            op.loc.clone(),
+            "'tile.mma' takes (a, b, stage, acc) or (a, b, stage_a, stage_b, acc)",
+        )
+    })
+}
+
+impl<'c, 'm> Gemm<'c, 'm, '_> {
+    /// Records the kernel's accumulator shape at its first MMA; later MMAs must match.
+    pub(super) fn set_acc(&mut self, op: &Operation, regs: usize) -> R<()> {
+        match &self.acc {
+            None => {
+                self.acc = Some(AccInfo {
+                    regs,
+                    shape: self.m.ty(op.results[0]).tile_shape().map(<[u64]>::to_vec),
+                });
+                Ok(())
+            }
+            Some(a) if a.regs != regs => {
+                err(op, "all MMAs of a kernel must share one accumulator shape")
+            }
+            Some(_) => Ok(()),
+        }
+    }
+
+    pub(super) fn lower_wgmma(&mut self, op: &Operation) -> R<()> {
+        let parts = mma_parts(op)?;
+        let (Some(Lv::Ring(a)), Some(Lv::Ring(b))) = (
+            self.vals.get(&op.operands[0]).cloned(),
+            self.vals.get(&op.operands[1]).cloned(),
+        ) else {
+            return err(op, "MMA operands are not rings");
+        };
+        let n = b.shape[1];
+        if a.shape[1] != 64 || b.shape[0] != 64 {
+            return err(op, "wgmma lowering expects 64-wide K stages");
+        }
+        self.set_acc(op, (n / 2) as usize)?;
+        let cwg = self.cwg.ok_or_else(|| {
+            Diagnostic::error(
+                op.loc.clone(),
+                "'tile.mma' outside the consumer region of 'tile.warp_specialize'",
+            )
+        })?;
+        // Descriptors: layout (1 = 128B swizzle) << 62 | (SBO >> 4) << 32 | (LBO >> 4) << 16
+        // | addr >> 4.
+        let st = self.scalar(op, parts.stage_a)?;
+        let st32 = self.trunc32(st);
+        let stb = if parts.stage_b == parts.stage_a {
+            st32
+        } else {
+            let s = self.scalar(op, parts.stage_b)?;
+            self.trunc32(s)
+        };
+        let wg_rows = self.i32(64 * 128);
+        let a_wg = self.bin("mul", cwg, wg_rows);
+        let a_sbc = self.i32(a.stage_bytes as i64);
+        let a_so = self.bin("mul", st32, a_sbc);
+        let a_base = self.i32(a.offset as i64);
+        let a1 = self.bin("add", a_so, a_base);
+        let a2 = self.bin("add", a1, a_wg);
+        let a_addr = self.bin("add", self.smem_i32, a2);
+        let b_sbc = self.i32(b.stage_bytes as i64);
+        let b_so = self.bin("mul", stb, b_sbc);
+        let b_base = self.i32(b.offset as i64);
+        let b1 = self.bin("add", b_so, b_base);
+        let b_addr = self.bin("add", self.smem_i32, b1);
+        let c4 = self.i32(4);
+        let a_lo = self.bin("lshr", a_addr, c4);
+        let b_lo = self.bin("lshr", b_addr, c4);
+        let a_lo64 = self.zext64(a_lo);
+        let b_lo64 = self.zext64(b_lo);
+        let (a_lbo, a_sbo) = (16u64, 1024u64);
+        let (b_lbo, b_sbo) = (64 * 64 * 2u64, 1024u64);
+        let hi =
+            |lbo: u64, sbo: u64| ((1u64 << 62) | ((sbo >> 4) << 32) | ((lbo >> 4) << 16)) as i64;
+        let ahi = self.i64(hi(a_lbo, a_sbo));
+        let bhi = self.i64(hi(b_lbo, b_sbo));
+        let da0 = self.bin("or", a_lo64, ahi);
+        let db0 = self.bin("or", b_lo64, bhi);
+        let zero_acc = op.attr("zero_acc").and_then(TileAttr::as_bool) == Some(true);
+        let acc_ty = self.acc_ty();
+        let mut acc: Value<'c, 'm> =
+            if zero_acc {
+                self.w.undef(acc_ty)
+            } else {
+                match self.vals.get(&parts.acc) {
+                    Some(Lv::Acc(v)) => *v,
+                    _ => return err(
+                        op,
+                        "MMA accumulator is not a wgmma accumulator (start a chain with zero_acc)",
+                    ),
+                }
+            };
+        let et = match a.elem {
+            ScalarType::BF16 => "bf16",
+            ScalarType::F16 => "f16",
+            other => {
+                return err(
+                    op,
+                    format!("convert-tile-to-nvvm: wgmma of {other} operands is not lowered"),
+                )
+            }
+        };
+        let layout = self.w.attr("#nvvm.mma_layout<row>");
+        let scale_in = self.w.attr("#nvvm.wgmma_scale_in<one>");
+        let shape = self
+            .w
+            .attr(&format!("#nvvm.shape<m = 64, n = {n}, k = 16>"));
+        let ty_in = self.w.attr(&format!("#nvvm.wgmma_type<{et}>"));
+        let ty_d = self.w.attr("#nvvm.wgmma_type<f32>");
+        for kk in 0..4i64 {
+            let (da, db) = if kk == 0 {
+                (da0, db0)
+            } else {
+                let ca = self.i64((32 * kk) >> 4);
+                let cb = self.i64((2048 * kk) >> 4);
+                (self.bin("add", da0, ca), self.bin("add", db0, cb))
+            };
+            let scale = if zero_acc && kk == 0 { "zero" } else { "one" };
+            let scale_d = self.w.attr(&format!("#nvvm.wgmma_scale_out<{scale}>"));
+            acc = self.w.op1(
+                "nvvm.wgmma.mma_async",
+                &[acc, da.v, db.v],
+                acc_ty,
+                &[
+                    ("layoutA", layout),
+                    ("layoutB", layout),
+                    ("scaleA", scale_in),
+                    ("scaleB", scale_in),
+                    ("scaleD", scale_d),
+                    ("shape", shape),
+                    ("typeA", ty_in),
+                    ("typeB", ty_in),
+                    ("typeD", ty_d),
+                ],
+            );
+        }
+        self.vals.insert(op.results[0], Lv::Acc(acc));
+        Ok(())
+    }
+
+    /// `wgmma.wait_group.sync.aligned N`. Every guarded accumulator's registers go through
+    /// one asm statement as tied operands, so no use of any of them can be scheduled above
+    /// the wait. Other operands (a `tile.zeros` that shares a join with an accumulator)
+    /// pass through: no group writes them.
+    pub(super) fn lower_wait(&mut self, op: &Operation) -> R<()> {
+        let n = op.int_attr("pending").unwrap_or(0);
+        let mut accs = vec![];
+        let mut acc_results = vec![];
+        for (&a, &res) in op.operands.iter().zip(&op.results) {
+            match self.vals.get(&a).cloned() {
+                Some(Lv::Acc(acc)) => {
+                    accs.push(acc);
+                    acc_results.push(res);
+                }
+                Some(other) => {
+                    self.vals.insert(res, other);
+                }
+                None => return err(op, "wait_group operand is not lowered"),
+            }
+        }
+        if accs.is_empty() {
+            let g = self.w.i64_attr(n);
+            self.w.op(
+                "nvvm.wgmma.wait.group.sync.aligned",
+                &[],
+                &[],
+                &[("group", g)],
+            );
+            return Ok(());
+        }
+        let nacc = self.acc.as_ref().map_or(0, |a| a.regs);
+        let total = nacc * accs.len();
+        let f32t = self.w.ty(ScalarType::F32);
+        let mut elems = vec![];
+        for &acc in &accs {
+            for i in 0..nacc {
+                elems.push(self.w.extract(acc, i, f32t));
+            }
+        }
+        let cons: Vec<String> = std::iter::repeat_n("=f".to_string(), total)
+            .chain((0..total).map(|i| i.to_string()))
+            .collect();
+        let acc_ty = self.acc_ty();
+        let ret_ty = if accs.len() == 1 {
+            acc_ty
+        } else {
+            self.w.struct_ty(&vec![f32t; total])
+        };
+        let r = self
+            .w
+            .inline_asm(
+                &format!("wgmma.wait_group.sync.aligned {n};"),
+                &cons.join(","),
+                &elems,
+                Some(ret_ty),
+                true,
+            )
+            .expect("a typed result");
+        if accs.len() == 1 {
+            self.vals.insert(acc_results[0], Lv::Acc(r));
+            return Ok(());
+        }
+        for (j, &res) in acc_results.iter().enumerate() {
+            let mut st = self.w.undef(acc_ty);
+            for i in 0..nacc {
+                let x = self.w.extract(r, j * nacc + i, f32t);
+                st = self.w.insert(st, x, i);
+            }
+            self.vals.insert(res, Lv::Acc(st));
+        }
+        Ok(())
+    }
+}
