@@ -651,7 +651,6 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let i0 = self.i32(0);
         let i1 = self.i32(1);
         let i64t = self.w.ty(ScalarType::I64);
-        let f32t = self.w.ty(ScalarType::F32);
         let mut rowptr: HashMap<u64, Value<'c, 'm>> = HashMap::new();
         let mut memo = EvalMemo {
             reg: HashMap::new(),
@@ -680,7 +679,8 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             if atomic {
                 let p = self.w.gep_const(pr, dc as i64, et, p1);
                 let pa = self.w.cast("llvm.ptrtoint", p, i64t);
-                let _ = f32t;
+                // Inline asm: MLIR 22 has no NVVM op for the vector reduction, and an
+                // `llvm.atomicrmw fadd` is one element, with a result.
                 self.w.inline_asm(
                     "red.global.add.v2.f32 [$0], {$1, $2};",
                     "l,f,f",

@@ -187,15 +187,6 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         }
     }
 
-    /// `p` as a 32-bit shared-window address.
-    pub fn ptr_i32(&mut self, p: Value<'c, 'm>) -> V<'c, 'm> {
-        let t = self.w.ty(ScalarType::I32);
-        V {
-            v: self.w.cast("llvm.ptrtoint", p, t),
-            t: ScalarType::I32,
-        }
-    }
-
     /// `@dynamic_smem + off` bytes.
     pub fn gep3(&mut self, off: V<'c, 'm>) -> Value<'c, 'm> {
         let p3 = self.w.ptr_ty(3);
@@ -401,19 +392,18 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             K::MbarrierExpectTx => self.lower_expect_tx(op)?,
             K::MbarrierArrive => self.lower_arrive(op)?,
             K::FenceProxyAsync => {
-                self.w
-                    .inline_asm("fence.proxy.async.shared::cta;", "", &[], None, true);
+                let kind = self.w.attr("#nvvm.proxy_kind<async.shared>");
+                let space = self.w.attr("#nvvm.shared_space<cta>");
+                self.w.op(
+                    "nvvm.fence.proxy",
+                    &[],
+                    &[],
+                    &[("kind", kind), ("space", space)],
+                );
             }
             K::ClusterCtaRank => {
-                let t = self.w.ty(ScalarType::I32);
-                let r = self
-                    .w
-                    .inline_asm("mov.u32 $0, %cluster_ctarank;", "=r", &[], Some(t), false)
-                    .expect("a typed result");
-                let r64 = self.zext64(V {
-                    v: r,
-                    t: ScalarType::I32,
-                });
+                let r = self.w.sreg("cluster.ctarank");
+                let r64 = self.zext64(r);
                 self.def_scalar(op, r64);
             }
             K::ClcTryCancel => self.lower_try_cancel(op)?,
@@ -1009,14 +999,9 @@ fn build_module(
     g.w.place(g.exit);
     if cluster_size > 1 {
         // No CTA may exit while a peer can still write into its shared memory (a multicast
-        // try_cancel response, a remote mbarrier arrive): every thread meets here.
-        g.w.inline_asm(
-            "barrier.cluster.arrive.release; barrier.cluster.wait.acquire;",
-            "",
-            &[],
-            None,
-            true,
-        );
+        // try_cancel response, a remote mbarrier arrive): every thread meets here (not
+        // `.aligned`: the producer's idle threads arrive from another branch).
+        g.cluster_barrier(false);
     }
     g.w.push(Ok(llvm::r#return(None, loc)));
     g.w.finish(&k.loc)?;

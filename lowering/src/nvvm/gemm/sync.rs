@@ -2,11 +2,12 @@
 //! mbarriers (`nvvm.mbarrier.*`), named barriers, bulk async-groups, and the Blackwell
 //! try_cancel ops.
 //!
-//! Inline asm is used where MLIR 22 has no NVVM op for the PTX instruction, or where its
-//! op does not take the operand form needed: predicated bulk-group ops (`@p
-//! cp.async.bulk.*` on the elected thread), `bar.sync id, n` with a register id,
-//! `mbarrier.arrive.release.cluster` on a peer CTA's barrier (`mapa`), the cluster barrier
-//! pair, `clusterlaunchcontrol.*`, and `bar.warp.sync`.
+//! Every construct is an NVVM op of MLIR 22: `nvvm.mbarrier.*`, `nvvm.barrier` (named,
+//! with a thread count), `nvvm.bar.warp.sync`, `nvvm.cluster.arrive` / `nvvm.cluster.wait`,
+//! `nvvm.mapa` with a cluster-scope `nvvm.mbarrier.arrive`, `nvvm.cp.async.bulk.commit.group`
+//! / `nvvm.cp.async.bulk.wait_group` (in a block only the elected thread runs: the ops take
+//! no predicate), `nvvm.clusterlaunchcontrol.try.cancel`. The one inline-asm statement is
+//! the try_cancel query ([`Gemm::lower_clc_query`] says why).
 
 use super::{err, Gemm, Lv, R};
 use crate::nvvm::writer::{ICmp, V};
@@ -43,13 +44,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         if self.cluster_size > 1 {
             // Peers arrive on this CTA's barriers and multicast into its shared memory: the
             // whole cluster sees every barrier initialised before anyone goes on.
-            self.w.inline_asm(
-                "barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;",
-                "",
-                &[],
-                None,
-                true,
-            );
+            self.cluster_barrier(true);
         }
         let pt = self.i32(self.producer_threads);
         let is_p = self.w.icmp(ICmp::Ult, tid, pt);
@@ -99,6 +94,18 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         Ok(())
     }
 
+    /// `barrier.cluster.arrive` (release) then `barrier.cluster.wait` (acquire), `.aligned`
+    /// when every thread of each warp runs it.
+    pub(super) fn cluster_barrier(&mut self, aligned: bool) {
+        let a: Vec<(&str, melior::ir::Attribute)> = if aligned {
+            vec![("aligned", melior::ir::Attribute::unit(self.w.ctx))]
+        } else {
+            vec![]
+        };
+        self.w.op("nvvm.cluster.arrive", &[], &[], &a);
+        self.w.op("nvvm.cluster.wait", &[], &[], &a);
+    }
+
     /// `nvvm.setmaxregister {action} {count}` (sm_90a, sm_100a).
     fn setmaxregister(&mut self, action: &str, count: i64) {
         let a = self.w.attr(&format!("#nvvm<action {action}>"));
@@ -137,7 +144,8 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
     /// arrive on CTA r's barrier.
     pub(super) fn lower_arrive(&mut self, op: &Operation) -> R<()> {
         if self.cwg.is_some() && self.prev != Some(OpKind::WaitGroup) {
-            self.w.inline_asm("bar.warp.sync -1;", "", &[], None, true);
+            let all = self.i32(-1);
+            self.w.op("nvvm.bar.warp.sync", &[all.v], &[], &[]);
         }
         let a = self.bar_addr(op, op.operands[0], op.operands[1])?;
         let z = self.i32(0);
@@ -151,16 +159,14 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 self.w.op("nvvm.mbarrier.arrive", &[a], &[], &[]);
             }
             Some(cta) => {
-                let a32 = self.ptr_i32(a);
+                // CTA `cta`'s barrier at the same offset, arrived on with release semantics
+                // at cluster scope.
                 let r = self.i32(cta);
-                self.w.inline_asm(
-                    "{ .reg .b32 remote; mapa.shared::cluster.u32 remote, $0, $1; \
-                     mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote]; }",
-                    "r,r",
-                    &[a32.v, r.v],
-                    None,
-                    true,
-                );
+                let p7 = self.w.ptr_ty(7);
+                let remote = self.w.op1("nvvm.mapa", &[a, r.v], p7, &[]);
+                let scope = self.w.attr("#nvvm.mem_scope<cluster>");
+                self.w
+                    .op("nvvm.mbarrier.arrive", &[remote], &[], &[("scope", scope)]);
             }
         }
         self.w.br(&cont, &[]);
@@ -168,8 +174,8 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         Ok(())
     }
 
-    /// Shared-memory address (i32) of slot `operands[last]` of the response ring
-    /// `operands[0]` (16 bytes per slot).
+    /// Shared-memory address of slot `operands[last]` of the response ring `operands[0]`
+    /// (16 bytes per slot).
     fn clc_slot_addr(&mut self, op: &Operation) -> R<V<'c, 'm>> {
         let ring = self.ring(op, op.operands[0], "the try_cancel response")?;
         if ring.stage_bytes != 16 || ring.offset % 16 != 0 {
@@ -193,28 +199,25 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
 
     pub(super) fn lower_try_cancel(&mut self, op: &Operation) -> R<()> {
         let slot = self.clc_slot_addr(op)?;
+        let p3 = self.w.ptr_ty(3);
+        let slot = self.w.cast("llvm.inttoptr", slot.v, p3);
         let b = self.bar_addr(op, op.operands[1], op.operands[2])?;
-        let b32 = self.ptr_i32(b);
-        let mc = if op.attr("multicast").and_then(TileAttr::as_bool) == Some(true) {
-            ".multicast::cluster::all"
-        } else {
-            ""
-        };
-        self.w.inline_asm(
-            &format!(
-                "clusterlaunchcontrol.try_cancel.async.shared::cta.\
-                 mbarrier::complete_tx::bytes{mc}.b128 [$0], [$1];"
-            ),
-            "r,r",
-            &[slot.v, b32.v],
-            None,
-            true,
-        );
+        let mc: Vec<(&str, melior::ir::Attribute)> =
+            if op.attr("multicast").and_then(TileAttr::as_bool) == Some(true) {
+                vec![("multicast", melior::ir::Attribute::unit(self.w.ctx))]
+            } else {
+                vec![]
+            };
+        self.w
+            .op("nvvm.clusterlaunchcontrol.try.cancel", &[slot, b], &[], &mc);
         Ok(())
     }
 
     /// One `ld.shared.b128` of the slot, `query_cancel.is_canceled`, then `@p
-    /// get_first_ctaid` (ids 0 when not canceled).
+    /// get_first_ctaid` (ids 0 when not canceled). Inline asm on purpose: the response
+    /// lives in a `.b128` register scoped to the statement. Written as `llvm.load` of i128
+    /// and four `nvvm.clusterlaunchcontrol.query.cancel` ops, it stays in two 64-bit
+    /// registers across the queries, and the sm_100 split-K kernel spilled 4 bytes more.
     pub(super) fn lower_clc_query(&mut self, op: &Operation) -> R<()> {
         let bits = op.int_attr("load_bits").unwrap_or(128);
         if bits != 128 {
@@ -260,36 +263,39 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         Ok(())
     }
 
-    /// `@p cp.async.bulk.commit_group` on the consumer warpgroup's elected thread.
-    pub(super) fn lower_bulk_commit(&mut self) {
+    /// Runs `body` in a block that only the consumer warpgroup's elected thread enters.
+    fn on_elected(&mut self, body: impl FnOnce(&mut Self)) {
         let p = self.elected();
-        self.w.inline_asm(
-            "{ .reg .pred p; setp.ne.u32 p, $0, 0; @p cp.async.bulk.commit_group; }",
-            "r",
-            &[p.v],
-            None,
-            true,
-        );
+        let z = self.i32(0);
+        let go = self.w.icmp(ICmp::Ne, p, z);
+        let then = self.w.block(&[]);
+        let cont = self.w.block(&[]);
+        self.w.cond_br(go, &then, &[], &cont, &[]);
+        self.w.place(then);
+        body(self);
+        self.w.br(&cont, &[]);
+        self.w.place(cont);
     }
 
-    /// `@p cp.async.bulk.wait_group[.read] N` on the consumer warpgroup's elected thread.
+    /// `cp.async.bulk.commit_group` on the consumer warpgroup's elected thread.
+    pub(super) fn lower_bulk_commit(&mut self) {
+        self.on_elected(|g| {
+            g.w.op("nvvm.cp.async.bulk.commit.group", &[], &[], &[]);
+        });
+    }
+
+    /// `cp.async.bulk.wait_group[.read] N` on the consumer warpgroup's elected thread.
     pub(super) fn lower_bulk_wait(&mut self, op: &Operation) {
-        let p = self.elected();
         let n = op.int_attr("pending").unwrap_or(0);
-        let read = if op.attr("read").and_then(TileAttr::as_bool) == Some(true) {
-            ".read"
-        } else {
-            ""
-        };
-        self.w.inline_asm(
-            &format!(
-                "{{ .reg .pred p; setp.ne.u32 p, $0, 0; @p cp.async.bulk.wait_group{read} {n}; }}"
-            ),
-            "r",
-            &[p.v],
-            None,
-            true,
-        );
+        let read = op.attr("read").and_then(TileAttr::as_bool) == Some(true);
+        self.on_elected(|g| {
+            let i32t = g.w.ty(ScalarType::I32);
+            let mut attrs = vec![("group", IntegerAttribute::new(i32t, n).into())];
+            if read {
+                attrs.push(("read", melior::ir::Attribute::unit(g.w.ctx)));
+            }
+            g.w.op("nvvm.cp.async.bulk.wait_group", &[], &[], &attrs);
+        });
     }
 
     /// `bar.sync id, threads`; in the consumer region a one-warpgroup barrier is per
@@ -313,12 +319,13 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             }
             _ => self.i32(id),
         };
-        self.w.inline_asm(
-            &format!("bar.sync $0, {threads};"),
-            "r",
-            &[idv.v],
-            None,
-            true,
+        let n = self.i32(threads);
+        let segments = melior::ir::attribute::DenseI32ArrayAttribute::new(self.w.ctx, &[1, 1, 0]);
+        self.w.op(
+            "nvvm.barrier",
+            &[idv.v, n.v],
+            &[],
+            &[("operandSegmentSizes", segments.into())],
         );
         Ok(())
     }

@@ -1,9 +1,8 @@
 //! The tensor memory accelerator: `tile.tma_load` (`nvvm.cp.async.bulk.tensor.shared.
 //! cluster.global`, one per 64-element-wide box), and the TMA-store epilogue:
-//! `tile.smem_store` (`stmatrix` into a 128-byte-swizzled staging slot) and
-//! `tile.tma_store` (`cp.async.bulk.tensor.2d.global.shared::cta.bulk_group`, predicated on
-//! the warpgroup's elected thread: inline asm, since the NVVM op has no predicate operand
-//! that takes a register).
+//! `tile.smem_store` (`nvvm.stmatrix` into a 128-byte-swizzled staging slot) and
+//! `tile.tma_store` (`nvvm.cp.async.bulk.tensor.global.shared.cta`, predicated on the
+//! warpgroup's elected thread).
 
 use super::epilogue::EvalMemo;
 use super::{err, Gemm, Lv, R};
@@ -198,6 +197,14 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let u2 = self.w.undef(v2);
         let i0 = self.i32(0);
         let i32t = self.w.ty(ScalarType::I32);
+        let stmatrix = [
+            ("eltType", self.w.attr("#nvvm.ld_st_matrix_elt_type<b16>")),
+            ("layout", self.w.attr("#nvvm.mma_layout<row>")),
+            (
+                "shape",
+                self.w.attr("#nvvm.ld_st_matrix_shape<m = 8, n = 8>"),
+            ),
+        ];
         let mut memo = EvalMemo {
             reg: HashMap::new(),
             loads: Some(HashMap::new()),
@@ -223,13 +230,9 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 let vec = self.w.insert_element(vec, x1.v, one);
                 regs.push(self.w.cast("llvm.bitcast", vec, i32t));
             }
-            self.w.inline_asm(
-                "stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0], {$1, $2, $3, $4};",
-                "r,r,r,r,r",
-                &regs,
-                None,
-                true,
-            );
+            let p3 = self.w.ptr_ty(3);
+            regs[0] = self.w.cast("llvm.inttoptr", regs[0], p3);
+            self.w.op("nvvm.stmatrix", &regs, &[], &stmatrix);
         }
         Ok(())
     }
@@ -266,16 +269,17 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let rc = self.i32(rows);
         let ro = self.bin("mul", cwg, rc);
         let r = self.bin("add", row32, ro);
-        let i64t = self.w.ty(ScalarType::I64);
-        let tmi = self.w.cast("llvm.ptrtoint", tm, i64t);
         let p = self.elected();
-        self.w.inline_asm(
-            "{ .reg .pred p; setp.ne.u32 p, $0, 0; @p cp.async.bulk.tensor.2d.global.\
-             shared::cta.bulk_group [$1, {$2, $3}], [$4]; }",
-            "r,l,r,r,r",
-            &[p.v, tmi, col32.v, r.v, src.v],
-            None,
-            true,
+        let z = self.i32(0);
+        let go = self.w.icmp(crate::nvvm::writer::ICmp::Ne, p, z);
+        let src = self.w.cast("llvm.inttoptr", src.v, self.w.ptr_ty(3));
+        let segments = DenseI32ArrayAttribute::new(self.w.ctx, &[1, 1, 2, 0, 1]).into();
+        let mode = self.w.attr("#nvvm.tma_store_mode<tile>");
+        self.w.op(
+            "nvvm.cp.async.bulk.tensor.global.shared.cta",
+            &[tm, src, col32.v, r.v, go.v],
+            &[],
+            &[("operandSegmentSizes", segments), ("mode", mode)],
         );
         Ok(())
     }
