@@ -407,6 +407,10 @@ def run_case(k, M, N, K, args, case_idx):
         ref = ref + tensors["bias"].float()
     if args.epilogue == "relu":
         ref = torch.relu(ref)
+    elif args.epilogue == "tanh":
+        ref = torch.tanh(ref)
+    elif args.epilogue == "exp":
+        ref = torch.exp(ref)
     out = C.float()
     all_written = not bool(torch.isnan(out).any())
     guard_ok = bool((cbuf[M * cpitch:].view(ibits) == -1).all())
@@ -458,7 +462,7 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tol", type=float, default=1e-2)
     ap.add_argument("--launch-ex", action="store_true", help="use cuLaunchKernelEx even without clusters")
-    ap.add_argument("--epilogue", choices=["none", "relu"], default="none",
+    ap.add_argument("--epilogue", choices=["none", "relu", "tanh", "exp"], default="none",
                     help="the kernel's activation after (scale *) A@B (+ bias when the manifest has a 'bias' tensor)")
     ap.add_argument("--scale", type=float, default=1.0, help="the kernel's scale of A@B in the reference")
     ap.add_argument("--split", type=int, default=0,
