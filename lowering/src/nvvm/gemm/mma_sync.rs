@@ -57,14 +57,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             return err(op, "'tile.mma' outside the consumer region");
         };
         let parts = mma_parts(op)?;
-        let st = self.scalar(op, parts.stage_a)?;
-        let st32 = self.trunc32(st);
-        let stb = if parts.stage_b == parts.stage_a {
-            st32
-        } else {
-            let s = self.scalar(op, parts.stage_b)?;
-            self.trunc32(s)
-        };
+        let (st32, stb) = self.stages32(op, &parts)?;
         // Per-lane ldmatrix addressing: lane gives the row address of 8x8 matrix lane/8:
         // row = lane mod 16, 16-byte chunk = lane / 16 (+ 2 per k16 step), swizzled chunk =
         // chunk xor (row mod 8) = chunk xor (lane mod 8).

@@ -7,6 +7,7 @@
 //! schedule a use of the accumulator above the wait.
 
 use super::{err, AccInfo, Gemm, Lv, R};
+use crate::nvvm::writer::V;
 use melior::ir::Value;
 use tilec_dialect::{Attribute as TileAttr, Diagnostic, Operation, ScalarType};
 
@@ -21,6 +22,23 @@ pub(super) fn mma_parts(op: &Operation) -> R<tilec_dialect::ops::MmaOperands> {
 }
 
 impl<'c, 'm> Gemm<'c, 'm, '_> {
+    /// The stages an MMA reads A and B at, as i32 (the same value when it names one).
+    pub(super) fn stages32(
+        &mut self,
+        op: &Operation,
+        parts: &tilec_dialect::ops::MmaOperands,
+    ) -> R<(V<'c, 'm>, V<'c, 'm>)> {
+        let st = self.scalar(op, parts.stage_a)?;
+        let st32 = self.trunc32(st);
+        let stb = if parts.stage_b == parts.stage_a {
+            st32
+        } else {
+            let s = self.scalar(op, parts.stage_b)?;
+            self.trunc32(s)
+        };
+        Ok((st32, stb))
+    }
+
     /// Records the kernel's accumulator shape at its first MMA; later MMAs must match.
     pub(super) fn set_acc(&mut self, op: &Operation, regs: usize) -> R<()> {
         match &self.acc {
@@ -59,14 +77,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         })?;
         // Descriptors: layout (1 = 128B swizzle) << 62 | (SBO >> 4) << 32 | (LBO >> 4) << 16
         // | addr >> 4.
-        let st = self.scalar(op, parts.stage_a)?;
-        let st32 = self.trunc32(st);
-        let stb = if parts.stage_b == parts.stage_a {
-            st32
-        } else {
-            let s = self.scalar(op, parts.stage_b)?;
-            self.trunc32(s)
-        };
+        let (st32, stb) = self.stages32(op, &parts)?;
         let wg_rows = self.i32(64 * 128);
         let a_wg = self.bin("mul", cwg, wg_rows);
         let a_sbc = self.i32(a.stage_bytes as i64);
