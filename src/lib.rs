@@ -28,9 +28,7 @@ pub use tilec_passes as passes;
 
 use std::time::{Duration, Instant};
 use tilec_dialect::{parse, verify, Diagnostics, Module, Target, VerifiedModule};
-use tilec_lowering::{
-    convert_tile_to_nvvm, mlir_to_llvm_ir, mlir_to_ptx_timed, Manifest, TargetSpec,
-};
+use tilec_lowering::{convert_tile_to_nvvm, Manifest, TargetSpec};
 use tilec_passes::PassManager;
 
 /// What to compile.
@@ -363,10 +361,10 @@ pub fn compile(input: Input<'_>, opts: &Options) -> Result<Kernel, Error> {
     let mut mlir_timings = vec![];
     let (text, ptx) = match opts.emit {
         Emit::Tile => (tilec_dialect::print_module(vm.module()), String::new()),
-        Emit::Mlir => (k.mlir.clone(), String::new()),
-        Emit::Llvm => (mlir_to_llvm_ir(&k.mlir, &spec)?, String::new()),
+        Emit::Mlir => (k.mlir(), String::new()),
+        Emit::Llvm => (k.to_llvm_ir(&spec)?, String::new()),
         Emit::Ptx => {
-            let (p, steps) = mlir_to_ptx_timed(&k.mlir, &spec)?;
+            let (p, steps) = k.to_ptx(&spec)?;
             mlir_timings = steps;
             (p.clone(), p)
         }

@@ -37,7 +37,7 @@ use libtest_mimic::{Arguments, Failed, Trial};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use tilec::dialect::{parse, print_module, verify, Diagnostics, Target, VerifiedModule};
-use tilec::lowering::{convert_tile_to_nvvm, mlir_to_ptx, TargetSpec};
+use tilec::lowering::{convert_tile_to_nvvm, TargetSpec};
 use tilec::passes::{PassManager, Stage};
 use tilec::Options;
 
@@ -389,7 +389,7 @@ fn produce(
     for k in kernels {
         let name = k.manifest.kernel.clone();
         if want("mlir") {
-            section(&mut out, &format!("MLIR @{name}"), &k.mlir);
+            section(&mut out, &format!("MLIR @{name}"), &k.mlir());
         }
         if want("manifest") {
             section(
@@ -403,8 +403,8 @@ fn produce(
         }
         let mut ts = TargetSpec::new(target.name(), k.ptx_version);
         ts.opt_level = opts.opt_level.min(3);
-        match mlir_to_ptx(&k.mlir, &ts) {
-            Ok(ptx) => {
+        match k.to_ptx(&ts) {
+            Ok((ptx, _)) => {
                 if want("ptx") {
                     section(&mut out, &format!("PTX @{name}"), &ptx);
                 }

@@ -58,10 +58,7 @@ use melior::{
         Operation, OperationRef,
     },
     pass::PassManager,
-    utility::{
-        parse_pass_pipeline, register_all_dialects, register_all_llvm_translations,
-        register_all_passes,
-    },
+    utility::parse_pass_pipeline,
     Context, StringRef,
 };
 use std::{
@@ -398,14 +395,19 @@ pub fn mlir_to_ptx_timed(
     module_text: &str,
     target: &TargetSpec,
 ) -> Result<(String, StageTimings), MlirError> {
-    let (object, timings) = compile(module_text, target, ObjectFormat::Isa)?;
+    let (object, timings) = compile(Source::Text(module_text), target, ObjectFormat::Isa)?;
+    Ok((ptx_text(object)?, timings))
+}
+
+/// The PTX text of a `#gpu.object` of format `isa`.
+fn ptx_text(object: Vec<u8>) -> Result<String, MlirError> {
     let mut ptx = String::from_utf8(object)
         .map_err(|e| MlirError::Object(format!("the PTX is not UTF-8: {e}")))?;
     // The NVPTX serializer may keep the C string's terminator.
     while ptx.ends_with('\0') {
         ptx.pop();
     }
-    Ok((ptx, timings))
+    Ok(ptx)
 }
 
 /// Same input as [`mlir_to_ptx`]; returns the LLVM IR text of the `gpu.module` for
@@ -414,7 +416,7 @@ pub fn mlir_to_ptx_timed(
 /// and LLVM's optimisation pipeline at `target.opt_level` (it is produced by
 /// `gpu-module-to-binary{format=llvm}` and printed with LLVM's IR printer).
 pub fn mlir_to_llvm_ir(module_text: &str, target: &TargetSpec) -> Result<String, MlirError> {
-    let (bitcode, _) = compile(module_text, target, ObjectFormat::Llvm)?;
+    let (bitcode, _) = compile(Source::Text(module_text), target, ObjectFormat::Llvm)?;
     bitcode_to_text(&bitcode, "gpu.module")
 }
 
@@ -426,14 +428,29 @@ struct Global {
 // SAFETY: the registry is only touched while the mutex around `Global` is held.
 unsafe impl Send for Global {}
 
-/// Registers everything once, and returns the lock every compile runs under.
+extern "C" {
+    /// `lowering/cpp/register.cpp`: inserts the `llvm`, `nvvm` and `gpu` dialects, the
+    /// `#nvvm.target` serialization model and the builtin/llvm/nvvm/gpu translations to
+    /// LLVM IR into the registry.
+    fn tilecRegisterDialects(registry: mlir_sys::MlirDialectRegistry);
+}
+
+/// Registers the four passes of the pipeline and the dialects once, and returns the lock
+/// every compile runs under. Only what the pipeline uses is registered, so that the static
+/// link keeps only that part of MLIR (MLIR's C API `mlirRegisterAll*` would link all of it).
 fn global() -> &'static Mutex<Global> {
     static GLOBAL: OnceLock<Mutex<Global>> = OnceLock::new();
     GLOBAL.get_or_init(|| {
-        // melior guards this with its own `Once` too; passes must be registered only once.
-        register_all_passes();
         let registry = DialectRegistry::new();
-        register_all_dialects(&registry);
+        // SAFETY: called once per process (the `OnceLock`): passes must be registered once;
+        // the registry is live.
+        unsafe {
+            mlir_sys::mlirRegisterConversionConvertNVVMToLLVMPass();
+            mlir_sys::mlirRegisterConversionReconcileUnrealizedCastsPass();
+            mlir_sys::mlirRegisterGPUGpuNVVMAttachTarget();
+            mlir_sys::mlirRegisterGPUGpuModuleToBinaryPass();
+            tilecRegisterDialects(registry.to_raw());
+        }
         Mutex::new(Global { registry })
     })
 }
@@ -516,10 +533,38 @@ pub(crate) fn with_builder_context<T>(build: impl FnOnce(&Context) -> T) -> T {
     build(&context)
 }
 
+/// Builds a kernel's module in the driver's context (see [`built_to_ptx`]).
+pub(crate) type Build<'a> =
+    &'a dyn for<'c> Fn(&'c Context) -> Result<Module<'c>, tilec_dialect::Diagnostic>;
+
+/// What the pipeline starts from: MLIR text to parse, or a module built in its context.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    Text(&'a str),
+    Built(Build<'a>),
+}
+
+/// [`mlir_to_ptx_timed`] for a module built by `build` in the driver's own context: no MLIR
+/// text is printed or parsed. The module goes through the same input checks
+/// (`check_input`: `gpu.container_module`, one `gpu.module`, the verifier) and pipeline.
+pub(crate) fn built_to_ptx(
+    build: Build<'_>,
+    target: &TargetSpec,
+) -> Result<(String, StageTimings), MlirError> {
+    let (object, timings) = compile(Source::Built(build), target, ObjectFormat::Isa)?;
+    Ok((ptx_text(object)?, timings))
+}
+
+/// [`mlir_to_llvm_ir`] for a module built by `build` in the driver's own context.
+pub(crate) fn built_to_llvm_ir(build: Build<'_>, target: &TargetSpec) -> Result<String, MlirError> {
+    let (bitcode, _) = compile(Source::Built(build), target, ObjectFormat::Llvm)?;
+    bitcode_to_text(&bitcode, "gpu.module")
+}
+
 /// Runs the whole pipeline and returns the bytes of the `#gpu.object` and the time taken
 /// by each step.
 fn compile(
-    module_text: &str,
+    source: Source<'_>,
     target: &TargetSpec,
     format: ObjectFormat,
 ) -> Result<(Vec<u8>, StageTimings), MlirError> {
@@ -540,7 +585,6 @@ fn compile(
     // Single-threaded: one gpu.module gains nothing from MLIR's thread pool, and the
     // diagnostic handler below (an `Rc`) must only ever run on this thread.
     let context = Context::new_with_registry(&global.registry, false);
-    register_all_llvm_translations(&context);
     let sink: Sink = Rc::default();
     {
         let sink = sink.clone();
@@ -552,9 +596,32 @@ fn compile(
 
     lap("setup");
 
-    let mut module = parse(&context, module_text, &sink)?;
-    check_input(&module, &sink)?;
-    lap("parse+verify");
+    let mut module = match source {
+        Source::Text(text) => {
+            let module = parse(&context, text, &sink)?;
+            check_input(&module, &sink)?;
+            lap("parse+verify");
+            module
+        }
+        Source::Built(build) => {
+            for d in ["llvm", "nvvm", "gpu"] {
+                context.get_or_load_dialect(d);
+            }
+            let module = build(&context).map_err(|d| MlirError::Verify {
+                diagnostics: vec![Diagnostic {
+                    severity: Severity::Error,
+                    message: format!(
+                        "internal error: the kernel's module did not build: {}",
+                        d.message
+                    ),
+                    location: d.loc.to_string(),
+                }],
+            })?;
+            check_input(&module, &sink)?;
+            lap("build+verify");
+            module
+        }
+    };
 
     let stages = [
         ("convert-nvvm-to-llvm", String::new()),

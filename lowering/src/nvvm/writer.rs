@@ -425,6 +425,65 @@ impl<'c, 'm> Writer<'c, 'm> {
         self.op1("llvm.extractvalue", &[agg], ty, &[("position", pos)])
     }
 
+    /// Every field of the struct `agg` (`n` fields of type `ty`), extracted in the block
+    /// that defines `agg`: right after its defining op, or at the start of the block whose
+    /// argument it is, whatever block the writer is in.
+    ///
+    /// An aggregate used in another block lives in one virtual register per field, and
+    /// LLVM's instruction selection copies all of them for each `extractvalue` there
+    /// (`SelectionDAGBuilder::getCopyFromRegs`): n fields read in a block would cost n²
+    /// copies. Extracted where they are defined, the fields cross blocks one register each.
+    pub fn unpack(&mut self, agg: Value<'c, 'm>, n: usize, ty: Type<'c>) -> Vec<Value<'c, 'm>> {
+        use melior::ir::{block::BlockArgument, operation::OperationResult};
+        let (block, mut after): (BlockRef<'c, 'm>, Option<melior::ir::OperationRef<'c, 'm>>) =
+            if let Ok(r) = OperationResult::try_from(agg) {
+                let owner = r.owner();
+                match owner.block() {
+                    Some(b) => (b, Some(owner)),
+                    None => return (0..n).map(|i| self.extract(agg, i, ty)).collect(),
+                }
+            } else if let Ok(a) = BlockArgument::try_from(agg) {
+                // SAFETY: the argument's block belongs to the function being written, which
+                // lives as long as the module ('m).
+                let b =
+                    unsafe { BlockRef::from_raw(mlir_sys::mlirBlockArgumentGetOwner(a.to_raw())) };
+                (b, None)
+            } else {
+                return (0..n).map(|i| self.extract(agg, i, ty)).collect();
+            };
+        let position = Identifier::new(self.ctx, "position");
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            let pos = DenseI64ArrayAttribute::new(self.ctx, &[i as i64]).into();
+            let op = match OperationBuilder::new("llvm.extractvalue", self.loc)
+                .add_operands(&[agg])
+                .add_results(&[ty])
+                .add_attributes(&[(position, pos)])
+                .build()
+            {
+                Ok(op) => op,
+                Err(e) => {
+                    self.error
+                        .get_or_insert_with(|| format!("llvm.extractvalue: {e}"));
+                    out.push(self.poison(ty));
+                    continue;
+                }
+            };
+            let placed = match after {
+                Some(a) => block.insert_operation_after(a, op),
+                None => block.insert_operation(0, op),
+            };
+            after = Some(placed);
+            out.push(
+                placed
+                    .result(0)
+                    .expect("extractvalue has one result")
+                    .into(),
+            );
+        }
+        out
+    }
+
     /// `llvm.insertvalue x, agg[i]`.
     pub fn insert(&mut self, agg: Value<'c, 'm>, x: Value<'c, 'm>, i: usize) -> Value<'c, 'm> {
         let pos = DenseI64ArrayAttribute::new(self.ctx, &[i as i64]).into();

@@ -24,8 +24,9 @@ use tilec_dialect::{
 /// An epilogue value, evaluated per register where it is stored.
 #[derive(Debug)]
 pub(crate) enum Lazy<'c, 'm> {
-    /// Register v of a wgmma/mma.sync accumulator struct.
-    Acc(Value<'c, 'm>),
+    /// The registers of a wgmma/mma.sync accumulator, extracted from its struct where the
+    /// struct is defined ([`Writer::unpack`](super::super::writer::Writer::unpack)).
+    Acc(Rc<Vec<Value<'c, 'm>>>),
     /// A scalar SSA value (the same in every register) and its element type.
     Scalar(V<'c, 'm>, ScalarType),
     /// A tile loaded from a pointer tensor at (r0, c0); size-1 dimensions broadcast.
@@ -168,7 +169,18 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
     pub(super) fn lazy_of(&mut self, op: &Operation, v: TileValue) -> R<Rc<Lazy<'c, 'm>>> {
         match self.vals.get(&v) {
             Some(Lv::Lazy(l)) => Ok(l.clone()),
-            Some(Lv::Acc(a)) => Ok(Rc::new(Lazy::Acc(*a))),
+            Some(Lv::Acc(a)) => {
+                let a = *a;
+                let key = melior::ir::ValueLike::to_raw(&a).ptr as usize;
+                if let Some(regs) = self.unpacked.get(&key) {
+                    return Ok(Rc::new(Lazy::Acc(regs.clone())));
+                }
+                let n = self.acc.as_ref().map_or(0, |acc| acc.regs);
+                let f32t = self.w.ty(ScalarType::F32);
+                let regs = Rc::new(self.w.unpack(a, n, f32t));
+                self.unpacked.insert(key, regs.clone());
+                Ok(Rc::new(Lazy::Acc(regs)))
+            }
             // A `tile.zeros` used by the epilogue: 0.0 in every register, in the tile's type.
             Some(Lv::Zeros) => {
                 let elem = m_elem(self.m.ty(v));
@@ -208,13 +220,10 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             return *x;
         }
         let r = match &**node {
-            Lazy::Acc(a) => {
-                let f32t = self.w.ty(ScalarType::F32);
-                V {
-                    v: self.w.extract(*a, v, f32t),
-                    t: ScalarType::F32,
-                }
-            }
+            Lazy::Acc(regs) => V {
+                v: regs[v],
+                t: ScalarType::F32,
+            },
             Lazy::Scalar(s, t) => V { v: s.v, t: *t },
             Lazy::Load {
                 t,

@@ -29,7 +29,6 @@ mod wgmma;
 
 use super::plain::err;
 use super::writer::{ICmp, Writer, V};
-use super::LoweredKernel;
 use crate::manifest::{Manifest, Param};
 use epilogue::Lazy;
 use melior::{
@@ -106,6 +105,9 @@ pub(super) struct Gemm<'c, 'm, 'k> {
     pub m: &'k TileModule,
     pub target: Target,
     pub vals: HashMap<TileValue, Lv<'c, 'm>>,
+    /// Accumulator structs the epilogue has unpacked (by the struct value's address), and
+    /// their registers.
+    pub unpacked: HashMap<usize, Rc<Vec<Value<'c, 'm>>>>,
     pub tid: V<'c, 'm>,
     /// `@dynamic_smem` as a pointer and as its 32-bit shared-window address.
     pub smem: Value<'c, 'm>,
@@ -623,18 +625,29 @@ fn params_of(m: &TileModule, k: &Operation, a: &Analysis) -> R<Vec<Param>> {
     Ok(params)
 }
 
-/// Lowers kernel `k` (made by `tile-to-gpu`) to an MLIR module and its manifest.
+/// What the module and the manifest are made from: the kernel's launch shape, the
+/// analysis, its parameters and PTX ISA version.
+struct Setup<'k> {
+    shape: KernelShape,
+    analysis: Analysis<'k>,
+    params: Vec<Param>,
+    atomics: bool,
+    ptx_version: (u32, u32),
+}
+
+/// Reads the launch attributes, analyses `k` and lays out its parameters.
 ///
 /// # Errors
 /// A located diagnostic for what the lowering cannot take, and for kernels whose
 /// parameters overflow the PTX parameter space.
-pub(super) fn lower_kernel(m: &TileModule, k: &Operation) -> R<LoweredKernel> {
+fn setup<'k>(m: &TileModule, k: &'k Operation) -> R<Setup<'k>> {
     let name = k.symbol.clone().unwrap_or_default();
     let Some(target) = k.str_attr("target").and_then(Target::from_name) else {
         return err(
             k,
             format!(
-                "kernel '@{name}' has no 'target': run 'tile-to-gpu' before 'convert-tile-to-nvvm'"
+                "kernel '@{name}' has no 'target': run 'tile-to-gpu' (a kernel with a \
+                 'tile.dot') or 'tile-assign-layouts' (any other) before 'convert-tile-to-nvvm'"
             ),
         );
     };
@@ -681,13 +694,51 @@ pub(super) fn lower_kernel(m: &TileModule, k: &Operation) -> R<LoweredKernel> {
         );
     }
     let shape = KernelShape {
-        name: &name,
+        name,
         target,
         block: [block[0], block[1], block[2]],
         cluster: [cluster[0], cluster[1], cluster[2]],
     };
-    let (text, smem_end) =
-        crate::mlir_driver::with_builder_context(|ctx| build_module(ctx, m, k, &shape, &analysis))?;
+    Ok(Setup {
+        shape,
+        analysis,
+        params,
+        atomics,
+        ptx_version,
+    })
+}
+
+/// Builds the MLIR module of kernel `k` (made by `tile-to-gpu`) in `ctx`; also returns the
+/// end of the shared memory it lays out, in bytes.
+///
+/// # Errors
+/// As [`lower_kernel`].
+pub(super) fn build<'c>(ctx: &'c Context, m: &TileModule, k: &Operation) -> R<(Module<'c>, u64)> {
+    let s = setup(m, k)?;
+    build_module(ctx, m, k, &s.shape, &s.analysis)
+}
+
+/// Lowers kernel `k` (made by `tile-to-gpu`): builds its MLIR module once, to report what
+/// the lowering cannot take, and describes its launch.
+///
+/// # Errors
+/// A located diagnostic for what the lowering cannot take, and for kernels whose
+/// parameters overflow the PTX parameter space.
+pub(super) fn lower_kernel(m: &TileModule, k: &Operation) -> R<(Manifest, (u32, u32))> {
+    let Setup {
+        shape,
+        analysis,
+        params,
+        atomics,
+        ptx_version,
+    } = setup(m, k)?;
+    let name = shape.name.clone();
+    let target = shape.target;
+    let block = shape.block;
+    let cluster = shape.cluster;
+    let smem_end = crate::mlir_driver::with_builder_context(|ctx| {
+        build_module(ctx, m, k, &shape, &analysis).map(|(_, end)| end)
+    })?;
 
     let grid = k.attr("grid").and_then(TileAttr::as_array).unwrap_or(&[]);
     let (dims, texts) = super::grid_of(k);
@@ -748,17 +799,12 @@ pub(super) fn lower_kernel(m: &TileModule, k: &Operation) -> R<LoweredKernel> {
         }));
     }
     manifest.cluster = [cluster[0] as u32, cluster[1] as u32, cluster[2] as u32];
-    Ok(LoweredKernel {
-        mlir: text,
-        manifest,
-        target,
-        ptx_version: (maj, min),
-    })
+    Ok((manifest, (maj, min)))
 }
 
 /// What the module's function attributes need.
-struct KernelShape<'a> {
-    name: &'a str,
+struct KernelShape {
+    name: String,
     target: Target,
     block: [i64; 3],
     cluster: [i64; 3],
@@ -769,14 +815,14 @@ fn internal(k: &Operation, e: impl std::fmt::Display) -> Diagnostic {
 }
 
 /// Builds the module (`gpu.container_module` → `gpu.module` → `@dynamic_smem` + the
-/// `llvm.func`) and prints it; also returns the end of the shared memory it lays out.
-fn build_module(
-    ctx: &Context,
+/// `llvm.func`); also returns the end of the shared memory it lays out.
+fn build_module<'c>(
+    ctx: &'c Context,
     m: &TileModule,
     k: &Operation,
     shape: &KernelShape,
     a: &Analysis,
-) -> R<(String, u64)> {
+) -> R<(Module<'c>, u64)> {
     let loc = Location::unknown(ctx);
     let mut module = Module::new(loc);
     module
@@ -785,7 +831,7 @@ fn build_module(
     let ident = |s: &str| Identifier::new(ctx, s);
     let i32t: Type = IntegerType::new(ctx, 32).into();
     let i64t: Type = IntegerType::new(ctx, 64).into();
-    let fname = super::sanitize(shape.name);
+    let fname = super::sanitize(&shape.name);
     let gpu_region = Region::new();
     gpu_region.append_block(Block::new(&[]));
     let gpu_module = OperationBuilder::new("gpu.module", loc)
@@ -993,6 +1039,7 @@ fn build_module(
         ring_swizzle: HashMap::new(),
         consumer_wgs: a.consumers as i64,
         loop_depth: 0,
+        unpacked: HashMap::new(),
     };
     g.lower_block(&body.ops)?;
     g.w.loc = loc;
@@ -1005,11 +1052,7 @@ fn build_module(
     }
     g.w.push(Ok(llvm::r#return(None, loc)));
     g.w.finish(&k.loc)?;
-    let text = format!(
-        "// Generated by tilec convert-tile-to-nvvm from kernel @{} for {}.\n{}",
-        shape.name,
-        shape.target,
-        module.as_operation()
-    );
-    Ok((text, g.smem_end))
+    let smem_end = g.smem_end;
+    drop(g);
+    Ok((module, smem_end))
 }
