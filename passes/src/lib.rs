@@ -11,7 +11,8 @@
 //! the wait placement and its checker agree a hazard is.
 //!
 //! Dependencies: `tilec-dialect` (the IR), `thiserror` (error types), `egg` (e-graphs, for
-//! `tile-simplify`). Dev: `proptest`.
+//! `tile-simplify`), `quanta` (egg's clock, replaced by a frozen mock while `tile-simplify`
+//! runs: the default one calibrates for 10 ms or more on its first reading). Dev: `proptest`.
 
 #![deny(missing_docs)]
 

@@ -37,6 +37,31 @@ pub struct Limits {
     pub time: Option<Duration>,
 }
 
+/// The reason a run stopped at [`Limits::time`] (`StopReason::Other`).
+const TIME_LIMIT: &str = "time limit";
+
+/// Runs the rules to saturation or a limit. The time limit is checked with `std::time` at
+/// the start of each iteration, as egg checks its own limits; egg's own clock is frozen
+/// (see [`super::simplify`]), so its time limit would never fire.
+fn run_egg(eg: EGraph, limits: &Limits, rules: &[Rewrite]) -> Runner<TileLang, TileAnalysis> {
+    let mut runner = Runner::<TileLang, TileAnalysis>::new(TileAnalysis)
+        .with_egraph(eg)
+        .with_node_limit(limits.nodes)
+        .with_iter_limit(limits.iterations)
+        .with_time_limit(Duration::MAX);
+    if let Some(limit) = limits.time {
+        let started = std::time::Instant::now();
+        runner = runner.with_hook(move |_| {
+            if started.elapsed() >= limit {
+                Err(TIME_LIMIT.to_string())
+            } else {
+                Ok(())
+            }
+        });
+    }
+    runner.run(rules)
+}
+
 fn is_float(t: &Type) -> bool {
     matches!(t, Type::Scalar(s) | Type::Tile { elem: s, .. } if s.is_float())
 }
@@ -261,12 +286,7 @@ pub fn simplify_block(
         }
     }
     // Run.
-    let runner = Runner::<TileLang, TileAnalysis>::new(TileAnalysis)
-        .with_egraph(eg)
-        .with_node_limit(limits.nodes)
-        .with_iter_limit(limits.iterations)
-        .with_time_limit(limits.time.unwrap_or(Duration::MAX))
-        .run(rules);
+    let runner = run_egg(eg, limits, rules);
     stats.regions += 1;
     stats.nodes += runner.egraph.total_number_of_nodes() as u64;
     stats.classes += runner.egraph.number_of_classes() as u64;
@@ -276,6 +296,7 @@ pub fn simplify_block(
         Some(StopReason::IterationLimit(_)) => stats.stop_iteration_limit += 1,
         Some(StopReason::NodeLimit(_)) => stats.stop_node_limit += 1,
         Some(StopReason::TimeLimit(_)) => stats.stop_time_limit += 1,
+        Some(StopReason::Other(r)) if r == TIME_LIMIT => stats.stop_time_limit += 1,
         Some(StopReason::Other(_)) => stats.stop_other += 1,
     }
     for it in &runner.iterations {
