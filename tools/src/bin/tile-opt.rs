@@ -5,7 +5,12 @@
 //!          [--split-input-file] [--verify-diagnostics] [--print-ir-after-all]
 //!          [--print-ir-before=PASS] [--print-ir-after=PASS] [--timing]
 //!          [--pass-statistics] [--verify-each=false] [--list-passes]
+//!          [--convert-tile-to-nvvm]
 //! ```
+//! `--convert-tile-to-nvvm` (or a pipeline ending in `convert-tile-to-nvvm`) runs the
+//! lowering after the passes and prints the MLIR module of each kernel (`gpu`, `nvvm` and
+//! `llvm` dialects) instead of tile IR; the input must then be GPU-level IR (after
+//! `tile-to-gpu` or `tile-assign-layouts`). It leaves tile IR, so it comes last.
 //! Exit codes: 0 success, 1 diagnostics (bad IR, failed pass, mismatched expectations),
 //! 2 usage.
 
@@ -16,7 +21,10 @@ use clap::{Arg, ArgAction, Command};
 use common::*;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tilec_dialect::{expected, parser, print_module, verify, Diagnostic, Diagnostics, Module};
+use tilec::lowering::convert_tile_to_nvvm;
+use tilec_dialect::{
+    expected, parser, print_module, verify, Diagnostic, Diagnostics, Module, VerifiedModule,
+};
 use tilec_passes::{describe_passes, registry, PassManager, PipelineElement, Stage};
 
 fn cli() -> Command {
@@ -96,6 +104,10 @@ fn cli() -> Command {
                 .default_value("true")
                 .help("Run the verifier after each pass"),
         )
+        .arg(Arg::new(LOWER).long(LOWER).action(ArgAction::SetTrue).help(
+            "Lower the GPU-level result to MLIR (gpu/nvvm/llvm dialects) and print \
+                     that instead of tile IR; the last step of any pipeline",
+        ))
         .arg(
             Arg::new("list-passes")
                 .long("list-passes")
@@ -117,8 +129,28 @@ fn cli() -> Command {
     cmd
 }
 
+/// The lowering, as a pass name: `--convert-tile-to-nvvm`, or last in `--pass-pipeline`.
+const LOWER: &str = "convert-tile-to-nvvm";
+
 fn main() {
     std::process::exit(run());
+}
+
+/// Splits a trailing `convert-tile-to-nvvm` off a textual pipeline: the tile passes before
+/// it, and whether it was there. Elsewhere in the pipeline it is a usage error.
+fn split_lowering(text: &str) -> Result<(String, bool), String> {
+    let parts: Vec<&str> = text.split(',').map(str::trim).collect();
+    match parts
+        .iter()
+        .position(|p| *p == LOWER || p.starts_with("convert-tile-to-nvvm{"))
+    {
+        None => Ok((text.to_string(), false)),
+        Some(i) if i + 1 == parts.len() && parts[i] == LOWER => Ok((parts[..i].join(","), true)),
+        Some(i) if i + 1 == parts.len() => Err(format!("'{LOWER}' takes no options")),
+        Some(_) => Err(format!(
+            "'{LOWER}' leaves tile IR, so it must be the last element of the pipeline"
+        )),
+    }
 }
 
 fn run() -> i32 {
@@ -154,7 +186,24 @@ fn run() -> i32 {
         }
     }
     elements.sort_by_key(|(i, _)| *i);
-    let pipeline_text = m.get_one::<String>("pass-pipeline");
+    let (pipeline_text, lower_in_text) = match m.get_one::<String>("pass-pipeline") {
+        Some(t) => match split_lowering(t) {
+            Ok((t, lower)) => (Some(t), lower),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return EXIT_USAGE;
+            }
+        },
+        None => (None, false),
+    };
+    let lower = lower_in_text || m.get_flag(LOWER);
+    if let Some(at) = m.indices_of(LOWER).and_then(|mut i| i.next()) {
+        if elements.iter().any(|(i, _)| *i > at) {
+            eprintln!("error: '--{LOWER}' leaves tile IR, so it must come after every pass");
+            return EXIT_USAGE;
+        }
+    }
+    let pipeline_text = pipeline_text.as_ref();
     if pipeline_text.is_some() && !elements.is_empty() {
         eprintln!("error: give passes either with --pass-pipeline or as flags, not both");
         return EXIT_USAGE;
@@ -203,6 +252,7 @@ fn run() -> i32 {
         after,
         statistics: m.get_flag("pass-statistics"),
         verify_each: *m.get_one::<bool>("verify-each").expect("default"),
+        lower,
     };
     let chunks = if m.get_flag("split-input-file") {
         parser::split_input(src)
@@ -246,6 +296,8 @@ fn run() -> i32 {
 }
 
 struct RunOpts {
+    /// Print the lowered MLIR (`--convert-tile-to-nvvm`) instead of the tile IR.
+    lower: bool,
     verify_diagnostics: bool,
     print_after_all: bool,
     before: Vec<String>,
@@ -358,6 +410,28 @@ fn process(
             None
         }
     };
+    // The lowering, after the passes: its output replaces the tile IR.
+    let mut lowered: Option<String> = None;
+    if o.lower {
+        if let Some(m) = &module {
+            let t0 = Instant::now();
+            match VerifiedModule::new(m.clone()) {
+                Err(Diagnostics(ds)) => produced.extend(ds),
+                Ok(vm) => match convert_tile_to_nvvm(&vm) {
+                    Ok(ks) => {
+                        lowered = Some(ks.iter().map(|k| k.mlir() + "\n").collect::<String>())
+                    }
+                    Err(d) => produced.push(d),
+                },
+            }
+            timing.passes.push((LOWER.to_string(), t0.elapsed()));
+        }
+    }
+    let render = |m: &Module| match &lowered {
+        Some(text) => text.clone(),
+        None => print_module(m),
+    };
+    let lowering_failed = o.lower && lowered.is_none();
     if o.verify_diagnostics {
         let exp = match expected::collect(chunk, file, first_line) {
             Ok(e) => e,
@@ -371,7 +445,7 @@ fn process(
             eprint_diags(&Diagnostics(mismatches), Some(whole));
             return Err(());
         }
-        return Ok(module.map(|m| print_module(&m)));
+        return Ok(module.filter(|_| !lowering_failed).map(|m| render(&m)));
     }
     // Warnings and remarks are printed; errors fail the chunk.
     let has_errors = produced
@@ -381,7 +455,7 @@ fn process(
         eprint_diags(&Diagnostics(produced), Some(whole));
     }
     match module {
-        Some(m) if !has_errors => Ok(Some(print_module(&m))),
+        Some(m) if !has_errors && !lowering_failed => Ok(Some(render(&m))),
         _ => Err(()),
     }
 }
