@@ -28,7 +28,7 @@ pub use tilec_passes as passes;
 
 use std::time::{Duration, Instant};
 use tilec_dialect::{parse, verify, Diagnostics, Module, Target, VerifiedModule};
-use tilec_lowering::{convert_tile_to_nvvm, Manifest, TargetSpec};
+use tilec_lowering::{convert_tile_to_nvvm, mlir_stage_in_child, Manifest, Product, TargetSpec};
 use tilec_passes::PassManager;
 
 /// What to compile.
@@ -91,6 +91,13 @@ pub struct Options {
     /// The kernel to compile, by symbol (`gemm` or `@gemm`), when the module holds several;
     /// `None` (the default): the module must hold exactly one.
     pub kernel: Option<String>,
+    /// Run the MLIR/LLVM stage (`--emit ptx` and `--emit llvm`) in a child process: the path
+    /// of a `tile-compile` binary (`tilec::lowering::mlir_stage_in_child`). For callers that
+    /// compile untrusted input: an LLVM fatal error or a crash in MLIR/LLVM then fails this
+    /// compile with [`Error::Mlir`] (`MlirError::Child`) instead of ending the caller's
+    /// process. `None` (the default): in process. The child's stage timings are not
+    /// reported (`Kernel::mlir_timings` is empty).
+    pub mlir_child: Option<std::path::PathBuf>,
 }
 
 impl Options {
@@ -119,6 +126,7 @@ impl Options {
             opt_level: 3,
             num_warps: 0,
             kernel: None,
+            mlir_child: None,
         }
     }
 
@@ -362,7 +370,18 @@ pub fn compile(input: Input<'_>, opts: &Options) -> Result<Kernel, Error> {
     let (text, ptx) = match opts.emit {
         Emit::Tile => (tilec_dialect::print_module(vm.module()), String::new()),
         Emit::Mlir => (k.mlir(), String::new()),
-        Emit::Llvm => (k.to_llvm_ir(&spec)?, String::new()),
+        Emit::Llvm => match &opts.mlir_child {
+            Some(exe) => (
+                mlir_stage_in_child(&k.mlir(), &spec, Product::LlvmIr, exe)?,
+                String::new(),
+            ),
+            None => (k.to_llvm_ir(&spec)?, String::new()),
+        },
+        Emit::Ptx if opts.mlir_child.is_some() => {
+            let exe = opts.mlir_child.as_deref().expect("checked");
+            let p = mlir_stage_in_child(&k.mlir(), &spec, Product::Ptx, exe)?;
+            (p.clone(), p)
+        }
         Emit::Ptx => {
             let (p, steps) = k.to_ptx(&spec)?;
             mlir_timings = steps;

@@ -339,6 +339,16 @@ pub enum MlirError {
     /// LLVM cannot parse).
     #[error("cannot read the serialized GPU object: {0}")]
     Object(String),
+    /// The MLIR stage ran in a child process ([`mlir_stage_in_child`]) and failed: what it
+    /// printed on stderr (the MLIR diagnostics, or the line of an LLVM fatal error) and how
+    /// it ended (an exit status, or the signal that killed it).
+    #[error("the MLIR stage in a child process ({status}) failed:\n{stderr}")]
+    Child {
+        /// How the child ended, e.g. `exit status: 1` or `signal: 6 (SIGABRT)`.
+        status: String,
+        /// What it printed on stderr.
+        stderr: String,
+    },
 }
 
 impl MlirError {
@@ -418,6 +428,81 @@ fn ptx_text(object: Vec<u8>) -> Result<String, MlirError> {
 pub fn mlir_to_llvm_ir(module_text: &str, target: &TargetSpec) -> Result<String, MlirError> {
     let (bitcode, _) = compile(Source::Text(module_text), target, ObjectFormat::Llvm)?;
     bitcode_to_text(&bitcode, "gpu.module")
+}
+
+/// What the MLIR stage produces: PTX ([`mlir_to_ptx`]) or LLVM IR ([`mlir_to_llvm_ir`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Product {
+    /// PTX text.
+    Ptx,
+    /// LLVM IR text.
+    LlvmIr,
+}
+
+impl Product {
+    /// The value of `tile-compile --mlir-stage` for this product.
+    pub fn name(self) -> &'static str {
+        match self {
+            Product::Ptx => "ptx",
+            Product::LlvmIr => "llvm",
+        }
+    }
+}
+
+/// Runs the MLIR stage ([`mlir_to_ptx`] or [`mlir_to_llvm_ir`] of `module_text`) in a child
+/// process, so that an LLVM fatal error or a crash inside MLIR/LLVM fails this call instead
+/// of ending the caller's process. `program` is a `tile-compile` binary: it is run as
+/// `program - --mlir-stage ptx|llvm --target CHIP --ptx-version M.m -O N`, reads the module
+/// on stdin and writes the product on stdout.
+///
+/// # Errors
+/// [`MlirError::Target`] for a bad `target` (checked here first); [`MlirError::Child`] when
+/// the child cannot be started, exits non-zero (its stderr holds MLIR's diagnostics or the
+/// fatal error's line) or is killed by a signal; [`MlirError::Object`] for output that is not
+/// UTF-8.
+pub fn mlir_stage_in_child(
+    module_text: &str,
+    target: &TargetSpec,
+    product: Product,
+    program: &std::path::Path,
+) -> Result<String, MlirError> {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    target.validate()?;
+    let child_error = |status: String, stderr: String| MlirError::Child { status, stderr };
+    let mut child = Command::new(program)
+        .args([
+            "-",
+            "--mlir-stage",
+            product.name(),
+            "--target",
+            &target.chip,
+        ])
+        .arg("--ptx-version")
+        .arg(format!("{}.{}", target.ptx_version.0, target.ptx_version.1))
+        .arg("-O")
+        .arg(target.opt_level.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| child_error("not started".into(), format!("{}: {e}", program.display())))?;
+    // Write on another thread: the child may fill its stdout before it has read all input.
+    let mut stdin = child.stdin.take().expect("piped");
+    let text = module_text.to_string();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(text.as_bytes());
+    });
+    let out = child
+        .wait_with_output()
+        .map_err(|e| child_error("lost".into(), e.to_string()))?;
+    let _ = writer.join();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    if !out.status.success() {
+        return Err(child_error(out.status.to_string(), stderr));
+    }
+    String::from_utf8(out.stdout)
+        .map_err(|e| MlirError::Object(format!("the child's output is not UTF-8: {e}")))
 }
 
 /// Process-wide MLIR state: the dialect registry every context is created from.
@@ -510,7 +595,7 @@ extern "C" fn on_llvm_fatal_error(reason: *const std::os::raw::c_char) {
 /// being compiled ([`set_fatal_error_subject`]) and the MLIR pass, and the process exits
 /// with status 1 instead of aborting. The process ends either way (LLVM cannot continue
 /// after a fatal error), so this is for command-line tools: a library caller compiling
-/// untrusted input runs the MLIR stage in a child process instead.
+/// untrusted input runs the MLIR stage in a child process instead ([`mlir_stage_in_child`]).
 pub fn install_fatal_error_handler() {
     // SAFETY: the handler is a plain function that lives as long as the process.
     unsafe { mlir_sys::LLVMInstallFatalErrorHandler(Some(on_llvm_fatal_error)) };

@@ -11,6 +11,12 @@
 //! `--ptxas` assembles the PTX with `ptxas -v` (found through `$PTXAS`, the repository's
 //! `.venv`, or `PATH`) and reports registers, shared memory, spills and warnings.
 //! Exit codes: 0 success, 1 diagnostics or a failed ptxas, 2 usage.
+//!
+//! `tile-compile FILE --mlir-stage ptx|llvm --target CHIP [--ptx-version M.m] [-O N]` runs
+//! only the MLIR stage: FILE (or `-`) holds an MLIR module as `--emit mlir` writes it, and
+//! the PTX (or LLVM IR) goes to standard output. This is the child process that
+//! `Options::mlir_child` (`tilec::lowering::mlir_stage_in_child`) starts, so that an LLVM
+//! fatal error ends the child and not the library's caller.
 
 #[path = "../common.rs"]
 mod common;
@@ -99,6 +105,46 @@ struct Cli {
     /// Print the time of each stage and of the whole compile.
     #[arg(long)]
     timing: bool,
+    /// Run only the MLIR stage: FILE is an MLIR module (as --emit mlir writes it), the PTX
+    /// or LLVM IR goes to standard output (the child process of Options::mlir_child).
+    #[arg(long, value_name = "PRODUCT", value_parser = ["ptx", "llvm"])]
+    mlir_stage: Option<String>,
+    /// The PTX ISA version for --mlir-stage, e.g. 8.1 (default: the target's minimum).
+    #[arg(long, value_name = "M.m", requires = "mlir_stage", value_parser = parse_ptx_version)]
+    ptx_version: Option<(u32, u32)>,
+}
+
+fn parse_ptx_version(s: &str) -> Result<(u32, u32), String> {
+    let bad = || format!("'{s}' is not a PTX ISA version like 8.1");
+    let (a, b) = s.split_once('.').ok_or_else(bad)?;
+    Ok((a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?))
+}
+
+/// `--mlir-stage`: the MLIR module in `src` to PTX or LLVM IR on standard output.
+fn mlir_stage(cli: &Cli, product: &str, name: &str, src: &str) -> i32 {
+    use tilec::lowering::{mlir_to_llvm_ir, mlir_to_ptx, set_fatal_error_subject, TargetSpec};
+    let version = cli.ptx_version.unwrap_or(cli.target.min_ptx_version());
+    let mut spec = TargetSpec::new(cli.target.name(), version);
+    spec.opt_level = cli.opt_level;
+    set_fatal_error_subject(&format!("the MLIR module {name} for {}", cli.target));
+    let out = if product == "llvm" {
+        mlir_to_llvm_ir(src, &spec)
+    } else {
+        mlir_to_ptx(src, &spec)
+    };
+    match out {
+        Ok(text) => match write_output(None, &text) {
+            Ok(()) => EXIT_OK,
+            Err(e) => {
+                eprintln!("{e}");
+                EXIT_DIAGNOSTICS
+            }
+        },
+        Err(e) => {
+            eprintln!("{name}: error: {e}");
+            EXIT_DIAGNOSTICS
+        }
+    }
 }
 
 fn parse_target(s: &str) -> Result<Target, String> {
@@ -126,6 +172,9 @@ fn run() -> i32 {
         Err(code) => return code,
     };
     let src = src.as_str();
+    if let Some(product) = &cli.mlir_stage {
+        return mlir_stage(&cli, product, &name, src);
+    }
     let mut opts = Options::new(cli.target);
     opts.stages = cli.stages;
     opts.epilogue = if cli.epilogue_store == "tma" {
