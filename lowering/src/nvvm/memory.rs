@@ -14,7 +14,8 @@
 //! an element is in bounds when `0 ≤ o_d + c_d < size_d` for every `d`. Outside loops, for
 //! layouts whose register bits are disjoint from the thread bits, the slow path checks
 //! this as compares of each register's constant coordinate against per-access limits,
-//! with a running index (see `split_access`); elsewhere from each element's coordinate
+//! and an index of the access's base plus constant multiples of the strides (see
+//! `split_access`); elsewhere from each element's coordinate
 //! (one unsigned compare per dimension).
 
 use super::plain::{err, Lowerer, Lv, Tensor, Tile, R};
@@ -119,8 +120,8 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
     /// The per-access part of a slow path whose layout keeps register bits apart from
     /// thread bits ([`LinearLayout::register_bits_disjoint`]), or `None` for other
     /// layouts. Each element's bounds are then compares of its register's constant
-    /// coordinate with a per-access limit, and its index a per-access base plus a sum of
-    /// per-bit steps, so no per-element coordinate is computed: such coordinates are the
+    /// coordinate with a per-access limit, and its index a per-access base plus constant
+    /// multiples of the strides, so no per-element coordinate is computed: such coordinates are the
     /// same in every access of a layout, and LLVM would share them across accesses and
     /// keep them live in between.
     fn split_access(
@@ -157,19 +158,12 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             let zero = w.i64(0);
             lo.push(w.bin("sub", zero, g));
         }
-        Some(Split {
-            hi,
-            lo,
-            pad,
-            base,
-            last: None,
-            steps: std::collections::HashMap::new(),
-        })
+        Some(Split { hi, lo, pad, base })
     }
 
     /// Element index (i64) and in-bounds flag (i1) of register `r` from a [`Split`]: its
     /// coordinate `k` (a constant) against the limits, and `k < shape - tc` for padded
-    /// shapes; registers must come in order.
+    /// shapes.
     fn split_element(
         &mut self,
         s: &mut Split<'c, 'm>,
@@ -179,50 +173,17 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
     ) -> (V<'c, 'm>, V<'c, 'm>) {
         let k = tile.layout.register_coord(r);
         let w = &mut self.w;
-        // A running index: register r's is register (r - 1)'s plus the step between their
-        // coordinates (few distinct steps: one per number of low bits that flip).
-        let index = match s.last.take() {
-            Some((prev_k, prev)) if prev_k.len() == k.len() => {
-                let delta: Vec<i64> = k
-                    .iter()
-                    .zip(&prev_k)
-                    .map(|(&a, &b)| a as i64 - b as i64)
-                    .collect();
-                let step = match s.steps.get(&delta) {
-                    Some(&st) => st,
-                    None => {
-                        let mut st: Option<V<'c, 'm>> = None;
-                        for (d, &x) in delta.iter().enumerate() {
-                            if x == 0 {
-                                continue;
-                            }
-                            let kc = w.i64(x);
-                            let term = w.mul(t.strides[d], kc);
-                            st = Some(match st {
-                                Some(a) => w.add(a, term),
-                                None => term,
-                            });
-                        }
-                        let st = st.unwrap_or_else(|| w.i64(0));
-                        s.steps.insert(delta, st);
-                        st
-                    }
-                };
-                w.add(prev, step)
+        // The access's base plus constant multiples of the strides: a chain of adds from one
+        // register's index to the next would cost LLVM's straight-line strength reduction
+        // time quadratic in the chain's length.
+        let mut index = s.base;
+        for (d, &x) in k.iter().enumerate() {
+            if x != 0 {
+                let kc = w.i64(x as i64);
+                let term = w.mul(t.strides[d], kc);
+                index = w.add(index, term);
             }
-            _ => {
-                let mut index = s.base;
-                for (d, &x) in k.iter().enumerate() {
-                    if x != 0 {
-                        let kc = w.i64(x as i64);
-                        let term = w.mul(t.strides[d], kc);
-                        index = w.add(index, term);
-                    }
-                }
-                index
-            }
-        };
-        s.last = Some((k.clone(), index));
+        }
         let mut inb: Option<V<'c, 'm>> = None;
         let mut and = |w: &mut super::writer::Writer<'c, 'm>, c: V<'c, 'm>| {
             inb = Some(match inb {
@@ -523,8 +484,4 @@ struct Split<'c, 'm> {
     pad: Vec<Option<V<'c, 'm>>>,
     /// `Σ_d (off_d + tc_d) · stride_d`: the index of the thread's register 0 (i64).
     base: V<'c, 'm>,
-    /// The coordinate and index of the register done last.
-    last: Option<(Vec<u64>, V<'c, 'm>)>,
-    /// Index steps by coordinate difference.
-    steps: std::collections::HashMap<Vec<i64>, V<'c, 'm>>,
 }
