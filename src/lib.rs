@@ -377,14 +377,15 @@ pub fn compile(input: Input<'_>, opts: &Options) -> Result<Kernel, Error> {
             ),
             None => (k.to_llvm_ir(&spec)?, String::new()),
         },
-        Emit::Ptx if opts.mlir_child.is_some() => {
-            let exe = opts.mlir_child.as_deref().expect("checked");
-            let p = mlir_stage_in_child(&k.mlir(), &spec, Product::Ptx, exe)?;
-            (p.clone(), p)
-        }
         Emit::Ptx => {
-            let (p, steps) = k.to_ptx(&spec)?;
-            mlir_timings = steps;
+            let p = match &opts.mlir_child {
+                Some(exe) => mlir_stage_in_child(&k.mlir(), &spec, Product::Ptx, exe)?,
+                None => {
+                    let (p, steps) = k.to_ptx(&spec)?;
+                    mlir_timings = steps;
+                    p
+                }
+            };
             (p.clone(), p)
         }
     };

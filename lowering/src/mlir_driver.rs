@@ -612,10 +612,16 @@ pub(crate) fn with_builder_context<T>(build: impl FnOnce(&Context) -> T) -> T {
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     let context = Context::new_with_registry(&global.registry, false);
+    load_dialects(&context);
+    build(&context)
+}
+
+/// Loads the dialects the typed writer builds with (`builtin` is always loaded); parsing
+/// loads them on demand instead.
+fn load_dialects(context: &Context) {
     for d in ["llvm", "nvvm", "gpu"] {
         context.get_or_load_dialect(d);
     }
-    build(&context)
 }
 
 /// Builds a kernel's module in the driver's context (see [`built_to_ptx`]).
@@ -689,9 +695,7 @@ fn compile(
             module
         }
         Source::Built(build) => {
-            for d in ["llvm", "nvvm", "gpu"] {
-                context.get_or_load_dialect(d);
-            }
+            load_dialects(&context);
             let module = build(&context).map_err(|d| MlirError::Verify {
                 diagnostics: vec![Diagnostic {
                     severity: Severity::Error,

@@ -15,8 +15,8 @@
 //! layouts whose register bits are disjoint from the thread bits, the slow path checks
 //! this as compares of each register's constant coordinate against per-access limits,
 //! and an index of the access's base plus constant multiples of the strides (see
-//! `split_access`); elsewhere from each element's coordinate
-//! (one unsigned compare per dimension).
+//! `split_access`); elsewhere from each element's coordinate (one unsigned compare per
+//! dimension).
 
 use super::plain::{err, Lowerer, Lv, Tensor, Tile, R};
 use super::writer::{ICmp, V};
@@ -121,9 +121,9 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
     /// thread bits ([`LinearLayout::register_bits_disjoint`]), or `None` for other
     /// layouts. Each element's bounds are then compares of its register's constant
     /// coordinate with a per-access limit, and its index a per-access base plus constant
-    /// multiples of the strides, so no per-element coordinate is computed: such coordinates are the
-    /// same in every access of a layout, and LLVM would share them across accesses and
-    /// keep them live in between.
+    /// multiples of the strides, so no per-element coordinate is computed: such
+    /// coordinates are the same in every access of a layout, and LLVM would share them
+    /// across accesses and keep them live in between.
     fn split_access(
         &mut self,
         t: &Tensor<'c, 'm>,
@@ -166,7 +166,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
     /// shapes.
     fn split_element(
         &mut self,
-        s: &mut Split<'c, 'm>,
+        s: &Split<'c, 'm>,
         t: &Tensor<'c, 'm>,
         tile: &Tile<'c, 'm>,
         r: u64,
@@ -210,7 +210,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
     /// where the layout allows it, else from the element's coordinate.
     fn slow_element(
         &mut self,
-        split: Option<&mut Split<'c, 'm>>,
+        split: Option<&Split<'c, 'm>>,
         t: &Tensor<'c, 'm>,
         offs: &[V<'c, 'm>],
         tile: &Tile<'c, 'm>,
@@ -287,9 +287,9 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         };
         let mut vecs = Vec::with_capacity((n / vec) as usize);
         let mut acc: Option<Value<'c, 'm>> = None;
-        let mut split = self.split_access(&t, &offs, &shape, &layout);
+        let split = self.split_access(&t, &offs, &shape, &layout);
         for r in 0..n {
-            let (index, inb) = self.slow_element(split.as_mut(), &t, &offs, &tile, r);
+            let (index, inb) = self.slow_element(split.as_ref(), &t, &offs, &tile, r);
             let ld = self.w.new_block(&[]);
             let next = self.w.new_block(&[ety]);
             self.w.cond_br(inb, &ld, &[], &next, &[pad.v]);
@@ -455,9 +455,9 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             self.w.br(&slow, &[]);
         }
         self.w.block = slow;
-        let mut split = self.split_access(&t, &offs, &tile.shape, &layout);
+        let split = self.split_access(&t, &offs, &tile.shape, &layout);
         for r in 0..n {
-            let (index, inb) = self.slow_element(split.as_mut(), &t, &offs, &tile, r);
+            let (index, inb) = self.slow_element(split.as_ref(), &t, &offs, &tile, r);
             let st = self.w.new_block(&[]);
             let next = self.w.new_block(&[]);
             self.w.cond_br(inb, &st, &[], &next, &[]);

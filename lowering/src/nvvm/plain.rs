@@ -491,11 +491,7 @@ fn param_bytes(params: &[Param]) -> u64 {
 /// A located diagnostic for what the lowering cannot take, and for kernels whose
 /// parameters overflow the PTX parameter space.
 pub(super) fn lower_kernel(m: &TileModule, k: &Operation) -> R<(Manifest, (u32, u32))> {
-    let name = k.symbol.clone().unwrap_or_default();
-    let Some(target) = k.str_attr("target").and_then(Target::from_name) else {
-        return err(k, "kernel has no 'target' (run 'tile-assign-layouts')");
-    };
-    let num_warps = k.int_attr("num_warps").unwrap_or(4).max(1) as u64;
+    let (name, target, num_warps) = launch_of(k)?;
     let body = &k.regions[0];
     let mut params = vec![];
     for &a in &body.args {
@@ -562,12 +558,22 @@ pub(super) fn lower_kernel(m: &TileModule, k: &Operation) -> R<(Manifest, (u32, 
 /// # Errors
 /// As [`lower_kernel`].
 pub(super) fn build<'c>(ctx: &'c Context, m: &TileModule, k: &Operation) -> R<(Module<'c>, u64)> {
+    let (name, target, num_warps) = launch_of(k)?;
+    build_module(ctx, m, k, &name, num_warps, target)
+}
+
+/// The kernel's name, its target and its warps per CTA (the attributes
+/// `tile-assign-layouts` sets).
+///
+/// # Errors
+/// A kernel without a known `target`.
+fn launch_of(k: &Operation) -> R<(String, Target, u64)> {
     let name = k.symbol.clone().unwrap_or_default();
     let Some(target) = k.str_attr("target").and_then(Target::from_name) else {
         return err(k, "kernel has no 'target' (run 'tile-assign-layouts')");
     };
     let num_warps = k.int_attr("num_warps").unwrap_or(4).max(1) as u64;
-    build_module(ctx, m, k, &name, num_warps, target)
+    Ok((name, target, num_warps))
 }
 
 /// Builds the module (`gpu.container_module` → `gpu.module` → `@dynamic_smem` + the
