@@ -30,9 +30,13 @@ fn build(file: &str, target: Target) -> (String, String, PathBuf) {
 
 /// As [`build`], with options; `tag` keeps the scratch folders of variants apart.
 fn build_with(file: &str, opts: &Options, tag: &str) -> (String, String, PathBuf) {
+    build_source(file, &example(file), opts, tag)
+}
+
+/// As [`build_with`], for the program `src` (named `file`).
+fn build_source(file: &str, src: &str, opts: &Options, tag: &str) -> (String, String, PathBuf) {
     let target = opts.target;
-    let src = example(file);
-    let k = compile(Input::Text { source: &src, file }, opts)
+    let k = compile(Input::Text { source: src, file }, opts)
         .unwrap_or_else(|e| panic!("{file} for {target}: {e}"));
     let dir = std::env::temp_dir().join(format!(
         "tilec-ptxas-{}-{target}-{file}{tag}",
@@ -454,6 +458,78 @@ fn gemm_bias_relu_fused_epilogue() {
         // slow path became predicated stores (docs/performance.md, 2026-11-29 session 2).
         assert_clean(&log, &format!("gemm_bias_relu {t}"));
     }
+}
+
+/// Reductions in a GEMM epilogue, over the accumulator's layout: row sums (wgmma: in thread
+/// and across the 4 lanes of a row; mma.sync: across the 4 warps of a row too, through
+/// shared memory behind the consumers' named barrier) and column sums (wgmma: across the
+/// 8 consumer warps), each added once per element by its owner thread.
+#[test]
+fn gemm_epilogue_reductions() {
+    let (ptx, log, _) = build("gemm_rowsum.tile", Target::Sm90a);
+    assert_clean(&log, "gemm_rowsum sm_90a");
+    assert_eq!(
+        ptx.matches("shfl.sync.bfly.b32").count(),
+        4,
+        "2 rows x 2 lane bits"
+    );
+    assert_eq!(
+        ptx.matches("@p red.global.add.f32").count(),
+        2,
+        "2 rows per thread"
+    );
+    assert!(
+        !ptx.contains("bar.sync \t3"),
+        "row sums need no shared memory on sm_90a"
+    );
+    let (ptx, log, _) = build("gemm_rowsum.tile", Target::Sm90);
+    assert_clean(&log, "gemm_rowsum sm_90");
+    assert_eq!(
+        ptx.matches("shfl.sync.bfly.b32").count(),
+        16,
+        "8 rows x 2 lane bits"
+    );
+    assert_eq!(
+        ptx.matches("@p red.global.add.f32").count(),
+        8,
+        "8 rows per thread"
+    );
+    assert!(
+        ptx.contains("bar.sync \t3, 256;"),
+        "mma.sync: after barriers 1 and 2"
+    );
+    let (_, log, _) = build("gemm_rowsum.tile", Target::Sm100);
+    assert!(
+        !log.contains("warning"),
+        "gemm_rowsum sm_100: ptxas warned:\n{log}"
+    );
+    let cols = example("gemm_rowsum.tile")
+        .replace(
+            "{dim = 1, kind = \"add\"} : tile<128x1xf32>",
+            "{dim = 0, kind = \"max\"} : tile<1x256xf32>",
+        )
+        .replace(
+            "tile.atomic_add %S, %row, %c0, %sums",
+            "tile.store %S, %pid_m, %col, %sums",
+        )
+        .replace("  tile.store %C, %row, %col, %out\n", "");
+    // At the 168-register cap of the 3 warpgroups, the 64 columns' exchange spills a few
+    // bytes (8 at this commit; docs/performance.md, 2026-12-02): no error or warning.
+    let (ptx, log, _) = build_source("colmax.tile", &cols, &Options::new(Target::Sm90a), "");
+    assert_no_c75(&log, "column maxima sm_90a");
+    assert!(
+        !log.contains("warning"),
+        "column maxima sm_90a: ptxas warned:\n{log}"
+    );
+    assert_eq!(
+        ptx.matches("shfl.sync.bfly.b32").count(),
+        3 * 64,
+        "64 columns x 3 lane bits"
+    );
+    assert!(
+        ptx.contains("bar.sync \t3, 256;"),
+        "after the 2 warpgroups' barriers"
+    );
 }
 
 fn compile_err(src: &str, target: Target) -> String {

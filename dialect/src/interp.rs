@@ -1499,6 +1499,43 @@ mod tests {
     }
 
     #[test]
+    fn gemm_rowsum_matches_f64_reference() {
+        // C and S[m] = Σ_n (A·B)[m, n], added by each program over its 256 columns.
+        let m = example("gemm_rowsum.tile");
+        let mut rng = Rng(0x0a11ce);
+        for &(mm, nn, kk) in &[(37usize, 600usize, 70usize), (129, 256, 64), (1, 1, 1)] {
+            let a = random(&mut rng, ScalarType::BF16, &[mm, kk]);
+            let b = random(&mut rng, ScalarType::BF16, &[kk, nn]);
+            let want = gemm_f64(&a, &b, mm, nn, kk);
+            let c = Tensor::filled(ScalarType::BF16, &[mm, nn], f32::NAN);
+            let s = Tensor::filled(ScalarType::F32, &[mm, 1], 0.0);
+            let mut args = vec![
+                ArgValue::Tensor(a),
+                ArgValue::Tensor(b),
+                ArgValue::Tensor(c),
+                ArgValue::Tensor(s),
+                ArgValue::Int(mm as i64),
+                ArgValue::Int(nn as i64),
+                ArgValue::Int(kk as i64),
+            ];
+            run(&m, "gemm_rowsum", &mut args).unwrap();
+            assert_bf16_close(&args[2].tensor().unwrap().to_f64_vec(), &want, kk);
+            let got = args[3].tensor().unwrap().to_f64_vec();
+            for i in 0..mm {
+                let row = &want[i * nn..(i + 1) * nn];
+                let sum: f64 = row.iter().sum();
+                let tol =
+                    row.iter().map(|x| x.abs()).sum::<f64>() * (nn + kk) as f64 * 2f64.powi(-23);
+                assert!(
+                    (got[i] - sum).abs() <= tol + 1e-30,
+                    "{mm}x{nn}x{kk} row {i}: got {}, want {sum} (tolerance {tol})",
+                    got[i]
+                );
+            }
+        }
+    }
+
+    #[test]
     fn gemm_splitk_matches_f64_reference_for_every_split() {
         // The split-K program adds S partial products into a zeroed f32 workspace: any S,
         // slices past K (empty) included, gives A·B.

@@ -131,6 +131,73 @@ impl LinearLayout {
         }
     }
 
+    /// The accumulator (D) fragment of `warpgroups` wgmma warpgroups stacked along M, each
+    /// holding an m64nN tile in f32 (PTX ISA, "Matrix fragments for wgmma.mma_async", the
+    /// m64nNk16 D layout): register `v` of lane `l` of warp `w` (of the consumers, in order)
+    /// is row `16w + l/4 + 8((v/2) mod 2)`, column `8(v/4) + 2(l mod 4) + (v mod 2)`.
+    /// The tile is `[64 · warpgroups, n]`; `n` (a multiple of 8, at most 256) is padded to a
+    /// power of two, and the registers past `n / 2` are padding. `warpgroups` must be a
+    /// power of two.
+    pub fn wgmma_accumulator(n: u64, warpgroups: u64) -> LinearLayout {
+        let dims = vec![64 * warpgroups.max(1), n.next_power_of_two().max(8)];
+        let mut register = vec![vec![0, 1], vec![8, 0]];
+        let mut c = 8;
+        while c < dims[1] {
+            register.push(vec![0, c]);
+            c *= 2;
+        }
+        let lane = vec![vec![0, 2], vec![0, 4], vec![1, 0], vec![2, 0], vec![4, 0]];
+        let mut warp = vec![vec![16, 0], vec![32, 0]];
+        let mut r = 64;
+        while r < dims[0] {
+            warp.push(vec![r, 0]);
+            r *= 2;
+        }
+        LinearLayout {
+            dims,
+            register,
+            lane,
+            warp,
+        }
+    }
+
+    /// The accumulator fragment of `mma.sync.m16n8k16` (f32 D) over a grid of
+    /// `warps_m × warps_n` warps, each holding a 64 × 64 warp tile of 4 × 8 m16n8 tiles
+    /// (PTX ISA, "Matrix Fragments for mma.m16n8k16", the D layout): register
+    /// `v = 4(8 mi + ni) + e` of lane `l` of warp `w = warps_n · wm + wn` is row
+    /// `64 wm + 16 mi + 8(e/2) + l/4`, column `64 wn + 8 ni + 2(l mod 4) + (e mod 2)`.
+    /// `warps_m` and `warps_n` must be powers of two.
+    pub fn mma_sync_accumulator(warps_m: u64, warps_n: u64) -> LinearLayout {
+        let dims = vec![64 * warps_m.max(1), 64 * warps_n.max(1)];
+        let register = vec![
+            vec![0, 1],
+            vec![8, 0],
+            vec![0, 8],
+            vec![0, 16],
+            vec![0, 32],
+            vec![16, 0],
+            vec![32, 0],
+        ];
+        let lane = vec![vec![0, 2], vec![0, 4], vec![1, 0], vec![2, 0], vec![4, 0]];
+        let mut warp = vec![];
+        let mut c = 64;
+        while c < dims[1] {
+            warp.push(vec![0, c]);
+            c *= 2;
+        }
+        let mut r = 64;
+        while r < dims[0] {
+            warp.push(vec![r, 0]);
+            r *= 2;
+        }
+        LinearLayout {
+            dims,
+            register,
+            lane,
+            warp,
+        }
+    }
+
     /// The layout of a reduction of `dim`: the same threads and registers, with `dim` of
     /// size 1, so the bits that told elements of `dim` apart broadcast; register bits left
     /// with nothing to tell apart are dropped (a thread keeps one copy).
@@ -477,6 +544,41 @@ fn parse_bases(s: &str) -> Result<(Vec<Vec<u64>>, &str), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wgmma_accumulator_matches_the_ptx_fragment() {
+        for (n, wgs) in [(256, 2), (64, 1), (128, 1), (192, 2)] {
+            let l = LinearLayout::wgmma_accumulator(n, wgs);
+            l.check(&[64 * wgs, n], 4 * wgs).unwrap();
+            for w in 0..4 * wgs {
+                for lane in 0..32 {
+                    for v in 0..n / 2 {
+                        let row = 16 * w + lane / 4 + 8 * ((v / 2) % 2);
+                        let col = 8 * (v / 4) + 2 * (lane % 4) + v % 2;
+                        assert_eq!(l.apply(v, lane, w), vec![row, col], "n={n} v={v}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn mma_sync_accumulator_matches_the_ptx_fragment() {
+        let l = LinearLayout::mma_sync_accumulator(2, 4);
+        l.check(&[128, 256], 8).unwrap();
+        for w in 0..8 {
+            let (wm, wn) = (w / 4, w % 4);
+            for lane in 0..32 {
+                for v in 0..128 {
+                    let (t, e) = (v / 4, v % 4);
+                    let (mi, ni) = (t / 8, t % 8);
+                    let row = 64 * wm + 16 * mi + 8 * (e / 2) + lane / 4;
+                    let col = 64 * wn + 8 * ni + 2 * (lane % 4) + e % 2;
+                    assert_eq!(l.apply(v, lane, w), vec![row, col]);
+                }
+            }
+        }
+    }
 
     #[test]
     fn blocked_row_of_bf16() {

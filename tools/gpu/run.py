@@ -36,6 +36,9 @@ stream) — all three inside the launch closure, so --time (and bench.py) time t
 sequence. S is --split if given, else chosen per shape: S = min(ceil(K / k_tile),
 SMs // output tiles) (at least 1), then lowered so that no slice is empty.
 
+A tensor parameter named S (examples/gemm_rowsum.tile) gets an M x 1 f32 tensor, zeroed before the
+launch; it must hold the row sums of the product (relative error <= --tol against float64 sums).
+
 Checks per case: A, B random (torch, seeded, fresh per case); C poisoned with a NaN bit pattern
 and followed by a poisoned guard region; after the launch, the relative Frobenius error against
 a float32 torch.matmul reference (TF32 off) must be <= --tol, every C element must have been
@@ -385,6 +388,10 @@ def run_case(k, M, N, K, args, case_idx):
         # A fused epilogue's bias: one f32 per column (a 1 x N tensor), bound by name.
         tensors["bias"] = torch.randn((1, N), generator=gen, dtype=torch.float32,
                                       device=dev).to(dt["bias"])
+    if "S" in kinds:
+        # An epilogue reduction's output (examples/gemm_rowsum.tile): the row sums of A·B,
+        # an M x 1 f32 tensor that the kernel's atomic adds gather into (zeroed here).
+        tensors["S"] = torch.zeros((M, 1), dtype=dt["S"], device=dev)
     scalars = {"M": M, "N": N, "K": K}
     stream = torch.cuda.current_stream().cuda_stream
     launch, grid = k.prepare(tensors, scalars, stream)
@@ -424,6 +431,13 @@ def run_case(k, M, N, K, args, case_idx):
     ok = all_written and guard_ok and rel <= args.tol
     row = {"M": M, "N": N, "K": K, "grid": grid, "split": getattr(launch, "split", None), "rel_err": rel, "all_written": all_written,
            "guard_ok": guard_ok, "ok": ok}
+    if "S" in tensors:
+        # Against the float64 row sums of the f32 reference product.
+        sref = ref.double().sum(dim=1, keepdim=True)
+        sd = tensors["S"].double() - sref
+        srel = float(torch.linalg.vector_norm(sd) / torch.linalg.vector_norm(sref).clamp_min(1e-30))
+        row["rowsum_rel_err"] = srel
+        row["ok"] = ok = ok and srel <= args.tol
     if args.time:
         flops = 2.0 * M * N * K
         # Fresh poison is not needed for timing; the kernel overwrites C each launch.

@@ -19,36 +19,303 @@
 //! the end, and converted to the declared result layout if that differs from the slice.
 
 use super::plain::{err, Lowerer, Tile, R};
-use super::writer::{ICmp, V};
+use super::writer::{ICmp, Writer, V};
+use melior::ir::Value;
 use std::collections::HashMap;
-use tilec_dialect::{Operation, ScalarType};
+use tilec_dialect::{Diagnostic, LinearLayout, Operation, ScalarType};
+
+/// What a reduction needs of the kernel it is lowered in: the plain launch
+/// ([`Lowerer`]) and the GEMM epilogue (over the accumulator's layout) provide it.
+pub(crate) trait ReduceSite<'c, 'm> {
+    /// The writer at the reduction's position.
+    fn writer(&mut self) -> &mut Writer<'c, 'm>;
+    /// The coordinate (i32, per dimension) of register `r` of `layout` in this thread.
+    fn coord(&mut self, layout: &LinearLayout, r: u64) -> Vec<V<'c, 'm>>;
+    /// The index (i32) of this thread's warp among the warps `layout.warp` tells apart.
+    fn warp_index(&mut self) -> V<'c, 'm>;
+    /// A shared-memory region of `bytes` bytes: its offset in `@dynamic_smem`.
+    ///
+    /// # Errors
+    /// A message when the CTA's shared memory is exhausted.
+    fn smem_region(&mut self, bytes: u64) -> Result<u64, String>;
+    /// A barrier over every thread of the layout's warps.
+    fn sync(&mut self);
+    /// Whether the reduction runs again before the kernel ends (its region is reused).
+    fn in_loop(&self) -> bool;
+}
+
+fn combine<'c: 'm, 'm>(
+    w: &mut Writer<'c, 'm>,
+    kind: &str,
+    a: V<'c, 'm>,
+    b: V<'c, 'm>,
+) -> V<'c, 'm> {
+    let name = match kind {
+        "add" => "llvm.fadd",
+        "max" => "llvm.intr.maxnum",
+        _ => "llvm.intr.minnum",
+    };
+    w.fop(name, &[a, b])
+}
+
+/// Combines `xs` pairwise (a balanced tree).
+fn tree<'c: 'm, 'm>(w: &mut Writer<'c, 'm>, kind: &str, mut xs: Vec<V<'c, 'm>>) -> V<'c, 'm> {
+    while xs.len() > 1 {
+        let mut next = Vec::with_capacity(xs.len().div_ceil(2));
+        for pair in xs.chunks(2) {
+            next.push(match pair {
+                [a, b] => combine(w, kind, *a, *b),
+                [a] => *a,
+                _ => unreachable!("chunks of two"),
+            });
+        }
+        xs = next;
+    }
+    xs[0]
+}
+
+/// The reduction `kind` ("add", "max", "min") over dimension `d` of a tile laid out as `l`
+/// (`shape` is its unpadded shape), in the three steps of the [module docs](self).
+/// `value(site, r)` gives register `r`'s element (any float type); it is called group by
+/// group, each group (the registers one result register combines) right before it is
+/// combined, so that no more than one group is live at a time. Returns the f32 registers of
+/// `l.slice(d)`; or, with `defer` and warps to combine, their partials in shared memory,
+/// read where each register is used ([`Partials::read`]; a loop's next iteration then
+/// waits for the readers before it writes).
+///
+/// # Errors
+/// A located error for a layout whose basis moves along `d` and another dimension at once,
+/// when shared memory runs out, or what `value` returns.
+pub(crate) fn reduce_registers<'c: 'm, 'm, S: ReduceSite<'c, 'm>>(
+    site: &mut S,
+    op: &Operation,
+    (l, shape): (&LinearLayout, &[u64]),
+    d: usize,
+    kind: &str,
+    value: &mut dyn FnMut(&mut S, u64) -> R<V<'c, 'm>>,
+    defer: bool,
+) -> R<Reduced<'c, 'm>> {
+    let s = l.slice(d);
+    let proj = |c: &[u64]| -> Vec<u64> {
+        let mut c = c.to_vec();
+        c[d] = 0;
+        c
+    };
+    for b in l.lane.iter().chain(&l.warp) {
+        if b[d] != 0 && proj(b).iter().any(|&x| x != 0) {
+            return err(
+                op,
+                format!(
+                    "the layout's basis {b:?} moves along the reduced dimension and another at \
+                     once; 'tile.reduce' does not lower that layout"
+                ),
+            );
+        }
+    }
+    let ident = match kind {
+        "add" => 0.0,
+        "max" => f64::NEG_INFINITY,
+        _ => f64::INFINITY,
+    };
+    // 1. In thread.
+    let slots: HashMap<Vec<u64>, usize> = (0..s.num_registers())
+        .map(|rho| (s.register_coord(rho), rho as usize))
+        .collect();
+    let mut groups: Vec<Vec<u64>> = vec![vec![]; s.num_registers() as usize];
+    for r in 0..l.num_registers() {
+        let Some(&rho) = slots.get(&proj(&l.register_coord(r))) else {
+            return err(
+                op,
+                "internal error: a register has no slot in the slice layout",
+            );
+        };
+        groups[rho].push(r);
+    }
+    let padded = shape[d] != l.dims[d];
+    let mut acc = vec![];
+    for g in groups {
+        let mut vals = Vec::with_capacity(g.len());
+        for r in g {
+            let x = value(site, r)?;
+            let mut v = site.writer().fpext_f32(x);
+            if padded {
+                let c = site.coord(l, r)[d];
+                let w = site.writer();
+                let n = w.i32(shape[d] as i64);
+                let ok = w.icmp(ICmp::Slt, c, n);
+                let id = w.float(ident, ScalarType::F32);
+                v = w.select(ok, v, id);
+            }
+            vals.push(v);
+        }
+        acc.push(tree(site.writer(), kind, vals));
+    }
+    // 2. Across lanes.
+    for (bit, b) in l.lane.iter().enumerate() {
+        if b[d] == 0 {
+            continue;
+        }
+        let w = site.writer();
+        for a in &mut acc {
+            let other = w.shfl_bfly(*a, 1 << bit);
+            *a = combine(w, kind, *a, other);
+        }
+    }
+    // 3. Across warps.
+    let wbits: Vec<usize> = (0..l.warp.len()).filter(|&b| l.warp[b][d] != 0).collect();
+    if wbits.is_empty() {
+        return Ok(Reduced::Registers(acc));
+    }
+    let nw = 1u64 << wbits.len();
+    let elems: u64 = s.dims.iter().product();
+    let region = site
+        .smem_region(elems * nw * 4)
+        .map_err(|m| Diagnostic::error(op.loc.clone(), m))?;
+    let p = Partials {
+        region,
+        warps: nw,
+        layout: s,
+        kind: kind.to_string(),
+    };
+    if defer && site.in_loop() {
+        // The previous iteration's readers are done before this one writes.
+        site.sync();
+    }
+    let warp = site.warp_index();
+    let mut bases = vec![];
+    let w = site.writer();
+    let mut wr = w.i32(0);
+    for (i, &b) in wbits.iter().enumerate() {
+        let on = w.bit(warp, b as u32);
+        let sh = w.i32(i as i64);
+        let x = w.bin("shl", on, sh);
+        wr = w.bin("or", wr, x);
+    }
+    for (rho, a) in acc.iter().enumerate() {
+        let base = partial_base(site, &p, rho as u64);
+        let w = site.writer();
+        let slot = w.add(base, wr);
+        let ptr = partial_ptr(w, &p, slot);
+        w.store(a.v, ptr, 4);
+        bases.push(base);
+    }
+    site.sync();
+    if defer {
+        return Ok(Reduced::Shared(p));
+    }
+    for (rho, base) in bases.into_iter().enumerate() {
+        acc[rho] = read_partials(site.writer(), &p, base);
+    }
+    if site.in_loop() {
+        site.sync();
+    }
+    Ok(Reduced::Registers(acc))
+}
+
+/// A reduction's result: the registers of the slice layout, or (deferred) the warps'
+/// partials in shared memory, combined where each register is read
+/// ([`Partials::read`]).
+pub(crate) enum Reduced<'c, 'm> {
+    Registers(Vec<V<'c, 'm>>),
+    Shared(Partials),
+}
+
+/// The partials of a cross-warp reduction in shared memory: f32, `[element of layout]
+/// [warp part]` from byte `region` of `@dynamic_smem`, written and behind a barrier.
+#[derive(Clone, Debug)]
+pub(crate) struct Partials {
+    pub region: u64,
+    /// Partials per element (the warps that held parts of it).
+    pub warps: u64,
+    /// The result's layout (the operand's sliced along the reduced dimension).
+    pub layout: LinearLayout,
+    pub kind: String,
+}
+
+impl Partials {
+    /// Register `rho` of [`Self::layout`]: its partials, combined in warp order (f32).
+    pub(crate) fn read<'c: 'm, 'm, S: ReduceSite<'c, 'm>>(
+        &self,
+        site: &mut S,
+        rho: u64,
+    ) -> V<'c, 'm> {
+        let base = partial_base(site, self, rho);
+        read_partials(site.writer(), self, base)
+    }
+}
+
+/// The first slot (i32) of register `rho`'s partials.
+fn partial_base<'c: 'm, 'm, S: ReduceSite<'c, 'm>>(
+    site: &mut S,
+    p: &Partials,
+    rho: u64,
+) -> V<'c, 'm> {
+    let q = site.coord(&p.layout, rho);
+    let w = site.writer();
+    let f = flat(w, &q, &p.layout.dims);
+    let nwc = w.i32(p.warps as i64);
+    w.mul(f, nwc)
+}
+
+fn partial_ptr<'c: 'm, 'm>(w: &mut Writer<'c, 'm>, p: &Partials, slot: V<'c, 'm>) -> Value<'c, 'm> {
+    let c4 = w.i32(4);
+    let off = w.mul(slot, c4);
+    let off = w.add_const(off, p.region as i64);
+    w.smem_addr(off)
+}
+
+fn read_partials<'c: 'm, 'm>(w: &mut Writer<'c, 'm>, p: &Partials, base: V<'c, 'm>) -> V<'c, 'm> {
+    let f32t = w.ty(ScalarType::F32);
+    let mut parts = vec![];
+    for j in 0..p.warps {
+        let slot = w.add_const(base, j as i64);
+        let ptr = partial_ptr(w, p, slot);
+        parts.push(V {
+            v: w.load(ptr, f32t, 4),
+            t: ScalarType::F32,
+        });
+    }
+    tree(w, &p.kind, parts)
+}
+
+/// The row-major offset (i32) of coordinate `c` in a tile of (padded) `dims`.
+pub(crate) fn flat<'c: 'm, 'm>(w: &mut Writer<'c, 'm>, c: &[V<'c, 'm>], dims: &[u64]) -> V<'c, 'm> {
+    let mut acc = w.i32(0);
+    for (x, &n) in c.iter().zip(dims) {
+        let nn = w.i32(n as i64);
+        acc = w.mul(acc, nn);
+        acc = w.add(acc, *x);
+    }
+    acc
+}
+
+impl<'c, 'm> ReduceSite<'c, 'm> for Lowerer<'c, 'm, '_> {
+    fn writer(&mut self) -> &mut Writer<'c, 'm> {
+        &mut self.w
+    }
+
+    fn coord(&mut self, layout: &LinearLayout, r: u64) -> Vec<V<'c, 'm>> {
+        Lowerer::coord(self, layout, r)
+    }
+
+    fn warp_index(&mut self) -> V<'c, 'm> {
+        self.warp
+    }
+
+    fn smem_region(&mut self, bytes: u64) -> Result<u64, String> {
+        Lowerer::smem_region(self, bytes)
+    }
+
+    fn sync(&mut self) {
+        self.w.barrier();
+    }
+
+    fn in_loop(&self) -> bool {
+        Lowerer::in_loop(self)
+    }
+}
 
 impl<'c, 'm> Lowerer<'c, 'm, '_> {
-    fn combine(&mut self, kind: &str, a: V<'c, 'm>, b: V<'c, 'm>) -> V<'c, 'm> {
-        let name = match kind {
-            "add" => "llvm.fadd",
-            "max" => "llvm.intr.maxnum",
-            _ => "llvm.intr.minnum",
-        };
-        self.w.fop(name, &[a, b])
-    }
-
-    /// Combines `xs` pairwise (a balanced tree).
-    fn tree(&mut self, kind: &str, mut xs: Vec<V<'c, 'm>>) -> V<'c, 'm> {
-        while xs.len() > 1 {
-            let mut next = Vec::with_capacity(xs.len().div_ceil(2));
-            for pair in xs.chunks(2) {
-                next.push(match pair {
-                    [a, b] => self.combine(kind, *a, *b),
-                    [a] => *a,
-                    _ => unreachable!("chunks of two"),
-                });
-            }
-            xs = next;
-        }
-        xs[0]
-    }
-
     pub(super) fn lower_reduce(&mut self, op: &Operation) -> R<()> {
         let t = self.tile(op, op.operands[0])?;
         let d = op.int_attr("dim").unwrap_or(0) as usize;
@@ -57,122 +324,18 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         if !t.elem.is_float() {
             return err(op, "'tile.reduce' of an integer tile is not lowered");
         }
-        let l = t.layout.clone();
-        let s = l.slice(d);
-        let proj = |c: &[u64]| -> Vec<u64> {
-            let mut c = c.to_vec();
-            c[d] = 0;
-            c
+        let (regs, elem) = (&t.regs, t.elem);
+        let value = &mut |_: &mut Self, r: u64| {
+            Ok(V {
+                v: regs[r as usize],
+                t: elem,
+            })
         };
-        for b in l.lane.iter().chain(&l.warp) {
-            if b[d] != 0 && proj(b).iter().any(|&x| x != 0) {
-                return err(
-                    op,
-                    format!(
-                        "the layout's basis {b:?} moves along the reduced dimension and \
-                         another at once; 'tile.reduce' does not lower that layout"
-                    ),
-                );
-            }
-        }
-        let ident = match kind.as_str() {
-            "add" => 0.0,
-            "max" => f64::NEG_INFINITY,
-            _ => f64::INFINITY,
+        let Reduced::Registers(acc) =
+            reduce_registers(self, op, (&t.layout, &t.shape), d, &kind, value, false)?
+        else {
+            return err(op, "internal error: a reduction deferred in a plain launch");
         };
-        // 1. In thread.
-        let padded = t.shape[d] != l.dims[d];
-        let mut vals = Vec::with_capacity(t.regs.len());
-        for (r, &x) in t.regs.iter().enumerate() {
-            let mut v = self.w.fpext_f32(V { v: x, t: t.elem });
-            if padded {
-                let c = self.coord(&l, r as u64)[d];
-                let n = self.w.i32(t.shape[d] as i64);
-                let ok = self.w.icmp(ICmp::Slt, c, n);
-                let id = self.w.float(ident, ScalarType::F32);
-                v = self.w.select(ok, v, id);
-            }
-            vals.push(v);
-        }
-        let slots: HashMap<Vec<u64>, usize> = (0..s.num_registers())
-            .map(|rho| (s.register_coord(rho), rho as usize))
-            .collect();
-        let mut groups: Vec<Vec<V<'c, 'm>>> = vec![vec![]; s.num_registers() as usize];
-        for (r, v) in vals.into_iter().enumerate() {
-            let key = proj(&l.register_coord(r as u64));
-            let Some(&rho) = slots.get(&key) else {
-                return err(
-                    op,
-                    "internal error: a register has no slot in the slice layout",
-                );
-            };
-            groups[rho].push(v);
-        }
-        let mut acc = vec![];
-        for g in groups {
-            acc.push(self.tree(&kind, g));
-        }
-        // 2. Across lanes.
-        for (bit, b) in l.lane.iter().enumerate() {
-            if b[d] == 0 {
-                continue;
-            }
-            for a in &mut acc {
-                let other = self.w.shfl_bfly(*a, 1 << bit);
-                *a = self.combine(&kind, *a, other);
-            }
-        }
-        // 3. Across warps.
-        let wbits: Vec<usize> = (0..l.warp.len()).filter(|&b| l.warp[b][d] != 0).collect();
-        if !wbits.is_empty() {
-            let nw = 1u64 << wbits.len();
-            let elems: u64 = s.dims.iter().product();
-            let region = self
-                .smem_region(elems * nw * 4)
-                .map_err(|m| tilec_dialect::Diagnostic::error(op.loc.clone(), m))?;
-            let warp = self.warp;
-            let mut wr = self.w.i32(0);
-            for (i, &b) in wbits.iter().enumerate() {
-                let on = self.w.bit(warp, b as u32);
-                let sh = self.w.i32(i as i64);
-                let x = self.w.bin("shl", on, sh);
-                wr = self.w.bin("or", wr, x);
-            }
-            let f32t = self.w.ty(ScalarType::F32);
-            let mut bases = vec![];
-            for (rho, a) in acc.iter().enumerate() {
-                let q = self.coord(&s, rho as u64);
-                let flat = self.flat(&q, &s.dims);
-                let nwc = self.w.i32(nw as i64);
-                let base = self.w.mul(flat, nwc);
-                let slot = self.w.add(base, wr);
-                let c4 = self.w.i32(4);
-                let off = self.w.mul(slot, c4);
-                let off = self.w.add_const(off, region as i64);
-                let p = self.w.smem_addr(off);
-                self.w.store(a.v, p, 4);
-                bases.push(base);
-            }
-            self.w.barrier();
-            for (rho, base) in bases.into_iter().enumerate() {
-                let mut parts = vec![];
-                for j in 0..nw {
-                    let slot = self.w.add_const(base, j as i64);
-                    let c4 = self.w.i32(4);
-                    let off = self.w.mul(slot, c4);
-                    let off = self.w.add_const(off, region as i64);
-                    let p = self.w.smem_addr(off);
-                    parts.push(V {
-                        v: self.w.load(p, f32t, 4),
-                        t: ScalarType::F32,
-                    });
-                }
-                acc[rho] = self.tree(&kind, parts);
-            }
-            if self.in_loop() {
-                self.w.barrier();
-            }
-        }
         let regs = acc
             .into_iter()
             .map(|a| self.w.fptrunc_to(a, relem).v)
@@ -181,7 +344,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             regs,
             elem: relem,
             shape: rshape,
-            layout: s,
+            layout: t.layout.slice(d),
         };
         if out.layout != rlayout {
             out = self.remap(op, out, &rlayout, &[])?;
@@ -194,12 +357,6 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
 
     /// The row-major offset (i32) of coordinate `c` in a tile of (padded) `dims`.
     pub(super) fn flat(&mut self, c: &[V<'c, 'm>], dims: &[u64]) -> V<'c, 'm> {
-        let mut acc = self.w.i32(0);
-        for (x, &n) in c.iter().zip(dims) {
-            let nn = self.w.i32(n as i64);
-            acc = self.w.mul(acc, nn);
-            acc = self.w.add(acc, *x);
-        }
-        acc
+        flat(&mut self.w, c, dims)
     }
 }

@@ -13,12 +13,13 @@
 
 use super::{err, Gemm, Lv, PtrTensor, R};
 use crate::nvvm::math;
+use crate::nvvm::reduce::Partials;
 use crate::nvvm::writer::{ICmp, V};
 use melior::ir::Value;
 use std::collections::HashMap;
 use std::rc::Rc;
 use tilec_dialect::{
-    Diagnostic, OpKind, Operation, ScalarType, Type as TileType, Value as TileValue,
+    Diagnostic, LinearLayout, OpKind, Operation, ScalarType, Type as TileType, Value as TileValue,
 };
 
 /// An epilogue value, evaluated per register where it is stored.
@@ -37,6 +38,24 @@ pub(crate) enum Lazy<'c, 'm> {
         bcast_rows: bool,
         bcast_cols: bool,
     },
+    /// A tile held in registers in `layout`, a slice of the accumulator's layout (a
+    /// reduction's result); `slots` maps each register's coordinate to its index. Evaluated
+    /// in a wider space (after a `tile.broadcast`), a register reads the slot of its
+    /// coordinate with the sliced dimensions set to 0.
+    Regs {
+        regs: Vec<Value<'c, 'm>>,
+        layout: LinearLayout,
+        slots: HashMap<Vec<u64>, usize>,
+        elem: ScalarType,
+    },
+    /// A reduction's result as its warps' partials in shared memory
+    /// ([`Partials`](crate::nvvm::reduce::Partials)), combined where each register is read;
+    /// `slots` as for `Regs`.
+    Shared {
+        p: Partials,
+        slots: HashMap<Vec<u64>, usize>,
+        elem: ScalarType,
+    },
     /// An elementwise op (or conversion) of other values, from element type `from` to `to`.
     Op {
         kind: OpKind,
@@ -53,6 +72,7 @@ impl Lazy<'_, '_> {
             Lazy::Acc(_) => ScalarType::F32,
             Lazy::Scalar(_, t) => *t,
             Lazy::Load { t, .. } => t.elem,
+            Lazy::Regs { elem, .. } | Lazy::Shared { elem, .. } => *elem,
             Lazy::Op { to, .. } => *to,
         }
     }
@@ -66,16 +86,27 @@ pub(crate) struct EvalMemo<'c, 'm> {
     pub loads: Option<HashMap<(*const Lazy<'c, 'm>, u64, u64), V<'c, 'm>>>,
 }
 
-/// Register `v` of a thread's fragment: (row, column) offset from the thread's base.
-/// wgmma m64nN: v → (8((v/2) mod 2), 8(v/4) + v mod 2). mma.sync m16n8 tiles of a 64×64
-/// warp tile, v = 4(8 mi + ni) + e → (16 mi + 8(e/2), 8 ni + e mod 2).
-fn frag_coord(mma_sync: bool, v: usize) -> (u64, u64) {
-    if mma_sync {
-        let (t, e) = (v / 4, v % 4);
-        let (mi, ni) = (t / 8, t % 8);
-        ((16 * mi + 8 * (e / 2)) as u64, (8 * ni + e % 2) as u64)
-    } else {
-        (8 * ((v / 2) % 2) as u64, (8 * (v / 4) + v % 2) as u64)
+/// The register of a reduced value (laid out as `layout`, a slice of `space`) that register
+/// `v` of `space` reads: its coordinate with the sliced dimensions set to 0.
+fn slot_in(
+    op: &Operation,
+    space: &LinearLayout,
+    layout: &LinearLayout,
+    slots: &HashMap<Vec<u64>, usize>,
+    v: usize,
+) -> R<usize> {
+    let mut c = space.register_coord(v as u64);
+    for (x, &n) in c.iter_mut().zip(&layout.dims) {
+        if n == 1 {
+            *x = 0;
+        }
+    }
+    match slots.get(&c) {
+        Some(&rho) => Ok(rho),
+        None => err(
+            op,
+            "internal error: a reduced epilogue value is read in a layout it is not a slice of",
+        ),
     }
 }
 
@@ -90,13 +121,13 @@ fn convertible(from: ScalarType, to: ScalarType) -> bool {
 }
 
 /// The arguments of an epilogue store.
-struct StoreArgs<'c, 'm> {
-    t: PtrTensor<'c, 'm>,
-    r0: V<'c, 'm>,
-    c0: V<'c, 'm>,
-    val: Rc<Lazy<'c, 'm>>,
+pub(super) struct StoreArgs<'c, 'm> {
+    pub t: PtrTensor<'c, 'm>,
+    pub r0: V<'c, 'm>,
+    pub c0: V<'c, 'm>,
+    pub val: Rc<Lazy<'c, 'm>>,
     /// `tile.atomic_add` (`red.global.add`) instead of a store.
-    atomic: bool,
+    pub atomic: bool,
 }
 
 impl<'c, 'm> Gemm<'c, 'm, '_> {
@@ -208,23 +239,52 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         }
     }
 
-    /// The value of `node` in register `v`.
+    /// The value of `node` in register `v` of `space` (the accumulator's layout or a slice
+    /// of it: see [`Self::space_of`]).
+    ///
+    /// # Errors
+    /// A located error (at `op`) when a reduced value is read in a space it is not a
+    /// slice of.
     pub(super) fn eval(
         &mut self,
+        op: &Operation,
         node: &Rc<Lazy<'c, 'm>>,
+        space: &LinearLayout,
         v: usize,
         memo: &mut EvalMemo<'c, 'm>,
-    ) -> V<'c, 'm> {
+    ) -> R<V<'c, 'm>> {
         let key = Rc::as_ptr(node);
         if let Some(x) = memo.reg.get(&key) {
-            return *x;
+            return Ok(*x);
         }
         let r = match &**node {
-            Lazy::Acc(regs) => V {
-                v: regs[v],
-                t: ScalarType::F32,
+            // Registers past the accumulator's are padding (an N tile that is not a power
+            // of two): 0, replaced by a reduction's identity, never stored.
+            Lazy::Acc(regs) => match regs.get(v) {
+                Some(&x) => V {
+                    v: x,
+                    t: ScalarType::F32,
+                },
+                None => self.w.float(0.0, ScalarType::F32),
             },
             Lazy::Scalar(s, t) => V { v: s.v, t: *t },
+            Lazy::Regs {
+                regs,
+                layout,
+                slots,
+                elem,
+            } => {
+                let rho = slot_in(op, space, layout, slots, v)?;
+                V {
+                    v: regs[rho],
+                    t: *elem,
+                }
+            }
+            Lazy::Shared { p, slots, elem } => {
+                let rho = slot_in(op, space, &p.layout, slots, v)?;
+                let x = p.read(self, rho as u64);
+                self.w.fptrunc_to(x, *elem)
+            }
             Lazy::Load {
                 t,
                 r0,
@@ -232,7 +292,8 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 bcast_rows,
                 bcast_cols,
             } => {
-                let (dr, dc) = frag_coord(self.mma_sync, v);
+                let c = space.register_coord(v as u64);
+                let (dr, dc) = (c[0], c[1]);
                 let lk = (
                     key,
                     if *bcast_rows { u64::MAX } else { dr },
@@ -241,9 +302,10 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 if let Some(x) = memo.loads.as_ref().and_then(|m| m.get(&lk)) {
                     let x = *x;
                     memo.reg.insert(key, x);
-                    return x;
+                    return Ok(x);
                 }
-                let x = self.eval_load(t, *r0, *c0, (*bcast_rows, *bcast_cols), (dr, dc));
+                let base = self.space_base(space);
+                let x = self.eval_load(t, (*r0, *c0), base, (*bcast_rows, *bcast_cols), (dr, dc));
                 if let Some(m) = memo.loads.as_mut() {
                     m.insert(lk, x);
                 }
@@ -255,7 +317,10 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 from,
                 to,
             } => {
-                let xs: Vec<V<'c, 'm>> = args.iter().map(|a| self.eval(a, v, memo)).collect();
+                let xs: Vec<V<'c, 'm>> = args
+                    .iter()
+                    .map(|a| self.eval(op, a, space, v, memo))
+                    .collect::<R<_>>()?;
                 let t = *to;
                 let x = xs[0];
                 if *kind == OpKind::Convert {
@@ -270,22 +335,20 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             }
         };
         memo.reg.insert(key, r);
-        r
+        Ok(r)
     }
 
-    /// One element of an epilogue load: register offset (dr, dc) from the fragment base,
-    /// or the load's origin along a broadcast dimension.
+    /// One element of an epilogue load at the tile origin (r0, c0): register offset
+    /// (dr, dc) from the thread's base (fr, fc) in its space, or the load's origin along a
+    /// broadcast dimension.
     fn eval_load(
         &mut self,
         t: &PtrTensor<'c, 'm>,
-        r0: V<'c, 'm>,
-        c0: V<'c, 'm>,
+        (r0, c0): (V<'c, 'm>, V<'c, 'm>),
+        (fr, fc): (V<'c, 'm>, V<'c, 'm>),
         (bcast_rows, bcast_cols): (bool, bool),
         (dr, dc): (u64, u64),
     ) -> V<'c, 'm> {
-        let (fr, fc) = self
-            .frag_rc
-            .expect("fragment base set in the consumer region");
         let row = if bcast_rows {
             r0
         } else {
@@ -451,7 +514,9 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         // A scalar result is the same in every register: computed here, once, so that
         // scalar ops (index arithmetic, other scalars) can use it.
         let value = if matches!(self.m.ty(op.results[0]), TileType::Scalar(_)) {
-            let x = self.eval(&node, 0, &mut EvalMemo::default());
+            // A scalar reads no register: any space will do.
+            let space = LinearLayout::blocked(&[1, 1], 4, 1);
+            let x = self.eval(op, &node, &space, 0, &mut EvalMemo::default())?;
             Lv::Scalar(V { v: x.v, t: rt })
         } else {
             Lv::Lazy(node)
@@ -556,23 +621,13 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 "convert-tile-to-nvvm: epilogue stores are 2-D, by the consumers after the MMA",
             );
         }
-        let acc_shape = self.acc.as_ref().and_then(|a| a.shape.clone());
-        if let (Some(acc), TileType::Tile { shape, .. }) = (acc_shape, self.m.ty(op.operands[3])) {
-            if *shape != acc {
-                return err(
-                    op,
-                    format!(
-                        "convert-tile-to-nvvm: the epilogue {} a {}x{} tile, but the \
-                         accumulator it is evaluated over is {}x{}",
-                        if atomic { "adds" } else { "stores" },
-                        shape[0],
-                        shape[1],
-                        acc[0],
-                        acc[1]
-                    ),
-                );
-            }
-        }
+        // The accumulator's tile, or a slice of it (a reduction's result) stored from its
+        // own registers.
+        let TileType::Tile { shape, .. } = self.m.ty(op.operands[3]).clone() else {
+            return err(op, "store of a non-tile");
+        };
+        let space = self.space_of(op, &shape)?;
+        let sliced = self.acc.as_ref().and_then(|a| a.shape.as_ref()) != Some(&shape);
         let r0 = self.scalar(op, op.operands[1])?;
         let c0 = self.scalar(op, op.operands[2])?;
         let val = self.lazy_of(op, op.operands[3])?;
@@ -584,16 +639,18 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         if self.mma_sync && self.loop_depth > 0 {
             self.frag_rc = Some(self.fresh_frag_rc());
         }
-        let r = self.store_frags(
-            op,
-            StoreArgs {
-                t,
-                r0,
-                c0,
-                val,
-                atomic,
-            },
-        );
+        let args = StoreArgs {
+            t,
+            r0,
+            c0,
+            val,
+            atomic,
+        };
+        let r = if sliced {
+            self.store_space(op, args, &space)
+        } else {
+            self.store_frags(op, args)
+        };
         self.frag_rc = saved_rc;
         r
     }
@@ -622,6 +679,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         };
         let (fr, fc) = self.frag_rc.expect("checked");
         let nregs = self.acc.as_ref().map_or(0, |a| a.regs);
+        let space = self.acc_layout(op)?;
         let et = self.w.ty(t.elem);
         let eb = t.elem.size_bytes() as i64;
         let p1 = self.w.ptr_ty(1);
@@ -666,7 +724,8 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             loads: Some(HashMap::new()),
         };
         for v in (0..nregs).step_by(2) {
-            let (dr, dc) = frag_coord(self.mma_sync, v);
+            let c = space.register_coord(v as u64);
+            let (dr, dc) = (c[0], c[1]);
             let pr = match rowptr.get(&dr) {
                 Some(p) => *p,
                 None => {
@@ -682,9 +741,9 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 }
             };
             memo.reg.clear();
-            let x0 = self.eval(&val, v, &mut memo);
+            let x0 = self.eval(op, &val, &space, v, &mut memo)?;
             memo.reg.clear();
-            let x1 = self.eval(&val, v + 1, &mut memo);
+            let x1 = self.eval(op, &val, &space, v + 1, &mut memo)?;
             if atomic {
                 let p = self.w.gep_const(pr, dc as i64, et, p1);
                 let pa = self.w.cast("llvm.ptrtoint", p, i64t);
@@ -718,7 +777,8 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let mut rows: HashMap<u64, (V<'c, 'm>, V<'c, 'm>)> = HashMap::new();
         let mut memo = EvalMemo::default();
         for v in 0..nregs {
-            let (dr, dc) = frag_coord(self.mma_sync, v);
+            let c = space.register_coord(v as u64);
+            let (dr, dc) = (c[0], c[1]);
             let (rok, raddr) = match rows.get(&dr) {
                 Some(x) => *x,
                 None => {
@@ -734,7 +794,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 }
             };
             memo.reg.clear();
-            let x = self.eval(&val, v, &mut memo);
+            let x = self.eval(op, &val, &space, v, &mut memo)?;
             let x = if reg == "h" {
                 self.w.cast("llvm.bitcast", x.v, i16t)
             } else {

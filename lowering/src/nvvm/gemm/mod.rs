@@ -23,6 +23,7 @@
 mod control;
 mod epilogue;
 mod mma_sync;
+mod reduce;
 mod sync;
 mod tma;
 mod wgmma;
@@ -463,6 +464,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             | K::Tanh
             | K::Broadcast
             | K::Splat => self.lower_elementwise(op)?,
+            K::Reduce => self.lower_epilogue_reduce(op)?,
             K::Load => self.lower_epilogue_load(op)?,
             K::Store => self.lower_store(op, false)?,
             K::AtomicAdd => self.lower_store(op, true)?,

@@ -319,14 +319,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             }
             _ => self.i32(id),
         };
-        let n = self.i32(threads);
-        let segments = melior::ir::attribute::DenseI32ArrayAttribute::new(self.w.ctx, &[1, 1, 0]);
-        self.w.op(
-            "nvvm.barrier",
-            &[idv.v, n.v],
-            &[],
-            &[("operandSegmentSizes", segments.into())],
-        );
+        self.bar_sync(idv, threads);
         Ok(())
     }
 }

@@ -205,6 +205,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 self.w.attr("#nvvm.ld_st_matrix_shape<m = 8, n = 8>"),
             ),
         ];
+        let space = self.acc_layout(op)?;
         let mut memo = EvalMemo {
             reg: HashMap::new(),
             loads: Some(HashMap::new()),
@@ -223,9 +224,9 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             for i in 0..4usize {
                 let v = 4 * g + 2 * i;
                 memo.reg.clear();
-                let x0 = self.eval(&val, v, &mut memo);
+                let x0 = self.eval(op, &val, &space, v, &mut memo)?;
                 memo.reg.clear();
-                let x1 = self.eval(&val, v + 1, &mut memo);
+                let x1 = self.eval(op, &val, &space, v + 1, &mut memo)?;
                 let vec = self.w.insert_element(u2, x0.v, i0);
                 let vec = self.w.insert_element(vec, x1.v, one);
                 regs.push(self.w.cast("llvm.bitcast", vec, i32t));
