@@ -152,6 +152,11 @@ pub struct Manifest {
     /// (docs/manifest.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub split_k: Option<serde_json::Value>,
+    /// The tensors the kernel adds into with `tile.atomic_add` (`red.global.add`), in
+    /// parameter order: it reads them, so the launcher passes their initial values (zeros
+    /// for a sum). Empty (and absent from the JSON) for a kernel without atomics.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub atomic_outputs: Vec<String>,
 }
 
 fn default_grid_limits() -> [u64; 3] {
@@ -192,6 +197,7 @@ impl Manifest {
             persistent: None,
             params,
             split_k: None,
+            atomic_outputs: vec![],
         }
     }
 

@@ -517,6 +517,8 @@ def main():
                 "ok" if row["ok"] else "FAIL" + ("" if row.get("guard_ok", True) else " (guard overwritten)")
                 + (" (output changed after the timing loop)" if row.get("rerun_mismatch") else ""),
                 ("  S=%d grid=%s" % (row["split"], row["grid"])) if row.get("split") else "")
+            if "rowsum_rel_err" in row:
+                line += "  row sums rel_err %.2e" % row["rowsum_rel_err"]
         lines.append(line)
         print(line, flush=True)
     print()

@@ -183,38 +183,6 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         Ok(())
     }
 
-    /// Converts one value (see the module docs).
-    fn convert_value(&mut self, op: &Operation, x: V<'c, 'm>, to: ScalarType) -> R<V<'c, 'm>> {
-        let from = x.t;
-        if from == to {
-            return Ok(x);
-        }
-        let w = &mut self.w;
-        Ok(if from.is_float() && to.is_float() {
-            let f = w.fpext_f32(x);
-            w.fptrunc_to(f, to)
-        } else if from.is_int() && to.is_float() {
-            let f32t = w.ty(ScalarType::F32);
-            let name = if from == ScalarType::I1 {
-                "llvm.uitofp"
-            } else {
-                "llvm.sitofp"
-            };
-            let f = V {
-                v: w.op1(name, &[x.v], f32t, &[]),
-                t: ScalarType::F32,
-            };
-            w.fptrunc_to(f, to)
-        } else if from.is_int() && to.is_int() {
-            w.int_cast(x, to)
-        } else {
-            return err(
-                op,
-                format!("'tile.convert' from {from} to {to} (float to integer) is not lowered"),
-            );
-        })
-    }
-
     pub(super) fn lower_convert(&mut self, op: &Operation) -> R<()> {
         let to = op
             .results
@@ -222,12 +190,12 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             .and_then(|&r| self.m.ty(r).elem())
             .unwrap_or(ScalarType::F32);
         let lv = match self.get(op, op.operands[0])? {
-            Lv::Scalar(s) => Lv::Scalar(self.convert_value(op, s, to)?),
+            Lv::Scalar(s) => Lv::Scalar(self.w.convert(s, to)),
             Lv::Tile(t) => {
                 let mut regs = Vec::with_capacity(t.regs.len());
                 for &r in &t.regs {
                     let x = V { v: r, t: t.elem };
-                    regs.push(self.convert_value(op, x, to)?.v);
+                    regs.push(self.w.convert(x, to).v);
                 }
                 Lv::Tile(Tile {
                     regs,

@@ -380,40 +380,8 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
 
     /// A scalar integer op (`tile.addi` ... `tile.cmpi`) on one value pair.
     fn int_op(&mut self, op: &Operation, a: V<'c, 'm>, b: V<'c, 'm>) -> R<V<'c, 'm>> {
-        use OpKind as K;
-        let w = &mut self.w;
-        Ok(match op.kind {
-            K::AddI => w.bin("add", a, b),
-            K::SubI => w.bin("sub", a, b),
-            K::MulI => w.bin("mul", a, b),
-            K::DivI => w.bin("sdiv", a, b),
-            K::RemI => w.bin("srem", a, b),
-            K::CeilDiv => {
-                let s = w.bin("add", a, b);
-                let s = w.add_const(s, -1);
-                w.bin("sdiv", s, b)
-            }
-            K::MinI => {
-                let lt = w.icmp(ICmp::Slt, a, b);
-                w.select(lt, a, b)
-            }
-            K::MaxI => {
-                let gt = w.icmp(ICmp::Sgt, a, b);
-                w.select(gt, a, b)
-            }
-            _ => {
-                let p = match op.str_attr("predicate").unwrap_or("") {
-                    "eq" => ICmp::Eq,
-                    "ne" => ICmp::Ne,
-                    "slt" => ICmp::Slt,
-                    "sle" => ICmp::Sle,
-                    "sgt" => ICmp::Sgt,
-                    "sge" => ICmp::Sge,
-                    p => return err(op, format!("'tile.cmpi' predicate '{p}' is not lowered")),
-                };
-                w.icmp(p, a, b)
-            }
-        })
+        let pred = cmpi_predicate(op)?;
+        Ok(int_binary(&mut self.w, op.kind, pred, a, b))
     }
 
     /// An unsigned i32 (a special register) as `t`.
@@ -778,4 +746,52 @@ fn build_module<'c>(
     drop(lw);
     drop(w0);
     Ok((module, smem))
+}
+
+/// The predicate of a `tile.cmpi` (`None` for other ops).
+///
+/// # Errors
+/// A predicate with no `llvm.icmp` form.
+pub(crate) fn cmpi_predicate(op: &Operation) -> R<Option<ICmp>> {
+    if op.kind != OpKind::CmpI {
+        return Ok(None);
+    }
+    let name = op.str_attr("predicate").unwrap_or("");
+    match ICmp::from_name(name) {
+        Some(p) => Ok(Some(p)),
+        None => err(op, format!("'tile.cmpi' predicate '{name}' is not lowered")),
+    }
+}
+
+/// An integer op (`tile.addi` ... `tile.maxi`, or `tile.cmpi` with `pred`) on one value
+/// pair, wrapping as the interpreter does.
+pub(crate) fn int_binary<'c: 'm, 'm>(
+    w: &mut Writer<'c, 'm>,
+    kind: OpKind,
+    pred: Option<ICmp>,
+    a: V<'c, 'm>,
+    b: V<'c, 'm>,
+) -> V<'c, 'm> {
+    use OpKind as K;
+    match kind {
+        K::AddI => w.bin("add", a, b),
+        K::SubI => w.bin("sub", a, b),
+        K::MulI => w.bin("mul", a, b),
+        K::DivI => w.bin("sdiv", a, b),
+        K::RemI => w.bin("srem", a, b),
+        K::CeilDiv => {
+            let s = w.bin("add", a, b);
+            let s = w.add_const(s, -1);
+            w.bin("sdiv", s, b)
+        }
+        K::MinI => {
+            let lt = w.icmp(ICmp::Slt, a, b);
+            w.select(lt, a, b)
+        }
+        K::MaxI => {
+            let gt = w.icmp(ICmp::Sgt, a, b);
+            w.select(gt, a, b)
+        }
+        _ => w.icmp(pred.unwrap_or(ICmp::Eq), a, b),
+    }
 }

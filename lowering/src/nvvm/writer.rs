@@ -340,6 +340,67 @@ impl<'c, 'm> Writer<'c, 'm> {
         }
     }
 
+    /// `a` converted to `t` as the reference interpreter converts (`tilec_dialect::interp`):
+    /// - float to float: exactly to f32 (`fpext`), then rounded to nearest even once
+    ///   (`fptrunc`);
+    /// - integer to float: one rounding (`sitofp`; `uitofp` from `i1`);
+    /// - integer to integer: `trunc`, `sext`, or `zext` from `i1` (`i64` and `index` alike);
+    /// - float to integer: toward zero, saturating at the type's range, NaN to 0
+    ///   (PTX `cvt.rzi`); to `i1`: `x ≥ 1`.
+    pub fn convert(&mut self, a: V<'c, 'm>, t: ScalarType) -> V<'c, 'm> {
+        let same = |x: ScalarType, y: ScalarType| {
+            x == y
+                || matches!(
+                    (x, y),
+                    (
+                        ScalarType::I64 | ScalarType::Index,
+                        ScalarType::I64 | ScalarType::Index
+                    )
+                )
+        };
+        if same(a.t, t) {
+            return V { v: a.v, t };
+        }
+        let ty = self.ty(t);
+        match (a.t.is_float(), t.is_float()) {
+            (true, true) => {
+                let f = self.fpext_f32(a);
+                self.fptrunc_to(f, t)
+            }
+            (false, true) => {
+                let name = if a.t == ScalarType::I1 {
+                    "llvm.uitofp"
+                } else {
+                    "llvm.sitofp"
+                };
+                V {
+                    v: self.op1(name, &[a.v], ty, &[]),
+                    t,
+                }
+            }
+            (false, false) => self.int_cast(a, t),
+            (true, false) => {
+                let f = self.fpext_f32(a);
+                if t == ScalarType::I1 {
+                    let one = self.float(1.0, ScalarType::F32);
+                    return self.fcmp("oge", f, one);
+                }
+                // Inline asm: LLVM's `fptosi` is poison out of range, and MLIR 22 fails to
+                // translate `llvm.intr.fptosi.sat` ("LLVM Translation failed"). PTX's
+                // `cvt.rzi` clamps to the destination range and gives 0 for NaN.
+                let (asm, c) = if t == ScalarType::I32 {
+                    ("cvt.rzi.s32.f32 $0, $1;", "=r,f")
+                } else {
+                    ("cvt.rzi.s64.f32 $0, $1;", "=l,f")
+                };
+                let v = self
+                    .inline_asm(asm, c, &[f.v], Some(ty), false)
+                    .expect("a typed result");
+                V { v, t }
+            }
+        }
+    }
+
     /// A float op on f32 values: `llvm.fadd` and the like, or an `llvm.intr.*`.
     pub fn fop(&mut self, name: &str, args: &[V<'c, 'm>]) -> V<'c, 'm> {
         let ty = self.ty(ScalarType::F32);

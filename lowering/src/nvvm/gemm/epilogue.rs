@@ -13,6 +13,7 @@
 
 use super::{err, Gemm, Lv, PtrTensor, R};
 use crate::nvvm::math;
+use crate::nvvm::plain::{cmpi_predicate, int_binary};
 use crate::nvvm::reduce::Partials;
 use crate::nvvm::writer::{ICmp, V};
 use melior::ir::Value;
@@ -56,6 +57,18 @@ pub(crate) enum Lazy<'c, 'm> {
         slots: HashMap<Vec<u64>, usize>,
         elem: ScalarType,
     },
+    /// An integer op of two values (`tile.addi` ... `tile.maxi`, `tile.cmpi` with `pred`),
+    /// with the plain launch's lowering ([`int_binary`]); `to` is the result's type.
+    Int {
+        kind: OpKind,
+        pred: Option<ICmp>,
+        args: [Rc<Lazy<'c, 'm>>; 2],
+        to: ScalarType,
+    },
+    /// `tile.select`: a condition (`i1`) and two values.
+    Select([Rc<Lazy<'c, 'm>>; 3]),
+    /// `tile.iota`: each element's coordinate along `dim`, as `elem`.
+    Iota { dim: usize, elem: ScalarType },
     /// An elementwise op (or conversion) of other values, from element type `from` to `to`.
     Op {
         kind: OpKind,
@@ -72,7 +85,9 @@ impl Lazy<'_, '_> {
             Lazy::Acc(_) => ScalarType::F32,
             Lazy::Scalar(_, t) => *t,
             Lazy::Load { t, .. } => t.elem,
-            Lazy::Regs { elem, .. } | Lazy::Shared { elem, .. } => *elem,
+            Lazy::Regs { elem, .. } | Lazy::Shared { elem, .. } | Lazy::Iota { elem, .. } => *elem,
+            Lazy::Int { to, .. } => *to,
+            Lazy::Select(args) => args[1].elem(),
             Lazy::Op { to, .. } => *to,
         }
     }
@@ -112,12 +127,6 @@ fn slot_in(
 
 fn m_elem(t: &TileType) -> ScalarType {
     t.elem().unwrap_or(ScalarType::F32)
-}
-
-/// Whether [`Gemm::convert_value`] converts `from` to `to`: between float types, between
-/// integer types, and from integers to float types (float to integer is not lowered).
-fn convertible(from: ScalarType, to: ScalarType) -> bool {
-    from.is_float() == to.is_float() || to.is_float()
 }
 
 /// The arguments of an epilogue store.
@@ -285,6 +294,30 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 let x = p.read(self, rho as u64);
                 self.w.fptrunc_to(x, *elem)
             }
+            Lazy::Int {
+                kind,
+                pred,
+                args,
+                to,
+            } => {
+                let a = self.eval(op, &args[0], space, v, memo)?;
+                let b = self.eval(op, &args[1], space, v, memo)?;
+                let r = int_binary(&mut self.w, *kind, *pred, a, b);
+                V { v: r.v, t: *to }
+            }
+            Lazy::Select(args) => {
+                let c = self.eval(op, &args[0], space, v, memo)?;
+                let a = self.eval(op, &args[1], space, v, memo)?;
+                let b = self.eval(op, &args[2], space, v, memo)?;
+                self.w.select(c, a, b)
+            }
+            Lazy::Iota { dim, elem } => {
+                let base = self.space_base(space);
+                let base = if *dim == 0 { base.0 } else { base.1 };
+                let c = space.register_coord(v as u64)[*dim];
+                let x = self.w.add_const(base, c as i64);
+                self.w.int_cast(x, *elem)
+            }
             Lazy::Load {
                 t,
                 r0,
@@ -324,7 +357,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 let t = *to;
                 let x = xs[0];
                 if *kind == OpKind::Convert {
-                    self.convert_value(x, *from, t)
+                    self.w.convert(V { v: x.v, t: *from }, t)
                 } else {
                     // In f32, rounded to the result type once, as the interpreter computes
                     // (the sequences and their bounds: `super::math`).
@@ -409,64 +442,6 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         }
     }
 
-    /// `x` of type `from` converted to `to` (see [`convertible`]), as the reference
-    /// interpreter converts: float narrowing rounds to nearest even (`fptrunc`), widening
-    /// is exact (`fpext`), f16 and bf16 convert through f32 (exact, then one rounding);
-    /// integers become floats by `uitofp` (`i1`) or `sitofp` (one rounding), and other
-    /// integers by `trunc`, `zext` (`i1`) or `sext`.
-    fn convert_value(&mut self, x: V<'c, 'm>, from: ScalarType, to: ScalarType) -> V<'c, 'm> {
-        let same = |a: ScalarType, b: ScalarType| {
-            a == b
-                || matches!((a, b), (ScalarType::I64, ScalarType::Index))
-                || matches!((a, b), (ScalarType::Index, ScalarType::I64))
-        };
-        if same(from, to) {
-            return V { v: x.v, t: to };
-        }
-        let cast = |g: &mut Self, name: &str, x: V<'c, 'm>, t: ScalarType| {
-            let ty = g.w.ty(t);
-            V {
-                v: g.w.cast(name, x.v, ty),
-                t,
-            }
-        };
-        if !from.is_float() && !to.is_float() {
-            let bits = |s: ScalarType| {
-                if s == ScalarType::I1 {
-                    1
-                } else {
-                    8 * s.size_bytes()
-                }
-            };
-            let o = if bits(from) > bits(to) {
-                "llvm.trunc"
-            } else if from == ScalarType::I1 {
-                "llvm.zext"
-            } else {
-                "llvm.sext"
-            };
-            return cast(self, o, x, to);
-        }
-        if !from.is_float() {
-            let o = if from == ScalarType::I1 {
-                "llvm.uitofp"
-            } else {
-                "llvm.sitofp"
-            };
-            return cast(self, o, x, to);
-        }
-        if from.size_bytes() == to.size_bytes() {
-            let wide = cast(self, "llvm.fpext", x, ScalarType::F32);
-            return cast(self, "llvm.fptrunc", wide, to);
-        }
-        let o = if from.size_bytes() > to.size_bytes() {
-            "llvm.fptrunc"
-        } else {
-            "llvm.fpext"
-        };
-        cast(self, o, x, to)
-    }
-
     pub(super) fn lower_elementwise(&mut self, op: &Operation) -> R<()> {
         let rt = m_elem(self.m.ty(op.results[0]));
         // Math ops lower to sequences with a stated error bound (the table in
@@ -496,15 +471,6 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             .map(|&v| self.lazy_of(op, v))
             .collect::<R<_>>()?;
         let from = args[0].elem();
-        if op.kind == OpKind::Convert && !convertible(from, rt) {
-            return err(
-                op,
-                format!(
-                    "convert-tile-to-nvvm: {from} -> {rt} conversion in the epilogue is not \
-                     lowered yet"
-                ),
-            );
-        }
         let node = Rc::new(Lazy::Op {
             kind: op.kind,
             args,
@@ -522,6 +488,53 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             Lv::Lazy(node)
         };
         self.vals.insert(op.results[0], value);
+        Ok(())
+    }
+
+    /// `tile.addi` ... `tile.cmpi` on epilogue tiles (scalar operands broadcast).
+    pub(super) fn lower_epilogue_int(&mut self, op: &Operation) -> R<()> {
+        let pred = cmpi_predicate(op)?;
+        let a = self.lazy_of(op, op.operands[0])?;
+        let b = self.lazy_of(op, op.operands[1])?;
+        let to = m_elem(self.m.ty(op.results[0]));
+        let node = Lazy::Int {
+            kind: op.kind,
+            pred,
+            args: [a, b],
+            to,
+        };
+        self.vals.insert(op.results[0], Lv::Lazy(Rc::new(node)));
+        Ok(())
+    }
+
+    /// `tile.select` on epilogue tiles (a scalar condition or values broadcast).
+    pub(super) fn lower_epilogue_select(&mut self, op: &Operation) -> R<()> {
+        let args = [
+            self.lazy_of(op, op.operands[0])?,
+            self.lazy_of(op, op.operands[1])?,
+            self.lazy_of(op, op.operands[2])?,
+        ];
+        self.vals
+            .insert(op.results[0], Lv::Lazy(Rc::new(Lazy::Select(args))));
+        Ok(())
+    }
+
+    /// `tile.iota` in the epilogue: evaluated per register of its consumer's space.
+    pub(super) fn lower_epilogue_iota(&mut self, op: &Operation) -> R<()> {
+        let TileType::Tile { shape, elem, .. } = self.m.ty(op.results[0]).clone() else {
+            return err(op, "'tile.iota' of a non-tile");
+        };
+        if self.frag_rc.is_none() {
+            return err(
+                op,
+                "convert-tile-to-nvvm: a 'tile.iota' in a GEMM kernel is an epilogue tile, in \
+                 the consumers after the MMA",
+            );
+        }
+        self.space_of(op, &shape)?;
+        let dim = op.int_attr("dim").unwrap_or(0) as usize;
+        self.vals
+            .insert(op.results[0], Lv::Lazy(Rc::new(Lazy::Iota { dim, elem })));
         Ok(())
     }
 

@@ -299,6 +299,23 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 };
                 self.def_scalar(op, c);
             }
+            K::AddI
+            | K::SubI
+            | K::MulI
+            | K::DivI
+            | K::RemI
+            | K::MinI
+            | K::MaxI
+            | K::CeilDiv
+            | K::CmpI
+                if matches!(self.m.ty(op.results[0]), TileType::Tile { .. }) =>
+            {
+                self.lower_epilogue_int(op)?
+            }
+            K::Select if matches!(self.m.ty(op.results[0]), TileType::Tile { .. }) => {
+                self.lower_epilogue_select(op)?
+            }
+            K::Iota => self.lower_epilogue_iota(op)?,
             K::AddI | K::SubI | K::MulI | K::DivI | K::RemI | K::MinI | K::MaxI | K::CeilDiv => {
                 let a = self.scalar(op, op.operands[0])?;
                 let b = self.scalar(op, op.operands[1])?;
@@ -788,17 +805,19 @@ pub(super) fn lower_kernel(m: &TileModule, k: &Operation) -> R<(Manifest, (u32, 
                 }
             }
         });
-        let arg = match grid.get(2) {
-            Some(TileAttr::Expr(Expr::Arg(n))) => serde_json::Value::String(n.clone()),
-            _ => serde_json::Value::Null,
-        };
-        manifest.split_k = Some(serde_json::json!({
-            "arg": arg,
-            "workspace": ws,
-            "workspace_init": "zero",
-            "k_tile": k_tile,
-            "finalize": {"op": "convert", "from": ws.first(), "to": "C", "dtype": "bf16"},
-        }));
+        // A split-K kernel: grid z is the number of K slices, a plain scalar argument. Other
+        // kernels with atomics (an epilogue's reduction added into its output) only say
+        // what they add into.
+        if let Some(TileAttr::Expr(Expr::Arg(n))) = grid.get(2) {
+            manifest.split_k = Some(serde_json::json!({
+                "arg": n,
+                "workspace": ws,
+                "workspace_init": "zero",
+                "k_tile": k_tile,
+                "finalize": {"op": "convert", "from": ws.first(), "to": "C", "dtype": "bf16"},
+            }));
+        }
+        manifest.atomic_outputs = ws;
     }
     manifest.cluster = [cluster[0] as u32, cluster[1] as u32, cluster[2] as u32];
     Ok((manifest, (maj, min)))
