@@ -532,6 +532,34 @@ fn gemm_epilogue_reductions() {
     );
 }
 
+/// A masked epilogue (`tile.iota`, `tile.cmpi`, `tile.select`): ReLU on the columns left of
+/// N/2 only, so the accumulator and its ReLU are both live per register. The store's fast
+/// and slow paths compute the same chain; without the slow path's opaque copies of the
+/// accumulator, LLVM's MachineCSE hoisted both paths' chains above the branch and sm_90a
+/// spilled 540 bytes.
+#[test]
+fn gemm_masked_epilogue() {
+    let src = example("gemm_bf16.tile").replace(
+        "  %out = tile.convert %acc : tile<128x256xbf16>\n",
+        "  %cols = tile.iota {dim = 1} : tile<128x256xindex>
+  %colt = tile.splat %col : tile<128x256xindex>
+  %gc = tile.addi %cols, %colt : tile<128x256xindex>
+  %c2 = tile.constant {value = 2} : index
+  %half = tile.divi %N, %c2 : index
+  %ht = tile.splat %half : tile<128x256xindex>
+  %in = tile.cmpi %gc, %ht {predicate = \"slt\"} : tile<128x256xi1>
+  %r = tile.relu %acc : tile<128x256xf32>
+  %y = tile.select %in, %r, %acc : tile<128x256xf32>
+  %out = tile.convert %y : tile<128x256xbf16>\n",
+    );
+    assert!(src.contains("tile.select"));
+    for t in [Target::Sm90a, Target::Sm90] {
+        let (ptx, log, _) = build_source("masked.tile", &src, &Options::new(t), "");
+        assert_clean(&log, &format!("masked epilogue {t}"));
+        assert!(ptx.contains("max.f32"), "{t}: no ReLU");
+    }
+}
+
 fn compile_err(src: &str, target: Target) -> String {
     match compile(
         Input::Text {

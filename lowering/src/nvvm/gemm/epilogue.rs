@@ -99,6 +99,9 @@ impl Lazy<'_, '_> {
 pub(crate) struct EvalMemo<'c, 'm> {
     pub reg: HashMap<*const Lazy<'c, 'm>, V<'c, 'm>>,
     pub loads: Option<HashMap<(*const Lazy<'c, 'm>, u64, u64), V<'c, 'm>>>,
+    /// Read the accumulator's registers through opaque copies (the slow path of a store:
+    /// see [`Gemm::store_frags`]).
+    pub opaque_acc: bool,
 }
 
 /// The register of a reduced value (laid out as `layout`, a slice of `space`) that register
@@ -270,6 +273,10 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             // Registers past the accumulator's are padding (an N tile that is not a power
             // of two): 0, replaced by a reduction's identity, never stored.
             Lazy::Acc(regs) => match regs.get(v) {
+                Some(&x) if memo.opaque_acc => self.opaque(V {
+                    v: x,
+                    t: ScalarType::F32,
+                }),
                 Some(&x) => V {
                     v: x,
                     t: ScalarType::F32,
@@ -735,6 +742,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let mut memo = EvalMemo {
             reg: HashMap::new(),
             loads: Some(HashMap::new()),
+            opaque_acc: false,
         };
         for v in (0..nregs).step_by(2) {
             let c = space.register_coord(v as u64);
@@ -788,7 +796,14 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let s1b = self.bin("mul", t.strides[1], ebc);
         let i16t = self.w.int_ty(16);
         let mut rows: HashMap<u64, (V<'c, 'm>, V<'c, 'm>)> = HashMap::new();
-        let mut memo = EvalMemo::default();
+        // The accumulator through opaque copies: the two paths would otherwise compute the same
+        // values from the same registers, and LLVM's MachineCSE hoists such common code of
+        // both successors above the branch, where a chain that keeps the accumulator live
+        // (a select between it and a function of it) doubles the live registers and spills.
+        let mut memo = EvalMemo {
+            opaque_acc: true,
+            ..EvalMemo::default()
+        };
         for v in 0..nregs {
             let c = space.register_coord(v as u64);
             let (dr, dc) = (c[0], c[1]);

@@ -202,10 +202,10 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
     /// constant bank, this keeps epilogue-only arithmetic out of the registers live across
     /// a persistent loop's k loop.
     pub fn opaque(&mut self, v: V<'c, 'm>) -> V<'c, 'm> {
-        let (c, m) = if v.t == ScalarType::I32 {
-            ("r", "b32")
-        } else {
-            ("l", "b64")
+        let (c, m) = match v.t {
+            ScalarType::I32 => ("r", "b32"),
+            ScalarType::F32 => ("f", "b32"),
+            _ => ("l", "b64"),
         };
         let ty = self.w.ty(v.t);
         let r = self.w.inline_asm(

@@ -154,6 +154,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let mut memo = EvalMemo {
             reg: HashMap::new(),
             loads: Some(HashMap::new()),
+            opaque_acc: false,
         };
         let sp = space.clone();
         let value = &mut |g: &mut Self, r: u64| {
@@ -238,6 +239,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let mut memo = EvalMemo {
             reg: HashMap::new(),
             loads: Some(HashMap::new()),
+            opaque_acc: false,
         };
         for rho in 0..space.num_registers() {
             let c = space.register_coord(rho);

@@ -209,6 +209,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let mut memo = EvalMemo {
             reg: HashMap::new(),
             loads: Some(HashMap::new()),
+            opaque_acc: false,
         };
         for q in 0..4usize {
             let chunk = if q == 0 {
