@@ -73,6 +73,25 @@ fn combine(bases: &[Vec<u64>], index: u64, rank: usize) -> Vec<u64> {
     c
 }
 
+/// Bases along dimension `d` of a 2-D tile: `from`, `2·from`, ... below `end`.
+fn steps(d: usize, from: u64, end: u64) -> Vec<Vec<u64>> {
+    let mut out = vec![];
+    let mut c = from;
+    while c < end {
+        let mut b = vec![0, 0];
+        b[d] = c;
+        out.push(b);
+        c *= 2;
+    }
+    out
+}
+
+/// The lane bases of the wgmma and mma.sync accumulators: lane `l` holds column
+/// `2(l mod 4)` of row `l/4` of each 8-row group.
+fn mma_accumulator_lanes() -> Vec<Vec<u64>> {
+    vec![vec![0, 2], vec![0, 4], vec![1, 0], vec![2, 0], vec![4, 0]]
+}
+
 impl LinearLayout {
     /// The blocked layout that loads and stores use: row-major (the last dimension
     /// contiguous), `16 / elem_bytes` contiguous elements per thread along the last
@@ -141,22 +160,13 @@ impl LinearLayout {
     pub fn wgmma_accumulator(n: u64, warpgroups: u64) -> LinearLayout {
         let dims = vec![64 * warpgroups.max(1), n.next_power_of_two().max(8)];
         let mut register = vec![vec![0, 1], vec![8, 0]];
-        let mut c = 8;
-        while c < dims[1] {
-            register.push(vec![0, c]);
-            c *= 2;
-        }
-        let lane = vec![vec![0, 2], vec![0, 4], vec![1, 0], vec![2, 0], vec![4, 0]];
+        register.extend(steps(1, 8, dims[1]));
         let mut warp = vec![vec![16, 0], vec![32, 0]];
-        let mut r = 64;
-        while r < dims[0] {
-            warp.push(vec![r, 0]);
-            r *= 2;
-        }
+        warp.extend(steps(0, 64, dims[0]));
         LinearLayout {
             dims,
             register,
-            lane,
+            lane: mma_accumulator_lanes(),
             warp,
         }
     }
@@ -178,22 +188,12 @@ impl LinearLayout {
             vec![16, 0],
             vec![32, 0],
         ];
-        let lane = vec![vec![0, 2], vec![0, 4], vec![1, 0], vec![2, 0], vec![4, 0]];
-        let mut warp = vec![];
-        let mut c = 64;
-        while c < dims[1] {
-            warp.push(vec![0, c]);
-            c *= 2;
-        }
-        let mut r = 64;
-        while r < dims[0] {
-            warp.push(vec![r, 0]);
-            r *= 2;
-        }
+        let mut warp = steps(1, 64, dims[1]);
+        warp.extend(steps(0, 64, dims[0]));
         LinearLayout {
             dims,
             register,
-            lane,
+            lane: mma_accumulator_lanes(),
             warp,
         }
     }

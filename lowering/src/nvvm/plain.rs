@@ -142,25 +142,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             return c.clone();
         }
         let (lane, warp) = (self.lane, self.warp);
-        let c: Vec<V<'c, 'm>> = self.in_prologue(|w| {
-            (0..layout.rank())
-                .map(|d| {
-                    let mut acc = w.i32(0);
-                    for (index, bases) in [(lane, &layout.lane), (warp, &layout.warp)] {
-                        for (bit, b) in bases.iter().enumerate() {
-                            if b[d] == 0 {
-                                continue;
-                            }
-                            let on = w.bit(index, bit as u32);
-                            let k = w.i32(b[d] as i64);
-                            let term = w.mul(on, k);
-                            acc = w.bin("xor", acc, term);
-                        }
-                    }
-                    acc
-                })
-                .collect()
-        });
+        let c = self.in_prologue(|w| w.thread_coord(layout, lane, warp));
         self.thread_coords.insert(layout.clone(), c.clone());
         c
     }

@@ -24,7 +24,7 @@ use melior::{
     },
     Context,
 };
-use tilec_dialect::{Diagnostic, Location as TileLocation, ScalarType};
+use tilec_dialect::{Diagnostic, LinearLayout, Location as TileLocation, ScalarType};
 
 /// A scalar SSA value of the kernel with its tile IR type (`index` is `i64`).
 #[derive(Clone, Copy, Debug)]
@@ -399,6 +399,34 @@ impl<'c, 'm> Writer<'c, 'm> {
                 V { v, t }
             }
         }
+    }
+
+    /// The coordinate (one i32 per dimension) that the thread with lane `lane` and warp
+    /// `warp` (i32) holds in `layout` before its register's part: the XOR of the bases of
+    /// the lane and warp bits set.
+    pub fn thread_coord(
+        &mut self,
+        layout: &LinearLayout,
+        lane: V<'c, 'm>,
+        warp: V<'c, 'm>,
+    ) -> Vec<V<'c, 'm>> {
+        (0..layout.rank())
+            .map(|d| {
+                let mut acc = self.i32(0);
+                for (index, bases) in [(lane, &layout.lane), (warp, &layout.warp)] {
+                    for (bit, b) in bases.iter().enumerate() {
+                        if b[d] == 0 {
+                            continue;
+                        }
+                        let on = self.bit(index, bit as u32);
+                        let k = self.i32(b[d] as i64);
+                        let term = self.mul(on, k);
+                        acc = self.bin("xor", acc, term);
+                    }
+                }
+                acc
+            })
+            .collect()
     }
 
     /// A float op on f32 values: `llvm.fadd` and the like, or an `llvm.intr.*`.

@@ -303,24 +303,11 @@ impl<'c, 'm> ReduceSite<'c, 'm> for Gemm<'c, 'm, '_> {
     fn coord(&mut self, layout: &LinearLayout, r: u64) -> Vec<V<'c, 'm>> {
         let lane = self.lane;
         let warp = self.consumer_warp();
+        let t = self.w.thread_coord(layout, lane, warp);
         let rc = layout.register_coord(r);
-        let w = &mut self.w;
-        (0..layout.rank())
-            .map(|d| {
-                let mut acc = w.i32(rc[d] as i64);
-                for (index, bases) in [(lane, &layout.lane), (warp, &layout.warp)] {
-                    for (bit, b) in bases.iter().enumerate() {
-                        if b[d] == 0 {
-                            continue;
-                        }
-                        let on = w.bit(index, bit as u32);
-                        let k = w.i32(b[d] as i64);
-                        let term = w.mul(on, k);
-                        acc = w.bin("xor", acc, term);
-                    }
-                }
-                acc
-            })
+        t.into_iter()
+            .zip(rc)
+            .map(|(c, x)| self.w.xor_const(c, x as i64))
             .collect()
     }
 
