@@ -5,7 +5,8 @@
 //! `llvm.*` and `nvvm.*` ops. [`mlir_to_ptx`] runs, each stage in its own pass-manager run
 //! so that a failure names its pass:
 //!
-//! 1. `convert-nvvm-to-llvm` (needed by e.g. `nvvm.wgmma.mma_async`, which lowers to inline PTX),
+//! 1. `convert-nvvm-to-llvm` (NVVM ops that lower to inline PTX, e.g.
+//!    `nvvm.mbarrier.try_wait.parity`),
 //! 2. `reconcile-unrealized-casts`,
 //! 3. `nvvm-attach-target{chip=… features=+ptxNN O=…}`,
 //! 4. `gpu-module-to-binary{format=isa}` (MLIR's NVPTX serialization through LLVM's NVPTX

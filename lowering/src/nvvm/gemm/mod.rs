@@ -7,8 +7,8 @@
 //!   regions with `nvvm.setmaxregister`), mbarriers, named barriers, fences, cluster and
 //!   try_cancel ops, bulk async-groups;
 //! - [`tma`]: `tile.tma_load`, `tile.smem_store` (`stmatrix`) and `tile.tma_store`;
-//! - [`wgmma`]: `tile.mma {kind = "wgmma"}` (`nvvm.wgmma.mma_async` with shared-memory
-//!   descriptors) and `tile.wait_group`;
+//! - [`wgmma`]: `tile.mma {kind = "wgmma"}` (`wgmma.mma_async` with shared-memory
+//!   descriptors, one asm statement per K stage) and `tile.wait_group`;
 //! - [`mma_sync`]: `tile.mma {kind = "mma_sync"}` (`ldmatrix` + `nvvm.mma.sync`, sm_90 and
 //!   sm_100);
 //! - [`epilogue`]: the ops on the accumulator after the K loop, evaluated per register at

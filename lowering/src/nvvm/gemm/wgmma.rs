@@ -1,6 +1,7 @@
-//! Hopper's warpgroup MMA: `tile.mma {kind = "wgmma"}` as 4 × `nvvm.wgmma.mma_async`
-//! m64nNk16 per 64-wide K stage, with shared-memory descriptors (128-byte swizzle, B
-//! N-major; `zero_acc` → `scale-d = 0` on the first), and `tile.wait_group`.
+//! Hopper's warpgroup MMA: `tile.mma {kind = "wgmma"}` as 4 × `wgmma.mma_async`
+//! m64nNk16 per 64-wide K stage, in one inline-asm statement, with shared-memory
+//! descriptors (128-byte swizzle, B N-major; `zero_acc` → `scale-d = 0` on the first), and
+//! `tile.wait_group`.
 //!
 //! The wait is inline asm on purpose: every guarded accumulator register goes through it
 //! as a tied operand (`nvvm.wgmma.wait.group.sync.aligned` has no operands), so LLVM cannot
@@ -8,7 +9,6 @@
 
 use super::{err, AccInfo, Gemm, Lv, R};
 use crate::nvvm::writer::V;
-use melior::ir::Value;
 use tilec_dialect::{Attribute as TileAttr, Diagnostic, Operation, ScalarType};
 
 /// The operands of a `tile.mma` (a stage shared by both rings, or one each).
@@ -106,18 +106,6 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let db0 = self.bin("or", b_lo64, bhi);
         let zero_acc = op.attr("zero_acc").and_then(TileAttr::as_bool) == Some(true);
         let acc_ty = self.acc_ty();
-        let mut acc: Value<'c, 'm> =
-            if zero_acc {
-                self.w.undef(acc_ty)
-            } else {
-                match self.vals.get(&parts.acc) {
-                    Some(Lv::Acc(v)) => *v,
-                    _ => return err(
-                        op,
-                        "MMA accumulator is not a wgmma accumulator (start a chain with zero_acc)",
-                    ),
-                }
-            };
         let et = match a.elem {
             ScalarType::BF16 => "bf16",
             ScalarType::F16 => "f16",
@@ -128,40 +116,66 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 )
             }
         };
-        let layout = self.w.attr("#nvvm.mma_layout<row>");
-        let scale_in = self.w.attr("#nvvm.wgmma_scale_in<one>");
-        let shape = self
-            .w
-            .attr(&format!("#nvvm.shape<m = 64, n = {n}, k = 16>"));
-        let ty_in = self.w.attr(&format!("#nvvm.wgmma_type<{et}>"));
-        let ty_d = self.w.attr("#nvvm.wgmma_type<f32>");
+        // One asm statement for the stage's 4 k16 steps: the operands are the 128 tied
+        // accumulator registers (none with zero_acc: the first step does not read them)
+        // and 8 descriptors. LLVM 22 has no wgmma intrinsic, and MLIR lowers each
+        // `nvvm.wgmma.mma_async` to inline PTX of its own; four such statements cost LLVM's
+        // instruction selection and register coalescing about 2.5 ms each (256 operands),
+        // a quarter of gemm_bf16's code generation (docs/performance.md).
+        let regs = n as usize / 2;
+        let mut descs = vec![];
         for kk in 0..4i64 {
-            let (da, db) = if kk == 0 {
-                (da0, db0)
+            if kk == 0 {
+                descs.push(da0.v);
+                descs.push(db0.v);
             } else {
                 let ca = self.i64((32 * kk) >> 4);
                 let cb = self.i64((2048 * kk) >> 4);
-                (self.bin("add", da0, ca), self.bin("add", db0, cb))
-            };
-            let scale = if zero_acc && kk == 0 { "zero" } else { "one" };
-            let scale_d = self.w.attr(&format!("#nvvm.wgmma_scale_out<{scale}>"));
-            acc = self.w.op1(
-                "nvvm.wgmma.mma_async",
-                &[acc, da.v, db.v],
-                acc_ty,
-                &[
-                    ("layoutA", layout),
-                    ("layoutB", layout),
-                    ("scaleA", scale_in),
-                    ("scaleB", scale_in),
-                    ("scaleD", scale_d),
-                    ("shape", shape),
-                    ("typeA", ty_in),
-                    ("typeB", ty_in),
-                    ("typeD", ty_d),
-                ],
-            );
+                descs.push(self.bin("add", da0, ca).v);
+                descs.push(self.bin("add", db0, cb).v);
+            }
         }
+        let tied = !zero_acc;
+        let mut operands = vec![];
+        if tied {
+            let acc =
+                match self.vals.get(&parts.acc) {
+                    Some(Lv::Acc(v)) => *v,
+                    _ => return err(
+                        op,
+                        "MMA accumulator is not a wgmma accumulator (start a chain with zero_acc)",
+                    ),
+                };
+            let f32t = self.w.ty(ScalarType::F32);
+            for i in 0..regs {
+                operands.push(self.w.extract(acc, i, f32t));
+            }
+        }
+        let first_desc = if tied { 2 * regs } else { regs };
+        operands.extend(descs);
+        let d_list = (0..regs)
+            .map(|i| format!("${i}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut asm = String::from("{\n.reg .pred p;\n");
+        for kk in 0..4usize {
+            let scale_d = u8::from(!(zero_acc && kk == 0));
+            let (da, db) = (first_desc + 2 * kk, first_desc + 2 * kk + 1);
+            asm.push_str(&format!(
+                "setp.ne.b32 p, {scale_d}, 0;\n\
+                 wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{et}.{et} {{{d_list}}}, ${da}, ${db}, \
+                 p, 1, 1, 0, 1;\n"
+            ));
+        }
+        asm.push('}');
+        let cons: Vec<String> = std::iter::repeat_n("=f".to_string(), regs)
+            .chain((0..regs).filter(|_| tied).map(|i| i.to_string()))
+            .chain(std::iter::repeat_n("l".to_string(), 8))
+            .collect();
+        let acc = self
+            .w
+            .inline_asm(&asm, &cons.join(","), &operands, Some(acc_ty), true)
+            .expect("a typed result");
         self.vals.insert(op.results[0], Lv::Acc(acc));
         Ok(())
     }
