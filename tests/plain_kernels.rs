@@ -147,13 +147,20 @@ fn softmax_examples_match_float64() {
 #[test]
 fn norm_examples_match_float64() {
     let mut g = Rng(5);
-    for layer in [false, true] {
-        let (file, name) = if layer {
-            ("layernorm.tile", "layernorm")
-        } else {
-            ("rmsnorm.tile", "rmsnorm")
+    for (layer, rows) in [(false, false), (true, false), (false, true), (true, true)] {
+        let (file, name) = match (layer, rows) {
+            (true, false) => ("layernorm.tile", "layernorm"),
+            (false, false) => ("rmsnorm.tile", "rmsnorm"),
+            (true, true) => ("layernorm_rows.tile", "layernorm_rows"),
+            (false, true) => ("rmsnorm_rows.tile", "rmsnorm_rows"),
         };
-        for (m, n) in [(3usize, 100usize), (2, 4096), (1, 1)] {
+        // The row variants take four rows of at most 1024 per program: ragged M included.
+        let shapes: &[(usize, usize)] = if rows {
+            &[(3, 100), (6, 1024), (1, 1), (5, 777)]
+        } else {
+            &[(3, 100), (2, 4096), (1, 1)]
+        };
+        for &(m, n) in shapes {
             let x: Vec<f32> = g.vec(m * n, 3.0).iter().map(|v| v + 1.5).collect();
             let w: Vec<f32> = g.vec(n, 0.2).iter().map(|v| v + 1.0).collect();
             let b = g.vec(n, 0.2);
@@ -308,6 +315,8 @@ fn plain_examples_assemble_without_spills() {
         "softmax_online.tile",
         "rmsnorm.tile",
         "layernorm.tile",
+        "rmsnorm_rows.tile",
+        "layernorm_rows.tile",
         "transpose.tile",
         "col_sums.tile",
         "scale_bias_act.tile",

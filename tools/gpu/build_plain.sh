@@ -13,8 +13,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-gpu-out/plain}
 tc=${TILE_COMPILE:-target/release/tile-compile}
-plain=(vadd softmax softmax_rows softmax_online rmsnorm layernorm transpose col_sums
-    scale_bias_act embedding)
+plain=(vadd softmax softmax_rows softmax_online rmsnorm layernorm rmsnorm_rows layernorm_rows
+    transpose col_sums scale_bias_act embedding)
 rm -rf "$out"
 for t in sm_90 sm_90a; do
     for e in "${plain[@]}"; do
@@ -32,5 +32,16 @@ for v in 1024:0 8192:8 32768:16 32768:32; do
         sed "s/4096/$width/g" "examples/$e.tile" >"$tmp/$e.tile"
         "$tc" "$tmp/$e.tile" --target sm_90a --num-warps "$warps" -o "$dir/sm_90a" >/dev/null
     done
+done
+for w in 8 16; do
+    for e in rmsnorm layernorm; do
+        "$tc" "examples/$e.tile" --target sm_90a --num-warps "$w" -o "$out/nw$w/sm_90a" >/dev/null
+    done
+done
+for r in 96 80 64; do
+    mkdir -p "$out/r$r/sm_90a"
+    cp "$out/sm_90a/layernorm.json" "$out/r$r/sm_90a/"
+    sed -E "s/^\.maxnreg [0-9]+$/.maxnreg $r/" "$out/sm_90a/layernorm.ptx" >"$out/r$r/sm_90a/layernorm.ptx"
+    grep -q "^\.maxnreg $r$" "$out/r$r/sm_90a/layernorm.ptx"
 done
 echo "built $out"
