@@ -66,6 +66,12 @@ impl Target {
     pub fn has_try_cancel(self) -> bool {
         matches!(self, Target::Sm100 | Target::Sm100a)
     }
+    /// Whether packed two-lane f32 arithmetic exists (`add`/`sub`/`mul`/`fma` `.f32x2`,
+    /// sm_100 and later; PTX ISA 8.6): the only vector arithmetic LLVM's SLP vectorizer
+    /// can form on NVPTX for the lowering's f32 code.
+    pub fn has_f32x2(self) -> bool {
+        matches!(self, Target::Sm100 | Target::Sm100a)
+    }
     /// Whether the `.multicast::cluster::all` form of try_cancel exists.
     pub fn has_try_cancel_multicast(self) -> bool {
         self == Target::Sm100a

@@ -14,6 +14,7 @@
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "llvm/Support/CommandLine.h"
 
 // The `llvm`, `nvvm` and `gpu` dialects; `#nvvm.target`'s serialization to PTX (what
 // `gpu-module-to-binary` calls); the translations of builtin, llvm, nvvm and gpu ops to
@@ -26,4 +27,15 @@ extern "C" void tilecRegisterDialects(MlirDialectRegistry raw) {
   mlir::registerLLVMDialectTranslation(registry);
   mlir::registerNVVMDialectTranslation(registry);
   mlir::registerGPUDialectTranslation(registry);
+}
+
+// Sets one of LLVM's registered command-line options (`name` without the dash) to `value`,
+// as `-name=value` would; false if no such option exists or the value does not parse.
+// LLVM's options are process-wide: call it under the driver's lock.
+extern "C" bool tilecSetLlvmOption(const char *name, const char *value) {
+  auto &options = llvm::cl::getRegisteredOptions();
+  auto it = options.find(name);
+  if (it == options.end())
+    return false;
+  return !it->second->addOccurrence(0, name, value);
 }

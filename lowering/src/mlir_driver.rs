@@ -519,6 +519,35 @@ extern "C" {
     /// `#nvvm.target` serialization model and the builtin/llvm/nvvm/gpu translations to
     /// LLVM IR into the registry.
     fn tilecRegisterDialects(registry: mlir_sys::MlirDialectRegistry);
+    /// `lowering/cpp/register.cpp`: sets LLVM command-line option `name` to `value`; false
+    /// if there is no such option or the value does not parse.
+    fn tilecSetLlvmOption(name: *const c_char, value: *const c_char) -> bool;
+}
+
+/// The LLVM options the driver sets for a compile for `chip` (LLVM's options are global:
+/// set under the driver's lock before each compile).
+///
+/// `slp-max-vf`: 1 (the SLP vectorizer stops before building trees) on targets without
+/// packed f32 arithmetic, 0 (LLVM's default, no limit) on the others. MLIR's serialization
+/// runs LLVM's O3 pipeline with SLP vectorization forced on; on sm_90 and sm_90a it forms
+/// nothing in any example (their PTX is byte-identical with and without it: the precise
+/// snapshots) but took 22–63 ms of a compile (softmax, LayerNorm, scale_bias_act;
+/// `opt -O3 -time-passes`). On sm_100 it forms `add.rn.f32x2` and the like.
+fn llvm_options(chip: &str) -> [(&'static str, &'static str); 1] {
+    let packed = tilec_dialect::Target::from_name(chip).is_none_or(|t| t.has_f32x2());
+    [("slp-max-vf", if packed { "0" } else { "1" })]
+}
+
+/// Sets `options` through `tilecSetLlvmOption`; false if one of them does not exist.
+fn set_llvm_options(options: &[(&str, &str)]) -> bool {
+    options.iter().all(|(name, value)| {
+        let (n, v) = (
+            std::ffi::CString::new(*name).expect("no NUL"),
+            std::ffi::CString::new(*value).expect("no NUL"),
+        );
+        // SAFETY: NUL-terminated strings that outlive the call.
+        unsafe { tilecSetLlvmOption(n.as_ptr(), v.as_ptr()) }
+    })
 }
 
 /// Registers the four passes of the pipeline and the dialects once, and returns the lock
@@ -676,6 +705,8 @@ fn compile(
 
     // Single-threaded: one gpu.module gains nothing from MLIR's thread pool, and the
     // diagnostic handler below (an `Rc`) must only ever run on this thread.
+    // An option LLVM lacks only costs compile time (a test checks that they exist).
+    let _ = set_llvm_options(&llvm_options(&target.chip));
     let context = Context::new_with_registry(&global.registry, false);
     let sink: Sink = Rc::default();
     {
@@ -1014,5 +1045,30 @@ mod target_table_tests {
             );
             assert!(t.min_ptx_version() >= t.isa_min_ptx_version(), "{t}");
         }
+    }
+}
+
+#[cfg(test)]
+mod llvm_option_tests {
+    use super::{global, llvm_options, set_llvm_options, tilecSetLlvmOption};
+    use std::ffi::CString;
+
+    /// Every option the driver sets exists in the linked LLVM and takes its values (a
+    /// rename in a new LLVM would otherwise only cost compile time, silently), and an
+    /// unknown name is refused.
+    #[test]
+    fn the_driver_s_llvm_options_exist() {
+        let _lock = global().lock();
+        for chip in ["sm_90a", "sm_90", "sm_100", "sm_100a"] {
+            assert!(set_llvm_options(&llvm_options(chip)), "{chip}");
+        }
+        assert_eq!(llvm_options("sm_90a")[0].1, "1");
+        assert_eq!(llvm_options("sm_100")[0].1, "0");
+        let (n, v) = (
+            CString::new("no-such-tilec-option").unwrap(),
+            CString::new("1").unwrap(),
+        );
+        // SAFETY: NUL-terminated strings that outlive the call.
+        assert!(!unsafe { tilecSetLlvmOption(n.as_ptr(), v.as_ptr()) });
     }
 }
