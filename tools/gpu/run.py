@@ -388,7 +388,7 @@ def run_case(k, M, N, K, args, case_idx):
         # A fused epilogue's bias: one f32 per column (a 1 x N tensor), bound by name.
         tensors["bias"] = torch.randn((1, N), generator=gen, dtype=torch.float32,
                                       device=dev).to(dt["bias"])
-    if "S" in kinds:
+    if kinds.get("S", "scalar") != "scalar":
         # An epilogue reduction's output (examples/gemm_rowsum.tile): the row sums of A·B,
         # an M x 1 f32 tensor that the kernel's atomic adds gather into (zeroed here).
         tensors["S"] = torch.zeros((M, 1), dtype=dt["S"], device=dev)
