@@ -703,10 +703,10 @@ fn compile(
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
 
-    // Single-threaded: one gpu.module gains nothing from MLIR's thread pool, and the
-    // diagnostic handler below (an `Rc`) must only ever run on this thread.
     // An option LLVM lacks only costs compile time (a test checks that they exist).
     let _ = set_llvm_options(&llvm_options(&target.chip));
+    // Single-threaded: one gpu.module gains nothing from MLIR's thread pool, and the
+    // diagnostic handler below (an `Rc`) must only ever run on this thread.
     let context = Context::new_with_registry(&global.registry, false);
     let sink: Sink = Rc::default();
     {
