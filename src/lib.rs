@@ -16,7 +16,8 @@
 //! Pipeline (each pass usable alone from `tile-opt`): `tile-simplify` →
 //! `persistent{schedule group_m}` → `tile-to-gpu{target stages}` →
 //! `async-wait-placement` → `verify-async-waits` → `convert-tile-to-nvvm` → MLIR's
-//! `convert-nvvm-to-llvm`, `nvvm-attach-target`, `gpu-module-to-binary{format=isa}`.
+//! `convert-nvvm-to-llvm`, `nvvm-attach-target`, and MLIR's NVVM serializer to PTX with
+//! tilec's LLVM pass pipeline (`tilec::lowering::LLVM_PIPELINE`).
 //!
 //! Dependencies: the workspace crates, and `thiserror` for [`Error`].
 
@@ -85,6 +86,9 @@ pub struct Options {
     pub simplify: bool,
     /// LLVM's optimisation level for the NVPTX back end (0 to 3, default 3).
     pub opt_level: u32,
+    /// The LLVM pass pipeline at `opt_level` 3, as `opt -passes=` reads it; `None` (the
+    /// default): tilec's (`tilec::lowering::LLVM_PIPELINE`).
+    pub llvm_passes: Option<String>,
     /// Warps per CTA of a kernel without a dot (`tile-assign-layouts` `num-warps`): a power
     /// of two from 1 to 32, or 0 (the default) to let the pass choose from the tiles.
     pub num_warps: u32,
@@ -124,6 +128,7 @@ impl Options {
             group_m: 8,
             simplify: true,
             opt_level: 3,
+            llvm_passes: None,
             num_warps: 0,
             kernel: None,
             mlir_child: None,
@@ -365,6 +370,7 @@ pub fn compile(input: Input<'_>, opts: &Options) -> Result<Kernel, Error> {
     tilec_lowering::set_fatal_error_subject(&format!("kernel @{name} for {}", opts.target));
     let mut spec = TargetSpec::new(opts.target.name(), k.ptx_version);
     spec.opt_level = opts.opt_level.min(3);
+    spec.llvm_passes = opts.llvm_passes.clone();
     let t = Instant::now();
     let mut mlir_timings = vec![];
     let (text, ptx) = match opts.emit {

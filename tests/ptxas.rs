@@ -618,3 +618,51 @@ fn limits_are_errors_before_mlir() {
     let e = compile_err(&n200, Target::Sm90a);
     assert!(e.contains("must be a multiple of 64"), "{e}");
 }
+
+/// tilec's LLVM pass pipeline (`LLVM_PIPELINE`) gives the PTX LLVM's own `default<O3>` gives,
+/// byte for byte, for every example that compiles, on sm_90a (wgmma) and sm_100a (try_cancel,
+/// packed f32): the pipeline only leaves out passes that change nothing in the writer's IR.
+#[test]
+fn llvm_pipeline_matches_default_o3() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".tile"))
+        .collect();
+    names.sort();
+    let mut compared = 0;
+    for target in [Target::Sm90a, Target::Sm100a] {
+        for name in &names {
+            let src = example(name);
+            let ours = Options::new(target);
+            let Ok(k) = compile(
+                Input::Text {
+                    source: &src,
+                    file: name,
+                },
+                &ours,
+            ) else {
+                continue; // an example the back end refuses (checked elsewhere)
+            };
+            let llvm = Options {
+                llvm_passes: Some("default<O3>".into()),
+                ..Options::new(target)
+            };
+            let o3 = compile(
+                Input::Text {
+                    source: &src,
+                    file: name,
+                },
+                &llvm,
+            )
+            .unwrap_or_else(|e| panic!("{name} for {target} with default<O3>: {e}"));
+            assert!(
+                k.ptx == o3.ptx,
+                "{name} for {target}: the PTX differs from default<O3>'s"
+            );
+            compared += 1;
+        }
+    }
+    assert!(compared >= 30, "only {compared} examples compared");
+}

@@ -6,8 +6,9 @@
 //! with an `llvm.func` kernel written with `llvm.*` and `nvvm.*` ops) is built through
 //! melior's API wherever it is needed. [`LoweredKernel::to_ptx`] builds it in the
 //! [`mlir_driver`]'s own context and runs MLIR's NVPTX serialization on it
-//! (`convert-nvvm-to-llvm`, `reconcile-unrealized-casts`, `nvvm-attach-target`,
-//! `gpu-module-to-binary`): no MLIR text is printed or parsed on the way.
+//! (`convert-nvvm-to-llvm`, `reconcile-unrealized-casts`, `nvvm-attach-target`, then MLIR's
+//! NVVM serializer with tilec's LLVM pass pipeline): no MLIR text is printed or parsed on
+//! the way.
 //! [`LoweredKernel::mlir`] prints it (`--emit mlir`, `tile-opt --convert-tile-to-nvvm`);
 //! [`mlir_to_ptx`] takes such text back.
 //!
@@ -17,12 +18,12 @@
 //!   diagnostic handlers, pass manager and textual pass pipelines. Later lowering stages
 //!   build `gpu`/`nvvm`/`llvm` ops with its `OperationBuilder`.
 //! - `mlir-sys`: the raw C API underneath melior, for what melior does not wrap: parsing a
-//!   module with a source name (`mlirOperationCreateParse`), reading the payload of a
-//!   `#gpu.object` (`mlirGPUObjectAttrGetObject`), and the LLVM-C calls used to print the
-//!   LLVM IR bitcode that `gpu-module-to-binary{format=llvm}` produces. Its build script is
-//!   also what links the static MLIR/LLVM libraries (found through `MLIR_SYS_220_PREFIX`).
+//!   module with a source name (`mlirOperationCreateParse`) and handing the `gpu.module`
+//!   op to the C++ serializer. Its build script is also what links the static MLIR/LLVM
+//!   libraries (found through `MLIR_SYS_220_PREFIX`).
 //! - `cc` (build): compiles `cpp/register.cpp`, which registers exactly the dialects, the
-//!   `#nvvm.target` serialization model and the LLVM IR translations the driver uses. MLIR's
+//!   `#nvvm.target` serialization model and the LLVM IR translations the driver uses, and
+//!   holds the serializer with tilec's LLVM pass pipeline (MLIR's runs `default<O3>`). MLIR's
 //!   C API can only register everything, which links all of MLIR in (the static
 //!   `tile-compile` was 176 MB stripped; with only what it uses, 53 MB).
 //! - `tilec-dialect`: the IR being lowered (a `VerifiedModule`, so unverified IR never
@@ -50,5 +51,5 @@ pub use nvvm::{convert_tile_to_nvvm, LoweredKernel};
 pub use mlir_driver::{
     install_fatal_error_handler, min_ptx_version, mlir_stage_in_child, mlir_to_llvm_ir,
     mlir_to_ptx, mlir_to_ptx_timed, set_fatal_error_subject, Diagnostic, MlirError, Product,
-    Severity, StageTimings, TargetSpec,
+    Severity, StageTimings, TargetSpec, LLVM_PIPELINE,
 };

@@ -9,13 +9,14 @@
 //!    `nvvm.mbarrier.try_wait.parity`),
 //! 2. `reconcile-unrealized-casts`,
 //! 3. `nvvm-attach-target{chip=… features=+ptxNN O=…}`,
-//! 4. `gpu-module-to-binary{format=isa}` (MLIR's NVPTX serialization through LLVM's NVPTX
-//!    back end),
+//! 4. the serialization of the `gpu.module` (`tilecSerializeGpuModule` in
+//!    `lowering/cpp/register.cpp`: MLIR's NVVM serializer, the one `gpu-module-to-binary`
+//!    runs, with tilec's LLVM pass pipeline [`LLVM_PIPELINE`] at -O3): translation to LLVM
+//!    IR, LLVM's optimisation passes, NVPTX code generation,
 //!
-//! and returns the PTX text held by the `#gpu.object` of the resulting `gpu.binary`.
-//! [`mlir_to_llvm_ir`] runs the same stages with `gpu-module-to-binary{format=llvm}` and
-//! prints the LLVM bitcode found there as text: the LLVM module LLVM's NVPTX back end is
-//! given (target triple and data layout set, optimised at `opt_level`).
+//! and returns the PTX text. [`mlir_to_llvm_ir`] runs the same stages and returns the LLVM
+//! module LLVM's NVPTX back end is given (target triple and data layout set, optimised at
+//! `opt_level`) as text.
 //!
 //! # Errors, and the inputs that abort
 //!
@@ -54,17 +55,14 @@
 use melior::{
     diagnostic::{Diagnostic as MlirDiagnostic, DiagnosticSeverity},
     dialect::DialectRegistry,
-    ir::{
-        attribute::AttributeLike, block::BlockLike, operation::OperationLike, Location, Module,
-        Operation, OperationRef,
-    },
+    ir::{block::BlockLike, operation::OperationLike, Location, Module, Operation, OperationRef},
     pass::PassManager,
     utility::parse_pass_pipeline,
     Context, StringRef,
 };
 use std::{
     cell::RefCell,
-    ffi::{c_char, CStr},
+    ffi::c_char,
     fmt,
     rc::Rc,
     sync::{Mutex, OnceLock},
@@ -89,7 +87,70 @@ pub struct TargetSpec {
     pub ptx_version: (u32, u32),
     /// LLVM optimisation level, 0–3.
     pub opt_level: u32,
+    /// The LLVM pass pipeline run at `opt_level` 3, as `opt -passes=` reads it; `None`:
+    /// [`LLVM_PIPELINE`]. At levels 0–2 LLVM's `default<On>` runs.
+    pub llvm_passes: Option<String>,
 }
+
+/// tilec's LLVM pass pipeline at -O3 (new pass manager syntax, as `opt -passes=` reads it).
+///
+/// It is LLVM 22's `default<O3>` for the NVPTX target less the passes that change nothing
+/// in the writer's IR, and `tilec-split-aggregates` (`lowering/cpp/register.cpp`) last.
+/// Found by removing `default<O3>`'s passes one at a time, keeping a removal only when the
+/// PTX stayed byte-identical for every example on sm_90a, sm_90, sm_100 and sm_100a and
+/// for the option snapshots (`tests/precise`); `tests/ptxas.rs` compares it with
+/// `default<O3>` on every example. `nvvm-reflect` and `nvvm-intr-range` (the ranges of
+/// `%tid`, `%ctaid` and the like, from the kernel's `maxntid`) are what the NVPTX target
+/// adds at the start of every default pipeline. `slp-vectorizer` and `loop-unroll` stay
+/// although only some targets or kernels need them: SLP forms `f32x2` arithmetic on
+/// sm_100 (`slp-max-vf` turns it off elsewhere), and a kernel's own short loops are
+/// unrolled. What is gone: the inliner and call-graph passes (a kernel is one function),
+/// coroutine, OpenMP and loop-vectorizer passes, SROA (the writer makes no allocas), DSE,
+/// MemCpyOpt, JumpThreading, 2 of the 8 InstCombine runs and 6 of the 8 SimplifyCFG runs.
+/// `tile-compile --llvm-passes 'default<O3>'` runs LLVM's own.
+pub const LLVM_PIPELINE: &str = concat!(
+    "nvvm-reflect,",
+    "function(nvvm-intr-range,early-cse<>),",
+    "ipsccp,",
+    "function(",
+    "instcombine<max-iterations=1;no-verify-fixpoint>,",
+    "early-cse<memssa>,",
+    "speculative-execution<only-if-divergent-target>,",
+    "correlated-propagation,",
+    "instcombine<max-iterations=1;no-verify-fixpoint>,",
+    "reassociate,",
+    "loop-mssa(loop-instsimplify,loop-simplifycfg,licm<no-allowspeculation>,",
+    "loop-rotate<header-duplication;no-prepare-for-lto>,licm<allowspeculation>,",
+    "simple-loop-unswitch<nontrivial;trivial>),",
+    "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;switch-range-to-icmp;",
+    "no-switch-to-arithmetic;no-switch-to-lookup;keep-loops;no-hoist-common-insts;",
+    "no-hoist-loads-stores-with-cond-faulting;no-sink-common-insts;speculate-blocks;",
+    "simplify-cond-branch;no-speculate-unpredictables>,",
+    "instcombine<max-iterations=1;no-verify-fixpoint>,",
+    "loop(loop-idiom,indvars,extra-simple-loop-unswitch-passes,loop-deletion,",
+    "loop-unroll-full),",
+    "vector-combine,",
+    "gvn<>,",
+    "sccp,",
+    "instcombine<max-iterations=1;no-verify-fixpoint>,",
+    "correlated-propagation,",
+    "loop-mssa(licm<allowspeculation>),",
+    "infer-alignment,",
+    "simplifycfg<bonus-inst-threshold=1;forward-switch-cond;switch-range-to-icmp;",
+    "switch-to-arithmetic;switch-to-lookup;no-keep-loops;hoist-common-insts;",
+    "no-hoist-loads-stores-with-cond-faulting;sink-common-insts;speculate-blocks;",
+    "simplify-cond-branch;no-speculate-unpredictables>,",
+    "slp-vectorizer,",
+    "vector-combine,",
+    "instcombine<max-iterations=1;no-verify-fixpoint>,",
+    "loop-unroll<O3>,",
+    "infer-alignment,",
+    "instcombine<max-iterations=1;no-verify-fixpoint>,",
+    "loop-mssa(licm<allowspeculation>),",
+    "div-rem-pairs,",
+    "tilec-split-aggregates),",
+    "globaldce"
+);
 
 impl TargetSpec {
     /// A target with `opt_level` 3.
@@ -98,7 +159,13 @@ impl TargetSpec {
             chip: chip.into(),
             ptx_version,
             opt_level: 3,
+            llvm_passes: None,
         }
+    }
+
+    /// The LLVM pass pipeline at -O3: `llvm_passes` or [`LLVM_PIPELINE`].
+    pub fn llvm_pipeline(&self) -> &str {
+        self.llvm_passes.as_deref().unwrap_or(LLVM_PIPELINE)
     }
 
     /// Hopper with wgmma: `sm_90a`, PTX ISA 8.0.
@@ -333,12 +400,11 @@ pub enum MlirError {
         /// What MLIR reported.
         diagnostics: Vec<Diagnostic>,
     },
-    /// The pipeline succeeded but left no `gpu.binary` with a `#gpu.object`.
-    #[error("gpu-module-to-binary produced no gpu.binary with a #gpu.object")]
+    /// The module holds no `gpu.module` to serialize.
+    #[error("the MLIR module holds no gpu.module")]
     NoBinary,
-    /// The serialized object could not be read back (PTX that is not UTF-8, bitcode that
-    /// LLVM cannot parse).
-    #[error("cannot read the serialized GPU object: {0}")]
+    /// The serialized output could not be read back (PTX or LLVM IR that is not UTF-8).
+    #[error("cannot read the serialized GPU module: {0}")]
     Object(String),
     /// The MLIR stage ran in a child process ([`mlir_stage_in_child`]) and failed: what it
     /// printed on stderr (the MLIR diagnostics, or the line of an LLVM fatal error) and how
@@ -364,29 +430,20 @@ impl MlirError {
     }
 }
 
-/// What `gpu-module-to-binary` should produce.
+/// What the serialization of the `gpu.module` should produce.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ObjectFormat {
     /// PTX text.
     Isa,
-    /// LLVM bitcode of the optimised module.
+    /// LLVM IR text of the optimised module.
     Llvm,
-}
-
-impl ObjectFormat {
-    fn option(self) -> &'static str {
-        match self {
-            ObjectFormat::Isa => "isa",
-            ObjectFormat::Llvm => "llvm",
-        }
-    }
 }
 
 /// Parse an MLIR module given as text (a `gpu.module` with `llvm.func` kernels using `nvvm.*`
 /// ops, inside a builtin module with `gpu.container_module`), verify it, run
 /// `convert-nvvm-to-llvm`, `reconcile-unrealized-casts`,
-/// `nvvm-attach-target{chip=… features=+ptxNN O=…}`, `gpu-module-to-binary{format=isa}`, and
-/// return the PTX text.
+/// `nvvm-attach-target{chip=… features=+ptxNN O=…}`, serialize the `gpu.module` to PTX
+/// (LLVM's NVPTX back end, [`LLVM_PIPELINE`] at -O3) and return the PTX text.
 ///
 /// Safe to call any number of times, from any thread (calls are serialised). See the
 /// [module docs](self) for the errors and for the inputs that end the process.
@@ -396,9 +453,9 @@ pub fn mlir_to_ptx(module_text: &str, target: &TargetSpec) -> Result<String, Mli
 
 /// Wall time of each step of one MLIR compile, in order: `setup` (the process-wide
 /// registration on the first call, waiting for the lock, the context and its LLVM
-/// translations), `parse+verify`, then one entry per pass-pipeline stage named by its pass
-/// (`gpu-module-to-binary` holds translation to LLVM IR, LLVM's optimisation pipeline and
-/// NVPTX code generation).
+/// translations), `parse+verify`, then one entry per pass-pipeline stage named by its pass,
+/// and `llvm`: translation to LLVM IR, LLVM's optimisation pipeline and NVPTX code
+/// generation.
 pub type StageTimings = Vec<(&'static str, Duration)>;
 
 /// [`mlir_to_ptx`], also returning how long each step took ([`StageTimings`]).
@@ -410,7 +467,7 @@ pub fn mlir_to_ptx_timed(
     Ok((ptx_text(object)?, timings))
 }
 
-/// The PTX text of a `#gpu.object` of format `isa`.
+/// The PTX text the serializer returned.
 fn ptx_text(object: Vec<u8>) -> Result<String, MlirError> {
     let mut ptx = String::from_utf8(object)
         .map_err(|e| MlirError::Object(format!("the PTX is not UTF-8: {e}")))?;
@@ -424,11 +481,10 @@ fn ptx_text(object: Vec<u8>) -> Result<String, MlirError> {
 /// Same input as [`mlir_to_ptx`]; returns the LLVM IR text of the `gpu.module` for
 /// `--emit llvm`: the module MLIR hands to LLVM's NVPTX back end, i.e. after
 /// `convert-nvvm-to-llvm`, translation to LLVM IR, the NVPTX target triple and data layout,
-/// and LLVM's optimisation pipeline at `target.opt_level` (it is produced by
-/// `gpu-module-to-binary{format=llvm}` and printed with LLVM's IR printer).
+/// and LLVM's optimisation pipeline at `target.opt_level`, printed with LLVM's IR printer.
 pub fn mlir_to_llvm_ir(module_text: &str, target: &TargetSpec) -> Result<String, MlirError> {
-    let (bitcode, _) = compile(Source::Text(module_text), target, ObjectFormat::Llvm)?;
-    bitcode_to_text(&bitcode, "gpu.module")
+    let (text, _) = compile(Source::Text(module_text), target, ObjectFormat::Llvm)?;
+    llvm_text(text)
 }
 
 /// What the MLIR stage produces: PTX ([`mlir_to_ptx`]) or LLVM IR ([`mlir_to_llvm_ir`]).
@@ -453,7 +509,8 @@ impl Product {
 /// Runs the MLIR stage ([`mlir_to_ptx`] or [`mlir_to_llvm_ir`] of `module_text`) in a child
 /// process, so that an LLVM fatal error or a crash inside MLIR/LLVM fails this call instead
 /// of ending the caller's process. `program` is a `tile-compile` binary: it is run as
-/// `program - --mlir-stage ptx|llvm --target CHIP --ptx-version M.m -O N`, reads the module
+/// `program - --mlir-stage ptx|llvm --target CHIP --ptx-version M.m -O N [--llvm-passes P]`,
+/// reads the module
 /// on stdin and writes the product on stdout.
 ///
 /// # Errors
@@ -483,6 +540,14 @@ pub fn mlir_stage_in_child(
         .arg(format!("{}.{}", target.ptx_version.0, target.ptx_version.1))
         .arg("-O")
         .arg(target.opt_level.to_string())
+        .args(
+            target
+                .llvm_passes
+                .as_ref()
+                .map(|p| ["--llvm-passes".to_string(), p.clone()])
+                .into_iter()
+                .flatten(),
+        )
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -522,6 +587,15 @@ extern "C" {
     /// `lowering/cpp/register.cpp`: sets LLVM command-line option `name` to `value`; false
     /// if there is no such option or the value does not parse.
     fn tilecSetLlvmOption(name: *const c_char, value: *const c_char) -> bool;
+    /// `lowering/cpp/register.cpp`: the `gpu.module` `module` to PTX, or with `llvm_ir` to
+    /// optimised LLVM IR text, handed to `sink`; false on error (reported as diagnostics).
+    fn tilecSerializeGpuModule(
+        module: mlir_sys::MlirOperation,
+        pipeline: *const c_char,
+        llvm_ir: bool,
+        sink: extern "C" fn(*const c_char, usize, *mut std::ffi::c_void),
+        user: *mut std::ffi::c_void,
+    ) -> bool;
 }
 
 /// The LLVM options the driver sets for a compile for `chip` (LLVM's options are global:
@@ -550,7 +624,7 @@ fn set_llvm_options(options: &[(&str, &str)]) -> bool {
     })
 }
 
-/// Registers the four passes of the pipeline and the dialects once, and returns the lock
+/// Registers the three MLIR passes of the pipeline and the dialects once, and returns the lock
 /// every compile runs under. Only what the pipeline uses is registered, so that the static
 /// link keeps only that part of MLIR (MLIR's C API `mlirRegisterAll*` would link all of it).
 fn global() -> &'static Mutex<Global> {
@@ -563,7 +637,6 @@ fn global() -> &'static Mutex<Global> {
             mlir_sys::mlirRegisterConversionConvertNVVMToLLVMPass();
             mlir_sys::mlirRegisterConversionReconcileUnrealizedCastsPass();
             mlir_sys::mlirRegisterGPUGpuNVVMAttachTarget();
-            mlir_sys::mlirRegisterGPUGpuModuleToBinaryPass();
             tilecRegisterDialects(registry.to_raw());
         }
         Mutex::new(Global { registry })
@@ -678,8 +751,8 @@ pub(crate) fn built_to_ptx(
 
 /// [`mlir_to_llvm_ir`] for a module built by `build` in the driver's own context.
 pub(crate) fn built_to_llvm_ir(build: Build<'_>, target: &TargetSpec) -> Result<String, MlirError> {
-    let (bitcode, _) = compile(Source::Built(build), target, ObjectFormat::Llvm)?;
-    bitcode_to_text(&bitcode, "gpu.module")
+    let (text, _) = compile(Source::Built(build), target, ObjectFormat::Llvm)?;
+    llvm_text(text)
 }
 
 /// Runs the whole pipeline and returns the bytes of the `#gpu.object` and the time taken
@@ -756,22 +829,64 @@ fn compile(
                 target.opt_level
             ),
         ),
-        (
-            "gpu-module-to-binary",
-            format!("{{format={}}}", format.option()),
-        ),
     ];
     for (pass, options) in &stages {
         set_fatal_stage(&format!("MLIR pass '{pass}'"));
         run_stage(&context, &mut module, &format!("{pass}{options}"), &sink)?;
         lap(pass);
     }
+    set_fatal_stage("LLVM (translation, optimisation, NVPTX code generation)");
+    let object = serialize(&module, target, format, &sink);
+    lap("llvm");
     set_fatal_stage("");
-
-    let object = gpu_object(&module);
     // Drop the module before the context (declaration order would do it too; be explicit).
     drop(module);
     Ok((object?, timings))
+}
+
+/// Translates the module's `gpu.module` to LLVM IR, optimises it (at -O3 with
+/// [`TargetSpec::llvm_pipeline`]) and returns the PTX text or the optimised LLVM IR text
+/// (`tilecSerializeGpuModule`, MLIR's NVVM serializer with the pipeline replaced).
+fn serialize(
+    module: &Module,
+    target: &TargetSpec,
+    format: ObjectFormat,
+    sink: &Sink,
+) -> Result<Vec<u8>, MlirError> {
+    let gpu = ops_named(module, "gpu.module");
+    let gpu = gpu.first().ok_or(MlirError::NoBinary)?;
+    let pipeline = std::ffi::CString::new(target.llvm_pipeline())
+        .map_err(|_| MlirError::Target("the LLVM pass pipeline contains a NUL character".into()))?;
+    extern "C" fn push(data: *const c_char, len: usize, user: *mut std::ffi::c_void) {
+        // SAFETY: `user` is the `Vec` below; `data` holds `len` bytes for this call.
+        unsafe {
+            let out = &mut *(user as *mut Vec<u8>);
+            out.extend_from_slice(std::slice::from_raw_parts(data as *const u8, len));
+        }
+    }
+    let mut out: Vec<u8> = Vec::new();
+    // SAFETY: a live `gpu.module` of a live module; the callback only runs during the call.
+    let ok = unsafe {
+        tilecSerializeGpuModule(
+            gpu.to_raw(),
+            pipeline.as_ptr(),
+            format == ObjectFormat::Llvm,
+            push,
+            &mut out as *mut Vec<u8> as *mut std::ffi::c_void,
+        )
+    };
+    if !ok {
+        let mut diagnostics = take(sink);
+        if diagnostics.is_empty() {
+            diagnostics.push(Diagnostic::synthetic("LLVM failed without a diagnostic"));
+        }
+        return Err(MlirError::Pass {
+            pass: "llvm".into(),
+            diagnostics,
+        });
+    }
+    take(sink);
+    Ok(out)
 }
 
 /// Copies an MLIR diagnostic and its notes into `out`.
@@ -960,72 +1075,9 @@ fn run_stage(
     Ok(())
 }
 
-/// The bytes of the first `#gpu.object` of the (single) `gpu.binary`.
-fn gpu_object(module: &Module) -> Result<Vec<u8>, MlirError> {
-    let binaries = ops_named(module, "gpu.binary");
-    let binary = binaries.first().ok_or(MlirError::NoBinary)?;
-    let objects = binary
-        .attribute("objects")
-        .map_err(|_| MlirError::NoBinary)?;
-    let raw = objects.to_raw();
-    // SAFETY: plain queries on a live attribute of a live module.
-    unsafe {
-        if !mlir_sys::mlirAttributeIsAArray(raw) || mlir_sys::mlirArrayAttrGetNumElements(raw) < 1 {
-            return Err(MlirError::NoBinary);
-        }
-        let object = mlir_sys::mlirArrayAttrGetElement(raw, 0);
-        if !mlir_sys::mlirAttributeIsAGPUObjectAttr(object) {
-            return Err(MlirError::NoBinary);
-        }
-        let bytes = mlir_sys::mlirGPUObjectAttrGetObject(object);
-        if bytes.data.is_null() {
-            return Ok(Vec::new());
-        }
-        Ok(std::slice::from_raw_parts(bytes.data as *const u8, bytes.length).to_vec())
-    }
-}
-
-// LLVM-C's bitcode reader (libLLVMBitReader, linked by mlir-sys's build script); mlir-sys's
-// bindings leave `llvm-c/BitReader.h` out.
-unsafe extern "C" {
-    fn LLVMParseBitcodeInContext2(
-        context: mlir_sys::LLVMContextRef,
-        buffer: mlir_sys::LLVMMemoryBufferRef,
-        module: *mut mlir_sys::LLVMModuleRef,
-    ) -> mlir_sys::LLVMBool;
-}
-
-/// Prints LLVM bitcode as LLVM IR text (in a fresh LLVM context); `name` becomes the
-/// `; ModuleID`.
-fn bitcode_to_text(bitcode: &[u8], name: &str) -> Result<String, MlirError> {
-    let name = std::ffi::CString::new(name).unwrap_or_default();
-    // SAFETY: every LLVM object made here is disposed of here, the module before its context;
-    // the memory buffer only borrows `bitcode`, which outlives it.
-    unsafe {
-        let context = mlir_sys::LLVMContextCreate();
-        let buffer = mlir_sys::LLVMCreateMemoryBufferWithMemoryRange(
-            bitcode.as_ptr() as *const c_char,
-            bitcode.len(),
-            name.as_ptr(),
-            0,
-        );
-        let mut module: mlir_sys::LLVMModuleRef = std::ptr::null_mut();
-        let failed = LLVMParseBitcodeInContext2(context, buffer, &mut module) != 0;
-        mlir_sys::LLVMDisposeMemoryBuffer(buffer);
-        let result = if failed || module.is_null() {
-            Err(MlirError::Object(
-                "LLVM cannot parse the bitcode of the gpu.object".into(),
-            ))
-        } else {
-            let text = mlir_sys::LLVMPrintModuleToString(module);
-            let string = CStr::from_ptr(text).to_string_lossy().into_owned();
-            mlir_sys::LLVMDisposeMessage(text);
-            mlir_sys::LLVMDisposeModule(module);
-            Ok(string)
-        };
-        mlir_sys::LLVMContextDispose(context);
-        result
-    }
+/// The LLVM IR text the serializer returned.
+fn llvm_text(text: Vec<u8>) -> Result<String, MlirError> {
+    String::from_utf8(text).map_err(|e| MlirError::Object(format!("the LLVM IR is not UTF-8: {e}")))
 }
 
 #[cfg(test)]

@@ -290,3 +290,76 @@ fn abort_case_is_an_abort() {
     );
     assert!(stderr.contains("LLVM ERROR: Cannot select"), "{stderr}");
 }
+
+/// A two-field inline-asm result carried around a loop as a struct block argument (an
+/// `llvm` phi of struct type), read after the loop.
+const STRUCT_LOOP: &str = r#"
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    llvm.func @carry(%out: !llvm.ptr<1>, %n: i32) attributes {nvvm.kernel} {
+      %c0 = llvm.mlir.constant(0 : i32) : i32
+      %c1 = llvm.mlir.constant(1 : i32) : i32
+      %s0 = llvm.inline_asm has_side_effects "mov.b32 $0, 1; mov.b32 $1, 2;", "=r,=r"
+        : () -> !llvm.struct<(i32, i32)>
+      llvm.br ^head(%c0, %s0 : i32, !llvm.struct<(i32, i32)>)
+    ^head(%i: i32, %s: !llvm.struct<(i32, i32)>):
+      %a = llvm.extractvalue %s[0] : !llvm.struct<(i32, i32)>
+      %b = llvm.extractvalue %s[1] : !llvm.struct<(i32, i32)>
+      %t = llvm.inline_asm has_side_effects "add.s32 $0, $2, $3; sub.s32 $1, $3, $2;",
+        "=r,=r,r,r" %a, %b : (i32, i32) -> !llvm.struct<(i32, i32)>
+      %i1 = llvm.add %i, %c1 : i32
+      %more = llvm.icmp "slt" %i1, %n : i32
+      llvm.cond_br %more, ^head(%i1, %t : i32, !llvm.struct<(i32, i32)>), ^exit
+    ^exit:
+      %x = llvm.extractvalue %t[1] : !llvm.struct<(i32, i32)>
+      llvm.store %x, %out : i32, !llvm.ptr<1>
+      llvm.return
+    }
+  }
+}
+"#;
+
+/// `tilec-split-aggregates` turns the struct phi into one phi per field and moves the
+/// `extractvalue` after the loop next to the asm statement that defines its struct.
+#[test]
+fn split_aggregates() {
+    let with = |passes: &str| TargetSpec {
+        llvm_passes: Some(passes.into()),
+        ..TargetSpec::sm_90a()
+    };
+    let before = mlir_to_llvm_ir(STRUCT_LOOP, &with("verify")).expect("verify only");
+    assert!(before.contains("phi { i32, i32 }"), "{before}");
+    let after =
+        mlir_to_llvm_ir(STRUCT_LOOP, &with("function(tilec-split-aggregates)")).expect("split");
+    assert!(!after.contains("phi {"), "{after}");
+    assert_eq!(after.matches("phi i32").count(), 3, "{after}");
+    // The extractvalue of %t is in %t's block, right after it.
+    let t = after.find("sub.s32").expect("the loop's asm statement");
+    let rest = &after[t..];
+    let next_line = rest.lines().nth(1).unwrap_or_default();
+    assert!(next_line.contains("extractvalue"), "{after}");
+    let ptx = mlir_to_ptx(STRUCT_LOOP, &TargetSpec::sm_90a()).expect("tilec's pipeline");
+    assert!(ptx.contains("sub.s32"), "{ptx}");
+}
+
+/// A pipeline LLVM cannot parse is an error naming it, not a crash.
+#[test]
+fn bad_llvm_pipeline() {
+    let spec = TargetSpec {
+        llvm_passes: Some("function(no-such-pass)".into()),
+        ..TargetSpec::sm_90a()
+    };
+    let error = mlir_to_ptx(TID_STORE, &spec).unwrap_err();
+    let e = first_error(&error);
+    assert!(e.message.contains("no-such-pass"), "{error}");
+    assert!(matches!(error, MlirError::Pass { .. }), "{error}");
+    // LLVM's own default<O3> is accepted and gives the same PTX as tilec's pipeline here.
+    let o3 = TargetSpec {
+        llvm_passes: Some("default<O3>".into()),
+        ..TargetSpec::sm_90a()
+    };
+    assert_eq!(
+        mlir_to_ptx(TID_STORE, &o3).unwrap(),
+        mlir_to_ptx(TID_STORE, &TargetSpec::sm_90a()).unwrap()
+    );
+}

@@ -51,8 +51,8 @@ fn a_fatal_error_is_one_line_and_exit_1() {
     assert_eq!(out.status.code(), Some(1), "stderr:\n{err}");
     assert!(
         err.contains(
-            "error: LLVM failed fatally compiling kernel @t for sm_90a in MLIR pass \
-             'gpu-module-to-binary': Cannot select"
+            "error: LLVM failed fatally compiling kernel @t for sm_90a in LLVM (translation, \
+             optimisation, NVPTX code generation): Cannot select"
         ),
         "{err}"
     );

@@ -61,7 +61,10 @@ fn an_llvm_fatal_error_in_the_child_is_an_error_here() {
             assert_eq!(status, "exit status: 1", "{stderr}");
             assert!(
                 stderr.contains("error: LLVM failed fatally compiling the MLIR module <stdin>")
-                    && stderr.contains("in MLIR pass 'gpu-module-to-binary': Cannot select"),
+                    && stderr.contains(
+                        "in LLVM (translation, optimisation, NVPTX code generation): Cannot \
+                         select"
+                    ),
                 "{stderr}"
             );
         }

@@ -573,13 +573,6 @@ impl<'c, 'm> Writer<'c, 'm> {
         out
     }
 
-    /// `llvm.insertvalue x, agg[i]`.
-    pub fn insert(&mut self, agg: Value<'c, 'm>, x: Value<'c, 'm>, i: usize) -> Value<'c, 'm> {
-        let pos = DenseI64ArrayAttribute::new(self.ctx, &[i as i64]).into();
-        let ty = agg.r#type();
-        self.op1("llvm.insertvalue", &[agg, x], ty, &[("position", pos)])
-    }
-
     /// `llvm.insertelement x, vec[i]` (an i32 index).
     pub fn insert_element(
         &mut self,

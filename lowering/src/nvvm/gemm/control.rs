@@ -6,22 +6,63 @@
 use super::{err, Gemm, Lv, R};
 use crate::nvvm::writer::{ICmp, V};
 use melior::ir::{block::BlockLike, Type, Value};
+use std::rc::Rc;
 use tilec_dialect::{Diagnostic, Operation, ScalarType, Type as TileType, Value as TileValue};
 
-/// A carried value: its MLIR value, type, and how it lives in the lowered code.
+/// Carried values: their MLIR values and types, flattened (an accumulator is one block
+/// argument per register), and how each lives in the lowered code.
 struct Carried<'c, 'm> {
     vals: Vec<Value<'c, 'm>>,
     tys: Vec<Type<'c>>,
     kinds: Vec<Lv<'c, 'm>>,
 }
 
-/// A carried value of `kind` as the block argument or result `v`.
-fn renamed<'c, 'm>(kind: &Lv<'c, 'm>, v: Value<'c, 'm>) -> Lv<'c, 'm> {
-    match kind {
-        Lv::Acc(_) => Lv::Acc(v),
-        Lv::Scalar(s) => Lv::Scalar(V { v, t: s.t }),
-        _ => unreachable!("carried() admits scalars and accumulators only"),
+impl<'c, 'm> Carried<'c, 'm> {
+    fn new() -> Self {
+        Carried {
+            vals: vec![],
+            tys: vec![],
+            kinds: vec![],
+        }
     }
+
+    fn push(&mut self, lv: Lv<'c, 'm>, ty: Type<'c>, f32t: Type<'c>) {
+        match &lv {
+            Lv::Scalar(s) => {
+                self.vals.push(s.v);
+                self.tys.push(ty);
+            }
+            Lv::Acc(regs) => {
+                self.vals.extend(regs.iter().copied());
+                self.tys.extend(std::iter::repeat_n(f32t, regs.len()));
+            }
+            _ => unreachable!("carry_one() admits scalars and accumulators only"),
+        }
+        self.kinds.push(lv);
+    }
+}
+
+/// The carried values of `kinds` as the flattened block arguments or results `vals`.
+fn renamed<'c, 'm>(kinds: &[Lv<'c, 'm>], vals: &[Value<'c, 'm>]) -> Vec<Lv<'c, 'm>> {
+    let mut at = 0;
+    kinds
+        .iter()
+        .map(|kind| match kind {
+            Lv::Acc(regs) => {
+                let lv = Lv::Acc(Rc::new(vals[at..at + regs.len()].to_vec()));
+                at += regs.len();
+                lv
+            }
+            Lv::Scalar(s) => {
+                at += 1;
+                Lv::Scalar(V {
+                    v: vals[at - 1],
+                    t: s.t,
+                })
+            }
+            _ => unreachable!("carry_one() admits scalars and accumulators only"),
+        })
+        .collect()
 }
 
 fn args_of<'c, 'm>(b: &melior::ir::BlockRef<'c, 'm>) -> Vec<Value<'c, 'm>> {
@@ -31,16 +72,16 @@ fn args_of<'c, 'm>(b: &melior::ir::BlockRef<'c, 'm>) -> Vec<Value<'c, 'm>> {
 }
 
 impl<'c, 'm> Gemm<'c, 'm, '_> {
-    /// The MLIR value and type of a carried value (scalars and accumulators only).
-    fn carry_one(&self, op: &Operation, v: TileValue) -> R<(Value<'c, 'm>, Type<'c>, Lv<'c, 'm>)> {
+    /// A carried value (scalars and accumulators only) and the type of a scalar.
+    fn carry_one(&self, op: &Operation, v: TileValue) -> R<(Lv<'c, 'm>, Type<'c>)> {
         let lv = self
             .vals
             .get(&v)
             .cloned()
             .ok_or_else(|| Diagnostic::error(op.loc.clone(), "loop init not lowered"))?;
         match &lv {
-            Lv::Scalar(s) => Ok((s.v, self.w.ty(s.t), lv)),
-            Lv::Acc(a) => Ok((*a, self.acc_ty(), lv)),
+            Lv::Scalar(s) => Ok((lv.clone(), self.w.ty(s.t))),
+            Lv::Acc(_) => Ok((lv, self.w.ty(ScalarType::F32))),
             _ => err(
                 op,
                 "convert-tile-to-nvvm: a loop or 'tile.if' may carry scalars and accumulators \
@@ -50,16 +91,11 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
     }
 
     fn carried(&self, op: &Operation, vals: &[TileValue]) -> R<Carried<'c, 'm>> {
-        let mut c = Carried {
-            vals: vec![],
-            tys: vec![],
-            kinds: vec![],
-        };
+        let f32t = self.w.ty(ScalarType::F32);
+        let mut c = Carried::new();
         for &v in vals {
-            let (x, t, k) = self.carry_one(op, v)?;
-            c.vals.push(x);
-            c.tys.push(t);
-            c.kinds.push(k);
+            let (lv, t) = self.carry_one(op, v)?;
+            c.push(lv, t, f32t);
         }
         Ok(c)
     }
@@ -68,11 +104,8 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
     /// where the `tile.if` returns an accumulator becomes an accumulator of zeros, built in
     /// the branch.
     fn if_yields(&mut self, op: &Operation, vals: &[TileValue]) -> R<Carried<'c, 'm>> {
-        let mut c = Carried {
-            vals: vec![],
-            tys: vec![],
-            kinds: vec![],
-        };
+        let f32t = self.w.ty(ScalarType::F32);
+        let mut c = Carried::new();
         for (i, &v) in vals.iter().enumerate() {
             let zeros = matches!(self.vals.get(&v), Some(Lv::Zeros));
             let acc_result = op
@@ -82,20 +115,12 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 && self.acc.is_some();
             if zeros && acc_result {
                 let zero = self.w.float(0.0, ScalarType::F32);
-                let acc_ty = self.acc_ty();
-                let mut st = self.w.undef(acc_ty);
-                for k in 0..self.acc.as_ref().map_or(0, |a| a.regs) {
-                    st = self.w.insert(st, zero.v, k);
-                }
-                c.vals.push(st);
-                c.tys.push(acc_ty);
-                c.kinds.push(Lv::Acc(st));
+                let n = self.acc.as_ref().map_or(0, |a| a.regs);
+                c.push(Lv::Acc(Rc::new(vec![zero.v; n])), f32t, f32t);
                 continue;
             }
-            let (x, t, k) = self.carry_one(op, v)?;
-            c.vals.push(x);
-            c.tys.push(t);
-            c.kinds.push(k);
+            let (lv, t) = self.carry_one(op, v)?;
+            c.push(lv, t, f32t);
         }
         Ok(c)
     }
@@ -108,22 +133,27 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         self.loop_depth -= 1;
         r?;
         let y = b.ops.last().expect("verified yield");
-        y.operands
-            .iter()
-            .map(|v| match self.vals.get(v) {
-                Some(Lv::Scalar(s)) => Ok(s.v),
-                Some(Lv::Acc(a)) => Ok(*a),
-                None => Err(Diagnostic::error(
-                    y.loc.clone(),
-                    "yielded value not lowered",
-                )),
-                Some(_) => Err(Diagnostic::error(
-                    y.loc.clone(),
-                    "convert-tile-to-nvvm: a loop may carry scalars and accumulators only; \
-                     this yields an epilogue tile (evaluated per register at its store)",
-                )),
-            })
-            .collect()
+        let mut out = vec![];
+        for v in &y.operands {
+            match self.vals.get(v) {
+                Some(Lv::Scalar(s)) => out.push(s.v),
+                Some(Lv::Acc(a)) => out.extend(a.iter().copied()),
+                None => {
+                    return Err(Diagnostic::error(
+                        y.loc.clone(),
+                        "yielded value not lowered",
+                    ))
+                }
+                Some(_) => {
+                    return Err(Diagnostic::error(
+                        y.loc.clone(),
+                        "convert-tile-to-nvvm: a loop may carry scalars and accumulators only; \
+                         this yields an epilogue tile (evaluated per register at its store)",
+                    ))
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// `br ^head(lb, inits)`; `^head(iv, args)`: `cond_br iv < ub, ^body, ^exit(args)`;
@@ -149,8 +179,8 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             t: lb.t,
         };
         self.vals.insert(b.args[0], Lv::Scalar(iv));
-        for ((&a, &v), kind) in b.args[1..].iter().zip(&hargs[1..]).zip(&c.kinds) {
-            self.vals.insert(a, renamed(kind, v));
+        for (&a, lv) in b.args[1..].iter().zip(renamed(&c.kinds, &hargs[1..])) {
+            self.vals.insert(a, lv);
         }
         let more = self.w.icmp(ICmp::Slt, iv, ub);
         self.w.cond_br(more, &body, &[], &exit, &hargs[1..]);
@@ -161,8 +191,8 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         self.w.br(&head, &next);
         let exit = self.w.place(exit);
         let res = args_of(&exit);
-        for ((&r, &v), kind) in op.results.iter().zip(&res).zip(&c.kinds) {
-            self.vals.insert(r, renamed(kind, v));
+        for (&r, lv) in op.results.iter().zip(renamed(&c.kinds, &res)) {
+            self.vals.insert(r, lv);
         }
         Ok(())
     }
@@ -176,8 +206,8 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let exit = self.w.block(&c.tys);
         self.w.br(&head, &c.vals);
         let head = self.w.place(head);
-        for ((&a, &v), kind) in b.args.iter().zip(&args_of(&head)).zip(&c.kinds) {
-            self.vals.insert(a, renamed(kind, v));
+        for (&a, lv) in b.args.iter().zip(renamed(&c.kinds, &args_of(&head))) {
+            self.vals.insert(a, lv);
         }
         let mut vals = self.loop_body(b)?;
         if vals.is_empty() {
@@ -189,8 +219,8 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         };
         self.w.cond_br(go, &head, &vals, &exit, &vals);
         let exit = self.w.place(exit);
-        for ((&r, &v), kind) in op.results.iter().zip(&args_of(&exit)).zip(&c.kinds) {
-            self.vals.insert(r, renamed(kind, v));
+        for (&r, lv) in op.results.iter().zip(renamed(&c.kinds, &args_of(&exit))) {
+            self.vals.insert(r, lv);
         }
         Ok(())
     }
@@ -225,8 +255,8 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             self.w.br(j, &y.vals);
         }
         let join = self.w.place(join.expect("made with the first branch"));
-        for ((&r, &v), kind) in op.results.iter().zip(&args_of(&join)).zip(&kinds) {
-            self.vals.insert(r, renamed(kind, v));
+        for (&r, lv) in op.results.iter().zip(renamed(&kinds, &args_of(&join))) {
+            self.vals.insert(r, lv);
         }
         Ok(())
     }

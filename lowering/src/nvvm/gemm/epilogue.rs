@@ -212,18 +212,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
     pub(super) fn lazy_of(&mut self, op: &Operation, v: TileValue) -> R<Rc<Lazy<'c, 'm>>> {
         match self.vals.get(&v) {
             Some(Lv::Lazy(l)) => Ok(l.clone()),
-            Some(Lv::Acc(a)) => {
-                let a = *a;
-                let key = melior::ir::ValueLike::to_raw(&a).ptr as usize;
-                if let Some(regs) = self.unpacked.get(&key) {
-                    return Ok(Rc::new(Lazy::Acc(regs.clone())));
-                }
-                let n = self.acc.as_ref().map_or(0, |acc| acc.regs);
-                let f32t = self.w.ty(ScalarType::F32);
-                let regs = Rc::new(self.w.unpack(a, n, f32t));
-                self.unpacked.insert(key, regs.clone());
-                Ok(Rc::new(Lazy::Acc(regs)))
-            }
+            Some(Lv::Acc(regs)) => Ok(Rc::new(Lazy::Acc(regs.clone()))),
             // A `tile.zeros` used by the epilogue: 0.0 in every register, in the tile's type.
             Some(Lv::Zeros) => {
                 let elem = m_elem(self.m.ty(v));

@@ -94,10 +94,10 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             let z = self.w.float(0.0, ScalarType::F32);
             vec![z.v; NACC]
         } else {
-            let Some(Lv::Acc(s)) = self.vals.get(&parts.acc).cloned() else {
-                return err(op, "MMA accumulator is not lowered");
-            };
-            (0..NACC).map(|i| self.w.extract(s, i, f32t)).collect()
+            match self.vals.get(&parts.acc) {
+                Some(Lv::Acc(regs)) if regs.len() == NACC => regs.to_vec(),
+                _ => return err(op, "MMA accumulator is not lowered"),
+            }
         };
         let i32t = self.w.ty(ScalarType::I32);
         let ldm = self.w.struct_ty(&[i32t; 4]);
@@ -184,12 +184,8 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 }
             }
         }
-        let acc_ty = self.acc_ty();
-        let mut s = self.w.undef(acc_ty);
-        for (i, &x) in acc.iter().enumerate() {
-            s = self.w.insert(s, x, i);
-        }
-        self.vals.insert(op.results[0], Lv::Acc(s));
+        self.vals
+            .insert(op.results[0], Lv::Acc(std::rc::Rc::new(acc)));
         Ok(())
     }
 }

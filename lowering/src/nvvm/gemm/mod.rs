@@ -85,8 +85,11 @@ pub(super) enum Lv<'c, 'm> {
     Ring(Ring),
     /// An mbarrier array at a byte offset.
     Bars { offset: u64 },
-    /// An MMA accumulator: a struct of the thread's f32 registers.
-    Acc(Value<'c, 'm>),
+    /// An MMA accumulator: the thread's f32 registers, one SSA value each. Loops and joins
+    /// carry them as that many block arguments: a struct carried across blocks would cost
+    /// LLVM's instruction selection one copy of every field per field read
+    /// (`SelectionDAGBuilder::getCopyFromRegs`), quadratic in the registers.
+    Acc(Rc<Vec<Value<'c, 'm>>>),
     /// An epilogue value of the accumulator's tile, evaluated per register at its store.
     Lazy(Rc<Lazy<'c, 'm>>),
 }
@@ -106,9 +109,6 @@ pub(super) struct Gemm<'c, 'm, 'k> {
     pub m: &'k TileModule,
     pub target: Target,
     pub vals: HashMap<TileValue, Lv<'c, 'm>>,
-    /// Accumulator structs the epilogue has unpacked (by the struct value's address), and
-    /// their registers.
-    pub unpacked: HashMap<usize, Rc<Vec<Value<'c, 'm>>>>,
     pub tid: V<'c, 'm>,
     /// `@dynamic_smem` as a pointer and as its 32-bit shared-window address.
     pub smem: Value<'c, 'm>,
@@ -1060,7 +1060,6 @@ fn build_module<'c>(
         ring_swizzle: HashMap::new(),
         consumer_wgs: a.consumers as i64,
         loop_depth: 0,
-        unpacked: HashMap::new(),
     };
     g.lower_block(&body.ops)?;
     g.w.loc = loc;

@@ -9,6 +9,8 @@
 
 use super::{err, AccInfo, Gemm, Lv, R};
 use crate::nvvm::writer::V;
+use melior::ir::Value;
+use std::rc::Rc;
 use tilec_dialect::{Attribute as TileAttr, Diagnostic, Operation, ScalarType};
 
 /// The operands of a `tile.mma` (a stage shared by both rings, or one each).
@@ -138,17 +140,14 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let tied = !zero_acc;
         let mut operands = vec![];
         if tied {
-            let acc =
-                match self.vals.get(&parts.acc) {
-                    Some(Lv::Acc(v)) => *v,
-                    _ => return err(
+            match self.vals.get(&parts.acc) {
+                Some(Lv::Acc(v)) if v.len() == regs => operands.extend(v.iter().copied()),
+                _ => {
+                    return err(
                         op,
                         "MMA accumulator is not a wgmma accumulator (start a chain with zero_acc)",
-                    ),
-                };
-            let f32t = self.w.ty(ScalarType::F32);
-            for i in 0..regs {
-                operands.push(self.w.extract(acc, i, f32t));
+                    )
+                }
             }
         }
         let first_desc = if tied { 2 * regs } else { regs };
@@ -176,7 +175,9 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             .w
             .inline_asm(&asm, &cons.join(","), &operands, Some(acc_ty), true)
             .expect("a typed result");
-        self.vals.insert(op.results[0], Lv::Acc(acc));
+        let f32t = self.w.ty(ScalarType::F32);
+        let regs = self.w.unpack(acc, regs, f32t);
+        self.vals.insert(op.results[0], Lv::Acc(Rc::new(regs)));
         Ok(())
     }
 
@@ -210,24 +211,13 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             );
             return Ok(());
         }
-        let nacc = self.acc.as_ref().map_or(0, |a| a.regs);
-        let total = nacc * accs.len();
-        let f32t = self.w.ty(ScalarType::F32);
-        let mut elems = vec![];
-        for &acc in &accs {
-            for i in 0..nacc {
-                elems.push(self.w.extract(acc, i, f32t));
-            }
-        }
+        let total: usize = accs.iter().map(|a| a.len()).sum();
+        let elems: Vec<Value<'c, 'm>> = accs.iter().flat_map(|a| a.iter().copied()).collect();
         let cons: Vec<String> = std::iter::repeat_n("=f".to_string(), total)
             .chain((0..total).map(|i| i.to_string()))
             .collect();
-        let acc_ty = self.acc_ty();
-        let ret_ty = if accs.len() == 1 {
-            acc_ty
-        } else {
-            self.w.struct_ty(&vec![f32t; total])
-        };
+        let f32t = self.w.ty(ScalarType::F32);
+        let ret_ty = self.w.struct_ty(&vec![f32t; total]);
         let r = self
             .w
             .inline_asm(
@@ -238,17 +228,10 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 true,
             )
             .expect("a typed result");
-        if accs.len() == 1 {
-            self.vals.insert(acc_results[0], Lv::Acc(r));
-            return Ok(());
-        }
-        for (j, &res) in acc_results.iter().enumerate() {
-            let mut st = self.w.undef(acc_ty);
-            for i in 0..nacc {
-                let x = self.w.extract(r, j * nacc + i, f32t);
-                st = self.w.insert(st, x, i);
-            }
-            self.vals.insert(res, Lv::Acc(st));
+        let mut regs = self.w.unpack(r, total, f32t).into_iter();
+        for (acc, &res) in accs.iter().zip(&acc_results) {
+            let mine: Vec<Value<'c, 'm>> = regs.by_ref().take(acc.len()).collect();
+            self.vals.insert(res, Lv::Acc(Rc::new(mine)));
         }
         Ok(())
     }
