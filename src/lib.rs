@@ -102,6 +102,9 @@ pub struct Options {
     /// process. `None` (the default): in process. The child's stage timings are not
     /// reported (`Kernel::mlir_timings` is empty).
     pub mlir_child: Option<std::path::PathBuf>,
+    /// How long the child of `mlir_child` may run before it is killed and the compile fails
+    /// with `MlirError::Child` (default `tilec::lowering::CHILD_TIMEOUT`, 120 s).
+    pub mlir_child_timeout: std::time::Duration,
 }
 
 impl Options {
@@ -132,6 +135,7 @@ impl Options {
             num_warps: 0,
             kernel: None,
             mlir_child: None,
+            mlir_child_timeout: tilec_lowering::CHILD_TIMEOUT,
         }
     }
 
@@ -378,14 +382,26 @@ pub fn compile(input: Input<'_>, opts: &Options) -> Result<Kernel, Error> {
         Emit::Mlir => (k.mlir(), String::new()),
         Emit::Llvm => match &opts.mlir_child {
             Some(exe) => (
-                mlir_stage_in_child(&k.mlir(), &spec, Product::LlvmIr, exe)?,
+                mlir_stage_in_child(
+                    &k.mlir(),
+                    &spec,
+                    Product::LlvmIr,
+                    exe,
+                    opts.mlir_child_timeout,
+                )?,
                 String::new(),
             ),
             None => (k.to_llvm_ir(&spec)?, String::new()),
         },
         Emit::Ptx => {
             let p = match &opts.mlir_child {
-                Some(exe) => mlir_stage_in_child(&k.mlir(), &spec, Product::Ptx, exe)?,
+                Some(exe) => mlir_stage_in_child(
+                    &k.mlir(),
+                    &spec,
+                    Product::Ptx,
+                    exe,
+                    opts.mlir_child_timeout,
+                )?,
                 None => {
                     let (p, steps) = k.to_ptx(&spec)?;
                     mlir_timings = steps;

@@ -51,5 +51,5 @@ pub use nvvm::{convert_tile_to_nvvm, LoweredKernel};
 pub use mlir_driver::{
     install_fatal_error_handler, min_ptx_version, mlir_stage_in_child, mlir_to_llvm_ir,
     mlir_to_ptx, mlir_to_ptx_timed, set_fatal_error_subject, Diagnostic, MlirError, Product,
-    Severity, StageTimings, TargetSpec, LLVM_PIPELINE,
+    Severity, StageTimings, TargetSpec, CHILD_TIMEOUT, LLVM_PIPELINE,
 };

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use tilec::dialect::Target;
-use tilec::lowering::{mlir_stage_in_child, MlirError, Product, TargetSpec};
+use tilec::lowering::{mlir_stage_in_child, MlirError, Product, TargetSpec, CHILD_TIMEOUT};
 use tilec::{compile, Emit, Input, Options};
 
 fn tile_compile() -> PathBuf {
@@ -55,7 +55,13 @@ const FATAL: &str = r#"module attributes {gpu.container_module} {
 
 #[test]
 fn an_llvm_fatal_error_in_the_child_is_an_error_here() {
-    let r = mlir_stage_in_child(FATAL, &TargetSpec::sm_90a(), Product::Ptx, &tile_compile());
+    let r = mlir_stage_in_child(
+        FATAL,
+        &TargetSpec::sm_90a(),
+        Product::Ptx,
+        &tile_compile(),
+        CHILD_TIMEOUT,
+    );
     match r {
         Err(MlirError::Child { status, stderr }) => {
             assert_eq!(status, "exit status: 1", "{stderr}");
@@ -79,6 +85,7 @@ fn mlir_diagnostics_and_a_missing_program_are_errors() {
         &TargetSpec::sm_90a(),
         Product::Ptx,
         &tile_compile(),
+        CHILD_TIMEOUT,
     );
     match r {
         Err(MlirError::Child { status, stderr }) => {
@@ -92,7 +99,13 @@ fn mlir_diagnostics_and_a_missing_program_are_errors() {
         other => panic!("expected a failed child, got {other:?}"),
     }
     let missing = Path::new("/nonexistent/tile-compile");
-    match mlir_stage_in_child(FATAL, &TargetSpec::sm_90a(), Product::LlvmIr, missing) {
+    match mlir_stage_in_child(
+        FATAL,
+        &TargetSpec::sm_90a(),
+        Product::LlvmIr,
+        missing,
+        CHILD_TIMEOUT,
+    ) {
         Err(MlirError::Child { status, stderr }) => {
             assert_eq!(status, "not started");
             assert!(stderr.contains("/nonexistent/tile-compile"), "{stderr}");
@@ -102,7 +115,36 @@ fn mlir_diagnostics_and_a_missing_program_are_errors() {
     // The target is checked before any child starts.
     let bad = TargetSpec::new("sm_91", (8, 0));
     assert!(matches!(
-        mlir_stage_in_child(FATAL, &bad, Product::Ptx, missing),
+        mlir_stage_in_child(FATAL, &bad, Product::Ptx, missing, CHILD_TIMEOUT),
         Err(MlirError::Target(_))
     ));
+}
+
+/// A child that does not finish within the timeout is killed, and the call fails at once.
+#[test]
+fn a_hanging_child_is_killed_at_the_timeout() {
+    let dir = std::env::temp_dir().join(format!("tilec-hang-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let hang = dir.join("hang.sh");
+    std::fs::write(&hang, "#!/bin/sh\necho started >&2\nexec sleep 30\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&hang, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let start = std::time::Instant::now();
+    let r = mlir_stage_in_child(
+        FATAL,
+        &TargetSpec::sm_90a(),
+        Product::Ptx,
+        &hang,
+        std::time::Duration::from_millis(300),
+    );
+    let took = start.elapsed();
+    match r {
+        Err(MlirError::Child { status, stderr }) => {
+            assert_eq!(status, "timed out after 0.3 s and killed", "{stderr}");
+            assert!(stderr.contains("started"), "{stderr}");
+        }
+        other => panic!("expected a timed-out child, got {other:?}"),
+    }
+    assert!(took < std::time::Duration::from_secs(20), "waited {took:?}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
