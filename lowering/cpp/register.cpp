@@ -143,7 +143,7 @@ public:
       return ModuleToObject::optimizeModule(module, optLevel);
     llvm::FailureOr<llvm::TargetMachine *> tm = getOrCreateTargetMachine();
     if (mlir::failed(tm))
-      return getOperation().emitError("no LLVM target machine for ") << triple;
+      return mlir::emitError(getOperation().getLoc(), "no LLVM target machine for ") << triple;
     (*tm)->setOptLevel(llvm::CodeGenOptLevel::Aggressive);
     llvm::LoopAnalysisManager lam;
     llvm::FunctionAnalysisManager fam;
@@ -165,7 +165,7 @@ public:
     pb.crossRegisterProxies(lam, fam, cgam, mam);
     llvm::ModulePassManager mpm;
     if (llvm::Error e = pb.parsePassPipeline(mpm, pipeline))
-      return getOperation().emitError("LLVM pass pipeline '")
+      return mlir::emitError(getOperation().getLoc(), "LLVM pass pipeline '")
              << pipeline << "': " << llvm::toString(std::move(e));
     mpm.run(module, mam);
     return mlir::success();
@@ -180,8 +180,9 @@ public:
     }
     llvm::FailureOr<llvm::TargetMachine *> tm = getOrCreateTargetMachine();
     if (mlir::failed(tm))
-      return getOperation().emitError("no LLVM target machine for ") << triple;
-    auto isa = translateModuleToISA(module, **tm, [&] { return getOperation().emitError(); });
+      return mlir::emitError(getOperation().getLoc(), "no LLVM target machine for ") << triple;
+    auto isa = translateModuleToISA(module, **tm,
+                                    [&] { return mlir::emitError(getOperation().getLoc()); });
     if (mlir::failed(isa))
       return mlir::failure();
     return llvm::SmallVector<char, 0>(isa->begin(), isa->end());
@@ -207,9 +208,11 @@ extern "C" bool tilecSerializeGpuModule(MlirOperation module, const char *pipeli
                     ? llvm::dyn_cast<mlir::NVVM::NVVMTargetAttr>(targets[0])
                     : mlir::NVVM::NVVMTargetAttr();
   if (!target) {
-    gpuModule.emitError("expected exactly one #nvvm.target");
+    mlir::emitError(gpuModule.getLoc(), "expected exactly one #nvvm.target");
     return false;
   }
+  // A diagnostic names the op's location; MLIR would also print the whole gpu.module.
+  gpuModule->getContext()->printOpOnDiagnostic(false);
   TilecSerializer::init();
   TilecSerializer serializer(*gpuModule, target, pipeline ? pipeline : "", llvmIr);
   std::optional<llvm::SmallVector<char, 0>> out = serializer.run();

@@ -400,6 +400,13 @@ pub enum MlirError {
         /// What MLIR reported.
         diagnostics: Vec<Diagnostic>,
     },
+    /// LLVM failed: translating the `gpu.module` to LLVM IR, parsing or running the pass
+    /// pipeline ([`TargetSpec::llvm_passes`]), or NVPTX code generation.
+    #[error("LLVM failed:{}", Lines(diagnostics))]
+    Llvm {
+        /// What LLVM and MLIR's serializer reported.
+        diagnostics: Vec<Diagnostic>,
+    },
     /// The module holds no `gpu.module` to serialize.
     #[error("the MLIR module holds no gpu.module")]
     NoBinary,
@@ -424,6 +431,7 @@ impl MlirError {
         match self {
             MlirError::Parse { diagnostics }
             | MlirError::Verify { diagnostics }
+            | MlirError::Llvm { diagnostics }
             | MlirError::Pass { diagnostics, .. } => diagnostics,
             _ => &[],
         }
@@ -928,10 +936,7 @@ fn serialize(
         if diagnostics.is_empty() {
             diagnostics.push(Diagnostic::synthetic("LLVM failed without a diagnostic"));
         }
-        return Err(MlirError::Pass {
-            pass: "llvm".into(),
-            diagnostics,
-        });
+        return Err(MlirError::Llvm { diagnostics });
     }
     take(sink);
     Ok(out)
