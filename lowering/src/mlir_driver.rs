@@ -106,7 +106,8 @@ pub struct TargetSpec {
 /// sm_100 (`slp-max-vf` turns it off elsewhere), and a kernel's own short loops are
 /// unrolled. What is gone: the inliner and call-graph passes (a kernel is one function),
 /// coroutine, OpenMP and loop-vectorizer passes, SROA (the writer makes no allocas), DSE,
-/// MemCpyOpt, JumpThreading, 2 of the 8 InstCombine runs and 6 of the 8 SimplifyCFG runs.
+/// MemCpyOpt, JumpThreading, VectorCombine, 3 of the 8 InstCombine runs and 6 of the 8
+/// SimplifyCFG runs.
 /// `tile-compile --llvm-passes 'default<O3>'` runs LLVM's own.
 pub const LLVM_PIPELINE: &str = concat!(
     "nvvm-reflect,",
@@ -116,7 +117,6 @@ pub const LLVM_PIPELINE: &str = concat!(
     "instcombine<max-iterations=1;no-verify-fixpoint>,",
     "early-cse<memssa>,",
     "speculative-execution<only-if-divergent-target>,",
-    "correlated-propagation,",
     "instcombine<max-iterations=1;no-verify-fixpoint>,",
     "reassociate,",
     "loop-mssa(loop-instsimplify,loop-simplifycfg,licm<no-allowspeculation>,",
@@ -129,7 +129,6 @@ pub const LLVM_PIPELINE: &str = concat!(
     "instcombine<max-iterations=1;no-verify-fixpoint>,",
     "loop(loop-idiom,indvars,extra-simple-loop-unswitch-passes,loop-deletion,",
     "loop-unroll-full),",
-    "vector-combine,",
     "gvn<>,",
     "sccp,",
     "instcombine<max-iterations=1;no-verify-fixpoint>,",
@@ -141,8 +140,6 @@ pub const LLVM_PIPELINE: &str = concat!(
     "no-hoist-loads-stores-with-cond-faulting;sink-common-insts;speculate-blocks;",
     "simplify-cond-branch;no-speculate-unpredictables>,",
     "slp-vectorizer,",
-    "vector-combine,",
-    "instcombine<max-iterations=1;no-verify-fixpoint>,",
     "loop-unroll<O3>,",
     "infer-alignment,",
     "instcombine<max-iterations=1;no-verify-fixpoint>,",
