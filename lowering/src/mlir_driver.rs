@@ -88,7 +88,8 @@ pub struct TargetSpec {
     /// LLVM optimisation level, 0–3.
     pub opt_level: u32,
     /// The LLVM pass pipeline run at `opt_level` 3, as `opt -passes=` reads it; `None`:
-    /// [`LLVM_PIPELINE`]. At levels 0–2 LLVM's `default<On>` runs.
+    /// [`LLVM_PIPELINE`]; an empty string: LLVM's `default<O3>`. At levels 0–2 LLVM's
+    /// `default<On>` runs. One LLVM cannot parse is an [`MlirError::Llvm`].
     pub llvm_passes: Option<String>,
 }
 
@@ -228,6 +229,11 @@ impl TargetSpec {
                 "optimisation level {} is out of range 0..=3",
                 self.opt_level
             )));
+        }
+        if self.llvm_pipeline().contains('\0') {
+            return Err(MlirError::Target(
+                "the LLVM pass pipeline contains a NUL character".into(),
+            ));
         }
         Ok(())
     }
@@ -406,7 +412,7 @@ pub enum MlirError {
     },
     /// The module holds no `gpu.module` to serialize.
     #[error("the MLIR module holds no gpu.module")]
-    NoBinary,
+    NoGpuModule,
     /// The serialized output could not be read back (PTX or LLVM IR that is not UTF-8).
     #[error("cannot read the serialized GPU module: {0}")]
     Object(String),
@@ -535,7 +541,7 @@ pub fn mlir_stage_in_child(
     program: &std::path::Path,
     timeout: Duration,
 ) -> Result<String, MlirError> {
-    use std::io::{Read, Write};
+    use std::io::Write;
     use std::process::{Command, Stdio};
     target.validate()?;
     let child_error = |status: String, stderr: String| MlirError::Child { status, stderr };
@@ -571,27 +577,8 @@ pub fn mlir_stage_in_child(
     let writer = std::thread::spawn(move || {
         let _ = stdin.write_all(text.as_bytes());
     });
-    let drain = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            if let Some(mut p) = pipe {
-                let _ = p.read_to_end(&mut bytes);
-            }
-            bytes
-        })
-    };
-    let stdout = drain(
-        child
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let stderr = drain(
-        child
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
     let start = Instant::now();
     let status = loop {
         match child.try_wait() {
@@ -622,6 +609,17 @@ pub fn mlir_stage_in_child(
     }
     String::from_utf8(out)
         .map_err(|e| MlirError::Object(format!("the child's output is not UTF-8: {e}")))
+}
+
+/// Reads `pipe` to its end on a thread of its own.
+fn drain<R: std::io::Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_end(&mut bytes);
+        }
+        bytes
+    })
 }
 
 /// Process-wide MLIR state: the dialect registry every context is created from.
@@ -907,9 +905,9 @@ fn serialize(
     sink: &Sink,
 ) -> Result<Vec<u8>, MlirError> {
     let gpu = ops_named(module, "gpu.module");
-    let gpu = gpu.first().ok_or(MlirError::NoBinary)?;
-    let pipeline = std::ffi::CString::new(target.llvm_pipeline())
-        .map_err(|_| MlirError::Target("the LLVM pass pipeline contains a NUL character".into()))?;
+    let gpu = gpu.first().ok_or(MlirError::NoGpuModule)?;
+    let pipeline =
+        std::ffi::CString::new(target.llvm_pipeline()).expect("validate() refuses a NUL");
     extern "C" fn push(data: *const c_char, len: usize, user: *mut std::ffi::c_void) {
         // SAFETY: `user` is the `Vec` below; `data` holds `len` bytes for this call.
         unsafe {
