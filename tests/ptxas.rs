@@ -235,6 +235,84 @@ fn gemm_sm90_and_sm100_mma_sync() {
     }
 }
 
+#[test]
+fn gemm_family_operand_majors_f16_and_batches() {
+    // x · Wᵀ (B stored N×K), Aᵀ · B (A stored K×M), f16, and a batch (3-D tensors): on
+    // sm_90a wgmma with the transpose immediates (imm-trans-a, imm-trans-b) that say which
+    // operand is MN-major in shared memory, 8 HGMMA (the peeled k tile and the loop, 4 k16
+    // steps each), 0 spills; on sm_90 ldmatrix with .trans exactly for the MN-major operands
+    // (16 per operand and k tile), 0 spills.
+    let nvdisasm = |cubin: &Path| {
+        let out = Command::new(nv_tool("nvdisasm", "NVDISASM"))
+            .arg(cubin)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    for (file, trans, wgmma, hgmma) in [
+        (
+            "gemm_nt_bf16.tile",
+            (0, 0),
+            "bf16.bf16",
+            "HGMMA.64x256x16.F32.BF16",
+        ),
+        (
+            "gemm_tn_bf16.tile",
+            (1, 1),
+            "bf16.bf16",
+            "HGMMA.64x256x16.F32.BF16",
+        ),
+        ("gemm_f16.tile", (0, 1), "f16.f16", "HGMMA.64x256x16.F32 "),
+        (
+            "batched_gemm.tile",
+            (0, 1),
+            "bf16.bf16",
+            "HGMMA.64x256x16.F32.BF16",
+        ),
+    ] {
+        let (ptx, log, cubin) = build(file, Target::Sm90a);
+        let what = format!("{file} sm_90a");
+        let imm = format!("p, 1, 1, {}, {};", trans.0, trans.1);
+        assert_eq!(
+            ptx.matches(&format!("m64n256k16.f32.{wgmma}")).count(),
+            8,
+            "{what}: wgmma count"
+        );
+        assert_eq!(
+            ptx.matches(&imm).count(),
+            8,
+            "{what}: transpose immediates {imm}"
+        );
+        assert_clean(&log, &what);
+        assert_eq!(nvdisasm(&cubin).matches(hgmma).count(), 8, "{what}: HGMMA");
+        if file == "batched_gemm.tile" {
+            assert_eq!(ptx.matches("cp.async.bulk.tensor.3d").count(), 5, "{what}");
+        }
+        let (ptx, log, _) = build(file, Target::Sm90);
+        let what = format!("{file} sm_90");
+        let tr = ptx
+            .matches("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16")
+            .count();
+        let plain = ptx
+            .matches("ldmatrix.sync.aligned.m8n8.x4.shared.b16")
+            .count();
+        // The transpose immediates are 1 exactly for the MN-major operands.
+        let mn_major = trans.0 + trans.1;
+        assert_eq!(
+            (tr, plain),
+            (32 * mn_major, 64 - 32 * mn_major),
+            "{what}: ldmatrix"
+        );
+        if file == "gemm_tn_bf16.tile" {
+            // Both operands MN-major: at the 168-register cap of 288 threads it spills
+            // 40 bytes (docs/performance.md, 2026-12-03 session 8).
+            assert!(!log.contains("warning"), "{what}: ptxas warned:\n{log}");
+        } else {
+            assert_clean(&log, &what);
+        }
+    }
+}
+
 /// One `ld.shared.b128`, then is_canceled, then the predicated get_first_ctaid, in that order.
 fn assert_clc_sequence(ptx: &str, what: &str) {
     let at = |needle: &str| {

@@ -1861,6 +1861,7 @@ impl Verifier<'_> {
                         ),
                     );
                 }
+                self.check_mma_majors(op, ots);
                 if let (Some(t), Some("wgmma")) = (self.target, op.str_attr("kind")) {
                     if !t.has_wgmma() {
                         self.error(
@@ -1888,6 +1889,102 @@ impl Verifier<'_> {
                 }
             }
             _ => {}
+        }
+    }
+}
+
+impl Verifier<'_> {
+    /// `tile.mma`'s `a_major` (`"k"`, the default: the A ring is M×K; `"m"`: K×M) and
+    /// `b_major` (`"n"`, the default: the B ring is K×N; `"k"`: N×K), and ring shapes that
+    /// agree with them and with the accumulator (M×N).
+    fn check_mma_majors(&mut self, op: &Operation, ots: &[Type]) {
+        let name = op.kind.name();
+        let a_k = match op.attr("a_major") {
+            None => Some(true),
+            Some(Attribute::Str(s)) if s == "k" => Some(true),
+            Some(Attribute::Str(s)) if s == "m" => Some(false),
+            Some(a) => {
+                self.error(
+                    op,
+                    format!("'{name}' a_major must be \"k\" or \"m\", found {a}"),
+                );
+                None
+            }
+        };
+        let b_k = match op.attr("b_major") {
+            None => Some(false),
+            Some(Attribute::Str(s)) if s == "n" => Some(false),
+            Some(Attribute::Str(s)) if s == "k" => Some(true),
+            Some(a) => {
+                self.error(
+                    op,
+                    format!("'{name}' b_major must be \"n\" or \"k\", found {a}"),
+                );
+                None
+            }
+        };
+        let (Some(a_k), Some(b_k), Some(acc)) = (a_k, b_k, ots.last()) else {
+            return;
+        };
+        let Some(&[m, n]) = acc.tile_shape() else {
+            return;
+        };
+        let ring = |t: &Type| match t {
+            Type::Smem { shape, .. } if shape.len() == 2 => Some([shape[0], shape[1]]),
+            _ => None,
+        };
+        let b = ots.get(1).and_then(ring);
+        let a = ots.first().and_then(ring);
+        // (the ring's M or N, its K) for each operand, as its major lays it out.
+        let a_mk = a.map(|[r, c]| if a_k { (r, c) } else { (c, r) });
+        let b_nk = b.map(|[r, c]| if b_k { (r, c) } else { (c, r) });
+        let dims = |s: [u64; 2]| format!("{}x{}", s[0], s[1]);
+        // A ring may hold the rows of several consumer warpgroups, each with its own M-row
+        // slice of the accumulator: its M is a multiple of the accumulator's.
+        let a_ok = match (a_mk, a) {
+            (Some((am, _)), Some(ar)) if am == 0 || am % m != 0 => {
+                self.error(
+                    op,
+                    format!(
+                        "'{name}' A ring stage {} ({}) does not match the {m}x{n} accumulator \
+                         (its M must be a multiple of {m})",
+                        dims(ar),
+                        if a_k {
+                            "M x K"
+                        } else {
+                            "K x M, a_major = \"m\""
+                        }
+                    ),
+                );
+                false
+            }
+            _ => true,
+        };
+        let b_ok = match (b_nk, b) {
+            (Some((bn, _)), Some(br)) if bn != n => {
+                self.error(
+                    op,
+                    format!(
+                        "'{name}' B ring stage {} ({}) does not match the {m}x{n} accumulator",
+                        dims(br),
+                        if b_k {
+                            "N x K, b_major = \"k\""
+                        } else {
+                            "K x N"
+                        }
+                    ),
+                );
+                false
+            }
+            _ => true,
+        };
+        if let (true, true, Some((_, ak)), Some((_, bk))) = (a_ok, b_ok, a_mk, b_nk) {
+            if ak != bk {
+                self.error(
+                    op,
+                    format!("'{name}' the A ring stage has K = {ak} and the B ring stage K = {bk}"),
+                );
+            }
         }
     }
 }

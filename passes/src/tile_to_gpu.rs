@@ -12,9 +12,25 @@
 //! }
 //! ```
 //!
-//! — and turns it into a warp-specialized pipeline: a `stages`-deep ring of shared-memory
-//! stages for A (BM×BK) and B (BK×BN) with 128-byte swizzle, a `full` mbarrier per stage
-//! (armed with `expect_tx` for the stage's bytes, completed by the TMA copies) and an
+//! — where each dot operand may also be reached through `tile.transpose` and
+//! `tile.reshape`s that only add or drop unit dimensions, from a load of a tile whose
+//! leading dimensions are 1:
+//!
+//! - **B stored N×K** (`nn.Linear`'s weight, C = A · Wᵀ): `%w = tile.load %W, %col, %k :
+//!   tile<BNxBKxT>`, `%b = tile.transpose %w`. The B ring is BN×BK (K-major) and the MMAs
+//!   get `b_major = "k"`.
+//! - **A stored K×M** (Aᵀ · B): `tile.load %A, %k, %row : tile<BKxBMxT>` transposed. The A
+//!   ring is BK×BM (M-major) and the MMAs get `a_major = "m"`.
+//! - **A batch** (3-D tensors): `tile.load %A, %b, %row, %k : tile<1xBMxBKxT>` and a
+//!   reshape to BM×BK. The ring drops the unit dimensions; the copies read boxes of
+//!   1×BM×BK at the load's coordinates.
+//!
+//! In every form k, the loop's induction variable, must be the load's coordinate along the
+//! dimension that is K for the dot, and nothing else may be in the loop.
+//!
+//! It turns the loop into a warp-specialized pipeline: a `stages`-deep ring of shared-memory
+//! stages for A and B (each as it was loaded) with 128-byte swizzle, a `full` mbarrier per
+//! stage (armed with `expect_tx` for the stage's bytes, completed by the TMA copies) and an
 //! `empty` mbarrier per stage (one arrive per consumer warp), a producer warpgroup
 //! whose elected thread issues the copies, and BM/64 consumer warpgroups running
 //! `tile.mma` over each stage. The first k tile is peeled (its MMA zeroes the
@@ -36,8 +52,9 @@
 //! m16n8k16. Checked before anything is rewritten, each with the limit it breaks: the
 //! target exists; element types are bf16/f16 with an f32 accumulator; BK = 64 (one
 //! 128-byte swizzle span of 2-byte elements); BM = 64 × consumers with 1 or 2 consumer
-//! warpgroups; BN a multiple of 8 up to 256 (wgmma's N) — for mma.sync 128 or 256 (the lowering
-//! takes 128×256 today); the ring plus barriers fit the target's shared memory per block.
+//! warpgroups; BN a multiple of 8 up to 256 (wgmma's N), and of 64 for a B stored K×N (one
+//! TMA box per 64 columns) — for mma.sync 128 or 256 (the lowering takes 128×256 today); the
+//! ring plus barriers fit the target's shared memory per block.
 //!
 //! A persistent tile loop made by `persistent` (`tile.for` or, for the clc schedule,
 //! `tile.while`, with `{tile_loop = true}`) runs in both regions and carries one more value,
@@ -258,12 +275,36 @@ impl Emitter<'_> {
     }
 }
 
+/// One MMA operand as the K loop reads it: a `tile.load` of `tensor` at `coords` (the K
+/// coordinate, the loop's induction variable, at `k_pos`), seen by the dot through
+/// `tile.transpose`s and `tile.reshape`s that add or drop unit dimensions.
+struct Operand {
+    tensor: Value,
+    coords: Vec<Value>,
+    k_pos: usize,
+    /// The loaded tile without its leading unit dimensions, (rows, columns): the ring's
+    /// stage shape, and the TMA box's last two dimensions.
+    ring: [u64; 2],
+    /// The dot reads the ring transposed (an odd number of `tile.transpose`s).
+    transposed: bool,
+}
+
+impl Operand {
+    /// Whether the ring's rows are the dot's first dimension (A: rows are M, so K is
+    /// contiguous; B: rows are K, so N is contiguous).
+    fn view(&self) -> [u64; 2] {
+        if self.transposed {
+            [self.ring[1], self.ring[0]]
+        } else {
+            self.ring
+        }
+    }
+}
+
 struct Matmul {
     loop_idx: usize,
-    a_tensor: Value,
-    b_tensor: Value,
-    row: Value,
-    col: Value,
+    a: Operand,
+    b: Operand,
     /// The K loop's lower bound; `None` when it is the constant 0.
     lb: Option<Value>,
     ub: Value,
@@ -273,6 +314,141 @@ struct Matmul {
     elem: ScalarType,
     acc_ty: Type,
     init: Value,
+}
+
+impl Matmul {
+    /// `tile.mma`'s operand-major attributes (PTX ISA, wgmma: "matrices in shared memory
+    /// ... K-major or MN-major"): `a_major` `"k"` (A stored M×K, the default) or `"m"`
+    /// (stored K×M); `b_major` `"n"` (B stored K×N, the default) or `"k"` (stored N×K, as
+    /// `nn.Linear` keeps its weight). Only the non-default ones are written.
+    fn major_attrs(&self) -> Vec<(&'static str, Attribute)> {
+        let mut v = vec![];
+        if self.a.transposed {
+            v.push(("a_major", Attribute::Str("m".into())));
+        }
+        if self.b.transposed {
+            v.push(("b_major", Attribute::Str("k".into())));
+        }
+        v
+    }
+}
+
+/// Follow a dot operand back to its `tile.load` in the K loop body, through transposes and
+/// reshapes that only add or drop unit dimensions; records the ops passed.
+fn trace_operand(
+    m: &Module,
+    body_defs: &HashMap<Value, &Operation>,
+    v: Value,
+    which: &str,
+    used: &mut Vec<*const Operation>,
+) -> Result<(Value, bool), Diagnostic> {
+    let mut v = v;
+    let mut transposed = false;
+    loop {
+        let Some(d) = body_defs.get(&v) else {
+            return Err(Diagnostic::error(
+                Location::unknown(),
+                format!("tile-to-gpu: the dot's {which} operand is not computed in the K loop"),
+            ));
+        };
+        used.push(*d as *const Operation);
+        match d.kind {
+            OpKind::Load => return Ok((v, transposed)),
+            OpKind::Transpose => transposed = !transposed,
+            OpKind::Reshape => {
+                let nonunit = |t: &Type| -> Vec<u64> {
+                    t.tile_shape()
+                        .unwrap_or(&[])
+                        .iter()
+                        .copied()
+                        .filter(|&n| n != 1)
+                        .collect()
+                };
+                if nonunit(m.ty(d.operands[0])) != nonunit(m.ty(d.results[0])) {
+                    return Err(Diagnostic::error(
+                        d.loc.clone(),
+                        format!(
+                            "tile-to-gpu: a 'tile.reshape' between the load of {which} and the \
+                             dot may only add or drop unit dimensions ({} -> {})",
+                            m.ty(d.operands[0]),
+                            m.ty(d.results[0])
+                        ),
+                    ));
+                }
+            }
+            other => {
+                return Err(Diagnostic::error(
+                    d.loc.clone(),
+                    format!(
+                        "tile-to-gpu: the dot's {which} operand must be a 'tile.load' in the K \
+                         loop, seen through 'tile.transpose' and unit-dimension 'tile.reshape' \
+                         only; found '{}'",
+                        other.name()
+                    ),
+                ));
+            }
+        }
+        v = d.operands[0];
+    }
+}
+
+/// The operand loaded as `v` (a `tile.load` result): checks the load's shape (unit
+/// dimensions first, then the matrix) and that it reads at k = the induction variable
+/// along the dimension that is K for the dot (`k_is_col`: the ring's columns).
+fn operand_of(
+    m: &Module,
+    load: &Operation,
+    transposed: bool,
+    k_is_col_in_view: bool,
+    iv: Value,
+    which: &str,
+) -> Result<Operand, Diagnostic> {
+    let e = |msg: String| Err(Diagnostic::error(load.loc.clone(), msg));
+    if load.attr("padding").is_some() {
+        return e(
+            "tile-to-gpu: the TMA copies of the K loop fill out-of-bounds elements with zero; a \
+             'padding' on its loads is not supported"
+                .into(),
+        );
+    }
+    let shape = m.ty(load.results[0]).tile_shape().unwrap_or(&[]).to_vec();
+    let r = shape.len();
+    if r < 2 || shape[..r - 2].iter().any(|&n| n != 1) {
+        return e(format!(
+            "tile-to-gpu: the load of {which} must be a 2-D tile, or one whose leading \
+             dimensions are 1 (a batch index); found {}",
+            m.ty(load.results[0])
+        ));
+    }
+    let coords = load.operands[1..].to_vec();
+    // K is the ring's column when the dot's view keeps K as its column (A) un-transposed,
+    // or its row (B) transposed.
+    let k_in_ring_col = k_is_col_in_view != transposed;
+    let k_pos = if k_in_ring_col { r - 1 } else { r - 2 };
+    let layout = match (which, transposed) {
+        ("A", false) => "A[.., M, K] at (.., row, k)",
+        ("A", true) => "A[.., K, M] at (.., k, row)",
+        (_, false) => "B[.., K, N] at (.., k, col)",
+        (_, true) => "B[.., N, K] at (.., col, k)",
+    };
+    if coords[k_pos] != iv
+        || coords
+            .iter()
+            .enumerate()
+            .any(|(i, &c)| i != k_pos && c == iv)
+    {
+        return e(format!(
+            "tile-to-gpu: {which} must be loaded as {layout}, with k the K loop's induction \
+             variable at that position only"
+        ));
+    }
+    Ok(Operand {
+        tensor: load.operands[0],
+        coords,
+        k_pos,
+        ring: [shape[r - 2], shape[r - 1]],
+        transposed,
+    })
 }
 
 fn find_matmul<'a>(
@@ -338,74 +514,94 @@ fn find_matmul<'a>(
     }
     let b = &lp.regions[0];
     let (iv, carried) = (b.args[0], b.args[1]);
-    let kinds: Vec<OpKind> = b.ops.iter().map(|o| o.kind).collect();
-    if kinds != [OpKind::Load, OpKind::Load, OpKind::Dot, OpKind::Yield] {
-        let names: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
+    let dots: Vec<&Operation> = b.ops.iter().filter(|o| o.kind == OpKind::Dot).collect();
+    let (&[dot], Some(y)) = (dots.as_slice(), b.ops.last()) else {
         return Err(err(format!(
-            "tile-to-gpu expects the K loop body to be 'tile.load', \
-                'tile.load', 'tile.dot', 'tile.yield'; found {}",
-            names.join(", ")
+            "tile-to-gpu expects one 'tile.dot' in the K loop, found {}",
+            dots.len()
         )));
-    }
-    let (la, lb_, dot, y) = (&b.ops[0], &b.ops[1], &b.ops[2], &b.ops[3]);
-    if let Some(l) = [la, lb_].into_iter().find(|l| l.attr("padding").is_some()) {
-        return Err(Diagnostic::error(
-            l.loc.clone(),
-            "tile-to-gpu: the TMA copies of the K loop fill out-of-bounds elements with zero; a \
-             'padding' on its loads is not supported",
-        ));
-    }
-    if dot.operands != [la.results[0], lb_.results[0], carried] || y.operands != [dot.results[0]] {
+    };
+    if dot.operands.len() != 3 || dot.operands[2] != carried || y.operands != [dot.results[0]] {
         return Err(Diagnostic::error(
             dot.loc.clone(),
-            "tile-to-gpu expects 'tile.dot %a, %b, %acc' \
-                of the two loads and the carried accumulator, yielded"
+            "tile-to-gpu expects 'tile.dot %a, %b, %acc' of the carried accumulator, yielded"
                 .to_string(),
         ));
     }
-    if la.operands.len() != 3 || lb_.operands.len() != 3 {
-        return Err(Diagnostic::error(
-            la.loc.clone(),
-            "tile-to-gpu expects 2-D loads of A and B".to_string(),
-        ));
-    }
-    if la.operands[2] != iv || lb_.operands[1] != iv {
-        return Err(Diagnostic::error(
-            la.loc.clone(),
-            "tile-to-gpu expects A to be loaded at (row, \
-                k) and B at (k, col), k the loop's induction variable"
-                .to_string(),
-        ));
-    }
-    let at = m.ty(la.results[0]).clone();
-    let bt = m.ty(lb_.results[0]).clone();
-    let (
-        Type::Tile {
-            shape: ash, elem, ..
-        },
-        Type::Tile { shape: bsh, .. },
-    ) = (&at, &bt)
-    else {
-        unreachable!("verified loads")
+    let body_defs: HashMap<Value, &Operation> = b
+        .ops
+        .iter()
+        .flat_map(|o| o.results.iter().map(move |&r| (r, o)))
+        .collect();
+    let mut used: Vec<*const Operation> = vec![dot as *const Operation, y as *const Operation];
+    let locate = |r: Result<(Value, bool), Diagnostic>| {
+        r.map_err(|mut d| {
+            if d.loc == Location::unknown() {
+                d.loc = dot.loc.clone();
+            }
+            d
+        })
     };
-    if ash[1] as i64 != bk {
+    let (va, ta) = locate(trace_operand(
+        m,
+        &body_defs,
+        dot.operands[0],
+        "A",
+        &mut used,
+    ))?;
+    let (vb, tb) = locate(trace_operand(
+        m,
+        &body_defs,
+        dot.operands[1],
+        "B",
+        &mut used,
+    ))?;
+    if let Some(o) = b
+        .ops
+        .iter()
+        .find(|o| !used.contains(&(*o as *const Operation)))
+    {
+        return Err(Diagnostic::error(
+            o.loc.clone(),
+            format!(
+                "tile-to-gpu: the K loop may hold only the loads of A and B, layout ops \
+                 ('tile.transpose', unit-dimension 'tile.reshape') between them and the dot, the \
+                 dot and the yield; found '{}'",
+                o.kind.name()
+            ),
+        ));
+    }
+    let a = operand_of(m, body_defs[&va], ta, true, iv, "A")?;
+    let bo = operand_of(m, body_defs[&vb], tb, false, iv, "B")?;
+    let [am, ak] = a.view();
+    let [bk_b, bn] = bo.view();
+    let elem = m.ty(va).elem().unwrap_or(ScalarType::F32);
+    if m.ty(vb).elem() != Some(elem) {
+        return Err(Diagnostic::error(
+            dot.loc.clone(),
+            format!(
+                "tile-to-gpu: A and B must have one element type, found {} and {}",
+                m.ty(va),
+                m.ty(vb)
+            ),
+        ));
+    }
+    if ak as i64 != bk || bk_b as i64 != bk {
         return Err(err(format!(
-            "tile-to-gpu: the loop step ({bk}) must equal the K size of the A tile ({})",
-            ash[1]
+            "tile-to-gpu: the loop step ({bk}) must equal the K size of the A and B tiles ({ak} \
+             and {bk_b})"
         )));
     }
     Ok(Matmul {
         loop_idx: li,
-        a_tensor: la.operands[0],
-        b_tensor: lb_.operands[0],
-        row: la.operands[1],
-        col: lb_.operands[2],
+        a,
+        b: bo,
         lb,
         ub,
-        bm: ash[0],
-        bn: bsh[1],
-        bk: ash[1],
-        elem: *elem,
+        bm: am,
+        bn,
+        bk: ak,
+        elem,
         acc_ty: m.ty(init).clone(),
         init,
     })
@@ -453,10 +649,10 @@ fn check_config(
                 mm.bn
             ));
         }
-        if !mm.bn.is_multiple_of(64) {
+        if !mm.b.transposed && !mm.bn.is_multiple_of(64) {
             return e(format!(
-                "tile-to-gpu: the N tile {} must be a multiple of 64 (one 128-byte \
-                    TMA box of B per 64 columns)",
+                "tile-to-gpu: the N tile {} of a B stored K×N must be a multiple of 64 (one \
+                    128-byte TMA box of B per 64 columns)",
                 mm.bn
             ));
         }
@@ -781,7 +977,7 @@ fn lower_kernel(
         &[("swizzle", Attribute::Int(128))],
         Type::Smem {
             stages: s,
-            shape: vec![mm.bm, mm.bk],
+            shape: mm.a.ring.to_vec(),
             elem: mm.elem,
         },
         "a_ring",
@@ -792,7 +988,7 @@ fn lower_kernel(
         &[("swizzle", Attribute::Int(128))],
         Type::Smem {
             stages: s,
-            shape: vec![mm.bk, mm.bn],
+            shape: mm.b.ring.to_vec(),
             elem: mm.elem,
         },
         "b_ring",
@@ -942,7 +1138,8 @@ fn lower_kernel(
         let ph = e.int(OpKind::RemI, round, c2, "phase");
         (st, ph)
     };
-    let mma_attrs = [("kind", Attribute::Str(target.mma_kind().into()))];
+    let mut mma_attrs = vec![("kind", Attribute::Str(target.mma_kind().into()))];
+    mma_attrs.extend(mm.major_attrs());
     let tx = (mm.bm * mm.bk + mm.bk * mm.bn) * mm.elem.size_bytes();
 
     // One region's work for one tile, given its global k base `g`; returns the ops.
@@ -951,8 +1148,8 @@ fn lower_kernel(
     // barrier with the stage's bytes, issue both copies.
     let producer_tile = |e: &mut Emitter,
                          g: Value,
-                         row: Value,
-                         col: Value,
+                         a_coords: &[Value],
+                         b_coords: &[Value],
                          (ktiles, kstart): (Value, Option<Value>)| {
         let kt = e.m.new_value(Type::INDEX, Some("kt".into()));
         let kg = e.int(OpKind::AddI, g, kt, "kg");
@@ -970,20 +1167,12 @@ fn lower_kernel(
         if let Some(ks) = kstart {
             kk = e.int(OpKind::AddI, ks, kk, "k");
         }
-        e.op(
-            OpKind::TmaLoad,
-            &[mm.a_tensor, a_ring, full, st, row, kk],
-            &[],
-            &[],
-            None,
-        );
-        e.op(
-            OpKind::TmaLoad,
-            &[mm.b_tensor, b_ring, full, st, kk, col],
-            &[],
-            &[],
-            None,
-        );
+        for (x, ring, coords) in [(&mm.a, a_ring, a_coords), (&mm.b, b_ring, b_coords)] {
+            let mut operands = vec![x.tensor, ring, full, st];
+            operands.extend_from_slice(coords);
+            operands[4 + x.k_pos] = kk;
+            e.op(OpKind::TmaLoad, &operands, &[], &[], None);
+        }
         e.op(OpKind::Yield, &[], &[], &[], None);
         let body = Block {
             args: vec![kt],
@@ -1002,7 +1191,7 @@ fn lower_kernel(
     let consumer_tile = |e: &mut Emitter, g: Value, ktiles: Value| -> Vec<Operation> {
         let (st0, ph0) = stage_and_parity(e, g);
         e.op(OpKind::MbarrierWait, &[full, st0, ph0], &[], &[], None);
-        let mut first_attrs = mma_attrs.to_vec();
+        let mut first_attrs = mma_attrs.clone();
         first_attrs.push(("zero_acc", Attribute::Bool(true)));
         let acc0 = e.one(
             OpKind::Mma,
@@ -1053,7 +1242,7 @@ fn lower_kernel(
         None => {
             // One tile per CTA: the per-tile prologue stays at kernel level.
             let range = kernel_range.expect("bounds at kernel level without a tile loop");
-            let p = producer_tile(&mut e, c0, mm.row, mm.col, range);
+            let p = producer_tile(&mut e, c0, &mm.a.coords, &mm.b.coords, range);
             let mut pops = vec![p];
             e.op(OpKind::Yield, &[], &[], &[], None);
             pops.extend(e.take());
@@ -1092,10 +1281,10 @@ fn lower_kernel(
                 })
                 .collect();
             let p_prologue = clone_ops(e.m, &per_tile, &mut map);
-            let (row_p, col_p) = (
-                *map.get(&mm.row).unwrap_or(&mm.row),
-                *map.get(&mm.col).unwrap_or(&mm.col),
-            );
+            let renamed = |vs: &[Value]| -> Vec<Value> {
+                vs.iter().map(|v| *map.get(v).unwrap_or(v)).collect()
+            };
+            let (a_coords_p, b_coords_p) = (renamed(&mm.a.coords), renamed(&mm.b.coords));
             let (lb_p, ub_p) = (
                 mm.lb.map(|v| *map.get(&v).unwrap_or(&v)),
                 *map.get(&mm.ub).unwrap_or(&mm.ub),
@@ -1152,7 +1341,7 @@ fn lower_kernel(
                         r
                     }
                 };
-                ops.push(producer_tile(e, g, row_p, col_p, range));
+                ops.push(producer_tile(e, g, &a_coords_p, &b_coords_p, range));
                 ops.extend(tail);
                 (ops, range.0)
             });

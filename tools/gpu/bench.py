@@ -6,8 +6,11 @@
                                [--plot OUT.png] [--seed 0]
     python3 tools/gpu/bench.py --plot-from OUT.json --plot OUT.png      (no GPU needed)
 
-C[M,N] (bf16) = A[M,K] (bf16) @ B[K,N] (bf16), f32 accumulation, all row-major. Backends, each
-on the same random inputs:
+C[M,N] (bf16) = A[M,K] (bf16) @ B[K,N] (bf16), f32 accumulation, all row-major. Operand
+layouts (--layout LABEL=L, L one of nn, nt, tn; default nn): nt stores B as N x K (the
+weight of nn.Linear: C = A @ Bstored^T), tn stores A as K x M. The stored tensors of every
+layout hold the same matrices, so all backends compute the same C. Backends, each on the
+same random inputs:
   * tilec: every --tilec manifest (PTX + manifest from `tile-compile`), launched through
     tools/gpu/run.py's `Kernel` (cuModuleLoadData, tensor maps, cuLaunchKernel), the same code
     path as `run.py --time`; several manifests may be given, each labelled (LABEL=PATH, else
@@ -15,7 +18,9 @@ on the same random inputs:
     a split-K manifest (`split_k`) is launched as run.py does: workspace zeroed, kernel with S
     K slices (--split, else chosen per shape), workspace converted into C — the whole sequence
     is one launch here, so it is what is timed (and captured in the CUDA graph);
-  * cublas: `torch.matmul(A, B, out=C)`;
+  * cublas: `torch.matmul(A, B, out=C)`; with --cublas-layouts also cublas-nt
+    (`torch.matmul(A, Bnk.t())`, what F.linear runs) and cublas-tn, on the stored forms; a
+    tilec backend's ratio is to the cuBLAS of its own layout;
   * triton: tools/gpu/triton_matmul.py (persistent, TMA descriptors, autotuned per shape over
     its 6 configs).
 
@@ -80,6 +85,22 @@ def parse_tilec(specs):
 # ------------------------------------------------------------------------------------------
 # GPU part (torch, cuda-python and triton are imported only here)
 
+def layout_for(specs, label):
+    """--layout entries 'LABEL=L' (nn, nt, tn); nn when none names the label."""
+    for spec in specs or []:
+        lab, _, val = spec.rpartition("=")
+        if lab == label:
+            if val not in ("nn", "nt", "tn"):
+                raise SystemExit("--layout %s: the layout must be nn, nt or tn" % spec)
+            return val
+    return "nn"
+
+
+def operands(layout, A, B, Bnk, Akm):
+    """The stored operands a backend of `layout` is given (views of one set)."""
+    return {"nn": (A, B), "nt": (A, Bnk), "tn": (Akm, B)}[layout]
+
+
 def split_for(specs, label):
     """--split entries: 'S' (every split-K manifest) or 'LABEL=S'; 0 = choose per shape."""
     s = 0
@@ -125,6 +146,12 @@ def run_bench(args):
             print("# %s: cannot load %s: %s" % (label, path, e), flush=True)
             info.setdefault("tilec_errors", {})[label] = str(e)
     backends.append(("cublas", "cublas", None))
+    for lay in args.cublas_layouts or []:
+        if lay != "nn":
+            backends.append(("cublas-" + lay, "cublas", None))
+    layouts = {label: layout_for(args.layout, label) for label, _, _ in backends}
+    for lay in args.cublas_layouts or []:
+        layouts["cublas-" + lay] = lay
     if not args.no_triton:
         try:
             import triton_matmul
@@ -136,26 +163,33 @@ def run_bench(args):
     labels = [b[0] for b in backends]
     side = torch.cuda.Stream()
     rows = []
-    result = {"info": info, "backends": labels + (["tilec-best"] if args.best_of else []), "rows": rows}
+    result = {"info": info, "backends": labels + (["tilec-best"] if args.best_of else []), "rows": rows,
+              "layouts": layouts}
 
     def save():
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(result, f, indent=1)
 
-    def make_launch(kind, obj, A, B, C, M, N, K, stream):
+    def make_launch(kind, obj, A, B, C, M, N, K, stream, layout="nn"):
         """A zero-argument launch on `stream` (tilec binds its stream at prepare time)."""
         if kind == "tilec":
             launch, _grid = obj.prepare({"A": A, "B": B, "C": C}, {"M": M, "N": N, "K": K},
                                         stream.cuda_stream)
             return launch
         if kind == "cublas":
+            # A transposed view is cuBLAS's T operand mode (no copy).
+            if layout == "nt":
+                return lambda: torch.matmul(A, B.t(), out=C)
+            if layout == "tn":
+                return lambda: torch.matmul(A.t(), B, out=C)
             return lambda: torch.matmul(A, B, out=C)
         return obj.prepare(A, B, C)
 
     for si, (M, N, K) in enumerate(args.shapes):
         flops = 2.0 * M * N * K
-        set_bytes = 2 * (M * K + K * N + M * N)
+        need = set(layouts.values())
+        set_bytes = 2 * (M * K + K * N + M * N + ("nt" in need) * N * K + ("tn" in need) * K * M)
         copies = max(2, math.ceil(3 * l2 / set_bytes))
         copies = max(1, min(copies, args.max_copy_bytes // set_bytes))
         row = {"M": M, "N": N, "K": K, "copies": copies, "results": {}}
@@ -169,8 +203,10 @@ def run_bench(args):
             A = torch.randn(M, K, generator=gen, device=dev, dtype=torch.float32).to(torch.bfloat16)
             B = torch.randn(K, N, generator=gen, device=dev, dtype=torch.float32).to(torch.bfloat16)
             C = torch.empty(M, N, device=dev, dtype=torch.bfloat16)
-            sets.append((A, B, C))
-        A0, B0, C0 = sets[0]
+            Bnk = B.t().contiguous() if "nt" in need else None
+            Akm = A.t().contiguous() if "tn" in need else None
+            sets.append((A, B, C, Bnk, Akm))
+        A0, B0, C0, Bnk0, Akm0 = sets[0]
         prev_tf32 = torch.backends.cuda.matmul.allow_tf32
         torch.backends.cuda.matmul.allow_tf32 = False
         ref = torch.matmul(A0.float(), B0.float())
@@ -182,7 +218,8 @@ def run_bench(args):
             row["results"][label] = res
             try:
                 # 1. correctness on set 0, C poisoned first, before any timing.
-                fn0 = make_launch(kind, obj, A0, B0, C0, M, N, K, torch.cuda.current_stream())
+                a_, b_ = operands(layouts[label], A0, B0, Bnk0, Akm0)
+                fn0 = make_launch(kind, obj, a_, b_, C0, M, N, K, torch.cuda.current_stream(), layouts[label])
                 if kind == "triton":
                     fn0()  # the first call of a shape autotunes (every config writes C): then poison
                     torch.cuda.synchronize()
@@ -214,7 +251,10 @@ def run_bench(args):
             launches = {}
             for label, kind, obj in backends:
                 if row["results"][label].get("ok"):
-                    launches[label] = [make_launch(kind, obj, A, B, C, M, N, K, side) for (A, B, C) in sets]
+                    launches[label] = [
+                        make_launch(kind, obj, *operands(layouts[label], A, B, Bnk, Akm), C, M, N, K, side,
+                                    layouts[label])
+                        for (A, B, C, Bnk, Akm) in sets]
             for rep in range(args.repeat):
                 for label in list(launches):
                     res = row["results"][label]
@@ -237,9 +277,12 @@ def run_bench(args):
                     res["tflops"] = flops / res["ms"] / 1e9
                     res["spread"] = (max(res["ms_rounds"]) - min(res["ms_rounds"])) / res["ms"]
             del launches
-        cub = row["results"].get("cublas", {}).get("ms")
         for label in labels:
             r = row["results"][label]
+            lay = layouts[label]
+            cub = row["results"].get("cublas" if lay == "nn" else "cublas-" + lay, {}).get("ms")
+            if not cub:
+                cub = row["results"].get("cublas", {}).get("ms")
             if cub and r.get("ms"):
                 r["ratio_to_cublas"] = cub / r["ms"]
         if args.best_of:
@@ -259,7 +302,7 @@ def run_bench(args):
                     label, r["ms"], r["tflops"], r.get("ratio_to_cublas", float("nan")), r["rel_err"],
                     100 * r.get("spread", 0.0), r["method"], r["launches_per_replay"],
                     ("  config %s" % r["config"]) if r.get("config") else ""), flush=True)
-        del sets, A0, B0, C0, ref
+        del sets, A0, B0, C0, Bnk0, Akm0, ref
         torch.cuda.empty_cache()
         save()
 
@@ -432,6 +475,10 @@ def main():
     ap.add_argument("--tilec", action="append", default=[], metavar="[LABEL=]MANIFEST",
                     help="a tilec manifest (repeatable)")
     ap.add_argument("--no-triton", action="store_true")
+    ap.add_argument("--layout", action="append", default=[], metavar="LABEL=L",
+                    help="a tilec backend's operand layout: nn (default), nt (B stored N x K), tn (A stored K x M)")
+    ap.add_argument("--cublas-layouts", nargs="+", choices=["nn", "nt", "tn"],
+                    help="also time cuBLAS on these stored layouts (labels cublas-nt, cublas-tn)")
     ap.add_argument("--split", nargs="+", metavar="[LABEL=]S",
                     help="split-K manifests: K slices S, for all or for one label (default: chosen per shape)")
     ap.add_argument("--best-of", nargs="+", metavar="LABEL",

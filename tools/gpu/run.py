@@ -15,6 +15,8 @@ Binding convention (the problem is a GEMM, C[M,N] = A[M,K] @ B[K,N]):
   * each manifest parameter binds by its `role` field if present, else by its `name`;
   * tensor parameters (kind `tensor_map` or `tensor_pointer`) with role A, B, C get A (M x K),
     B (K x N), C (M x N); all row-major (last dimension contiguous), dtype from the parameter;
+    --a-layout km stores A as K x M, --b-layout nk stores B as N x K (x · Wᵀ), --batch B
+    gives each a leading dimension of B and binds the scalar `batch`;
   * scalar parameters with role M, N, K get the problem sizes (dtype i32, i64, u32, u64 or
     index); any other scalar is an error;
   * a `tensor_map` parameter is encoded with cuTensorMapEncodeTiled over the whole tensor:
@@ -315,14 +317,15 @@ class Kernel:
 
 
 def make_tma_friendly(shape, dtype, gen, device, pad_value=float("nan")):
-    """Random tensor of `shape`, row pitch rounded up to 16 bytes (padding = NaN)."""
+    """Random tensor of `shape` (rank >= 2), row pitch rounded up to 16 bytes (padding =
+    NaN)."""
     esz = torch.tensor([], dtype=dtype).element_size()
-    rows, cols = shape
+    cols = shape[-1]
     per16 = 16 // esz
     pitch = -(-cols // per16) * per16
-    store = torch.full((rows, pitch), pad_value, dtype=dtype, device=device)
-    t = store[:, :cols]
-    t.copy_(torch.randn(rows, cols, generator=gen, dtype=torch.float32, device=device).to(dtype))
+    store = torch.full(tuple(shape[:-1]) + (pitch,), pad_value, dtype=dtype, device=device)
+    t = store[..., :cols]
+    t.copy_(torch.randn(*shape, generator=gen, dtype=torch.float32, device=device).to(dtype))
     return t
 
 
@@ -353,7 +356,11 @@ def run_case(k, M, N, K, args, case_idx):
         if p["kind"] in ("tensor_map", "tensor_pointer"):
             dt[k.role(p)] = TORCH_DTYPE[p["dtype"]]
     kinds = {k.role(p): p["kind"] for p in k.m["params"]}
-    shapes = {"A": (M, K), "B": (K, N), "C": (M, N)}
+    # Stored shapes: A M x K (--a-layout mk) or K x M (km), B K x N (kn) or N x K (nk), with
+    # a leading batch dimension under --batch.
+    lead = (args.batch,) if args.batch else ()
+    shapes = {"A": lead + ((M, K) if args.a_layout == "mk" else (K, M)),
+              "B": lead + ((K, N) if args.b_layout == "kn" else (N, K))}
     tensors = {}
     for r in ("A", "B"):
         if kinds.get(r) == "tensor_map":
@@ -361,6 +368,11 @@ def run_case(k, M, N, K, args, case_idx):
         else:
             tensors[r] = torch.randn(shapes[r], generator=gen, dtype=torch.float32,
                                      device=dev).to(dt[r])
+    # The product's operands as the math sees them (views; no copies).
+    A_m = tensors["A"] if args.a_layout == "mk" else tensors["A"].transpose(-1, -2)
+    B_m = tensors["B"] if args.b_layout == "kn" else tensors["B"].transpose(-1, -2)
+    cshape = lead + (M, N)
+    crows = args.batch * M if args.batch else M
     # C with a poisoned guard region behind it (all-ones bits: NaN in bf16/f16/f32).
     # C written through a tensor map (the TMA-store epilogue) needs a 16-byte row pitch: its
     # rows are padded like A's and B's, the padding poisoned too and checked untouched (TMA
@@ -377,12 +389,12 @@ def run_case(k, M, N, K, args, case_idx):
             # the H200: every padding element of every row). A C that is a view into a wider
             # tensor would lose its neighbours' data, so such shapes are not launched.
             raise Unsupported("C is stored with TMA (the tma epilogue): N x %d bytes must be a multiple of 16 (N = %d)" % (esz, N))
-    cbuf = torch.empty(M * cpitch + guard, dtype=cdt, device=dev)
+    cbuf = torch.empty(crows * cpitch + guard, dtype=cdt, device=dev)
     ibits = {2: torch.int16, 4: torch.int32}[cbuf.element_size()]
 
     def poison():
         cbuf.view(ibits).fill_(-1)
-    C = cbuf[:M * cpitch].view(M, cpitch)[:, :N]
+    C = cbuf[:crows * cpitch].view(*(lead + (M, cpitch)))[..., :N]
     tensors["C"] = C
     if "bias" in kinds:
         # A fused epilogue's bias: one f32 per column (a 1 x N tensor), bound by name.
@@ -393,6 +405,8 @@ def run_case(k, M, N, K, args, case_idx):
         # an M x 1 f32 tensor that the kernel's atomic adds gather into (zeroed here).
         tensors["S"] = torch.zeros((M, 1), dtype=dt["S"], device=dev)
     scalars = {"M": M, "N": N, "K": K}
+    if args.batch:
+        scalars["batch"] = args.batch
     stream = torch.cuda.current_stream().cuda_stream
     launch, grid = k.prepare(tensors, scalars, stream)
 
@@ -404,7 +418,7 @@ def run_case(k, M, N, K, args, case_idx):
 
     prev_tf32 = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = False
-    ref = torch.matmul(tensors["A"].float(), tensors["B"].float())
+    ref = torch.matmul(A_m.float(), B_m.float())
     torch.backends.cuda.matmul.allow_tf32 = prev_tf32
     # --epilogue: what the kernel applies after the product (checked, not timed on cuBLAS's
     # side: the cuBLAS column stays a plain matmul).
@@ -420,9 +434,9 @@ def run_case(k, M, N, K, args, case_idx):
         ref = torch.exp(ref)
     out = C.float()
     all_written = not bool(torch.isnan(out).any())
-    guard_ok = bool((cbuf[M * cpitch:].view(ibits) == -1).all())
+    guard_ok = bool((cbuf[crows * cpitch:].view(ibits) == -1).all())
     if cpitch != N:
-        pad = cbuf[:M * cpitch].view(M, cpitch)[:, N:]
+        pad = cbuf[:crows * cpitch].view(crows, cpitch)[:, N:]
         guard_ok = guard_ok and bool((pad.contiguous().view(ibits) == -1).all())
     diff = torch.nan_to_num(out, nan=0.0) - ref
     rel = float(torch.linalg.vector_norm(diff) / torch.linalg.vector_norm(ref).clamp_min(1e-30))
@@ -439,12 +453,16 @@ def run_case(k, M, N, K, args, case_idx):
         row["rowsum_rel_err"] = srel
         row["ok"] = ok = ok and srel <= args.tol
     if args.time:
-        flops = 2.0 * M * N * K
+        flops = 2.0 * M * N * K * max(args.batch, 1)
         # Fresh poison is not needed for timing; the kernel overwrites C each launch.
         t_ms = time_events(launch, args.iters)
-        cref = torch.empty(M, N, dtype=cdt, device=dev)
-        A, B = tensors["A"], tensors["B"]
-        t_ref = time_events(lambda: torch.matmul(A, B, out=cref), args.iters)
+        cref = torch.empty(*cshape, dtype=cdt, device=dev)
+        # cuBLAS on the same stored operands: transposed views are its T/N operand modes
+        # (torch.matmul(x, W.t()) is what F.linear runs); batched: torch.bmm.
+        if args.batch:
+            t_ref = time_events(lambda: torch.bmm(A_m, B_m, out=cref), args.iters)
+        else:
+            t_ref = time_events(lambda: torch.matmul(A_m, B_m, out=cref), args.iters)
         row.update({"tilec_ms": t_ms, "tilec_tflops": flops / t_ms / 1e9,
                     "cublas_ms": t_ref, "cublas_tflops": flops / t_ref / 1e9,
                     "ratio": t_ref / t_ms})
@@ -481,6 +499,12 @@ def main():
     ap.add_argument("--scale", type=float, default=1.0, help="the kernel's scale of A@B in the reference")
     ap.add_argument("--split", type=int, default=0,
                     help="split-K manifests: the number of K slices S (0: choose per shape)")
+    ap.add_argument("--a-layout", choices=["mk", "km"], default="mk",
+                    help="how the kernel's A is stored: M x K (default) or K x M (A transposed)")
+    ap.add_argument("--b-layout", choices=["kn", "nk"], default="kn",
+                    help="how the kernel's B is stored: K x N (default) or N x K (nn.Linear's weight)")
+    ap.add_argument("--batch", type=int, default=0,
+                    help="batched kernels: the batch size (3-D A, B, C; the scalar 'batch')")
     args = ap.parse_args()
     if args.time and args.iters < 20:
         ap.error("--iters must be >= 20 for a median")

@@ -128,6 +128,14 @@ fn slot_in(
     }
 }
 
+/// The (rows, columns) of a tile of rank 2, or of higher rank with every leading dimension
+/// 1 (a batch index): how the epilogue sees it.
+pub(super) fn matrix_shape(t: &TileType) -> Option<Vec<u64>> {
+    let shape = t.tile_shape()?;
+    let r = shape.len();
+    (r >= 2 && shape[..r - 2].iter().all(|&n| n == 1)).then(|| shape[r - 2..].to_vec())
+}
+
 fn m_elem(t: &TileType) -> ScalarType {
     t.elem().unwrap_or(ScalarType::F32)
 }
@@ -548,16 +556,14 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 "convert-tile-to-nvvm: only pointer tensors are loaded in the epilogue",
             );
         };
-        let TileType::Tile { shape, .. } = self.m.ty(op.results[0]).clone() else {
-            return err(op, "load of a non-tile");
-        };
-        if shape.len() != 2 || self.frag_rc.is_none() || t.sizes.len() != 2 {
+        let shape = matrix_shape(self.m.ty(op.results[0]));
+        let (Some(shape), Some(_)) = (shape, self.frag_rc) else {
             return err(
                 op,
-                "convert-tile-to-nvvm: epilogue loads are 2-D tiles loaded by the consumers \
-                 after the MMA",
+                "convert-tile-to-nvvm: epilogue loads are 2-D tiles (or tiles whose leading \
+                 dimensions are 1) loaded by the consumers after the MMA",
             );
-        }
+        };
         if !matches!(t.elem, ScalarType::F32 | ScalarType::BF16 | ScalarType::F16) {
             return err(
                 op,
@@ -567,8 +573,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 ),
             );
         }
-        let r0 = self.scalar(op, op.operands[1])?;
-        let c0 = self.scalar(op, op.operands[2])?;
+        let (t, r0, c0) = self.matrix_of(op, t)?;
         let t = self.epilogue_params(t);
         let node = Lazy::Load {
             t,
@@ -579,6 +584,76 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         };
         self.vals.insert(op.results[0], Lv::Lazy(Rc::new(node)));
         Ok(())
+    }
+
+    /// `tile.reshape` that adds or drops leading unit dimensions (a batch index): the same
+    /// registers, seen as a tile of another rank.
+    pub(super) fn lower_epilogue_reshape(&mut self, op: &Operation) -> R<()> {
+        let (from, to) = (self.m.ty(op.operands[0]), self.m.ty(op.results[0]));
+        match (matrix_shape(from), matrix_shape(to)) {
+            (Some(a), Some(b)) if a == b => {}
+            _ => {
+                return err(
+                    op,
+                    format!(
+                        "convert-tile-to-nvvm: a 'tile.reshape' after the MMA may only add or \
+                         drop leading unit dimensions ({from} -> {to})"
+                    ),
+                )
+            }
+        }
+        let Some(v) = self.vals.get(&op.operands[0]).cloned() else {
+            return err(op, "'tile.reshape': operand is not lowered");
+        };
+        self.vals.insert(op.results[0], v);
+        Ok(())
+    }
+
+    /// The tensor of a `tile.load`/`tile.store` in the epilogue as the 2-D tensor of its
+    /// last two dimensions, and the tile's (row, column) in it. A rank-r tensor is read at
+    /// leading coordinates where the tile is 1 wide: its base moves by Σ coordᵢ · strideᵢ
+    /// elements, and its row count is 0 when a leading coordinate is outside its dimension
+    /// (the bounds checks then drop every element, as rank-r checks would).
+    fn matrix_of(
+        &mut self,
+        op: &Operation,
+        t: PtrTensor<'c, 'm>,
+    ) -> R<(PtrTensor<'c, 'm>, V<'c, 'm>, V<'c, 'm>)> {
+        let r = t.sizes.len();
+        let coords = &op.operands[1..=r];
+        let r0 = self.scalar(op, coords[r - 2])?;
+        let c0 = self.scalar(op, coords[r - 1])?;
+        if r == 2 {
+            return Ok((t, r0, c0));
+        }
+        let eb = self.i64(t.elem.size_bytes() as i64);
+        let mut ptr = t.ptr;
+        let mut inside: Option<V<'c, 'm>> = None;
+        for (d, &c) in coords[..r - 2].iter().enumerate() {
+            let x = self.scalar(op, c)?;
+            let o = self.bin("mul", x, t.strides[d]);
+            let ob = self.bin("mul", o, eb);
+            ptr = self.bin("add", ptr, ob);
+            let ok = self.w.icmp(ICmp::Ult, x, t.sizes[d]);
+            inside = Some(match inside {
+                Some(p) => self.w.and(p, ok),
+                None => ok,
+            });
+        }
+        let zero = self.i64(0);
+        let rows = self
+            .w
+            .select(inside.expect("rank > 2"), t.sizes[r - 2], zero);
+        Ok((
+            PtrTensor {
+                ptr,
+                sizes: vec![rows, t.sizes[r - 1]],
+                strides: t.strides[r - 2..].to_vec(),
+                elem: t.elem,
+            },
+            r0,
+            c0,
+        ))
     }
 
     /// mma.sync in a persistent tile loop: the epilogue's tensor parameters through opaque
@@ -624,22 +699,21 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 ),
             );
         }
-        if op.operands.len() != 4 || self.frag_rc.is_none() || t.sizes.len() != 2 {
+        let value = *op.operands.last().expect("verified store");
+        let shape = matrix_shape(self.m.ty(value));
+        let (Some(shape), Some(_)) = (shape, self.frag_rc) else {
             return err(
                 op,
-                "convert-tile-to-nvvm: epilogue stores are 2-D, by the consumers after the MMA",
+                "convert-tile-to-nvvm: epilogue stores are of 2-D tiles (or tiles whose leading \
+                 dimensions are 1), by the consumers after the MMA",
             );
-        }
+        };
         // The accumulator's tile, or a slice of it (a reduction's result) stored from its
         // own registers.
-        let TileType::Tile { shape, .. } = self.m.ty(op.operands[3]).clone() else {
-            return err(op, "store of a non-tile");
-        };
         let space = self.space_of(op, &shape)?;
         let sliced = self.acc.as_ref().and_then(|a| a.shape.as_ref()) != Some(&shape);
-        let r0 = self.scalar(op, op.operands[1])?;
-        let c0 = self.scalar(op, op.operands[2])?;
-        let val = self.lazy_of(op, op.operands[3])?;
+        let (t, r0, c0) = self.matrix_of(op, t)?;
+        let val = self.lazy_of(op, value)?;
         if val.elem() != t.elem {
             return err(op, "store element type differs from the tensor's");
         }
@@ -673,7 +747,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             val,
             atomic,
         } = a;
-        let TileType::Tile { shape, .. } = self.m.ty(op.operands[3]).clone() else {
+        let Some(shape) = matrix_shape(self.m.ty(*op.operands.last().expect("a store"))) else {
             return err(op, "store of a non-tile");
         };
         let (st_ty, reg) = match t.elem {

@@ -5,7 +5,7 @@
 //! accumulators). The 128 accumulator registers of a lane travel as one struct (LLVM's
 //! SROA splits it).
 
-use super::wgmma::mma_parts;
+use super::wgmma::{mma_parts, operand_majors};
 use super::{err, Gemm, Lv, R};
 use melior::ir::{
     attribute::{DenseI32ArrayAttribute, IntegerAttribute},
@@ -25,25 +25,26 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             return err(op, "MMA operands are not rings");
         };
         let elem = a.elem;
-        if a.shape != [128, 64]
-            || b.shape != [64, 256]
+        let majors = operand_majors(op)?;
+        let (a_want, b_want) = (
+            if majors.a_k { [128, 64] } else { [64, 128] },
+            if majors.b_k { [256, 64] } else { [64, 256] },
+        );
+        if a.shape != a_want
+            || b.shape != b_want
             || elem != ScalarType::BF16 && elem != ScalarType::F16
         {
+            let dims = |s: &[u64]| s.iter().map(u64::to_string).collect::<Vec<_>>().join("x");
             return err(
                 op,
                 format!(
-                    "mma.sync lowering handles 128x64 and 64x256 bf16/f16 stages (2 x 4 warps of \
-                     64 x 64), found {} and {}",
-                    a.shape
-                        .iter()
-                        .map(u64::to_string)
-                        .collect::<Vec<_>>()
-                        .join("x"),
-                    b.shape
-                        .iter()
-                        .map(u64::to_string)
-                        .collect::<Vec<_>>()
-                        .join("x")
+                    "mma.sync lowering handles a 128x64 M x K tile of A and a 64x256 K x N tile of \
+                     B in bf16/f16 (2 x 4 warps of 64 x 64): for these operand majors, stages of \
+                     {} and {}; found {} and {}",
+                    dims(&a_want),
+                    dims(&b_want),
+                    dims(&a.shape),
+                    dims(&b.shape)
                 ),
             );
         }
@@ -58,9 +59,14 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         };
         let parts = mma_parts(op)?;
         let (st32, stb) = self.stages32(op, &parts)?;
-        // Per-lane ldmatrix addressing: lane gives the row address of 8x8 matrix lane/8:
-        // row = lane mod 16, 16-byte chunk = lane / 16 (+ 2 per k16 step), swizzled chunk =
-        // chunk xor (row mod 8) = chunk xor (lane mod 8).
+        // Each ldmatrix x4 reads four 8x8 matrices; lane l gives the address of row l mod 8
+        // of matrix l / 8: here row l mod 16 of the fragment's 16 rows, at 16-byte chunk
+        // l / 16 of its two. Stages hold 128-byte rows in 64-column boxes of 8192 bytes,
+        // 128-byte swizzled: chunk c of row r is stored at chunk c xor (r mod 8); every
+        // fragment starts at a row that is a multiple of 8, so a lane's swizzle is
+        // lane mod 8, and the swizzled chunks are shared by both operands. The four
+        // results are mma.sync's a0..a3 (A K-major) or a0, a2, a1, a3 (A M-major, .trans);
+        // b0, b1 of two n8 tiles (B N-major, .trans) or b0, b0, b1, b1 (B K-major).
         let lane = self.lane;
         let c15 = self.i32(15);
         let c7 = self.i32(7);
@@ -70,13 +76,16 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let lhi = self.bin("lshr", lane, c4);
         let ch0 = self.bin("xor", lhi, l8);
         let chunk0 = self.bin("shl", ch0, c4);
+        let (a_row, a_chunk, b_row, b_chunk) = (l16, chunk0, l16, chunk0);
+        // A warp's 64 rows of A (or columns of B) start 64 x 128 = 8192 bytes in: 64 rows
+        // of a K-major stage, one 64-column box of an MN-major one.
         let c64 = self.i32(64);
         let ar = self.bin("mul", wm, c64);
-        let ar2 = self.bin("add", ar, l16);
+        let ar2 = self.bin("add", ar, a_row);
         let a_lane = self.bin("shl", ar2, c7);
         let bbox = self.i32(8192);
         let bb = self.bin("mul", wn, bbox);
-        let brow = self.bin("shl", l16, c7);
+        let brow = self.bin("shl", b_row, c7);
         let b_lane = self.bin("add", bb, brow);
         let asb = self.i32(a.stage_bytes as i64);
         let bsb = self.i32(b.stage_bytes as i64);
@@ -88,6 +97,24 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let a_base = self.bin("add", a0, a_lane);
         let b0 = self.bin("add", bso, boffc);
         let b_base = self.bin("add", b0, b_lane);
+        // The byte offset of fragment f (an m16 tile of A, a pair of n8 tiles of B) in k16
+        // step kk: K-major, rows 16 f and chunks 2 kk; MN-major, rows 16 kk and chunks 2 f.
+        let frag = |g: &mut Self, base, chunk, k_major: bool, kk: i64, f: i64| {
+            let (rows, ch) = if k_major { (f, kk) } else { (kk, f) };
+            let x = if ch == 0 {
+                chunk
+            } else {
+                let c = g.i32(32 * ch);
+                g.bin("xor", chunk, c)
+            };
+            let o = if rows == 0 {
+                base
+            } else {
+                let c = g.i32(rows * 16 * 128);
+                g.bin("add", base, c)
+            };
+            g.bin("add", o, x)
+        };
         let zero_acc = op.attr("zero_acc").and_then(TileAttr::as_bool) == Some(true);
         let f32t = self.w.ty(ScalarType::F32);
         let mut acc: Vec<Value<'c, 'm>> = if zero_acc {
@@ -100,6 +127,12 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             }
         };
         let i32t = self.w.ty(ScalarType::I32);
+        // `nvvm.mma.sync` takes bf16 pairs as i32 and f16 pairs as vector<2xf16> (the PTX
+        // `.b32` registers of both): f16 fragments are bitcast.
+        let frag_ty = (elem == ScalarType::F16).then(|| {
+            let h = self.w.ty(ScalarType::F16);
+            self.w.vector_ty(2, h)
+        });
         let ldm = self.w.struct_ty(&[i32t; 4]);
         let acc4 = self.w.struct_ty(&[f32t; 4]);
         let ldm_attrs = |w: &mut crate::nvvm::writer::Writer<'c, 'm>, layout: &str| {
@@ -110,8 +143,9 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 ("shape", w.attr("#nvvm.ld_st_matrix_shape<m = 8, n = 8>")),
             ]
         };
-        let a_attrs = ldm_attrs(&mut self.w, "row");
-        let b_attrs = ldm_attrs(&mut self.w, "col");
+        // ldmatrix's "col" layout is `.trans`: for the MN-major operands.
+        let a_attrs = ldm_attrs(&mut self.w, if majors.a_k { "row" } else { "col" });
+        let b_attrs = ldm_attrs(&mut self.w, if majors.b_k { "row" } else { "col" });
         let mma_attrs = [
             ("layoutA", self.w.attr("#nvvm.mma_layout<row>")),
             ("layoutB", self.w.attr("#nvvm.mma_layout<col>")),
@@ -130,46 +164,43 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             ("shape", self.w.attr("#nvvm.shape<m = 16, n = 8, k = 16>")),
         ];
         for kk in 0..4i64 {
-            let ch = if kk == 0 {
-                chunk0
-            } else {
-                let c = self.i32(32 * kk);
-                self.bin("xor", chunk0, c)
-            };
             let mut afrag = vec![];
             for mi in 0..4i64 {
-                let o = if mi == 0 {
-                    a_base
-                } else {
-                    let c = self.i32(mi * 16 * 128);
-                    self.bin("add", a_base, c)
-                };
-                let o = self.bin("add", o, ch);
+                let o = frag(self, a_base, a_chunk, majors.a_k, kk, mi);
                 let p = self.gep3(o);
                 let r = self.w.op1("nvvm.ldmatrix", &[p], ldm, &a_attrs);
-                let q: Vec<Value<'c, 'm>> = (0..4).map(|i| self.w.extract(r, i, i32t)).collect();
+                let order = if majors.a_k {
+                    [0, 1, 2, 3]
+                } else {
+                    [0, 2, 1, 3]
+                };
+                let q: Vec<Value<'c, 'm>> = order
+                    .into_iter()
+                    .map(|i| {
+                        let x = self.w.extract(r, i, i32t);
+                        self.frag_operand(x, frag_ty)
+                    })
+                    .collect();
                 afrag.push(q);
             }
             let mut bfrag: Vec<(Value<'c, 'm>, Value<'c, 'm>)> = vec![];
             for nj in 0..4i64 {
-                let o = if kk == 0 {
-                    b_base
-                } else {
-                    let c = self.i32(kk * 16 * 128);
-                    self.bin("add", b_base, c)
-                };
-                let chb = if nj == 0 {
-                    chunk0
-                } else {
-                    let c = self.i32(32 * nj);
-                    self.bin("xor", chunk0, c)
-                };
-                let o = self.bin("add", o, chb);
+                let o = frag(self, b_base, b_chunk, majors.b_k, kk, nj);
                 let p = self.gep3(o);
                 let r = self.w.op1("nvvm.ldmatrix", &[p], ldm, &b_attrs);
-                let v: Vec<Value<'c, 'm>> = (0..4).map(|i| self.w.extract(r, i, i32t)).collect();
-                bfrag.push((v[0], v[1]));
-                bfrag.push((v[2], v[3]));
+                let v: Vec<Value<'c, 'm>> = (0..4)
+                    .map(|i| {
+                        let x = self.w.extract(r, i, i32t);
+                        self.frag_operand(x, frag_ty)
+                    })
+                    .collect();
+                if majors.b_k {
+                    bfrag.push((v[0], v[2]));
+                    bfrag.push((v[1], v[3]));
+                } else {
+                    bfrag.push((v[0], v[1]));
+                    bfrag.push((v[2], v[3]));
+                }
             }
             for (mi, af) in afrag.iter().enumerate().take(4) {
                 for (ni, &(b0, b1)) in bfrag.iter().enumerate().take(8) {
@@ -187,5 +218,18 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         self.vals
             .insert(op.results[0], Lv::Acc(std::rc::Rc::new(acc)));
         Ok(())
+    }
+
+    /// An ldmatrix register as an `nvvm.mma.sync` multiplicand: as is (i32), or bitcast to
+    /// `ty` (vector<2xf16> for f16).
+    fn frag_operand(
+        &mut self,
+        x: Value<'c, 'm>,
+        ty: Option<melior::ir::Type<'c>>,
+    ) -> Value<'c, 'm> {
+        match ty {
+            Some(t) => self.w.cast("llvm.bitcast", x, t),
+            None => x,
+        }
     }
 }

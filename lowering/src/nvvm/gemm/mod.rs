@@ -482,6 +482,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             | K::Broadcast
             | K::Splat => self.lower_elementwise(op)?,
             K::Reduce => self.lower_epilogue_reduce(op)?,
+            K::Reshape => self.lower_epilogue_reshape(op)?,
             K::Load => self.lower_epilogue_load(op)?,
             K::Store => self.lower_store(op, false)?,
             K::AtomicAdd => self.lower_store(op, true)?,
@@ -555,9 +556,13 @@ fn analyze<'k>(m: &TileModule, k: &'k Operation) -> R<Analysis<'k>> {
     });
     k.walk(&mut |o| {
         if o.kind == OpKind::TmaLoad {
-            if let Some(TileType::Smem { shape, .. }) = m.try_ty(o.operands[1]) {
-                let inner = shape[1].min(64);
-                tma_boxes.insert(o.operands[0], vec![shape[0], inner]);
+            if let (Some(TileType::Smem { shape, .. }), Some(TileType::Tensor { rank, .. })) =
+                (m.try_ty(o.operands[1]), m.try_ty(o.operands[0]))
+            {
+                // Leading unit dimensions for a tensor of rank > 2 (a batch index).
+                let mut b = vec![1; (*rank as usize).saturating_sub(2)];
+                b.extend([shape[0], shape[1].min(64)]);
+                tma_boxes.insert(o.operands[0], b);
             }
         }
         if o.kind == OpKind::TmaStore {

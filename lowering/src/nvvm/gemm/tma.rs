@@ -18,8 +18,14 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         };
         let ring = self.ring(op, op.operands[1], "the TMA destination")?;
         let bar = self.bar_addr(op, op.operands[2], op.operands[3])?;
-        if ring.shape.len() != 2 || op.operands.len() != 6 {
-            return err(op, "convert-tile-to-nvvm lowers 2-D TMA copies only");
+        // A rank-r tensor is copied in boxes of (1, ..., 1, rows, 64): the ring's stage is
+        // the box without its leading unit dimensions.
+        let rank = op.operands.len() - 4;
+        if ring.shape.len() != 2 || !(2..=5).contains(&rank) {
+            return err(
+                op,
+                "convert-tile-to-nvvm lowers TMA copies of 2-D stages from tensors of rank 2 to 5",
+            );
         }
         let elem = ring.elem;
         let inner_bytes = 64 * elem.size_bytes();
@@ -38,14 +44,19 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let so = self.bin("mul", st32, sb);
         let base_c = self.i32(ring.offset as i64);
         let base = self.bin("add", so, base_c);
-        let outer = self.scalar(op, op.operands[4])?;
-        let inner = self.scalar(op, op.operands[5])?;
-        let outer32 = self.trunc32(outer);
-        let inner32 = self.trunc32(inner);
+        // cp.async.bulk.tensor takes the coordinates innermost first.
+        let mut coords32 = vec![];
+        for &c in &op.operands[4..] {
+            let v = self.scalar(op, c)?;
+            coords32.push(self.trunc32(v));
+        }
+        coords32.reverse();
+        let inner32 = coords32[0];
         let boxes = ring.shape[1] / 64;
         let box_bytes = ring.shape[0] * 128;
         let p7t = self.w.ptr_ty(7);
-        let segments = DenseI32ArrayAttribute::new(self.w.ctx, &[1, 1, 2, 1, 0, 0, 0, 0]).into();
+        let segments =
+            DenseI32ArrayAttribute::new(self.w.ctx, &[1, 1, rank as i32, 1, 0, 0, 0, 0]).into();
         let mode = self.w.attr("#nvvm.tma_load_mode<tile>");
         let cta_only = self.w.attr("false");
         for j in 0..boxes {
@@ -63,9 +74,12 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 let c = self.i32((64 * j) as i64);
                 self.bin("add", inner32, c)
             };
+            let mut operands = vec![p7, tm, ij.v];
+            operands.extend(coords32[1..].iter().map(|c| c.v));
+            operands.push(bar);
             self.w.op(
                 "nvvm.cp.async.bulk.tensor.shared.cluster.global",
-                &[p7, tm, ij.v, outer32.v, bar],
+                &operands,
                 &[],
                 &[
                     ("operandSegmentSizes", segments),

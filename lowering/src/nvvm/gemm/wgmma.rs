@@ -1,6 +1,7 @@
 //! Hopper's warpgroup MMA: `tile.mma {kind = "wgmma"}` as 4 × `wgmma.mma_async`
 //! m64nNk16 per 64-wide K stage, in one inline-asm statement, with shared-memory
-//! descriptors (128-byte swizzle, B N-major; `zero_acc` → `scale-d = 0` on the first), and
+//! descriptors (128-byte swizzle; A K- or M-major, B N- or K-major, by the transpose
+//! immediates; `zero_acc` → `scale-d = 0` on the first), and
 //! `tile.wait_group`.
 //!
 //! The wait is inline asm on purpose: every guarded accumulator register goes through it
@@ -21,6 +22,39 @@ pub(super) fn mma_parts(op: &Operation) -> R<tilec_dialect::ops::MmaOperands> {
             "'tile.mma' takes (a, b, stage, acc) or (a, b, stage_a, stage_b, acc)",
         )
     })
+}
+
+/// Which operands of a `tile.mma` are K-major in shared memory: A by default (`a_major =
+/// "k"`; `"m"`: stored K×M), B when `b_major = "k"` (default `"n"`: stored K×N).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Majors {
+    pub a_k: bool,
+    pub b_k: bool,
+}
+
+/// The operand majors of a `tile.mma`, checked.
+pub(super) fn operand_majors(op: &Operation) -> R<Majors> {
+    let a_k = match op.str_attr("a_major") {
+        None | Some("k") => true,
+        Some("m") => false,
+        Some(o) => {
+            return err(
+                op,
+                format!("'tile.mma' a_major must be \"k\" or \"m\", found {o:?}"),
+            )
+        }
+    };
+    let b_k = match op.str_attr("b_major") {
+        None | Some("n") => false,
+        Some("k") => true,
+        Some(o) => {
+            return err(
+                op,
+                format!("'tile.mma' b_major must be \"n\" or \"k\", found {o:?}"),
+            )
+        }
+    };
+    Ok(Majors { a_k, b_k })
 }
 
 impl<'c, 'm> Gemm<'c, 'm, '_> {
@@ -66,8 +100,13 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         ) else {
             return err(op, "MMA operands are not rings");
         };
-        let n = b.shape[1];
-        if a.shape[1] != 64 || b.shape[0] != 64 {
+        let majors = operand_majors(op)?;
+        let (a_k, n) = (
+            if majors.a_k { a.shape[1] } else { a.shape[0] },
+            if majors.b_k { b.shape[0] } else { b.shape[1] },
+        );
+        let b_kdim = if majors.b_k { b.shape[1] } else { b.shape[0] };
+        if a_k != 64 || b_kdim != 64 {
             return err(op, "wgmma lowering expects 64-wide K stages");
         }
         self.set_acc(op, (n / 2) as usize)?;
@@ -78,7 +117,11 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             )
         })?;
         // Descriptors: layout (1 = 128B swizzle) << 62 | (SBO >> 4) << 32 | (LBO >> 4) << 16
-        // | addr >> 4.
+        // | addr >> 4. A stage holds 128-byte rows (64 16-bit elements), 128-byte swizzled in
+        // 1024-byte atoms of 8 rows (SBO). K-major (rows are M or N, K contiguous): a k16
+        // step is 32 bytes along the row. MN-major (rows are K, stored in boxes of 64 M or N
+        // columns, LBO apart): a k16 step is 16 rows, 2048 bytes. A consumer warpgroup's 64
+        // rows of A start 8192 bytes in: 64 rows (K-major) or one 64-column box (M-major).
         let (st32, stb) = self.stages32(op, &parts)?;
         let wg_rows = self.i32(64 * 128);
         let a_wg = self.bin("mul", cwg, wg_rows);
@@ -98,8 +141,12 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let b_lo = self.bin("lshr", b_addr, c4);
         let a_lo64 = self.zext64(a_lo);
         let b_lo64 = self.zext64(b_lo);
-        let (a_lbo, a_sbo) = (16u64, 1024u64);
-        let (b_lbo, b_sbo) = (64 * 64 * 2u64, 1024u64);
+        let box_bytes = 64 * 128u64;
+        // (LBO, SBO, bytes per k16 step) of a K-major and of an MN-major stage.
+        let k_major = (16u64, 1024u64, 32i64);
+        let mn_major = (box_bytes, 1024u64, 2048i64);
+        let (a_lbo, a_sbo, a_step) = if majors.a_k { k_major } else { mn_major };
+        let (b_lbo, b_sbo, b_step) = if majors.b_k { k_major } else { mn_major };
         let hi =
             |lbo: u64, sbo: u64| ((1u64 << 62) | ((sbo >> 4) << 32) | ((lbo >> 4) << 16)) as i64;
         let ahi = self.i64(hi(a_lbo, a_sbo));
@@ -131,8 +178,8 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 descs.push(da0.v);
                 descs.push(db0.v);
             } else {
-                let ca = self.i64((32 * kk) >> 4);
-                let cb = self.i64((2048 * kk) >> 4);
+                let ca = self.i64((a_step * kk) >> 4);
+                let cb = self.i64((b_step * kk) >> 4);
                 descs.push(self.bin("add", da0, ca).v);
                 descs.push(self.bin("add", db0, cb).v);
             }
@@ -156,6 +203,8 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             .map(|i| format!("${i}"))
             .collect::<Vec<_>>()
             .join(", ");
+        // imm-trans-a / imm-trans-b: 1 for an MN-major operand.
+        let (ta, tb) = (u8::from(!majors.a_k), u8::from(!majors.b_k));
         let mut asm = String::from("{\n.reg .pred p;\n");
         for kk in 0..4usize {
             let scale_d = u8::from(!(zero_acc && kk == 0));
@@ -163,7 +212,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             asm.push_str(&format!(
                 "setp.ne.b32 p, {scale_d}, 0;\n\
                  wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{et}.{et} {{{d_list}}}, ${da}, ${db}, \
-                 p, 1, 1, 0, 1;\n"
+                 p, 1, 1, {ta}, {tb};\n"
             ));
         }
         asm.push('}');

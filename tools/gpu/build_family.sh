@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Build the GEMM family's examples for a GPU run of tools/gpu/family.sh, into OUT (default
+# gpu-out/family; git-ignored, so name it in the device call's `carry`): OUT/E-T/ holds
+# E.ptx and E.json for each example E of gemm_bf16 (NN), gemm_nt_bf16 (x · Wᵀ),
+# gemm_tn_bf16 (Aᵀ · B), gemm_f16 and batched_gemm, and T = sm90a, sm90.
+#
+# Usage: tools/gpu/build_family.sh [OUT] (after `cargo build --release`; uses
+# target/release/tile-compile, or TILE_COMPILE).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=${1:-gpu-out/family}
+tc=${TILE_COMPILE:-target/release/tile-compile}
+rm -rf "$out"
+mkdir -p "$out"
+for e in gemm_bf16 gemm_nt_bf16 gemm_tn_bf16 gemm_f16 batched_gemm; do
+    for t in sm_90a sm_90; do
+        "$tc" "examples/$e.tile" --target "$t" -o "$out/$e-${t/_/}" >/dev/null
+    done
+done
+cp tools/gpu/run.py tools/gpu/bench.py tools/gpu/family.sh "$out/"
+echo "built $out"
