@@ -313,6 +313,122 @@ fn gemm_family_operand_majors_f16_and_batches() {
     }
 }
 
+/// A GEMM kernel with a BM×BN×BK tile, A stored M×K (`a_t`: K×M) and B stored K×N (`b_t`:
+/// N×K), transposed in the K loop where stored so.
+fn gemm_source(bm: u64, bn: u64, bk: u64, a_t: bool, b_t: bool) -> String {
+    let a = if a_t {
+        format!(
+            "    %at = tile.load %A, %k, %row : tile<{bk}x{bm}xbf16>\n    %a = tile.transpose \
+             %at : tile<{bm}x{bk}xbf16>\n"
+        )
+    } else {
+        format!("    %a = tile.load %A, %row, %k : tile<{bm}x{bk}xbf16>\n")
+    };
+    let b = if b_t {
+        format!(
+            "    %bt = tile.load %B, %col, %k : tile<{bn}x{bk}xbf16>\n    %b = tile.transpose \
+             %bt : tile<{bk}x{bn}xbf16>\n"
+        )
+    } else {
+        format!("    %b = tile.load %B, %k, %col : tile<{bk}x{bn}xbf16>\n")
+    };
+    format!(
+        "tile.kernel @g(%A: tensor<?x?xbf16>, %B: tensor<?x?xbf16>, %C: tensor<?x?xbf16>, %M: \
+         index, %N: index, %K: index) {{grid = [ceildiv(%N, {bn}), ceildiv(%M, {bm})]}} {{\n\
+         \x20 %pid_n = tile.program_id {{dim = 0}} : index\n\
+         \x20 %pid_m = tile.program_id {{dim = 1}} : index\n\
+         \x20 %c0 = tile.constant {{value = 0}} : index\n\
+         \x20 %cbk = tile.constant {{value = {bk}}} : index\n\
+         \x20 %cbm = tile.constant {{value = {bm}}} : index\n\
+         \x20 %cbn = tile.constant {{value = {bn}}} : index\n\
+         \x20 %row = tile.muli %pid_m, %cbm : index\n\
+         \x20 %col = tile.muli %pid_n, %cbn : index\n\
+         \x20 %zero = tile.zeros : tile<{bm}x{bn}xf32>\n\
+         \x20 %acc = tile.for %c0, %K, %cbk, %zero : tile<{bm}x{bn}xf32> {{\n\
+         \x20 ^bb0(%k: index, %c: tile<{bm}x{bn}xf32>):\n{a}{b}\
+         \x20   %d = tile.dot %a, %b, %c : tile<{bm}x{bn}xf32>\n\
+         \x20   tile.yield %d\n\
+         \x20 }}\n\
+         \x20 %out = tile.convert %acc : tile<{bm}x{bn}xbf16>\n\
+         \x20 tile.store %C, %row, %col, %out\n\
+         \x20 tile.return\n\
+         }}\n"
+    )
+}
+
+#[test]
+fn legal_wgmma_tiles_compile_without_spills() {
+    // A sample of sm_90a's legality table (Target::check_gemm_tile, whose unit tests walk all
+    // of it): BM 64 and 128, BK 64 and 128, BN from 8 to 256 for a B stored N×K (any
+    // multiple of 8, N ≡ 8 mod 16 included), multiples of 64 for K×N, and an A stored K×M;
+    // the deepest ring that fits. ptxas: no spill, no warning, no wgmma serialization.
+    let mut n = 0;
+    for bm in [64u64, 128] {
+        for bk in [64u64, 128] {
+            let nt = [8u64, 24, 40, 72, 136, 248, 256].map(|bn| (bn, false, true));
+            let nn = [64u64, 192].map(|bn| (bn, false, false));
+            let tn = [(128u64, true, false)];
+            for (bn, a_t, b_t) in nt.into_iter().chain(nn).chain(tn) {
+                let tile = tilec::dialect::GemmTile {
+                    bm,
+                    bn,
+                    bk,
+                    elem: tilec::dialect::ScalarType::BF16,
+                    acc: tilec::dialect::ScalarType::F32,
+                    a_k_major: !a_t,
+                    b_k_major: b_t,
+                };
+                let stages = ((232_448 - 1024) / tile.stage_bytes()).min(4) as u32;
+                let mut o = Options::new(Target::Sm90a);
+                o.stages = stages;
+                let layout = match (a_t, b_t) {
+                    (true, _) => "TN",
+                    (_, true) => "NT",
+                    _ => "NN",
+                };
+                let what = format!("{bm}x{bn}x{bk} {layout}");
+                let src = gemm_source(bm, bn, bk, a_t, b_t);
+                let (_, log, _) = build_source("tile.tile", &src, &o, &what.replace(' ', "-"));
+                assert_clean(&log, &what);
+                n += 1;
+            }
+        }
+    }
+    assert_eq!(n, 40);
+}
+
+#[test]
+fn illegal_tiles_are_located_errors() {
+    for (bm, bn, bk, b_t, want) in [
+        (
+            256,
+            256,
+            64,
+            false,
+            "a 256x256 f32 accumulator needs 256 KiB of registers",
+        ),
+        (
+            128,
+            40,
+            64,
+            false,
+            "of a B stored K×N must be a multiple of 64",
+        ),
+        (128, 256, 32, false, "the K tile must be 64 or 128 elements"),
+        (128, 260, 64, true, "is not a legal wgmma N"),
+    ] {
+        let src = gemm_source(bm, bn, bk, false, b_t);
+        let e = compile_err(&src, Target::Sm90a);
+        assert!(
+            e.contains(want) && e.contains("t.tile:11:3"),
+            "{bm}x{bn}x{bk}: {e}"
+        );
+    }
+    // 4 stages of 128x256x128 do not fit: the error says how many do.
+    let e = compile_err(&gemm_source(128, 256, 128, false, false), Target::Sm90a);
+    assert!(e.contains("use at most 2 stages"), "{e}");
+}
+
 /// One `ld.shared.b128`, then is_canceled, then the predicated get_first_ctaid, in that order.
 fn assert_clc_sequence(ptx: &str, what: &str) {
     let at = |needle: &str| {

@@ -3,6 +3,7 @@
 //! (clusterlaunchcontrol.try_cancel: sm_100+, PTX ISA 8.6; `.multicast::cluster::all`
 //! needs an `a` target), and the CUDA programming guide's per-architecture limits.
 
+use crate::types::ScalarType;
 use std::fmt;
 
 /// A compilation target (`ptxas -arch` value).
@@ -118,8 +119,192 @@ impl Target {
     }
 }
 
+/// A GEMM main loop's tile as `tile-to-gpu` pipelines it: a BM×BN accumulator, BK elements
+/// of K per ring stage, and how each operand is stored (in global and in shared memory).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemmTile {
+    /// Rows of the output tile (M).
+    pub bm: u64,
+    /// Columns of the output tile (N).
+    pub bn: u64,
+    /// K elements per stage.
+    pub bk: u64,
+    /// The element type of A and B.
+    pub elem: ScalarType,
+    /// The accumulator's element type.
+    pub acc: ScalarType,
+    /// A is stored M×K (K contiguous); otherwise K×M.
+    pub a_k_major: bool,
+    /// B is stored N×K (K contiguous, `nn.Linear`'s weight); otherwise K×N.
+    pub b_k_major: bool,
+}
+
+impl GemmTile {
+    /// Bytes of one ring stage (an A tile and a B tile).
+    pub fn stage_bytes(&self) -> u64 {
+        (self.bm + self.bn) * self.bk * self.elem.size_bytes()
+    }
+}
+
+/// Bytes of a streaming multiprocessor's register file (65,536 32-bit registers).
+pub const REGISTER_FILE_BYTES: u64 = 262_144;
+
+impl Target {
+    /// Whether tilec lowers a GEMM main loop with tile `t` on this target; the error names
+    /// the limit the tile breaks. The table (wgmma: PTX ISA §9.7.15, m64nNk16 with N a
+    /// multiple of 8 up to 256, shared-memory operands in 128-byte-swizzled boxes of 64
+    /// 16-bit elements; mma.sync: m16n8k16 over 2 × 4 warps of 64 × 64):
+    ///
+    /// | | sm_90a (wgmma) | sm_90, sm_100, sm_100a (mma.sync) |
+    /// | --- | --- | --- |
+    /// | A, B / accumulator | bf16 or f16 / f32 | bf16 or f16 / f32 |
+    /// | BM | 64 or 128 (one or two consumer warpgroups) | 128 |
+    /// | BN | 8 to 256 in steps of 8; a multiple of 64 when B is stored K×N | 256 |
+    /// | BK | 64 or 128 | 64 or 128 |
+    ///
+    /// and, before any of these, the accumulator must fit the register file
+    /// ([`REGISTER_FILE_BYTES`]). Shared memory (the ring's stages) is checked by the pass,
+    /// which knows the ring depth and the kernel's other buffers.
+    ///
+    /// # Errors
+    /// A message naming the broken limit, e.g. "a 256x256 f32 accumulator needs 256 KiB of
+    /// registers; the register file holds 256 KiB per SM".
+    pub fn check_gemm_tile(self, t: &GemmTile) -> Result<(), String> {
+        let acc_bytes = t.bm * t.bn * t.acc.size_bytes();
+        if acc_bytes >= REGISTER_FILE_BYTES {
+            return Err(format!(
+                "a {}x{} {} accumulator needs {} KiB of registers; the register file holds {} \
+                 KiB per SM, with room needed for addresses and the epilogue",
+                t.bm,
+                t.bn,
+                t.acc,
+                acc_bytes / 1024,
+                REGISTER_FILE_BYTES / 1024
+            ));
+        }
+        if !matches!(t.elem, ScalarType::BF16 | ScalarType::F16) || t.acc != ScalarType::F32 {
+            return Err(format!(
+                "the MMA on {self} takes bf16 or f16 inputs with an f32 accumulator, found {} \
+                 inputs with a {} accumulator",
+                t.elem, t.acc
+            ));
+        }
+        if t.bk != 64 && t.bk != 128 {
+            return Err(format!(
+                "the K tile must be 64 or 128 elements (one or two 128-byte swizzle spans of \
+                 {}), found {}",
+                t.elem, t.bk
+            ));
+        }
+        if self.has_wgmma() {
+            if t.bm != 64 && t.bm != 128 {
+                return Err(format!(
+                    "the M tile must be 64 or 128 (64 rows per consumer warpgroup, 1 or 2 \
+                     warpgroups), found {}",
+                    t.bm
+                ));
+            }
+            if !t.bn.is_multiple_of(8) || !(8..=256).contains(&t.bn) {
+                return Err(format!(
+                    "the N tile {} is not a legal wgmma N (a multiple of 8 from 8 to 256)",
+                    t.bn
+                ));
+            }
+            if !t.b_k_major && !t.bn.is_multiple_of(64) {
+                return Err(format!(
+                    "the N tile {} of a B stored K×N must be a multiple of 64 (one 128-byte \
+                     TMA box of B per 64 columns); a B stored N×K takes any multiple of 8",
+                    t.bn
+                ));
+            }
+        } else if t.bm != 128 || t.bn != 256 {
+            return Err(format!(
+                "on {self} (ldmatrix + mma.sync, 2 x 4 warps of 64 x 64) the tile must be \
+                 128x256, found {}x{}",
+                t.bm, t.bn
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tile(bm: u64, bn: u64, bk: u64, b_k_major: bool) -> GemmTile {
+        GemmTile {
+            bm,
+            bn,
+            bk,
+            elem: ScalarType::BF16,
+            acc: ScalarType::F32,
+            a_k_major: true,
+            b_k_major,
+        }
+    }
+
+    #[test]
+    fn wgmma_table() {
+        let t = Target::Sm90a;
+        // Every BN from 8 to 256 in steps of 8 for a B stored N×K, BM 64 and 128, BK 64/128.
+        for bm in [64, 128] {
+            for bk in [64, 128] {
+                for bn in (8..=256).step_by(8) {
+                    assert_eq!(
+                        t.check_gemm_tile(&tile(bm, bn, bk, true)),
+                        Ok(()),
+                        "{bm}x{bn}x{bk}"
+                    );
+                    let kn = t.check_gemm_tile(&tile(bm, bn, bk, false));
+                    assert_eq!(kn.is_ok(), bn % 64 == 0, "{bm}x{bn}x{bk} K×N: {kn:?}");
+                }
+            }
+        }
+        let e = |bm, bn, bk| t.check_gemm_tile(&tile(bm, bn, bk, true)).unwrap_err();
+        assert!(
+            e(128, 260, 64).contains("not a legal wgmma N"),
+            "{}",
+            e(128, 260, 64)
+        );
+        assert!(e(128, 12, 64).contains("not a legal wgmma N"));
+        assert!(e(192, 128, 64).contains("M tile must be 64 or 128"));
+        assert!(e(128, 256, 32).contains("K tile must be 64 or 128"));
+        assert_eq!(
+            e(256, 256, 64),
+            "a 256x256 f32 accumulator needs 256 KiB of registers; the register file holds 256 \
+             KiB per SM, with room needed for addresses and the epilogue"
+        );
+        let mut f8 = tile(128, 256, 64, false);
+        f8.elem = ScalarType::F32;
+        assert!(t
+            .check_gemm_tile(&f8)
+            .unwrap_err()
+            .contains("bf16 or f16 inputs"));
+    }
+
+    #[test]
+    fn mma_sync_table() {
+        for t in [Target::Sm90, Target::Sm100, Target::Sm100a] {
+            for b_k in [false, true] {
+                for bk in [64, 128] {
+                    assert_eq!(t.check_gemm_tile(&tile(128, 256, bk, b_k)), Ok(()));
+                }
+                let e = t.check_gemm_tile(&tile(64, 128, 64, b_k)).unwrap_err();
+                assert!(e.contains("the tile must be 128x256, found 64x128"), "{e}");
+            }
+        }
+    }
+
+    #[test]
+    fn stage_bytes() {
+        assert_eq!(tile(128, 256, 64, false).stage_bytes(), 49_152);
+        assert_eq!(tile(128, 256, 128, true).stage_bytes(), 98_304);
     }
 }

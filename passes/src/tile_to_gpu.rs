@@ -50,11 +50,11 @@
 //!
 //! On `sm_90a` the MMA is `wgmma` (m64nBNk16); elsewhere `ldmatrix` + `mma.sync`
 //! m16n8k16. Checked before anything is rewritten, each with the limit it breaks: the
-//! target exists; element types are bf16/f16 with an f32 accumulator; BK = 64 (one
-//! 128-byte swizzle span of 2-byte elements); BM = 64 × consumers with 1 or 2 consumer
-//! warpgroups; BN a multiple of 8 up to 256 (wgmma's N), and of 64 for a B stored K×N (one
-//! TMA box per 64 columns) — for mma.sync 128 or 256 (the lowering takes 128×256 today); the
-//! ring plus barriers fit the target's shared memory per block.
+//! target exists; the tile is in the target's legality table
+//! ([`Target::check_gemm_tile`]: bf16/f16 with an f32 accumulator, BK 64 or 128, on sm_90a
+//! BM 64 or 128 and BN any multiple of 8 to 256 — of 64 for a B stored K×N —, on the
+//! mma.sync targets 128×256); the ring plus barriers fit the target's shared memory per
+//! block.
 //!
 //! A persistent tile loop made by `persistent` (`tile.for` or, for the clc schedule,
 //! `tile.while`, with `{tile_loop = true}`) runs in both regions and carries one more value,
@@ -96,8 +96,8 @@
 use crate::pass::{OptionInfo, OptionKind, Pass, PassContext, PassInfo, PassOptions};
 use std::collections::HashMap;
 use tilec_dialect::{
-    Attribute, Block, Diagnostic, Diagnostics, Location, Module, OpKind, Operation, ScalarType,
-    Target, Type, Value,
+    Attribute, Block, Diagnostic, Diagnostics, GemmTile, Location, Module, OpKind, Operation,
+    ScalarType, Target, Type, Value,
 };
 
 /// The registry entry.
@@ -317,6 +317,19 @@ struct Matmul {
 }
 
 impl Matmul {
+    /// The tile, as the target's legality table ([`Target::check_gemm_tile`]) reads it.
+    fn tile(&self) -> GemmTile {
+        GemmTile {
+            bm: self.bm,
+            bn: self.bn,
+            bk: self.bk,
+            elem: self.elem,
+            acc: self.acc_ty.elem().unwrap_or(ScalarType::F32),
+            a_k_major: !self.a.transposed,
+            b_k_major: self.b.transposed,
+        }
+    }
+
     /// `tile.mma`'s operand-major attributes (PTX ISA, wgmma: "matrices in shared memory
     /// ... K-major or MN-major"): `a_major` `"k"` (A stored M×K, the default) or `"m"`
     /// (stored K×M); `b_major` `"n"` (B stored K×N, the default) or `"k"` (stored N×K, as
@@ -617,53 +630,11 @@ fn check_config(
     loc: &Location,
 ) -> Result<u64, Diagnostic> {
     let e = |msg: String| Err(Diagnostic::error(loc.clone(), msg));
-    if !matches!(mm.elem, ScalarType::BF16 | ScalarType::F16)
-        || mm.acc_ty.elem() != Some(ScalarType::F32)
-    {
-        return e(format!(
-            "tile-to-gpu for {target}: the MMA takes bf16 or f16 inputs with an f32 \
-                accumulator, found {} inputs with a {} \
-                accumulator",
-            mm.elem,
-            mm.acc_ty.elem().map_or("?".into(), |t| t.to_string())
-        ));
+    let tile = mm.tile();
+    if let Err(msg) = target.check_gemm_tile(&tile) {
+        return e(format!("tile-to-gpu for {target}: {msg}"));
     }
-    if mm.bk != 64 {
-        return e(format!(
-            "tile-to-gpu: the K tile must be 64 elements (128 bytes of {}, the \
-                128-byte swizzle span), found {}",
-            mm.elem, mm.bk
-        ));
-    }
-    if mm.bm != 64 && mm.bm != 128 {
-        return e(format!(
-            "tile-to-gpu: the M tile must be 64 or 128 (64 rows per consumer \
-                warpgroup, 1 or 2 warpgroups), found {}",
-            mm.bm
-        ));
-    }
-    if target.has_wgmma() {
-        if !mm.bn.is_multiple_of(8) || mm.bn > 256 {
-            return e(format!(
-                "tile-to-gpu: the N tile {} is not a legal wgmma N (a multiple of 8 from 8 to 256)",
-                mm.bn
-            ));
-        }
-        if !mm.b.transposed && !mm.bn.is_multiple_of(64) {
-            return e(format!(
-                "tile-to-gpu: the N tile {} of a B stored K×N must be a multiple of 64 (one \
-                    128-byte TMA box of B per 64 columns)",
-                mm.bn
-            ));
-        }
-    } else if mm.bn != 128 && mm.bn != 256 {
-        return e(format!(
-            "tile-to-gpu: on {target} (ldmatrix + mma.sync) the N tile must be 128 or \
-                256, found {}",
-            mm.bn
-        ));
-    }
-    let stage_bytes = (mm.bm * mm.bk + mm.bk * mm.bn) * mm.elem.size_bytes();
+    let stage_bytes = tile.stage_bytes();
     let total = BARRIER_REGION_BYTES + other_smem + staging + stages * stage_bytes;
     let limit = target.max_smem_per_block();
     if total > limit {
@@ -1140,7 +1111,7 @@ fn lower_kernel(
     };
     let mut mma_attrs = vec![("kind", Attribute::Str(target.mma_kind().into()))];
     mma_attrs.extend(mm.major_attrs());
-    let tx = (mm.bm * mm.bk + mm.bk * mm.bn) * mm.elem.size_bytes();
+    let tx = mm.tile().stage_bytes();
 
     // One region's work for one tile, given its global k base `g`; returns the ops.
     // Producer: for each k tile, wait for the stage to be empty (the first round passes at

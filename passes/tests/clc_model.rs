@@ -919,7 +919,8 @@ fn configs(n: usize, seed: u64) -> Vec<Config> {
             } else {
                 [1u64, 2, 4][(i / 3) % 3]
             };
-            let bm = [64u64, 128][rng.below(2)];
+            // mma.sync's one tile (Target::check_gemm_tile): 128x256.
+            let bm = 128u64;
             Config {
                 rank,
                 bm,
@@ -971,14 +972,14 @@ fn every_tile_exactly_once_under_random_schedules() {
 fn caught(fault: ClcFault, cluster: u64) -> String {
     let cfg = Config {
         rank: 2,
-        bm: 64,
+        bm: 128,
         cluster,
         m: 200,
         n: 600,
         k: 100,
         batch: 1,
     };
-    let m = build(2, 64, cluster, Some(fault));
+    let m = build(2, 128, cluster, Some(fault));
     for seed in 0..50 {
         if let Err(e) = run_schedules(&m, &cfg, seed, 20) {
             return e;

@@ -1,9 +1,9 @@
 //! Warp-level MMA for targets without wgmma (sm_90, sm_100): `tile.mma {kind =
-//! "mma_sync"}` as one k stage (64) of 4 k16 steps; per step each consumer warp loads its A
-//! fragments (4 m16 tiles, `nvvm.ldmatrix` x4) and B fragments (8 n8 tiles, x4 transposed)
-//! from the 128-byte-swizzled stage and issues 32 `nvvm.mma.sync` m16n8k16 (row.col, f32
-//! accumulators). The 128 accumulator registers of a lane travel as one struct (LLVM's
-//! SROA splits it).
+//! "mma_sync"}` as one k stage (BK = 64 or 128) of BK / 16 k16 steps; per step each consumer
+//! warp loads its A fragments (4 m16 tiles, `nvvm.ldmatrix` x4) and B fragments (8 n8
+//! tiles, 4 x4 loads), with `.trans` for the MN-major operands, from the
+//! 128-byte-swizzled stage, and issues 32 `nvvm.mma.sync` m16n8k16 (row.col, f32
+//! accumulators). A lane's 128 accumulator registers are one SSA value each.
 
 use super::wgmma::{mma_parts, operand_majors};
 use super::{err, Gemm, Lv, R};
@@ -26,9 +26,15 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         };
         let elem = a.elem;
         let majors = operand_majors(op)?;
+        let bk = if majors.a_k {
+            a.shape.get(1)
+        } else {
+            a.shape.first()
+        };
+        let bk = bk.copied().filter(|&k| k == 64 || k == 128).unwrap_or(64);
         let (a_want, b_want) = (
-            if majors.a_k { [128, 64] } else { [64, 128] },
-            if majors.b_k { [256, 64] } else { [64, 256] },
+            if majors.a_k { [128, bk] } else { [bk, 128] },
+            if majors.b_k { [256, bk] } else { [bk, 256] },
         );
         if a.shape != a_want
             || b.shape != b_want
@@ -38,9 +44,9 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             return err(
                 op,
                 format!(
-                    "mma.sync lowering handles a 128x64 M x K tile of A and a 64x256 K x N tile of \
-                     B in bf16/f16 (2 x 4 warps of 64 x 64): for these operand majors, stages of \
-                     {} and {}; found {} and {}",
+                    "mma.sync lowering handles a 128 x BK M x K tile of A and a BK x 256 K x N \
+                     tile of B, BK 64 or 128, in bf16/f16 (2 x 4 warps of 64 x 64): for these \
+                     operand majors, stages of {} and {}; found {} and {}",
                     dims(&a_want),
                     dims(&b_want),
                     dims(&a.shape),
@@ -77,13 +83,13 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let ch0 = self.bin("xor", lhi, l8);
         let chunk0 = self.bin("shl", ch0, c4);
         let (a_row, a_chunk, b_row, b_chunk) = (l16, chunk0, l16, chunk0);
-        // A warp's 64 rows of A (or columns of B) start 64 x 128 = 8192 bytes in: 64 rows
-        // of a K-major stage, one 64-column box of an MN-major one.
-        let c64 = self.i32(64);
+        // A warp's 64 rows of A (or columns of B) start 64 rows (8192 bytes) into a K-major
+        // stage, and one 64-column box (BK rows, BK x 128 bytes) into an MN-major one.
+        let c64 = self.i32(if majors.a_k { 64 } else { bk as i64 });
         let ar = self.bin("mul", wm, c64);
         let ar2 = self.bin("add", ar, a_row);
         let a_lane = self.bin("shl", ar2, c7);
-        let bbox = self.i32(8192);
+        let bbox = self.i32(if majors.b_k { 8192 } else { bk as i64 * 128 });
         let bb = self.bin("mul", wn, bbox);
         let brow = self.bin("shl", b_row, c7);
         let b_lane = self.bin("add", bb, brow);
@@ -98,23 +104,26 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let b0 = self.bin("add", bso, boffc);
         let b_base = self.bin("add", b0, b_lane);
         // The byte offset of fragment f (an m16 tile of A, a pair of n8 tiles of B) in k16
-        // step kk: K-major, rows 16 f and chunks 2 kk; MN-major, rows 16 kk and chunks 2 f.
-        let frag = |g: &mut Self, base, chunk, k_major: bool, kk: i64, f: i64| {
-            let (rows, ch) = if k_major { (f, kk) } else { (kk, f) };
+        // step kk: K-major, rows 16 f and chunks 2 (kk mod 4) of box kk / 4 (`box_bytes`
+        // apart); MN-major, rows 16 kk and chunks 2 f.
+        let frag = |g: &mut Self, base, chunk, k_major: bool, box_bytes: i64, kk: i64, f: i64| {
+            let (rows, ch) = if k_major { (f, kk % 4) } else { (kk, f) };
+            let boxes = if k_major { (kk / 4) * box_bytes } else { 0 };
             let x = if ch == 0 {
                 chunk
             } else {
                 let c = g.i32(32 * ch);
                 g.bin("xor", chunk, c)
             };
-            let o = if rows == 0 {
+            let o = if rows == 0 && boxes == 0 {
                 base
             } else {
-                let c = g.i32(rows * 16 * 128);
+                let c = g.i32(rows * 16 * 128 + boxes);
                 g.bin("add", base, c)
             };
             g.bin("add", o, x)
         };
+        let (a_box, b_box) = (a.shape[0] as i64 * 128, b.shape[0] as i64 * 128);
         let zero_acc = op.attr("zero_acc").and_then(TileAttr::as_bool) == Some(true);
         let f32t = self.w.ty(ScalarType::F32);
         let mut acc: Vec<Value<'c, 'm>> = if zero_acc {
@@ -163,10 +172,10 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             ),
             ("shape", self.w.attr("#nvvm.shape<m = 16, n = 8, k = 16>")),
         ];
-        for kk in 0..4i64 {
+        for kk in 0..(bk / 16) as i64 {
             let mut afrag = vec![];
             for mi in 0..4i64 {
-                let o = frag(self, a_base, a_chunk, majors.a_k, kk, mi);
+                let o = frag(self, a_base, a_chunk, majors.a_k, a_box, kk, mi);
                 let p = self.gep3(o);
                 let r = self.w.op1("nvvm.ldmatrix", &[p], ldm, &a_attrs);
                 let order = if majors.a_k {
@@ -185,7 +194,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             }
             let mut bfrag: Vec<(Value<'c, 'm>, Value<'c, 'm>)> = vec![];
             for nj in 0..4i64 {
-                let o = frag(self, b_base, b_chunk, majors.b_k, kk, nj);
+                let o = frag(self, b_base, b_chunk, majors.b_k, b_box, kk, nj);
                 let p = self.gep3(o);
                 let r = self.w.op1("nvvm.ldmatrix", &[p], ldm, &b_attrs);
                 let v: Vec<Value<'c, 'm>> = (0..4)

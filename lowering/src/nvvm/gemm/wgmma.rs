@@ -106,9 +106,13 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             if majors.b_k { b.shape[0] } else { b.shape[1] },
         );
         let b_kdim = if majors.b_k { b.shape[1] } else { b.shape[0] };
-        if a_k != 64 || b_kdim != 64 {
-            return err(op, "wgmma lowering expects 64-wide K stages");
+        if !matches!(a_k, 64 | 128) || b_kdim != a_k {
+            return err(
+                op,
+                "wgmma lowering expects K stages of 64 or 128 elements, the same for A and B",
+            );
         }
+        let bk = a_k;
         self.set_acc(op, (n / 2) as usize)?;
         let cwg = self.cwg.ok_or_else(|| {
             Diagnostic::error(
@@ -117,13 +121,15 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             )
         })?;
         // Descriptors: layout (1 = 128B swizzle) << 62 | (SBO >> 4) << 32 | (LBO >> 4) << 16
-        // | addr >> 4. A stage holds 128-byte rows (64 16-bit elements), 128-byte swizzled in
-        // 1024-byte atoms of 8 rows (SBO). K-major (rows are M or N, K contiguous): a k16
-        // step is 32 bytes along the row. MN-major (rows are K, stored in boxes of 64 M or N
-        // columns, LBO apart): a k16 step is 16 rows, 2048 bytes. A consumer warpgroup's 64
-        // rows of A start 8192 bytes in: 64 rows (K-major) or one 64-column box (M-major).
+        // | addr >> 4. A stage holds 128-byte rows (64 16-bit elements) in boxes of 64
+        // columns, 128-byte swizzled in 1024-byte atoms of 8 rows (SBO). K-major (rows are M
+        // or N, K contiguous): k16 step kk is 32 (kk mod 4) bytes along the row, in box
+        // kk / 4. MN-major (rows are K, boxes of 64 M or N columns, LBO = BK x 128 bytes
+        // apart): step kk is 16 rows, 2048 kk bytes. A consumer warpgroup's 64 rows of A
+        // start at 64 rows (K-major, 8192 bytes) or one box (M-major) in.
         let (st32, stb) = self.stages32(op, &parts)?;
-        let wg_rows = self.i32(64 * 128);
+        let mn_box = bk * 128;
+        let wg_rows = self.i32(if majors.a_k { 64 * 128 } else { mn_box } as i64);
         let a_wg = self.bin("mul", cwg, wg_rows);
         let a_sbc = self.i32(a.stage_bytes as i64);
         let a_so = self.bin("mul", st32, a_sbc);
@@ -141,12 +147,18 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let b_lo = self.bin("lshr", b_addr, c4);
         let a_lo64 = self.zext64(a_lo);
         let b_lo64 = self.zext64(b_lo);
-        let box_bytes = 64 * 128u64;
-        // (LBO, SBO, bytes per k16 step) of a K-major and of an MN-major stage.
-        let k_major = (16u64, 1024u64, 32i64);
-        let mn_major = (box_bytes, 1024u64, 2048i64);
-        let (a_lbo, a_sbo, a_step) = if majors.a_k { k_major } else { mn_major };
-        let (b_lbo, b_sbo, b_step) = if majors.b_k { k_major } else { mn_major };
+        // (LBO, SBO) of a K-major and of an MN-major stage, and the byte offset of k16 step
+        // kk in a stage of `rows` rows.
+        let (k_major, mn_major) = ((16u64, 1024u64), (mn_box, 1024u64));
+        let step = |k_major: bool, rows: u64, kk: i64| -> i64 {
+            if k_major {
+                (kk / 4) * (rows as i64) * 128 + (kk % 4) * 32
+            } else {
+                kk * 2048
+            }
+        };
+        let (a_lbo, a_sbo) = if majors.a_k { k_major } else { mn_major };
+        let (b_lbo, b_sbo) = if majors.b_k { k_major } else { mn_major };
         let hi =
             |lbo: u64, sbo: u64| ((1u64 << 62) | ((sbo >> 4) << 32) | ((lbo >> 4) << 16)) as i64;
         let ahi = self.i64(hi(a_lbo, a_sbo));
@@ -165,21 +177,22 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 )
             }
         };
-        // One asm statement for the stage's 4 k16 steps: the operands are the 128 tied
+        // One asm statement for the stage's BK / 16 k16 steps: the operands are the tied
         // accumulator registers (none with zero_acc: the first step does not read them)
-        // and 8 descriptors. LLVM 22 has no wgmma intrinsic, and MLIR lowers each
+        // and two descriptors per step. LLVM 22 has no wgmma intrinsic, and MLIR lowers each
         // `nvvm.wgmma.mma_async` to inline PTX of its own; four such statements cost LLVM's
         // instruction selection and register coalescing about 2.5 ms each (256 operands),
         // a quarter of gemm_bf16's code generation (docs/performance.md).
         let regs = n as usize / 2;
+        let steps = (bk / 16) as usize;
         let mut descs = vec![];
-        for kk in 0..4i64 {
+        for kk in 0..steps as i64 {
             if kk == 0 {
                 descs.push(da0.v);
                 descs.push(db0.v);
             } else {
-                let ca = self.i64((a_step * kk) >> 4);
-                let cb = self.i64((b_step * kk) >> 4);
+                let ca = self.i64(step(majors.a_k, a.shape[0], kk) >> 4);
+                let cb = self.i64(step(majors.b_k, b.shape[0], kk) >> 4);
                 descs.push(self.bin("add", da0, ca).v);
                 descs.push(self.bin("add", db0, cb).v);
             }
@@ -206,7 +219,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         // imm-trans-a / imm-trans-b: 1 for an MN-major operand.
         let (ta, tb) = (u8::from(!majors.a_k), u8::from(!majors.b_k));
         let mut asm = String::from("{\n.reg .pred p;\n");
-        for kk in 0..4usize {
+        for kk in 0..steps {
             let scale_d = u8::from(!(zero_acc && kk == 0));
             let (da, db) = (first_desc + 2 * kk, first_desc + 2 * kk + 1);
             asm.push_str(&format!(
@@ -218,7 +231,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         asm.push('}');
         let cons: Vec<String> = std::iter::repeat_n("=f".to_string(), regs)
             .chain((0..regs).filter(|_| tied).map(|i| i.to_string()))
-            .chain(std::iter::repeat_n("l".to_string(), 8))
+            .chain(std::iter::repeat_n("l".to_string(), 2 * steps))
             .collect();
         let acc = self
             .w
