@@ -359,12 +359,13 @@ fn gemm_source(bm: u64, bn: u64, bk: u64, a_t: bool, b_t: bool) -> String {
 #[test]
 fn legal_wgmma_tiles_compile_without_spills() {
     // A sample of sm_90a's legality table (Target::check_gemm_tile, whose unit tests walk all
-    // of it): BM 64 and 128, BK 64 and 128, BN from 8 to 256 for a B stored N×K (any
+    // of it): BM 64 and 128, BK 32 (64-byte swizzle for the K-major operands), 64 and 128,
+    // BN from 8 to 256 for a B stored N×K (any
     // multiple of 8, N ≡ 8 mod 16 included), multiples of 64 for K×N, and an A stored K×M;
     // the deepest ring that fits. ptxas: no spill, no warning, no wgmma serialization.
     let mut n = 0;
     for bm in [64u64, 128] {
-        for bk in [64u64, 128] {
+        for bk in [32u64, 64, 128] {
             let nt = [8u64, 24, 40, 72, 136, 248, 256].map(|bn| (bn, false, true));
             let nn = [64u64, 192].map(|bn| (bn, false, false));
             let tn = [(128u64, true, false)];
@@ -394,7 +395,7 @@ fn legal_wgmma_tiles_compile_without_spills() {
             }
         }
     }
-    assert_eq!(n, 40);
+    assert_eq!(n, 60);
 }
 
 #[test]
@@ -414,7 +415,13 @@ fn illegal_tiles_are_located_errors() {
             false,
             "of a B stored K×N must be a multiple of 64",
         ),
-        (128, 256, 32, false, "the K tile must be 64 or 128 elements"),
+        (
+            128,
+            256,
+            16,
+            false,
+            "the K tile must be 32, 64 or 128 elements",
+        ),
         (128, 260, 64, true, "is not a legal wgmma N"),
     ] {
         let src = gemm_source(bm, bn, bk, false, b_t);

@@ -153,14 +153,15 @@ impl Target {
     /// Whether tilec lowers a GEMM main loop with tile `t` on this target; the error names
     /// the limit the tile breaks. The table (wgmma: PTX ISA §9.7.15, m64nNk16 with N a
     /// multiple of 8 up to 256, shared-memory operands in 128-byte-swizzled boxes of 64
-    /// 16-bit elements; mma.sync: m16n8k16 over 2 × 4 warps of 64 × 64):
+    /// 16-bit elements, or 64-byte-swizzled rows of 32 for a K-major operand with BK = 32;
+    /// mma.sync: m16n8k16 over 2 × 4 warps of 64 × 64):
     ///
     /// | | sm_90a (wgmma) | sm_90, sm_100, sm_100a (mma.sync) |
     /// | --- | --- | --- |
     /// | A, B / accumulator | bf16 or f16 / f32 | bf16 or f16 / f32 |
     /// | BM | 64 or 128 (one or two consumer warpgroups) | 128 |
     /// | BN | 8 to 256 in steps of 8; a multiple of 64 when B is stored K×N | 256 |
-    /// | BK | 64 or 128 | 64 or 128 |
+    /// | BK | 32, 64 or 128 | 32, 64 or 128 |
     ///
     /// and, before any of these, the accumulator must fit the register file
     /// ([`REGISTER_FILE_BYTES`]). Shared memory (the ring's stages) is checked by the pass,
@@ -189,10 +190,10 @@ impl Target {
                 t.elem, t.acc
             ));
         }
-        if t.bk != 64 && t.bk != 128 {
+        if ![32, 64, 128].contains(&t.bk) {
             return Err(format!(
-                "the K tile must be 64 or 128 elements (one or two 128-byte swizzle spans of \
-                 {}), found {}",
+                "the K tile must be 32, 64 or 128 elements (a 64-byte, a 128-byte or two \
+                 128-byte swizzle spans of {}), found {}",
                 t.elem, t.bk
             ));
         }
@@ -255,7 +256,7 @@ mod tests {
         let t = Target::Sm90a;
         // Every BN from 8 to 256 in steps of 8 for a B stored N×K, BM 64 and 128, BK 64/128.
         for bm in [64, 128] {
-            for bk in [64, 128] {
+            for bk in [32, 64, 128] {
                 for bn in (8..=256).step_by(8) {
                     assert_eq!(
                         t.check_gemm_tile(&tile(bm, bn, bk, true)),
@@ -275,7 +276,7 @@ mod tests {
         );
         assert!(e(128, 12, 64).contains("not a legal wgmma N"));
         assert!(e(192, 128, 64).contains("M tile must be 64 or 128"));
-        assert!(e(128, 256, 32).contains("K tile must be 64 or 128"));
+        assert!(e(128, 256, 16).contains("K tile must be 32, 64 or 128"));
         assert_eq!(
             e(256, 256, 64),
             "a 256x256 f32 accumulator needs 256 KiB of registers; the register file holds 256 \
@@ -293,7 +294,7 @@ mod tests {
     fn mma_sync_table() {
         for t in [Target::Sm90, Target::Sm100, Target::Sm100a] {
             for b_k in [false, true] {
-                for bk in [64, 128] {
+                for bk in [32, 64, 128] {
                     assert_eq!(t.check_gemm_tile(&tile(128, 256, bk, b_k)), Ok(()));
                 }
                 let e = t.check_gemm_tile(&tile(64, 128, 64, b_k)).unwrap_err();

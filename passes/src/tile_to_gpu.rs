@@ -29,7 +29,8 @@
 //! dimension that is K for the dot, and nothing else may be in the loop.
 //!
 //! It turns the loop into a warp-specialized pipeline: a `stages`-deep ring of shared-memory
-//! stages for A and B (each as it was loaded) with 128-byte swizzle, a `full` mbarrier per
+//! stages for A and B (each as it was loaded; 128-byte swizzle, 64-byte for the 64-byte rows
+//! of a K-major operand with BK = 32), a `full` mbarrier per
 //! stage (armed with `expect_tx` for the stage's bytes, completed by the TMA copies) and an
 //! `empty` mbarrier per stage (one arrive per consumer warp), a producer warpgroup
 //! whose elected thread issues the copies, and BM/64 consumer warpgroups running
@@ -51,7 +52,7 @@
 //! On `sm_90a` the MMA is `wgmma` (m64nBNk16); elsewhere `ldmatrix` + `mma.sync`
 //! m16n8k16. Checked before anything is rewritten, each with the limit it breaks: the
 //! target exists; the tile is in the target's legality table
-//! ([`Target::check_gemm_tile`]: bf16/f16 with an f32 accumulator, BK 64 or 128, on sm_90a
+//! ([`Target::check_gemm_tile`]: bf16/f16 with an f32 accumulator, BK 32, 64 or 128, on sm_90a
 //! BM 64 or 128 and BN any multiple of 8 to 256 — of 64 for a B stored K×N —, on the
 //! mma.sync targets 128×256); the ring plus barriers fit the target's shared memory per
 //! block.
@@ -290,6 +291,12 @@ struct Operand {
 }
 
 impl Operand {
+    /// The ring's swizzle in bytes: the row's bytes (64: BK = 32 of a K-major 16-bit
+    /// operand) up to 128, the widest; rows wider than 128 bytes are stored in boxes of 128.
+    fn swizzle(&self, elem: ScalarType) -> u64 {
+        (self.ring[1] * elem.size_bytes()).min(128)
+    }
+
     /// Whether the ring's rows are the dot's first dimension (A: rows are M, so K is
     /// contiguous; B: rows are K, so N is contiguous).
     fn view(&self) -> [u64; 2] {
@@ -945,7 +952,7 @@ fn lower_kernel(
     let a_ring = e.one(
         OpKind::SmemAlloc,
         &[],
-        &[("swizzle", Attribute::Int(128))],
+        &[("swizzle", Attribute::Int(mm.a.swizzle(mm.elem) as i64))],
         Type::Smem {
             stages: s,
             shape: mm.a.ring.to_vec(),
@@ -956,7 +963,7 @@ fn lower_kernel(
     let b_ring = e.one(
         OpKind::SmemAlloc,
         &[],
-        &[("swizzle", Attribute::Int(128))],
+        &[("swizzle", Attribute::Int(mm.b.swizzle(mm.elem) as i64))],
         Type::Smem {
             stages: s,
             shape: mm.b.ring.to_vec(),

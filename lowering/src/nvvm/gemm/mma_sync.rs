@@ -7,6 +7,7 @@
 
 use super::wgmma::{mma_parts, operand_majors};
 use super::{err, Gemm, Lv, R};
+use crate::nvvm::writer::V;
 use melior::ir::{
     attribute::{DenseI32ArrayAttribute, IntegerAttribute},
     Value,
@@ -15,6 +16,17 @@ use tilec_dialect::{Attribute as TileAttr, Operation, ScalarType};
 
 /// Accumulator registers per lane: a 64 x 64 warp tile of m16n8 tiles.
 const NACC: usize = 128;
+
+/// One operand's ldmatrix addressing: the lane's byte address in stage 0 of its first
+/// fragment, its swizzled chunk (bytes), whether the stage is K-major, its row width
+/// (the swizzle span, bytes) and its rows.
+struct Frag<'c, 'm> {
+    base: V<'c, 'm>,
+    chunk: V<'c, 'm>,
+    k_major: bool,
+    span: u64,
+    rows: u64,
+}
 
 impl<'c, 'm> Gemm<'c, 'm, '_> {
     pub(super) fn lower_mma_sync(&mut self, op: &Operation) -> R<()> {
@@ -31,7 +43,10 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         } else {
             a.shape.first()
         };
-        let bk = bk.copied().filter(|&k| k == 64 || k == 128).unwrap_or(64);
+        let bk = bk
+            .copied()
+            .filter(|&k| matches!(k, 32 | 64 | 128))
+            .unwrap_or(64);
         let (a_want, b_want) = (
             if majors.a_k { [128, bk] } else { [bk, 128] },
             if majors.b_k { [256, bk] } else { [bk, 256] },
@@ -45,7 +60,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 op,
                 format!(
                     "mma.sync lowering handles a 128 x BK M x K tile of A and a BK x 256 K x N \
-                     tile of B, BK 64 or 128, in bf16/f16 (2 x 4 warps of 64 x 64): for these \
+                     tile of B, BK 32, 64 or 128, in bf16/f16 (2 x 4 warps of 64 x 64): for these \
                      operand majors, stages of {} and {}; found {} and {}",
                     dims(&a_want),
                     dims(&b_want),
@@ -82,16 +97,44 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let lhi = self.bin("lshr", lane, c4);
         let ch0 = self.bin("xor", lhi, l8);
         let chunk0 = self.bin("shl", ch0, c4);
-        let (a_row, a_chunk, b_row, b_chunk) = (l16, chunk0, l16, chunk0);
-        // A warp's 64 rows of A (or columns of B) start 64 rows (8192 bytes) into a K-major
-        // stage, and one 64-column box (BK rows, BK x 128 bytes) into an MN-major one.
+        // A K-major stage with BK = 32 has 64-byte rows, 64-byte swizzled: chunk c (of 4) of
+        // row r is stored at c xor ((r / 2) mod 4), a lane's swizzle (lane / 2) mod 4.
+        let (a_span, b_span) = (a.span(op)?, b.span(op)?);
+        if (!majors.a_k && a_span != 128) || (!majors.b_k && b_span != 128) {
+            return err(
+                op,
+                "mma.sync lowering expects MN-major stages 128-byte swizzled",
+            );
+        }
+        let chunk64 = if a_span == 64 || b_span == 64 {
+            let c1 = self.i32(1);
+            let c3 = self.i32(3);
+            let l2 = self.bin("lshr", lane, c1);
+            let sw = self.bin("and", l2, c3);
+            let x = self.bin("xor", lhi, sw);
+            Some(self.bin("shl", x, c4))
+        } else {
+            None
+        };
+        let chunk_of = |span: u64| {
+            if span == 64 {
+                chunk64.expect("built")
+            } else {
+                chunk0
+            }
+        };
+        let (a_row, a_chunk, b_row, b_chunk) = (l16, chunk_of(a_span), l16, chunk_of(b_span));
+        // A warp's 64 rows of A (or columns of B) start 64 rows into a K-major stage, and
+        // one 64-column box (BK rows, BK x 128 bytes) into an MN-major one.
         let c64 = self.i32(if majors.a_k { 64 } else { bk as i64 });
         let ar = self.bin("mul", wm, c64);
         let ar2 = self.bin("add", ar, a_row);
-        let a_lane = self.bin("shl", ar2, c7);
-        let bbox = self.i32(if majors.b_k { 8192 } else { bk as i64 * 128 });
+        let a_shift = self.i32(i64::from(a_span.trailing_zeros()));
+        let a_lane = self.bin("shl", ar2, a_shift);
+        let bbox = self.i32(if majors.b_k { 64 * b_span } else { bk * 128 } as i64);
         let bb = self.bin("mul", wn, bbox);
-        let brow = self.bin("shl", b_row, c7);
+        let b_shift = self.i32(i64::from(b_span.trailing_zeros()));
+        let brow = self.bin("shl", b_row, b_shift);
         let b_lane = self.bin("add", bb, brow);
         let asb = self.i32(a.stage_bytes as i64);
         let bsb = self.i32(b.stage_bytes as i64);
@@ -104,26 +147,49 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let b0 = self.bin("add", bso, boffc);
         let b_base = self.bin("add", b0, b_lane);
         // The byte offset of fragment f (an m16 tile of A, a pair of n8 tiles of B) in k16
-        // step kk: K-major, rows 16 f and chunks 2 (kk mod 4) of box kk / 4 (`box_bytes`
-        // apart); MN-major, rows 16 kk and chunks 2 f.
-        let frag = |g: &mut Self, base, chunk, k_major: bool, box_bytes: i64, kk: i64, f: i64| {
-            let (rows, ch) = if k_major { (f, kk % 4) } else { (kk, f) };
-            let boxes = if k_major { (kk / 4) * box_bytes } else { 0 };
-            let x = if ch == 0 {
-                chunk
+        // step kk of an operand's stage (rows of `span` bytes): K-major, rows 16 f and
+        // chunks 2 (kk mod s) of box kk / s (rows x span bytes apart, s = span / 32);
+        // MN-major, rows 16 kk and chunks 2 f.
+        let frag = |g: &mut Self, x: &Frag<'c, 'm>, kk: i64, f: i64| {
+            let per_box = (x.span / 32) as i64;
+            let (rows, ch) = if x.k_major {
+                (f, kk % per_box)
+            } else {
+                (kk, f)
+            };
+            let boxes = if x.k_major {
+                (kk / per_box) * (x.rows * x.span) as i64
+            } else {
+                0
+            };
+            let c = if ch == 0 {
+                x.chunk
             } else {
                 let c = g.i32(32 * ch);
-                g.bin("xor", chunk, c)
+                g.bin("xor", x.chunk, c)
             };
             let o = if rows == 0 && boxes == 0 {
-                base
+                x.base
             } else {
-                let c = g.i32(rows * 16 * 128 + boxes);
-                g.bin("add", base, c)
+                let k = g.i32(rows * 16 * x.span as i64 + boxes);
+                g.bin("add", x.base, k)
             };
-            g.bin("add", o, x)
+            g.bin("add", o, c)
         };
-        let (a_box, b_box) = (a.shape[0] as i64 * 128, b.shape[0] as i64 * 128);
+        let af = Frag {
+            base: a_base,
+            chunk: a_chunk,
+            k_major: majors.a_k,
+            span: a_span,
+            rows: a.shape[0],
+        };
+        let bf = Frag {
+            base: b_base,
+            chunk: b_chunk,
+            k_major: majors.b_k,
+            span: b_span,
+            rows: b.shape[0],
+        };
         let zero_acc = op.attr("zero_acc").and_then(TileAttr::as_bool) == Some(true);
         let f32t = self.w.ty(ScalarType::F32);
         let mut acc: Vec<Value<'c, 'm>> = if zero_acc {
@@ -175,7 +241,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         for kk in 0..(bk / 16) as i64 {
             let mut afrag = vec![];
             for mi in 0..4i64 {
-                let o = frag(self, a_base, a_chunk, majors.a_k, a_box, kk, mi);
+                let o = frag(self, &af, kk, mi);
                 let p = self.gep3(o);
                 let r = self.w.op1("nvvm.ldmatrix", &[p], ldm, &a_attrs);
                 let order = if majors.a_k {
@@ -194,7 +260,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             }
             let mut bfrag: Vec<(Value<'c, 'm>, Value<'c, 'm>)> = vec![];
             for nj in 0..4i64 {
-                let o = frag(self, b_base, b_chunk, majors.b_k, b_box, kk, nj);
+                let o = frag(self, &bf, kk, nj);
                 let p = self.gep3(o);
                 let r = self.w.op1("nvvm.ldmatrix", &[p], ldm, &b_attrs);
                 let v: Vec<Value<'c, 'm>> = (0..4)

@@ -59,6 +59,25 @@ pub(super) struct Ring {
     pub stage_bytes: u64,
     pub shape: Vec<u64>,
     pub elem: ScalarType,
+    /// The `swizzle` in bytes (0 without one).
+    pub swizzle: u64,
+}
+
+impl Ring {
+    /// The ring's swizzle span in bytes for an MMA operand or a TMA copy: 64 or 128, the
+    /// widths the lowering addresses (a row of 64 bytes, or boxes of 128-byte rows).
+    pub fn span(&self, op: &Operation) -> R<u64> {
+        match self.swizzle {
+            64 | 128 => Ok(self.swizzle),
+            s => err(
+                op,
+                format!(
+                    "convert-tile-to-nvvm: MMA operand and TMA rings are 64- or 128-byte \
+                     swizzled; this ring has swizzle = {s}"
+                ),
+            ),
+        }
+    }
 }
 
 /// A kernel tensor passed as pointer + sizes + strides (i64 each; elements).
@@ -377,6 +396,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                         stage_bytes,
                         shape,
                         elem,
+                        swizzle: op.int_attr("swizzle").unwrap_or(0).max(0) as u64,
                     }),
                 );
                 self.ring_swizzle
@@ -538,6 +558,8 @@ fn param_bytes(params: &[Param]) -> u64 {
 struct Analysis<'k> {
     /// Tensors read or written by TMA (→ tensor maps), with their box.
     tma_boxes: HashMap<TileValue, Vec<u64>>,
+    /// The swizzle (bytes) of each tensor map: its ring's.
+    tma_swizzle: HashMap<TileValue, u64>,
     /// Tensors written by `tile.tma_store`.
     stored: HashMap<TileValue, &'k Operation>,
     consumers: u64,
@@ -549,20 +571,32 @@ fn analyze<'k>(m: &TileModule, k: &'k Operation) -> R<Analysis<'k>> {
     // (slot rows / consumers) x slot columns.
     let mut store_boxes: HashMap<TileValue, (Vec<u64>, &Operation)> = HashMap::new();
     let mut consumers = 1u64;
+    let mut ring_swizzle: HashMap<TileValue, u64> = HashMap::new();
     k.walk(&mut |o| {
         if o.kind == OpKind::WarpSpecialize {
             consumers = o.int_attr("consumers").unwrap_or(1).max(1) as u64;
         }
+        if o.kind == OpKind::SmemAlloc {
+            ring_swizzle.insert(
+                o.results[0],
+                o.int_attr("swizzle").unwrap_or(0).max(0) as u64,
+            );
+        }
     });
+    let mut tma_swizzle: HashMap<TileValue, u64> = HashMap::new();
     k.walk(&mut |o| {
         if o.kind == OpKind::TmaLoad {
-            if let (Some(TileType::Smem { shape, .. }), Some(TileType::Tensor { rank, .. })) =
+            if let (Some(TileType::Smem { shape, elem, .. }), Some(TileType::Tensor { rank, .. })) =
                 (m.try_ty(o.operands[1]), m.try_ty(o.operands[0]))
             {
-                // Leading unit dimensions for a tensor of rank > 2 (a batch index).
+                // Boxes of one swizzle span of columns; leading unit dimensions for a
+                // tensor of rank > 2 (a batch index).
+                let sw = ring_swizzle.get(&o.operands[1]).copied().unwrap_or(128);
+                let cols = (sw.max(16) / elem.size_bytes()).max(1);
                 let mut b = vec![1; (*rank as usize).saturating_sub(2)];
-                b.extend([shape[0], shape[1].min(64)]);
+                b.extend([shape[0], shape[1].min(cols)]);
                 tma_boxes.insert(o.operands[0], b);
+                tma_swizzle.insert(o.operands[0], sw);
             }
         }
         if o.kind == OpKind::TmaStore {
@@ -592,8 +626,12 @@ fn analyze<'k>(m: &TileModule, k: &'k Operation) -> R<Analysis<'k>> {
         tma_boxes.insert(*t, b.clone());
         stored.insert(*t, *o);
     }
+    for t in stored.keys() {
+        tma_swizzle.entry(*t).or_insert(128);
+    }
     Ok(Analysis {
         tma_boxes,
+        tma_swizzle,
         stored,
         consumers,
     })
@@ -618,7 +656,7 @@ fn params_of(m: &TileModule, k: &Operation, a: &Analysis) -> R<Vec<Param>> {
                         dtype: elem.name().into(),
                         rank: *rank,
                         box_: b.clone(),
-                        swizzle: "128B".into(),
+                        swizzle: format!("{}B", a.tma_swizzle.get(&v).copied().unwrap_or(128)),
                         fill: fill.into(),
                         interleave: "none".into(),
                         l2_promotion: "256B".into(),

@@ -28,13 +28,16 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             );
         }
         let elem = ring.elem;
-        let inner_bytes = 64 * elem.size_bytes();
-        if ring.shape[1] * elem.size_bytes() % 128 != 0 || inner_bytes != 128 {
+        // Boxes of one swizzle span of columns each (64 16-bit elements at 128 bytes, 32 at
+        // 64), `rows` x span bytes apart in the stage.
+        let span = ring.span(op)?;
+        let box_cols = span / elem.size_bytes();
+        if ring.shape[1] % box_cols != 0 {
             return err(
                 op,
                 format!(
-                    "TMA stage inner dimension must be a multiple of 64 {elem} elements (128 \
-                     bytes)"
+                    "TMA stage inner dimension must be a multiple of {box_cols} {elem} elements \
+                     ({span} bytes, the ring's swizzle)"
                 ),
             );
         }
@@ -52,8 +55,8 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         }
         coords32.reverse();
         let inner32 = coords32[0];
-        let boxes = ring.shape[1] / 64;
-        let box_bytes = ring.shape[0] * 128;
+        let boxes = ring.shape[1] / box_cols;
+        let box_bytes = ring.shape[0] * span;
         let p7t = self.w.ptr_ty(7);
         let segments =
             DenseI32ArrayAttribute::new(self.w.ctx, &[1, 1, rank as i32, 1, 0, 0, 0, 0]).into();
@@ -71,7 +74,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             let ij = if j == 0 {
                 inner32
             } else {
-                let c = self.i32((64 * j) as i64);
+                let c = self.i32((box_cols * j) as i64);
                 self.bin("add", inner32, c)
             };
             let mut operands = vec![p7, tm, ij.v];

@@ -106,10 +106,10 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             if majors.b_k { b.shape[0] } else { b.shape[1] },
         );
         let b_kdim = if majors.b_k { b.shape[1] } else { b.shape[0] };
-        if !matches!(a_k, 64 | 128) || b_kdim != a_k {
+        if !matches!(a_k, 32 | 64 | 128) || b_kdim != a_k {
             return err(
                 op,
-                "wgmma lowering expects K stages of 64 or 128 elements, the same for A and B",
+                "wgmma lowering expects K stages of 32, 64 or 128 elements, the same for A and B",
             );
         }
         let bk = a_k;
@@ -120,16 +120,24 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 "'tile.mma' outside the consumer region of 'tile.warp_specialize'",
             )
         })?;
-        // Descriptors: layout (1 = 128B swizzle) << 62 | (SBO >> 4) << 32 | (LBO >> 4) << 16
-        // | addr >> 4. A stage holds 128-byte rows (64 16-bit elements) in boxes of 64
-        // columns, 128-byte swizzled in 1024-byte atoms of 8 rows (SBO). K-major (rows are M
-        // or N, K contiguous): k16 step kk is 32 (kk mod 4) bytes along the row, in box
-        // kk / 4. MN-major (rows are K, boxes of 64 M or N columns, LBO = BK x 128 bytes
-        // apart): step kk is 16 rows, 2048 kk bytes. A consumer warpgroup's 64 rows of A
-        // start at 64 rows (K-major, 8192 bytes) or one box (M-major) in.
+        // Descriptors: layout (1 = 128-byte, 2 = 64-byte swizzle) << 62 | (SBO >> 4) << 32 |
+        // (LBO >> 4) << 16 | addr >> 4. A stage holds rows of one swizzle span (128 bytes: 64
+        // 16-bit elements; 64 bytes for a K-major operand with BK = 32) in boxes of that many
+        // columns, swizzled in atoms of 8 rows (SBO = 8 spans). K-major (rows are M or N, K
+        // contiguous): k16 step kk is 32 (kk mod s) bytes along the row, in box kk / s, s =
+        // span / 32. MN-major (rows are K, 128-byte boxes of 64 M or N columns, LBO = BK x
+        // 128 bytes apart): step kk is 16 rows, 2048 kk bytes. A consumer warpgroup's 64
+        // rows of A start 64 rows (K-major) or one box (M-major) in.
+        let (a_span, b_span) = (a.span(op)?, b.span(op)?);
+        if (!majors.a_k && a_span != 128) || (!majors.b_k && b_span != 128) {
+            return err(
+                op,
+                "wgmma lowering expects MN-major stages 128-byte swizzled",
+            );
+        }
         let (st32, stb) = self.stages32(op, &parts)?;
         let mn_box = bk * 128;
-        let wg_rows = self.i32(if majors.a_k { 64 * 128 } else { mn_box } as i64);
+        let wg_rows = self.i32(if majors.a_k { 64 * a_span } else { mn_box } as i64);
         let a_wg = self.bin("mul", cwg, wg_rows);
         let a_sbc = self.i32(a.stage_bytes as i64);
         let a_so = self.bin("mul", st32, a_sbc);
@@ -147,22 +155,33 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let b_lo = self.bin("lshr", b_addr, c4);
         let a_lo64 = self.zext64(a_lo);
         let b_lo64 = self.zext64(b_lo);
-        // (LBO, SBO) of a K-major and of an MN-major stage, and the byte offset of k16 step
-        // kk in a stage of `rows` rows.
-        let (k_major, mn_major) = ((16u64, 1024u64), (mn_box, 1024u64));
-        let step = |k_major: bool, rows: u64, kk: i64| -> i64 {
+        // (layout, LBO, SBO) of a K-major stage of span `sp` and of an MN-major one, and the
+        // byte offset of k16 step kk in a stage of `rows` rows.
+        let k_major = |sp: u64| (if sp == 64 { 2u64 } else { 1 }, 16u64, 8 * sp);
+        let mn_major = (1u64, mn_box, 1024u64);
+        let step = |k_major: bool, sp: u64, rows: u64, kk: i64| -> i64 {
+            let per_box = (sp / 32) as i64;
             if k_major {
-                (kk / 4) * (rows as i64) * 128 + (kk % 4) * 32
+                (kk / per_box) * (rows * sp) as i64 + (kk % per_box) * 32
             } else {
                 kk * 2048
             }
         };
-        let (a_lbo, a_sbo) = if majors.a_k { k_major } else { mn_major };
-        let (b_lbo, b_sbo) = if majors.b_k { k_major } else { mn_major };
-        let hi =
-            |lbo: u64, sbo: u64| ((1u64 << 62) | ((sbo >> 4) << 32) | ((lbo >> 4) << 16)) as i64;
-        let ahi = self.i64(hi(a_lbo, a_sbo));
-        let bhi = self.i64(hi(b_lbo, b_sbo));
+        let (al, a_lbo, a_sbo) = if majors.a_k {
+            k_major(a_span)
+        } else {
+            mn_major
+        };
+        let (bl, b_lbo, b_sbo) = if majors.b_k {
+            k_major(b_span)
+        } else {
+            mn_major
+        };
+        let hi = |layout: u64, lbo: u64, sbo: u64| {
+            ((layout << 62) | ((sbo >> 4) << 32) | ((lbo >> 4) << 16)) as i64
+        };
+        let ahi = self.i64(hi(al, a_lbo, a_sbo));
+        let bhi = self.i64(hi(bl, b_lbo, b_sbo));
         let da0 = self.bin("or", a_lo64, ahi);
         let db0 = self.bin("or", b_lo64, bhi);
         let zero_acc = op.attr("zero_acc").and_then(TileAttr::as_bool) == Some(true);
@@ -191,8 +210,8 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 descs.push(da0.v);
                 descs.push(db0.v);
             } else {
-                let ca = self.i64(step(majors.a_k, a.shape[0], kk) >> 4);
-                let cb = self.i64(step(majors.b_k, b.shape[0], kk) >> 4);
+                let ca = self.i64(step(majors.a_k, a_span, a.shape[0], kk) >> 4);
+                let cb = self.i64(step(majors.b_k, b_span, b.shape[0], kk) >> 4);
                 descs.push(self.bin("add", da0, ca).v);
                 descs.push(self.bin("add", db0, cb).v);
             }
