@@ -413,7 +413,7 @@ fn illegal_tiles_are_located_errors() {
             40,
             64,
             false,
-            "of a B stored K×N must be a multiple of 64",
+            "of a B stored K×N must be a multiple of 16",
         ),
         (
             128,

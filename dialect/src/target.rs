@@ -152,15 +152,16 @@ pub const REGISTER_FILE_BYTES: u64 = 262_144;
 impl Target {
     /// Whether tilec lowers a GEMM main loop with tile `t` on this target; the error names
     /// the limit the tile breaks. The table (wgmma: PTX ISA §9.7.15, m64nNk16 with N a
-    /// multiple of 8 up to 256, shared-memory operands in 128-byte-swizzled boxes of 64
-    /// 16-bit elements, or 64-byte-swizzled rows of 32 for a K-major operand with BK = 32;
+    /// multiple of 8 up to 256, shared-memory operands in boxes of one swizzle span: 128
+    /// bytes, or 64 for a K-major operand with BK = 32, or 64 or 32 for a B stored K×N whose
+    /// N is not a multiple of 64;
     /// mma.sync: m16n8k16 over 2 × 4 warps of 64 × 64):
     ///
     /// | | sm_90a (wgmma) | sm_90, sm_100, sm_100a (mma.sync) |
     /// | --- | --- | --- |
     /// | A, B / accumulator | bf16 or f16 / f32 | bf16 or f16 / f32 |
     /// | BM | 64 or 128 (one or two consumer warpgroups) | 128 |
-    /// | BN | 8 to 256 in steps of 8; a multiple of 64 when B is stored K×N | 256 |
+    /// | BN | 8 to 256 in steps of 8; a multiple of 16 when B is stored K×N | 256 |
     /// | BK | 32, 64 or 128 | 32, 64 or 128 |
     ///
     /// and, before any of these, the accumulator must fit the register file
@@ -211,10 +212,11 @@ impl Target {
                     t.bn
                 ));
             }
-            if !t.b_k_major && !t.bn.is_multiple_of(64) {
+            if !t.b_k_major && !t.bn.is_multiple_of(16) {
                 return Err(format!(
-                    "the N tile {} of a B stored K×N must be a multiple of 64 (one 128-byte \
-                     TMA box of B per 64 columns); a B stored N×K takes any multiple of 8",
+                    "the N tile {} of a B stored K×N must be a multiple of 16 (its rows are \
+                     swizzled in spans of at least 32 bytes); a B stored N×K takes any \
+                     multiple of 8",
                     t.bn
                 ));
             }
@@ -264,7 +266,7 @@ mod tests {
                         "{bm}x{bn}x{bk}"
                     );
                     let kn = t.check_gemm_tile(&tile(bm, bn, bk, false));
-                    assert_eq!(kn.is_ok(), bn % 64 == 0, "{bm}x{bn}x{bk} K×N: {kn:?}");
+                    assert_eq!(kn.is_ok(), bn % 16 == 0, "{bm}x{bn}x{bk} K×N: {kn:?}");
                 }
             }
         }

@@ -291,10 +291,16 @@ struct Operand {
 }
 
 impl Operand {
-    /// The ring's swizzle in bytes: the row's bytes (64: BK = 32 of a K-major 16-bit
-    /// operand) up to 128, the widest; rows wider than 128 bytes are stored in boxes of 128.
+    /// The ring's swizzle in bytes: the widest of 128, 64 and 32 that divides the row's
+    /// bytes (rows wider than the swizzle are stored in boxes of that many bytes); 64 for
+    /// the 64-byte rows of a K-major 16-bit operand with BK = 32, 32 or 64 for a B stored
+    /// K×N whose N is not a multiple of 64.
     fn swizzle(&self, elem: ScalarType) -> u64 {
-        (self.ring[1] * elem.size_bytes()).min(128)
+        let row = self.ring[1] * elem.size_bytes();
+        [128, 64, 32]
+            .into_iter()
+            .find(|&s| row.is_multiple_of(s))
+            .unwrap_or(16)
     }
 
     /// Whether the ring's rows are the dot's first dimension (A: rows are M, so K is

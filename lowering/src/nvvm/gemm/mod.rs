@@ -64,15 +64,15 @@ pub(super) struct Ring {
 }
 
 impl Ring {
-    /// The ring's swizzle span in bytes for an MMA operand or a TMA copy: 64 or 128, the
-    /// widths the lowering addresses (a row of 64 bytes, or boxes of 128-byte rows).
+    /// The ring's swizzle span in bytes for an MMA operand or a TMA copy: 32, 64 or 128,
+    /// the widths the lowering addresses (rows of one span, in boxes of that many bytes).
     pub fn span(&self, op: &Operation) -> R<u64> {
         match self.swizzle {
-            64 | 128 => Ok(self.swizzle),
+            32 | 64 | 128 => Ok(self.swizzle),
             s => err(
                 op,
                 format!(
-                    "convert-tile-to-nvvm: MMA operand and TMA rings are 64- or 128-byte \
+                    "convert-tile-to-nvvm: MMA operand and TMA rings are 32-, 64- or 128-byte \
                      swizzled; this ring has swizzle = {s}"
                 ),
             ),

@@ -122,22 +122,25 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         })?;
         // Descriptors: layout (1 = 128-byte, 2 = 64-byte swizzle) << 62 | (SBO >> 4) << 32 |
         // (LBO >> 4) << 16 | addr >> 4. A stage holds rows of one swizzle span (128 bytes: 64
-        // 16-bit elements; 64 bytes for a K-major operand with BK = 32) in boxes of that many
-        // columns, swizzled in atoms of 8 rows (SBO = 8 spans). K-major (rows are M or N, K
-        // contiguous): k16 step kk is 32 (kk mod s) bytes along the row, in box kk / s, s =
-        // span / 32. MN-major (rows are K, 128-byte boxes of 64 M or N columns, LBO = BK x
-        // 128 bytes apart): step kk is 16 rows, 2048 kk bytes. A consumer warpgroup's 64
-        // rows of A start 64 rows (K-major) or one box (M-major) in.
+        // 16-bit elements; 64 bytes for a K-major operand with BK = 32; 64 or 32 for a B
+        // stored K×N with N not a multiple of 64) in boxes of that many bytes, swizzled in
+        // atoms of 8 rows. A consumer warpgroup's 64 rows of A start 64 rows (K-major) or one
+        // box (M-major) in.
         let (a_span, b_span) = (a.span(op)?, b.span(op)?);
-        if (!majors.a_k && a_span != 128) || (!majors.b_k && b_span != 128) {
+        // K-major rows are 64 or 128 bytes (BK 32, or 64 and more); an M-major A has at
+        // least one 128-byte box per warpgroup; a B stored K×N may be 32-, 64- or 128-byte.
+        if (majors.a_k && a_span < 64)
+            || (majors.b_k && b_span < 64)
+            || (!majors.a_k && a_span != 128)
+        {
             return err(
                 op,
-                "wgmma lowering expects MN-major stages 128-byte swizzled",
+                "wgmma lowering expects K-major stages 64- or 128-byte swizzled and an M-major A \
+                 128-byte swizzled",
             );
         }
         let (st32, stb) = self.stages32(op, &parts)?;
-        let mn_box = bk * 128;
-        let wg_rows = self.i32(if majors.a_k { 64 * a_span } else { mn_box } as i64);
+        let wg_rows = self.i32(if majors.a_k { 64 * a_span } else { bk * a_span } as i64);
         let a_wg = self.bin("mul", cwg, wg_rows);
         let a_sbc = self.i32(a.stage_bytes as i64);
         let a_so = self.bin("mul", st32, a_sbc);
@@ -155,27 +158,34 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let b_lo = self.bin("lshr", b_addr, c4);
         let a_lo64 = self.zext64(a_lo);
         let b_lo64 = self.zext64(b_lo);
-        // (layout, LBO, SBO) of a K-major stage of span `sp` and of an MN-major one, and the
-        // byte offset of k16 step kk in a stage of `rows` rows.
-        let k_major = |sp: u64| (if sp == 64 { 2u64 } else { 1 }, 16u64, 8 * sp);
-        let mn_major = (1u64, mn_box, 1024u64);
+        // (layout, LBO, SBO) of a stage of span `sp`: K-major, SBO = 8 rows; MN-major (boxes
+        // of sp bytes of M or N, BK rows each), LBO = one box, SBO = 8 rows. And the byte
+        // offset of k16 step kk in a stage of `rows` rows: K-major, 32 bytes along the row,
+        // sp / 32 steps per box; MN-major, 16 rows.
+        let layout = |sp: u64| match sp {
+            128 => 1u64,
+            64 => 2,
+            _ => 3,
+        };
+        let k_major = |sp: u64| (layout(sp), 16u64, 8 * sp);
+        let mn_major = |sp: u64| (layout(sp), bk * sp, 8 * sp);
         let step = |k_major: bool, sp: u64, rows: u64, kk: i64| -> i64 {
             let per_box = (sp / 32) as i64;
             if k_major {
                 (kk / per_box) * (rows * sp) as i64 + (kk % per_box) * 32
             } else {
-                kk * 2048
+                kk * 16 * sp as i64
             }
         };
         let (al, a_lbo, a_sbo) = if majors.a_k {
             k_major(a_span)
         } else {
-            mn_major
+            mn_major(a_span)
         };
         let (bl, b_lbo, b_sbo) = if majors.b_k {
             k_major(b_span)
         } else {
-            mn_major
+            mn_major(b_span)
         };
         let hi = |layout: u64, lbo: u64, sbo: u64| {
             ((layout << 62) | ((sbo >> 4) << 32) | ((lbo >> 4) << 16)) as i64
