@@ -318,6 +318,45 @@ pub struct MmaOperands {
     pub acc: crate::Value,
 }
 
+/// Whether a `tile.mma`'s A ring is K-major (PTX ISA §9.7.15.5.1, wgmma's "K-major" and
+/// "MN-major" shared-memory matrices): `a_major = "k"` (the default: the ring is M×K) or
+/// `"m"` (K×M).
+///
+/// # Errors
+/// Any other value, as the message the verifier reports.
+pub fn mma_a_k_major(op: &crate::Operation) -> Result<bool, String> {
+    major(op, "a_major", ("k", true), ("m", false))
+}
+
+/// Whether a `tile.mma`'s B ring is K-major: `b_major = "k"` (the ring is N×K, as
+/// `nn.Linear` stores its weight) or `"n"` (the default: K×N).
+///
+/// # Errors
+/// Any other value, as the message the verifier reports.
+pub fn mma_b_k_major(op: &crate::Operation) -> Result<bool, String> {
+    major(op, "b_major", ("n", false), ("k", true))
+}
+
+/// Attribute `name` of `op`, one of two strings (the first is the default).
+fn major(
+    op: &crate::Operation,
+    name: &str,
+    first: (&str, bool),
+    second: (&str, bool),
+) -> Result<bool, String> {
+    match op.attr(name) {
+        None => Ok(first.1),
+        Some(crate::Attribute::Str(s)) if s == first.0 => Ok(first.1),
+        Some(crate::Attribute::Str(s)) if s == second.0 => Ok(second.1),
+        Some(a) => Err(format!(
+            "'{}' {name} must be \"{}\" or \"{}\", found {a}",
+            op.kind.name(),
+            first.0,
+            second.0
+        )),
+    }
+}
+
 /// The operands of `op`, a `tile.mma` of 4 or 5 operands; `None` for another count.
 pub fn mma_operands(op: &crate::Operation) -> Option<MmaOperands> {
     match *op.operands.as_slice() {

@@ -1899,30 +1899,15 @@ impl Verifier<'_> {
     /// agree with them and with the accumulator (M×N).
     fn check_mma_majors(&mut self, op: &Operation, ots: &[Type]) {
         let name = op.kind.name();
-        let a_k = match op.attr("a_major") {
-            None => Some(true),
-            Some(Attribute::Str(s)) if s == "k" => Some(true),
-            Some(Attribute::Str(s)) if s == "m" => Some(false),
-            Some(a) => {
-                self.error(
-                    op,
-                    format!("'{name}' a_major must be \"k\" or \"m\", found {a}"),
-                );
+        let mut major = |r: Result<bool, String>| match r {
+            Ok(k) => Some(k),
+            Err(e) => {
+                self.error(op, e);
                 None
             }
         };
-        let b_k = match op.attr("b_major") {
-            None => Some(false),
-            Some(Attribute::Str(s)) if s == "n" => Some(false),
-            Some(Attribute::Str(s)) if s == "k" => Some(true),
-            Some(a) => {
-                self.error(
-                    op,
-                    format!("'{name}' b_major must be \"n\" or \"k\", found {a}"),
-                );
-                None
-            }
-        };
+        let a_k = major(crate::ops::mma_a_k_major(op));
+        let b_k = major(crate::ops::mma_b_k_major(op));
         let (Some(a_k), Some(b_k), Some(acc)) = (a_k, b_k, ots.last()) else {
             return;
         };

@@ -303,8 +303,7 @@ impl Operand {
             .unwrap_or(16)
     }
 
-    /// Whether the ring's rows are the dot's first dimension (A: rows are M, so K is
-    /// contiguous; B: rows are K, so N is contiguous).
+    /// The tile as the dot sees it: the ring's (rows, columns), swapped when transposed.
     fn view(&self) -> [u64; 2] {
         if self.transposed {
             [self.ring[1], self.ring[0]]
@@ -364,16 +363,16 @@ impl Matmul {
 fn trace_operand(
     m: &Module,
     body_defs: &HashMap<Value, &Operation>,
-    v: Value,
+    dot: &Operation,
     which: &str,
     used: &mut Vec<*const Operation>,
 ) -> Result<(Value, bool), Diagnostic> {
-    let mut v = v;
+    let mut v = dot.operands[usize::from(which == "B")];
     let mut transposed = false;
     loop {
         let Some(d) = body_defs.get(&v) else {
             return Err(Diagnostic::error(
-                Location::unknown(),
+                dot.loc.clone(),
                 format!("tile-to-gpu: the dot's {which} operand is not computed in the K loop"),
             ));
         };
@@ -560,28 +559,8 @@ fn find_matmul<'a>(
         .flat_map(|o| o.results.iter().map(move |&r| (r, o)))
         .collect();
     let mut used: Vec<*const Operation> = vec![dot as *const Operation, y as *const Operation];
-    let locate = |r: Result<(Value, bool), Diagnostic>| {
-        r.map_err(|mut d| {
-            if d.loc == Location::unknown() {
-                d.loc = dot.loc.clone();
-            }
-            d
-        })
-    };
-    let (va, ta) = locate(trace_operand(
-        m,
-        &body_defs,
-        dot.operands[0],
-        "A",
-        &mut used,
-    ))?;
-    let (vb, tb) = locate(trace_operand(
-        m,
-        &body_defs,
-        dot.operands[1],
-        "B",
-        &mut used,
-    ))?;
+    let (va, ta) = trace_operand(m, &body_defs, dot, "A", &mut used)?;
+    let (vb, tb) = trace_operand(m, &body_defs, dot, "B", &mut used)?;
     if let Some(o) = b
         .ops
         .iter()

@@ -1,9 +1,10 @@
 //! Warp-level MMA for targets without wgmma (sm_90, sm_100): `tile.mma {kind =
-//! "mma_sync"}` as one k stage (BK = 64 or 128) of BK / 16 k16 steps; per step each consumer
-//! warp loads its A fragments (4 m16 tiles, `nvvm.ldmatrix` x4) and B fragments (8 n8
-//! tiles, 4 x4 loads), with `.trans` for the MN-major operands, from the
-//! 128-byte-swizzled stage, and issues 32 `nvvm.mma.sync` m16n8k16 (row.col, f32
-//! accumulators). A lane's 128 accumulator registers are one SSA value each.
+//! "mma_sync"}` as one k stage (BK = 32, 64 or 128) of BK / 16 k16 steps; per step each
+//! consumer warp loads its A fragments (4 m16 tiles, `nvvm.ldmatrix` x4) and B fragments (8
+//! n8 tiles, 4 x4 loads), with `.trans` for the MN-major operands, from the swizzled stage
+//! (128-byte, or 64-byte for a K-major operand with BK = 32), and issues 32
+//! `nvvm.mma.sync` m16n8k16 (row.col, f32 accumulators). A lane's 128 accumulator
+//! registers are one SSA value each.
 
 use super::wgmma::{mma_parts, operand_majors};
 use super::{err, Gemm, Lv, R};
@@ -38,20 +39,14 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         };
         let elem = a.elem;
         let majors = operand_majors(op)?;
-        let bk = if majors.a_k {
-            a.shape.get(1)
-        } else {
-            a.shape.first()
-        };
-        let bk = bk
-            .copied()
-            .filter(|&k| matches!(k, 32 | 64 | 128))
-            .unwrap_or(64);
+        // BK is A's K dimension; the shapes below are what it implies for both rings.
+        let bk = a.shape[if majors.a_k { 1 } else { 0 }];
         let (a_want, b_want) = (
             if majors.a_k { [128, bk] } else { [bk, 128] },
             if majors.b_k { [256, bk] } else { [bk, 256] },
         );
-        if a.shape != a_want
+        if !matches!(bk, 32 | 64 | 128)
+            || a.shape != a_want
             || b.shape != b_want
             || elem != ScalarType::BF16 && elem != ScalarType::F16
         {
@@ -82,8 +77,8 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let (st32, stb) = self.stages32(op, &parts)?;
         // Each ldmatrix x4 reads four 8x8 matrices; lane l gives the address of row l mod 8
         // of matrix l / 8: here row l mod 16 of the fragment's 16 rows, at 16-byte chunk
-        // l / 16 of its two. Stages hold 128-byte rows in 64-column boxes of 8192 bytes,
-        // 128-byte swizzled: chunk c of row r is stored at chunk c xor (r mod 8); every
+        // l / 16 of its two. 128-byte-swizzled stages hold 128-byte rows in boxes of 64
+        // columns: chunk c of row r is stored at chunk c xor (r mod 8); every
         // fragment starts at a row that is a multiple of 8, so a lane's swizzle is
         // lane mod 8, and the swizzled chunks are shared by both operands. The four
         // results are mma.sync's a0..a3 (A K-major) or a0, a2, a1, a3 (A M-major, .trans);
@@ -239,48 +234,35 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             ("shape", self.w.attr("#nvvm.shape<m = 16, n = 8, k = 16>")),
         ];
         for kk in 0..(bk / 16) as i64 {
-            let mut afrag = vec![];
-            for mi in 0..4i64 {
-                let o = frag(self, &af, kk, mi);
-                let p = self.gep3(o);
-                let r = self.w.op1("nvvm.ldmatrix", &[p], ldm, &a_attrs);
-                let order = if majors.a_k {
-                    [0, 1, 2, 3]
-                } else {
-                    [0, 2, 1, 3]
-                };
-                let q: Vec<Value<'c, 'm>> = order
-                    .into_iter()
-                    .map(|i| {
-                        let x = self.w.extract(r, i, i32t);
-                        self.frag_operand(x, frag_ty)
-                    })
-                    .collect();
-                afrag.push(q);
-            }
+            // One ldmatrix x4 of fragment f, its registers read out in `order` (an M-major A's
+            // middle two swap: see the lane order above).
+            let load = |g: &mut Self, x: &Frag<'c, 'm>, attrs, swap: bool, f: i64| {
+                let o = frag(g, x, kk, f);
+                let p = g.gep3(o);
+                let r = g.w.op1("nvvm.ldmatrix", &[p], ldm, attrs);
+                let order = if swap { [0, 2, 1, 3] } else { [0, 1, 2, 3] };
+                order.map(|i: usize| {
+                    let v = g.w.extract(r, i, i32t);
+                    g.frag_operand(v, frag_ty)
+                })
+            };
+            let afrag: Vec<[Value<'c, 'm>; 4]> = (0..4i64)
+                .map(|mi| load(self, &af, &a_attrs, !majors.a_k, mi))
+                .collect();
             let mut bfrag: Vec<(Value<'c, 'm>, Value<'c, 'm>)> = vec![];
             for nj in 0..4i64 {
-                let o = frag(self, &bf, kk, nj);
-                let p = self.gep3(o);
-                let r = self.w.op1("nvvm.ldmatrix", &[p], ldm, &b_attrs);
-                let v: Vec<Value<'c, 'm>> = (0..4)
-                    .map(|i| {
-                        let x = self.w.extract(r, i, i32t);
-                        self.frag_operand(x, frag_ty)
-                    })
-                    .collect();
+                // b0, b1 of two n8 tiles; a K-major B gives b0, b0, b1, b1.
+                let v = load(self, &bf, &b_attrs, false, nj);
                 if majors.b_k {
-                    bfrag.push((v[0], v[2]));
-                    bfrag.push((v[1], v[3]));
+                    bfrag.extend([(v[0], v[2]), (v[1], v[3])]);
                 } else {
-                    bfrag.push((v[0], v[1]));
-                    bfrag.push((v[2], v[3]));
+                    bfrag.extend([(v[0], v[1]), (v[2], v[3])]);
                 }
             }
             for (mi, af) in afrag.iter().enumerate().take(4) {
                 for (ni, &(b0, b1)) in bfrag.iter().enumerate().take(8) {
                     let base = 4 * (8 * mi + ni);
-                    let mut operands = af.clone();
+                    let mut operands = af.to_vec();
                     operands.extend([b0, b1]);
                     operands.extend_from_slice(&acc[base..base + 4]);
                     let d = self.w.op1("nvvm.mma.sync", &operands, acc4, &mma_attrs);

@@ -18,8 +18,8 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         };
         let ring = self.ring(op, op.operands[1], "the TMA destination")?;
         let bar = self.bar_addr(op, op.operands[2], op.operands[3])?;
-        // A rank-r tensor is copied in boxes of (1, ..., 1, rows, 64): the ring's stage is
-        // the box without its leading unit dimensions.
+        // A rank-r tensor is copied in boxes of (1, ..., 1, rows, one swizzle span of
+        // columns): the ring's stage is the boxes without their leading unit dimensions.
         let rank = op.operands.len() - 4;
         if ring.shape.len() != 2 || !(2..=5).contains(&rank) {
             return err(

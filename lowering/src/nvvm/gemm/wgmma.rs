@@ -32,29 +32,13 @@ pub(super) struct Majors {
     pub b_k: bool,
 }
 
-/// The operand majors of a `tile.mma`, checked.
+/// The operand majors of a `tile.mma` (`tilec_dialect::ops::mma_a_k_major`, `_b_`).
 pub(super) fn operand_majors(op: &Operation) -> R<Majors> {
-    let a_k = match op.str_attr("a_major") {
-        None | Some("k") => true,
-        Some("m") => false,
-        Some(o) => {
-            return err(
-                op,
-                format!("'tile.mma' a_major must be \"k\" or \"m\", found {o:?}"),
-            )
-        }
-    };
-    let b_k = match op.str_attr("b_major") {
-        None | Some("n") => false,
-        Some("k") => true,
-        Some(o) => {
-            return err(
-                op,
-                format!("'tile.mma' b_major must be \"n\" or \"k\", found {o:?}"),
-            )
-        }
-    };
-    Ok(Majors { a_k, b_k })
+    let at = |r: Result<bool, String>| r.map_err(|e| Diagnostic::error(op.loc.clone(), e));
+    Ok(Majors {
+        a_k: at(tilec_dialect::ops::mma_a_k_major(op))?,
+        b_k: at(tilec_dialect::ops::mma_b_k_major(op))?,
+    })
 }
 
 impl<'c, 'm> Gemm<'c, 'm, '_> {
