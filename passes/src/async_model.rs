@@ -279,6 +279,7 @@ pub(crate) struct Facts<'k> {
 
 thread_local! {
     static FORGET_FRAGMENTS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    static MERGE_ACCUMULATORS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Fault injection, for the test that shows an executable model catching a bug of this
@@ -289,6 +290,15 @@ thread_local! {
 #[doc(hidden)]
 pub fn seed_forgotten_fragments(on: bool) {
     FORGET_FRAGMENTS.with(|c| c.set(on));
+}
+
+/// Fault injection, for the test that shows the checker's simulation catching a bug of this
+/// model that makes placement too cautious: while `on` (on this thread), the results of all
+/// wgmma `tile.mma`s of a kernel are put in one register slot, as if two accumulators were
+/// one, so a use of one waits for the other's group. Never set outside tests.
+#[doc(hidden)]
+pub fn seed_merged_accumulators(on: bool) {
+    MERGE_ACCUMULATORS.with(|c| c.set(on));
 }
 
 /// Whether `op` is an asynchronous (wgmma) `tile.mma`.
@@ -458,6 +468,17 @@ impl<'k> Facts<'k> {
                     }
                 }
                 _ => {}
+            }
+        }
+        if MERGE_ACCUMULATORS.with(std::cell::Cell::get) {
+            let accs: Vec<Value> = f
+                .ops
+                .iter()
+                .filter(|o| is_wgmma(o))
+                .filter_map(|o| o.results.first().copied())
+                .collect();
+            for w in accs.windows(2) {
+                uf.union(w[0], w[1]);
             }
         }
         // Slot ids: the representative value's index.

@@ -8,16 +8,21 @@
 //! Passes: [`assign_layouts`] (`tile-assign-layouts`), [`async_wait_placement`], [`cse`],
 //! [`dce`], [`hoist_loads`] (`tile-hoist-loads`), [`persistent`], [`simplify`]
 //! (`tile-simplify`), [`tile_to_gpu`], [`verify_async_waits`]. [`async_model`] holds what
-//! the wait placement and its checker agree a hazard is.
+//! the wait placement and the checker's path explorer agree a hazard is; [`async_sim`] is
+//! the checker's second half, an executable model of the group semantics that shares
+//! nothing with it.
 //!
 //! Dependencies: `tilec-dialect` (the IR), `thiserror` (error types), `egg` (e-graphs, for
 //! `tile-simplify`), `quanta` (egg's clock, replaced by a frozen mock while `tile-simplify`
-//! runs: the default one calibrates for 10 ms or more on its first reading). Dev: `proptest`.
+//! runs: the default one calibrates for 10 ms or more on its first reading), `rustc-hash`
+//! (the hash of `async_sim`'s state keys, long integer vectors that SipHash made the simulation's
+//! largest cost). Dev: `proptest`.
 
 #![deny(missing_docs)]
 
 pub mod assign_layouts;
 pub mod async_model;
+pub mod async_sim;
 pub mod async_wait_placement;
 pub mod cse;
 pub mod dce;
@@ -77,7 +82,10 @@ static REGISTRY: &[RegistryEntry] = &[
         info: &verify_async_waits::INFO,
         build: |o| {
             Ok(Box::new(verify_async_waits::VerifyAsyncWaits {
-                max_steps: o.uint("max_steps"),
+                options: verify_async_waits::CheckOptions {
+                    max_steps: o.uint("max_steps"),
+                    sim_runs: o.uint("sim_runs"),
+                },
             }))
         },
     },

@@ -8,7 +8,19 @@
 //! sides of a branch are taken; loops run 0, 1, 2, … iterations: the first two are
 //! always unrolled, later ones until no path brings a queue not seen at the loop head
 //! before (paths with equal queues have equal futures, so the exploration is exhaustive).
-//! What counts as a hazard is defined once, in [`crate::async_model`].
+//! What counts as a hazard is defined once for placement and this explorer, in
+//! [`crate::async_model`].
+//!
+//! A second analysis shares nothing with that model: [`crate::async_sim`] runs the kernel on
+//! concrete paths (every branch side, trip counts 0–5, unknown values chosen), with concrete
+//! queues, register sets and stage numbers, by the PTX ISA's rules. Once the explorer has
+//! found a kernel safe and tight, the simulation must agree: no run may meet a hazard; and
+//! each wait split in two (`pending` + 1 where it is, the wait as it was one op later),
+//! each wait moved one op later, each wait raised by one where no op follows it, and each
+//! `tile.wgmma_fence` deleted, must meet a hazard on some run. A disagreement is an error
+//! naming both analyses: one of the models is wrong (`tests/async_waits_prop.rs` seeds bugs
+//! into `async_model` and shows them caught). A simulation that runs out of `sim_runs`
+//! leaves the explorer's verdict alone and is counted in `sim-incomplete`.
 //!
 //! Bulk store groups (`tile.tma_store` / `tile.bulk_commit_group` /
 //! `tile.bulk_wait_group`) are a second, independent kind with their own counters: each
@@ -53,8 +65,10 @@
 //! safety is asked (the tightness variants, and the first pass over a kernel) a group is
 //! known by its registers and stages, not by which `tile.mma` issued it.
 //!
-//! Options: `max_steps` (1000000). Statistics: `waits-checked`, `path-steps` (of the
-//! safety explorations), `kernels-checked`.
+//! Options: `max_steps` (1000000); `sim_runs` (4096 runs per simulation, 0 for none).
+//! Statistics: `waits-checked`, `path-steps` (of the safety explorations), `sim-runs`,
+//! `sim-witnesses` (changed waits and fences for which a run met a hazard),
+//! `sim-incomplete`, `kernels-checked`.
 //!
 //! Example: `tile-opt gemm.tile --tile-to-gpu --async-wait-placement --verify-async-waits`
 //! passes; `tests/lit/passes/verify-async-waits.tile` holds rejected variants, e.g.
@@ -67,7 +81,9 @@
 //! f.tile:22:5: note: the last wait on that path (pending = 2) leaves it pending
 //! ```
 
-use crate::async_model::{scalar_only, Facts, GroupKind, Hazard, Inst, OpId, Slot, MAX_PENDING};
+use crate::async_model::{
+    is_wgmma, scalar_only, Facts, GroupKind, Hazard, Inst, OpId, Slot, MAX_PENDING,
+};
 use crate::pass::{OptionInfo, OptionKind, Pass, PassContext, PassInfo};
 use std::collections::{BTreeMap, BTreeSet};
 use tilec_dialect::{
@@ -77,26 +93,56 @@ use tilec_dialect::{
 /// The registry entry.
 pub static INFO: PassInfo = PassInfo {
     name: "verify-async-waits",
-    summary: "Check that every wgmma wait is safe and tight, by path exploration",
+    summary: "Check that every wgmma wait is safe and tight, by path exploration and by simulation",
     description: "Explores every path of each kernel (both branch sides, loops unrolled at least \
         twice and until the group queues repeat) with the exact queue of pending wgmma groups, and \
         rejects a hazard that can see a pending group, a missing fence or CTA barrier, and a \
-        wait whose pending could be larger, that is redundant, or that could move later. \
-        Changes nothing.\n\nExample: tile-opt k.tile --async-wait-placement \
+        wait whose pending could be larger, that is redundant, or that could move later. Then \
+        runs an executable model that shares nothing with the explorer's (async_sim: concrete \
+        runs, every branch and trip-count choice) and rejects any disagreement. Changes \
+        nothing.\n\nExample: tile-opt k.tile --async-wait-placement \
         --verify-async-waits",
-    options: &[OptionInfo {
-        name: "max_steps",
-        kind: OptionKind::UInt,
-        default: "1000000",
-        help: "Budget of one path exploration in (path, op) steps; a kernel that needs more is \
-            reported, not proven",
-    }],
+    options: &[
+        OptionInfo {
+            name: "max_steps",
+            kind: OptionKind::UInt,
+            default: "1000000",
+            help: "Budget of one path exploration in (path, op) steps; a kernel that needs more \
+                is reported, not proven",
+        },
+        OptionInfo {
+            name: "sim_runs",
+            kind: OptionKind::UInt,
+            default: "4096",
+            help: "Budget of one concrete simulation (async_sim) in runs; 0 turns the \
+                simulation off. A simulation that runs out is counted in sim-incomplete, not \
+                reported",
+        },
+    ],
 };
 
 /// The pass.
 pub struct VerifyAsyncWaits {
-    /// The budget of one exploration, in (path, op) steps.
+    /// Its budgets.
+    pub options: CheckOptions,
+}
+
+/// The budgets of [`verify_async_waits`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CheckOptions {
+    /// The budget of one path exploration, in (path, op) steps.
     pub max_steps: u64,
+    /// The budget of one concrete simulation ([`crate::async_sim`]), in runs; 0: none.
+    pub sim_runs: u64,
+}
+
+impl Default for CheckOptions {
+    fn default() -> Self {
+        CheckOptions {
+            max_steps: DEFAULT_MAX_STEPS,
+            sim_runs: crate::async_sim::DEFAULT_RUNS,
+        }
+    }
 }
 
 /// The most committed groups a queue keeps in order: older ones are only known to be
@@ -1052,6 +1098,14 @@ pub struct CheckReport {
     pub waits: u64,
     /// (path, op) steps of the safety explorations (one per kernel).
     pub steps: u64,
+    /// Runs of the concrete simulations.
+    pub sim_runs: u64,
+    /// Waits and fences whose tightness the simulation confirmed with a run that meets a
+    /// hazard once the wait is raised by one (the fence deleted).
+    pub sim_witnesses: u64,
+    /// Simulations that ran out of runs before finishing (their check is the explorer's
+    /// alone).
+    pub sim_incomplete: u64,
 }
 
 /// Check every kernel of `m`, each exploration within `max_steps` (path, op) steps.
@@ -1060,68 +1114,20 @@ pub struct CheckReport {
 /// Every unsafe hazard, missing fence or barrier, and (for kernels that are safe) every
 /// wait or barrier that is not tight, at the op concerned; and a kernel whose paths could
 /// not all be explored within the budget (it is not proven safe).
-pub fn verify_async_waits(m: &Module, max_steps: u64) -> Result<CheckReport, Diagnostics> {
+pub fn verify_async_waits(m: &Module, options: &CheckOptions) -> Result<CheckReport, Diagnostics> {
+    let max_steps = options.max_steps;
     let mut errors = vec![];
     let mut report = CheckReport::default();
     for k in m.kernels() {
         check_staging_handoff(k, &mut errors);
     }
-    for (k, kind) in m
-        .kernels()
-        .flat_map(|k| [(k, GroupKind::Wgmma), (k, GroupKind::Bulk)])
-    {
-        if k.regions.is_empty() {
-            continue;
+    for k in m.kernels().filter(|k| !k.regions.is_empty()) {
+        let before = errors.len();
+        for kind in [GroupKind::Wgmma, GroupKind::Bulk] {
+            explore_kind(m, k, kind, max_steps, &mut report, &mut errors);
         }
-        let mut any = false;
-        // Kernels that issue, commit or wait on this kind of group (a wait with nothing
-        // ever issued is then reported as redundant).
-        k.walk(&mut |o| {
-            any |= kind.is_group_op(o) || o.kind == kind.commit_op() || o.kind == kind.wait_op()
-        });
-        if !any {
-            continue;
-        }
-        // Safety first with groups known by their registers (fewer queues); the exact
-        // exploration, for the diagnostics, only when something is wrong.
-        let mut o = explore(m, k, kind, Mode::Quick, max_steps);
-        report.steps += o.steps;
-        if o.safe() == Some(false) {
-            o = explore(m, k, kind, Mode::Full, max_steps);
-            if o.errors.is_empty() {
-                // The exact exploration ran out of steps before the error: name the op.
-                let bad = explore(m, k, kind, Mode::Collect, max_steps).offending;
-                let f = Facts::of_kind(m, k, kind);
-                for id in bad {
-                    let op = f.ops[id as usize];
-                    errors.push(Diagnostic::error(
-                        op.loc.clone(),
-                        format!(
-                            "'{}' may run while a {} \
-                                group it conflicts with is pending, or without a fence or barrier \
-                                it \
-                                needs",
-                            op.kind.name(),
-                            kind.what()
-                        ),
-                    ));
-                }
-                o.complete = true;
-            }
-        }
-        errors.extend(o.errors.iter().cloned());
-        if !o.complete {
-            errors.push(Diagnostic::error(
-                k.loc.clone(),
-                format!(
-                    "verify-async-waits could not explore every path of this kernel within \
-                        max_steps = {max_steps} (path, op) steps, so its waits are not proven \
-                        safe; \
-                        raise max_steps"
-                ),
-            ));
-        } else if o.clean {
-            report.waits += tightness(m, k, kind, max_steps, &mut errors);
+        if errors.len() == before && options.sim_runs > 0 {
+            simulate(m, k, options.sim_runs, &mut report, &mut errors);
         }
     }
     if errors.is_empty() {
@@ -1129,6 +1135,183 @@ pub fn verify_async_waits(m: &Module, max_steps: u64) -> Result<CheckReport, Dia
     } else {
         errors.sort_by_key(|d| (d.loc.line, d.loc.col));
         Err(Diagnostics(errors))
+    }
+}
+
+/// The path explorer's checks of `kernel` for groups of `kind`.
+fn explore_kind(
+    m: &Module,
+    k: &Operation,
+    kind: GroupKind,
+    max_steps: u64,
+    report: &mut CheckReport,
+    errors: &mut Vec<Diagnostic>,
+) {
+    let mut any = false;
+    // Kernels that issue, commit or wait on this kind of group (a wait with nothing
+    // ever issued is then reported as redundant).
+    k.walk(&mut |o| {
+        any |= kind.is_group_op(o) || o.kind == kind.commit_op() || o.kind == kind.wait_op()
+    });
+    if !any {
+        return;
+    }
+    // Safety first with groups known by their registers (fewer queues); the exact
+    // exploration, for the diagnostics, only when something is wrong.
+    let mut o = explore(m, k, kind, Mode::Quick, max_steps);
+    report.steps += o.steps;
+    if o.safe() == Some(false) {
+        o = explore(m, k, kind, Mode::Full, max_steps);
+        if o.errors.is_empty() {
+            // The exact exploration ran out of steps before the error: name the op.
+            let bad = explore(m, k, kind, Mode::Collect, max_steps).offending;
+            let f = Facts::of_kind(m, k, kind);
+            for id in bad {
+                let op = f.ops[id as usize];
+                errors.push(Diagnostic::error(
+                    op.loc.clone(),
+                    format!(
+                        "'{}' may run while a {} \
+                            group it conflicts with is pending, or without a fence or barrier \
+                            it \
+                            needs",
+                        op.kind.name(),
+                        kind.what()
+                    ),
+                ));
+            }
+            o.complete = true;
+        }
+    }
+    errors.extend(o.errors.iter().cloned());
+    if !o.complete {
+        errors.push(Diagnostic::error(
+            k.loc.clone(),
+            format!(
+                "verify-async-waits could not explore every path of this kernel within \
+                    max_steps = {max_steps} (path, op) steps, so its waits are not proven \
+                    safe; \
+                    raise max_steps"
+            ),
+        ));
+    } else if o.clean {
+        report.waits += tightness(m, k, kind, max_steps, errors);
+    }
+}
+
+/// The concrete simulation's checks of `kernel`, which the path explorer has found safe
+/// and tight: no run meets a hazard; each wait raised by one, and each fence deleted, has
+/// a run that does. A disagreement is an error that names both analyses: one of the two
+/// models is wrong.
+fn simulate(
+    m: &Module,
+    k: &Operation,
+    runs: u64,
+    report: &mut CheckReport,
+    errors: &mut Vec<Diagnostic>,
+) {
+    use crate::async_sim::{Change, Simulator, Verdict};
+    let mut asynchronous = false;
+    k.walk(&mut |o| {
+        asynchronous |= matches!(
+            o.kind,
+            OpKind::CommitGroup
+                | OpKind::WaitGroup
+                | OpKind::BulkCommitGroup
+                | OpKind::BulkWaitGroup
+        ) || o.kind == OpKind::TmaStore
+            || is_wgmma(o)
+    });
+    if !asynchronous {
+        return;
+    }
+    let sim = Simulator::new(m, k);
+    let none = std::collections::HashMap::new();
+    let o = sim.run(&none, runs);
+    report.sim_runs += o.runs;
+    match o.verdict {
+        Verdict::Hazard(h) => {
+            errors.push(Diagnostic::error(
+                h.loc,
+                format!(
+                    "the concrete simulation of verify-async-waits meets a hazard that its path \
+                        explorer accepted (the two models disagree): {} on the run: {}",
+                    h.message, h.run
+                ),
+            ));
+            return;
+        }
+        Verdict::Budget => {
+            report.sim_incomplete += 1;
+            return;
+        }
+        Verdict::NoHazard => {}
+    }
+    // Each wait raised by one, each wait one op later (not past a fence, a yield or the
+    // end), each fence deleted: every such change must meet a hazard on some run.
+    let mut checks = vec![];
+    k.walk(&mut |o| {
+        for b in &o.regions {
+            for (i, x) in b.ops.iter().enumerate() {
+                match x.kind {
+                    OpKind::WaitGroup | OpKind::BulkWaitGroup => {
+                        let n = x.int_attr("pending").unwrap_or(0);
+                        let next = b.ops.get(i + 1).map(|y| y.kind);
+                        let movable = !matches!(
+                            next,
+                            None | Some(OpKind::Yield | OpKind::Return | OpKind::WgmmaFence)
+                        );
+                        if n < MAX_PENDING as i64 {
+                            checks.push((
+                                x,
+                                if movable {
+                                    Change::Split
+                                } else {
+                                    Change::Pending(n + 1)
+                                },
+                            ));
+                        }
+                        if movable {
+                            checks.push((x, Change::Later));
+                        }
+                    }
+                    OpKind::WgmmaFence => checks.push((x, Change::Delete)),
+                    _ => {}
+                }
+            }
+        }
+    });
+    for (op, change) in checks {
+        let Some(id) = sim.id(op) else { continue };
+        let o = sim.run(&[(id, change)].into_iter().collect(), runs);
+        report.sim_runs += o.runs;
+        match o.verdict {
+            Verdict::Hazard(_) => report.sim_witnesses += 1,
+            Verdict::Budget => report.sim_incomplete += 1,
+            Verdict::NoHazard => {
+                let what = match change {
+                    Change::Pending(n) => format!("with pending = {n}"),
+                    Change::Delete => "without it".into(),
+                    Change::Later => "moved after the op that follows it".into(),
+                    Change::Split => format!(
+                        "with pending = {} and a wait as it is after the op that follows it",
+                        op.int_attr("pending").unwrap_or(0) + 1
+                    ),
+                };
+                errors.push(Diagnostic::error(
+                    op.loc.clone(),
+                    format!(
+                        "'{}' is not tight by the concrete simulation of verify-async-waits: \
+                            {what}, none of its {} runs (every branch side, loop trip counts up \
+                            to {}) meets a hazard, while its path explorer found this one tight \
+                            (the two models disagree)",
+                        op.kind.name(),
+                        o.runs,
+                        sim.max_trips()
+                    ),
+                ));
+            }
+        }
     }
 }
 
@@ -1156,9 +1339,12 @@ impl Pass for VerifyAsyncWaits {
         &INFO
     }
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<(), Diagnostics> {
-        let r = verify_async_waits(m, self.max_steps)?;
+        let r = verify_async_waits(m, &self.options)?;
         cx.stat("waits-checked", r.waits);
         cx.stat("path-steps", r.steps);
+        cx.stat("sim-runs", r.sim_runs);
+        cx.stat("sim-witnesses", r.sim_witnesses);
+        cx.stat("sim-incomplete", r.sim_incomplete);
         cx.stat("kernels-checked", m.kernels().count() as u64);
         Ok(())
     }

@@ -3,11 +3,11 @@
 //! several accumulators, several rings, register-A wgmmas, 1–2 warpgroups, with or without
 //! warp specialization) → placement → the checker accepts (safe and tight); for each
 //! placed wait, raising its `pending` by one or deleting it makes the checker reject; and
-//! placing again changes nothing. For one warpgroup without warp specialization and one
-//! ring, an executable model of the group semantics written apart from `async_model.rs`
-//! (`tests/sim/mod.rs`: concrete runs over every branch and trip-count choice) must agree
-//! that the placement has no hazard. A bug seeded in the shared model is caught by it
-//! (`seeded_model_bug_is_caught_by_the_executable_model`).
+//! placing again changes nothing. The checker is two analyses: a path explorer over
+//! `async_model.rs`'s symbolic facts, and `async_sim`, an executable model written apart from
+//! it (concrete runs over every branch, trip-count and unknown-value choice), which must find
+//! no hazard in the placement and a hazard with each wait raised by one. Bugs seeded in the
+//! shared model are caught by the checker (`seeded_*`).
 //!
 //! Cases: 256 by default (about 20 s in a debug build on two cores). More with the
 //! environment variable, e.g. the 10,000-case run (about 16 minutes):
@@ -20,20 +20,24 @@
 //! is discarded (none in 1,000 cases). `ASYNC_PROP_DEBUG=1` prints the time of each case
 //! and every failure as it happens (before shrinking).
 
-mod sim;
-
 use proptest::prelude::*;
 use std::fmt::Write;
 use tilec_dialect::{parse, print_module, verify, Block, Module, OpKind, Operation, Value};
+use tilec_passes::async_sim::{Simulator, Verdict};
 use tilec_passes::async_wait_placement::place_async_waits;
-use tilec_passes::verify_async_waits::{async_waits_are_safe, verify_async_waits};
+use tilec_passes::verify_async_waits::{async_waits_are_safe, verify_async_waits, CheckOptions};
 
 /// Exploration budget per check: programs that need more are rare and discarded.
 const STEPS: u64 = 200_000;
 
-/// Runs of the executable model per check (each a combination of branch and trip-count
-/// choices); a program that needs more is not simulated.
-const SIM_RUNS: usize = 4000;
+/// Runs of the executable model per check (each a combination of branch, trip-count and
+/// value choices); a program that needs more is checked by the path explorer alone.
+const SIM_RUNS: u64 = 4000;
+
+const OPTIONS: CheckOptions = CheckOptions {
+    max_steps: STEPS,
+    sim_runs: SIM_RUNS,
+};
 
 const MAX_ACCS: usize = 3;
 const MAX_RINGS: usize = 2;
@@ -480,7 +484,7 @@ fn check_inner(p: &Program) -> Result<(), TestCaseError> {
         async_waits_are_safe(&m, STEPS).is_some(),
         "too many paths for the budget"
     );
-    if let Err(d) = verify_async_waits(&m, STEPS) {
+    if let Err(d) = verify_async_waits(&m, &OPTIONS) {
         return Err(TestCaseError::fail(format!(
             "checker rejects the placement:\n{d}\n{placed}"
         )));
@@ -496,22 +500,15 @@ fn check_inner(p: &Program) -> Result<(), TestCaseError> {
             eprintln!("{text}");
         }
     }
-    // The executable model agrees that the placement is safe: no hazard on any run. (Not
-    // that each wait is needed: it knows each loop's first induction value, the shared model
-    // does not, so it can find a wait before a copy into stage (iv + 1) mod 2 unneeded on the
-    // first trip, where the shared model must assume stage 0; 1 such case in 10,000.)
-    // One warpgroup, no warp specialization, and one ring: the generated kernels never
-    // wait on an `empty` barrier, so a release's ring is unknown, and with several rings
-    // the two models resolve that differently (the shared one per symbolic stage, this one
-    // per concrete stage).
-    let simulated = p.consumers == 0 && p.warpgroups == 1 && p.rings.len() == 1;
+    // The executable model alone: no hazard in the placement (the checker above also asks
+    // it for a hazard with each wait raised by one).
     let kernel = m.kernels().next().expect("a kernel").clone();
-    if simulated {
-        if let Some(Err(e)) = sim::check(&m, &kernel, SIM_RUNS) {
-            return Err(TestCaseError::fail(format!(
-                "the executable model finds a hazard in the placement: {e}\n{placed}"
-            )));
-        }
+    let sim = Simulator::new(&m, &kernel).run(&Default::default(), SIM_RUNS);
+    if let Verdict::Hazard(h) = sim.verdict {
+        return Err(TestCaseError::fail(format!(
+            "the executable model finds a hazard in the placement: {}: {} ({})\n{placed}",
+            h.loc, h.message, h.run
+        )));
     }
     for (k, n) in waits(&m).into_iter().enumerate() {
         if n < 7 {
@@ -639,13 +636,43 @@ fn wait_before_copy_after_branch() {
     check(&p).unwrap();
 }
 
-/// A bug seeded in the shared model (`async_model::seed_forgotten_fragments`: a wgmma's
-/// A-fragment registers left out of its group) lets placement reload the fragment of the
-/// next trip while the previous wgmma may still read it, and drop the fence the reloaded
-/// fragment needs; `verify-async-waits`, which shares the model, accepts that placement,
-/// and the executable model, which does not, finds the hazard.
+/// Place waits with a bug seeded in the shared model (by `seed`), then check the placement
+/// with the model still seeded: the checker's path explorer shares the bug; its concrete
+/// simulation does not.
+fn seeded(
+    p: &Program,
+    seed: fn(bool),
+) -> Result<tilec_passes::verify_async_waits::CheckReport, String> {
+    check(p).expect("the correct model passes");
+    seed(true);
+    let text = render(p);
+    let mut m = parse(&text, "prop").expect("parses");
+    place_async_waits(&mut m, &mut vec![]);
+    let explorer_only = verify_async_waits(
+        &m,
+        &CheckOptions {
+            sim_runs: 0,
+            ..OPTIONS
+        },
+    );
+    let checker = verify_async_waits(&m, &OPTIONS);
+    seed(false);
+    if std::env::var_os("ASYNC_PROP_DEBUG").is_some() {
+        eprintln!("{}", print_module(&m));
+    }
+    assert!(
+        explorer_only.is_ok(),
+        "the explorer shares the model and accepts: {explorer_only:?}"
+    );
+    checker.map_err(|d| d.to_string())
+}
+
+/// A wgmma's A-fragment registers left out of its group
+/// (`async_model::seed_forgotten_fragments`): placement reloads the fragment of the next trip
+/// while the previous wgmma may still read it, and drops the fence the reloaded fragment
+/// needs. The simulation meets the hazard.
 #[test]
-fn seeded_model_bug_is_caught_by_the_executable_model() {
+fn seeded_forgotten_fragments_are_caught_by_the_checker() {
     let p = Program {
         accs: 1,
         rings: vec![2],
@@ -660,23 +687,41 @@ fn seeded_model_bug_is_caught_by_the_executable_model() {
             b: None,
         }])],
     };
-    check(&p).expect("the correct model passes");
-    tilec_passes::async_model::seed_forgotten_fragments(true);
-    let text = render(&p);
-    let mut m = parse(&text, "prop").expect("parses");
-    place_async_waits(&mut m, &mut vec![]);
-    let checker = verify_async_waits(&m, STEPS);
-    tilec_passes::async_model::seed_forgotten_fragments(false);
-    assert!(checker.is_ok(), "the checker shares the model and accepts");
-    let kernel = m.kernels().next().expect("a kernel").clone();
-    let e = sim::check(&m, &kernel, SIM_RUNS)
-        .expect("within budget")
-        .expect_err("the executable model finds the hazard");
-    // Forgotten fragments lose both their hazard and their fence: the first run to meet
-    // either reports it.
+    let e = seeded(&p, tilec_passes::async_model::seed_forgotten_fragments)
+        .expect_err("the checker rejects the placement");
     assert!(
-        e.contains("'tile.load' writes registers a pending group uses")
-            || e.contains("wgmma without a fence after a register access"),
+        e.contains("meets a hazard that its path explorer accepted")
+            && (e.contains("'tile.load' accesses registers of the wgmma group")
+                || e.contains("no 'tile.wgmma_fence'")),
+        "{e}"
+    );
+}
+
+/// Two groups' registers merged (`async_model::seed_merged_accumulators`: every wgmma
+/// accumulator in one register set): placement waits for the other accumulator's group
+/// before each use, so the waits after the loop are 0 where 1 is safe. The explorer, sharing
+/// the model, finds them tight; the simulation finds no hazard with pending = 1.
+#[test]
+fn seeded_merged_accumulators_are_caught_by_the_checker() {
+    let mma = |acc| Stmt::Mma {
+        acc,
+        ring: 0,
+        stage: StageE::Iv { up: 0, off: 0 },
+        rs: false,
+        zero: false,
+        b: None,
+    };
+    let p = Program {
+        accs: 2,
+        rings: vec![3],
+        consumers: 0,
+        warpgroups: 1,
+        body: vec![Stmt::For(vec![mma(0), mma(1)])],
+    };
+    let e = seeded(&p, tilec_passes::async_model::seed_merged_accumulators)
+        .expect_err("the checker rejects the placement");
+    assert!(
+        e.contains("is not tight by the concrete simulation") && e.contains("with pending = "),
         "{e}"
     );
 }

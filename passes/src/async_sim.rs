@@ -1,0 +1,1206 @@
+//! An executable model of asynchronous-group semantics, run on concrete paths: the second,
+//! independent half of `verify-async-waits`.
+//!
+//! [`crate::async_model`] defines hazards over *symbolic* stages and register slots, and
+//! both `async-wait-placement` and the path explorer of `verify-async-waits` read that one
+//! definition. This module shares none of it (it imports nothing from `async_model`): it
+//! interprets the GPU-level IR run by run, with concrete group queues, concrete register
+//! sets and concrete stage numbers, and checks each op against the rules of the PTX ISA
+//! (§9.7.15.6 for `wgmma.mma_async`, `wgmma.fence`, `wgmma.commit_group` and
+//! `wgmma.wait_group`; §9.7.9.25 for `cp.async.bulk` groups). A bug in either model then
+//! shows up as a disagreement between the two.
+//!
+//! **What is chosen.** Each `tile.if` takes either side; each loop instance runs 0, 1, 2,
+//! 3 or 5 times (`tile.while` at least once; a loop holding another loop 0 to 2 times; a
+//! ring of S > 4 stages adds S + 1); every combination is run, up to a budget of runs. The
+//! values the analysis cannot know are chosen too, lazily (only when a stage index needs
+//! them), from `0..D`, D the least common multiple of the rings' and barrier arrays' sizes:
+//! kernel arguments, special registers, loads, the first induction value of each loop
+//! instance, and every `tile.divi`, `tile.ceildiv`, `tile.mini`, `tile.maxi`, non-constant
+//! product or remainder. Only sums, differences, products by a constant and remainders by
+//! a constant are computed. That is the precision the wait contract promises (DESIGN.md,
+//! "Async groups and tight waits": a stage is known up to its loop's iteration), so that a
+//! wait found tight here is tight there, and not tighter than a symbolic analysis can be.
+//!
+//! **Register sets**, fixed by the lowering's contract: an accumulator operand and the
+//! wgmma result chained on it (not with `zero_acc`), a wait's operands and results, a
+//! loop's init, carried argument, yield and result (one init starting several carried
+//! values that no group can write is copied for the second and later ones), a branch's and
+//! a `tile.warp_specialize` consumer region's yields and results.
+//!
+//! **Hazards**, checked at each op of each run, per warpgroup role (the producer region of
+//! a `tile.warp_specialize` runs as one warpgroup, from the state before it; the consumer
+//! region and what follows as `consumers` warpgroups; other code as `block / 128`):
+//! - any access, by an op other than a wgmma, to the accumulator or A-fragment registers
+//!   of a wgmma issued and not yet retired by a `tile.wait_group` (PTX: "accessing the
+//!   accumulator register or the input registers containing fragments of matrix A ...
+//!   without first performing a wgmma.wait_group ... is undefined behavior");
+//! - a wgmma writing another pending wgmma's A fragment, or reading as its A the
+//!   accumulator of a pending wgmma of another chain;
+//! - a wgmma with no `tile.wgmma_fence` since the warpgroup started or since another op
+//!   touched its registers;
+//! - a `tile.tma_load` or `tile.smem_store` into, or a `tile.mbarrier_arrive` releasing
+//!   (the rings a producer loads after waiting on that barrier; every ring when none does),
+//!   a stage that a pending wgmma reads; with two or more warpgroups, an overwrite of a
+//!   stage that a wgmma retired by a wait but not yet followed by a `tile.barrier` reads
+//!   (another warpgroup's copy of it may still be reading);
+//! - a `tile.smem_store` into a staging slot that a pending `tile.tma_store` reads, or that
+//!   a retired one read with no `tile.named_barrier` (or `tile.barrier`) since its wait
+//!   (the elected thread waits; all 128 threads write);
+//! - the end of a warpgroup (`tile.return`, the end of a producer region) with any group
+//!   of either kind pending.
+//!
+//! A run stops at its first hazard, which is reported with the choices of that run.
+
+use rustc_hash::FxHashMap;
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+use tilec_dialect::{Block, Location, Module, OpKind, Operation, Type, Value};
+
+/// The default budget: runs per simulation.
+pub const DEFAULT_RUNS: u64 = 4096;
+
+/// A change to the kernel, by the op's pre-order index in its kernel (the kernel is 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// A `tile.wait_group` or `tile.bulk_wait_group` with this `pending`.
+    Pending(i64),
+    /// The op is left out (a wait, a fence or a barrier).
+    Delete,
+    /// The op runs after the op that follows it in its block instead of before it.
+    Later,
+    /// A wait split in two: `pending` raised by one where it is, and the wait as it was after
+    /// the op that follows it (so the first retires only what that op needs).
+    Split,
+}
+
+/// A hazard one run met.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hazard {
+    /// The op at which it happens.
+    pub loc: Location,
+    /// What happens, e.g. "'tile.tma_load' overwrites stage 1 of a ring that the wgmma
+    /// group of the 'tile.mma' at f:12:3 reads while it is pending".
+    pub message: String,
+    /// The choices of the run, e.g. "the loop at f:14:3 ran 2 times, else-branch of the if
+    /// at f:15:5".
+    pub run: String,
+}
+
+/// What a simulation found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every combination of choices ran without a hazard.
+    NoHazard,
+    /// The first run with a hazard.
+    Hazard(Hazard),
+    /// The budget of runs ran out first.
+    Budget,
+}
+
+/// A simulation's verdict and the runs it took.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// What it found.
+    pub verdict: Verdict,
+    /// Runs made.
+    pub runs: u64,
+}
+
+/// One kernel, prepared for simulation.
+pub struct Simulator<'m> {
+    m: &'m Module,
+    ops: Vec<&'m Operation>,
+    ids: HashMap<*const Operation, u32>,
+    slot: HashMap<Value, u32>,
+    /// The rings each barrier guards (none known: every ring).
+    bar_ring: HashMap<Value, Vec<Value>>,
+    /// Stage count of every ring.
+    stages: HashMap<Value, i64>,
+    /// Values chosen for unknowns are taken from `0..domain`.
+    domain: i64,
+    /// Trip counts of a loop without a loop inside.
+    trips: Vec<i64>,
+    warpgroups: u64,
+    /// For each loop, the values that its iterations and everything after them may read
+    /// and that are defined outside its body: what a run's future depends on there.
+    live: HashMap<u32, Vec<Value>>,
+    /// Loops with a loop inside.
+    nested: HashSet<u32>,
+}
+
+/// A scalar: a constant, an unknown chosen on demand, or linear arithmetic over them.
+enum Expr {
+    K(i64),
+    Leaf(usize),
+    Add(Rc<Expr>, Rc<Expr>),
+    Sub(Rc<Expr>, Rc<Expr>),
+    Mul(Rc<Expr>, i64),
+    Rem(Rc<Expr>, i64),
+}
+
+#[derive(Clone, Debug)]
+struct Wgmma {
+    op: u32,
+    acc: u32,
+    a: Option<u32>,
+    stages: Vec<(Value, i64)>,
+}
+
+#[derive(Clone, Debug)]
+struct Store {
+    op: u32,
+    slot: (Value, i64),
+}
+
+/// One warpgroup's queues.
+#[derive(Clone, Debug, Default)]
+struct Queues {
+    committed: Vec<Vec<Wgmma>>,
+    open: Vec<Wgmma>,
+    /// Retired by this warpgroup's wait, no CTA barrier since.
+    unsynced: Vec<Wgmma>,
+    bulk_committed: Vec<Vec<Store>>,
+    bulk_open: Vec<Store>,
+    bulk_unsynced: Vec<Store>,
+    fenced: bool,
+    dirty: HashSet<u32>,
+}
+
+impl Queues {
+    fn pending(&self) -> impl Iterator<Item = &Wgmma> {
+        self.committed.iter().flatten().chain(&self.open)
+    }
+    fn bulk_pending(&self) -> impl Iterator<Item = &Store> {
+        self.bulk_committed.iter().flatten().chain(&self.bulk_open)
+    }
+}
+
+/// Scalar values by value number.
+#[derive(Default)]
+struct Env(Vec<Option<Rc<Expr>>>);
+
+impl Env {
+    fn get(&self, v: &Value) -> Option<&Rc<Expr>> {
+        self.0.get(v.0 as usize).and_then(Option::as_ref)
+    }
+    fn insert(&mut self, v: Value, e: Rc<Expr>) {
+        let i = v.0 as usize;
+        if i >= self.0.len() {
+            self.0.resize(i + 1, None);
+        }
+        self.0[i] = Some(e);
+    }
+    fn remove(&mut self, v: &Value) {
+        if let Some(x) = self.0.get_mut(v.0 as usize) {
+            *x = None;
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Event {
+    Trips(u32, i64),
+    Branch(u32, bool),
+}
+
+struct Run<'s, 'm> {
+    s: &'s Simulator<'m>,
+    changes: &'s HashMap<u32, Change>,
+    env: Env,
+    leaves: Vec<Option<i64>>,
+    q: Queues,
+    wg: u64,
+    choices: Vec<usize>,
+    used: usize,
+    arity: Vec<usize>,
+    events: Vec<Event>,
+    /// This run takes the producer region of a `tile.warp_specialize` and stops after it;
+    /// otherwise it skips that region.
+    producer: bool,
+    stop: bool,
+    /// The states seen at loop-iteration entries in earlier runs of this enumeration. Runs
+    /// are enumerated with the last choice varying fastest, so every continuation of a state
+    /// has been run (or is being run) once it is seen: a later run that reaches it stops.
+    /// Each state with the choices that led to it (a run with the same choices is still
+    /// exploring its continuations).
+    seen: &'s RefCell<FxHashMap<Vec<i64>, Vec<usize>>>,
+    /// The enclosing loop iterations (loop, trips, iteration) and deferred ops.
+    ctx: Vec<i64>,
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+fn is_settled(o: &Operation) -> bool {
+    o.regions.is_empty() && !matches!(o.kind, OpKind::Mma | OpKind::WaitGroup)
+}
+
+impl<'m> Simulator<'m> {
+    /// Prepare `kernel`, a `tile.kernel` of `m`.
+    pub fn new(m: &'m Module, kernel: &'m Operation) -> Self {
+        let mut ops = vec![];
+        kernel.walk(&mut |o| ops.push(o));
+        let ids = ops
+            .iter()
+            .enumerate()
+            .map(|(i, &o)| (o as *const Operation, i as u32))
+            .collect();
+        let mut stages = HashMap::new();
+        let mut domain = 1i64;
+        for o in &ops {
+            for &r in &o.results {
+                let n = match m.try_ty(r) {
+                    Some(Type::Smem { stages: n, .. }) => {
+                        stages.insert(r, *n as i64);
+                        *n as i64
+                    }
+                    Some(Type::Mbarrier { count, .. }) => *count as i64,
+                    _ => continue,
+                };
+                if n > 0 && domain <= 64 {
+                    domain = domain / gcd(domain, n) * n;
+                }
+            }
+        }
+        let mut trips = vec![0, 1, 2, 3, 5];
+        for &n in stages.values() {
+            if n + 1 > 5 && !trips.contains(&(n + 1)) {
+                trips.push(n + 1);
+            }
+        }
+        let mut bar_ring = HashMap::new();
+        if let Some(b) = kernel.regions.first() {
+            guards(b, &[], &mut bar_ring);
+        }
+        let warpgroups = kernel
+            .attr("block")
+            .and_then(|a| a.as_array())
+            .map(|d| d.iter().filter_map(|x| x.as_int()).product::<i64>() / 128)
+            .unwrap_or(1)
+            .max(1) as u64;
+        let mut live = HashMap::new();
+        if let Some(b) = kernel.regions.first() {
+            live_sets(b, &HashSet::new(), &ids, &mut live);
+        }
+        for vs in live.values_mut() {
+            vs.retain(|&v| matches!(m.try_ty(v), Some(Type::Scalar(_))));
+        }
+        let mut nested = HashSet::new();
+        for (i, o) in ops.iter().enumerate() {
+            if matches!(o.kind, OpKind::For | OpKind::While) {
+                let mut n = 0;
+                o.walk(&mut |x| n += matches!(x.kind, OpKind::For | OpKind::While) as u32);
+                if n > 1 {
+                    nested.insert(i as u32);
+                }
+            }
+        }
+        Simulator {
+            m,
+            live,
+            nested,
+            slot: register_sets(&ops),
+            ops,
+            ids,
+            bar_ring,
+            stages,
+            domain: domain.clamp(2, 64),
+            trips,
+            warpgroups,
+        }
+    }
+
+    /// The most trips a loop instance takes.
+    pub fn max_trips(&self) -> i64 {
+        self.trips.iter().copied().max().unwrap_or(0)
+    }
+
+    /// The pre-order index of `op` in the kernel (the kernel is 0).
+    pub fn id(&self, op: &Operation) -> Option<u32> {
+        self.ids.get(&(op as *const Operation)).copied()
+    }
+
+    /// Run the kernel with `changes` on every combination of choices, at most `budget`
+    /// runs, stopping at the first hazard.
+    pub fn run(&self, changes: &HashMap<u32, Change>, budget: u64) -> Outcome {
+        // The regions of a `tile.warp_specialize` run on different warpgroups, from the
+        // same state: each is enumerated on its own (a run stops after the producer's), so
+        // their choices add up instead of multiplying.
+        let mut has_ws = false;
+        self.ops[0].walk(&mut |o| has_ws |= o.kind == OpKind::WarpSpecialize);
+        let mut runs = 0;
+        for producer in [true, false] {
+            if producer && !has_ws {
+                continue;
+            }
+            let o = self.enumerate(changes, budget - runs, producer);
+            runs += o.runs;
+            if o.verdict != Verdict::NoHazard {
+                return Outcome { runs, ..o };
+            }
+        }
+        Outcome {
+            verdict: Verdict::NoHazard,
+            runs,
+        }
+    }
+
+    fn enumerate(&self, changes: &HashMap<u32, Change>, budget: u64, producer: bool) -> Outcome {
+        let mut choices: Vec<usize> = vec![];
+        let seen = RefCell::new(FxHashMap::default());
+        let mut runs = 0;
+        while runs < budget {
+            runs += 1;
+            let mut r = Run {
+                s: self,
+                changes,
+                env: Env::default(),
+                leaves: vec![],
+                q: Queues::default(),
+                wg: self.warpgroups,
+                choices: std::mem::take(&mut choices),
+                used: 0,
+                arity: vec![],
+                events: vec![],
+                producer,
+                stop: false,
+                seen: &seen,
+                ctx: vec![],
+            };
+            let body = &self.ops[0].regions[0];
+            if let Err((loc, message)) = r.block(body).map(|_| ()) {
+                let run = r.describe();
+                return Outcome {
+                    verdict: Verdict::Hazard(Hazard { loc, message, run }),
+                    runs,
+                };
+            }
+            // The next combination: the consumed choices as a mixed-radix counter.
+            let mut c = r.choices[..r.used].to_vec();
+            loop {
+                match c.pop() {
+                    None => {
+                        return Outcome {
+                            verdict: Verdict::NoHazard,
+                            runs,
+                        }
+                    }
+                    Some(x) if x + 1 < r.arity[c.len()] => {
+                        c.push(x + 1);
+                        break;
+                    }
+                    Some(_) => {}
+                }
+            }
+            choices = c;
+        }
+        Outcome {
+            verdict: Verdict::Budget,
+            runs,
+        }
+    }
+}
+
+/// Register sets (see the module docs), as a map from value to set id.
+fn register_sets(ops: &[&Operation]) -> HashMap<Value, u32> {
+    let mut p: HashMap<Value, Value> = HashMap::new();
+    fn find(p: &mut HashMap<Value, Value>, v: Value) -> Value {
+        let mut r = v;
+        while let Some(&q) = p.get(&r) {
+            if q == r {
+                break;
+            }
+            r = q;
+        }
+        p.insert(v, r);
+        r
+    }
+    let union = |p: &mut HashMap<Value, Value>, a: Value, b: Value| {
+        let (ra, rb) = (find(p, a), find(p, b));
+        if ra != rb {
+            p.insert(ra, rb);
+        }
+    };
+    let mut settled = HashSet::new();
+    for o in ops {
+        if is_settled(o) {
+            settled.extend(o.results.iter().copied());
+        }
+    }
+    let yields = |b: &Block| -> Vec<Value> {
+        b.ops
+            .last()
+            .filter(|y| y.kind == OpKind::Yield)
+            .map(|y| y.operands.clone())
+            .unwrap_or_default()
+    };
+    for o in ops {
+        match o.kind {
+            OpKind::Mma if o.attr("zero_acc").and_then(|a| a.as_bool()) != Some(true) => {
+                if let (Some(&acc), Some(&r)) = (o.operands.last(), o.results.first()) {
+                    union(&mut p, acc, r);
+                }
+            }
+            OpKind::WaitGroup => {
+                for (&a, &r) in o.operands.iter().zip(&o.results) {
+                    union(&mut p, a, r);
+                }
+            }
+            OpKind::For | OpKind::While if !o.regions.is_empty() => {
+                let is_for = o.kind == OpKind::For;
+                let (inits, args) = if is_for {
+                    (
+                        o.operands.get(3..).unwrap_or(&[]),
+                        o.regions[0].args.get(1..).unwrap_or(&[]),
+                    )
+                } else {
+                    (&o.operands[..], &o.regions[0].args[..])
+                };
+                let ys = yields(&o.regions[0]);
+                let ys = if is_for {
+                    &ys[..]
+                } else {
+                    ys.get(1..).unwrap_or(&[])
+                };
+                let mut seen = HashSet::new();
+                for (k, &arg) in args.iter().enumerate() {
+                    if let Some(&init) = inits.get(k) {
+                        if seen.insert(init) || !settled.contains(&init) {
+                            union(&mut p, init, arg);
+                        }
+                    }
+                    if let Some(&y) = ys.get(k) {
+                        union(&mut p, arg, y);
+                    }
+                    if let Some(&r) = o.results.get(k) {
+                        union(&mut p, arg, r);
+                    }
+                }
+            }
+            OpKind::If => {
+                for b in &o.regions {
+                    for (&y, &r) in yields(b).iter().zip(&o.results) {
+                        union(&mut p, y, r);
+                    }
+                }
+            }
+            OpKind::WarpSpecialize if o.regions.len() == 2 => {
+                for (&y, &r) in yields(&o.regions[1]).iter().zip(&o.results) {
+                    union(&mut p, y, r);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut all = vec![];
+    for o in ops {
+        all.extend(o.operands.iter().copied());
+        all.extend(o.results.iter().copied());
+        for b in &o.regions {
+            all.extend(b.args.iter().copied());
+        }
+    }
+    all.into_iter().map(|v| (v, find(&mut p, v).0)).collect()
+}
+
+/// Which rings each barrier guards: those a TMA copy fills after a wait on the barrier, in
+/// its block or one nested in it (the producer's `mbarrier_wait %empty, s` before it refills
+/// stage s).
+fn guards(b: &Block, waited: &[Value], out: &mut HashMap<Value, Vec<Value>>) {
+    let mut waited = waited.to_vec();
+    for o in &b.ops {
+        if o.kind == OpKind::MbarrierWait {
+            if let Some(&bar) = o.operands.first() {
+                waited.push(bar);
+            }
+        }
+        if o.kind == OpKind::TmaLoad {
+            if let Some(&ring) = o.operands.get(1) {
+                for &bar in &waited {
+                    let rings = out.entry(bar).or_default();
+                    if !rings.contains(&ring) {
+                        rings.push(ring);
+                    }
+                }
+            }
+        }
+        for r in &o.regions {
+            guards(r, &waited, out);
+        }
+    }
+}
+
+fn uses_of(op: &Operation, out: &mut HashSet<Value>) {
+    out.extend(op.operands.iter().copied());
+    for r in &op.regions {
+        for o in &r.ops {
+            uses_of(o, out);
+        }
+    }
+}
+
+fn defs_in(b: &Block, out: &mut HashSet<Value>) {
+    for o in &b.ops {
+        out.extend(o.results.iter().copied());
+        for r in &o.regions {
+            out.extend(r.args.iter().copied());
+            defs_in(r, out);
+        }
+    }
+}
+
+/// [`Simulator::live`] for the loops in `b`; `after`: the values read after `b`.
+fn live_sets(
+    b: &Block,
+    after: &HashSet<Value>,
+    ids: &HashMap<*const Operation, u32>,
+    out: &mut HashMap<u32, Vec<Value>>,
+) {
+    for (i, op) in b.ops.iter().enumerate() {
+        if op.regions.is_empty() {
+            continue;
+        }
+        let mut cont = after.clone();
+        for o in &b.ops[i + 1..] {
+            uses_of(o, &mut cont);
+        }
+        if matches!(op.kind, OpKind::For | OpKind::While) {
+            uses_of(op, &mut cont);
+            let mut defs = HashSet::new();
+            defs_in(&op.regions[0], &mut defs);
+            let mut live: Vec<Value> = cont.iter().copied().filter(|v| !defs.contains(v)).collect();
+            live.sort();
+            if let Some(&id) = ids.get(&(op as *const Operation)) {
+                out.insert(id, live);
+            }
+        }
+        for r in &op.regions {
+            live_sets(r, &cont, ids, out);
+        }
+    }
+}
+
+type Res<T> = Result<T, (Location, String)>;
+
+fn k(v: i64) -> Rc<Expr> {
+    Rc::new(Expr::K(v))
+}
+
+impl Run<'_, '_> {
+    fn choose(&mut self, arity: usize) -> usize {
+        if self.used >= self.choices.len() {
+            self.choices.push(0);
+        }
+        let c = self.choices[self.used].min(arity - 1);
+        self.arity.push(arity);
+        self.used += 1;
+        c
+    }
+
+    fn leaf(&mut self) -> Rc<Expr> {
+        self.leaves.push(None);
+        Rc::new(Expr::Leaf(self.leaves.len() - 1))
+    }
+
+    /// The scalar `v` (a fresh unknown the first time an undefined value is read).
+    fn expr(&mut self, v: Value) -> Rc<Expr> {
+        if let Some(e) = self.env.get(&v) {
+            return e.clone();
+        }
+        let e = self.leaf();
+        self.env.insert(v, e.clone());
+        e
+    }
+
+    fn force(&mut self, e: &Expr) -> i64 {
+        match e {
+            Expr::K(v) => *v,
+            Expr::Leaf(i) => match self.leaves[*i] {
+                Some(v) => v,
+                None => {
+                    let v = self.choose(self.s.domain as usize) as i64;
+                    self.leaves[*i] = Some(v);
+                    v
+                }
+            },
+            Expr::Add(a, b) => self.force(a).wrapping_add(self.force(b)),
+            Expr::Sub(a, b) => self.force(a).wrapping_sub(self.force(b)),
+            Expr::Mul(a, c) => self.force(a).wrapping_mul(*c),
+            Expr::Rem(a, c) => self.force(a).wrapping_rem(*c),
+        }
+    }
+
+    /// The value of scalar `v`, chosen where unknown.
+    fn int(&mut self, v: Value) -> i64 {
+        let e = self.expr(v);
+        self.force(&e)
+    }
+
+    /// Stage `v` of `ring` (an index the verifier keeps in `0..stages`).
+    fn stage(&mut self, ring: Value, v: Value) -> (Value, i64) {
+        (ring, self.int(v))
+    }
+
+    fn arith(&mut self, op: &Operation) {
+        let (Some(&r), [a, b]) = (op.results.first(), op.operands.as_slice()) else {
+            return;
+        };
+        let (x, y) = (self.expr(*a), self.expr(*b));
+        let e = match (&*x, &*y, op.kind) {
+            (Expr::K(p), Expr::K(q), kind) => {
+                let (p, q) = (*p, *q);
+                let v = match kind {
+                    OpKind::AddI => Some(p.wrapping_add(q)),
+                    OpKind::SubI => Some(p.wrapping_sub(q)),
+                    OpKind::MulI => Some(p.wrapping_mul(q)),
+                    OpKind::DivI => p.checked_div(q),
+                    OpKind::RemI => p.checked_rem(q),
+                    OpKind::CeilDiv => p.checked_add(q - 1).and_then(|s| s.checked_div(q)),
+                    OpKind::MinI => Some(p.min(q)),
+                    OpKind::MaxI => Some(p.max(q)),
+                    _ => None,
+                };
+                v.map(k)
+            }
+            (_, _, OpKind::AddI) => Some(Rc::new(Expr::Add(x.clone(), y.clone()))),
+            (_, _, OpKind::SubI) => Some(Rc::new(Expr::Sub(x.clone(), y.clone()))),
+            (_, Expr::K(c), OpKind::MulI) => Some(Rc::new(Expr::Mul(x.clone(), *c))),
+            (Expr::K(c), _, OpKind::MulI) => Some(Rc::new(Expr::Mul(y.clone(), *c))),
+            (_, Expr::K(c), OpKind::RemI) if *c > 0 => Some(Rc::new(Expr::Rem(x.clone(), *c))),
+            _ => None,
+        };
+        let e = e.unwrap_or_else(|| self.leaf());
+        self.env.insert(r, e);
+    }
+
+    fn loc_of(&self, id: u32) -> &Location {
+        &self.s.ops[id as usize].loc
+    }
+
+    fn describe(&self) -> String {
+        if self.events.is_empty() {
+            return "straight-line code".into();
+        }
+        let mut parts: Vec<String> = self
+            .events
+            .iter()
+            .take(12)
+            .map(|e| match *e {
+                Event::Trips(l, 0) => format!("the loop at {} skipped", self.loc_of(l)),
+                Event::Trips(l, n) => format!(
+                    "the loop at {} ran {n} time{}",
+                    self.loc_of(l),
+                    if n == 1 { "" } else { "s" }
+                ),
+                Event::Branch(i, t) => format!(
+                    "{}-branch of the if at {}",
+                    if t { "then" } else { "else" },
+                    self.loc_of(i)
+                ),
+            })
+            .collect();
+        if self.events.len() > 12 {
+            parts.push(format!("{} more choices", self.events.len() - 12));
+        }
+        parts.join(", ")
+    }
+
+    fn is_tile(&self, v: Value) -> bool {
+        matches!(self.s.m.try_ty(v), Some(Type::Tile { .. }))
+    }
+
+    fn is_scalar(&self, v: Value) -> bool {
+        matches!(self.s.m.try_ty(v), Some(Type::Scalar(_)))
+    }
+
+    fn change(&self, op: &Operation) -> Option<Change> {
+        if self.changes.is_empty() {
+            return None;
+        }
+        self.s.id(op).and_then(|i| self.changes.get(&i)).copied()
+    }
+
+    fn group_at(&self, g: u32) -> String {
+        format!("the 'tile.mma' at {}", self.loc_of(g))
+    }
+
+    /// Runs `b`, returning its yielded values.
+    fn block(&mut self, b: &Block) -> Res<Vec<Value>> {
+        let mut deferred = None;
+        for op in &b.ops {
+            if self.stop {
+                return Ok(vec![]);
+            }
+            if op.kind == OpKind::Yield {
+                if let Some(w) = deferred.take() {
+                    self.op(w)?;
+                }
+                return Ok(op.operands.clone());
+            }
+            match self.change(op) {
+                Some(c @ (Change::Later | Change::Split)) if deferred.is_none() => {
+                    if c == Change::Split {
+                        self.wait(op, op.int_attr("pending").unwrap_or(0) + 1);
+                    }
+                    deferred = Some(op);
+                    self.ctx.push(-1 - self.s.id(op).unwrap_or(0) as i64);
+                    continue;
+                }
+                _ => {}
+            }
+            self.op(op)?;
+            if let Some(w) = deferred.take() {
+                self.ctx.pop();
+                self.op(w)?;
+            }
+        }
+        if let Some(w) = deferred {
+            self.op(w)?;
+        }
+        Ok(vec![])
+    }
+
+    fn exit(&self, loc: &Location, what: &str) -> Res<()> {
+        if let Some(g) = self.q.pending().next() {
+            return Err((
+                loc.clone(),
+                format!(
+                    "{what} while the wgmma group of {} is pending",
+                    self.group_at(g.op)
+                ),
+            ));
+        }
+        if let Some(g) = self.q.bulk_pending().next() {
+            return Err((
+                loc.clone(),
+                format!(
+                    "{what} while the bulk store group of the 'tile.tma_store' at {} is \
+                        pending",
+                    self.loc_of(g.op)
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn set_carried(&mut self, args: &[Value], vals: &[Option<Rc<Expr>>]) {
+        for (a, v) in args.iter().zip(vals) {
+            match v {
+                Some(e) => {
+                    self.env.insert(*a, e.clone());
+                }
+                None => {
+                    self.env.remove(a);
+                }
+            }
+        }
+    }
+
+    fn scalars(&mut self, vs: &[Value]) -> Vec<Option<Rc<Expr>>> {
+        vs.iter()
+            .map(|&v| self.is_scalar(v).then(|| self.expr(v)))
+            .collect()
+    }
+
+    fn op(&mut self, op: &Operation) -> Res<()> {
+        let id = self.s.id(op).unwrap_or(0);
+        match op.kind {
+            OpKind::Constant => {
+                if let (Some(&r), Some(v)) = (op.results.first(), op.int_attr("value")) {
+                    self.env.insert(r, k(v));
+                }
+            }
+            OpKind::AddI
+            | OpKind::SubI
+            | OpKind::MulI
+            | OpKind::DivI
+            | OpKind::RemI
+            | OpKind::CeilDiv
+            | OpKind::MinI
+            | OpKind::MaxI => self.arith(op),
+            OpKind::For | OpKind::While => self.for_loop(op, id)?,
+            OpKind::If => {
+                let r = self.choose(2);
+                self.events.push(Event::Branch(id, r == 0));
+                let ys = self.block(&op.regions[r.min(op.regions.len() - 1)])?;
+                let vals = self.scalars(&ys);
+                self.set_carried(&op.results, &vals);
+            }
+            OpKind::WarpSpecialize if op.regions.len() == 2 => {
+                if self.producer {
+                    self.wg = 1;
+                    self.block(&op.regions[0])?;
+                    let end = op.regions[0].ops.last().map_or(&op.loc, |o| &o.loc).clone();
+                    self.exit(&end, "the producer warpgroup exits")?;
+                    self.stop = true;
+                    return Ok(());
+                }
+                self.wg = op.int_attr("consumers").unwrap_or(self.wg as i64).max(1) as u64;
+                let ys = self.block(&op.regions[1])?;
+                let vals = self.scalars(&ys);
+                self.set_carried(&op.results, &vals);
+            }
+            OpKind::Mma if op.str_attr("kind") == Some("wgmma") => self.wgmma(op, id)?,
+            OpKind::CommitGroup => {
+                let g = std::mem::take(&mut self.q.open);
+                self.q.committed.push(g);
+            }
+            OpKind::BulkCommitGroup => {
+                let g = std::mem::take(&mut self.q.bulk_open);
+                self.q.bulk_committed.push(g);
+            }
+            OpKind::WaitGroup | OpKind::BulkWaitGroup => {
+                let n = match self.change(op) {
+                    Some(Change::Delete) => return Ok(()),
+                    Some(Change::Pending(n)) => n,
+                    _ => op.int_attr("pending").unwrap_or(0),
+                };
+                self.wait(op, n);
+            }
+            OpKind::WgmmaFence => {
+                if self.change(op) != Some(Change::Delete) {
+                    self.q.fenced = true;
+                    self.q.dirty.clear();
+                }
+            }
+            OpKind::Barrier | OpKind::NamedBarrier => {
+                if self.change(op) != Some(Change::Delete) {
+                    if op.kind == OpKind::Barrier {
+                        self.q.unsynced.clear();
+                    }
+                    self.q.bulk_unsynced.clear();
+                }
+            }
+            OpKind::Return => self.exit(&op.loc, "the kernel ends")?,
+            OpKind::Yield | OpKind::Kernel => {}
+            _ => self.other(op, id)?,
+        }
+        Ok(())
+    }
+
+    /// Whether this state at the entry of an iteration of loop `id` was reached by an
+    /// earlier run (and records it).
+    fn seen_before(&mut self, id: u32) -> bool {
+        let mut key = self.ctx.clone();
+        key.push(self.wg as i64);
+        key.push(self.q.fenced as i64);
+        let mut dirty: Vec<i64> = self.q.dirty.iter().map(|&d| d as i64).collect();
+        dirty.sort();
+        key.push(dirty.len() as i64);
+        key.extend(dirty);
+        let wgmma = |key: &mut Vec<i64>, g: &Wgmma| {
+            key.extend([g.op as i64, g.stages.len() as i64]);
+            for (r, st) in &g.stages {
+                key.extend([r.0 as i64, *st]);
+            }
+        };
+        for grp in self
+            .q
+            .committed
+            .iter()
+            .chain([&self.q.open, &self.q.unsynced])
+        {
+            key.push(-1);
+            for g in grp {
+                wgmma(&mut key, g);
+            }
+        }
+        for grp in self
+            .q
+            .bulk_committed
+            .iter()
+            .chain([&self.q.bulk_open, &self.q.bulk_unsynced])
+        {
+            key.push(-2);
+            for g in grp {
+                key.extend([g.op as i64, g.slot.0 .0 as i64, g.slot.1]);
+            }
+        }
+        key.push(-3);
+        let mut ranks: HashMap<usize, i64> = HashMap::new();
+        if let Some(live) = self.s.live.get(&id) {
+            for v in live {
+                match self.env.get(v) {
+                    None => key.push(-4),
+                    Some(e) => self.serialize(e, &mut ranks, &mut key),
+                }
+            }
+        }
+        let prefix = &self.choices[..self.used];
+        let mut seen = self.seen.borrow_mut();
+        match seen.get(&key) {
+            Some(p) => p[..] != *prefix,
+            None => {
+                seen.insert(key, prefix.to_vec());
+                false
+            }
+        }
+    }
+
+    fn serialize(&self, e: &Expr, ranks: &mut HashMap<usize, i64>, key: &mut Vec<i64>) {
+        match e {
+            Expr::K(v) => key.extend([-5, *v]),
+            Expr::Leaf(i) => match self.leaves[*i] {
+                Some(v) => key.extend([-5, v]),
+                None => {
+                    let n = ranks.len() as i64;
+                    key.extend([-6, *ranks.entry(*i).or_insert(n)]);
+                }
+            },
+            Expr::Add(a, b) | Expr::Sub(a, b) => {
+                key.push(if matches!(e, Expr::Add(..)) { -7 } else { -8 });
+                self.serialize(a, ranks, key);
+                self.serialize(b, ranks, key);
+            }
+            Expr::Mul(a, c) | Expr::Rem(a, c) => {
+                key.extend([if matches!(e, Expr::Mul(..)) { -9 } else { -10 }, *c]);
+                self.serialize(a, ranks, key);
+            }
+        }
+    }
+
+    /// A wait of `op`'s kind that leaves at most `n` groups pending.
+    fn wait(&mut self, op: &Operation, n: i64) {
+        let n = n.max(0) as usize;
+        if op.kind == OpKind::WaitGroup {
+            let retire = self.q.committed.len().saturating_sub(n);
+            let done: Vec<Wgmma> = self.q.committed.drain(..retire).flatten().collect();
+            if self.wg >= 2 {
+                // Only the stages matter to later overwrites: keep each set once.
+                for g in done {
+                    if !self.q.unsynced.iter().any(|u| u.stages == g.stages) {
+                        self.q.unsynced.push(g);
+                    }
+                }
+            }
+        } else {
+            let retire = self.q.bulk_committed.len().saturating_sub(n);
+            let done: Vec<Store> = self.q.bulk_committed.drain(..retire).flatten().collect();
+            for g in done {
+                if !self.q.bulk_unsynced.iter().any(|u| u.slot == g.slot) {
+                    self.q.bulk_unsynced.push(g);
+                }
+            }
+        }
+    }
+
+    fn for_loop(&mut self, op: &Operation, id: u32) -> Res<()> {
+        let Some(body) = op.regions.first() else {
+            return Ok(());
+        };
+        let is_for = op.kind == OpKind::For;
+        let set: &[i64] = if self.s.nested.contains(&id) {
+            &[0, 1, 2]
+        } else {
+            &self.s.trips
+        };
+        // tile.while runs at least once.
+        let set = if is_for { set } else { &set[1..] };
+        let trips = set[self.choose(set.len())];
+        self.events.push(Event::Trips(id, trips));
+        let (inits, args) = if is_for {
+            (
+                op.operands.get(3..).unwrap_or(&[]),
+                body.args.get(1..).unwrap_or(&[]),
+            )
+        } else {
+            (&op.operands[..], &body.args[..])
+        };
+        let mut carried = self.scalars(inits);
+        let step = op.operands.get(2).map(|&s| self.expr(s));
+        let start = self.leaf();
+        for t in 0..trips {
+            if let (true, Some(step), Some(&iv)) = (is_for, &step, body.args.first()) {
+                let off = Rc::new(Expr::Mul(step.clone(), t));
+                self.env.insert(iv, Rc::new(Expr::Add(start.clone(), off)));
+            }
+            self.set_carried(args, &carried);
+            self.ctx.extend([id as i64, trips, t]);
+            if self.seen_before(id) {
+                self.stop = true;
+                return Ok(());
+            }
+            let ys = self.block(body)?;
+            self.ctx.truncate(self.ctx.len() - 3);
+            let ys = if is_for {
+                &ys[..]
+            } else {
+                ys.get(1..).unwrap_or(&[])
+            };
+            carried = self.scalars(ys);
+        }
+        self.set_carried(&op.results, &carried);
+        Ok(())
+    }
+
+    fn wgmma(&mut self, op: &Operation, id: u32) -> Res<()> {
+        let Some(p) = tilec_dialect::ops::mma_operands(op) else {
+            return Ok(());
+        };
+        let Some(&res) = op.results.first() else {
+            return Ok(());
+        };
+        let acc = self.s.slot[&res];
+        let a = self.is_tile(p.a).then(|| self.s.slot[&p.a]);
+        if !self.q.fenced
+            || self.q.dirty.contains(&acc)
+            || a.is_some_and(|a| self.q.dirty.contains(&a))
+        {
+            return Err((
+                op.loc.clone(),
+                "a wgmma runs with no 'tile.wgmma_fence' since the warpgroup started or since \
+                    another op accessed its registers"
+                    .into(),
+            ));
+        }
+        for g in self.q.pending() {
+            if g.a == Some(acc) || (a == Some(g.acc) && acc != g.acc) {
+                return Err((
+                    op.loc.clone(),
+                    format!(
+                        "this wgmma uses registers of the pending wgmma group of {} (its A \
+                            fragment or accumulator) outside that chain",
+                        self.group_at(g.op)
+                    ),
+                ));
+            }
+        }
+        let mut stages = vec![];
+        for (ring, s) in [(p.a, p.stage_a), (p.b, p.stage_b)] {
+            if self.s.stages.contains_key(&ring) {
+                let st = self.stage(ring, s);
+                stages.push(st);
+            }
+        }
+        self.q.open.push(Wgmma {
+            op: id,
+            acc,
+            a,
+            stages,
+        });
+        Ok(())
+    }
+
+    /// Any other op: its register accesses, and what it does to shared memory.
+    fn other(&mut self, op: &Operation, _id: u32) -> Res<()> {
+        let name = op.kind.name();
+        for &v in op.operands.iter().chain(&op.results) {
+            if !self.is_tile(v) {
+                continue;
+            }
+            let s = self.s.slot[&v];
+            if let Some(g) = self.q.pending().find(|g| g.acc == s || g.a == Some(s)) {
+                return Err((
+                    op.loc.clone(),
+                    format!(
+                        "'{name}' accesses registers of the wgmma group of {} while it is \
+                            pending",
+                        self.group_at(g.op)
+                    ),
+                ));
+            }
+            self.q.dirty.insert(s);
+        }
+        match op.kind {
+            OpKind::TmaLoad if op.operands.len() >= 4 => {
+                let st = self.stage(op.operands[1], op.operands[3]);
+                self.overwrite(op, st)?;
+            }
+            OpKind::SmemStore if op.operands.len() == 3 => {
+                let st = self.stage(op.operands[1], op.operands[2]);
+                self.overwrite(op, st)?;
+                let bulk = self
+                    .q
+                    .bulk_pending()
+                    .chain(&self.q.bulk_unsynced)
+                    .find(|g| g.slot == st);
+                if let Some(g) = bulk {
+                    let pending = self.q.bulk_pending().any(|x| x.op == g.op && x.slot == st);
+                    return Err((
+                        op.loc.clone(),
+                        format!(
+                            "'{name}' writes slot {} of a staging ring that the bulk store of the \
+                                'tile.tma_store' at {} reads{}",
+                            st.1,
+                            self.loc_of(g.op),
+                            if pending {
+                                " while it is pending"
+                            } else {
+                                ", with no 'tile.named_barrier' since the wait that retired it"
+                            }
+                        ),
+                    ));
+                }
+            }
+            OpKind::MbarrierArrive if op.operands.len() == 2 => {
+                let i = self.int(op.operands[1]);
+                let rings: Vec<Value> = match self.s.bar_ring.get(&op.operands[0]) {
+                    Some(r) => r.clone(),
+                    None => self.s.stages.keys().copied().collect(),
+                };
+                for ring in rings {
+                    let st = (ring, i);
+                    if let Some(g) = self.q.pending().find(|g| g.stages.contains(&st)) {
+                        return Err((
+                            op.loc.clone(),
+                            format!(
+                                "'{name}' releases stage {} of a ring that the wgmma group of {} \
+                                    reads while it is pending",
+                                st.1,
+                                self.group_at(g.op)
+                            ),
+                        ));
+                    }
+                }
+            }
+            OpKind::TmaStore if op.operands.len() >= 3 => {
+                let slot = self.stage(op.operands[1], op.operands[2]);
+                self.q.bulk_open.push(Store { op: _id, slot });
+            }
+            _ => {}
+        }
+        // A scalar this op defines is unknown to the analysis: a fresh one per execution.
+        for &r in &op.results {
+            if self.is_scalar(r) {
+                self.env.remove(&r);
+            }
+        }
+        Ok(())
+    }
+
+    fn overwrite(&self, op: &Operation, st: (Value, i64)) -> Res<()> {
+        let name = op.kind.name();
+        if let Some(g) = self.q.pending().find(|g| g.stages.contains(&st)) {
+            return Err((
+                op.loc.clone(),
+                format!(
+                    "'{name}' overwrites stage {} of a ring that the wgmma group of {} reads \
+                        while it is pending",
+                    st.1,
+                    self.group_at(g.op)
+                ),
+            ));
+        }
+        if self.wg >= 2 {
+            if let Some(g) = self.q.unsynced.iter().find(|g| g.stages.contains(&st)) {
+                return Err((
+                    op.loc.clone(),
+                    format!(
+                        "'{name}' overwrites stage {} of a ring that another warpgroup's wgmma \
+                            group of {} may still read: no 'tile.barrier' since the wait",
+                        st.1,
+                        self.group_at(g.op)
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
