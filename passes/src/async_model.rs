@@ -102,6 +102,9 @@ impl StageSym {
                     modulus: m2,
                 },
             ) if l1 == l2 && b1 == b2 && m1 == m2 => o1 == o2,
+            // A remainder lies in 0..modulus.
+            (StageSym::Rel { modulus, .. }, StageSym::Const(c))
+            | (StageSym::Const(c), StageSym::Rel { modulus, .. }) => (0..modulus).contains(&c),
             _ => true,
         }
     }
@@ -675,6 +678,9 @@ impl<'k> Facts<'k> {
             let o = self.ops[d as usize];
             if o.kind == OpKind::RemI && o.operands.len() == 2 {
                 if let Lin::Const(s) = self.lin(o.operands[1], 0) {
+                    if s == 1 {
+                        return StageSym::Const(0);
+                    }
                     if s > 0 {
                         return match self.lin(o.operands[0], 0) {
                             Lin::Const(k) => StageSym::Const(k.rem_euclid(s)),

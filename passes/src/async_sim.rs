@@ -52,7 +52,7 @@
 //!
 //! A run stops at its first hazard, which is reported with the choices of that run.
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
@@ -70,9 +70,6 @@ pub enum Change {
     Delete,
     /// The op runs after the op that follows it in its block instead of before it.
     Later,
-    /// A wait split in two: `pending` raised by one where it is, and the wait as it was after
-    /// the op that follows it (so the first retires only what that op needs).
-    Split,
 }
 
 /// A hazard one run met.
@@ -112,12 +109,12 @@ pub struct Outcome {
 pub struct Simulator<'m> {
     m: &'m Module,
     ops: Vec<&'m Operation>,
-    ids: HashMap<*const Operation, u32>,
-    slot: HashMap<Value, u32>,
+    ids: FxHashMap<*const Operation, u32>,
+    slot: FxHashMap<Value, u32>,
     /// The rings each barrier guards (none known: every ring).
-    bar_ring: HashMap<Value, Vec<Value>>,
+    bar_ring: FxHashMap<Value, Vec<Value>>,
     /// Stage count of every ring.
-    stages: HashMap<Value, i64>,
+    stages: FxHashMap<Value, i64>,
     /// Values chosen for unknowns are taken from `0..domain`.
     domain: i64,
     /// Trip counts of a loop without a loop inside.
@@ -125,9 +122,18 @@ pub struct Simulator<'m> {
     warpgroups: u64,
     /// For each loop, the values that its iterations and everything after them may read
     /// and that are defined outside its body: what a run's future depends on there.
-    live: HashMap<u32, Vec<Value>>,
-    /// Loops with a loop inside.
-    nested: HashSet<u32>,
+    live: FxHashMap<u32, Vec<Value>>,
+    /// Ops only the producer phase runs (region 0 of a `tile.warp_specialize`), and ops
+    /// only the consumer phase runs (region 1, and what follows the `tile.warp_specialize`).
+    producer_only: FxHashSet<u32>,
+    consumer_only: FxHashSet<u32>,
+    /// Rings that code outside a producer region overwrites (`tile.tma_load`,
+    /// `tile.smem_store`): a retired group matters to later overwrites only if it reads one.
+    overwritten: FxHashSet<Value>,
+    /// Whether a producer phase can meet a hazard: some group is issued before the
+    /// `tile.warp_specialize` or inside its producer region (without one, that warpgroup
+    /// has nothing pending, ever).
+    producer_issues: bool,
 }
 
 /// A scalar: a constant, an unknown chosen on demand, or linear arithmetic over them.
@@ -165,7 +171,7 @@ struct Queues {
     bulk_open: Vec<Store>,
     bulk_unsynced: Vec<Store>,
     fenced: bool,
-    dirty: HashSet<u32>,
+    dirty: FxHashSet<u32>,
 }
 
 impl Queues {
@@ -176,6 +182,9 @@ impl Queues {
         self.bulk_committed.iter().flatten().chain(&self.bulk_open)
     }
 }
+
+/// An affine form: (leaf, coefficient) terms and a constant.
+type Affine = (Vec<(usize, i64)>, i64);
 
 /// Scalar values by value number.
 #[derive(Default)]
@@ -252,7 +261,7 @@ impl<'m> Simulator<'m> {
             .enumerate()
             .map(|(i, &o)| (o as *const Operation, i as u32))
             .collect();
-        let mut stages = HashMap::new();
+        let mut stages = FxHashMap::default();
         let mut domain = 1i64;
         for o in &ops {
             for &r in &o.results {
@@ -275,7 +284,7 @@ impl<'m> Simulator<'m> {
                 trips.push(n + 1);
             }
         }
-        let mut bar_ring = HashMap::new();
+        let mut bar_ring = FxHashMap::default();
         if let Some(b) = kernel.regions.first() {
             guards(b, &[], &mut bar_ring);
         }
@@ -285,27 +294,72 @@ impl<'m> Simulator<'m> {
             .map(|d| d.iter().filter_map(|x| x.as_int()).product::<i64>() / 128)
             .unwrap_or(1)
             .max(1) as u64;
-        let mut live = HashMap::new();
+        let mut live = FxHashMap::default();
         if let Some(b) = kernel.regions.first() {
-            live_sets(b, &HashSet::new(), &ids, &mut live);
+            live_sets(b, &HashSet::new(), &HashSet::new(), &ids, &mut live);
         }
         for vs in live.values_mut() {
             vs.retain(|&v| matches!(m.try_ty(v), Some(Type::Scalar(_))));
         }
-        let mut nested = HashSet::new();
-        for (i, o) in ops.iter().enumerate() {
-            if matches!(o.kind, OpKind::For | OpKind::While) {
-                let mut n = 0;
-                o.walk(&mut |x| n += matches!(x.kind, OpKind::For | OpKind::While) as u32);
-                if n > 1 {
-                    nested.insert(i as u32);
+        let (mut producer_only, mut consumer_only) = (FxHashSet::default(), FxHashSet::default());
+        if let Some(b) = kernel.regions.first() {
+            let mut after_ws = false;
+            for o in &b.ops {
+                let mark = |x: &Operation, set: &mut FxHashSet<u32>| {
+                    x.walk(&mut |y| {
+                        if let Some(&i) = ids.get(&(y as *const Operation)) {
+                            set.insert(i);
+                        }
+                    })
+                };
+                if after_ws {
+                    mark(o, &mut consumer_only);
+                } else if o.kind == OpKind::WarpSpecialize && o.regions.len() == 2 {
+                    for x in &o.regions[0].ops {
+                        mark(x, &mut producer_only);
+                    }
+                    for x in &o.regions[1].ops {
+                        mark(x, &mut consumer_only);
+                    }
+                    after_ws = true;
                 }
+            }
+        }
+        let issues = |o: &Operation| {
+            let mut any = false;
+            o.walk(&mut |x| {
+                any |= x.kind == OpKind::TmaStore
+                    || (x.kind == OpKind::Mma && x.str_attr("kind") == Some("wgmma"))
+            });
+            any
+        };
+        let mut producer_issues = false;
+        if let Some(b) = kernel.regions.first() {
+            for o in &b.ops {
+                if o.kind == OpKind::WarpSpecialize {
+                    producer_issues |= o.regions.first().is_some_and(|r| r.ops.iter().any(issues));
+                    break;
+                }
+                producer_issues |= issues(o);
+            }
+        }
+        let mut overwritten = FxHashSet::default();
+        for (i, o) in ops.iter().enumerate() {
+            let ring = match o.kind {
+                OpKind::TmaLoad | OpKind::SmemStore => o.operands.get(1),
+                _ => None,
+            };
+            if let (Some(&r), false) = (ring, producer_only.contains(&(i as u32))) {
+                overwritten.insert(r);
             }
         }
         Simulator {
             m,
             live,
-            nested,
+            producer_issues,
+            overwritten,
+            producer_only,
+            consumer_only,
             slot: register_sets(&ops),
             ops,
             ids,
@@ -336,8 +390,13 @@ impl<'m> Simulator<'m> {
         let mut has_ws = false;
         self.ops[0].walk(&mut |o| has_ws |= o.kind == OpKind::WarpSpecialize);
         let mut runs = 0;
+        let only =
+            |set: &FxHashSet<u32>| !changes.is_empty() && changes.keys().all(|i| set.contains(i));
         for producer in [true, false] {
-            if producer && !has_ws {
+            // A phase that runs none of the changed ops is the unchanged kernel's.
+            if (producer && (!has_ws || !self.producer_issues || only(&self.consumer_only)))
+                || (!producer && has_ws && only(&self.producer_only))
+            {
                 continue;
             }
             let o = self.enumerate(changes, budget - runs, producer);
@@ -409,7 +468,7 @@ impl<'m> Simulator<'m> {
 }
 
 /// Register sets (see the module docs), as a map from value to set id.
-fn register_sets(ops: &[&Operation]) -> HashMap<Value, u32> {
+fn register_sets(ops: &[&Operation]) -> FxHashMap<Value, u32> {
     let mut p: HashMap<Value, Value> = HashMap::new();
     fn find(p: &mut HashMap<Value, Value>, v: Value) -> Value {
         let mut r = v;
@@ -513,7 +572,7 @@ fn register_sets(ops: &[&Operation]) -> HashMap<Value, u32> {
 /// Which rings each barrier guards: those a TMA copy fills after a wait on the barrier, in
 /// its block or one nested in it (the producer's `mbarrier_wait %empty, s` before it refills
 /// stage s).
-fn guards(b: &Block, waited: &[Value], out: &mut HashMap<Value, Vec<Value>>) {
+fn guards(b: &Block, waited: &[Value], out: &mut FxHashMap<Value, Vec<Value>>) {
     let mut waited = waited.to_vec();
     for o in &b.ops {
         if o.kind == OpKind::MbarrierWait {
@@ -556,33 +615,48 @@ fn defs_in(b: &Block, out: &mut HashSet<Value>) {
     }
 }
 
-/// [`Simulator::live`] for the loops in `b`; `after`: the values read after `b`.
+/// [`Simulator::live`] for the loops in `b`: the values read after a loop's entry (in its
+/// body, in later iterations of the loops around it, or after it) and defined before it.
+/// `after`: the values read after `b` that are defined before it; `later`: the values
+/// defined after `b` (read after their definition only, so not live here).
 fn live_sets(
     b: &Block,
     after: &HashSet<Value>,
-    ids: &HashMap<*const Operation, u32>,
-    out: &mut HashMap<u32, Vec<Value>>,
+    later: &HashSet<Value>,
+    ids: &FxHashMap<*const Operation, u32>,
+    out: &mut FxHashMap<u32, Vec<Value>>,
 ) {
     for (i, op) in b.ops.iter().enumerate() {
         if op.regions.is_empty() {
             continue;
         }
-        let mut cont = after.clone();
+        let (mut uses, mut defs) = (after.clone(), later.clone());
         for o in &b.ops[i + 1..] {
-            uses_of(o, &mut cont);
+            uses_of(o, &mut uses);
+            defs.extend(o.results.iter().copied());
+            for r in &o.regions {
+                defs_in(r, &mut defs);
+            }
         }
         if matches!(op.kind, OpKind::For | OpKind::While) {
-            uses_of(op, &mut cont);
-            let mut defs = HashSet::new();
-            defs_in(&op.regions[0], &mut defs);
-            let mut live: Vec<Value> = cont.iter().copied().filter(|v| !defs.contains(v)).collect();
+            // Later iterations read what the body reads, less what the body defines.
+            let mut body_defs = HashSet::new();
+            defs_in(&op.regions[0], &mut body_defs);
+            let mut again = HashSet::new();
+            uses_of(op, &mut again);
+            uses.extend(again.into_iter().filter(|v| !body_defs.contains(v)));
+            let mut live: Vec<Value> = uses
+                .iter()
+                .copied()
+                .filter(|v| !body_defs.contains(v) && !defs.contains(v))
+                .collect();
             live.sort();
             if let Some(&id) = ids.get(&(op as *const Operation)) {
                 out.insert(id, live);
             }
         }
         for r in &op.regions {
-            live_sets(r, &cont, ids, out);
+            live_sets(r, &uses, &defs, ids, out);
         }
     }
 }
@@ -745,10 +819,7 @@ impl Run<'_, '_> {
                 return Ok(op.operands.clone());
             }
             match self.change(op) {
-                Some(c @ (Change::Later | Change::Split)) if deferred.is_none() => {
-                    if c == Change::Split {
-                        self.wait(op, op.int_attr("pending").unwrap_or(0) + 1);
-                    }
+                Some(Change::Later) if deferred.is_none() => {
                     deferred = Some(op);
                     self.ctx.push(-1 - self.s.id(op).unwrap_or(0) as i64);
                     continue;
@@ -924,12 +995,53 @@ impl Run<'_, '_> {
             }
         }
         key.push(-3);
-        let mut ranks: HashMap<usize, i64> = HashMap::new();
-        if let Some(live) = self.s.live.get(&id) {
-            for v in live {
-                match self.env.get(v) {
-                    None => key.push(-4),
-                    Some(e) => self.serialize(e, &mut ranks, &mut key),
+        // Live scalars, as affine forms over the unknowns not chosen yet (mod the domain).
+        // A value holding an unknown that no other live value holds, with a unit
+        // coefficient, takes every residue in the future whatever else it holds: it is
+        // written as such.
+        let mut ranks: FxHashMap<usize, i64> = FxHashMap::default();
+        let empty = vec![];
+        let live = self.s.live.get(&id).unwrap_or(&empty);
+        let forms: Vec<Option<Affine>> = live
+            .iter()
+            .map(|v| self.env.get(v).and_then(|e| self.affine(e)))
+            .collect();
+        let mut count: FxHashMap<usize, u32> = FxHashMap::default();
+        for (v, f) in live.iter().zip(&forms) {
+            match f {
+                Some((terms, _)) => {
+                    for &(l, _) in terms {
+                        *count.entry(l).or_default() += 1;
+                    }
+                }
+                None => {
+                    if let Some(e) = self.env.get(v) {
+                        self.unforced(e, &mut |l| *count.entry(l).or_default() += 1);
+                    }
+                }
+            }
+        }
+        let d = self.s.domain;
+        for (v, f) in live.iter().zip(&forms) {
+            match (f, self.env.get(v)) {
+                (_, None) => key.push(-4),
+                (Some((terms, c)), _) => {
+                    if terms
+                        .iter()
+                        .any(|&(l, a)| count[&l] == 1 && gcd(a.rem_euclid(d), d) == 1)
+                    {
+                        key.push(-11);
+                        continue;
+                    }
+                    key.extend([-12, c.rem_euclid(d), terms.len() as i64]);
+                    for &(l, a) in terms {
+                        let n = ranks.len() as i64;
+                        key.extend([*ranks.entry(l).or_insert(n), a.rem_euclid(d)]);
+                    }
+                }
+                (None, Some(e)) => {
+                    let e = e.clone();
+                    self.serialize(&e, &mut ranks, &mut key);
                 }
             }
         }
@@ -944,11 +1056,76 @@ impl Run<'_, '_> {
         }
     }
 
-    fn serialize(&self, e: &Expr, ranks: &mut HashMap<usize, i64>, key: &mut Vec<i64>) {
-        match e {
-            Expr::K(v) => key.extend([-5, *v]),
+    /// `e` as `Σ a·leaf + c` over the leaves not chosen yet, if it is affine.
+    fn affine(&self, e: &Expr) -> Option<Affine> {
+        let d = self.s.domain;
+        let norm = |mut t: Vec<(usize, i64)>| {
+            t.sort();
+            let mut out: Vec<(usize, i64)> = vec![];
+            for (l, a) in t {
+                match out.last_mut() {
+                    Some((m, b)) if *m == l => *b = (*b + a).rem_euclid(d),
+                    _ => out.push((l, a.rem_euclid(d))),
+                }
+            }
+            out.retain(|&(_, a)| a != 0);
+            out
+        };
+        Some(match e {
+            Expr::K(v) => (vec![], *v),
             Expr::Leaf(i) => match self.leaves[*i] {
-                Some(v) => key.extend([-5, v]),
+                Some(v) => (vec![], v),
+                None => (vec![(*i, 1)], 0),
+            },
+            Expr::Add(a, b) | Expr::Sub(a, b) => {
+                let (ta, ca) = self.affine(a)?;
+                let (tb, cb) = self.affine(b)?;
+                let s = if matches!(e, Expr::Sub(..)) { -1 } else { 1 };
+                let terms = ta
+                    .into_iter()
+                    .chain(tb.into_iter().map(|(l, x)| (l, s * x)));
+                (norm(terms.collect()), ca.wrapping_add(s.wrapping_mul(cb)))
+            }
+            Expr::Mul(a, c) => {
+                let (t, k) = self.affine(a)?;
+                (
+                    norm(
+                        t.into_iter()
+                            .map(|(l, x)| (l, x.wrapping_mul(*c)))
+                            .collect(),
+                    ),
+                    k.wrapping_mul(*c),
+                )
+            }
+            Expr::Rem(a, c) => match self.affine(a)? {
+                (t, k) if t.is_empty() => (vec![], k.wrapping_rem(*c)),
+                _ => return None,
+            },
+        })
+    }
+
+    /// Calls `f` on each leaf of `e` not chosen yet.
+    fn unforced(&self, e: &Expr, f: &mut dyn FnMut(usize)) {
+        match e {
+            Expr::K(_) => {}
+            Expr::Leaf(i) => {
+                if self.leaves[*i].is_none() {
+                    f(*i)
+                }
+            }
+            Expr::Add(a, b) | Expr::Sub(a, b) => {
+                self.unforced(a, f);
+                self.unforced(b, f);
+            }
+            Expr::Mul(a, _) | Expr::Rem(a, _) => self.unforced(a, f),
+        }
+    }
+
+    fn serialize(&self, e: &Expr, ranks: &mut FxHashMap<usize, i64>, key: &mut Vec<i64>) {
+        match e {
+            Expr::K(v) => key.extend([-5, v.rem_euclid(self.s.domain)]),
+            Expr::Leaf(i) => match self.leaves[*i] {
+                Some(v) => key.extend([-5, v.rem_euclid(self.s.domain)]),
                 None => {
                     let n = ranks.len() as i64;
                     key.extend([-6, *ranks.entry(*i).or_insert(n)]);
@@ -975,7 +1152,8 @@ impl Run<'_, '_> {
             if self.wg >= 2 {
                 // Only the stages matter to later overwrites: keep each set once.
                 for g in done {
-                    if !self.q.unsynced.iter().any(|u| u.stages == g.stages) {
+                    let read = g.stages.iter().any(|(r, _)| self.s.overwritten.contains(r));
+                    if read && !self.q.unsynced.iter().any(|u| u.stages == g.stages) {
                         self.q.unsynced.push(g);
                     }
                 }
@@ -996,13 +1174,12 @@ impl Run<'_, '_> {
             return Ok(());
         };
         let is_for = op.kind == OpKind::For;
-        let set: &[i64] = if self.s.nested.contains(&id) {
-            &[0, 1, 2]
-        } else {
-            &self.s.trips
-        };
         // tile.while runs at least once.
-        let set = if is_for { set } else { &set[1..] };
+        let set = if is_for {
+            &self.s.trips[..]
+        } else {
+            &self.s.trips[1..]
+        };
         let trips = set[self.choose(set.len())];
         self.events.push(Event::Trips(id, trips));
         let (inits, args) = if is_for {
@@ -1018,17 +1195,20 @@ impl Run<'_, '_> {
         let start = self.leaf();
         for t in 0..trips {
             if let (true, Some(step), Some(&iv)) = (is_for, &step, body.args.first()) {
-                let off = Rc::new(Expr::Mul(step.clone(), t));
+                let off = match &**step {
+                    Expr::K(c) => k(c.wrapping_mul(t)),
+                    _ => Rc::new(Expr::Mul(step.clone(), t)),
+                };
                 self.env.insert(iv, Rc::new(Expr::Add(start.clone(), off)));
             }
             self.set_carried(args, &carried);
-            self.ctx.extend([id as i64, trips, t]);
+            self.ctx.extend([id as i64, trips - t]);
             if self.seen_before(id) {
                 self.stop = true;
                 return Ok(());
             }
             let ys = self.block(body)?;
-            self.ctx.truncate(self.ctx.len() - 3);
+            self.ctx.truncate(self.ctx.len() - 2);
             let ys = if is_for {
                 &ys[..]
             } else {
@@ -1202,5 +1382,103 @@ impl Run<'_, '_> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tilec_dialect::parse;
+
+    const HEAD: &str = "tile.kernel @k(%A: tensor<?x?xbf16>, %N: index) {block = [128, 1, 1], \
+        grid = [1]} {\n  %c0 = tile.constant {value = 0} : index\n  %c1 = tile.constant \
+        {value = 1} : index\n  %c2 = tile.constant {value = 2} : index\n  %ring = \
+        tile.smem_alloc {swizzle = 128} : smem<2x64x64xbf16>\n  %bar = tile.mbarrier_alloc \
+        {arrive_count = 1} : mbarrier<2>\n  %z = tile.zeros : tile<64x64xf32>\n";
+
+    /// A two-stage ring: each trip's wgmma reads stage iv mod 2 and the copy refills stage
+    /// (iv + 1) mod 2 after a wait with `pending`.
+    fn ring_loop(pending: i64) -> String {
+        format!(
+            "{HEAD}  tile.wgmma_fence\n  %r = tile.for %c0, %N, %c1, %z : tile<64x64xf32> {{\n  \
+             ^bb0(%i: index, %acc: tile<64x64xf32>):\n    %s = tile.remi %i, %c2 : index\n    \
+             %n = tile.mma %ring, %ring, %s, %acc {{kind = \"wgmma\"}} : tile<64x64xf32>\n    \
+             tile.commit_group\n    %i1 = tile.addi %i, %c1 : index\n    %s1 = tile.remi %i1, \
+             %c2 : index\n    %w = tile.wait_group %n {{pending = {pending}}} : \
+             tile<64x64xf32>\n    tile.tma_load %A, %ring, %bar, %s1, %c0, %c0\n    tile.yield \
+             %w\n  }}\n  %rw = tile.wait_group %r {{pending = 0}} : tile<64x64xf32>\n  %o = \
+             tile.relu %rw : tile<64x64xf32>\n  tile.return\n}}\n"
+        )
+    }
+
+    fn simulate(text: &str, changes: &HashMap<u32, Change>) -> Outcome {
+        let m = parse(text, "t").expect("parses");
+        let k = m.kernels().next().expect("a kernel");
+        Simulator::new(&m, k).run(changes, DEFAULT_RUNS)
+    }
+
+    #[test]
+    fn safe_ring_has_no_hazard_and_one_more_pending_has_one() {
+        assert_eq!(
+            simulate(&ring_loop(1), &HashMap::new()).verdict,
+            Verdict::NoHazard
+        );
+        // pending = 2 leaves the group of the trip before pending while its stage is
+        // refilled: the second trip's copy.
+        let Verdict::Hazard(h) = simulate(&ring_loop(2), &HashMap::new()).verdict else {
+            panic!("expected a hazard");
+        };
+        assert_eq!((h.loc.line, h.loc.col), (17, 5), "{h:?}");
+        assert!(
+            h.message.starts_with("'tile.tma_load' overwrites stage")
+                && h.message.contains("the 'tile.mma' at t:12:5"),
+            "{}",
+            h.message
+        );
+        assert_eq!(h.run, "the loop at t:9:3 ran 2 times");
+    }
+
+    #[test]
+    fn changes_apply_by_preorder_index() {
+        let text = ring_loop(1);
+        let m = parse(&text, "t").expect("parses");
+        let k = m.kernels().next().expect("a kernel");
+        let sim = Simulator::new(&m, k);
+        let mut wait = None;
+        k.walk(&mut |o| {
+            if o.kind == OpKind::WaitGroup && wait.is_none() {
+                wait = sim.id(o);
+            }
+        });
+        let wait = wait.expect("a wait");
+        for change in [Change::Pending(2), Change::Delete, Change::Later] {
+            let o = sim.run(&[(wait, change)].into_iter().collect(), DEFAULT_RUNS);
+            assert!(matches!(o.verdict, Verdict::Hazard(_)), "{change:?}: {o:?}");
+        }
+        // Deleting the fence: the first wgmma runs unfenced.
+        let fence = k.regions[0]
+            .ops
+            .iter()
+            .find(|o| o.kind == OpKind::WgmmaFence)
+            .and_then(|o| sim.id(o))
+            .expect("a fence");
+        let o = sim.run(
+            &[(fence, Change::Delete)].into_iter().collect(),
+            DEFAULT_RUNS,
+        );
+        let Verdict::Hazard(h) = o.verdict else {
+            panic!("expected a hazard: {o:?}");
+        };
+        assert!(h.message.contains("no 'tile.wgmma_fence'"), "{}", h.message);
+    }
+
+    #[test]
+    fn budget_is_reported() {
+        let o = simulate(&ring_loop(1), &HashMap::new());
+        assert!(o.runs > 3, "{o:?}");
+        let m = parse(&ring_loop(1), "t").expect("parses");
+        let k = m.kernels().next().expect("a kernel");
+        let short = Simulator::new(&m, k).run(&HashMap::new(), 3);
+        assert_eq!((short.verdict, short.runs), (Verdict::Budget, 3));
     }
 }

@@ -15,11 +15,12 @@
 //! concrete paths (every branch side, trip counts 0–5, unknown values chosen), with concrete
 //! queues, register sets and stage numbers, by the PTX ISA's rules. Once the explorer has
 //! found a kernel safe and tight, the simulation must agree: no run may meet a hazard; and
-//! each wait split in two (`pending` + 1 where it is, the wait as it was one op later),
-//! each wait moved one op later, each wait raised by one where no op follows it, and each
-//! `tile.wgmma_fence` deleted, must meet a hazard on some run. A disagreement is an error
-//! naming both analyses: one of the models is wrong (`tests/async_waits_prop.rs` seeds bugs
-//! into `async_model` and shows them caught). A simulation that runs out of `sim_runs`
+//! each wait raised by one, each wait moved one op later (not past a fence or a barrier,
+//! nor past an op that uses its results: the explorer's moves keep the IR well-formed, so
+//! it tries none of those), and each `tile.wgmma_fence` deleted, must meet a hazard on some
+//! run. A disagreement is
+//! an error naming both analyses: one of the models is wrong (`tests/async_waits_prop.rs`
+//! seeds bugs into `async_model` and shows them caught). A simulation that runs out of `sim_runs`
 //! leaves the explorer's verdict alone and is counted in `sim-incomplete`.
 //!
 //! Bulk store groups (`tile.tma_store` / `tile.bulk_commit_group` /
@@ -1247,8 +1248,9 @@ fn simulate(
         }
         Verdict::NoHazard => {}
     }
-    // Each wait raised by one, each wait one op later (not past a fence, a yield or the
-    // end), each fence deleted: every such change must meet a hazard on some run.
+    // Each wait raised by one, each wait one op later (not past a fence, a barrier, a yield,
+    // the end, or an op that uses its results), each fence deleted: every such change must
+    // meet a hazard on some run.
     let mut checks = vec![];
     k.walk(&mut |o| {
         for b in &o.regions {
@@ -1256,20 +1258,23 @@ fn simulate(
                 match x.kind {
                     OpKind::WaitGroup | OpKind::BulkWaitGroup => {
                         let n = x.int_attr("pending").unwrap_or(0);
-                        let next = b.ops.get(i + 1).map(|y| y.kind);
-                        let movable = !matches!(
-                            next,
-                            None | Some(OpKind::Yield | OpKind::Return | OpKind::WgmmaFence)
-                        );
+                        // Not past an op that uses the wait's results (the explorer's
+                        // moves keep the IR well-formed, so it never tries those), nor
+                        // past the barrier that belongs to it.
+                        let next = b.ops.get(i + 1);
+                        let movable = match next.map(|y| y.kind) {
+                            None
+                            | Some(
+                                OpKind::Yield
+                                | OpKind::Return
+                                | OpKind::WgmmaFence
+                                | OpKind::Barrier
+                                | OpKind::NamedBarrier,
+                            ) => false,
+                            _ => next.is_some_and(|y| !uses_any(y, &x.results)),
+                        };
                         if n < MAX_PENDING as i64 {
-                            checks.push((
-                                x,
-                                if movable {
-                                    Change::Split
-                                } else {
-                                    Change::Pending(n + 1)
-                                },
-                            ));
+                            checks.push((x, Change::Pending(n + 1)));
                         }
                         if movable {
                             checks.push((x, Change::Later));
@@ -1293,10 +1298,6 @@ fn simulate(
                     Change::Pending(n) => format!("with pending = {n}"),
                     Change::Delete => "without it".into(),
                     Change::Later => "moved after the op that follows it".into(),
-                    Change::Split => format!(
-                        "with pending = {} and a wait as it is after the op that follows it",
-                        op.int_attr("pending").unwrap_or(0) + 1
-                    ),
                 };
                 errors.push(Diagnostic::error(
                     op.loc.clone(),

@@ -658,7 +658,7 @@ fn seeded(
     let checker = verify_async_waits(&m, &OPTIONS);
     seed(false);
     if std::env::var_os("ASYNC_PROP_DEBUG").is_some() {
-        eprintln!("{}", print_module(&m));
+        eprintln!("{}\n{checker:?}", print_module(&m));
     }
     assert!(
         explorer_only.is_ok(),
@@ -698,9 +698,11 @@ fn seeded_forgotten_fragments_are_caught_by_the_checker() {
 }
 
 /// Two groups' registers merged (`async_model::seed_merged_accumulators`: every wgmma
-/// accumulator in one register set): placement waits for the other accumulator's group
-/// before each use, so the waits after the loop are 0 where 1 is safe. The explorer, sharing
-/// the model, finds them tight; the simulation finds no hazard with pending = 1.
+/// accumulator in one register set): a loop reads accumulator 1, whose wgmma ran before the
+/// loop, while it issues wgmmas on accumulator 0. Placement waits for every group before
+/// the read (pending = 0) where retiring accumulator 1's group (pending = 1) is safe. The
+/// explorer, sharing the model, finds that tight; the simulation finds no hazard with
+/// pending = 1.
 #[test]
 fn seeded_merged_accumulators_are_caught_by_the_checker() {
     let mma = |acc| Stmt::Mma {
@@ -716,12 +718,12 @@ fn seeded_merged_accumulators_are_caught_by_the_checker() {
         rings: vec![3],
         consumers: 0,
         warpgroups: 1,
-        body: vec![Stmt::For(vec![mma(0), mma(1)])],
+        body: vec![mma(1), Stmt::For(vec![mma(0), Stmt::Use { acc: 1 }])],
     };
     let e = seeded(&p, tilec_passes::async_model::seed_merged_accumulators)
         .expect_err("the checker rejects the placement");
     assert!(
-        e.contains("is not tight by the concrete simulation") && e.contains("with pending = "),
+        e.contains("is not tight by the concrete simulation") && e.contains("with pending = 1,"),
         "{e}"
     );
 }
