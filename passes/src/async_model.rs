@@ -79,6 +79,9 @@ pub(crate) enum StageSym {
         off: i64,
         modulus: i64,
     },
+    /// Some stage in `0..modulus`, which one forgotten (a remainder whose loop ended or
+    /// whose base changed).
+    Below(i64),
     /// Anything else: may alias every stage.
     Unknown,
 }
@@ -103,8 +106,10 @@ impl StageSym {
                 },
             ) if l1 == l2 && b1 == b2 && m1 == m2 => o1 == o2,
             // A remainder lies in 0..modulus.
-            (StageSym::Rel { modulus, .. }, StageSym::Const(c))
-            | (StageSym::Const(c), StageSym::Rel { modulus, .. }) => (0..modulus).contains(&c),
+            (StageSym::Rel { modulus, .. } | StageSym::Below(modulus), StageSym::Const(c))
+            | (StageSym::Const(c), StageSym::Rel { modulus, .. } | StageSym::Below(modulus)) => {
+                (0..modulus).contains(&c)
+            }
             _ => true,
         }
     }
@@ -732,7 +737,11 @@ impl<'k> Facts<'k> {
     /// `s` seen one iteration of loop `lp` later.
     fn stage_next_iteration(&self, s: StageSym, lp: OpId) -> StageSym {
         match s {
-            StageSym::Rel { base: Some(b), .. } if self.defined_in(b, lp) => StageSym::Unknown,
+            StageSym::Rel {
+                base: Some(b),
+                modulus,
+                ..
+            } if self.defined_in(b, lp) => StageSym::Below(modulus),
             StageSym::Rel {
                 lp: Some(l),
                 base,
@@ -745,7 +754,7 @@ impl<'k> Facts<'k> {
                     off: (off - step).rem_euclid(modulus),
                     modulus,
                 },
-                None => StageSym::Unknown,
+                None => StageSym::Below(modulus),
             },
             s => s,
         }
@@ -754,8 +763,16 @@ impl<'k> Facts<'k> {
     /// `s` seen after loop `lp` ended.
     fn stage_after_loop(&self, s: StageSym, lp: OpId) -> StageSym {
         match s {
-            StageSym::Rel { lp: Some(l), .. } if l == lp => StageSym::Unknown,
-            StageSym::Rel { base: Some(b), .. } if self.defined_in(b, lp) => StageSym::Unknown,
+            StageSym::Rel {
+                lp: Some(l),
+                modulus,
+                ..
+            } if l == lp => StageSym::Below(modulus),
+            StageSym::Rel {
+                base: Some(b),
+                modulus,
+                ..
+            } if self.defined_in(b, lp) => StageSym::Below(modulus),
             s => s,
         }
     }
@@ -989,9 +1006,13 @@ mod tests {
             // One inner iteration later, the group's stage is the previous stage.
             let s1 = f.stage_next_iteration(s, inner);
             assert_eq!(s1, prev);
-            // Across the outer back edge, kbase changes: unknown.
-            assert_eq!(f.stage_next_iteration(s, outer), StageSym::Unknown);
-            assert_eq!(f.stage_after_loop(s, inner), StageSym::Unknown);
+            // Across the outer back edge, kbase changes, and after the inner loop its
+            // iteration is forgotten: some stage of the four.
+            assert_eq!(f.stage_next_iteration(s, outer), StageSym::Below(4));
+            assert_eq!(f.stage_after_loop(s, inner), StageSym::Below(4));
+            assert!(!StageSym::Below(4).may_alias(StageSym::Const(4)));
+            assert!(StageSym::Below(4).may_alias(StageSym::Const(3)));
+            assert!(StageSym::Below(4).may_alias(prev));
         });
     }
 }
