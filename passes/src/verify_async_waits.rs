@@ -246,6 +246,11 @@ struct Explorer<'a, 'k> {
     errors: BTreeMap<OpId, Diagnostic>,
     /// The offending ops (`Mode::Collect`).
     offending: BTreeSet<OpId>,
+    /// An op at which to record the most groups pending on any path (see
+    /// [`pending_exceeds`]).
+    probe: Option<OpId>,
+    /// The most committed groups seen pending at `probe` (`usize::MAX`: more than kept).
+    probe_max: usize,
 }
 
 /// How much an exploration reports.
@@ -331,6 +336,16 @@ impl Explorer<'_, '_> {
 
     fn op(&mut self, op: &Operation, states: States, wg: &mut u64, exit: bool) -> States {
         let id = self.f.id(op);
+        if self.probe == Some(id) {
+            for q in states.keys() {
+                let n = if q.old.is_empty() {
+                    q.committed.len()
+                } else {
+                    usize::MAX
+                };
+                self.probe_max = self.probe_max.max(n);
+            }
+        }
         match op.kind {
             OpKind::For | OpKind::While => self.for_loop(op, id, states, *wg),
             OpKind::If => {
@@ -672,15 +687,42 @@ impl Outcome {
 
 /// Explore `kernel` within `budget` (path, op) steps.
 fn explore(m: &Module, kernel: &Operation, kind: GroupKind, mode: Mode, budget: u64) -> Outcome {
+    explore_probing(m, kernel, kind, mode, budget, None).0
+}
+
+/// Whether on some path more than `n` groups of `kind` are pending when op `at` (pre-order
+/// id) runs: a wait of `n` there would retire one. `true` when the exploration is cut short.
+fn pending_exceeds(
+    m: &Module,
+    kernel: &Operation,
+    kind: GroupKind,
+    at: OpId,
+    n: i64,
+    budget: u64,
+) -> bool {
+    let (o, max) = explore_probing(m, kernel, kind, Mode::Quick, budget, Some(at));
+    !o.complete || max == usize::MAX || max as i64 > n
+}
+
+/// [`explore`], also returning the most groups pending at op `probe`.
+fn explore_probing(
+    m: &Module,
+    kernel: &Operation,
+    kind: GroupKind,
+    mode: Mode,
+    budget: u64,
+    probe: Option<OpId>,
+) -> (Outcome, usize) {
     let f = Facts::of_kind(m, kernel, kind);
     if f.groups.is_empty() {
-        return Outcome {
+        let o = Outcome {
             complete: true,
             clean: true,
             errors: vec![],
             offending: BTreeSet::new(),
             steps: 0,
         };
+        return (o, 0);
     }
     let mut max_pending = 0;
     kernel.walk(&mut |o| {
@@ -703,6 +745,8 @@ fn explore(m: &Module, kernel: &Operation, kind: GroupKind, mode: Mode, budget: 
         gave_up: false,
         errors: BTreeMap::new(),
         offending: BTreeSet::new(),
+        probe,
+        probe_max: 0,
     };
     let start: States = [(
         Queue {
@@ -716,13 +760,15 @@ fn explore(m: &Module, kernel: &Operation, kind: GroupKind, mode: Mode, budget: 
     let mut wg = f.kernel_warpgroups;
     e.block(&kernel.regions[0], start, &mut wg, false);
     let clean = !e.failed && e.errors.is_empty() && e.offending.is_empty();
-    Outcome {
+    let max = e.probe_max;
+    let o = Outcome {
         complete: !e.gave_up,
         clean,
         errors: e.errors.into_values().collect(),
         offending: e.offending,
         steps: e.steps,
-    }
+    };
+    (o, max)
 }
 
 // ---- changed copies for the tightness checks ------------------------------------------
@@ -843,6 +889,35 @@ fn split_at_join(
     let (rs, os) = tied?;
     rewire(&mut k, &rs, &os);
     Some((k, if_loc?))
+}
+
+/// The pre-order id of the terminator of region `branch` of the `tile.if` that the wait
+/// `id` follows in its block (only scalar ops between them; see [`split_at_join`]).
+fn branch_end(kernel: &Operation, id: OpId, branch: usize) -> Option<OpId> {
+    let mut path = vec![];
+    if !path_to(kernel, id, &mut 0, &mut path) {
+        return None;
+    }
+    let (&(lr, li), outer) = path.split_last()?;
+    let mut op = kernel;
+    for &(r, i) in outer {
+        op = &op.regions[r].ops[i];
+    }
+    let block = &op.regions[lr];
+    let iff = block.ops[..li]
+        .iter()
+        .rev()
+        .find(|o| o.kind == OpKind::If)?;
+    let end = iff.regions.get(branch)?.ops.last()?;
+    let mut next = 0;
+    let mut found = None;
+    kernel.walk(&mut |o| {
+        if std::ptr::eq(o, end) {
+            found = Some(next);
+        }
+        next += 1;
+    });
+    found
 }
 
 fn uses_any(op: &Operation, vs: &[Value]) -> bool {
@@ -978,7 +1053,11 @@ fn tightness(
                 let Some((k, if_loc)) = split_at_join(m, &cur, id, kind, n, branch) else {
                     break;
                 };
-                if safe(&k) {
+                // Tighter only where the branch can end with more than n groups pending
+                // (else a wait of n there retires nothing, and n + 1 keeps nothing more).
+                let more = branch_end(&cur, id, branch)
+                    .is_some_and(|end| pending_exceeds(m, &cur, kind, end, n, budget));
+                if more && safe(&k) {
                     out.push(
                         Diagnostic::error(
                             w.loc.clone(),
