@@ -3,9 +3,12 @@
 //! against (a pass must not change what [`run`] computes), so its semantics are written
 //! down exactly here:
 //!
-//! - **Floats** are held as `f32`; a `bf16` or `f16` value is an `f32` that the narrower
-//!   type represents exactly. Every float op computes its `f32` result and rounds it to the
-//!   element type, round-to-nearest-even ([`round_to`], using the `half` crate). For
+//! - **Floats** are held as `f32`; a `bf16`, `f16`, `e4m3` or `e5m2` value is an `f32` that
+//!   the narrower type represents exactly. Every float op computes its `f32` result and
+//!   rounds it to the element type, round-to-nearest-even ([`round_to`], using the `half`
+//!   crate for the 16-bit types). Rounding to `e4m3` or `e5m2` also *saturates*, as PTX's
+//!   `cvt.rn.satfinite` does: a result beyond the largest finite value (±448, ±57344),
+//!   infinities included, becomes it; NaN stays NaN. For
 //!   `+ - * / sqrt` that is the correctly rounded narrow result (f32 has more than
 //!   2p + 2 bits for p = 8 and 11, so the double rounding is innocuous).
 //! - `tile.max`/`tile.min` are IEEE 754-2019 `maximumNumber`/`minimumNumber`: a NaN
@@ -54,8 +57,37 @@ pub fn round_to(elem: ScalarType, x: f32) -> f32 {
     match elem {
         ScalarType::BF16 => half::bf16::from_f32(x).to_f32(),
         ScalarType::F16 => half::f16::from_f32(x).to_f32(),
+        // 3 mantissa bits, normals from 2^-6, ±448 at most.
+        ScalarType::E4M3 => round_fp8(x, 3, -6, 448.0),
+        // 2 mantissa bits, normals from 2^-14, ±57344 at most.
+        ScalarType::E5M2 => round_fp8(x, 2, -14, 57344.0),
         _ => x,
     }
+}
+
+/// Round `x` to an 8-bit float of `mant` mantissa bits whose smallest normal exponent is
+/// `emin` and whose largest finite value is `max`: to nearest, ties to even, and
+/// *satfinite*, as PTX's `cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32` does: a result beyond
+/// ±`max` (infinities included) is ±`max`, NaN stays NaN, and the sign of zero is kept.
+fn round_fp8(x: f32, mant: i32, emin: i32, max: f64) -> f32 {
+    if x.is_nan() {
+        return x;
+    }
+    let a = f64::from(x).abs();
+    if a == 0.0 {
+        return x;
+    }
+    // The spacing of the format's values around `a` (subnormals share the smallest
+    // normal binade's spacing). `a` is finite here or infinite (then clamped).
+    // The binade of `a`, from its f32 exponent (f32 subnormals lie far below `emin`).
+    let e = ((x.to_bits() >> 23) & 0xff) as i32 - 127;
+    let q = 2f64.powi(e.max(emin) - mant);
+    let r = if a.is_finite() {
+        ((a / q).round_ties_even() * q).min(max)
+    } else {
+        max
+    };
+    (r as f32).copysign(x)
 }
 
 /// Whether every value of float type `from` is exactly a value of float type `to`
@@ -1467,6 +1499,94 @@ mod tests {
         }
     }
 
+    /// An fp8 GEMM in the layout `torch._scaled_mm` takes (A[M,K] e4m3, B[N,K] e5m2, so
+    /// C = A·Bᵀ), with an f32 output, and a conversion of C to e4m3: against f64 from the
+    /// rounded inputs, then against [`round_to`] of the f32 result.
+    #[test]
+    fn gemm_fp8_matches_f64_reference_and_converts_saturating() {
+        let src = "tile.kernel @g(%A: tensor<?x?xe4m3>, %B: tensor<?x?xe5m2>, %C: \
+            tensor<?x?xf32>, %Q: tensor<?x?xe4m3>, %M: index, %N: index, %K: index) {grid = \
+            [ceildiv(%N, 64), ceildiv(%M, 64)]} {\n\
+            %pn = tile.program_id {dim = 0} : index\n\
+            %pm = tile.program_id {dim = 1} : index\n\
+            %c0 = tile.constant {value = 0} : index\n\
+            %c64 = tile.constant {value = 64} : index\n\
+            %row = tile.muli %pm, %c64 : index\n\
+            %col = tile.muli %pn, %c64 : index\n\
+            %zero = tile.zeros : tile<64x64xf32>\n\
+            %acc = tile.for %c0, %K, %c64, %zero : tile<64x64xf32> {\n\
+            ^bb0(%k: index, %c: tile<64x64xf32>):\n\
+            %a = tile.load %A, %row, %k : tile<64x64xe4m3>\n\
+            %bt = tile.load %B, %col, %k : tile<64x64xe5m2>\n\
+            %b = tile.transpose %bt : tile<64x64xe5m2>\n\
+            %d = tile.dot %a, %b, %c : tile<64x64xf32>\n\
+            tile.yield %d\n\
+            }\n\
+            tile.store %C, %row, %col, %acc\n\
+            %q = tile.convert %acc : tile<64x64xe4m3>\n\
+            tile.store %Q, %row, %col, %q\n\
+            tile.return\n\
+            }\n";
+        let m = parse(src, "fp8.tile").unwrap();
+        verify(&m).unwrap();
+        let mut rng = Rng(0x2545f4914f6cdd1d);
+        let (mm, nn, kk) = (70usize, 90usize, 100usize);
+        // Inputs up to ±8: products up to 64, sums beyond e4m3's 448, so the conversion of C
+        // saturates somewhere.
+        let draw = |rng: &mut Rng, t, shape: &[usize]| {
+            let n = shape.iter().product();
+            let v: Vec<f32> = (0..n).map(|_| 16.0 * rng.unit()).collect();
+            Tensor::from_f32(t, shape, &v)
+        };
+        let a = draw(&mut rng, ScalarType::E4M3, &[mm, kk]);
+        let b = draw(&mut rng, ScalarType::E5M2, &[nn, kk]);
+        let (av, bv) = (a.to_f64_vec(), b.to_f64_vec());
+        // The tensors hold values of their types.
+        assert!(av
+            .iter()
+            .all(|&x| f64::from(round_to(ScalarType::E4M3, x as f32)) == x));
+        assert!(bv
+            .iter()
+            .all(|&x| f64::from(round_to(ScalarType::E5M2, x as f32)) == x));
+        assert!(bv
+            .iter()
+            .any(|&x| f64::from(round_to(ScalarType::E4M3, x as f32)) != x));
+        let mut args = vec![
+            ArgValue::Tensor(a),
+            ArgValue::Tensor(b),
+            ArgValue::Tensor(Tensor::filled(ScalarType::F32, &[mm, nn], f32::NAN)),
+            ArgValue::Tensor(Tensor::filled(ScalarType::E4M3, &[mm, nn], f32::NAN)),
+            ArgValue::Int(mm as i64),
+            ArgValue::Int(nn as i64),
+            ArgValue::Int(kk as i64),
+        ];
+        run(&m, "g", &mut args).unwrap();
+        let c = args[2].tensor().unwrap().to_f64_vec();
+        let q = args[3].tensor().unwrap().to_f64_vec();
+        let mut saturated = 0;
+        for i in 0..mm {
+            for j in 0..nn {
+                let terms = (0..kk).map(|p| av[i * kk + p] * bv[j * kk + p]);
+                let (want, mag): (f64, f64) =
+                    terms.fold((0.0, 0.0), |(s, g), t| (s + t, g + t.abs()));
+                let got = c[i * nn + j];
+                let tol = kk as f64 * 2f64.powi(-24) * mag;
+                assert!((got - want).abs() <= tol, "C[{i},{j}] = {got}, want {want}");
+                let qv = q[i * nn + j];
+                assert_eq!(
+                    qv,
+                    f64::from(round_to(ScalarType::E4M3, got as f32)),
+                    "Q[{i},{j}]"
+                );
+                saturated += usize::from(qv.abs() == 448.0);
+            }
+        }
+        assert!(
+            saturated > 0,
+            "no element saturated: the test does not reach the limit"
+        );
+    }
+
     #[test]
     fn gemm_bias_relu_matches_f64_reference() {
         let m = example("gemm_bias_relu.tile");
@@ -1633,6 +1753,81 @@ mod tests {
                     -1.0, -1.0,  7.0,  8.0,
                     -1.0, -1.0, 12.0, 13.0];
         assert_eq!(got, want);
+    }
+
+    /// Every finite value of an 8-bit float format, ascending, decoded from its bit patterns
+    /// (`mant` mantissa bits, exponent `bias`; e4m3 has no infinities and one NaN code
+    /// per sign, e5m2 the IEEE ones): the oracle the rounding is checked against.
+    fn fp8_values(mant: u32, bias: i32, ieee_specials: bool) -> Vec<f64> {
+        let mut v = vec![];
+        for code in 0u32..128 {
+            let (e, m) = ((code >> mant) as i32, code & ((1 << mant) - 1));
+            let emax_field = (1 << (7 - mant)) - 1;
+            if (ieee_specials && e == emax_field) || (!ieee_specials && code == 127) {
+                continue; // inf / NaN
+            }
+            let frac = f64::from(m) / f64::from(1u32 << mant);
+            let x = if e == 0 {
+                frac * 2f64.powi(1 - bias)
+            } else {
+                (1.0 + frac) * 2f64.powi(e - bias)
+            };
+            v.push(x);
+        }
+        v
+    }
+
+    #[test]
+    fn fp8_rounding_matches_the_formats() {
+        for (t, mant, bias, ieee, max, min_sub) in [
+            (ScalarType::E4M3, 3, 7, false, 448.0, 2f64.powi(-9)),
+            (ScalarType::E5M2, 2, 15, true, 57344.0, 2f64.powi(-16)),
+        ] {
+            let vals = fp8_values(mant, bias, ieee);
+            assert_eq!(*vals.last().unwrap(), max, "{t}");
+            assert_eq!(vals[1], min_sub, "{t}");
+            // Every value converts to itself, with either sign.
+            for &x in &vals {
+                for s in [1.0f32, -1.0] {
+                    let y = s * x as f32;
+                    assert_eq!(round_to(t, y).to_bits(), y.to_bits(), "{t} {y}");
+                }
+            }
+            // Midpoints tie to the neighbour with an even code; points just beside them go
+            // to the nearer neighbour.
+            for (k, w) in vals.windows(2).enumerate() {
+                let mid = (w[0] + w[1]) / 2.0;
+                let even = if k % 2 == 0 { w[0] } else { w[1] };
+                assert_eq!(f64::from(round_to(t, mid as f32)), even, "{t} tie {mid}");
+                assert_eq!(f64::from(round_to(t, -mid as f32)), -even, "{t} tie -{mid}");
+                let d = (w[1] - w[0]) / 8.0;
+                assert_eq!(f64::from(round_to(t, (mid - d) as f32)), w[0], "{t} {mid}-");
+                assert_eq!(f64::from(round_to(t, (mid + d) as f32)), w[1], "{t} {mid}+");
+            }
+            // Saturation: past the largest value, infinities included; NaN stays NaN.
+            let max = max as f32;
+            for x in [max * 1.01, max * 4.0, 1e30, f32::INFINITY, f32::MAX] {
+                assert_eq!(round_to(t, x), max, "{t} {x}");
+                assert_eq!(round_to(t, -x), -max, "{t} -{x}");
+            }
+            assert!(round_to(t, f32::NAN).is_nan());
+            // Below half the smallest subnormal: zero, of the input's sign; at half: the
+            // tie goes to zero (even).
+            let sub = min_sub as f32;
+            assert_eq!(round_to(t, sub * 0.4).to_bits(), 0.0f32.to_bits());
+            assert_eq!(round_to(t, -sub * 0.4).to_bits(), (-0.0f32).to_bits());
+            assert_eq!(round_to(t, sub * 0.5), 0.0);
+            assert_eq!(round_to(t, sub * 0.75), sub);
+            assert_eq!(round_to(t, -0.0).to_bits(), (-0.0f32).to_bits());
+        }
+        // A few by hand: e4m3 has 8 values per binade; 464 is the tie between 448 and the
+        // 480 the format lacks: saturated to 448. e5m2 rounds 3.75 (tie of 3.5 and 4) to 4,
+        // and 61440 (tie of 57344 and the 65536 it lacks) to 57344.
+        assert_eq!(round_to(ScalarType::E4M3, 1.0625), 1.0);
+        assert_eq!(round_to(ScalarType::E4M3, 1.1875), 1.25);
+        assert_eq!(round_to(ScalarType::E4M3, 464.0), 448.0);
+        assert_eq!(round_to(ScalarType::E5M2, 3.75), 4.0);
+        assert_eq!(round_to(ScalarType::E5M2, 61440.0), 57344.0);
     }
 
     #[test]

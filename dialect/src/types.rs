@@ -2,6 +2,8 @@
 //!
 //! - `i1`, `i32`, `i64`, `index`: integers; `index` is 64-bit in the kernel ABI
 //! - `f16`, `bf16`, `f32`: IEEE half, bfloat16, single
+//! - `e4m3`, `e5m2`: the 8-bit floats of PTX's `.e4m3` and `.e5m2` (the OCP FP8 formats;
+//!   PyTorch's `float8_e4m3fn` and `float8_e5m2`, MLIR's `f8E4M3FN` and `f8E5M2`)
 //! - `tile<128x64xbf16>`: a value tile: static shape (elements, outermost first) and element type,
 //!   held by the CTA; at GPU level with its layout, `tile<4x1024xf32, #linear<...>>`
 //!   ([`crate::layout`])
@@ -30,11 +32,17 @@ pub enum ScalarType {
     BF16,
     /// IEEE 754 binary32.
     F32,
+    /// 8-bit float, 4 exponent bits (bias 7), 3 mantissa bits, no infinities: ±448 at
+    /// most, subnormals down to 2⁻⁹, one NaN pattern per sign (PTX `.e4m3`).
+    E4M3,
+    /// 8-bit float, 5 exponent bits (bias 15), 2 mantissa bits: ±57344 at most, subnormals
+    /// down to 2⁻¹⁶, infinities and NaNs as in IEEE 754 (PTX `.e5m2`).
+    E5M2,
 }
 
 impl ScalarType {
     /// All scalar types, in the order of their spelling table.
-    pub const ALL: [ScalarType; 7] = [
+    pub const ALL: [ScalarType; 9] = [
         ScalarType::I1,
         ScalarType::I32,
         ScalarType::I64,
@@ -42,6 +50,8 @@ impl ScalarType {
         ScalarType::F16,
         ScalarType::BF16,
         ScalarType::F32,
+        ScalarType::E4M3,
+        ScalarType::E5M2,
     ];
 
     /// The spelling in IR text (`bf16`).
@@ -54,6 +64,8 @@ impl ScalarType {
             ScalarType::F16 => "f16",
             ScalarType::BF16 => "bf16",
             ScalarType::F32 => "f32",
+            ScalarType::E4M3 => "e4m3",
+            ScalarType::E5M2 => "e5m2",
         }
     }
 
@@ -62,9 +74,21 @@ impl ScalarType {
         Self::ALL.into_iter().find(|t| t.name() == s)
     }
 
+    /// Whether this is one of the 8-bit float types.
+    pub fn is_fp8(self) -> bool {
+        matches!(self, ScalarType::E4M3 | ScalarType::E5M2)
+    }
+
     /// Whether this is a floating-point type.
     pub fn is_float(self) -> bool {
-        matches!(self, ScalarType::F16 | ScalarType::BF16 | ScalarType::F32)
+        matches!(
+            self,
+            ScalarType::F16
+                | ScalarType::BF16
+                | ScalarType::F32
+                | ScalarType::E4M3
+                | ScalarType::E5M2
+        )
     }
 
     /// Whether this is an integer type (including `index` and `i1`).
@@ -75,7 +99,7 @@ impl ScalarType {
     /// Size in bytes in memory (`i1` takes a byte; `index` 8).
     pub fn size_bytes(self) -> u64 {
         match self {
-            ScalarType::I1 => 1,
+            ScalarType::I1 | ScalarType::E4M3 | ScalarType::E5M2 => 1,
             ScalarType::F16 | ScalarType::BF16 => 2,
             ScalarType::I32 | ScalarType::F32 => 4,
             ScalarType::I64 | ScalarType::Index => 8,

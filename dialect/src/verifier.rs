@@ -1283,7 +1283,8 @@ impl Verifier<'_> {
             ots[1].elem().unwrap(),
             ots[2].elem().unwrap(),
         );
-        if ea != eb {
+        // The two 8-bit float types mix (wgmma takes e4m3 x e5m2); the others pair alike.
+        if ea != eb && !(ea.is_fp8() && eb.is_fp8()) {
             self.error(
                 op,
                 format!("'tile.dot' operand element types differ: {ea} and {eb}"),
@@ -1291,17 +1292,18 @@ impl Verifier<'_> {
         } else {
             let ok = match ea {
                 ScalarType::F16 => matches!(ec, ScalarType::F16 | ScalarType::F32),
-                ScalarType::BF16 | ScalarType::F32 => ec == ScalarType::F32,
+                ScalarType::BF16 | ScalarType::F32 | ScalarType::E4M3 | ScalarType::E5M2 => {
+                    ec == ScalarType::F32
+                }
                 _ => false,
             };
             if !ok {
                 self.error(
                     op,
                     format!(
-                        "'tile.dot' does not support {ea} inputs with a {ec} \
-                            accumulator; supported: f16 x f16 + f16|f32, bf16 x bf16 + f32, f32 x \
-                            f32 + \
-                            f32"
+                        "'tile.dot' does not support {ea} inputs with a {ec} accumulator; \
+                            supported: f16 x f16 + f16|f32, bf16 x bf16 + f32, f32 x f32 + f32, \
+                            e4m3|e5m2 x e4m3|e5m2 + f32"
                     ),
                 );
             }

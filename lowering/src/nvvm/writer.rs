@@ -44,6 +44,8 @@ pub(crate) fn scalar_type(ctx: &Context, t: ScalarType) -> Type<'_> {
         ScalarType::F16 => Type::float16(ctx),
         ScalarType::BF16 => Type::bfloat16(ctx),
         ScalarType::F32 => Type::float32(ctx),
+        ScalarType::E4M3 => Type::float8_e4m3fn(ctx),
+        ScalarType::E5M2 => Type::float8_e5m2(ctx),
     }
 }
 
