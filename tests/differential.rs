@@ -1,9 +1,9 @@
 //! Random kernels without a dot, run three ways.
 //!
 //! Each seed gives a program over two f32 inputs and one output, on a random tile shape
-//! and ragged problem sizes: elementwise ops, reductions broadcast back, bf16 round trips,
-//! masks from `tile.iota`/`tile.cmpi`/`tile.select`, transposes, `exp2`, `sqrt`, and
-//! loops carrying tiles. On the CPU (every `cargo test`, 40 seeds): the reference
+//! and ragged problem sizes: elementwise ops, reductions broadcast back, bf16 and i32 round
+//! trips, masks from `tile.iota`/`tile.cmpi`/`tile.select`, transposes, `exp2`, `sqrt`,
+//! and loops carrying tiles. On the CPU (every `cargo test`, 40 seeds): the reference
 //! interpreter runs the program as written and after the default pipeline (laid out,
 //! GPU-level), with the same results, and its PTX for sm_90 is accepted by ptxas.
 //!
@@ -122,8 +122,15 @@ fn program(seed: u64) -> Program {
                 );
                 let _ = writeln!(s, "  %v{v} = tile.broadcast %r{v} : {t}");
             }
-            6 => {
+            6 if g.below(2) == 0 => {
                 let _ = writeln!(s, "  %h{v} = tile.convert %v{a} : tile<{r}x{c}xbf16>");
+                let _ = writeln!(s, "  %v{v} = tile.convert %h{v} : {t}");
+            }
+            6 => {
+                // Through i32: ×10, truncation toward zero (saturating; NaN to 0), back.
+                let _ = writeln!(s, "  %k{v} = tile.splat %ten : {t}");
+                let _ = writeln!(s, "  %m{v} = tile.mul %v{a}, %k{v} : {t}");
+                let _ = writeln!(s, "  %h{v} = tile.convert %m{v} : tile<{r}x{c}xi32>");
                 let _ = writeln!(s, "  %v{v} = tile.convert %h{v} : {t}");
             }
             7 => {

@@ -1777,6 +1777,65 @@ mod tests {
         v
     }
 
+    /// The inputs of the GPU check of the 8-bit conversions (`tools/gpu/fp8_cvt.cu`, which
+    /// compares `cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32` with these): every value of both
+    /// formats, every midpoint and the f32 values just beside it, both signs; beyond the
+    /// largest values; subnormal halves; specials; and pseudo-random f32 of every magnitude.
+    fn fp8_probe_inputs() -> Vec<f32> {
+        let mut xs = vec![
+            0.0,
+            -0.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            f32::MAX,
+        ];
+        for (mant, bias, ieee) in [(3, 7, false), (2, 15, true)] {
+            let vals = fp8_values(mant, bias, ieee);
+            for w in vals.windows(2) {
+                let mid = ((w[0] + w[1]) / 2.0) as f32;
+                let below = f32::from_bits(mid.to_bits() - 1);
+                let above = f32::from_bits(mid.to_bits() + 1);
+                for x in [w[0] as f32, mid, below, above] {
+                    xs.extend([x, -x]);
+                }
+            }
+            let max = *vals.last().unwrap() as f32;
+            for f in [1.0001f32, 1.03, 1.0625, 1.07, 2.0, 1e10] {
+                xs.extend([max * f, -max * f]);
+            }
+        }
+        let mut rng = Rng(0x853c49e6748fea9b);
+        for _ in 0..20000 {
+            let e = (rng.unit() * 40.0) as i32; // 2^-20 .. 2^20
+            let x = (2.0 * rng.unit()) * 2f32.powi(e - 20);
+            xs.push(x);
+        }
+        xs
+    }
+
+    /// Writes (x, e4m3(x), e5m2(x)) as little-endian f32 triples to the file that
+    /// `TILEC_FP8_TABLE` names, for the GPU check; checks the table either way.
+    #[test]
+    fn fp8_table_for_the_gpu_check() {
+        let xs = fp8_probe_inputs();
+        let mut bytes = vec![];
+        for &x in &xs {
+            let (a, b) = (round_to(ScalarType::E4M3, x), round_to(ScalarType::E5M2, x));
+            // Idempotent, and within each format's range.
+            assert!(a.is_nan() || (round_to(ScalarType::E4M3, a) == a && a.abs() <= 448.0));
+            assert!(b.is_nan() || (round_to(ScalarType::E5M2, b) == b && b.abs() <= 57344.0));
+            assert_eq!(a.is_nan(), x.is_nan());
+            for v in [x, a, b] {
+                bytes.extend(v.to_le_bytes());
+            }
+        }
+        assert!(xs.len() > 20000 + 2 * 4 * (126 + 123));
+        if let Some(path) = std::env::var_os("TILEC_FP8_TABLE") {
+            std::fs::write(path, bytes).unwrap();
+        }
+    }
+
     #[test]
     fn fp8_rounding_matches_the_formats() {
         for (t, mant, bias, ieee, max, min_sub) in [

@@ -247,13 +247,6 @@ fn unsupported(m: &Module, o: &Operation) -> Option<String> {
             "'{name}' has no lowering with a stated error bound yet; 'tile.exp', \
              'tile.exp2', 'tile.tanh', 'tile.sqrt' and 'tile.rsqrt' are lowered"
         )),
-        OpKind::Convert => {
-            let from = m.ty(*o.operands.first()?).elem()?;
-            let to = m.ty(*o.results.first()?).elem()?;
-            (from.is_float() && to.is_int()).then(|| {
-                format!("'{name}' from {from} to {to} (float to integer) is not lowered yet")
-            })
-        }
         OpKind::Reshape => {
             let from = m.ty(*o.operands.first()?).tile_shape()?;
             let to = m.ty(*o.results.first()?).tile_shape()?;
