@@ -17,7 +17,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 use tilec::dialect::interp::{run, ArgValue, Tensor};
-use tilec::dialect::{parse, OpKind, ScalarType, Target, Type};
+use tilec::dialect::{parse, OpKind, Target, Type};
 use tilec::{compile, Input, Options};
 
 struct Rng(u64);
