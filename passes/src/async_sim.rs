@@ -130,6 +130,8 @@ pub struct Simulator<'m> {
     /// Rings that code outside a producer region overwrites (`tile.tma_load`,
     /// `tile.smem_store`): a retired group matters to later overwrites only if it reads one.
     overwritten: FxHashSet<Value>,
+    /// Shared constants 0..1024 (most stage arithmetic), so that runs do not allocate them.
+    small: Vec<Rc<Expr>>,
     /// Whether a producer phase can meet a hazard: some group is issued before the
     /// `tile.warp_specialize` or inside its producer region (without one, that warpgroup
     /// has nothing pending, ever).
@@ -354,6 +356,7 @@ impl<'m> Simulator<'m> {
             }
         }
         Simulator {
+            small: (0..1024).map(|v| Rc::new(Expr::K(v))).collect(),
             m,
             live,
             producer_issues,
@@ -663,9 +666,6 @@ fn live_sets(
 
 type Res<T> = Result<T, (Location, String)>;
 
-fn k(v: i64) -> Rc<Expr> {
-    Rc::new(Expr::K(v))
-}
 
 impl Run<'_, '_> {
     fn choose(&mut self, arity: usize) -> usize {
@@ -676,6 +676,14 @@ impl Run<'_, '_> {
         self.arity.push(arity);
         self.used += 1;
         c
+    }
+
+    /// The constant `v`.
+    fn k(&self, v: i64) -> Rc<Expr> {
+        match usize::try_from(v) {
+            Ok(i) if i < self.s.small.len() => self.s.small[i].clone(),
+            _ => Rc::new(Expr::K(v)),
+        }
     }
 
     fn leaf(&mut self) -> Rc<Expr> {
@@ -736,12 +744,15 @@ impl Run<'_, '_> {
                     OpKind::MulI => Some(p.wrapping_mul(q)),
                     OpKind::DivI => p.checked_div(q),
                     OpKind::RemI => p.checked_rem(q),
-                    OpKind::CeilDiv => p.checked_add(q - 1).and_then(|s| s.checked_div(q)),
+                    OpKind::CeilDiv => q
+                        .checked_sub(1)
+                        .and_then(|d| p.checked_add(d))
+                        .and_then(|s| s.checked_div(q)),
                     OpKind::MinI => Some(p.min(q)),
                     OpKind::MaxI => Some(p.max(q)),
                     _ => None,
                 };
-                v.map(k)
+                v.map(|v| self.k(v))
             }
             (_, _, OpKind::AddI) => Some(Rc::new(Expr::Add(x.clone(), y.clone()))),
             (_, _, OpKind::SubI) => Some(Rc::new(Expr::Sub(x.clone(), y.clone()))),
@@ -885,7 +896,8 @@ impl Run<'_, '_> {
         match op.kind {
             OpKind::Constant => {
                 if let (Some(&r), Some(v)) = (op.results.first(), op.int_attr("value")) {
-                    self.env.insert(r, k(v));
+                    let e = self.k(v);
+                    self.env.insert(r, e);
                 }
             }
             OpKind::AddI
@@ -1196,7 +1208,7 @@ impl Run<'_, '_> {
         for t in 0..trips {
             if let (true, Some(step), Some(&iv)) = (is_for, &step, body.args.first()) {
                 let off = match &**step {
-                    Expr::K(c) => k(c.wrapping_mul(t)),
+                    Expr::K(c) => self.k(c.wrapping_mul(t)),
                     _ => Rc::new(Expr::Mul(step.clone(), t)),
                 };
                 self.env.insert(iv, Rc::new(Expr::Add(start.clone(), off)));
