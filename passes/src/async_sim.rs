@@ -70,6 +70,10 @@ use tilec_dialect::{Block, Location, Module, OpKind, Operation, Type, Value};
 /// The default budget: runs per simulation.
 pub const DEFAULT_RUNS: u64 = 4096;
 
+/// The most op executions one simulation makes over all its runs (a kernel of deep loop
+/// nests has long runs); past it the verdict is [`Verdict::Budget`].
+pub const MAX_OP_STEPS: u64 = 20_000_000;
+
 /// A change to the kernel, by the op's pre-order index in its kernel (the kernel is 0).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Change {
@@ -248,6 +252,8 @@ struct Run<'s, 'm> {
     seen: &'s RefCell<FxHashMap<Vec<i64>, Vec<usize>>>,
     /// The enclosing loop iterations (loop, trips, iteration) and deferred ops.
     ctx: Vec<i64>,
+    /// Op executions of this enumeration so far (see [`MAX_OP_STEPS`]).
+    steps: &'s std::cell::Cell<u64>,
 }
 
 fn gcd(a: i64, b: i64) -> i64 {
@@ -428,6 +434,7 @@ impl<'m> Simulator<'m> {
     fn enumerate(&self, changes: &HashMap<u32, Change>, budget: u64, producer: bool) -> Outcome {
         let mut choices: Vec<usize> = vec![];
         let seen = RefCell::new(FxHashMap::default());
+        let steps = std::cell::Cell::new(0u64);
         let mut runs = 0;
         while runs < budget {
             runs += 1;
@@ -446,6 +453,7 @@ impl<'m> Simulator<'m> {
                 stop: false,
                 seen: &seen,
                 ctx: vec![],
+                steps: &steps,
             };
             let body = &self.ops[0].regions[0];
             if let Err((loc, message)) = r.block(body).map(|_| ()) {
@@ -454,6 +462,9 @@ impl<'m> Simulator<'m> {
                     verdict: Verdict::Hazard(Hazard { loc, message, run }),
                     runs,
                 };
+            }
+            if steps.get() > MAX_OP_STEPS {
+                break;
             }
             // The next combination: the consumed choices as a mixed-radix counter.
             let mut c = r.choices[..r.used].to_vec();
@@ -831,7 +842,8 @@ impl Run<'_, '_> {
     fn block(&mut self, b: &Block) -> Res<Vec<Value>> {
         let mut deferred = None;
         for op in &b.ops {
-            if self.stop {
+            self.steps.set(self.steps.get() + 1);
+            if self.stop || self.steps.get() > MAX_OP_STEPS {
                 return Ok(vec![]);
             }
             if op.kind == OpKind::Yield {
