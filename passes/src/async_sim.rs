@@ -72,7 +72,7 @@ pub const DEFAULT_RUNS: u64 = 4096;
 
 /// The most op executions one simulation makes over all its runs (a kernel of deep loop
 /// nests has long runs); past it the verdict is [`Verdict::Budget`].
-pub const MAX_OP_STEPS: u64 = 20_000_000;
+pub const MAX_OP_STEPS: u64 = 4_000_000;
 
 /// A change to the kernel, by the op's pre-order index in its kernel (the kernel is 0).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
