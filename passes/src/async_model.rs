@@ -63,6 +63,9 @@ pub(crate) type Slot = u32;
 /// with 8 or more commits after it is retired by any wait.
 pub(crate) const C_CAP: u8 = 8;
 
+/// The largest remainder modulus a stage is tracked by (ring depths are far smaller).
+pub(crate) const MAX_MODULUS: i64 = 64;
+
 /// The largest `pending` the verifier accepts.
 pub(crate) const MAX_PENDING: u8 = 7;
 
@@ -686,7 +689,10 @@ impl<'k> Facts<'k> {
                     if s == 1 {
                         return StageSym::Const(0);
                     }
-                    if s > 0 {
+                    // No ring is deeper than MAX_MODULUS stages; a remainder by more is left
+                    // unknown, so that the iterations a loop's offsets take to repeat stay
+                    // few.
+                    if s > 0 && s <= MAX_MODULUS {
                         return match self.lin(o.operands[0], 0) {
                             Lin::Const(k) => StageSym::Const(k.rem_euclid(s)),
                             Lin::Sym { iv, base, off } => StageSym::Rel {

@@ -143,6 +143,8 @@ pub struct Simulator<'m> {
     /// Rings that code outside a producer region overwrites (`tile.tma_load`,
     /// `tile.smem_store`): a retired group matters to later overwrites only if it reads one.
     overwritten: FxHashSet<Value>,
+    /// Whether every remainder modulus divides the domain (else states are not cut).
+    exact: bool,
     /// Shared constants 0..1024 (most stage arithmetic), so that runs do not allocate them.
     small: Vec<Rc<Expr>>,
     /// Whether a producer phase can meet a hazard: some group is issued before the
@@ -297,6 +299,26 @@ impl<'m> Simulator<'m> {
         }
         // Rings deeper than 4 stages add S + 1 trips (up to 16 stages: the kernels tilec
         // builds have at most 8).
+        // Remainders by constants: the state cuts compare scalars modulo the domain, which
+        // is exact only if every such modulus divides it.
+        let mut exact = true;
+        for o in &ops {
+            if o.kind == OpKind::RemI {
+                let c = o.operands.get(1).and_then(|&v| {
+                    ops.iter()
+                        .find(|d| d.kind == OpKind::Constant && d.results.first() == Some(&v))
+                        .and_then(|d| d.int_attr("value"))
+                });
+                if let Some(n) = c.filter(|&n| n > 0) {
+                    if domain <= 64 {
+                        domain = (domain / gcd(domain, n)).saturating_mul(n);
+                    }
+                }
+            }
+        }
+        if domain > 64 {
+            exact = false;
+        }
         let mut trips = vec![0, 1, 2, 3, 5];
         for &n in stages.values() {
             if (5..=16).contains(&n) && !trips.contains(&(n + 1)) {
@@ -373,6 +395,7 @@ impl<'m> Simulator<'m> {
             }
         }
         Simulator {
+            exact,
             small: (0..1024).map(|v| Rc::new(Expr::K(v))).collect(),
             m,
             live,
@@ -688,7 +711,6 @@ fn live_sets(
 
 type Res<T> = Result<T, (Location, String)>;
 
-
 impl Run<'_, '_> {
     fn choose(&mut self, arity: usize) -> usize {
         if self.used >= self.choices.len() {
@@ -994,6 +1016,9 @@ impl Run<'_, '_> {
     /// Whether this state at the entry of an iteration of loop `id` was reached by an
     /// earlier run (and records it).
     fn seen_before(&mut self, id: u32) -> bool {
+        if !self.s.exact {
+            return false;
+        }
         let mut key = self.ctx.clone();
         key.push(self.wg as i64);
         key.push(self.q.fenced as i64);
