@@ -172,6 +172,11 @@ impl fmt::Display for Attribute {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Attribute::Int(i) => write!(f, "{i}"),
+            // The non-finite values (a fold may make them) have words of their own.
+            Attribute::Float(x) if x.is_nan() => f.write_str("nan"),
+            Attribute::Float(x) if x.is_infinite() => {
+                f.write_str(if *x > 0.0 { "inf" } else { "-inf" })
+            }
             Attribute::Float(x) => {
                 // `{:?}` is the shortest text that parses back to the same f64.
                 let s = format!("{x:?}");

@@ -188,7 +188,10 @@ pub fn lex(src: &str, file: &Arc<str>, first_line: u32) -> Result<Vec<Token>, Di
                 let text = &src[start..i];
                 let digits = text.strip_prefix('-').unwrap_or(text);
                 let is_int_text = !digits.is_empty() && digits.bytes().all(|d| d.is_ascii_digit());
-                if let Ok(v) = text.parse::<i64>() {
+                if text == "-inf" {
+                    // The printer's word for negative infinity ("inf" and "nan" are words).
+                    Tok::Float(f64::NEG_INFINITY)
+                } else if let Ok(v) = text.parse::<i64>() {
                     Tok::Int(v)
                 } else if is_int_text {
                     // Not silently a float: 2^64 would print back as 1.8446744073709552e19.

@@ -414,6 +414,11 @@ impl Parser {
                 self.bump();
                 Attribute::Float(f)
             }
+            // The printer's words for the non-finite floats.
+            Tok::Ident(w) if w == "nan" || w == "inf" => {
+                self.bump();
+                Attribute::Float(if w == "nan" { f64::NAN } else { f64::INFINITY })
+            }
             Tok::Str(s) => {
                 self.bump();
                 Attribute::Str(s)
