@@ -1283,30 +1283,8 @@ impl Verifier<'_> {
             ots[1].elem().unwrap(),
             ots[2].elem().unwrap(),
         );
-        // The two 8-bit float types mix (wgmma takes e4m3 x e5m2); the others pair alike.
-        if ea != eb && !(ea.is_fp8() && eb.is_fp8()) {
-            self.error(
-                op,
-                format!("'tile.dot' operand element types differ: {ea} and {eb}"),
-            );
-        } else {
-            let ok = match ea {
-                ScalarType::F16 => matches!(ec, ScalarType::F16 | ScalarType::F32),
-                ScalarType::BF16 | ScalarType::F32 | ScalarType::E4M3 | ScalarType::E5M2 => {
-                    ec == ScalarType::F32
-                }
-                _ => false,
-            };
-            if !ok {
-                self.error(
-                    op,
-                    format!(
-                        "'tile.dot' does not support {ea} inputs with a {ec} accumulator; \
-                            supported: f16 x f16 + f16|f32, bf16 x bf16 + f32, f32 x f32 + f32, \
-                            e4m3|e5m2 x e4m3|e5m2 + f32"
-                    ),
-                );
-            }
+        if let Err(e) = mma_types("tile.dot", ea, eb, ec) {
+            self.error(op, e);
         }
         if rts[0] != ots[2] {
             self.error(
@@ -1477,7 +1455,17 @@ impl Verifier<'_> {
                                 index, coords: index...) and no results"
                         ),
                     );
-                } else if let Type::Tensor { rank, .. } = &ots[0] {
+                } else if let Type::Tensor { rank, elem } = &ots[0] {
+                    if ots[1].elem() != Some(*elem) {
+                        self.error(
+                            op,
+                            format!(
+                                "'{name}' copies a tensor of {elem} into a ring of {}: TMA does \
+                                    not convert, the element types must be equal",
+                                ots[1].elem().map_or("?".to_string(), |e| e.to_string())
+                            ),
+                        );
+                    }
                     if ots.len() != 4 + *rank as usize {
                         self.error(
                             op,
@@ -1864,6 +1852,14 @@ impl Verifier<'_> {
                     );
                 }
                 self.check_mma_majors(op, ots);
+                if ok {
+                    let (ea, eb, ec) = (ots[0].elem(), ots[1].elem(), ots[n - 1].elem());
+                    if let (Some(a), Some(b), Some(c)) = (ea, eb, ec) {
+                        if let Err(e) = mma_types(name, a, b, c) {
+                            self.error(op, e);
+                        }
+                    }
+                }
                 if let (Some(t), Some("wgmma")) = (self.target, op.str_attr("kind")) {
                     if !t.has_wgmma() {
                         self.error(
@@ -1892,6 +1888,32 @@ impl Verifier<'_> {
             }
             _ => {}
         }
+    }
+}
+
+/// The element types an MMA takes: `a` and `b` alike (the two 8-bit floats mix, as wgmma
+/// takes e4m3 x e5m2), with an accumulator of `c`: f16 x f16 + f16|f32, bf16 x bf16 + f32,
+/// f32 x f32 + f32, e4m3|e5m2 x e4m3|e5m2 + f32. `name` is the op's, for the message.
+fn mma_types(name: &str, a: ScalarType, b: ScalarType, c: ScalarType) -> Result<(), String> {
+    if a != b && !(a.is_fp8() && b.is_fp8()) {
+        return Err(format!(
+            "'{name}' operand element types differ: {a} and {b}"
+        ));
+    }
+    let ok = match a {
+        ScalarType::F16 => matches!(c, ScalarType::F16 | ScalarType::F32),
+        ScalarType::BF16 | ScalarType::F32 | ScalarType::E4M3 | ScalarType::E5M2 => {
+            c == ScalarType::F32
+        }
+        _ => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "'{name}' does not support {a} inputs with a {c} accumulator; supported: f16 x f16 \
+             + f16|f32, bf16 x bf16 + f32, f32 x f32 + f32, e4m3|e5m2 x e4m3|e5m2 + f32"
+        ))
     }
 }
 
