@@ -439,6 +439,36 @@ fn a_missing_file_is_an_error_naming_it() {
     assert_eq!(r.stdout, "");
 }
 
+/// A failing run leaves no `-o` file behind (not even an empty one); a succeeding one
+/// writes it.
+#[test]
+fn a_failed_run_creates_no_output_file() {
+    let d = scratch("no-output");
+    std::fs::write(
+        d.join("bad.tile"),
+        "tile.kernel @k() {grid = [1]} {\n  %x = tile.bogus\n}\n",
+    )
+    .expect("write input");
+    let r = run_in(&d, &["bad.tile", "-o", "out.tile"], None);
+    r.assert_no_crash("failed run with -o");
+    assert_eq!(r.code, Some(1));
+    assert!(
+        !d.join("out.tile").exists(),
+        "an output file was created: {}",
+        r.stderr
+    );
+    std::fs::write(
+        d.join("good.tile"),
+        "tile.kernel @k() {grid = [1]} {\n  tile.return\n}\n",
+    )
+    .expect("write input");
+    let r = run_in(&d, &["good.tile", "-o", "out.tile"], None);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let text = std::fs::read_to_string(d.join("out.tile")).expect("written");
+    assert!(text.starts_with("tile.kernel @k()"), "{text}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// The rendered diagnostics, as a user sees them, for four representative errors: a
 /// verifier error, a parser error with a note, several verifier errors of one op, invalid
 /// UTF-8. The snapshots live in tests/snapshots/.
