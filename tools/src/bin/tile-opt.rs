@@ -278,8 +278,10 @@ fn run() -> i32 {
     }
     let t0 = Instant::now();
     let text = outputs.join("// -----\n");
-    // Nothing is written when nothing succeeded (an `-o` file is not created empty).
-    if (!opts.verify_diagnostics || !text.is_empty()) && !(failed && outputs.is_empty()) {
+    // Nothing is written when nothing succeeded (an `-o` file is not created empty), nor
+    // for --verify-diagnostics with no output.
+    let nothing = (opts.verify_diagnostics && text.is_empty()) || (failed && outputs.is_empty());
+    if !nothing {
         if let Err(e) = write_output(m.get_one::<String>("output").map(String::as_str), &text) {
             eprintln!("{e}");
             return EXIT_DIAGNOSTICS;
