@@ -6,15 +6,16 @@
 //! definition. This module shares none of it (it imports nothing from `async_model`): it
 //! interprets the GPU-level IR run by run, with concrete group queues, concrete register
 //! sets and concrete stage numbers, and checks each op against the rules of the PTX ISA
-//! (§9.7.15.6 for `wgmma.mma_async`, `wgmma.fence`, `wgmma.commit_group` and
-//! `wgmma.wait_group`; §9.7.9.25 for `cp.async.bulk` groups). A bug in either model then
-//! shows up as a disagreement between the two.
+//! (its asynchronous warpgroup-level MMA instructions `wgmma.mma_async`, `wgmma.fence`,
+//! `wgmma.commit_group` and `wgmma.wait_group`, and the bulk async-groups of
+//! `cp.async.bulk`). A bug in either model then shows up as a disagreement between the two.
 //!
 //! **What is chosen.** Each `tile.if` takes either side; each loop instance runs 0, 1, 2,
 //! 3 or 5 times (`tile.while` at least once; a ring of S > 4 stages, up to 16, adds
 //! S + 1); every combination is run, up to a budget of runs. The values the analysis
 //! cannot know are chosen too, lazily (only when a stage index needs them), from `0..D`,
-//! D the least common multiple of the rings' and barrier arrays' sizes:
+//! D the least common multiple of the rings' and barrier arrays' sizes and of the constant
+//! moduli of `tile.remi` (at most 64; with a larger modulus no state is cut, see Cost):
 //! kernel arguments, special registers, loads, the first induction value of each loop
 //! instance, and every `tile.divi`, `tile.ceildiv`, `tile.mini`, `tile.maxi`, non-constant
 //! product or remainder. Only sums, differences, products by a constant and remainders by
@@ -29,7 +30,7 @@
 //! forms modulo D) stops there. The regions of a `tile.warp_specialize` are enumerated apart
 //! (their choices add instead of multiplying), and a producer region that issues no group
 //! is not run. gemm_bf16 (persistent, two consumer warpgroups) takes 572 runs in all, about
-//! 6 ms.
+//! 6 ms. Besides the runs, one simulation makes at most [`MAX_OP_STEPS`] op executions.
 //!
 //! **Register sets**, fixed by the lowering's contract: an accumulator operand and the
 //! wgmma result chained on it (not with `zero_acc`), a wait's operands and results, a
@@ -41,9 +42,8 @@
 //! a `tile.warp_specialize` runs as one warpgroup, from the state before it; the consumer
 //! region and what follows as `consumers` warpgroups; other code as `block / 128`):
 //! - any access, by an op other than a wgmma, to the accumulator or A-fragment registers
-//!   of a wgmma issued and not yet retired by a `tile.wait_group` (PTX: "accessing the
-//!   accumulator register or the input registers containing fragments of matrix A ...
-//!   without first performing a wgmma.wait_group ... is undefined behavior");
+//!   of a wgmma issued and not yet retired by a `tile.wait_group` (the PTX ISA makes any
+//!   such access before the `wgmma.wait_group` that covers the wgmma undefined);
 //! - a wgmma writing another pending wgmma's A fragment, or reading as its A the
 //!   accumulator of a pending wgmma of another chain;
 //! - a wgmma with no `tile.wgmma_fence` since the warpgroup started or since another op
