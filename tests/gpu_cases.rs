@@ -20,16 +20,9 @@ use tilec::dialect::interp::{run, ArgValue, Tensor};
 use tilec::dialect::{parse, OpKind, Target, Type};
 use tilec::{compile, Input, Options};
 
-struct Rng(u64);
+mod common;
 
-impl Rng {
-    fn unit(&mut self) -> f32 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        ((self.0 >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-    }
-}
+use common::Rng;
 
 /// A GEMM epilogue masking columns at or past `%lim` and rows before `%first`, then storing
 /// bf16: the masks of attention-like epilogues, from `tile.iota`, `tile.cmpi`, `tile.select`.
@@ -72,7 +65,7 @@ const MASKS: &str = "tile.kernel @gemm_masks(%A: tensor<?x?xbf16>, %B: tensor<?x
 ";
 
 struct Case {
-    name: &'static str,
+    name: String,
     source: String,
     file: &'static str,
     kernel: &'static str,
@@ -93,7 +86,7 @@ fn cases() -> Vec<Case> {
     let mut out = vec![];
     for shape in [(129, 257, 72), (300, 520, 128), (64, 1000, 64)] {
         let tag = format!("{}x{}x{}", shape.0, shape.1, shape.2);
-        let name = |k: &str| -> &'static str { Box::leak(format!("{k}-{tag}").into_boxed_str()) };
+        let name = |k: &str| format!("{k}-{tag}");
         out.push(Case {
             name: name("gemm_reduce"),
             source: reduce.clone(),
@@ -182,7 +175,7 @@ fn gemm_epilogues_against_the_interpreter() {
                     let data: Vec<f32> = match role {
                         "stored" => vec![f32::NAN; n],
                         "added" => vec![0.0; n],
-                        _ => (0..n).map(|_| rng.unit()).collect(),
+                        _ => (0..n).map(|_| rng.f32(1.0)).collect(),
                     };
                     let t = Tensor::from_f32(elem, &shape, &data);
                     initial.push((name.clone(), t.to_f32_vec().unwrap()));
@@ -227,7 +220,7 @@ fn gemm_epilogues_against_the_interpreter() {
                 );
             }
         }
-        let dir = out.as_ref().map(|d| Path::new(d).join(c.name));
+        let dir = out.as_ref().map(|d| Path::new(d).join(&c.name));
         for target in [Target::Sm90a, Target::Sm90] {
             let mut o = Options::new(target);
             o.kernel = Some(c.kernel.to_string());

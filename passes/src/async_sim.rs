@@ -302,13 +302,14 @@ impl<'m> Simulator<'m> {
         // Remainders by constants: the state cuts compare scalars modulo the domain, which
         // is exact only if every such modulus divides it.
         let mut exact = true;
+        let consts: FxHashMap<Value, i64> = ops
+            .iter()
+            .filter(|o| o.kind == OpKind::Constant)
+            .filter_map(|o| Some((*o.results.first()?, o.int_attr("value")?)))
+            .collect();
         for o in &ops {
             if o.kind == OpKind::RemI {
-                let c = o.operands.get(1).and_then(|&v| {
-                    ops.iter()
-                        .find(|d| d.kind == OpKind::Constant && d.results.first() == Some(&v))
-                        .and_then(|d| d.int_attr("value"))
-                });
+                let c = o.operands.get(1).and_then(|v| consts.get(v).copied());
                 if let Some(n) = c.filter(|&n| n > 0) {
                     if domain <= 64 {
                         domain = (domain / gcd(domain, n)).saturating_mul(n);
@@ -1329,7 +1330,7 @@ impl Run<'_, '_> {
     }
 
     /// Any other op: its register accesses, and what it does to shared memory.
-    fn other(&mut self, op: &Operation, _id: u32) -> Res<()> {
+    fn other(&mut self, op: &Operation, id: u32) -> Res<()> {
         let name = op.kind.name();
         for &v in op.operands.iter().chain(&op.results) {
             if !self.is_tile(v) {
@@ -1402,7 +1403,7 @@ impl Run<'_, '_> {
             }
             OpKind::TmaStore if op.operands.len() >= 3 => {
                 let slot = self.stage(op.operands[1], op.operands[2]);
-                self.q.bulk_open.push(Store { op: _id, slot });
+                self.q.bulk_open.push(Store { op: id, slot });
             }
             _ => {}
         }
