@@ -375,6 +375,7 @@ fn legal_wgmma_tiles_compile_without_spills() {
                     bn,
                     bk,
                     elem: tilec::dialect::ScalarType::BF16,
+                    b_elem: tilec::dialect::ScalarType::BF16,
                     acc: tilec::dialect::ScalarType::F32,
                     a_k_major: !a_t,
                     b_k_major: b_t,

@@ -1258,12 +1258,16 @@ impl Machine<'_> {
             return Err(op_err(op, "expects float tiles"));
         };
         let (m, k, n) = (a.shape[0], a.shape[1], b.shape[1]);
+        // `precision = "tf32"`: the inputs are read as tf32, their low 13 mantissa bits
+        // dropped (rounded toward zero), as the tensor cores read f32 data in a `.tf32` MMA.
+        let tf32 = op.str_attr("precision") == Some("tf32");
+        let rd = |v: f32| if tf32 { to_tf32(v) } else { v };
         let mut out = vec![0.0f32; m * n];
         for i in 0..m {
             for j in 0..n {
                 let mut s = 0.0f32;
                 for kk in 0..k {
-                    s = x[i * k + kk].mul_add(y[kk * n + j], s);
+                    s = rd(x[i * k + kk]).mul_add(rd(y[kk * n + j]), s);
                 }
                 out[i * n + j] = round_to(elem, s + z[i * n + j]);
             }
@@ -1409,6 +1413,15 @@ fn step_index(idx: &mut [usize], shape: &[usize]) {
         }
         idx[d] = 0;
     }
+}
+
+/// `v` as tf32: f32 with the low 13 of its 23 mantissa bits cleared (rounded toward
+/// zero); NaN stays NaN, infinities and zeros are kept.
+pub fn to_tf32(v: f32) -> f32 {
+    if v.is_nan() {
+        return v;
+    }
+    f32::from_bits(v.to_bits() & !0x1fff)
 }
 
 #[cfg(test)]
@@ -1985,6 +1998,47 @@ mod tests {
             ),
             Err(InterpError::Budget(10_000))
         );
+    }
+
+    #[test]
+    fn tf32_dot_truncates_inputs() {
+        assert_eq!(to_tf32(1.0 + f32::EPSILON), 1.0);
+        assert_eq!(to_tf32(-(1.0 + 1023.0 / 1024.0)), -(1.0 + 1023.0 / 1024.0));
+        assert_eq!(to_tf32(1.0 + 2047.0 / 2048.0), 1.0 + 1023.0 / 1024.0);
+        assert!(to_tf32(f32::NAN).is_nan());
+        assert_eq!(to_tf32(f32::INFINITY), f32::INFINITY);
+        let src = "tile.kernel @k(%A: tensor<?x?xf32>, %B: tensor<?x?xf32>, %O: tensor<?x?xf32>, \
+            %P: tensor<?x?xf32>) {grid = [1]} {
+  %c0 = tile.constant {value = 0} : index
+  %a = tile.load %A, %c0, %c0 : tile<1x2xf32>
+  %b = tile.load %B, %c0, %c0 : tile<2x1xf32>
+  %z = tile.zeros : tile<1x1xf32>
+  %d = tile.dot %a, %b, %z {precision = \"tf32\"} : tile<1x1xf32>
+  %e = tile.dot %a, %b, %z : tile<1x1xf32>
+  tile.store %O, %c0, %c0, %d
+  tile.store %P, %c0, %c0, %e
+  tile.return
+}
+";
+        let m = parse(src, "t.tile").unwrap();
+        verify(&m).unwrap();
+        let x = 1.0 + 3.0 * f32::EPSILON;
+        let t = |shape: &[usize], v: &[f32]| {
+            ArgValue::Tensor(Tensor::from_f32(ScalarType::F32, shape, v))
+        };
+        let mut args = vec![
+            t(&[1, 2], &[x, 2.0]),
+            t(&[2, 1], &[x, 0.5]),
+            t(&[1, 1], &[f32::NAN]),
+            t(&[1, 1], &[f32::NAN]),
+        ];
+        run(&m, "k", &mut args).unwrap();
+        let out = |a: &ArgValue| match a {
+            ArgValue::Tensor(t) => t.to_f32_vec().unwrap(),
+            _ => unreachable!(),
+        };
+        assert_eq!(out(&args[2]), vec![2.0]);
+        assert_eq!(out(&args[3]), vec![2.0f32.mul_add(0.5, x * x)]);
     }
 
     #[test]

@@ -59,6 +59,6 @@ pub use location::Location;
 pub use ops::{OpClass, OpKind};
 pub use parser::{parse, parse_bytes, split_input};
 pub use printer::{print_module, print_op};
-pub use target::{GemmTile, Target};
+pub use target::{mma_k, GemmTile, Target, MMA_K_BYTES};
 pub use types::{ScalarType, Type};
 pub use verifier::{verify, VerifiedModule};

@@ -129,8 +129,10 @@ pub struct GemmTile {
     pub bn: u64,
     /// K elements per stage.
     pub bk: u64,
-    /// The element type of A and B.
+    /// The element type of A.
     pub elem: ScalarType,
+    /// The element type of B: `elem`, except that the two 8-bit floats mix (e4m3 x e5m2).
+    pub b_elem: ScalarType,
     /// The accumulator's element type.
     pub acc: ScalarType,
     /// A is stored M×K (K contiguous); otherwise K×M.
@@ -142,8 +144,25 @@ pub struct GemmTile {
 impl GemmTile {
     /// Bytes of one ring stage (an A tile and a B tile).
     pub fn stage_bytes(&self) -> u64 {
-        (self.bm + self.bn) * self.bk * self.elem.size_bytes()
+        (self.bm * self.elem.size_bytes() + self.bn * self.b_elem.size_bytes()) * self.bk
     }
+
+    /// Bytes of K per stage (the row of a K-major stage): BK times the element size.
+    pub fn bk_bytes(&self) -> u64 {
+        self.bk * self.elem.size_bytes()
+    }
+}
+
+/// Bytes of K one MMA instruction consumes, for every element type tilec lowers: wgmma
+/// m64nNk16 and mma.sync m16n8k16 (16-bit), k32 (e4m3, e5m2), k8 (tf32) all take 32
+/// bytes of each row of A and column of B (PTX ISA, "Matrix shape" of `wgmma` and `mma`).
+/// A K-major operand's fragments are therefore the same bytes for every element type.
+pub const MMA_K_BYTES: u64 = 32;
+
+/// The K of one MMA instruction for operands of `elem` ([`MMA_K_BYTES`] / size): 16 for
+/// bf16/f16, 32 for e4m3/e5m2, 8 for tf32 (f32 data).
+pub fn mma_k(elem: ScalarType) -> u64 {
+    MMA_K_BYTES / elem.size_bytes().max(1)
 }
 
 /// Bytes of a streaming multiprocessor's register file (65,536 32-bit registers).
@@ -151,22 +170,27 @@ pub const REGISTER_FILE_BYTES: u64 = 262_144;
 
 impl Target {
     /// Whether tilec lowers a GEMM main loop with tile `t` on this target; the error names
-    /// the limit the tile breaks. The table (wgmma: PTX ISA §9.7.15, m64nNk16 with N a
-    /// multiple of 8 up to 256, shared-memory operands in boxes of one swizzle span: 128
-    /// bytes, or 64 for a K-major operand with BK = 32, or 64 or 32 for a B stored K×N whose
-    /// N is not a multiple of 64;
-    /// mma.sync: m16n8k16 over 2 × 4 warps of 64 × 64):
+    /// the limit the tile breaks. Stages are laid out in bytes, so the table speaks of BK's
+    /// bytes (BK × element size); an MMA instruction takes [`MMA_K_BYTES`] of K. The table
+    /// (wgmma: PTX ISA §9.7.15, m64nNk{16,32,8} with N a multiple of 8 up to 256,
+    /// shared-memory operands in boxes of one swizzle span: 128 bytes, or 64 for a K-major
+    /// operand with 64-byte rows, or 64 or 32 for a B stored K×N whose N is not a multiple
+    /// of 64; mma.sync: m16n8k{16,32,8} over 2 × 4 warps of 64 × 64):
     ///
     /// | | sm_90a (wgmma) | sm_90, sm_100, sm_100a (mma.sync) |
     /// | --- | --- | --- |
-    /// | A, B / accumulator | bf16 or f16 / f32 | bf16 or f16 / f32 |
+    /// | A, B / accumulator | bf16, f16, tf32 (f32 data), or e4m3/e5m2 (mixed) / f32 | the same |
+    /// | operand majors | any for 16-bit types; K-major only (A M×K, B N×K) for tf32 and fp8 | the same |
     /// | BM | 64 or 128 (one or two consumer warpgroups) | 128 |
     /// | BN | 8 to 256 in steps of 8; a multiple of 16 when B is stored K×N | 256 |
-    /// | BK | 32, 64 or 128 | 32, 64 or 128 |
+    /// | BK × element size | 64, 128 or 256 bytes | 64, 128 or 256 bytes |
     ///
     /// and, before any of these, the accumulator must fit the register file
-    /// ([`REGISTER_FILE_BYTES`]). Shared memory (the ring's stages) is checked by the pass,
-    /// which knows the ring depth and the kernel's other buffers.
+    /// ([`REGISTER_FILE_BYTES`]). wgmma's and ldmatrix's transposes exist for 16-bit
+    /// elements only (PTX ISA: `imm-trans-a/b` "only for .f16/.bf16"; `ldmatrix .trans` moves
+    /// b16), hence K-major only for the others. Shared memory (the ring's stages) is checked
+    /// by the pass, which knows the ring depth and the kernel's other buffers. f32 operands
+    /// reach this table only as tf32, which the dot must ask for (`precision = "tf32"`).
     ///
     /// # Errors
     /// A message naming the broken limit, e.g. "a 256x256 f32 accumulator needs 256 KiB of
@@ -184,18 +208,47 @@ impl Target {
                 REGISTER_FILE_BYTES / 1024
             ));
         }
-        if !matches!(t.elem, ScalarType::BF16 | ScalarType::F16) || t.acc != ScalarType::F32 {
+        let pair_ok = match t.elem {
+            ScalarType::BF16 | ScalarType::F16 | ScalarType::F32 => t.b_elem == t.elem,
+            ScalarType::E4M3 | ScalarType::E5M2 => t.b_elem.is_fp8(),
+            _ => false,
+        };
+        if !pair_ok || t.acc != ScalarType::F32 {
             return Err(format!(
-                "the MMA on {self} takes bf16 or f16 inputs with an f32 accumulator, found {} \
-                 inputs with a {} accumulator",
-                t.elem, t.acc
+                "the MMA on {self} takes bf16, f16, tf32 or e4m3/e5m2 inputs with an f32 \
+                 accumulator, found {} x {} inputs with a {} accumulator",
+                t.elem, t.b_elem, t.acc
             ));
         }
-        if ![32, 64, 128].contains(&t.bk) {
+        if t.elem.size_bytes() != 2 && !(t.a_k_major && t.b_k_major) {
+            let name = if t.elem == ScalarType::F32 {
+                "tf32".to_string()
+            } else {
+                t.elem.to_string()
+            };
             return Err(format!(
-                "the K tile must be 32, 64 or 128 elements (a 64-byte, a 128-byte or two \
-                 128-byte swizzle spans of {}), found {}",
-                t.elem, t.bk
+                "{name} operands must both be K-major: A stored M×K and B stored N×K (load B \
+                 as N×K and transpose it for the dot, as torch._scaled_mm's mat2); {} transposes \
+                 only 16-bit operands in shared memory, found A {} and B {}",
+                if self.has_wgmma() {
+                    "wgmma (imm-trans-a/b)"
+                } else {
+                    "ldmatrix (.trans)"
+                },
+                if t.a_k_major { "M×K" } else { "K×M" },
+                if t.b_k_major { "N×K" } else { "K×N" },
+            ));
+        }
+        if ![64, 128, 256].contains(&t.bk_bytes()) {
+            let e = t.elem.size_bytes();
+            return Err(format!(
+                "the K tile must be 64, 128 or 256 bytes (a 64-byte, a 128-byte or two \
+                 128-byte swizzle spans: {}, {} or {} elements of {}), found {}",
+                64 / e,
+                128 / e,
+                256 / e,
+                t.elem,
+                t.bk
             ));
         }
         if self.has_wgmma() {
@@ -247,9 +300,19 @@ mod tests {
             bn,
             bk,
             elem: ScalarType::BF16,
+            b_elem: ScalarType::BF16,
             acc: ScalarType::F32,
             a_k_major: true,
             b_k_major,
+        }
+    }
+
+    fn typed(elem: ScalarType, b_elem: ScalarType, bk: u64, a_k: bool, b_k: bool) -> GemmTile {
+        GemmTile {
+            elem,
+            b_elem,
+            a_k_major: a_k,
+            ..tile(128, 256, bk, b_k)
         }
     }
 
@@ -278,18 +341,55 @@ mod tests {
         );
         assert!(e(128, 12, 64).contains("not a legal wgmma N"));
         assert!(e(192, 128, 64).contains("M tile must be 64 or 128"));
-        assert!(e(128, 256, 16).contains("K tile must be 32, 64 or 128"));
+        assert!(e(128, 256, 16).contains("K tile must be 64, 128 or 256 bytes"));
         assert_eq!(
             e(256, 256, 64),
             "a 256x256 f32 accumulator needs 256 KiB of registers; the register file holds 256 \
              KiB per SM, with room needed for addresses and the epilogue"
         );
-        let mut f8 = tile(128, 256, 64, false);
-        f8.elem = ScalarType::F32;
+        let mut mixed = tile(128, 256, 64, false);
+        mixed.elem = ScalarType::F32;
         assert!(t
-            .check_gemm_tile(&f8)
+            .check_gemm_tile(&mixed)
             .unwrap_err()
-            .contains("bf16 or f16 inputs"));
+            .contains("found f32 x bf16 inputs"));
+    }
+
+    #[test]
+    fn element_types_bytes_and_majors() {
+        use ScalarType::{E4M3, E5M2, F32, I32};
+        for t in Target::ALL {
+            // fp8 (mixed too) and tf32: K-major only, BK of 64, 128 or 256 bytes.
+            for (a, b) in [(E4M3, E4M3), (E4M3, E5M2), (E5M2, E4M3), (E5M2, E5M2)] {
+                for bk in [64, 128, 256] {
+                    assert_eq!(t.check_gemm_tile(&typed(a, b, bk, true, true)), Ok(()));
+                }
+                let e = t.check_gemm_tile(&typed(a, b, 32, true, true)).unwrap_err();
+                assert!(e.contains("64, 128 or 256 elements of"), "{e}");
+                for (ak, bk_) in [(false, true), (true, false), (false, false)] {
+                    let e = t.check_gemm_tile(&typed(a, b, 128, ak, bk_)).unwrap_err();
+                    assert!(e.contains("operands must both be K-major"), "{e}");
+                }
+            }
+            for bk in [16, 32, 64] {
+                assert_eq!(t.check_gemm_tile(&typed(F32, F32, bk, true, true)), Ok(()));
+            }
+            let e = t
+                .check_gemm_tile(&typed(F32, F32, 32, true, false))
+                .unwrap_err();
+            assert!(e.starts_with("tf32 operands must both be K-major"), "{e}");
+            let e = t.check_gemm_tile(&typed(E4M3, ScalarType::BF16, 128, true, true));
+            assert!(e.unwrap_err().contains("found e4m3 x bf16 inputs"));
+            let e = t.check_gemm_tile(&typed(I32, I32, 64, true, true));
+            assert!(e.unwrap_err().contains("found i32 x i32 inputs"));
+            let fp8 = typed(E4M3, E4M3, 128, true, true);
+            assert_eq!(fp8.bk_bytes(), 128);
+            assert_eq!(fp8.stage_bytes(), (128 + 256) * 128);
+        }
+        assert_eq!(
+            (mma_k(ScalarType::BF16), mma_k(E4M3), mma_k(F32)),
+            (16, 32, 8)
+        );
     }
 
     #[test]

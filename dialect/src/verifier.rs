@@ -1286,6 +1286,7 @@ impl Verifier<'_> {
         if let Err(e) = mma_types("tile.dot", ea, eb, ec) {
             self.error(op, e);
         }
+        self.check_precision(op, ea, false);
         if rts[0] != ots[2] {
             self.error(
                 op,
@@ -1858,6 +1859,7 @@ impl Verifier<'_> {
                         if let Err(e) = mma_types(name, a, b, c) {
                             self.error(op, e);
                         }
+                        self.check_precision(op, a, true);
                     }
                 }
                 if let (Some(t), Some("wgmma")) = (self.target, op.str_attr("kind")) {
@@ -1918,6 +1920,39 @@ fn mma_types(name: &str, a: ScalarType, b: ScalarType, c: ScalarType) -> Result<
 }
 
 impl Verifier<'_> {
+    /// A dot's or MMA's `precision`: `"ieee"` (the default) or `"tf32"` (f32 data read as
+    /// tf32, 10 mantissa bits), which only f32 operands take. An MMA (`hw`) of f32 rings
+    /// must say `"tf32"`: the tensor cores have no IEEE f32 form.
+    fn check_precision(&mut self, op: &Operation, a: ScalarType, hw: bool) {
+        let name = op.kind.name();
+        let p = match op.attr("precision") {
+            None => "ieee",
+            Some(Attribute::Str(s)) if s == "ieee" || s == "tf32" => s.as_str(),
+            Some(other) => {
+                self.error(
+                    op,
+                    format!("'{name}' precision must be \"ieee\" or \"tf32\", found {other}"),
+                );
+                return;
+            }
+        };
+        if p == "tf32" && a != ScalarType::F32 {
+            self.error(
+                op,
+                format!("'{name}' precision = \"tf32\" takes f32 operands, found {a}"),
+            );
+        }
+        if hw && p == "ieee" && a == ScalarType::F32 {
+            self.error(
+                op,
+                format!(
+                    "'{name}' of f32 operands needs precision = \"tf32\" (the tensor cores \
+                     read f32 data as tf32; there is no IEEE f32 MMA)"
+                ),
+            );
+        }
+    }
+
     /// `tile.mma`'s `a_major` (`"k"`, the default: the A ring is M×K; `"m"`: K×M) and
     /// `b_major` (`"n"`, the default: the B ring is K×N; `"k"`: N×K), and ring shapes that
     /// agree with them and with the accumulator (M×N).

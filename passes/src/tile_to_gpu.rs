@@ -323,7 +323,10 @@ struct Matmul {
     bm: u64,
     bn: u64,
     bk: u64,
+    /// A's element type.
     elem: ScalarType,
+    /// B's element type (`elem`, or the other 8-bit float).
+    b_elem: ScalarType,
     acc_ty: Type,
     init: Value,
 }
@@ -336,6 +339,7 @@ impl Matmul {
             bn: self.bn,
             bk: self.bk,
             elem: self.elem,
+            b_elem: self.b_elem,
             acc: self.acc_ty.elem().unwrap_or(ScalarType::F32),
             a_k_major: !self.a.transposed,
             b_k_major: self.b.transposed,
@@ -345,7 +349,8 @@ impl Matmul {
     /// `tile.mma`'s operand-major attributes (PTX ISA, wgmma: "matrices in shared memory
     /// ... K-major or MN-major"): `a_major` `"k"` (A stored M×K, the default) or `"m"`
     /// (stored K×M); `b_major` `"n"` (B stored K×N, the default) or `"k"` (stored N×K, as
-    /// `nn.Linear` keeps its weight). Only the non-default ones are written.
+    /// `nn.Linear` keeps its weight). Only the non-default ones are written; f32 rings also
+    /// get `precision = "tf32"`, which the dot asked for.
     fn major_attrs(&self) -> Vec<(&'static str, Attribute)> {
         let mut v = vec![];
         if self.a.transposed {
@@ -353,6 +358,9 @@ impl Matmul {
         }
         if self.b.transposed {
             v.push(("b_major", Attribute::Str("k".into())));
+        }
+        if self.elem == ScalarType::F32 {
+            v.push(("precision", Attribute::Str("tf32".into())));
         }
         v
     }
@@ -581,14 +589,26 @@ fn find_matmul<'a>(
     let [am, ak] = a.view();
     let [bk_b, bn] = bo.view();
     let elem = m.ty(va).elem().unwrap_or(ScalarType::F32);
-    if m.ty(vb).elem() != Some(elem) {
+    let b_elem = m.ty(vb).elem().unwrap_or(ScalarType::F32);
+    if b_elem != elem && !(elem.is_fp8() && b_elem.is_fp8()) {
         return Err(Diagnostic::error(
             dot.loc.clone(),
             format!(
-                "tile-to-gpu: A and B must have one element type, found {} and {}",
+                "tile-to-gpu: A and B must have one element type (or be e4m3/e5m2, which \
+                 mix), found {} and {}",
                 m.ty(va),
                 m.ty(vb)
             ),
+        ));
+    }
+    let tf32 = dot.str_attr("precision") == Some("tf32");
+    if elem == ScalarType::F32 && !tf32 {
+        return Err(Diagnostic::error(
+            dot.loc.clone(),
+            "tile-to-gpu: an f32 x f32 'tile.dot' has no MMA instruction; the tensor cores \
+             take f32 data as tf32 (10 mantissa bits), which the dot must ask for with \
+             {precision = \"tf32\"}"
+                .to_string(),
         ));
     }
     if ak as i64 != bk || bk_b as i64 != bk {
@@ -607,6 +627,7 @@ fn find_matmul<'a>(
         bn,
         bk: ak,
         elem,
+        b_elem,
         acc_ty: m.ty(init).clone(),
         init,
     })
@@ -948,11 +969,11 @@ fn lower_kernel(
     let b_ring = e.one(
         OpKind::SmemAlloc,
         &[],
-        &[("swizzle", Attribute::Int(mm.b.swizzle(mm.elem) as i64))],
+        &[("swizzle", Attribute::Int(mm.b.swizzle(mm.b_elem) as i64))],
         Type::Smem {
             stages: s,
             shape: mm.b.ring.to_vec(),
-            elem: mm.elem,
+            elem: mm.b_elem,
         },
         "b_ring",
     );

@@ -86,11 +86,15 @@ def check(ret, what):
 
 
 TORCH_DTYPE = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32,
-               "i32": torch.int32, "i64": torch.int64}
+               "i32": torch.int32, "i64": torch.int64,
+               "e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
+# TMA moves bytes: the 8-bit floats travel as UINT8 (docs/manifest.md).
 TMAP_DTYPE = {
     "bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
     "f16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16",
     "f32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32",
+    "e4m3": "CU_TENSOR_MAP_DATA_TYPE_UINT8",
+    "e5m2": "CU_TENSOR_MAP_DATA_TYPE_UINT8",
 }
 SWIZZLE = {"none": "CU_TENSOR_MAP_SWIZZLE_NONE", "32B": "CU_TENSOR_MAP_SWIZZLE_32B",
            "64B": "CU_TENSOR_MAP_SWIZZLE_64B", "128B": "CU_TENSOR_MAP_SWIZZLE_128B"}
@@ -459,10 +463,13 @@ def run_case(k, M, N, K, args, case_idx):
         cref = torch.empty(*cshape, dtype=cdt, device=dev)
         # cuBLAS on the same stored operands: transposed views are its T/N operand modes
         # (torch.matmul(x, W.t()) is what F.linear runs); batched: torch.bmm.
+        prev_tf32 = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = args.tf32
         if args.batch:
             t_ref = time_events(lambda: torch.bmm(A_m, B_m, out=cref), args.iters)
         else:
             t_ref = time_events(lambda: torch.matmul(A_m, B_m, out=cref), args.iters)
+        torch.backends.cuda.matmul.allow_tf32 = prev_tf32
         row.update({"tilec_ms": t_ms, "tilec_tflops": flops / t_ms / 1e9,
                     "cublas_ms": t_ref, "cublas_tflops": flops / t_ref / 1e9,
                     "ratio": t_ref / t_ms})
@@ -503,6 +510,8 @@ def main():
                     help="how the kernel's A is stored: M x K (default) or K x M (A transposed)")
     ap.add_argument("--b-layout", choices=["kn", "nk"], default="kn",
                     help="how the kernel's B is stored: K x N (default) or N x K (nn.Linear's weight)")
+    ap.add_argument("--tf32", action="store_true",
+                    help="time cuBLAS with TF32 allowed (for tf32 kernels, examples/gemm_tf32.tile)")
     ap.add_argument("--batch", type=int, default=0,
                     help="batched kernels: the batch size (3-D A, B, C; the scalar 'batch')")
     args = ap.parse_args()

@@ -149,15 +149,14 @@ pub fn convert_tile_to_nvvm(vm: &VerifiedModule) -> Result<Vec<LoweredKernel>, D
         .collect()
 }
 
-/// 8-bit floats are types of the IR and of the interpreter; no kernel lowers them yet. The
-/// first op (or the kernel, for an argument) that holds one is a located error, before any
-/// MLIR is built.
+/// 8-bit floats reach the GPU as tensors read by TMA into shared-memory rings and as MMA
+/// operands (`wgmma` k32, `mma.sync` m16n8k32); no register value of them (a scalar or a
+/// distributed tile: loads, conversions, stores) is lowered yet. The first op (or the
+/// kernel, for a scalar argument) that holds one is a located error, before any MLIR is
+/// built.
 fn refuse_fp8(m: &TileModule, k: &Operation) -> Result<(), Diagnostic> {
     let fp8 = |v: &tilec_dialect::Value| match m.try_ty(*v) {
-        Some(
-            TileType::Scalar(t) | TileType::Tile { elem: t, .. } | TileType::Tensor { elem: t, .. },
-        )
-        | Some(TileType::Smem { elem: t, .. }) => t.is_fp8().then_some(*t),
+        Some(TileType::Scalar(t) | TileType::Tile { elem: t, .. }) => t.is_fp8().then_some(*t),
         _ => None,
     };
     let args = k.regions.first().map_or(&[][..], |b| &b.args[..]);

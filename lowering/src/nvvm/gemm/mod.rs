@@ -738,6 +738,7 @@ fn setup<'k>(m: &TileModule, k: &'k Operation) -> R<Setup<'k>> {
     } else {
         target.min_ptx_version()
     };
+
     // Parameter space: PTX ISA 8.1 raised the limit; use it when the parameters need it.
     let bytes = param_bytes(&params);
     if bytes > tilec_dialect::target::max_param_bytes(ptx_version) {

@@ -1,5 +1,6 @@
-//! Hopper's warpgroup MMA: `tile.mma {kind = "wgmma"}` as 4 × `wgmma.mma_async`
-//! m64nNk16 per 64-wide K stage, in one inline-asm statement, with shared-memory
+//! Hopper's warpgroup MMA: `tile.mma {kind = "wgmma"}` as `wgmma.mma_async` m64nNk16
+//! (bf16, f16), k32 (e4m3, e5m2) or k8 (tf32), one per 32 bytes of the K stage, in one
+//! inline-asm statement, with shared-memory
 //! descriptors (128-byte swizzle; A K- or M-major, B N- or K-major, by the transpose
 //! immediates; `zero_acc` → `scale-d = 0` on the first), and
 //! `tile.wait_group`.
@@ -22,6 +23,22 @@ pub(super) fn mma_parts(op: &Operation) -> R<tilec_dialect::ops::MmaOperands> {
             "'tile.mma' takes (a, b, stage, acc) or (a, b, stage_a, stage_b, acc)",
         )
     })
+}
+
+/// The PTX type of an MMA operand of `elem`: `bf16`, `f16`, `e4m3`, `e5m2`, or `tf32` for
+/// f32 data (the op's `precision = "tf32"`, which the verifier requires of f32 rings).
+pub(super) fn mma_type_name(op: &Operation, elem: ScalarType) -> R<&'static str> {
+    match elem {
+        ScalarType::BF16 => Ok("bf16"),
+        ScalarType::F16 => Ok("f16"),
+        ScalarType::E4M3 => Ok("e4m3"),
+        ScalarType::E5M2 => Ok("e5m2"),
+        ScalarType::F32 if op.str_attr("precision") == Some("tf32") => Ok("tf32"),
+        other => err(
+            op,
+            format!("convert-tile-to-nvvm: an MMA of {other} operands is not lowered"),
+        ),
+    }
 }
 
 /// Which operands of a `tile.mma` are K-major in shared memory: A by default (`a_major =
@@ -90,13 +107,21 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             if majors.b_k { b.shape[0] } else { b.shape[1] },
         );
         let b_kdim = if majors.b_k { b.shape[1] } else { b.shape[0] };
-        if !matches!(a_k, 32 | 64 | 128) || b_kdim != a_k {
+        let (eta, etb) = (mma_type_name(op, a.elem)?, mma_type_name(op, b.elem)?);
+        let esize = a.elem.size_bytes();
+        if !matches!(a_k * esize, 64 | 128 | 256)
+            || b_kdim != a_k
+            || b.elem.size_bytes() != esize
+            || (esize != 2 && !(majors.a_k && majors.b_k))
+        {
             return err(
                 op,
-                "wgmma lowering expects K stages of 32, 64 or 128 elements, the same for A and B",
+                "wgmma lowering expects K stages of 64, 128 or 256 bytes, the same for A and B, \
+                 and K-major operands unless they are 16-bit",
             );
         }
         let bk = a_k;
+        let mma_k = tilec_dialect::mma_k(a.elem);
         self.set_acc(op, (n / 2) as usize)?;
         let cwg = self.cwg.ok_or_else(|| {
             Diagnostic::error(
@@ -153,6 +178,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         };
         let k_major = |sp: u64| (layout(sp), 16u64, 8 * sp);
         let mn_major = |sp: u64| (layout(sp), bk * sp, 8 * sp);
+        // Every step takes MMA_K_BYTES (32) of K: k16 of 16-bit, k32 of fp8, k8 of tf32.
         let step = |k_major: bool, sp: u64, rows: u64, kk: i64| -> i64 {
             let per_box = (sp / 32) as i64;
             if k_major {
@@ -180,24 +206,14 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let db0 = self.bin("or", b_lo64, bhi);
         let zero_acc = op.attr("zero_acc").and_then(TileAttr::as_bool) == Some(true);
         let acc_ty = self.acc_ty();
-        let et = match a.elem {
-            ScalarType::BF16 => "bf16",
-            ScalarType::F16 => "f16",
-            other => {
-                return err(
-                    op,
-                    format!("convert-tile-to-nvvm: wgmma of {other} operands is not lowered"),
-                )
-            }
-        };
-        // One asm statement for the stage's BK / 16 k16 steps: the operands are the tied
+        // One asm statement for the stage's BK / mma_k steps: the operands are the tied
         // accumulator registers (none with zero_acc: the first step does not read them)
         // and two descriptors per step. LLVM 22 has no wgmma intrinsic, and MLIR lowers each
         // `nvvm.wgmma.mma_async` to inline PTX of its own; four such statements cost LLVM's
         // instruction selection and register coalescing about 2.5 ms each (256 operands),
         // a quarter of gemm_bf16's code generation (docs/performance.md).
         let regs = n as usize / 2;
-        let steps = (bk / 16) as usize;
+        let steps = (bk / mma_k) as usize;
         let mut descs = vec![];
         for kk in 0..steps as i64 {
             if kk == 0 {
@@ -229,16 +245,21 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             .map(|i| format!("${i}"))
             .collect::<Vec<_>>()
             .join(", ");
-        // imm-trans-a / imm-trans-b: 1 for an MN-major operand.
-        let (ta, tb) = (u8::from(!majors.a_k), u8::from(!majors.b_k));
+        // imm-trans-a / imm-trans-b: 1 for an MN-major operand; only the 16-bit forms have
+        // them (PTX ISA, wgmma.mma_async: tf32 and fp8 operands are K-major).
+        let trans = if esize == 2 {
+            format!(", {}, {}", u8::from(!majors.a_k), u8::from(!majors.b_k))
+        } else {
+            String::new()
+        };
         let mut asm = String::from("{\n.reg .pred p;\n");
         for kk in 0..steps {
             let scale_d = u8::from(!(zero_acc && kk == 0));
             let (da, db) = (first_desc + 2 * kk, first_desc + 2 * kk + 1);
             asm.push_str(&format!(
                 "setp.ne.b32 p, {scale_d}, 0;\n\
-                 wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{et}.{et} {{{d_list}}}, ${da}, ${db}, \
-                 p, 1, 1, {ta}, {tb};\n"
+                 wgmma.mma_async.sync.aligned.m64n{n}k{mma_k}.f32.{eta}.{etb} {{{d_list}}}, \
+                 ${da}, ${db}, p, 1, 1{trans};\n"
             ));
         }
         asm.push('}');

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Build the fp8 GEMM variants that tools/gpu/fp8.py runs, into OUT (default gpu-out/fp8;
+# git-ignored, so name it in the device call's `carry`):
+#
+#   OUT/e4m3-bf16-T/   examples/gemm_fp8_e4m3.tile (bf16 C), T = sm90a, sm90
+#   OUT/e4m3-f32-T/    the same with an f32 C (the scaled accumulator stored as is), to
+#                      measure accumulation error without bf16 rounding
+#   OUT/mixed-f32-T/   A e4m3 x B e5m2, f32 C
+#
+# Usage: tools/gpu/build_fp8.sh [OUT] (after `cargo build --release`; uses
+# target/release/tile-compile, or TILE_COMPILE).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=${1:-gpu-out/fp8}
+tc=${TILE_COMPILE:-target/release/tile-compile}
+rm -rf "$out"
+mkdir -p "$out"
+src=examples/gemm_fp8_e4m3.tile
+f32=$(mktemp --suffix=.tile)
+mixed=$(mktemp --suffix=.tile)
+trap 'rm -f "$f32" "$mixed"' EXIT
+# f32 C: store the scaled accumulator, no conversion.
+sed -e 's/%C: tensor<?x?xbf16>/%C: tensor<?x?xf32>/' \
+    -e '/%out = tile.convert %scaled/d' \
+    -e 's/tile.store %C, %row, %col, %out/tile.store %C, %row, %col, %scaled/' "$src" >"$f32"
+sed -e 's/%B: tensor<?x?xe4m3>/%B: tensor<?x?xe5m2>/' \
+    -e 's/tile<256x128xe4m3>/tile<256x128xe5m2>/' \
+    -e 's/tile<128x256xe4m3>/tile<128x256xe5m2>/' "$f32" >"$mixed"
+for t in sm_90a sm_90; do
+    tt=${t/_/}
+    "$tc" "$src" --target "$t" -o "$out/e4m3-bf16-$tt" >/dev/null
+    "$tc" "$f32" --target "$t" -o "$out/e4m3-f32-$tt" >/dev/null
+    "$tc" "$mixed" --target "$t" -o "$out/mixed-f32-$tt" >/dev/null
+done
+ls "$out"/*/*.json
