@@ -292,7 +292,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 b_rows: b.shape[0],
                 types: (a.elem, b.elem),
                 ldm,
-                ldm_attrs: a_attrs.clone(),
+                ldm_attrs: a_attrs,
                 acc4,
                 mma_attrs: &mma_attrs,
             };
