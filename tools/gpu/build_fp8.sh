@@ -6,6 +6,7 @@
 #   OUT/e4m3-f32-T/    the same with an f32 C (the scaled accumulator stored as is), to
 #                      measure accumulation error without bf16 rounding
 #   OUT/mixed-f32-T/   A e4m3 x B e5m2, f32 C
+#   OUT/rowwise-bf16-T/  examples/gemm_fp8_rowwise.tile (M x 1 and 1 x N scales)
 #
 # Usage: tools/gpu/build_fp8.sh [OUT] (after `cargo build --release`; uses
 # target/release/tile-compile, or TILE_COMPILE).
@@ -31,5 +32,6 @@ for t in sm_90a sm_90; do
     "$tc" "$src" --target "$t" -o "$out/e4m3-bf16-$tt" >/dev/null
     "$tc" "$f32" --target "$t" -o "$out/e4m3-f32-$tt" >/dev/null
     "$tc" "$mixed" --target "$t" -o "$out/mixed-f32-$tt" >/dev/null
+    "$tc" examples/gemm_fp8_rowwise.tile --target "$t" -o "$out/rowwise-bf16-$tt" >/dev/null
 done
 ls "$out"/*/*.json

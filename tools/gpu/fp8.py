@@ -20,7 +20,9 @@ the guard intact.
 _scaled_mm (out_dtype f32, use_fast_accum False and True) against fp64, per element
 (relative Frobenius and max |err| / max |ref|).
 
---time: bf16 C, tilec (sm_90a) against _scaled_mm (use_fast_accum False, and True) at
+--time: bf16 C, tilec (sm_90a; per-tensor scales, and --rowwise also the row-wise example,
+examples/gemm_fp8_rowwise.tile, against _scaled_mm with M x 1 and 1 x N scales) against
+_scaled_mm (use_fast_accum False, and True) at
 8192^3 and the 21 shapes of tools/gpu/bench.py (M,N,K), CUDA events, 5 warm-ups, the median
 of --iters; the kernel torch ran is read with torch.profiler and printed.
 """
@@ -43,9 +45,20 @@ FMAX = {torch.float8_e4m3fn: 448.0, torch.float8_e5m2: 57344.0}
 NAN_BYTE = {torch.float8_e4m3fn: 0x7F, torch.float8_e5m2: 0x7F}
 
 
-def quantize(shape, dtype, gen, dev):
-    """(X_q with a 16-byte row pitch, its scale s as a 1x1 f32 tensor)."""
+def quantize(shape, dtype, gen, dev, rowwise=False):
+    """(X_q with a 16-byte row pitch, its scale: a 1x1 f32 tensor, or rowwise one per row,
+    rows x 1)."""
     x = torch.randn(*shape, generator=gen, dtype=torch.float32, device=dev)
+    if rowwise:
+        # Rows of different magnitudes, so that a wrong row's scale shows.
+        x = x * torch.rand(shape[0], 1, generator=gen, device=dev).add(0.1) * 4
+        s = x.abs().amax(dim=1, keepdim=True).clamp_min(1e-12) / FMAX[dtype]
+        rows, cols = shape
+        pitch = -(-cols // 16) * 16
+        store = torch.full((rows, pitch), NAN_BYTE[dtype], dtype=torch.uint8, device=dev)
+        q = store.view(dtype)[:, :cols]
+        q.copy_((x / s).clamp(-FMAX[dtype], FMAX[dtype]).to(dtype))
+        return q, s.float().contiguous()
     s = x.abs().amax().clamp_min(1e-12) / FMAX[dtype]
     rows, cols = shape
     pitch = -(-cols // 16) * 16
@@ -63,8 +76,10 @@ class Case:
         gen.manual_seed(seed)
         dt = {k.role(p): tr.TORCH_DTYPE[p["dtype"]] for p in k.m["params"]
               if p["kind"] != "scalar"}
-        self.A, self.sa = quantize((M, K), dt["A"], gen, dev)
-        self.B, self.sb = quantize((N, K), dt["B"], gen, dev)
+        self.rowwise = "rowwise" in k.m["kernel"]
+        self.A, self.sa = quantize((M, K), dt["A"], gen, dev, self.rowwise)
+        self.B, sb = quantize((N, K), dt["B"], gen, dev, self.rowwise)
+        self.sb = sb.reshape(1, N).contiguous() if self.rowwise else sb
         self.cdt = dt["C"]
         guard = 4096
         self.cbuf = torch.empty(M * N + guard, dtype=self.cdt, device=dev)
@@ -74,8 +89,10 @@ class Case:
         stream = torch.cuda.current_stream().cuda_stream
         self.launch, self.grid = k.prepare(tensors, {"M": M, "N": N, "K": K}, stream)
 
-    def ref(self):
-        return (self.A.double() @ self.B.double().t()) * (self.sa.double() * self.sb.double())
+    def ref(self, rows=None):
+        a = self.A if rows is None else self.A[:rows]
+        sa = self.sa if rows is None or not self.rowwise else self.sa[:rows]
+        return (a.double() @ self.B.double().t()) * sa.double() * self.sb.double()
 
     def run_checked(self):
         self.cbuf.view(self.ibits).fill_(-1)
@@ -158,6 +175,15 @@ def torch_kernel_name(c):
     return names
 
 
+def _time_or_nan(fn, iters):
+    """The median time of fn, or NaN (printed) when torch refuses the call."""
+    try:
+        return tr.time_events(fn, iters)
+    except RuntimeError as e:
+        print("# torch refused:", str(e).splitlines()[0], flush=True)
+        return float("nan")
+
+
 def timing(d, iters, seed):
     man = glob.glob(os.path.join(d, "*.json"))[0]
     k = tr.Kernel(man)
@@ -169,12 +195,11 @@ def timing(d, iters, seed):
     for i, (M, N, K) in enumerate(shapes):
         c = Case(k, M, N, K, seed * 31 + i)
         out, written, guard_ok = c.run_checked()
-        e = rel_err(out, c.ref()) if M * N * K <= 2**36 else rel_err(
-            out[:256], (c.A[:256].double() @ c.B.double().t()) * (c.sa.double() * c.sb.double()))
+        e = rel_err(out, c.ref()) if M * N * K <= 2**36 else rel_err(out[:256], c.ref(256))
         t = tr.time_events(c.launch, iters)
         buf = torch.empty(M, N, dtype=torch.bfloat16, device="cuda")
-        ts = tr.time_events(lambda: scaled_mm(c, torch.bfloat16, False), iters)
-        tf = tr.time_events(lambda: scaled_mm(c, torch.bfloat16, True), iters)
+        ts, tf = (_time_or_nan(lambda f=f: scaled_mm(c, torch.bfloat16, f), iters)
+                  for f in (False, True))
         del buf
         fl = 2.0 * M * N * K
         row = {"M": M, "N": N, "K": K, "rel_err": e, "written": written, "guard_ok": guard_ok,
@@ -191,8 +216,10 @@ def timing(d, iters, seed):
             "" if written and guard_ok else "  NOT WRITTEN/GUARD"), flush=True)
         del c
         torch.cuda.empty_cache()
-    g = math.exp(statistics.mean(math.log(r["ratio"]) for r in rows[1:]))
-    gf = math.exp(statistics.mean(math.log(r["ratio_fast"]) for r in rows[1:]))
+    def geo(key):
+        xs = [r[key] for r in rows[1:] if r[key] == r[key]]
+        return math.exp(statistics.mean(math.log(x) for x in xs)) if xs else float("nan")
+    g, gf = geo("ratio"), geo("ratio_fast")
     print("# geomean over the 21 shapes: tilec / _scaled_mm %.3f, / fast_accum %.3f" % (g, gf))
     return rows, g, gf
 
@@ -204,6 +231,7 @@ def main():
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--accuracy", action="store_true")
     ap.add_argument("--time", action="store_true")
+    ap.add_argument("--rowwise", action="store_true")
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json")
@@ -220,6 +248,9 @@ def main():
     if args.time:
         rows, g, gf = timing(os.path.join(args.dir, "e4m3-bf16-sm90a"), args.iters, args.seed)
         res["time"] = {"rows": rows, "geomean": g, "geomean_fast": gf}
+    if args.rowwise:
+        rows, g, gf = timing(os.path.join(args.dir, "rowwise-bf16-sm90a"), args.iters, args.seed)
+        res["time_rowwise"] = {"rows": rows, "geomean": g, "geomean_fast": gf}
     if args.json:
         with open(args.json, "w") as f:
             json.dump(res, f, indent=1)
