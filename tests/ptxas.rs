@@ -421,7 +421,7 @@ fn illegal_tiles_are_located_errors() {
             256,
             16,
             false,
-            "the K tile must be 32, 64 or 128 elements",
+            "the K tile must be 64, 128 or 256 bytes",
         ),
         (128, 260, 64, true, "is not a legal wgmma N"),
     ] {
@@ -779,13 +779,23 @@ fn compile_err(src: &str, target: Target) -> String {
 #[test]
 fn limits_are_errors_before_mlir() {
     let base = example("gemm_bf16.tile");
-    // f32 inputs: not an MMA this backend has.
+    // f32 inputs: no IEEE f32 MMA; tf32 only when the dot asks for it, and then K-major
+    // only (gemm_bf16's B is stored K×N).
     let f32_src = base
         .replace("bf16>", "f32>")
         .replace("tile<128x256xbf16>", "tile<128x256xf32>");
     let e = compile_err(&f32_src, Target::Sm90a);
     assert!(
-        e.contains("bf16 or f16 inputs with an f32 accumulator"),
+        e.contains("'tile.dot' has no MMA instruction") && e.contains("{precision = \"tf32\"}"),
+        "{e}"
+    );
+    let tf32_src = f32_src.replace(
+        "%d = tile.dot %a, %b, %c :",
+        "%d = tile.dot %a, %b, %c {precision = \"tf32\"} :",
+    );
+    let e = compile_err(&tf32_src, Target::Sm90a);
+    assert!(
+        e.contains("tf32 operands must both be K-major") && e.contains("found A M×K and B K×N"),
         "{e}"
     );
     assert!(e.contains("t.tile:"), "{e}");

@@ -179,8 +179,8 @@ impl Target {
     ///
     /// | | sm_90a (wgmma) | sm_90, sm_100, sm_100a (mma.sync) |
     /// | --- | --- | --- |
-    /// | A, B / accumulator | bf16, f16, tf32 (f32 data), or e4m3/e5m2 (mixed) / f32 | the same |
-    /// | operand majors | any for 16-bit types; K-major only (A M×K, B N×K) for tf32 and fp8 | the same |
+    /// | A, B / accumulator | bf16, f16, tf32 (f32 data), e4m3/e5m2 (mixed) / f32 | the same |
+    /// | operand majors | any for 16-bit; only A M×K, B N×K for tf32, fp8 | the same |
     /// | BM | 64 or 128 (one or two consumer warpgroups) | 128 |
     /// | BN | 8 to 256 in steps of 8; a multiple of 16 when B is stored K×N | 256 |
     /// | BK × element size | 64, 128 or 256 bytes | 64, 128 or 256 bytes |
