@@ -68,6 +68,9 @@ pub struct Options {
     /// How the epilogue stores C (`tile-to-gpu` `epilogue`): `"direct"` (default, from the
     /// accumulator registers) or `"tma"` (staged in shared memory, stored with TMA; sm_90a).
     pub epilogue: &'static str,
+    /// Promote each k tile's MMA result into the f32 sum (`tile-to-gpu` `promote`): the
+    /// precise fp8 accumulation on Hopper; needs BN ≤ 160 on wgmma. Default false.
+    pub promote: bool,
     /// Where to stop.
     pub emit: Emit,
     /// Run `verify-async-waits` after placement (default true).
@@ -124,6 +127,7 @@ impl Options {
             target,
             stages: 4,
             epilogue: "direct",
+            promote: false,
             emit: Emit::Ptx,
             check_waits: true,
             schedule,
@@ -158,17 +162,17 @@ impl Options {
                 ));
             }
         }
-        if self.epilogue == "tma" {
-            p.push_str(&format!(
-                "tile-to-gpu{{target={} stages={} epilogue=tma}}",
-                self.target, self.stages
-            ));
-        } else {
-            p.push_str(&format!(
-                "tile-to-gpu{{target={} stages={}}}",
-                self.target, self.stages
-            ));
-        }
+        p.push_str(&format!(
+            "tile-to-gpu{{target={} stages={}{}{}}}",
+            self.target,
+            self.stages,
+            if self.epilogue == "tma" {
+                " epilogue=tma"
+            } else {
+                ""
+            },
+            if self.promote { " promote=true" } else { "" }
+        ));
         // Kernels without a dot (tile-to-gpu leaves them): layouts and a plain launch.
         // (`tile-hoist-loads` is not in the default pipeline: on the H200 it left RMSNorm
         // as fast and made LayerNorm 22% slower, from the registers the early loads hold;

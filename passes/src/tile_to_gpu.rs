@@ -91,7 +91,13 @@
 //! staging ring counts against shared memory (4 stages of 128×256×64 bf16 + staging =
 //! 230,400 of 232,448 bytes).
 //!
-//! Options: `target` (sm_90a), `stages` (4), `epilogue` (`direct`). Statistics:
+//! **Promotion** (`promote`): Hopper's fp8 wgmma sums with reduced precision (the error grows
+//! with K; docs/performance.md). With `promote=true` each k tile's MMAs start a fresh chain
+//! (`zero_acc`), and the consumer adds the part into the loop-carried f32 sum, as DeepGEMM
+//! does; `async-wait-placement` puts the wait before the add. It holds two accumulators,
+//! so 2 × BM × BN / consumer threads must stay within [`PROMOTE_MAX_ACC_REGS`].
+//!
+//! Options: `target` (sm_90a), `stages` (4), `epilogue` (`direct`), `promote` (false). Statistics:
 //! `loops-pipelined`, `smem-bytes`.
 
 use crate::pass::{OptionInfo, OptionKind, Pass, PassContext, PassInfo, PassOptions};
@@ -123,6 +129,14 @@ pub static INFO: PassInfo = PassInfo {
             help: "Shared-memory ring depth (2 to 8)",
         },
         OptionInfo {
+            name: "promote",
+            kind: OptionKind::Bool,
+            default: "false",
+            help: "Accumulate each k tile's MMAs into a fresh accumulator and add it into the \
+                f32 sum (DeepGEMM's promotion: Hopper's fp8 wgmma sums with reduced precision); \
+                needs registers for two accumulators",
+        },
+        OptionInfo {
             name: "epilogue",
             kind: OptionKind::Enum(&["direct", "tma"]),
             default: "direct",
@@ -136,6 +150,11 @@ pub static INFO: PassInfo = PassInfo {
 /// 1024-byte aligned, as 128-byte-swizzle atoms need).
 pub const BARRIER_REGION_BYTES: u64 = 1024;
 
+/// The most accumulator registers per consumer thread `promote` may hold (the sum and the
+/// part together), below the 240 a consumer gets from `setmaxnreg` and the 168 of the
+/// mma.sync path's cap.
+pub const PROMOTE_MAX_ACC_REGS: u64 = 160;
+
 /// Threads per warpgroup.
 pub const WARPGROUP_THREADS: i64 = 128;
 
@@ -147,6 +166,8 @@ pub struct TileToGpu {
     pub stages: u64,
     /// Stage the epilogue's store through shared memory and store it with TMA.
     pub tma_epilogue: bool,
+    /// Promote each k tile's MMA result into the f32 sum (`promote`).
+    pub promote: bool,
 }
 
 impl TileToGpu {
@@ -168,6 +189,7 @@ impl TileToGpu {
             target,
             stages,
             tma_epilogue,
+            promote: o.bool("promote"),
         })
     }
 }
@@ -184,7 +206,8 @@ impl Pass for TileToGpu {
                 // A kernel without a dot is `tile-assign-layouts`'s (a plain launch).
                 continue;
             }
-            match lower_kernel(m, k, self.target, self.stages, self.tma_epilogue) {
+            let opts = (self.stages, self.tma_epilogue, self.promote);
+            match lower_kernel(m, k, self.target, opts) {
                 Ok(bytes) => {
                     cx.stat("loops-pipelined", 1);
                     cx.stat("smem-bytes", bytes);
@@ -817,13 +840,14 @@ fn tma_store_plan(
     ))
 }
 
+/// Rewrites kernel `k`'s K loop; `opts` are (stages, tma_epilogue, promote).
 fn lower_kernel(
     m: &mut Module,
     k: &mut Operation,
     target: Target,
-    stages: u64,
-    tma_epilogue: bool,
+    opts: (u64, bool, bool),
 ) -> Result<u64, Diagnostic> {
+    let (stages, tma_epilogue, promote) = opts;
     // The K loop sits in the kernel body, or in the body of a persistent tile loop
     // (`tile.for {tile_loop = true}`, made by the `persistent` pass).
     let kbody = &k.regions[0];
@@ -871,6 +895,28 @@ fn lower_kernel(
     };
     let staging_bytes = tma_plan.map_or(0, |p| p.1);
     let smem = check_config(&mm, target, stages, other_smem, staging_bytes, &lp_loc)?;
+    if promote {
+        // Two accumulators per consumer thread: the sum and the k tile's part.
+        let threads = if target.has_wgmma() {
+            WARPGROUP_THREADS as u64 * (mm.bm / 64)
+        } else {
+            256
+        };
+        let regs = mm.bm * mm.bn / threads;
+        if 2 * regs > PROMOTE_MAX_ACC_REGS {
+            return Err(Diagnostic::error(
+                lp_loc.clone(),
+                format!(
+                    "tile-to-gpu: promote keeps two {}x{} f32 accumulators, {} registers per \
+                     consumer thread; at most {PROMOTE_MAX_ACC_REGS} leave room for addresses \
+                     and fragments (use an N tile of at most 160 on {target})",
+                    mm.bm,
+                    mm.bn,
+                    2 * regs
+                ),
+            ));
+        }
+    }
     let consumers = (mm.bm / 64) as i64;
 
     // Split the ops: kernel-level (kept), per-tile prologue P, the K loop, epilogue E.
@@ -1190,13 +1236,32 @@ fn lower_kernel(
         let kg = e.int(OpKind::AddI, g, kt, "kg");
         let (st, ph) = stage_and_parity(e, kg);
         e.op(OpKind::MbarrierWait, &[full, st, ph], &[], &[], None);
-        let d = e.one(
-            OpKind::Mma,
-            &[a_ring, b_ring, st, acc_in],
-            &mma_attrs,
-            mm.acc_ty.clone(),
-            "acc_next",
-        );
+        let d = if promote {
+            // A fresh chain per k tile, added into the f32 sum once it completes (the wait
+            // before the add is async-wait-placement's).
+            let part = e.one(
+                OpKind::Mma,
+                &[a_ring, b_ring, st, mm.init],
+                &first_attrs,
+                mm.acc_ty.clone(),
+                "acc_part",
+            );
+            e.one(
+                OpKind::Add,
+                &[acc_in, part],
+                &[],
+                mm.acc_ty.clone(),
+                "acc_next",
+            )
+        } else {
+            e.one(
+                OpKind::Mma,
+                &[a_ring, b_ring, st, acc_in],
+                &mma_attrs,
+                mm.acc_ty.clone(),
+                "acc_next",
+            )
+        };
         let wrapped = e.int(OpKind::AddI, kg, cs, "kg_wrap");
         let prev_kg = e.int(OpKind::SubI, wrapped, c1, "kg_prev");
         let prev = e.int(OpKind::RemI, prev_kg, cs, "prev_stage");

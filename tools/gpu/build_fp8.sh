@@ -7,6 +7,9 @@
 #                      measure accumulation error without bf16 rounding
 #   OUT/mixed-f32-T/   A e4m3 x B e5m2, f32 C
 #   OUT/rowwise-bf16-T/  examples/gemm_fp8_rowwise.tile (M x 1 and 1 x N scales)
+#   OUT/n128-{bf16,f32}-sm90a/, OUT/promote-{bf16,f32}-sm90a/  the e4m3 kernel with a
+#                      128x128 tile, without and with --promote (two accumulators do not
+#                      fit beside a 128x256 one)
 #
 # Usage: tools/gpu/build_fp8.sh [OUT] (after `cargo build --release`; uses
 # target/release/tile-compile, or TILE_COMPILE).
@@ -19,7 +22,6 @@ mkdir -p "$out"
 src=examples/gemm_fp8_e4m3.tile
 f32=$(mktemp --suffix=.tile)
 mixed=$(mktemp --suffix=.tile)
-trap 'rm -f "$f32" "$mixed"' EXIT
 # f32 C: store the scaled accumulator, no conversion.
 sed -e 's/%C: tensor<?x?xbf16>/%C: tensor<?x?xf32>/' \
     -e '/%out = tile.convert %scaled/d' \
@@ -27,6 +29,16 @@ sed -e 's/%C: tensor<?x?xbf16>/%C: tensor<?x?xf32>/' \
 sed -e 's/%B: tensor<?x?xe4m3>/%B: tensor<?x?xe5m2>/' \
     -e 's/tile<256x128xe4m3>/tile<256x128xe5m2>/' \
     -e 's/tile<128x256xe4m3>/tile<128x256xe5m2>/' "$f32" >"$mixed"
+n128=$(mktemp --suffix=.tile)
+n128f=$(mktemp --suffix=.tile)
+trap 'rm -f "$f32" "$mixed" "$n128" "$n128f"' EXIT
+to128='s/{value = 256}/{value = 128}/; s/ceildiv(%N, 256)/ceildiv(%N, 128)/; s/128x256/128x128/g; s/256x128xe4m3/128x128xe4m3/'
+sed -e "$to128" "$src" >"$n128"
+sed -e "$to128" "$f32" >"$n128f"
+"$tc" "$n128" --target sm_90a -o "$out/n128-bf16-sm90a" >/dev/null
+"$tc" "$n128f" --target sm_90a -o "$out/n128-f32-sm90a" >/dev/null
+"$tc" "$n128" --target sm_90a --promote -o "$out/promote-bf16-sm90a" >/dev/null
+"$tc" "$n128f" --target sm_90a --promote -o "$out/promote-f32-sm90a" >/dev/null
 for t in sm_90a sm_90; do
     tt=${t/_/}
     "$tc" "$src" --target "$t" -o "$out/e4m3-bf16-$tt" >/dev/null

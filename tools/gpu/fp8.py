@@ -232,6 +232,10 @@ def main():
     ap.add_argument("--accuracy", action="store_true")
     ap.add_argument("--time", action="store_true")
     ap.add_argument("--rowwise", action="store_true")
+    ap.add_argument("--accuracy-variants", default="e4m3-f32-sm90a,mixed-f32-sm90a,e4m3-f32-sm90",
+                    help="folders of DIR that --accuracy runs (f32 C)")
+    ap.add_argument("--time-variants", default="e4m3-bf16-sm90a",
+                    help="folders of DIR that --time runs (bf16 C, sm_90a)")
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json")
@@ -243,11 +247,14 @@ def main():
         res["check"], ok = check(dirs, args.seed)
     if args.accuracy:
         res["accuracy"] = []
-        for v in ("e4m3-f32-sm90a", "mixed-f32-sm90a", "e4m3-f32-sm90"):
+        for v in args.accuracy_variants.split(","):
             res["accuracy"] += accuracy(os.path.join(args.dir, v), args.seed)
     if args.time:
-        rows, g, gf = timing(os.path.join(args.dir, "e4m3-bf16-sm90a"), args.iters, args.seed)
-        res["time"] = {"rows": rows, "geomean": g, "geomean_fast": gf}
+        res["time"] = {}
+        for v in args.time_variants.split(","):
+            print("# timing", v, flush=True)
+            rows, g, gf = timing(os.path.join(args.dir, v), args.iters, args.seed)
+            res["time"][v] = {"rows": rows, "geomean": g, "geomean_fast": gf}
     if args.rowwise:
         rows, g, gf = timing(os.path.join(args.dir, "rowwise-bf16-sm90a"), args.iters, args.seed)
         res["time_rowwise"] = {"rows": rows, "geomean": g, "geomean_fast": gf}

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! tile-compile FILE --target sm_90a|sm_90|sm_100|sm_100a [-o DIR] [--emit ptx|mlir|llvm|tile]
-//!              [--stages N] [--epilogue-store direct|tma] [--schedule static|clc|none|off]
+//!              [--stages N] [--epilogue-store direct|tma] [--promote] [--schedule static|clc|none|off]
 //!              [--cluster C] [--group-m G] [--num-warps W]
 //!              [--kernel NAME] [--no-simplify] [-O 0-3]
 //!              [--ptxas] [--timing]
@@ -66,6 +66,10 @@ struct Cli {
     /// tma (staged in shared memory, stored with TMA; sm_90a; C becomes a tensor map).
     #[arg(long = "epilogue-store", default_value = "direct", value_parser = ["direct", "tma"])]
     epilogue_store: String,
+    /// Add each k tile's MMA result into the f32 sum once it completes (tile-to-gpu
+    /// `promote`): the precise fp8 accumulation on sm_90a; needs an N tile of at most 160.
+    #[arg(long)]
+    promote: bool,
     /// Persistent schedule: static (default on sm_90a), clc (try_cancel work stealing,
     /// default on sm_100/sm_100a), none (default on sm_90), off.
     #[arg(long, value_parser = ["static", "clc", "none", "off"])]
@@ -182,6 +186,7 @@ fn run() -> i32 {
     }
     let mut opts = Options::new(cli.target);
     opts.stages = cli.stages;
+    opts.promote = cli.promote;
     opts.epilogue = if cli.epilogue_store == "tma" {
         "tma"
     } else {

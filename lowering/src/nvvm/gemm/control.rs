@@ -135,9 +135,14 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let y = b.ops.last().expect("verified yield");
         let mut out = vec![];
         for v in &y.operands {
-            match self.vals.get(v) {
+            match self.vals.get(v).cloned() {
                 Some(Lv::Scalar(s)) => out.push(s.v),
                 Some(Lv::Acc(a)) => out.extend(a.iter().copied()),
+                Some(Lv::Lazy(l)) if self.is_acc_tile(*v) => {
+                    // An f32 tile of the accumulator's shape computed from accumulators (the
+                    // promoted sum, `acc + part`): carried as accumulator registers.
+                    out.extend(self.materialize(y, &l)?);
+                }
                 None => {
                     return Err(Diagnostic::error(
                         y.loc.clone(),

@@ -495,6 +495,37 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         Ok(())
     }
 
+    /// Whether `v` is an f32 tile of the accumulator's shape (a value that can live in
+    /// accumulator registers).
+    pub(super) fn is_acc_tile(&self, v: TileValue) -> bool {
+        let shape = self.acc.as_ref().and_then(|a| a.shape.clone());
+        matches!(self.m.ty(v), TileType::Tile { shape: s, elem: ScalarType::F32, .. }
+            if Some(s) == shape.as_ref())
+    }
+
+    /// The registers of `node`, an f32 tile of the accumulator's shape, evaluated in the
+    /// accumulator's layout: one value per accumulator register, in its order.
+    ///
+    /// # Errors
+    /// As [`Self::eval`].
+    pub(super) fn materialize(
+        &mut self,
+        op: &Operation,
+        node: &Rc<Lazy<'c, 'm>>,
+    ) -> R<Vec<Value<'c, 'm>>> {
+        let (regs, shape) = match &self.acc {
+            Some(a) => (a.regs, a.shape.clone().unwrap_or_default()),
+            None => return err(op, "an accumulator tile before any MMA"),
+        };
+        let space = self.space_of(op, &shape)?;
+        (0..regs)
+            .map(|v| {
+                let x = self.eval(op, node, &space, v, &mut EvalMemo::default())?;
+                Ok(self.w.fpext_f32(x).v)
+            })
+            .collect()
+    }
+
     /// `tile.addi` ... `tile.cmpi` on epilogue tiles (scalar operands broadcast).
     pub(super) fn lower_epilogue_int(&mut self, op: &Operation) -> R<()> {
         let pred = cmpi_predicate(op)?;
