@@ -69,8 +69,11 @@ pub struct Options {
     /// accumulator registers) or `"tma"` (staged in shared memory, stored with TMA; sm_90a).
     pub epilogue: &'static str,
     /// Promote each k tile's MMA result into the f32 sum (`tile-to-gpu` `promote`): the
-    /// precise fp8 accumulation on Hopper; needs BN ≤ 160 on wgmma. Default false.
-    pub promote: bool,
+    /// precise fp8 accumulation on Hopper; needs an N tile of at most 160 on wgmma (two
+    /// accumulators per thread). `None` (default): `auto`, promoting fp8 MMAs on wgmma
+    /// when the two accumulators fit; `Some(true)` asks for it (an error where they do
+    /// not fit); `Some(false)` never.
+    pub promote: Option<bool>,
     /// Where to stop.
     pub emit: Emit,
     /// Run `verify-async-waits` after placement (default true).
@@ -127,7 +130,7 @@ impl Options {
             target,
             stages: 4,
             epilogue: "direct",
-            promote: false,
+            promote: None,
             emit: Emit::Ptx,
             check_waits: true,
             schedule,
@@ -171,7 +174,11 @@ impl Options {
             } else {
                 ""
             },
-            if self.promote { " promote=true" } else { "" }
+            match self.promote {
+                Some(true) => " promote=true",
+                Some(false) => " promote=false",
+                None => "",
+            }
         ));
         // Kernels without a dot (tile-to-gpu leaves them): layouts and a plain launch.
         // (`tile-hoist-loads` is not in the default pipeline: on the H200 it left RMSNorm

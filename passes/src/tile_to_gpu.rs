@@ -95,9 +95,12 @@
 //! with K; docs/performance.md). With `promote=true` each k tile's MMAs start a fresh chain
 //! (`zero_acc`), and the consumer adds the part into the loop-carried f32 sum, as DeepGEMM
 //! does; `async-wait-placement` puts the wait before the add. It holds two accumulators,
-//! so 2 × BM × BN / consumer threads must stay within [`PROMOTE_MAX_ACC_REGS`].
+//! so 2 × BM × BN / consumer threads must stay within [`PROMOTE_MAX_ACC_REGS`]. `auto` (the
+//! default) promotes fp8 MMAs on wgmma when they fit (a 128×128 tile, not a 128×256 one);
+//! `true` promotes any kernel whose accumulators fit, and refuses the others.
 //!
-//! Options: `target` (sm_90a), `stages` (4), `epilogue` (`direct`), `promote` (false). Statistics:
+//! Options: `target` (sm_90a), `stages` (4), `epilogue` (`direct`), `promote` (`auto`).
+//! Statistics:
 //! `loops-pipelined`, `smem-bytes`.
 
 use crate::pass::{OptionInfo, OptionKind, Pass, PassContext, PassInfo, PassOptions};
@@ -130,11 +133,11 @@ pub static INFO: PassInfo = PassInfo {
         },
         OptionInfo {
             name: "promote",
-            kind: OptionKind::Bool,
-            default: "false",
+            kind: OptionKind::Enum(&["auto", "true", "false"]),
+            default: "auto",
             help: "Accumulate each k tile's MMAs into a fresh accumulator and add it into the \
                 f32 sum (DeepGEMM's promotion: Hopper's fp8 wgmma sums with reduced precision); \
-                needs registers for two accumulators",
+                needs registers for two accumulators. auto: for fp8 wgmma when they fit",
         },
         OptionInfo {
             name: "epilogue",
@@ -166,8 +169,9 @@ pub struct TileToGpu {
     pub stages: u64,
     /// Stage the epilogue's store through shared memory and store it with TMA.
     pub tma_epilogue: bool,
-    /// Promote each k tile's MMA result into the f32 sum (`promote`).
-    pub promote: bool,
+    /// Promote each k tile's MMA result into the f32 sum (`promote`): `Some(on)`, or `None`
+    /// (`auto`) for fp8 operands on wgmma when two accumulators fit.
+    pub promote: Option<bool>,
 }
 
 impl TileToGpu {
@@ -189,7 +193,11 @@ impl TileToGpu {
             target,
             stages,
             tma_epilogue,
-            promote: o.bool("promote"),
+            promote: match o.get("promote") {
+                "true" => Some(true),
+                "false" => Some(false),
+                _ => None,
+            },
         })
     }
 }
@@ -845,7 +853,7 @@ fn lower_kernel(
     m: &mut Module,
     k: &mut Operation,
     target: Target,
-    opts: (u64, bool, bool),
+    opts: (u64, bool, Option<bool>),
 ) -> Result<u64, Diagnostic> {
     let (stages, tma_epilogue, promote) = opts;
     // The K loop sits in the kernel body, or in the body of a persistent tile loop
@@ -895,27 +903,32 @@ fn lower_kernel(
     };
     let staging_bytes = tma_plan.map_or(0, |p| p.1);
     let smem = check_config(&mm, target, stages, other_smem, staging_bytes, &lp_loc)?;
-    if promote {
-        // Two accumulators per consumer thread: the sum and the k tile's part.
-        let threads = if target.has_wgmma() {
-            WARPGROUP_THREADS as u64 * (mm.bm / 64)
+    // Two accumulators per consumer thread: the sum and the k tile's part.
+    let threads = if target.has_wgmma() {
+        WARPGROUP_THREADS as u64 * (mm.bm / 64)
+    } else {
+        256
+    };
+    let regs = mm.bm * mm.bn / threads;
+    let fits = 2 * regs <= PROMOTE_MAX_ACC_REGS;
+    let promote = promote.unwrap_or(mm.elem.is_fp8() && target.has_wgmma() && fits);
+    if promote && !fits {
+        let fix = if target.has_wgmma() {
+            format!("use an N tile of at most 160 on {target}")
         } else {
-            256
+            format!("the mma.sync tile on {target} is 128x256: promote is for wgmma")
         };
-        let regs = mm.bm * mm.bn / threads;
-        if 2 * regs > PROMOTE_MAX_ACC_REGS {
-            return Err(Diagnostic::error(
-                lp_loc.clone(),
-                format!(
-                    "tile-to-gpu: promote keeps two {}x{} f32 accumulators, {} registers per \
-                     consumer thread; at most {PROMOTE_MAX_ACC_REGS} leave room for addresses \
-                     and fragments (use an N tile of at most 160 on {target})",
-                    mm.bm,
-                    mm.bn,
-                    2 * regs
-                ),
-            ));
-        }
+        return Err(Diagnostic::error(
+            lp_loc.clone(),
+            format!(
+                "tile-to-gpu: promote keeps two {}x{} f32 accumulators, {} registers per \
+                 consumer thread; at most {PROMOTE_MAX_ACC_REGS} leave room for addresses and \
+                 fragments ({fix})",
+                mm.bm,
+                mm.bn,
+                2 * regs
+            ),
+        ));
     }
     let consumers = (mm.bm / 64) as i64;
 

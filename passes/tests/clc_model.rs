@@ -129,6 +129,7 @@ fn build(rank: usize, bm: u64, cluster: u64, fault: Option<ClcFault>) -> Module 
         target,
         stages: 2,
         tma_epilogue: false,
+        promote: None,
     }
     .run(&mut m, &mut cx)
     .expect("tile-to-gpu");

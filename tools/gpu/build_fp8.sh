@@ -35,10 +35,10 @@ trap 'rm -f "$f32" "$mixed" "$n128" "$n128f"' EXIT
 to128='s/{value = 256}/{value = 128}/; s/ceildiv(%N, 256)/ceildiv(%N, 128)/; s/128x256/128x128/g; s/256x128xe4m3/128x128xe4m3/'
 sed -e "$to128" "$src" >"$n128"
 sed -e "$to128" "$f32" >"$n128f"
-"$tc" "$n128" --target sm_90a -o "$out/n128-bf16-sm90a" >/dev/null
-"$tc" "$n128f" --target sm_90a -o "$out/n128-f32-sm90a" >/dev/null
-"$tc" "$n128" --target sm_90a --promote -o "$out/promote-bf16-sm90a" >/dev/null
-"$tc" "$n128f" --target sm_90a --promote -o "$out/promote-f32-sm90a" >/dev/null
+"$tc" "$n128" --target sm_90a --promote off -o "$out/n128-bf16-sm90a" >/dev/null
+"$tc" "$n128f" --target sm_90a --promote off -o "$out/n128-f32-sm90a" >/dev/null
+"$tc" "$n128" --target sm_90a --promote on -o "$out/promote-bf16-sm90a" >/dev/null
+"$tc" "$n128f" --target sm_90a --promote on -o "$out/promote-f32-sm90a" >/dev/null
 for t in sm_90a sm_90; do
     tt=${t/_/}
     "$tc" "$src" --target "$t" -o "$out/e4m3-bf16-$tt" >/dev/null

@@ -2,8 +2,8 @@
 //!
 //! ```text
 //! tile-compile FILE --target sm_90a|sm_90|sm_100|sm_100a [-o DIR] [--emit ptx|mlir|llvm|tile]
-//!              [--stages N] [--epilogue-store direct|tma] [--promote] [--schedule static|clc|none|off]
-//!              [--cluster C] [--group-m G] [--num-warps W]
+//!              [--stages N] [--epilogue-store direct|tma] [--promote auto|on|off]
+//!              [--schedule static|clc|none|off] [--cluster C] [--group-m G] [--num-warps W]
 //!              [--kernel NAME] [--no-simplify] [-O 0-3]
 //!              [--ptxas] [--timing]
 //! ```
@@ -67,9 +67,11 @@ struct Cli {
     #[arg(long = "epilogue-store", default_value = "direct", value_parser = ["direct", "tma"])]
     epilogue_store: String,
     /// Add each k tile's MMA result into the f32 sum once it completes (tile-to-gpu
-    /// `promote`): the precise fp8 accumulation on sm_90a; needs an N tile of at most 160.
-    #[arg(long)]
-    promote: bool,
+    /// `promote`): the precise fp8 accumulation on sm_90a, needing two accumulators' registers
+    /// (a 128x128 tile). auto (default): for fp8 on wgmma when they fit; on: always (an
+    /// error where they do not fit); off: never.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "on", "off"])]
+    promote: String,
     /// Persistent schedule: static (default on sm_90a), clc (try_cancel work stealing,
     /// default on sm_100/sm_100a), none (default on sm_90), off.
     #[arg(long, value_parser = ["static", "clc", "none", "off"])]
@@ -186,7 +188,11 @@ fn run() -> i32 {
     }
     let mut opts = Options::new(cli.target);
     opts.stages = cli.stages;
-    opts.promote = cli.promote;
+    opts.promote = match cli.promote.as_str() {
+        "on" => Some(true),
+        "off" => Some(false),
+        _ => None,
+    };
     opts.epilogue = if cli.epilogue_store == "tma" {
         "tma"
     } else {
