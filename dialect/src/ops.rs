@@ -318,6 +318,14 @@ pub struct MmaOperands {
     pub acc: crate::Value,
 }
 
+/// A `tile.dot`'s or `tile.mma`'s `precision`: `"ieee"` (the default) or `"tf32"` (f32 data
+/// read as tf32); the verifier checks the value. Rewrites that are exact only in IEEE
+/// arithmetic (constant folding, scaling moved across the product) must leave a tf32 dot
+/// alone.
+pub fn dot_precision(op: &crate::Operation) -> &str {
+    op.str_attr("precision").unwrap_or("ieee")
+}
+
 /// Whether a `tile.mma`'s A ring is K-major (PTX ISA §9.7.15.5.1, wgmma's "K-major" and
 /// "MN-major" shared-memory matrices): `a_major = "k"` (the default: the ring is M×K) or
 /// `"m"` (K×M).

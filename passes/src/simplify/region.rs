@@ -90,7 +90,12 @@ pub fn in_language(m: &Module, op: &Operation) -> bool {
         OpClass::FloatBinary => op.operands.len() == 2,
         OpClass::FloatUnary => op.operands.len() == 1,
         _ => match op.kind {
-            OpKind::Dot | OpKind::Select => op.operands.len() == 3,
+            // A tf32 dot is not IEEE arithmetic: folding, merging or rewriting it as one
+            // would change its result, so it stays outside the language.
+            OpKind::Dot => {
+                op.operands.len() == 3 && tilec_dialect::ops::dot_precision(op) == "ieee"
+            }
+            OpKind::Select => op.operands.len() == 3,
             OpKind::Transpose | OpKind::Reshape | OpKind::Broadcast | OpKind::Splat => {
                 op.operands.len() == 1
             }

@@ -230,6 +230,7 @@ fn plan(m: &Module, f: &Operation, defs: &Defs, cx: &HoistContext<'_>) -> Option
         };
         let Some(d) = body.ops.iter().position(|o| {
             o.kind == OpKind::Dot
+                && tilec_dialect::ops::dot_precision(o) == "ieee"
                 && o.results.first() == Some(&y)
                 && o.operands.get(2) == Some(&acc)
         }) else {
