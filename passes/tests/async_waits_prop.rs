@@ -542,11 +542,28 @@ fn cases() -> u32 {
         .unwrap_or(256)
 }
 
+/// The generator's seed: fixed, so that a CI run checks the same 256 programs every time;
+/// `PROPTEST_RNG_SEED=N` (or `random`) explores others. A random run on 2026-12-04 found a
+/// disagreement of the two checker halves that predates this seed (a wait hoisted above a
+/// loop after a `tile.if` whose else side drops a pending group; issue #14's note gives the
+/// program).
+fn rng_seed() -> proptest::test_runner::RngSeed {
+    match std::env::var("PROPTEST_RNG_SEED").ok().as_deref() {
+        Some("random") => proptest::test_runner::RngSeed::Random,
+        Some(s) => s
+            .parse()
+            .map(proptest::test_runner::RngSeed::Fixed)
+            .unwrap_or(proptest::test_runner::RngSeed::Fixed(20_261_204)),
+        None => proptest::test_runner::RngSeed::Fixed(20_261_204),
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: cases(),
         max_shrink_iters: 1000,
         max_shrink_time: 120_000,
+        rng_seed: rng_seed(),
         ..ProptestConfig::default()
     })]
 
