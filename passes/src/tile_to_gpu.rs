@@ -1249,31 +1249,30 @@ fn lower_kernel(
         let kg = e.int(OpKind::AddI, g, kt, "kg");
         let (st, ph) = stage_and_parity(e, kg);
         e.op(OpKind::MbarrierWait, &[full, st, ph], &[], &[], None);
+        // With promote, a fresh chain per k tile (from zero), added into the f32 sum once
+        // it completes (the wait before the add is async-wait-placement's).
+        let (acc_arg, attrs, name) = if promote {
+            (mm.init, &first_attrs, "acc_part")
+        } else {
+            (acc_in, &mma_attrs, "acc_next")
+        };
+        let r = e.one(
+            OpKind::Mma,
+            &[a_ring, b_ring, st, acc_arg],
+            attrs,
+            mm.acc_ty.clone(),
+            name,
+        );
         let d = if promote {
-            // A fresh chain per k tile, added into the f32 sum once it completes (the wait
-            // before the add is async-wait-placement's).
-            let part = e.one(
-                OpKind::Mma,
-                &[a_ring, b_ring, st, mm.init],
-                &first_attrs,
-                mm.acc_ty.clone(),
-                "acc_part",
-            );
             e.one(
                 OpKind::Add,
-                &[acc_in, part],
+                &[acc_in, r],
                 &[],
                 mm.acc_ty.clone(),
                 "acc_next",
             )
         } else {
-            e.one(
-                OpKind::Mma,
-                &[a_ring, b_ring, st, acc_in],
-                &mma_attrs,
-                mm.acc_ty.clone(),
-                "acc_next",
-            )
+            r
         };
         let wrapped = e.int(OpKind::AddI, kg, cs, "kg_wrap");
         let prev_kg = e.int(OpKind::SubI, wrapped, c1, "kg_prev");

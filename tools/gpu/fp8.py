@@ -53,19 +53,14 @@ def quantize(shape, dtype, gen, dev, rowwise=False):
         # Rows of different magnitudes, so that a wrong row's scale shows.
         x = x * torch.rand(shape[0], 1, generator=gen, device=dev).add(0.1) * 4
         s = x.abs().amax(dim=1, keepdim=True).clamp_min(1e-12) / FMAX[dtype]
-        rows, cols = shape
-        pitch = -(-cols // 16) * 16
-        store = torch.full((rows, pitch), NAN_BYTE[dtype], dtype=torch.uint8, device=dev)
-        q = store.view(dtype)[:, :cols]
-        q.copy_((x / s).clamp(-FMAX[dtype], FMAX[dtype]).to(dtype))
-        return q, s.float().contiguous()
-    s = x.abs().amax().clamp_min(1e-12) / FMAX[dtype]
+    else:
+        s = x.abs().amax().clamp_min(1e-12) / FMAX[dtype]
     rows, cols = shape
     pitch = -(-cols // 16) * 16
     store = torch.full((rows, pitch), NAN_BYTE[dtype], dtype=torch.uint8, device=dev)
     q = store.view(dtype)[:, :cols]
     q.copy_((x / s).clamp(-FMAX[dtype], FMAX[dtype]).to(dtype))
-    return q, s.reshape(1, 1).float()
+    return q, (s.float().contiguous() if rowwise else s.reshape(1, 1).float())
 
 
 class Case:

@@ -297,42 +297,43 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 mma_attrs: &mma_attrs,
             };
             self.fp8_steps(&fp, bk / mma_k, &mut acc);
-        }
-        for kk in 0..if fp8 { 0 } else { (bk / mma_k) as i64 } {
-            // One ldmatrix x4 of fragment f, its registers read out in `order` (an M-major A's
-            // middle two swap: see the lane order above).
-            let load = |g: &mut Self, x: &Frag<'c, 'm>, attrs, swap: bool, f: i64| {
-                let o = frag(g, x, kk, f);
-                let p = g.gep3(o);
-                let r = g.w.op1("nvvm.ldmatrix", &[p], ldm, attrs);
-                let order = if swap { [0, 2, 1, 3] } else { [0, 1, 2, 3] };
-                order.map(|i: usize| {
-                    let v = g.w.extract(r, i, i32t);
-                    g.frag_operand(v, frag_ty)
-                })
-            };
-            let afrag: Vec<[Value<'c, 'm>; 4]> = (0..4i64)
-                .map(|mi| load(self, &af, &a_attrs, !majors.a_k, mi))
-                .collect();
-            let mut bfrag: Vec<(Value<'c, 'm>, Value<'c, 'm>)> = vec![];
-            for nj in 0..4i64 {
-                // b0, b1 of two n8 tiles; a K-major B gives b0, b0, b1, b1.
-                let v = load(self, &bf, &b_attrs, false, nj);
-                if majors.b_k {
-                    bfrag.extend([(v[0], v[2]), (v[1], v[3])]);
-                } else {
-                    bfrag.extend([(v[0], v[1]), (v[2], v[3])]);
+        } else {
+            for kk in 0..(bk / mma_k) as i64 {
+                // One ldmatrix x4 of fragment f, its registers read out in `order` (an M-major A's
+                // middle two swap: see the lane order above).
+                let load = |g: &mut Self, x: &Frag<'c, 'm>, attrs, swap: bool, f: i64| {
+                    let o = frag(g, x, kk, f);
+                    let p = g.gep3(o);
+                    let r = g.w.op1("nvvm.ldmatrix", &[p], ldm, attrs);
+                    let order = if swap { [0, 2, 1, 3] } else { [0, 1, 2, 3] };
+                    order.map(|i: usize| {
+                        let v = g.w.extract(r, i, i32t);
+                        g.frag_operand(v, frag_ty)
+                    })
+                };
+                let afrag: Vec<[Value<'c, 'm>; 4]> = (0..4i64)
+                    .map(|mi| load(self, &af, &a_attrs, !majors.a_k, mi))
+                    .collect();
+                let mut bfrag: Vec<(Value<'c, 'm>, Value<'c, 'm>)> = vec![];
+                for nj in 0..4i64 {
+                    // b0, b1 of two n8 tiles; a K-major B gives b0, b0, b1, b1.
+                    let v = load(self, &bf, &b_attrs, false, nj);
+                    if majors.b_k {
+                        bfrag.extend([(v[0], v[2]), (v[1], v[3])]);
+                    } else {
+                        bfrag.extend([(v[0], v[1]), (v[2], v[3])]);
+                    }
                 }
-            }
-            for (mi, af) in afrag.iter().enumerate().take(4) {
-                for (ni, &(b0, b1)) in bfrag.iter().enumerate().take(8) {
-                    let base = 4 * (8 * mi + ni);
-                    let mut operands = af.to_vec();
-                    operands.extend([b0, b1]);
-                    operands.extend_from_slice(&acc[base..base + 4]);
-                    let d = self.w.op1("nvvm.mma.sync", &operands, acc4, &mma_attrs);
-                    for e in 0..4 {
-                        acc[base + e] = self.w.extract(d, e, f32t);
+                for (mi, af) in afrag.iter().enumerate().take(4) {
+                    for (ni, &(b0, b1)) in bfrag.iter().enumerate().take(8) {
+                        let base = 4 * (8 * mi + ni);
+                        let mut operands = af.to_vec();
+                        operands.extend([b0, b1]);
+                        operands.extend_from_slice(&acc[base..base + 4]);
+                        let d = self.w.op1("nvvm.mma.sync", &operands, acc4, &mma_attrs);
+                        for e in 0..4 {
+                            acc[base + e] = self.w.extract(d, e, f32t);
+                        }
                     }
                 }
             }
