@@ -37,13 +37,23 @@ fn filecheck_passes(tools: &Tools, file: &Path, prefix: &str, output: &str) -> b
         .stderr(Stdio::null())
         .spawn()
         .expect("FileCheck runs");
-    child
+    // FileCheck may stop reading before the end of its input (it exits at the first failed
+    // check); a closed pipe is then its answer, and its exit status says which.
+    if let Err(e) = child
         .stdin
         .take()
         .expect("piped")
         .write_all(output.as_bytes())
-        .expect("write");
-    child.wait().expect("FileCheck ends").success()
+    {
+        assert_eq!(
+            e.kind(),
+            std::io::ErrorKind::BrokenPipe,
+            "write to FileCheck: {e}"
+        );
+    }
+    let status = child.wait().expect("FileCheck ends");
+    assert!(status.code().is_some(), "FileCheck was killed: {status}");
+    status.success()
 }
 
 /// `line` with every SSA name replaced by `%_`.
