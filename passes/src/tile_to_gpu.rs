@@ -41,13 +41,14 @@
 //! fragment.
 //!
 //! **K bounds.** The loop may start at any index value computed before it (split-K: a
-//! slice [s·Kc, min((s+1)·Kc, K)) of the K range), not only the constant 0. Then the k-tile
+//! slice [s·Kc, min((s+1)·Kc, K)) of the K range), not only the constant 0. The k-tile
 //! count is max(ceildiv(ub − lb, BK), 1) and k tile kt is read at kstart + kt·BK, with
-//! kstart = lb, or −2^30 when the range is empty (the peeled tile still runs, on boxes
-//! wholly out of bounds, which TMA fills with zeros: the accumulator stays zero). Bounds
-//! defined inside a persistent tile loop (they depend on the tile) are evaluated per tile
-//! in both regions, and the global k-tile count the ring's phases run on advances by each
-//! tile's own count. With the constant 0 the IR is what it always was.
+//! kstart = lb, or −2^30 when the range is empty (ub ≤ lb: the peeled tile still runs, on
+//! boxes wholly out of bounds, which TMA fills with zeros, so the accumulator stays zero).
+//! kstart is left out only where the range cannot be empty: lb = 0 and ub a positive
+//! constant. Bounds defined inside a persistent tile loop (they depend on the tile) are
+//! evaluated per tile in both regions, and the global k-tile count the ring's phases run on
+//! advances by each tile's own count.
 //!
 //! On `sm_90a` the MMA is `wgmma` (m64nBNk16); elsewhere `ldmatrix` + `mma.sync`
 //! m16n8k16. Checked before anything is rewritten, each with the limit it breaks: the
@@ -351,6 +352,8 @@ struct Matmul {
     /// The K loop's lower bound; `None` when it is the constant 0.
     lb: Option<Value>,
     ub: Value,
+    /// Whether `ub` is a constant > 0 (with `lb` = 0, the range is then never empty).
+    ub_positive: bool,
     bm: u64,
     bn: u64,
     bk: u64,
@@ -654,6 +657,7 @@ fn find_matmul<'a>(
         b: bo,
         lb,
         ub,
+        ub_positive: const_of(&defs, ub).is_some_and(|v| v > 0),
         bm: am,
         bn,
         bk: ak,
@@ -1058,11 +1062,11 @@ fn lower_kernel(
     // At least one k tile: the peeled first tile always runs (a tensor map cannot encode
     // K = 0, and with K < 64 the TMA zero-fill supplies the rest).
     //
-    // With a lower bound lb (not the constant 0) the count is max(ceildiv(ub - lb, BK), 1)
-    // and k tile kt is read at kstart + kt·BK, where kstart = lb when the range is not
-    // empty and -2^30 otherwise: an empty range still runs the peeled tile, on boxes
-    // wholly out of bounds, which TMA fills with zeros — the accumulator stays zero, as a
-    // loop of no iterations leaves it.
+    // The count is max(ceildiv(ub - lb, BK), 1) and k tile kt is read at kstart + kt·BK,
+    // where kstart = lb when the range is not empty and -2^30 otherwise: an empty range
+    // still runs the peeled tile, on boxes wholly out of bounds, which TMA fills with zeros
+    // — the accumulator stays zero, as a loop of no iterations leaves it. kstart is left
+    // out only for lb = 0 with a positive constant ub.
     let k_range = |e: &mut Emitter,
                    lb: Option<Value>,
                    ub: Value,
@@ -1074,7 +1078,9 @@ fn lower_kernel(
         };
         let kceil = e.int(OpKind::CeilDiv, span, cbk, "kceil");
         let ktiles = e.int(OpKind::MaxI, kceil, c1, "ktiles");
-        let kstart = lb.filter(|_| want_start).map(|lb| {
+        // With lb = 0 the range may still be empty (ub ≤ 0) unless ub is a positive constant.
+        let base = lb.or((!mm.ub_positive).then_some(c0));
+        let kstart = base.filter(|_| want_start).map(|lb| {
             let nonempty = e.one(
                 OpKind::CmpI,
                 &[span, c0],
