@@ -25,8 +25,8 @@
 //! Last, the decisions are refined against those exact states, to a fixpoint: from the last
 //! wait to the first, a wait (then a barrier, then a fence) that the others make
 //! unnecessary is dropped;
-//! each wait sinks past the op it stands before (or into both branches of a `tile.if`) while
-//! every hazard stays safe, merging with a wait it reaches; and each remaining `pending` is
+//! each wait sinks past the op it stands before (a loop whole, or into both branches of a
+//! `tile.if`) while every hazard stays safe, merging with a wait it reaches; and each remaining `pending` is
 //! raised while every hazard stays safe; and a wait after a `tile.if` moves into the ends of
 //! its branches where some branch can then wait for fewer groups (a join does not force the
 //! smaller N on both paths; a value the moved wait takes that is used after the join leaves
@@ -793,9 +793,9 @@ fn locate<'b>(b: &'b Block, f: &Facts<'_>, id: OpId) -> Option<(&'b Block, usize
 }
 
 /// Where a wait before op `id` goes when it moves one step later, as `verify-async-waits`
-/// moves it: after a plain op that reads none of the wait's `operands`, the op that follows;
-/// before a `tile.if` whose block reads none of them after the wait, the first op of each
-/// branch. `None` where it cannot move: before a terminator, a loop, a
+/// moves it: after a plain op or a loop that reads none of the wait's `operands`, the op
+/// that follows; before a `tile.if` whose block reads none of them after the wait, the first
+/// op of each branch. `None` where it cannot move: before a terminator, a
 /// `tile.warp_specialize`, a barrier, or an op that reads what the wait returns.
 fn sink_targets(body: &Block, f: &Facts<'_>, id: OpId, operands: &[Value]) -> Option<Vec<OpId>> {
     let (b, i) = locate(body, f, id)?;
@@ -803,7 +803,7 @@ fn sink_targets(body: &Block, f: &Facts<'_>, id: OpId, operands: &[Value]) -> Op
     let reads = |o: &Operation| operands.iter().any(|&v| used_in(o, v));
     match op.kind {
         k if k.is_terminator() => None,
-        OpKind::For | OpKind::While | OpKind::WarpSpecialize => None,
+        OpKind::WarpSpecialize => None,
         _ if f.kind.is_barrier(op) => None,
         OpKind::If => {
             if b.ops[i..].iter().any(reads) || op.regions.iter().any(|r| r.ops.is_empty()) {

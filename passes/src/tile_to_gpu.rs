@@ -95,10 +95,16 @@
 //! **Promotion** (`promote`): Hopper's fp8 wgmma sums with reduced precision (the error grows
 //! with K; docs/performance.md). With `promote=true` each k tile's MMAs start a fresh chain
 //! (`zero_acc`), and the consumer adds the part into the loop-carried f32 sum, as DeepGEMM
-//! does; `async-wait-placement` puts the wait before the add. It holds two accumulators,
-//! so 2 × BM × BN / consumer threads must stay within [`PROMOTE_MAX_ACC_REGS`]. `auto` (the
-//! default) promotes fp8 MMAs on wgmma when they fit (a 128×128 tile, not a 128×256 one);
-//! `true` promotes any kernel whose accumulators fit, and refuses the others.
+//! does; `async-wait-placement` puts the wait before the add. On wgmma the next k tile's
+//! chain is issued before the add, so the wait keeps it in flight (`wait_group 1`) and the
+//! tensor cores work during the add: the loop takes k tiles in pairs and carries the sum
+//! and the last part (each part keeps its own registers; a loop-carried part that rotated
+//! through one register set would be a copy of registers a wgmma may still write), and a
+//! `tile.if` after it takes the last k tile of an even count. That is three accumulators
+//! (mma.sync: two, its MMAs being synchronous), so accumulators × BM × BN / consumer
+//! threads must stay within [`PROMOTE_MAX_ACC_REGS`]. `auto` (the default) promotes fp8
+//! MMAs on wgmma when they fit (a 128×128 tile, not a 128×256 one); `true` promotes any
+//! kernel whose accumulators fit, and refuses the others.
 //!
 //! Options: `target` (sm_90a), `stages` (4), `epilogue` (`direct`), `promote` (`auto`).
 //! Statistics:
@@ -154,10 +160,10 @@ pub static INFO: PassInfo = PassInfo {
 /// 1024-byte aligned, as 128-byte-swizzle atoms need).
 pub const BARRIER_REGION_BYTES: u64 = 1024;
 
-/// The most accumulator registers per consumer thread `promote` may hold (the sum and the
-/// part together), below the 240 a consumer gets from `setmaxnreg` and the 168 of the
-/// mma.sync path's cap.
-pub const PROMOTE_MAX_ACC_REGS: u64 = 160;
+/// The most accumulator registers per consumer thread `promote` may hold: on wgmma the sum
+/// and two parts (one in flight while the other is added), below the 232 a consumer gets
+/// from `setmaxnreg`; on mma.sync the sum and one part, below that path's 168-register cap.
+pub const PROMOTE_MAX_ACC_REGS: u64 = 192;
 
 /// Threads per warpgroup.
 pub const WARPGROUP_THREADS: i64 = 128;
@@ -907,33 +913,33 @@ fn lower_kernel(
     };
     let staging_bytes = tma_plan.map_or(0, |p| p.1);
     let smem = check_config(&mm, target, stages, other_smem, staging_bytes, &lp_loc)?;
-    // Two accumulators per consumer thread: the sum and the k tile's part.
+    // Accumulators per consumer thread: the sum and the k tile's part, and on wgmma the
+    // next k tile's part, in flight during the add.
     let threads = if target.has_wgmma() {
         WARPGROUP_THREADS as u64 * (mm.bm / 64)
     } else {
         256
     };
+    let accs = if target.has_wgmma() { 3 } else { 2 };
     let regs = mm.bm * mm.bn / threads;
-    let fits = 2 * regs <= PROMOTE_MAX_ACC_REGS;
+    let fits = accs * regs <= PROMOTE_MAX_ACC_REGS;
     let promote = promote.unwrap_or(mm.elem.is_fp8() && target.has_wgmma() && fits);
     if promote && !fits {
-        let fix = if target.has_wgmma() {
-            format!("use an N tile of at most 160 on {target}")
-        } else {
-            format!("the mma.sync tile on {target} is 128x256: promote is for wgmma")
-        };
+        let max_bn = PROMOTE_MAX_ACC_REGS * threads / (accs * mm.bm) / 8 * 8;
         return Err(Diagnostic::error(
             lp_loc.clone(),
             format!(
-                "tile-to-gpu: promote keeps two {}x{} f32 accumulators, {} registers per \
+                "tile-to-gpu: promote keeps {accs} {}x{} f32 accumulators, {} registers per \
                  consumer thread; at most {PROMOTE_MAX_ACC_REGS} leave room for addresses and \
-                 fragments ({fix})",
+                 fragments (use an N tile of at most {max_bn} with an M tile of {} on {target})",
                 mm.bm,
                 mm.bn,
-                2 * regs
+                accs * regs,
+                mm.bm
             ),
         ));
     }
+    let overlap = promote && target.has_wgmma();
     let consumers = (mm.bm / 64) as i64;
 
     // Split the ops: kernel-level (kept), per-tile prologue P, the K loop, epilogue E.
@@ -1238,64 +1244,131 @@ fn lower_kernel(
     // release stage kt-1 (deferred release keeps one MMA group in flight); after the loop
     // release the tile's last stage, then the epilogue.
     let consumer_tile = |e: &mut Emitter, g: Value, ktiles: Value| -> Vec<Operation> {
-        let (st0, ph0) = stage_and_parity(e, g);
-        e.op(OpKind::MbarrierWait, &[full, st0, ph0], &[], &[], None);
         let mut first_attrs = mma_attrs.clone();
         first_attrs.push(("zero_acc", Attribute::Bool(true)));
-        let acc0 = e.one(
-            OpKind::Mma,
-            &[a_ring, b_ring, st0, mm.init],
-            &first_attrs,
-            mm.acc_ty.clone(),
-            "acc0",
-        );
-        let head = e.take();
-        let kt = e.m.new_value(Type::INDEX, Some("kt".into()));
-        let acc_in = e.m.new_value(mm.acc_ty.clone(), Some("acc_iter".into()));
-        let kg = e.int(OpKind::AddI, g, kt, "kg");
-        let (st, ph) = stage_and_parity(e, kg);
-        e.op(OpKind::MbarrierWait, &[full, st, ph], &[], &[], None);
-        // With promote, a fresh chain per k tile (from zero), added into the f32 sum once
-        // it completes (the wait before the add is async-wait-placement's).
-        let (acc_arg, attrs, name) = if promote {
-            (mm.init, &first_attrs, "acc_part")
-        } else {
-            (acc_in, &mma_attrs, "acc_next")
-        };
-        let r = e.one(
-            OpKind::Mma,
-            &[a_ring, b_ring, st, acc_arg],
-            attrs,
-            mm.acc_ty.clone(),
-            name,
-        );
-        let d = if promote {
+        // Wait for k tile `kg`'s stage to be full and MMA over it, into `acc` (a fresh
+        // chain when `acc` is None).
+        let mma_at = |e: &mut Emitter, kg: Value, acc: Option<Value>, name: &str| {
+            let (st, ph) = stage_and_parity(e, kg);
+            e.op(OpKind::MbarrierWait, &[full, st, ph], &[], &[], None);
+            let (acc, attrs) = match acc {
+                Some(a) => (a, &mma_attrs),
+                None => (mm.init, &first_attrs),
+            };
             e.one(
-                OpKind::Add,
-                &[acc_in, r],
-                &[],
+                OpKind::Mma,
+                &[a_ring, b_ring, st, acc],
+                attrs,
                 mm.acc_ty.clone(),
-                "acc_next",
+                name,
             )
+        };
+        // Release the stage of the k tile before `kg`.
+        let release_prev = |e: &mut Emitter, kg: Value| {
+            let wrapped = e.int(OpKind::AddI, kg, cs, "kg_wrap");
+            let prev_kg = e.int(OpKind::SubI, wrapped, c1, "kg_prev");
+            let prev = e.int(OpKind::RemI, prev_kg, cs, "prev_stage");
+            e.op(OpKind::MbarrierArrive, &[empty, prev], &[], &[], None);
+        };
+        let add = |e: &mut Emitter, a: Value, b: Value| {
+            e.one(OpKind::Add, &[a, b], &[], mm.acc_ty.clone(), "acc_sum")
+        };
+        let acc0 = mma_at(e, g, None, "acc0");
+        let mut ops = e.take();
+        if overlap {
+            // Promotion with the next k tile's chain in flight during each add: the loop
+            // takes k tiles in pairs (1,2), (3,4), … and carries the sum and the last
+            // part, so each part stays in one register set (no copy of an accumulator a
+            // wgmma may still write); an even count leaves one k tile for the if after it.
+            let j = e.m.new_value(Type::INDEX, Some("kt".into()));
+            let sum_in = e.m.new_value(mm.acc_ty.clone(), Some("sum_iter".into()));
+            let part_in = e.m.new_value(mm.acc_ty.clone(), Some("part_iter".into()));
+            let kg = e.int(OpKind::AddI, g, j, "kg");
+            let pa = mma_at(e, kg, None, "acc_part");
+            let s1 = add(e, sum_in, part_in);
+            release_prev(e, kg);
+            let kg2 = e.int(OpKind::AddI, kg, c1, "kg_next");
+            let pb = mma_at(e, kg2, None, "acc_part");
+            let s2 = add(e, s1, pa);
+            release_prev(e, kg2);
+            e.op(OpKind::Yield, &[s2, pb], &[], &[], None);
+            let body = Block {
+                args: vec![j, sum_in, part_in],
+                ops: e.take(),
+            };
+            let pair_end = e.int(OpKind::SubI, ktiles, c1, "kpair_end");
+            let mut lp = Operation::new(OpKind::For, lp_loc.clone());
+            lp.operands = vec![c1, pair_end, c2, mm.init, acc0];
+            let sum = e.m.new_value(mm.acc_ty.clone(), Some("sum".into()));
+            let part = e.m.new_value(mm.acc_ty.clone(), Some("part".into()));
+            lp.results = vec![sum, part];
+            lp.regions.push(body);
+            ops.extend(e.take());
+            ops.push(lp);
+            let parity = e.int(OpKind::RemI, ktiles, c2, "kparity");
+            let even = e.one(
+                OpKind::CmpI,
+                &[parity, c0],
+                &[("predicate", Attribute::Str("eq".into()))],
+                Type::I1,
+                "keven",
+            );
+            ops.extend(e.take());
+            let last_kg = e.int(OpKind::AddI, g, pair_end, "kg_last_tile");
+            let pa = mma_at(e, last_kg, None, "acc_part");
+            let s1 = add(e, sum, part);
+            release_prev(e, last_kg);
+            let s2 = add(e, s1, pa);
+            e.op(OpKind::Yield, &[s2], &[], &[], None);
+            let then = Block {
+                args: vec![],
+                ops: e.take(),
+            };
+            let s = add(e, sum, part);
+            e.op(OpKind::Yield, &[s], &[], &[], None);
+            let els = Block {
+                args: vec![],
+                ops: e.take(),
+            };
+            let mut tail = Operation::new(OpKind::If, lp_loc.clone());
+            tail.operands = vec![even];
+            // The if's result keeps the old loop's value, so the epilogue reads it unchanged.
+            tail.results = old_loop.results.clone();
+            tail.regions = vec![then, els];
+            ops.push(tail);
         } else {
-            r
-        };
-        let wrapped = e.int(OpKind::AddI, kg, cs, "kg_wrap");
-        let prev_kg = e.int(OpKind::SubI, wrapped, c1, "kg_prev");
-        let prev = e.int(OpKind::RemI, prev_kg, cs, "prev_stage");
-        e.op(OpKind::MbarrierArrive, &[empty, prev], &[], &[], None);
-        e.op(OpKind::Yield, &[d], &[], &[], None);
-        let body = Block {
-            args: vec![kt, acc_in],
-            ops: e.take(),
-        };
-        let mut lp = Operation::new(OpKind::For, lp_loc.clone());
-        lp.operands = vec![c1, ktiles, c1, acc0];
-        // The loop's result keeps the old loop's value, so the epilogue reads it unchanged.
-        lp.results = old_loop.results.clone();
-        lp.regions.push(body);
-        let mut ops = head;
-        ops.push(lp);
+            // In iteration kt, MMA over k tile kt, then release stage kt-1 (deferred
+            // release keeps one MMA group in flight). With promote (mma.sync), a fresh
+            // chain per k tile added into the f32 sum.
+            let kt = e.m.new_value(Type::INDEX, Some("kt".into()));
+            let acc_in = e.m.new_value(mm.acc_ty.clone(), Some("acc_iter".into()));
+            let kg = e.int(OpKind::AddI, g, kt, "kg");
+            let d = if promote {
+                let r = mma_at(e, kg, None, "acc_part");
+                e.one(
+                    OpKind::Add,
+                    &[acc_in, r],
+                    &[],
+                    mm.acc_ty.clone(),
+                    "acc_next",
+                )
+            } else {
+                mma_at(e, kg, Some(acc_in), "acc_next")
+            };
+            release_prev(e, kg);
+            e.op(OpKind::Yield, &[d], &[], &[], None);
+            let body = Block {
+                args: vec![kt, acc_in],
+                ops: e.take(),
+            };
+            let mut lp = Operation::new(OpKind::For, lp_loc.clone());
+            lp.operands = vec![c1, ktiles, c1, acc0];
+            // The loop's result keeps the old loop's value, so the epilogue reads it
+            // unchanged.
+            lp.results = old_loop.results.clone();
+            lp.regions.push(body);
+            ops.push(lp);
+        }
         let last_g = e.int(OpKind::AddI, g, ktiles, "kg_end");
         let last_w = e.int(OpKind::AddI, last_g, cs, "kg_end_wrap");
         let last_p = e.int(OpKind::SubI, last_w, c1, "kg_last");

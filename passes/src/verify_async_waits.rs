@@ -48,8 +48,9 @@
 //!   changed copy, waits taken last to first): a wait that can be deleted and stay safe
 //!   (redundant; it is then deleted from the copy, so the waits reported redundant can all
 //!   go together); a wait whose `pending` can be raised by one and stay safe; a wait that
-//!   can be swapped with the op after it (or sunk into both branches of a `tile.if` after
-//!   it, when nothing uses its results) and stay safe — unless that op is one it guards
+//!   can be swapped with the op after it (a loop passed whole, when it reads none of the
+//!   wait's results; or sunk into both branches of a `tile.if` after it, when nothing uses
+//!   its results) and stay safe — unless that op is one it guards
 //!   (unsafe on some path without the wait), since "as late as possible" means "directly
 //!   before the first hazard"; a wait after a `tile.if` (only scalar ops in between) whose
 //!   hazard stays safe with the wait moved into the branches and `pending` raised by one in
@@ -1005,8 +1006,8 @@ fn tightness(
             match next.kind {
                 k if k.is_terminator() => false,
                 // A barrier right after the wait belongs to it; a fence, to the wgmma
-                // after it.
-                OpKind::For | OpKind::While | OpKind::WarpSpecialize | OpKind::WgmmaFence => false,
+                // after it. A loop is passed whole, like a plain op.
+                OpKind::WarpSpecialize | OpKind::WgmmaFence => false,
                 _ if kind.is_barrier(next) => false,
                 OpKind::If => {
                     if ops.iter().any(|o| uses_any(o, &results)) {

@@ -543,10 +543,9 @@ fn cases() -> u32 {
 }
 
 /// The generator's seed: fixed, so that a CI run checks the same 256 programs every time;
-/// `PROPTEST_RNG_SEED=N` (or `random`) explores others. A random run on 2026-12-04 found a
-/// disagreement of the two checker halves that predates this seed (a wait hoisted above a
-/// loop after a `tile.if` whose else side drops a pending group; issue #14's note gives the
-/// program).
+/// `PROPTEST_RNG_SEED=N` (or `random`) explores others (a random run found the checker's
+/// halves disagreeing on a wait that could move past a loop:
+/// `tests/lit/passes/async-wait-placement-past-loop.tile`).
 fn rng_seed() -> proptest::test_runner::RngSeed {
     match std::env::var("PROPTEST_RNG_SEED").ok().as_deref() {
         Some("random") => proptest::test_runner::RngSeed::Random,

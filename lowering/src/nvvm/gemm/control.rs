@@ -72,16 +72,35 @@ fn args_of<'c, 'm>(b: &melior::ir::BlockRef<'c, 'm>) -> Vec<Value<'c, 'm>> {
 }
 
 impl<'c, 'm> Gemm<'c, 'm, '_> {
-    /// A carried value (scalars and accumulators only) and the type of a scalar.
-    fn carry_one(&self, op: &Operation, v: TileValue) -> R<(Lv<'c, 'm>, Type<'c>)> {
+    /// A carried value and its MLIR type (an accumulator's: f32, one per register): a
+    /// scalar or an accumulator; where the loop or if carries an accumulator (`acc_slot`),
+    /// also a `tile.zeros` (zero registers, built here) or an f32 tile of the
+    /// accumulator's shape computed from accumulators (the promoted sum `acc + part`,
+    /// evaluated per register).
+    fn carry_one(
+        &mut self,
+        op: &Operation,
+        v: TileValue,
+        acc_slot: bool,
+    ) -> R<(Lv<'c, 'm>, Type<'c>)> {
         let lv = self
             .vals
             .get(&v)
             .cloned()
             .ok_or_else(|| Diagnostic::error(op.loc.clone(), "loop init not lowered"))?;
+        let f32t = self.w.ty(ScalarType::F32);
         match &lv {
             Lv::Scalar(s) => Ok((lv.clone(), self.w.ty(s.t))),
-            Lv::Acc(_) => Ok((lv, self.w.ty(ScalarType::F32))),
+            Lv::Acc(_) => Ok((lv, f32t)),
+            Lv::Zeros if acc_slot => {
+                let zero = self.w.float(0.0, ScalarType::F32);
+                let n = self.acc.as_ref().map_or(0, |a| a.regs);
+                Ok((Lv::Acc(Rc::new(vec![zero.v; n])), f32t))
+            }
+            Lv::Lazy(l) if acc_slot && self.is_acc_tile(v) => {
+                let regs = self.materialize(op, l)?;
+                Ok((Lv::Acc(Rc::new(regs)), f32t))
+            }
             _ => err(
                 op,
                 "convert-tile-to-nvvm: a loop or 'tile.if' may carry scalars and accumulators \
@@ -90,36 +109,22 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         }
     }
 
-    fn carried(&self, op: &Operation, vals: &[TileValue]) -> R<Carried<'c, 'm>> {
-        let f32t = self.w.ty(ScalarType::F32);
-        let mut c = Carried::new();
-        for &v in vals {
-            let (lv, t) = self.carry_one(op, v)?;
-            c.push(lv, t, f32t);
-        }
-        Ok(c)
-    }
-
-    /// The values a `tile.if` branch yields, as [`Self::carried`] gives them; a `tile.zeros`
-    /// where the `tile.if` returns an accumulator becomes an accumulator of zeros, built in
-    /// the branch.
-    fn if_yields(&mut self, op: &Operation, vals: &[TileValue]) -> R<Carried<'c, 'm>> {
+    /// The values `vals` that `op` carries into its results `results` (a loop's inits, a
+    /// branch's yields), as [`Self::carry_one`] gives them.
+    fn carried(
+        &mut self,
+        op: &Operation,
+        vals: &[TileValue],
+        results: &[TileValue],
+    ) -> R<Carried<'c, 'm>> {
         let f32t = self.w.ty(ScalarType::F32);
         let mut c = Carried::new();
         for (i, &v) in vals.iter().enumerate() {
-            let zeros = matches!(self.vals.get(&v), Some(Lv::Zeros));
-            let acc_result = op
-                .results
+            let acc_slot = results
                 .get(i)
                 .is_some_and(|&r| matches!(self.m.ty(r), TileType::Tile { .. }))
                 && self.acc.is_some();
-            if zeros && acc_result {
-                let zero = self.w.float(0.0, ScalarType::F32);
-                let n = self.acc.as_ref().map_or(0, |a| a.regs);
-                c.push(Lv::Acc(Rc::new(vec![zero.v; n])), f32t, f32t);
-                continue;
-            }
-            let (lv, t) = self.carry_one(op, v)?;
+            let (lv, t) = self.carry_one(op, v, acc_slot)?;
             c.push(lv, t, f32t);
         }
         Ok(c)
@@ -167,7 +172,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let lb = self.scalar(op, op.operands[0])?;
         let ub = self.scalar(op, op.operands[1])?;
         let step = self.scalar(op, op.operands[2])?;
-        let c = self.carried(op, &op.operands[3..])?;
+        let c = self.carried(op, &op.operands[3..], &op.results)?;
         let mut init = vec![lb.v];
         init.extend(&c.vals);
         let mut tys = vec![self.w.ty(lb.t)];
@@ -205,7 +210,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
     /// `tile.while` as a do-while: `br ^body(inits)`; `^body(args)`: the body, then
     /// `cond_br %continue, ^body(next), ^done(next)`.
     pub(super) fn lower_while(&mut self, op: &Operation) -> R<()> {
-        let c = self.carried(op, &op.operands)?;
+        let c = self.carried(op, &op.operands, &op.results)?;
         let b = &op.regions[0];
         let head = self.w.block(&c.tys);
         let exit = self.w.block(&c.tys);
@@ -248,7 +253,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 .filter(|y| y.kind == tilec_dialect::OpKind::Yield)
                 .map(|y| y.operands.clone())
                 .unwrap_or_default();
-            let y = self.if_yields(op, &ys)?;
+            let y = self.carried(op, &ys, &op.results)?;
             if r == 0 {
                 tys = y.tys.clone();
                 kinds = y.kinds;

@@ -269,11 +269,32 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         Ok(self.gep3(off))
     }
 
+    /// Lowers `ops` in order. An f32 tile of the accumulator's shape computed from
+    /// accumulators (an epilogue value, otherwise evaluated per register where it is used)
+    /// is evaluated where it is written when an MMA follows it in the block: that MMA may
+    /// write registers it reads (the promoted sum `acc + part` before the next k tile's
+    /// chain).
     pub fn lower_block(&mut self, ops: &[Operation]) -> R<()> {
         self.prev = None;
-        for op in ops {
+        let mut mma_after = vec![false; ops.len()];
+        let mut seen = false;
+        for (i, op) in ops.iter().enumerate().rev() {
+            mma_after[i] = seen;
+            seen |= holds_mma(op);
+        }
+        for (op, &mma_after) in ops.iter().zip(&mma_after) {
             self.w.at(&op.loc);
             self.lower_op(op)?;
+            if mma_after {
+                if let (Some(&r), true) = (op.results.first(), op.results.len() == 1) {
+                    if let Some(Lv::Lazy(l)) = self.vals.get(&r).cloned() {
+                        if self.is_acc_tile(r) {
+                            let regs = self.materialize(op, &l)?;
+                            self.vals.insert(r, Lv::Acc(Rc::new(regs)));
+                        }
+                    }
+                }
+            }
             self.prev = Some(op.kind);
         }
         Ok(())
@@ -1119,4 +1140,9 @@ fn build_module<'c>(
     let smem_end = g.smem_end;
     drop(g);
     Ok((module, smem_end))
+}
+
+/// Whether `op` is a `tile.mma` or holds one in its regions.
+fn holds_mma(op: &Operation) -> bool {
+    op.kind == OpKind::Mma || op.regions.iter().any(|b| b.ops.iter().any(holds_mma))
 }
