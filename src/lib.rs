@@ -69,10 +69,10 @@ pub struct Options {
     /// accumulator registers) or `"tma"` (staged in shared memory, stored with TMA; sm_90a).
     pub epilogue: &'static str,
     /// Promote each k tile's MMA result into the f32 sum (`tile-to-gpu` `promote`): the
-    /// precise fp8 accumulation on Hopper; needs an N tile of at most 160 on wgmma (two
-    /// accumulators per thread). `None` (default): `auto`, promoting fp8 MMAs on wgmma
-    /// when the two accumulators fit; `Some(true)` asks for it (an error where they do
-    /// not fit); `Some(false)` never.
+    /// precise fp8 accumulation on Hopper; needs an N tile of at most 128 with an M tile of
+    /// 128 on wgmma (three accumulators per thread: the sum, the part being added, the next
+    /// part in flight). `None` (default): `auto`, promoting fp8 MMAs on wgmma when they
+    /// fit; `Some(true)` asks for it (an error where they do not fit); `Some(false)` never.
     pub promote: Option<bool>,
     /// Where to stop.
     pub emit: Emit,

@@ -144,7 +144,8 @@ pub static INFO: PassInfo = PassInfo {
             default: "auto",
             help: "Accumulate each k tile's MMAs into a fresh accumulator and add it into the \
                 f32 sum (DeepGEMM's promotion: Hopper's fp8 wgmma sums with reduced precision); \
-                needs registers for two accumulators. auto: for fp8 wgmma when they fit",
+                needs registers for three accumulators on wgmma (two on mma.sync). auto: for \
+                fp8 wgmma when they fit",
         },
         OptionInfo {
             name: "epilogue",
@@ -177,7 +178,7 @@ pub struct TileToGpu {
     /// Stage the epilogue's store through shared memory and store it with TMA.
     pub tma_epilogue: bool,
     /// Promote each k tile's MMA result into the f32 sum (`promote`): `Some(on)`, or `None`
-    /// (`auto`) for fp8 operands on wgmma when two accumulators fit.
+    /// (`auto`) for fp8 operands on wgmma when its three accumulators fit.
     pub promote: Option<bool>,
 }
 

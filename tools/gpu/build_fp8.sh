@@ -8,8 +8,8 @@
 #   OUT/mixed-f32-T/   A e4m3 x B e5m2, f32 C
 #   OUT/rowwise-bf16-T/  examples/gemm_fp8_rowwise.tile (M x 1 and 1 x N scales)
 #   OUT/n128-{bf16,f32}-sm90a/, OUT/promote-{bf16,f32}-sm90a/  the e4m3 kernel with a
-#                      128x128 tile, without and with --promote (two accumulators do not
-#                      fit beside a 128x256 one)
+#                      128x128 tile, without and with --promote (three accumulators do not
+#                      fit at 128x256)
 #
 # Usage: tools/gpu/build_fp8.sh [OUT] (after `cargo build --release`; uses
 # target/release/tile-compile, or TILE_COMPILE).

@@ -67,8 +67,8 @@ struct Cli {
     #[arg(long = "epilogue-store", default_value = "direct", value_parser = ["direct", "tma"])]
     epilogue_store: String,
     /// Add each k tile's MMA result into the f32 sum once it completes (tile-to-gpu
-    /// `promote`): the precise fp8 accumulation on sm_90a, needing two accumulators' registers
-    /// (a 128x128 tile). auto (default): for fp8 on wgmma when they fit; on: always (an
+    /// `promote`): the precise fp8 accumulation on sm_90a, needing three accumulators'
+    /// registers (a 128x128 tile). auto (default): for fp8 on wgmma when they fit; on: always (an
     /// error where they do not fit); off: never.
     #[arg(long, default_value = "auto", value_parser = ["auto", "on", "off"])]
     promote: String,
