@@ -24,10 +24,9 @@
 //! on are then recomputed with the decisions frozen (a monotone least fixpoint, exact).
 //! Last, the decisions are refined against those exact states, to a fixpoint: from the last
 //! wait to the first, a wait (then a barrier, then a fence) that the others make
-//! unnecessary is dropped;
-//! each wait sinks past the op it stands before (a loop whole, or into both branches of a
-//! `tile.if`) while every hazard stays safe, merging with a wait it reaches; and each remaining `pending` is
-//! raised while every hazard stays safe; and a wait after a `tile.if` moves into the ends of
+//! unnecessary is dropped; each wait sinks past the op it stands before (a loop whole, or
+//! into both branches of a `tile.if`) while every hazard stays safe, merging with a wait
+//! it reaches; and each remaining `pending` is raised while every hazard stays safe; and a wait after a `tile.if` moves into the ends of
 //! its branches where some branch can then wait for fewer groups (a join does not force the
 //! smaller N on both paths; a value the moved wait takes that is used after the join leaves
 //! the `tile.if` as a new result). These are the moves `verify-async-waits` tries, so what it
