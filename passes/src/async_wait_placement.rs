@@ -26,11 +26,12 @@
 //! wait to the first, a wait (then a barrier, then a fence) that the others make
 //! unnecessary is dropped; each wait sinks past the op it stands before (a loop whole, or
 //! into both branches of a `tile.if`) while every hazard stays safe, merging with a wait
-//! it reaches; and each remaining `pending` is raised while every hazard stays safe; and a wait after a `tile.if` moves into the ends of
-//! its branches where some branch can then wait for fewer groups (a join does not force the
-//! smaller N on both paths; a value the moved wait takes that is used after the join leaves
-//! the `tile.if` as a new result). These are the moves `verify-async-waits` tries, so what it
-//! accepts as tight is what placement produces.
+//! it reaches; and each remaining `pending` is raised while every hazard stays safe; and a
+//! wait after a `tile.if` moves into the ends of its branches where some branch can then
+//! wait for fewer groups (a join does not force the smaller N on both paths; a value the
+//! moved wait takes that is used after the join leaves the `tile.if` as a new result).
+//! These are the moves `verify-async-waits` tries, so what it accepts as tight is what
+//! placement produces.
 //!
 //! Groups are per warpgroup: only region 1 of `tile.warp_specialize` (the consumers) and
 //! the kernel code after it carry the consumers' groups; region 0 starts from the state
