@@ -160,10 +160,17 @@ fn refuse_fp8(m: &TileModule, k: &Operation) -> Result<(), Diagnostic> {
         _ => None,
     };
     let args = k.regions.first().map_or(&[][..], |b| &b.args[..]);
-    if let Some(t) = args.iter().find_map(fp8) {
+    if let Some((v, t)) = args.iter().find_map(|v| fp8(v).map(|t| (*v, t))) {
+        let name = m
+            .name(v)
+            .map_or_else(|| "an argument".into(), |n| format!("'%{n}'"));
         return Err(Diagnostic::error(
             k.loc.clone(),
-            format!("convert-tile-to-nvvm: kernel arguments of {t} are not lowered yet"),
+            format!(
+                "convert-tile-to-nvvm: kernel argument {name} is a scalar {t}: fp8 register \
+                 values are not lowered yet (pass it as an f32 scalar, or as a tensor read \
+                 by TMA)"
+            ),
         ));
     }
     let mut bad = None;
