@@ -102,9 +102,10 @@
 //! through one register set would be a copy of registers a wgmma may still write), and a
 //! `tile.if` after it takes the last k tile of an even count. That is three accumulators
 //! (mma.sync: two, its MMAs being synchronous), so accumulators × BM × BN / consumer
-//! threads must stay within [`PROMOTE_MAX_ACC_REGS`]. `auto` (the default) promotes fp8
-//! MMAs on wgmma when they fit (a 128×128 tile, not a 128×256 one); `true` promotes any
-//! kernel whose accumulators fit, and refuses the others.
+//! threads must stay within [`PROMOTE_MAX_ACC_REGS`] (mma.sync:
+//! [`PROMOTE_MAX_ACC_REGS_MMA_SYNC`]). `auto` (the default) promotes fp8 MMAs on wgmma when
+//! they fit (a 128×128 tile, not a 128×256 one); `true` promotes any kernel whose
+//! accumulators fit, and refuses the others.
 //!
 //! Options: `target` (sm_90a), `stages` (4), `epilogue` (`direct`), `promote` (`auto`).
 //! Statistics:
@@ -161,10 +162,14 @@ pub static INFO: PassInfo = PassInfo {
 /// 1024-byte aligned, as 128-byte-swizzle atoms need).
 pub const BARRIER_REGION_BYTES: u64 = 1024;
 
-/// The most accumulator registers per consumer thread `promote` may hold: on wgmma the sum
+/// The most accumulator registers per consumer thread `promote` may hold on wgmma: the sum
 /// and two parts (one in flight while the other is added), below the 232 a consumer gets
-/// from `setmaxnreg`; on mma.sync the sum and one part, below that path's 168-register cap.
+/// from `setmaxnreg` (three 64×128 fragments: a 128×128 tile).
 pub const PROMOTE_MAX_ACC_REGS: u64 = 192;
+
+/// The same on the mma.sync path: the sum and one part (its MMAs are synchronous), below
+/// that path's 168-register cap.
+pub const PROMOTE_MAX_ACC_REGS_MMA_SYNC: u64 = 160;
 
 /// Threads per warpgroup.
 pub const WARPGROUP_THREADS: i64 = 128;
@@ -309,6 +314,11 @@ impl Emitter<'_> {
     }
     fn int(&mut self, kind: OpKind, a: Value, b: Value, name: &str) -> Value {
         self.one(kind, &[a, b], &[], Type::INDEX, name)
+    }
+    /// `tile.cmpi` of two index values under `predicate` (`eq`, `sgt`, …): an i1.
+    fn cmpi(&mut self, a: Value, b: Value, predicate: &str, name: &str) -> Value {
+        let pred = [("predicate", Attribute::Str(predicate.into()))];
+        self.one(OpKind::CmpI, &[a, b], &pred, Type::I1, name)
     }
     fn take(&mut self) -> Vec<Operation> {
         std::mem::take(&mut self.ops)
@@ -921,22 +931,33 @@ fn lower_kernel(
     } else {
         256
     };
-    let accs = if target.has_wgmma() { 3 } else { 2 };
+    let (accs, max_regs) = if target.has_wgmma() {
+        (3, PROMOTE_MAX_ACC_REGS)
+    } else {
+        (2, PROMOTE_MAX_ACC_REGS_MMA_SYNC)
+    };
     let regs = mm.bm * mm.bn / threads;
-    let fits = accs * regs <= PROMOTE_MAX_ACC_REGS;
+    let fits = accs * regs <= max_regs;
     let promote = promote.unwrap_or(mm.elem.is_fp8() && target.has_wgmma() && fits);
     if promote && !fits {
-        let max_bn = PROMOTE_MAX_ACC_REGS * threads / (accs * mm.bm) / 8 * 8;
+        let fix = if target.has_wgmma() {
+            let max_bn = max_regs * threads / (accs * mm.bm) / 8 * 8;
+            format!(
+                "use an N tile of at most {max_bn} with an M tile of {} on {target}",
+                mm.bm
+            )
+        } else {
+            format!("the mma.sync tile on {target} is 128x256: promote is for wgmma")
+        };
         return Err(Diagnostic::error(
             lp_loc.clone(),
             format!(
                 "tile-to-gpu: promote keeps {accs} {}x{} f32 accumulators, {} registers per \
-                 consumer thread; at most {PROMOTE_MAX_ACC_REGS} leave room for addresses and \
-                 fragments (use an N tile of at most {max_bn} with an M tile of {} on {target})",
+                 consumer thread; at most {max_regs} leave room for addresses and \
+                 fragments ({fix})",
                 mm.bm,
                 mm.bn,
                 accs * regs,
-                mm.bm
             ),
         ));
     }
@@ -1088,13 +1109,7 @@ fn lower_kernel(
         // With lb = 0 the range may still be empty (ub ≤ 0) unless ub is a positive constant.
         let base = lb.or((!mm.ub_positive).then_some(c0));
         let kstart = base.filter(|_| want_start).map(|lb| {
-            let nonempty = e.one(
-                OpKind::CmpI,
-                &[span, c0],
-                &[("predicate", Attribute::Str("sgt".into()))],
-                Type::I1,
-                "knonempty",
-            );
+            let nonempty = e.cmpi(span, c0, "sgt", "knonempty");
             let far = e.index(-(1 << 30), "kfar");
             e.one(
                 OpKind::Select,
@@ -1307,13 +1322,7 @@ fn lower_kernel(
             ops.extend(e.take());
             ops.push(lp);
             let parity = e.int(OpKind::RemI, ktiles, c2, "kparity");
-            let even = e.one(
-                OpKind::CmpI,
-                &[parity, c0],
-                &[("predicate", Attribute::Str("eq".into()))],
-                Type::I1,
-                "keven",
-            );
+            let even = e.cmpi(parity, c0, "eq", "keven");
             ops.extend(e.take());
             let last_kg = e.int(OpKind::AddI, g, pair_end, "kg_last_tile");
             let pa = mma_at(e, last_kg, None, "acc_part");

@@ -285,14 +285,12 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         for (op, &mma_after) in ops.iter().zip(&mma_after) {
             self.w.at(&op.loc);
             self.lower_op(op)?;
-            if mma_after {
-                if let (Some(&r), true) = (op.results.first(), op.results.len() == 1) {
-                    if let Some(Lv::Lazy(l)) = self.vals.get(&r).cloned() {
-                        if self.is_acc_tile(r) {
-                            let regs = self.materialize(op, &l)?;
-                            self.vals.insert(r, Lv::Acc(Rc::new(regs)));
-                        }
-                    }
+            if let ([r], true) = (&op.results[..], mma_after) {
+                if let Some(Lv::Lazy(l)) =
+                    self.vals.get(r).cloned().filter(|_| self.is_acc_tile(*r))
+                {
+                    let regs = self.materialize(op, &l)?;
+                    self.vals.insert(*r, Lv::Acc(Rc::new(regs)));
                 }
             }
             self.prev = Some(op.kind);
