@@ -28,11 +28,18 @@ pub use tilec_lowering as lowering;
 pub use tilec_passes as passes;
 
 use std::time::{Duration, Instant};
-use tilec_dialect::{parse, verify, Diagnostics, Module, Target, VerifiedModule};
+use tilec_dialect::{parse, verify, Diagnostics, Module, VerifiedModule};
 use tilec_lowering::{convert_tile_to_nvvm, mlir_stage_in_child, Manifest, Product, TargetSpec};
 use tilec_passes::PassManager;
 
+mod options;
+pub use options::{
+    ClusterShape, Emit, EpilogueStore, OptLevel, Options, OptionsError, Promote, Schedule,
+    NUM_WARPS,
+};
+
 /// What to compile.
+#[derive(Clone, Copy, Debug)]
 pub enum Input<'a> {
     /// IR text and the file name used in diagnostics.
     Text {
@@ -41,161 +48,10 @@ pub enum Input<'a> {
         /// Its name in `file:line:col`.
         file: &'a str,
     },
-    /// A module built in memory (it is verified first).
-    Module(Module),
-}
-
-/// Where to stop.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Emit {
-    /// The GPU-level tile IR after the tilec passes.
-    Tile,
-    /// The MLIR module handed to MLIR.
-    Mlir,
-    /// LLVM IR of the kernel (after MLIR's NVVM lowering and LLVM's optimisation).
-    Llvm,
-    /// PTX.
-    Ptx,
-}
-
-/// Compilation options.
-#[derive(Clone, Debug)]
-pub struct Options {
-    /// Target GPU.
-    pub target: Target,
-    /// Shared-memory ring depth (`tile-to-gpu` `stages`), 2 to 8.
-    pub stages: u32,
-    /// How the epilogue stores C (`tile-to-gpu` `epilogue`): `"direct"` (default, from the
-    /// accumulator registers) or `"tma"` (staged in shared memory, stored with TMA; sm_90a).
-    pub epilogue: &'static str,
-    /// Promote each k tile's MMA result into the f32 sum (`tile-to-gpu` `promote`): the
-    /// precise fp8 accumulation on Hopper; needs an N tile of at most 128 with an M tile of
-    /// 128 on wgmma (three accumulators per thread: the sum, the part being added, the next
-    /// part in flight). `None` (default): `auto`, promoting fp8 MMAs on wgmma when they
-    /// fit; `Some(true)` asks for it (an error where they do not fit); `Some(false)` never.
-    pub promote: Option<bool>,
-    /// Where to stop.
-    pub emit: Emit,
-    /// Run `verify-async-waits` after placement (default true).
-    pub check_waits: bool,
-    /// The `persistent` schedule: `static` (default on sm_90a: a strided persistent loop,
-    /// measured 1.02 of cuBLAS at 8192³ against 0.99 without, docs/performance.md), `clc`
-    /// (default on sm_100 and sm_100a: try_cancel work stealing), `none` (default on
-    /// sm_90: one tile per CTA in grouped order), or `off` (no `persistent`).
-    pub schedule: &'static str,
-    /// CTAs per cluster along x for the `clc` schedule (1, 2 or 4; > 1 needs sm_100a: the
-    /// multicast try_cancel).
-    pub cluster: u32,
-    /// Tiles of M swept per group for L2 reuse (`persistent` `group_m`; 0 = row-major).
-    pub group_m: u32,
-    /// Run `tile-simplify` first (default true when the pass exists).
-    pub simplify: bool,
-    /// LLVM's optimisation level for the NVPTX back end (0 to 3, default 3).
-    pub opt_level: u32,
-    /// The LLVM pass pipeline at `opt_level` 3, as `opt -passes=` reads it; `None` (the
-    /// default): tilec's (`tilec::lowering::LLVM_PIPELINE`).
-    pub llvm_passes: Option<String>,
-    /// Warps per CTA of a kernel without a dot (`tile-assign-layouts` `num-warps`): a power
-    /// of two from 1 to 32, or 0 (the default) to let the pass choose from the tiles.
-    pub num_warps: u32,
-    /// The kernel to compile, by symbol (`gemm` or `@gemm`), when the module holds several;
-    /// `None` (the default): the module must hold exactly one.
-    pub kernel: Option<String>,
-    /// Run the MLIR/LLVM stage (`--emit ptx` and `--emit llvm`) in a child process: the path
-    /// of a `tile-compile` binary (`tilec::lowering::mlir_stage_in_child`). For callers that
-    /// compile untrusted input: an LLVM fatal error or a crash in MLIR/LLVM then fails this
-    /// compile with [`Error::Mlir`] (`MlirError::Child`) instead of ending the caller's
-    /// process. `None` (the default): in process. The child's stage timings are not
-    /// reported (`Kernel::mlir_timings` is empty).
-    pub mlir_child: Option<std::path::PathBuf>,
-    /// How long the child of `mlir_child` may run before it is killed and the compile fails
-    /// with `MlirError::Child` (default `tilec::lowering::CHILD_TIMEOUT`, 120 s).
-    pub mlir_child_timeout: std::time::Duration,
-}
-
-impl Options {
-    /// Defaults for `target`: 4 stages, PTX, waits checked.
-    pub fn new(target: Target) -> Self {
-        // static on sm_90a (wgmma), clc where try_cancel exists; on sm_90 `none` (grouped
-        // order, one tile per CTA): with mma.sync the static loop's extra live values spill
-        // at the 168-register cap (docs/performance.md).
-        let schedule = if target.has_wgmma() {
-            "static"
-        } else if target.has_try_cancel() {
-            "clc"
-        } else {
-            "none"
-        };
-        Options {
-            target,
-            stages: 4,
-            epilogue: "direct",
-            promote: None,
-            emit: Emit::Ptx,
-            check_waits: true,
-            schedule,
-            cluster: 1,
-            group_m: 8,
-            simplify: true,
-            opt_level: 3,
-            llvm_passes: None,
-            num_warps: 0,
-            kernel: None,
-            mlir_child: None,
-            mlir_child_timeout: tilec_lowering::CHILD_TIMEOUT,
-        }
-    }
-
-    /// The tilec pass pipeline these options select, as `tile-opt` text.
-    pub fn pipeline(&self) -> String {
-        let mut p = String::new();
-        if self.simplify && tilec_passes::lookup("tile-simplify").is_some() {
-            p.push_str("tile-simplify,");
-        }
-        if self.schedule != "off" {
-            if self.schedule == "clc" {
-                p.push_str(&format!(
-                    "persistent{{schedule=clc group_m={} cluster={} dot-kernels-only=true}},",
-                    self.group_m, self.cluster
-                ));
-            } else {
-                p.push_str(&format!(
-                    "persistent{{schedule={} group_m={} dot-kernels-only=true}},",
-                    self.schedule, self.group_m
-                ));
-            }
-        }
-        p.push_str(&format!(
-            "tile-to-gpu{{target={} stages={}{}{}}}",
-            self.target,
-            self.stages,
-            if self.epilogue == "tma" {
-                " epilogue=tma"
-            } else {
-                ""
-            },
-            match self.promote {
-                Some(true) => " promote=true",
-                Some(false) => " promote=false",
-                None => "",
-            }
-        ));
-        // Kernels without a dot (tile-to-gpu leaves them): layouts and a plain launch.
-        // (`tile-hoist-loads` is not in the default pipeline: on the H200 it left RMSNorm
-        // as fast and made LayerNorm 22% slower, from the registers the early loads hold;
-        // docs/performance.md.)
-        p.push_str(&format!(
-            ",tile-assign-layouts{{target={} num-warps={}}}",
-            self.target, self.num_warps
-        ));
-        if tilec_passes::lookup("async-wait-placement").is_some() {
-            p.push_str(",async-wait-placement");
-            if self.check_waits && tilec_passes::lookup("verify-async-waits").is_some() {
-                p.push_str(",verify-async-waits");
-            }
-        }
-        p
-    }
+    /// A module built in memory (with [`dialect::Builder`] or parsed earlier). It is
+    /// verified first, and left as it is: compiling it again with other options (an
+    /// autotuner's sweep) needs no copy on the caller's side.
+    Module(&'a Module),
 }
 
 /// A compiled kernel.
@@ -228,6 +84,9 @@ pub enum Error {
     /// The pipeline text did not build.
     #[error("pipeline: {0}")]
     Pipeline(String),
+    /// The options do not go together ([`Options::validate`]).
+    #[error("{0}")]
+    Options(#[from] OptionsError),
 }
 
 impl From<Diagnostics> for Error {
@@ -340,11 +199,12 @@ fn select_kernel(
 /// # Errors
 /// See [`Error`]. Every error carries a location in the input where it has one.
 pub fn compile(input: Input<'_>, opts: &Options) -> Result<Kernel, Error> {
+    opts.validate()?;
     let mut timings = vec![];
     let t = Instant::now();
     let (mut module, file) = match input {
         Input::Text { source, file } => (parse(source, file)?, file.to_string()),
-        Input::Module(m) => (m, "<module>".to_string()),
+        Input::Module(m) => (m.clone(), "<module>".to_string()),
     };
     verify(&module)?;
     select_kernel(&mut module, opts.kernel.as_deref(), &file)?;
@@ -384,7 +244,7 @@ pub fn compile(input: Input<'_>, opts: &Options) -> Result<Kernel, Error> {
     let name = k.manifest.kernel.clone();
     tilec_lowering::set_fatal_error_subject(&format!("kernel @{name} for {}", opts.target));
     let mut spec = TargetSpec::new(opts.target.name(), k.ptx_version);
-    spec.opt_level = opts.opt_level.min(3);
+    spec.opt_level = opts.opt_level.level();
     spec.llvm_passes = opts.llvm_passes.clone();
     let t = Instant::now();
     let mut mlir_timings = vec![];

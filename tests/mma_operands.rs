@@ -58,10 +58,7 @@ fn ptx(src: &str, target: Target) -> String {
 
 /// The example GEMM's GPU-level IR after the default passes.
 fn gpu_ir(target: Target) -> String {
-    let opts = Options {
-        emit: Emit::Tile,
-        ..Options::new(target)
-    };
+    let opts = Options::new(target).with_emit(Emit::Tile);
     let src = example("gemm_bf16.tile");
     compile(
         Input::Text {

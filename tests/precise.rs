@@ -175,47 +175,22 @@ fn parse_spec(keys: &[(String, String)]) -> Result<Spec, String> {
                 .ok_or_else(|| format!("unknown target '{t}' (known: {})", Target::names()))
         })
         .transpose()?;
-    let num = |k: &str| -> Result<Option<u32>, String> {
-        get(k)
-            .map(|v| {
-                v.parse()
-                    .map_err(|_| format!("{k}: expected a number, found '{v}'"))
-            })
-            .transpose()
-    };
     let opts = match target {
         Some(t) => {
+            // The option keys are `Options::set`'s names (hyphens for underscores).
             let mut o = Options::new(t);
-            if let Some(v) = num("stages")? {
-                o.stages = v;
-            }
-            if let Some(v) = num("cluster")? {
-                o.cluster = v;
-            }
-            if let Some(v) = num("group-m")? {
-                o.group_m = v;
-            }
-            if let Some(v) = num("opt-level")? {
-                o.opt_level = v;
-            }
-            if let Some(v) = get("simplify") {
-                o.simplify = v == "true";
-            }
-            if let Some(v) = get("epilogue") {
-                o.epilogue = match v {
-                    "direct" => "direct",
-                    "tma" => "tma",
-                    _ => return Err(format!("epilogue: expected direct or tma, found '{v}'")),
-                };
-            }
-            if let Some(v) = get("schedule") {
-                o.schedule = match v {
-                    "static" => "static",
-                    "clc" => "clc",
-                    "none" => "none",
-                    "off" => "off",
-                    _ => return Err(format!("schedule: unknown '{v}'")),
-                };
+            for k in [
+                "stages",
+                "cluster",
+                "group-m",
+                "opt-level",
+                "simplify",
+                "epilogue",
+                "schedule",
+            ] {
+                if let Some(v) = get(k) {
+                    o.set(k, v).map_err(|e| e.to_string())?;
+                }
             }
             Some(o)
         }
@@ -402,7 +377,7 @@ fn produce(
             continue;
         }
         let mut ts = TargetSpec::new(target.name(), k.ptx_version);
-        ts.opt_level = opts.opt_level.min(3);
+        ts.opt_level = opts.opt_level.level();
         match k.to_ptx(&ts) {
             Ok((ptx, _)) => {
                 if want("ptx") {

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use tilec::dialect::Target;
-use tilec::{compile, Error, Input, Options};
+use tilec::{compile, ClusterShape, EpilogueStore, Error, Input, Options, Schedule};
 
 mod common;
 
@@ -119,7 +119,7 @@ fn smaller_tile_programs_sm90a() {
     ] {
         let src = example(file);
         let mut o = Options::new(Target::Sm90a);
-        o.schedule = "none";
+        o.schedule = Schedule::None;
         o.stages = stages;
         let k = compile(Input::Text { source: &src, file }, &o)
             .unwrap_or_else(|e| panic!("{file}: {e}"));
@@ -169,10 +169,10 @@ fn splitk_atomic_epilogue_sm90a() {
             "HGMMA.64x256x16.F32.BF16",
         ),
     ] {
-        for schedule in ["static", "none"] {
+        for schedule in [Schedule::Static, Schedule::None] {
             let mut o = Options::new(Target::Sm90a);
             o.schedule = schedule;
-            let (ptx, log, cubin) = build_with(file, &o, schedule);
+            let (ptx, log, cubin) = build_with(file, &o, schedule.name());
             let what = format!("{file} schedule={schedule}");
             assert!(
                 ptx.contains(".version 8.1"),
@@ -485,7 +485,7 @@ fn clc_try_cancel_sm100_and_multicast_sm100a() {
     // sm_100a with clusters of 2: the multicast form, remote arrives, cluster barriers.
     let src = example("gemm_bf16.tile");
     let mut o = Options::new(Target::Sm100a);
-    o.cluster = 2;
+    o.cluster = ClusterShape::x(2);
     let k = compile(
         Input::Text {
             source: &src,
@@ -536,7 +536,7 @@ fn clc_try_cancel_sm100_and_multicast_sm100a() {
     assert_clean(&log, "gemm_bf16 sm_100a cluster 2");
     // The multicast form on plain sm_100: a verifier error before MLIR.
     let mut o = Options::new(Target::Sm100);
-    o.cluster = 2;
+    o.cluster = ClusterShape::x(2);
     match compile(
         Input::Text {
             source: &src,
@@ -563,11 +563,11 @@ fn clc_try_cancel_sm100_and_multicast_sm100a() {
 #[test]
 fn gemm_sm90a_tma_epilogue() {
     for (schedule, file) in [
-        ("static", "gemm_bf16.tile"),
-        ("none", "gemm_bias_relu.tile"),
+        (Schedule::Static, "gemm_bf16.tile"),
+        (Schedule::None, "gemm_bias_relu.tile"),
     ] {
         let mut o = Options::new(Target::Sm90a);
-        o.epilogue = "tma";
+        o.epilogue = EpilogueStore::Tma;
         o.schedule = schedule;
         let what = format!("{file} sm_90a epilogue=tma schedule={schedule}");
         let (ptx, log, cubin) = build_with(file, &o, &format!("-tma-{schedule}"));
@@ -620,7 +620,7 @@ fn gemm_sm90a_tma_epilogue() {
     }
     // The staging ring does not fit beside 5 stages: an error naming the limit.
     let mut o = Options::new(Target::Sm90a);
-    o.epilogue = "tma";
+    o.epilogue = EpilogueStore::Tma;
     o.stages = 5;
     match compile(
         Input::Text {
@@ -860,10 +860,7 @@ fn llvm_pipeline_matches_default_o3() {
             ) else {
                 continue; // an example the back end refuses (checked elsewhere)
             };
-            let llvm = Options {
-                llvm_passes: Some("default<O3>".into()),
-                ..Options::new(target)
-            };
+            let llvm = Options::new(target).with_llvm_passes("default<O3>");
             let o3 = compile(
                 Input::Text {
                     source: &src,

@@ -21,19 +21,24 @@
 #[path = "../common.rs"]
 mod common;
 
-use clap::{Parser, ValueEnum};
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::Parser;
 use common::*;
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
 use std::time::Instant;
 use tilec::dialect::Target;
-use tilec::{compile, Emit, Error, Input, Options};
+use tilec::{
+    compile, ClusterShape, Emit, EpilogueStore, Error, Input, OptLevel, Options, Promote, Schedule,
+};
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum EmitArg {
-    Ptx,
-    Mlir,
-    Llvm,
-    Tile,
+/// A flag whose values are one of tilec's choice enums: clap lists `names` in `--help` and
+/// parses with the enum's `FromStr`, so the CLI and `Options::set` accept the same spellings.
+fn choice<T>(names: Vec<&'static str>) -> impl TypedValueParser<Value = T>
+where
+    T: FromStr<Err = tilec::OptionsError> + Clone + Send + Sync + 'static,
+{
+    PossibleValuesParser::new(names).try_map(|s| s.parse::<T>())
 }
 
 #[derive(Parser, Debug)]
@@ -57,48 +62,48 @@ struct Cli {
     )]
     out_dir: PathBuf,
     /// What to write.
-    #[arg(long, value_enum, default_value = "ptx")]
-    emit: EmitArg,
+    #[arg(long, default_value = "ptx", value_parser = choice::<Emit>(Emit::names()))]
+    emit: Emit,
     /// Shared-memory ring depth (2 to 8).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(2..=8))]
     stages: u32,
     /// How the epilogue stores C: direct (from the accumulator registers, the default) or
     /// tma (staged in shared memory, stored with TMA; sm_90a; C becomes a tensor map).
-    #[arg(long = "epilogue-store", default_value = "direct", value_parser = ["direct", "tma"])]
-    epilogue_store: String,
+    #[arg(
+        long = "epilogue-store",
+        default_value = "direct",
+        value_parser = choice::<EpilogueStore>(EpilogueStore::names())
+    )]
+    epilogue_store: EpilogueStore,
     /// Add each k tile's MMA result into the f32 sum once it completes (tile-to-gpu
     /// `promote`): the precise fp8 accumulation on sm_90a, needing three accumulators'
     /// registers (a 128x128 tile). auto (default): for fp8 on wgmma when they fit; on: always (an
     /// error where they do not fit); off: never.
-    #[arg(long, default_value = "auto", value_parser = ["auto", "on", "off"])]
-    promote: String,
+    #[arg(long, default_value = "auto", value_parser = choice::<Promote>(Promote::names()))]
+    promote: Promote,
     /// Persistent schedule: static (default on sm_90a), clc (try_cancel work stealing,
     /// default on sm_100/sm_100a), none (default on sm_90), off.
-    #[arg(long, value_parser = ["static", "clc", "none", "off"])]
-    schedule: Option<String>,
+    #[arg(long, value_parser = choice::<Schedule>(Schedule::names()))]
+    schedule: Option<Schedule>,
     /// CTAs per cluster along x with --schedule clc (1, 2 or 4; > 1 uses the multicast
     /// try_cancel, sm_100a only).
-    #[arg(long, default_value = "1", value_parser = ["1", "2", "4"])]
-    cluster: String,
+    #[arg(long, default_value = "1", value_parser = choice::<ClusterShape>(vec!["1", "2", "4"]))]
+    cluster: ClusterShape,
     /// Tiles of M swept per group for L2 reuse (0 = row-major order).
     #[arg(long, default_value_t = 8)]
     group_m: u32,
     /// Warps per CTA of a kernel without a dot: 1, 2, 4, 8, 16 or 32, or 0 to let
     /// tile-assign-layouts choose from the tiles.
-    #[arg(
-        long,
-        default_value = "0",
-        value_parser = ["0", "1", "2", "4", "8", "16", "32"]
-    )]
-    num_warps: String,
+    #[arg(long, default_value_t = 0, value_parser = warps)]
+    num_warps: u32,
     /// LLVM optimisation level of the NVPTX back end (0-3).
     #[arg(
         short = 'O',
         long = "opt-level",
-        default_value_t = 3,
-        value_parser = clap::value_parser!(u32).range(0..=3)
+        default_value = "3",
+        value_parser = choice::<OptLevel>(OptLevel::names())
     )]
-    opt_level: u32,
+    opt_level: OptLevel,
     /// The LLVM pass pipeline at -O3, as `opt -passes=` reads it (default: tilec's, which
     /// gives the same PTX as LLVM's default<O3> on the examples in less time).
     #[arg(long, value_name = "PIPELINE")]
@@ -124,6 +129,13 @@ struct Cli {
     ptx_version: Option<(u32, u32)>,
 }
 
+fn warps(s: &str) -> Result<u32, String> {
+    s.parse::<u32>()
+        .ok()
+        .filter(|w| tilec::NUM_WARPS.contains(w))
+        .ok_or_else(|| format!("'{s}' is not 0, 1, 2, 4, 8, 16 or 32"))
+}
+
 fn parse_ptx_version(s: &str) -> Result<(u32, u32), String> {
     let bad = || format!("'{s}' is not a PTX ISA version like 8.1");
     let (a, b) = s.split_once('.').ok_or_else(bad)?;
@@ -135,7 +147,7 @@ fn mlir_stage(cli: &Cli, product: &str, name: &str, src: &str) -> i32 {
     use tilec::lowering::{mlir_to_llvm_ir, mlir_to_ptx, set_fatal_error_subject, TargetSpec};
     let version = cli.ptx_version.unwrap_or(cli.target.min_ptx_version());
     let mut spec = TargetSpec::new(cli.target.name(), version);
-    spec.opt_level = cli.opt_level;
+    spec.opt_level = cli.opt_level.level();
     spec.llvm_passes = cli.llvm_passes.clone();
     set_fatal_error_subject(&format!("the MLIR module {name} for {}", cli.target));
     let out = if product == "llvm" {
@@ -186,63 +198,29 @@ fn run() -> i32 {
     if let Some(product) = &cli.mlir_stage {
         return mlir_stage(&cli, product, &name, src);
     }
-    let mut opts = Options::new(cli.target);
-    opts.stages = cli.stages;
-    opts.promote = match cli.promote.as_str() {
-        "on" => Some(true),
-        "off" => Some(false),
-        _ => None,
-    };
-    opts.epilogue = if cli.epilogue_store == "tma" {
-        "tma"
-    } else {
-        "direct"
-    };
-    if let Some(s) = &cli.schedule {
-        opts.schedule = match s.as_str() {
-            "static" => "static",
-            "clc" => "clc",
-            "none" => "none",
-            _ => "off",
-        };
-    }
-    opts.group_m = cli.group_m;
-    opts.num_warps = cli.num_warps.parse().expect("clap checked the warp count");
-    opts.cluster = cli.cluster.parse().expect("clap checked 1, 2 or 4");
-    if opts.schedule == "clc" && !cli.target.has_try_cancel() {
-        eprintln!(
-            "error: --schedule clc uses clusterlaunchcontrol.try_cancel (PTX ISA 8.6), which \
-                needs sm_100 or sm_100a; the target is {}",
-            cli.target
-        );
-        return EXIT_USAGE;
-    }
-    if opts.cluster > 1 && opts.schedule != "clc" {
-        eprintln!(
-            "error: --cluster {} needs the clc schedule (--schedule clc; the default on \
-                sm_100 and sm_100a), but the schedule is {}",
-            opts.cluster, opts.schedule
-        );
-        return EXIT_USAGE;
-    }
-    if opts.cluster > 1 && !cli.target.has_try_cancel_multicast() {
-        eprintln!(
-            "error: --cluster {} uses the multicast try_cancel, which needs sm_100a; the \
-                target is {}",
-            opts.cluster, cli.target
-        );
-        return EXIT_USAGE;
+    let mut opts = Options::new(cli.target)
+        .with_stages(cli.stages)
+        .with_promote(cli.promote)
+        .with_epilogue(cli.epilogue_store)
+        .with_group_m(cli.group_m)
+        .with_num_warps(cli.num_warps)
+        .with_cluster(cli.cluster)
+        .with_simplify(!cli.no_simplify)
+        .with_opt_level(cli.opt_level)
+        .with_emit(cli.emit);
+    if let Some(s) = cli.schedule {
+        opts.schedule = s;
     }
     opts.kernel = cli.kernel.clone();
-    opts.simplify = !cli.no_simplify;
-    opts.opt_level = cli.opt_level;
     opts.llvm_passes = cli.llvm_passes.clone();
-    opts.emit = match cli.emit {
-        EmitArg::Ptx => Emit::Ptx,
-        EmitArg::Mlir => Emit::Mlir,
-        EmitArg::Llvm => Emit::Llvm,
-        EmitArg::Tile => Emit::Tile,
-    };
+    if let Err(e) = opts.validate() {
+        let flag = match e.option {
+            "epilogue" => "epilogue-store".to_string(),
+            o => o.replace('_', "-"),
+        };
+        eprintln!("error: --{flag}: {}", e.reason);
+        return EXIT_USAGE;
+    }
     let k = match compile(
         Input::Text {
             source: src,
@@ -268,12 +246,7 @@ fn run() -> i32 {
         );
         return EXIT_DIAGNOSTICS;
     }
-    let ext = match cli.emit {
-        EmitArg::Ptx => "ptx",
-        EmitArg::Mlir => "mlir",
-        EmitArg::Llvm => "ll",
-        EmitArg::Tile => "tile",
-    };
+    let ext = cli.emit.extension();
     let stem = file_stem(&k.name);
     let out = cli.out_dir.join(format!("{stem}.{ext}"));
     let man = cli.out_dir.join(format!("{stem}.json"));
@@ -288,7 +261,7 @@ fn run() -> i32 {
     eprintln!("wrote {} and {}", out.display(), man.display());
     let mut status = EXIT_OK;
     if cli.ptxas {
-        if !matches!(cli.emit, EmitArg::Ptx) {
+        if cli.emit != Emit::Ptx {
             eprintln!("error: --ptxas needs --emit ptx");
             return EXIT_USAGE;
         }

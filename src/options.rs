@@ -1,0 +1,826 @@
+//! Typed compilation options: [`Options`] and the enums of its choices.
+//!
+//! Every choice has one spelling, shared by the Rust API ([`std::str::FromStr`],
+//! [`Options::set`]) and `tile-compile`'s flags, so the two accept exactly the same things.
+//! [`Options::validate`] rejects combinations that do not go together; [`crate::compile`]
+//! calls it first.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+use tilec_dialect::Target;
+
+/// An option value that does not parse, or options that do not go together.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("option '{option}': {reason}")]
+pub struct OptionsError {
+    /// The option, as [`Options::set`] names it (`schedule`, `cluster`, ...).
+    pub option: &'static str,
+    /// Why, with what would be accepted.
+    pub reason: String,
+}
+
+impl OptionsError {
+    fn new(option: &'static str, reason: impl Into<String>) -> Self {
+        OptionsError {
+            option,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Declares a choice enum with its spellings, `name()`, `ALL`, `FromStr` and `Display`.
+macro_rules! choice {
+    (
+        $(#[$m:meta])* $ty:ident, $option:literal {
+            $($(#[$vm:meta])* $var:ident = $name:literal,)+
+        }
+    ) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum $ty {
+            $($(#[$vm])* $var,)+
+        }
+
+        impl $ty {
+            /// Every value, in the order the documentation lists them.
+            pub const ALL: &'static [$ty] = &[$($ty::$var,)+];
+            /// The spelling (`tile-compile`'s flag value, [`Options::set`]'s value).
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($ty::$var => $name,)+
+                }
+            }
+            /// Every spelling, in order.
+            pub fn names() -> Vec<&'static str> {
+                Self::ALL.iter().map(|v| v.name()).collect()
+            }
+        }
+
+        impl FromStr for $ty {
+            type Err = OptionsError;
+            fn from_str(s: &str) -> Result<Self, OptionsError> {
+                Self::ALL.iter().copied().find(|v| v.name() == s).ok_or_else(|| {
+                    OptionsError::new(
+                        $option,
+                        format!("unknown value '{s}' (known: {})", Self::names().join(", ")),
+                    )
+                })
+            }
+        }
+
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+    };
+}
+
+choice! {
+    /// The `persistent` pass's schedule of output tiles over CTAs.
+    Schedule, "schedule" {
+        /// `static`: a strided persistent loop, min(tiles, SMs) CTAs (the default on sm_90a;
+        /// measured 1.02 of cuBLAS at 8192³ against 0.99 without, docs/performance.md).
+        Static = "static",
+        /// `clc`: work stealing with `clusterlaunchcontrol.try_cancel` (PTX ISA 8.6; the
+        /// default on sm_100 and sm_100a, which alone have it).
+        Clc = "clc",
+        /// `none`: one tile per CTA, in grouped order (the default on sm_90: with mma.sync
+        /// the static loop's extra live values spill at the 168-register cap).
+        None = "none",
+        /// `off`: no `persistent` pass; the grid is the kernel's own.
+        Off = "off",
+    }
+}
+
+impl Schedule {
+    /// The default for `target`: `static` with wgmma, `clc` where try_cancel exists, `none`
+    /// otherwise.
+    pub fn default_for(target: Target) -> Self {
+        if target.has_wgmma() {
+            Schedule::Static
+        } else if target.has_try_cancel() {
+            Schedule::Clc
+        } else {
+            Schedule::None
+        }
+    }
+}
+
+choice! {
+    /// How a GEMM's epilogue stores C (`tile-to-gpu` `epilogue`).
+    EpilogueStore, "epilogue" {
+        /// `direct`: from the accumulator registers (the default).
+        Direct = "direct",
+        /// `tma`: staged in shared memory and stored with TMA (wgmma targets only; C becomes
+        /// a tensor map whose row pitch must be a multiple of 16 bytes, docs/manifest.md).
+        Tma = "tma",
+    }
+}
+
+choice! {
+    /// Whether each k tile's MMA result is added into the f32 sum once it completes
+    /// (`tile-to-gpu` `promote`): the precise fp8 accumulation on Hopper.
+    Promote, "promote" {
+        /// `auto`: promote fp8 MMAs on wgmma where the three accumulators fit (an N tile of at
+        /// most 128 with an M tile of 128).
+        Auto = "auto",
+        /// `on`: always; an error where the accumulators do not fit.
+        On = "on",
+        /// `off`: never.
+        Off = "off",
+    }
+}
+
+choice! {
+    /// LLVM's optimisation level for the NVPTX back end.
+    OptLevel, "opt_level" {
+        /// `0`: no optimisation.
+        O0 = "0",
+        /// `1`.
+        O1 = "1",
+        /// `2`.
+        O2 = "2",
+        /// `3`: the default, with tilec's LLVM pass pipeline (`lowering::LLVM_PIPELINE`).
+        O3 = "3",
+    }
+}
+
+impl OptLevel {
+    /// The level as LLVM numbers it, 0 to 3.
+    pub fn level(self) -> u32 {
+        match self {
+            OptLevel::O0 => 0,
+            OptLevel::O1 => 1,
+            OptLevel::O2 => 2,
+            OptLevel::O3 => 3,
+        }
+    }
+}
+
+/// CTAs per thread-block cluster, x × y × z (PTX ISA `.reqnctapercluster`).
+///
+/// Spelled `X` (y = z = 1) or `XxYxZ`. Today only clusters along x, of 1, 2 or 4 CTAs, with
+/// the `clc` schedule on sm_100a are compiled ([`Options::validate`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ClusterShape {
+    /// CTAs along x.
+    pub x: u32,
+    /// CTAs along y.
+    pub y: u32,
+    /// CTAs along z.
+    pub z: u32,
+}
+
+impl ClusterShape {
+    /// No cluster: 1 × 1 × 1.
+    pub const NONE: ClusterShape = ClusterShape { x: 1, y: 1, z: 1 };
+
+    /// `x` CTAs along x.
+    pub fn x(x: u32) -> Self {
+        ClusterShape { x, y: 1, z: 1 }
+    }
+
+    /// CTAs per cluster, x · y · z.
+    pub fn size(self) -> u64 {
+        u64::from(self.x) * u64::from(self.y) * u64::from(self.z)
+    }
+
+    /// `[x, y, z]`, as the manifest's `cluster` writes it.
+    pub fn dims(self) -> [u32; 3] {
+        [self.x, self.y, self.z]
+    }
+}
+
+impl Default for ClusterShape {
+    fn default() -> Self {
+        ClusterShape::NONE
+    }
+}
+
+impl FromStr for ClusterShape {
+    type Err = OptionsError;
+    fn from_str(s: &str) -> Result<Self, OptionsError> {
+        let bad = || {
+            OptionsError::new(
+                "cluster",
+                format!("'{s}' is not a cluster shape: X or XxYxZ, positive integers (e.g. 2)"),
+            )
+        };
+        let dims: Vec<u32> = s
+            .split('x')
+            .map(|d| d.parse::<u32>().ok().filter(|&v| v > 0).ok_or_else(bad))
+            .collect::<Result<_, _>>()?;
+        match dims[..] {
+            [x] => Ok(ClusterShape::x(x)),
+            [x, y, z] => Ok(ClusterShape { x, y, z }),
+            _ => Err(bad()),
+        }
+    }
+}
+
+impl fmt::Display for ClusterShape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.y == 1 && self.z == 1 {
+            write!(f, "{}", self.x)
+        } else {
+            write!(f, "{}x{}x{}", self.x, self.y, self.z)
+        }
+    }
+}
+
+choice! {
+    /// Where to stop.
+    Emit, "emit" {
+        /// `ptx`: PTX (the default).
+        Ptx = "ptx",
+        /// `mlir`: the MLIR module handed to MLIR.
+        Mlir = "mlir",
+        /// `llvm`: LLVM IR of the kernel (after MLIR's NVVM lowering and LLVM's
+        /// optimisation).
+        Llvm = "llvm",
+        /// `tile`: the GPU-level tile IR after the tilec passes.
+        Tile = "tile",
+    }
+}
+
+impl Emit {
+    /// The output file's extension (`ptx`, `mlir`, `ll`, `tile`).
+    pub fn extension(self) -> &'static str {
+        match self {
+            Emit::Llvm => "ll",
+            e => e.name(),
+        }
+    }
+}
+
+/// Warp counts `tile-assign-layouts` accepts (0: it chooses).
+pub const NUM_WARPS: [u32; 7] = [0, 1, 2, 4, 8, 16, 32];
+
+/// Compilation options. Build with [`Options::new`] and the `with_*` methods (or set the
+/// fields), then [`Options::validate`]; [`crate::compile`] validates too.
+///
+/// ```
+/// use tilec::{dialect::Target, Options, Schedule, ClusterShape};
+/// let o = Options::new(Target::Sm100a)
+///     .with_schedule(Schedule::Clc)
+///     .with_cluster(ClusterShape::x(2));
+/// assert!(o.validate().is_ok());
+/// let bad = Options::new(Target::Sm90a).with_cluster(ClusterShape::x(2));
+/// assert_eq!(bad.validate().unwrap_err().option, "cluster");
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Options {
+    /// Target GPU.
+    pub target: Target,
+    /// Shared-memory ring depth (`tile-to-gpu` `stages`), 2 to 8 (default 4).
+    pub stages: u32,
+    /// How the epilogue stores C (default [`EpilogueStore::Direct`]).
+    pub epilogue: EpilogueStore,
+    /// Promotion of fp8 MMA results into the f32 sum (default [`Promote::Auto`]).
+    pub promote: Promote,
+    /// Where to stop (default [`Emit::Ptx`]).
+    pub emit: Emit,
+    /// Run `verify-async-waits` after placement (default true).
+    pub check_waits: bool,
+    /// The `persistent` schedule (default [`Schedule::default_for`] the target).
+    pub schedule: Schedule,
+    /// CTAs per cluster (default 1 × 1 × 1). More than one needs [`Schedule::Clc`] on
+    /// sm_100a (the multicast try_cancel): 2 or 4 along x.
+    pub cluster: ClusterShape,
+    /// Tiles of M swept per group for L2 reuse (`persistent` `group_m`; 0 = row-major;
+    /// default 8).
+    pub group_m: u32,
+    /// Run `tile-simplify` first (default true).
+    pub simplify: bool,
+    /// LLVM's optimisation level for the NVPTX back end (default [`OptLevel::O3`]).
+    pub opt_level: OptLevel,
+    /// The LLVM pass pipeline at [`OptLevel::O3`], as `opt -passes=` reads it; `None` (the
+    /// default): tilec's (`tilec::lowering::LLVM_PIPELINE`). Only O3 runs it.
+    pub llvm_passes: Option<String>,
+    /// Warps per CTA of a kernel without a dot (`tile-assign-layouts` `num-warps`): one of
+    /// [`NUM_WARPS`], 0 (the default) to let the pass choose from the tiles.
+    pub num_warps: u32,
+    /// The kernel to compile, by symbol (`gemm` or `@gemm`), when the module holds several;
+    /// `None` (the default): the module must hold exactly one.
+    pub kernel: Option<String>,
+    /// Run the MLIR/LLVM stage ([`Emit::Ptx`] and [`Emit::Llvm`]) in a child process: the
+    /// path of a `tile-compile` binary (`tilec::lowering::mlir_stage_in_child`). For callers
+    /// that compile untrusted input: an LLVM fatal error or a crash in MLIR/LLVM then fails
+    /// this compile with [`crate::Error::Mlir`] (`MlirError::Child`) instead of ending the
+    /// caller's process. `None` (the default): in process. The child's stage timings are not
+    /// reported (`Kernel::mlir_timings` is empty).
+    pub mlir_child: Option<PathBuf>,
+    /// How long the child of `mlir_child` may run before it is killed and the compile fails
+    /// with `MlirError::Child` (default `tilec::lowering::CHILD_TIMEOUT`, 120 s).
+    pub mlir_child_timeout: Duration,
+}
+
+impl Options {
+    /// Defaults for `target`: 4 stages, PTX, waits checked, the target's schedule.
+    pub fn new(target: Target) -> Self {
+        Options {
+            target,
+            stages: 4,
+            epilogue: EpilogueStore::Direct,
+            promote: Promote::Auto,
+            emit: Emit::Ptx,
+            check_waits: true,
+            schedule: Schedule::default_for(target),
+            cluster: ClusterShape::NONE,
+            group_m: 8,
+            simplify: true,
+            opt_level: OptLevel::O3,
+            llvm_passes: None,
+            num_warps: 0,
+            kernel: None,
+            mlir_child: None,
+            mlir_child_timeout: tilec_lowering::CHILD_TIMEOUT,
+        }
+    }
+
+    /// Sets [`Options::stages`].
+    pub fn with_stages(mut self, stages: u32) -> Self {
+        self.stages = stages;
+        self
+    }
+    /// Sets [`Options::epilogue`].
+    pub fn with_epilogue(mut self, epilogue: EpilogueStore) -> Self {
+        self.epilogue = epilogue;
+        self
+    }
+    /// Sets [`Options::promote`].
+    pub fn with_promote(mut self, promote: Promote) -> Self {
+        self.promote = promote;
+        self
+    }
+    /// Sets [`Options::emit`].
+    pub fn with_emit(mut self, emit: Emit) -> Self {
+        self.emit = emit;
+        self
+    }
+    /// Sets [`Options::check_waits`].
+    pub fn with_check_waits(mut self, check: bool) -> Self {
+        self.check_waits = check;
+        self
+    }
+    /// Sets [`Options::schedule`].
+    pub fn with_schedule(mut self, schedule: Schedule) -> Self {
+        self.schedule = schedule;
+        self
+    }
+    /// Sets [`Options::cluster`].
+    pub fn with_cluster(mut self, cluster: ClusterShape) -> Self {
+        self.cluster = cluster;
+        self
+    }
+    /// Sets [`Options::group_m`].
+    pub fn with_group_m(mut self, group_m: u32) -> Self {
+        self.group_m = group_m;
+        self
+    }
+    /// Sets [`Options::simplify`].
+    pub fn with_simplify(mut self, simplify: bool) -> Self {
+        self.simplify = simplify;
+        self
+    }
+    /// Sets [`Options::opt_level`].
+    pub fn with_opt_level(mut self, level: OptLevel) -> Self {
+        self.opt_level = level;
+        self
+    }
+    /// Sets [`Options::llvm_passes`].
+    pub fn with_llvm_passes(mut self, pipeline: impl Into<String>) -> Self {
+        self.llvm_passes = Some(pipeline.into());
+        self
+    }
+    /// Sets [`Options::num_warps`].
+    pub fn with_num_warps(mut self, warps: u32) -> Self {
+        self.num_warps = warps;
+        self
+    }
+    /// Sets [`Options::kernel`].
+    pub fn with_kernel(mut self, name: impl Into<String>) -> Self {
+        self.kernel = Some(name.into());
+        self
+    }
+    /// Sets [`Options::mlir_child`].
+    pub fn with_mlir_child(mut self, exe: impl Into<PathBuf>) -> Self {
+        self.mlir_child = Some(exe.into());
+        self
+    }
+
+    /// The option names [`Options::set`] takes.
+    pub const NAMES: &'static [&'static str] = &[
+        "target",
+        "stages",
+        "epilogue",
+        "promote",
+        "emit",
+        "check_waits",
+        "schedule",
+        "cluster",
+        "group_m",
+        "simplify",
+        "opt_level",
+        "llvm_passes",
+        "num_warps",
+        "kernel",
+    ];
+
+    /// Sets one option from text, as a frontend with string-keyed options (Python keyword
+    /// arguments, a config file) has them: `name` is a field's name (`-` may stand for `_`),
+    /// `value` its spelling (`"clc"`, `"2"`, `"true"`, ...). Setting `target` keeps the other
+    /// fields; the schedule stays as it was.
+    ///
+    /// # Errors
+    /// An unknown name, or a value that does not parse for it. Combinations are checked by
+    /// [`Options::validate`].
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), OptionsError> {
+        fn num(option: &'static str, v: &str) -> Result<u32, OptionsError> {
+            v.parse().map_err(|_| {
+                OptionsError::new(option, format!("'{v}' is not a non-negative integer"))
+            })
+        }
+        fn flag(option: &'static str, v: &str) -> Result<bool, OptionsError> {
+            match v {
+                "true" => Ok(true),
+                "false" => Ok(false),
+                _ => Err(OptionsError::new(
+                    option,
+                    format!("'{v}' is not true or false"),
+                )),
+            }
+        }
+        match name.replace('-', "_").as_str() {
+            "target" => {
+                self.target = Target::from_name(value).ok_or_else(|| {
+                    OptionsError::new(
+                        "target",
+                        format!("unknown target '{value}' (known: {})", Target::names()),
+                    )
+                })?
+            }
+            "stages" => self.stages = num("stages", value)?,
+            "epilogue" => self.epilogue = value.parse()?,
+            "promote" => self.promote = value.parse()?,
+            "emit" => self.emit = value.parse()?,
+            "check_waits" => self.check_waits = flag("check_waits", value)?,
+            "schedule" => self.schedule = value.parse()?,
+            "cluster" => self.cluster = value.parse()?,
+            "group_m" => self.group_m = num("group_m", value)?,
+            "simplify" => self.simplify = flag("simplify", value)?,
+            "opt_level" => self.opt_level = value.parse()?,
+            "llvm_passes" => self.llvm_passes = Some(value.to_string()),
+            "num_warps" => self.num_warps = num("num_warps", value)?,
+            "kernel" => self.kernel = Some(value.to_string()),
+            _ => {
+                return Err(OptionsError {
+                    option: "?",
+                    reason: format!(
+                        "unknown option '{name}' (known: {})",
+                        Self::NAMES.join(", ")
+                    ),
+                })
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks each option's range and that the options go together on the target. Nothing
+    /// is silently ignored or clamped: an option that would not take effect is an error.
+    ///
+    /// # Errors
+    /// The first option found wrong, with the reason:
+    /// - `stages` outside 2 to 8;
+    /// - `schedule` `clc` on a target without `clusterlaunchcontrol.try_cancel` (sm_90,
+    ///   sm_90a);
+    /// - `cluster` other than 1, 2 or 4 along x; more than 1 without the `clc` schedule, or
+    ///   on a target without the multicast try_cancel (sm_100a only);
+    /// - `epilogue` `tma` without wgmma (sm_90a only);
+    /// - `num_warps` not in [`NUM_WARPS`];
+    /// - `llvm_passes` with an optimisation level below 3 (it would not run), or empty;
+    /// - `kernel` empty; `mlir_child_timeout` zero.
+    pub fn validate(&self) -> Result<(), OptionsError> {
+        let t = self.target;
+        let err = |option, reason: String| Err(OptionsError::new(option, reason));
+        if !(2..=8).contains(&self.stages) {
+            return err(
+                "stages",
+                format!("{} is out of range: 2 to 8 ring slots", self.stages),
+            );
+        }
+        if self.schedule == Schedule::Clc && !t.has_try_cancel() {
+            return err(
+                "schedule",
+                format!(
+                    "clc uses clusterlaunchcontrol.try_cancel (PTX ISA 8.6), which needs \
+                     sm_100 or sm_100a; the target is {t}"
+                ),
+            );
+        }
+        let c = self.cluster;
+        if c.y != 1 || c.z != 1 || ![1, 2, 4].contains(&c.x) {
+            return err(
+                "cluster",
+                format!("{c}: clusters of 1, 2 or 4 CTAs along x are supported"),
+            );
+        }
+        if c.x > 1 && self.schedule != Schedule::Clc {
+            return err(
+                "cluster",
+                format!(
+                    "{c} needs the clc schedule (the default on sm_100 and sm_100a), but the \
+                     schedule is {}",
+                    self.schedule
+                ),
+            );
+        }
+        if c.x > 1 && !t.has_try_cancel_multicast() {
+            return err(
+                "cluster",
+                format!(
+                    "{c} uses the multicast try_cancel, which needs sm_100a; the target is {t}"
+                ),
+            );
+        }
+        if self.epilogue == EpilogueStore::Tma && !t.has_wgmma() {
+            return err(
+                "epilogue",
+                format!(
+                    "tma stores the wgmma accumulator fragments (one warpgroup per 64 rows), \
+                     which needs sm_90a; the target is {t}"
+                ),
+            );
+        }
+        if !NUM_WARPS.contains(&self.num_warps) {
+            return err(
+                "num_warps",
+                format!(
+                    "{} is not a power of two from 1 to 32 (or 0, to let the pass choose)",
+                    self.num_warps
+                ),
+            );
+        }
+        match &self.llvm_passes {
+            Some(p) if p.trim().is_empty() => {
+                return err("llvm_passes", "the pipeline is empty".into());
+            }
+            Some(_) if self.opt_level != OptLevel::O3 => {
+                return err(
+                    "llvm_passes",
+                    format!(
+                        "the pipeline runs at opt level 3 only; the opt level is {}",
+                        self.opt_level
+                    ),
+                );
+            }
+            _ => {}
+        }
+        if self
+            .kernel
+            .as_deref()
+            .map(|k| k.trim_start_matches('@').is_empty())
+            == Some(true)
+        {
+            return err("kernel", "the kernel name is empty".into());
+        }
+        if self.mlir_child.is_some() && self.mlir_child_timeout.is_zero() {
+            return err(
+                "mlir_child_timeout",
+                "a zero timeout kills every child".into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// The tilec pass pipeline these options select, as `tile-opt` text.
+    pub fn pipeline(&self) -> String {
+        let mut p = String::new();
+        if self.simplify && tilec_passes::lookup("tile-simplify").is_some() {
+            p.push_str("tile-simplify,");
+        }
+        match self.schedule {
+            Schedule::Off => {}
+            Schedule::Clc => p.push_str(&format!(
+                "persistent{{schedule=clc group_m={} cluster={} dot-kernels-only=true}},",
+                self.group_m, self.cluster.x
+            )),
+            s => p.push_str(&format!(
+                "persistent{{schedule={s} group_m={} dot-kernels-only=true}},",
+                self.group_m
+            )),
+        }
+        p.push_str(&format!(
+            "tile-to-gpu{{target={} stages={}{}{}}}",
+            self.target,
+            self.stages,
+            match self.epilogue {
+                EpilogueStore::Tma => " epilogue=tma",
+                EpilogueStore::Direct => "",
+            },
+            match self.promote {
+                Promote::On => " promote=true",
+                Promote::Off => " promote=false",
+                Promote::Auto => "",
+            }
+        ));
+        // Kernels without a dot (tile-to-gpu leaves them): layouts and a plain launch.
+        // (`tile-hoist-loads` is not in the default pipeline: on the H200 it left RMSNorm
+        // as fast and made LayerNorm 22% slower, from the registers the early loads hold;
+        // docs/performance.md.)
+        p.push_str(&format!(
+            ",tile-assign-layouts{{target={} num-warps={}}}",
+            self.target, self.num_warps
+        ));
+        if tilec_passes::lookup("async-wait-placement").is_some() {
+            p.push_str(",async-wait-placement");
+            if self.check_waits && tilec_passes::lookup("verify-async-waits").is_some() {
+                p.push_str(",verify-async-waits");
+            }
+        }
+        p
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spellings_round_trip() {
+        for s in Schedule::ALL {
+            assert_eq!(s.name().parse::<Schedule>(), Ok(*s));
+        }
+        for e in EpilogueStore::ALL {
+            assert_eq!(e.to_string().parse::<EpilogueStore>(), Ok(*e));
+        }
+        for p in Promote::ALL {
+            assert_eq!(p.name().parse::<Promote>(), Ok(*p));
+        }
+        for (i, l) in OptLevel::ALL.iter().enumerate() {
+            assert_eq!(l.level(), i as u32);
+            assert_eq!(i.to_string().parse::<OptLevel>(), Ok(*l));
+        }
+        assert_eq!(Emit::Llvm.extension(), "ll");
+        assert_eq!("2".parse::<ClusterShape>(), Ok(ClusterShape::x(2)));
+        let c: ClusterShape = "2x2x1".parse().unwrap();
+        assert_eq!(
+            (c.dims(), c.size(), c.to_string()),
+            ([2, 2, 1], 4, "2x2x1".into())
+        );
+        for bad in ["", "0", "2x2", "-1", "x", "2x1x0"] {
+            assert_eq!(
+                bad.parse::<ClusterShape>().unwrap_err().option,
+                "cluster",
+                "{bad:?}"
+            );
+        }
+        let e = "TMA".parse::<EpilogueStore>().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "option 'epilogue': unknown value 'TMA' (known: direct, tma)"
+        );
+        let e = "7".parse::<OptLevel>().unwrap_err();
+        assert_eq!(e.reason, "unknown value '7' (known: 0, 1, 2, 3)");
+    }
+
+    #[test]
+    fn defaults_follow_the_target() {
+        let s = |t| Options::new(t).schedule;
+        assert_eq!(s(Target::Sm90a), Schedule::Static);
+        assert_eq!(s(Target::Sm90), Schedule::None);
+        assert_eq!(s(Target::Sm100), Schedule::Clc);
+        assert_eq!(s(Target::Sm100a), Schedule::Clc);
+        for t in Target::ALL {
+            assert_eq!(Options::new(t).validate(), Ok(()), "{t}");
+        }
+    }
+
+    #[test]
+    fn set_parses_every_name() {
+        let mut o = Options::new(Target::Sm90a);
+        for (k, v) in [
+            ("target", "sm_100a"),
+            ("stages", "6"),
+            ("epilogue", "direct"),
+            ("promote", "off"),
+            ("emit", "mlir"),
+            ("check-waits", "false"),
+            ("schedule", "clc"),
+            ("cluster", "4"),
+            ("group_m", "0"),
+            ("simplify", "false"),
+            ("opt-level", "3"),
+            ("llvm_passes", "default<O3>"),
+            ("num_warps", "8"),
+            ("kernel", "@gemm"),
+        ] {
+            o.set(k, v).unwrap_or_else(|e| panic!("{k}={v}: {e}"));
+        }
+        let want = Options::new(Target::Sm100a)
+            .with_stages(6)
+            .with_promote(Promote::Off)
+            .with_emit(Emit::Mlir)
+            .with_check_waits(false)
+            .with_schedule(Schedule::Clc)
+            .with_cluster(ClusterShape::x(4))
+            .with_group_m(0)
+            .with_simplify(false)
+            .with_llvm_passes("default<O3>")
+            .with_num_warps(8)
+            .with_kernel("@gemm");
+        assert_eq!(o, want);
+        assert_eq!(o.validate(), Ok(()));
+        assert_eq!(Options::NAMES.len(), 14);
+        let e = o.set("stage", "4").unwrap_err();
+        assert!(
+            e.reason
+                .starts_with("unknown option 'stage' (known: target, stages,"),
+            "{e}"
+        );
+        assert_eq!(o.set("stages", "four").unwrap_err().option, "stages");
+        assert_eq!(o.set("simplify", "yes").unwrap_err().option, "simplify");
+        assert_eq!(o.set("target", "sm_80").unwrap_err().option, "target");
+    }
+
+    #[test]
+    fn validate_rejects_what_would_not_take_effect() {
+        let base = || Options::new(Target::Sm90a);
+        let opt = |o: Options| o.validate().map_err(|e| e.option);
+        assert_eq!(opt(base().with_stages(1)), Err("stages"));
+        assert_eq!(opt(base().with_stages(9)), Err("stages"));
+        assert_eq!(opt(base().with_stages(8)), Ok(()));
+        assert_eq!(opt(base().with_schedule(Schedule::Clc)), Err("schedule"));
+        assert_eq!(opt(base().with_cluster(ClusterShape::x(2))), Err("cluster"));
+        let clc = |t| Options::new(t).with_schedule(Schedule::Clc);
+        assert_eq!(
+            opt(clc(Target::Sm100).with_cluster(ClusterShape::x(2))),
+            Err("cluster")
+        );
+        assert_eq!(
+            opt(clc(Target::Sm100a).with_cluster(ClusterShape::x(3))),
+            Err("cluster")
+        );
+        let yz = ClusterShape { x: 2, y: 2, z: 1 };
+        assert_eq!(opt(clc(Target::Sm100a).with_cluster(yz)), Err("cluster"));
+        let off = Options::new(Target::Sm100a).with_schedule(Schedule::Off);
+        assert_eq!(opt(off.with_cluster(ClusterShape::x(2))), Err("cluster"));
+        assert_eq!(opt(base().with_epilogue(EpilogueStore::Tma)), Ok(()));
+        let tma = |t| Options::new(t).with_epilogue(EpilogueStore::Tma);
+        assert_eq!(opt(tma(Target::Sm90)), Err("epilogue"));
+        assert_eq!(opt(tma(Target::Sm100a)), Err("epilogue"));
+        assert_eq!(opt(base().with_num_warps(3)), Err("num_warps"));
+        assert_eq!(opt(base().with_num_warps(64)), Err("num_warps"));
+        assert_eq!(opt(base().with_num_warps(32)), Ok(()));
+        let o2 = base()
+            .with_llvm_passes("default<O3>")
+            .with_opt_level(OptLevel::O2);
+        assert_eq!(opt(o2), Err("llvm_passes"));
+        assert_eq!(opt(base().with_llvm_passes(" ")), Err("llvm_passes"));
+        assert_eq!(opt(base().with_kernel("@")), Err("kernel"));
+        let mut child = base().with_mlir_child("tile-compile");
+        child.mlir_child_timeout = Duration::ZERO;
+        assert_eq!(opt(child), Err("mlir_child_timeout"));
+        let e = base().with_schedule(Schedule::Clc).validate().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "option 'schedule': clc uses clusterlaunchcontrol.try_cancel (PTX ISA 8.6), which \
+             needs sm_100 or sm_100a; the target is sm_90a"
+        );
+    }
+
+    #[test]
+    fn pipeline_spells_the_choices() {
+        let o = Options::new(Target::Sm100a)
+            .with_cluster(ClusterShape::x(2))
+            .with_promote(Promote::On)
+            .with_num_warps(4);
+        let p = o.pipeline();
+        assert!(
+            p.contains("persistent{schedule=clc group_m=8 cluster=2 "),
+            "{p}"
+        );
+        assert!(
+            p.contains("tile-to-gpu{target=sm_100a stages=4 promote=true}"),
+            "{p}"
+        );
+        assert!(
+            p.contains("tile-assign-layouts{target=sm_100a num-warps=4}"),
+            "{p}"
+        );
+        let p = Options::new(Target::Sm90a)
+            .with_schedule(Schedule::Off)
+            .with_epilogue(EpilogueStore::Tma)
+            .pipeline();
+        assert!(!p.contains("persistent"), "{p}");
+        assert!(
+            p.contains("tile-to-gpu{target=sm_90a stages=4 epilogue=tma}"),
+            "{p}"
+        );
+    }
+}
