@@ -28,7 +28,8 @@
 //!   `tile-compile` was 176 MB stripped; with only what it uses, 53 MB).
 //! - `tilec-dialect`: the IR being lowered (a `VerifiedModule`, so unverified IR never
 //!   reaches MLIR).
-//! - `serde`, `serde_json`: the launch manifest.
+//! - `tilec-manifest`: the launch manifest's types (a crate of their own, so that a launcher
+//!   needs no MLIR).
 //! - `thiserror`: derives `std::error::Error` and `Display` for [`MlirError`].
 //!
 //! # Process-wide state
@@ -41,12 +42,12 @@
 
 #![deny(missing_docs)]
 
-pub mod manifest;
 pub mod mlir_driver;
 pub mod nvvm;
 
-pub use manifest::{Manifest, Param, SCHEMA_VERSION};
 pub use nvvm::{convert_tile_to_nvvm, LoweredKernel};
+pub use tilec_manifest as manifest;
+pub use tilec_manifest::{Manifest, Param, SCHEMA_VERSION};
 
 pub use mlir_driver::{
     install_fatal_error_handler, min_ptx_version, mlir_stage_in_child, mlir_to_llvm_ir,

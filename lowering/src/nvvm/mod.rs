@@ -23,13 +23,13 @@ pub mod reduce;
 pub mod remap;
 pub mod writer;
 
-use crate::manifest::{GridExpr, Manifest};
+use crate::manifest::{Dtype, GridExpr, Manifest};
 use crate::mlir_driver::{MlirError, StageTimings, TargetSpec};
 use melior::{ir::Module as MlirModule, Context};
 use std::sync::Arc;
 use tilec_dialect::{
-    Attribute, Diagnostic, Expr, Module as TileModule, Operation, Target, Type as TileType,
-    VerifiedModule,
+    Attribute, Diagnostic, Expr, Module as TileModule, Operation, ScalarType, Target,
+    Type as TileType, VerifiedModule,
 };
 
 /// A lowered kernel: the recipe of its MLIR module, and the manifest describing its launch.
@@ -203,28 +203,56 @@ pub(crate) fn sanitize(s: &str) -> String {
         .collect()
 }
 
-/// The kernel's grid for the manifest: x, y, z as expressions and as text (missing
-/// dimensions are 1).
-pub(crate) fn grid_of(k: &Operation) -> (Vec<GridExpr>, Vec<String>) {
+/// The kernel's grid for the manifest: x, y, z (missing dimensions are 1).
+pub(crate) fn grid_of(k: &Operation) -> Vec<GridExpr> {
     let grid = k.attr("grid").and_then(Attribute::as_array).unwrap_or(&[]);
-    let mut dims: Vec<GridExpr> = grid
-        .iter()
+    grid.iter()
         .map(|a| match a {
-            Attribute::Int(i) => GridExpr::from_expr(&Expr::Int(*i)),
-            Attribute::Expr(e) => GridExpr::from_expr(e),
+            Attribute::Int(i) => GridExpr::Int(*i),
+            Attribute::Expr(e) => grid_expr(e),
             _ => GridExpr::Int(1),
         })
-        .collect();
-    let mut texts: Vec<String> = grid
-        .iter()
-        .map(|a| match a {
-            Attribute::Expr(e) => e.to_plain_string(),
-            other => other.to_string(),
-        })
-        .collect();
-    while dims.len() < 3 {
-        dims.push(GridExpr::Int(1));
-        texts.push("1".into());
-    }
-    (dims, texts)
+        .collect()
 }
+
+/// The manifest's form of the IR's grid expression.
+fn grid_expr(e: &Expr) -> GridExpr {
+    let two = |a: &Expr, b: &Expr| Box::new([grid_expr(a), grid_expr(b)]);
+    match e {
+        Expr::Int(i) => GridExpr::Int(*i),
+        Expr::Arg(n) => GridExpr::Arg { arg: n.clone() },
+        Expr::CeilDiv(a, b) => GridExpr::CeilDiv { ceildiv: two(a, b) },
+        Expr::Mul(a, b) => GridExpr::Mul { mul: two(a, b) },
+        Expr::Add(a, b) => GridExpr::Add { add: two(a, b) },
+        Expr::Min(a, b) => GridExpr::Min { min: two(a, b) },
+    }
+}
+
+/// The manifest's name of a tensor element type.
+pub(crate) fn dtype_of(t: ScalarType) -> Dtype {
+    match t {
+        ScalarType::I1 => Dtype::I1,
+        ScalarType::I32 => Dtype::I32,
+        ScalarType::I64 => Dtype::I64,
+        ScalarType::Index => Dtype::Index,
+        ScalarType::F16 => Dtype::F16,
+        ScalarType::BF16 => Dtype::Bf16,
+        ScalarType::F32 => Dtype::F32,
+        ScalarType::E4M3 => Dtype::E4m3,
+        ScalarType::E5M2 => Dtype::E5m2,
+    }
+}
+
+/// The manifest's type of a scalar parameter: `index` is passed as `i64`.
+pub(crate) fn scalar_dtype(t: ScalarType) -> Dtype {
+    match t {
+        ScalarType::Index => Dtype::I64,
+        t => dtype_of(t),
+    }
+}
+
+// CUDA's grid limits, as the verifier checks constant grids and the manifest states them.
+const _: () = {
+    let (a, b) = (tilec_dialect::target::MAX_GRID, crate::manifest::MAX_GRID);
+    assert!(a[0] == b[0] && a[1] == b[1] && a[2] == b[2]);
+};

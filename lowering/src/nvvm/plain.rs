@@ -419,22 +419,6 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
     }
 }
 
-/// Bytes of PTX parameter space: a pointer tensor's pointer, sizes and strides 8 each, a
-/// scalar its size (4 or 8).
-fn param_bytes(params: &[Param]) -> u64 {
-    params
-        .iter()
-        .map(|p| match p {
-            Param::TensorPointer { rank, .. } => 8 + 16 * u64::from(*rank),
-            Param::Scalar { dtype, .. } => match dtype.as_str() {
-                "i64" | "index" => 8,
-                _ => 4,
-            },
-            Param::TensorMap { .. } => 128,
-        })
-        .sum()
-}
-
 /// Lowers kernel `k` (laid out by `tile-assign-layouts`) to an MLIR module and its manifest.
 ///
 /// # Errors
@@ -449,15 +433,12 @@ pub(super) fn lower_kernel(m: &TileModule, k: &Operation) -> R<(Manifest, (u32, 
         match m.ty(a) {
             TileType::Tensor { rank, elem } => params.push(Param::TensorPointer {
                 name: an,
-                dtype: elem.name().into(),
+                dtype: super::dtype_of(*elem),
                 rank: *rank,
             }),
             TileType::Scalar(s) => params.push(Param::Scalar {
                 name: an,
-                dtype: match s {
-                    ScalarType::Index => "i64".into(),
-                    s => s.name().into(),
-                },
+                dtype: super::scalar_dtype(*s),
             }),
             t => {
                 return err(
@@ -468,7 +449,7 @@ pub(super) fn lower_kernel(m: &TileModule, k: &Operation) -> R<(Manifest, (u32, 
         }
     }
     let mut ptx_version = target.min_ptx_version();
-    let bytes = param_bytes(&params);
+    let bytes = crate::manifest::param_space_bytes(&params);
     if bytes > tilec_dialect::target::max_param_bytes(ptx_version) {
         ptx_version = ptx_version.max((8, 1));
     }
@@ -487,7 +468,7 @@ pub(super) fn lower_kernel(m: &TileModule, k: &Operation) -> R<(Manifest, (u32, 
     let smem_bytes = crate::mlir_driver::with_builder_context(|ctx| {
         build_module(ctx, m, k, &name, num_warps, target).map(|(_, bytes)| bytes)
     })?;
-    let (dims, texts) = super::grid_of(k);
+    let dims = super::grid_of(k);
     let (maj, min) = ptx_version;
     let manifest = Manifest::new(
         name.clone(),
@@ -496,7 +477,6 @@ pub(super) fn lower_kernel(m: &TileModule, k: &Operation) -> R<(Manifest, (u32, 
         [threads as u32, 1, 1],
         smem_bytes,
         dims,
-        texts,
         params,
     );
     Ok((manifest, ptx_version))

@@ -30,7 +30,11 @@ mod wgmma;
 
 use super::plain::err;
 use super::writer::{ICmp, Writer, V};
-use crate::manifest::{Manifest, Param};
+use super::{dtype_of, scalar_dtype};
+use crate::manifest::{
+    Dtype, Fill, Finalize, FinalizeOp, Interleave, L2Promotion, Manifest, Param, Persistent,
+    SplitK, Swizzle, WorkspaceInit,
+};
 use epilogue::Lazy;
 use melior::{
     dialect::llvm,
@@ -551,27 +555,6 @@ fn k_loads(k: &Operation, t: TileValue) -> bool {
     any
 }
 
-/// Bytes of PTX parameter space the parameters take, each aligned as the ABI aligns it
-/// (docs/manifest.md): a tensor map 128 bytes at 64, a pointer tensor's pointer, sizes and
-/// strides 8 each, a scalar its size.
-fn param_bytes(params: &[Param]) -> u64 {
-    let mut offset = 0u64;
-    for p in params {
-        let (size, align) = match p {
-            Param::TensorMap { .. } => (128, 64),
-            Param::TensorPointer { rank, .. } => (8 * (1 + 2 * u64::from(*rank)), 8),
-            Param::Scalar { dtype, .. } => match dtype.as_str() {
-                "i64" | "f64" => (8, 8),
-                "i32" | "f32" => (4, 4),
-                "f16" | "bf16" => (2, 2),
-                _ => (1, 1),
-            },
-        };
-        offset = offset.div_ceil(align) * align + size;
-    }
-    offset
-}
-
 /// The analysis of a kernel before anything is built: the TMA box of each tensor read or
 /// written by TMA, and the consumer warpgroups.
 struct Analysis<'k> {
@@ -666,34 +649,35 @@ fn params_of(m: &TileModule, k: &Operation, a: &Analysis) -> R<Vec<Param>> {
                 if let Some(b) = a.tma_boxes.get(&v) {
                     // A map only stored through has no fill (TMA clips out-of-bounds writes).
                     let fill = if a.stored.contains_key(&v) && !k_loads(k, v) {
-                        "none"
+                        Fill::None
                     } else {
-                        "zero"
+                        Fill::Zero
+                    };
+                    let bytes = a.tma_swizzle.get(&v).copied().unwrap_or(128);
+                    let Some(swizzle) = Swizzle::from_bytes(bytes) else {
+                        return err(k, format!("internal error: a {bytes}-byte TMA swizzle"));
                     };
                     params.push(Param::TensorMap {
                         name: an,
-                        dtype: elem.name().into(),
+                        dtype: dtype_of(*elem),
                         rank: *rank,
                         box_: b.clone(),
-                        swizzle: format!("{}B", a.tma_swizzle.get(&v).copied().unwrap_or(128)),
-                        fill: fill.into(),
-                        interleave: "none".into(),
-                        l2_promotion: "256B".into(),
+                        swizzle,
+                        fill,
+                        interleave: Interleave::None,
+                        l2_promotion: L2Promotion::B256,
                     });
                 } else {
                     params.push(Param::TensorPointer {
                         name: an,
-                        dtype: elem.name().into(),
+                        dtype: dtype_of(*elem),
                         rank: *rank,
                     });
                 }
             }
             TileType::Scalar(s) => params.push(Param::Scalar {
                 name: an,
-                dtype: match s {
-                    ScalarType::Index => "i64".into(),
-                    s => s.name().into(),
-                },
+                dtype: scalar_dtype(*s),
             }),
             t => {
                 return err(
@@ -759,7 +743,7 @@ fn setup<'k>(m: &TileModule, k: &'k Operation) -> R<Setup<'k>> {
     };
 
     // Parameter space: PTX ISA 8.1 raised the limit; use it when the parameters need it.
-    let bytes = param_bytes(&params);
+    let bytes = crate::manifest::param_space_bytes(&params);
     if bytes > tilec_dialect::target::max_param_bytes(ptx_version) {
         ptx_version = ptx_version.max((8, 1));
     }
@@ -823,18 +807,16 @@ pub(super) fn lower_kernel(m: &TileModule, k: &Operation) -> R<(Manifest, (u32, 
     })?;
 
     let grid = k.attr("grid").and_then(TileAttr::as_array).unwrap_or(&[]);
-    let (dims, texts) = super::grid_of(k);
+    let dims = super::grid_of(k);
     let smem_bytes = k.int_attr("smem_bytes").unwrap_or(smem_end as i64) as u64;
     let (maj, min) = ptx_version;
+    let group_m = k.int_attr("group_m").unwrap_or(0).clamp(0, u32::MAX as i64) as u32;
     let persistent = match k.str_attr("schedule") {
-        Some("static") => Some(serde_json::json!({
-            "schedule": "static",
-            "ctas_per_sm": 1,
-            "group_m": k.int_attr("group_m").unwrap_or(0),
-        })),
-        Some("clc") => Some(
-            serde_json::json!({"schedule": "clc", "group_m": k.int_attr("group_m").unwrap_or(0)}),
-        ),
+        Some("static") => Some(Persistent::Static {
+            ctas_per_sm: 1,
+            group_m,
+        }),
+        Some("clc") => Some(Persistent::Clc { group_m }),
         _ => None,
     };
     let mut manifest = Manifest::new(
@@ -844,7 +826,6 @@ pub(super) fn lower_kernel(m: &TileModule, k: &Operation) -> R<(Manifest, (u32, 
         [block[0] as u32, block[1] as u32, block[2] as u32],
         smem_bytes.max(smem_end),
         dims,
-        texts,
         params,
     );
     manifest.persistent = persistent;
@@ -872,13 +853,18 @@ pub(super) fn lower_kernel(m: &TileModule, k: &Operation) -> R<(Manifest, (u32, 
         // kernels with atomics (an epilogue's reduction added into its output) only say
         // what they add into.
         if let Some(TileAttr::Expr(Expr::Arg(n))) = grid.get(2) {
-            manifest.split_k = Some(serde_json::json!({
-                "arg": n,
-                "workspace": ws,
-                "workspace_init": "zero",
-                "k_tile": k_tile,
-                "finalize": {"op": "convert", "from": ws.first(), "to": "C", "dtype": "bf16"},
-            }));
+            manifest.split_k = Some(SplitK {
+                arg: n.clone(),
+                finalize: Finalize {
+                    op: FinalizeOp::Convert,
+                    from: ws.first().cloned(),
+                    to: "C".into(),
+                    dtype: Dtype::Bf16,
+                },
+                workspace: ws.clone(),
+                workspace_init: WorkspaceInit::Zero,
+                k_tile,
+            });
         }
         manifest.atomic_outputs = ws;
     }
