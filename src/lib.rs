@@ -132,7 +132,9 @@ fn check_source_level(m: &tilec_dialect::Module) -> Result<(), Error> {
     if ds.is_empty() {
         Ok(())
     } else {
-        Err(Error::Diagnostics(Diagnostics(ds)))
+        Err(Error::Diagnostics(
+            Diagnostics(ds).with_kind(tilec_dialect::DiagKind::InvalidIr),
+        ))
     }
 }
 
@@ -196,9 +198,36 @@ fn select_kernel(
 /// Compile one kernel: the module's only kernel, or [`Options::kernel`]. Use the passes and
 /// [`lowering`] directly for more control.
 ///
+/// A module of several kernels compiles the one [`Options::kernel`] names (every kernel is
+/// verified; the others are not compiled); without a name, such a module is an error
+/// listing its kernels.
+///
 /// # Errors
-/// See [`Error`]. Every error carries a location in the input where it has one.
+/// See [`Error`]. Every error carries a location in the input where it has one. Each
+/// diagnostic of [`Error::Diagnostics`] has a [`dialect::DiagKind`] and the name of the
+/// kernel being compiled (where one was chosen), and no diagnostic is repeated.
 pub fn compile(input: Input<'_>, opts: &Options) -> Result<Kernel, Error> {
+    let mut kernel = None;
+    compile_kernel(input, opts, &mut kernel).map_err(|e| match e {
+        Error::Diagnostics(mut d) => {
+            d.dedup();
+            for x in &mut d.0 {
+                if x.kernel.is_none() {
+                    x.kernel.clone_from(&kernel);
+                }
+            }
+            Error::Diagnostics(d)
+        }
+        e => e,
+    })
+}
+
+/// [`compile`]'s work; `kernel` is set to the chosen kernel's symbol once it is known.
+fn compile_kernel(
+    input: Input<'_>,
+    opts: &Options,
+    kernel: &mut Option<String>,
+) -> Result<Kernel, Error> {
     opts.validate()?;
     let mut timings = vec![];
     let t = Instant::now();
@@ -208,6 +237,7 @@ pub fn compile(input: Input<'_>, opts: &Options) -> Result<Kernel, Error> {
     };
     verify(&module)?;
     select_kernel(&mut module, opts.kernel.as_deref(), &file)?;
+    *kernel = module.kernels().next().and_then(|k| k.symbol.clone());
     check_source_level(&module)?;
     // Input already lowered to GPU-level ops carries its target: it must be the one asked
     // for (the PTX header and the ops' availability follow it).

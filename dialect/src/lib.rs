@@ -52,13 +52,13 @@ pub mod verifier;
 
 pub use attr::{Attribute, Expr};
 pub use builder::Builder;
-pub use diag::{Diagnostic, Diagnostics, Severity};
+pub use diag::{DiagKind, Diagnostic, Diagnostics, Severity};
 pub use ir::{AttrMap, Block, Module, Operation, Value, ValueInfo};
 pub use layout::LinearLayout;
 pub use location::Location;
 pub use ops::{OpClass, OpKind};
 pub use parser::{parse, parse_bytes, split_input};
 pub use printer::{print_module, print_op};
-pub use target::{mma_k, GemmTile, Target, MMA_K_BYTES};
+pub use target::{mma_k, GemmTile, Target, TileRefusal, MMA_K_BYTES};
 pub use types::{ScalarType, Type};
 pub use verifier::{verify, VerifiedModule};

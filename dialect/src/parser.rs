@@ -15,7 +15,7 @@
 //! types; run [`crate::verify`] next.
 
 use crate::attr::{Attribute, Expr};
-use crate::diag::{Diagnostic, Diagnostics};
+use crate::diag::{DiagKind, Diagnostic, Diagnostics};
 use crate::ir::{AttrMap, Block, Module, Operation, Value};
 use crate::lexer::{lex, Tok, Token};
 use crate::location::Location;
@@ -33,7 +33,7 @@ pub const MAX_NESTING: usize = 128;
 /// # Errors
 /// The first syntax or naming error, with its location.
 pub fn parse(src: &str, file: &str) -> Result<Module, Diagnostics> {
-    parse_chunk(src, &Arc::from(file), 1)
+    parse_chunk(src, &Arc::from(file), 1).map_err(|d| d.with_kind(DiagKind::InvalidIr))
 }
 
 /// Parse raw bytes: like [`parse`], but invalid UTF-8 is an error at its position.
@@ -41,7 +41,7 @@ pub fn parse(src: &str, file: &str) -> Result<Module, Diagnostics> {
 /// # Errors
 /// Invalid UTF-8, or any error [`parse`] reports.
 pub fn parse_bytes(bytes: &[u8], file: &str) -> Result<Module, Diagnostics> {
-    let src = utf8(bytes, file)?;
+    let src = utf8(bytes, file).map_err(|d| d.with_kind(DiagKind::InvalidIr))?;
     parse(src, file)
 }
 

@@ -3,6 +3,7 @@
 //! (clusterlaunchcontrol.try_cancel: sm_100+, PTX ISA 8.6; `.multicast::cluster::all`
 //! needs an `a` target), and the CUDA programming guide's per-architecture limits.
 
+use crate::diag::DiagKind;
 use crate::types::ScalarType;
 use std::fmt;
 
@@ -195,18 +196,25 @@ impl Target {
     /// # Errors
     /// A message naming the broken limit, e.g. "a 256x256 f32 accumulator needs 256 KiB of
     /// registers; the register file holds 256 KiB per SM".
-    pub fn check_gemm_tile(self, t: &GemmTile) -> Result<(), String> {
+    pub fn check_gemm_tile(self, t: &GemmTile) -> Result<(), TileRefusal> {
         let acc_bytes = t.bm * t.bn * t.acc.size_bytes();
         if acc_bytes >= REGISTER_FILE_BYTES {
-            return Err(format!(
-                "a {}x{} {} accumulator needs {} KiB of registers; the register file holds {} \
-                 KiB per SM, with room needed for addresses and the epilogue",
-                t.bm,
-                t.bn,
-                t.acc,
-                acc_bytes / 1024,
-                REGISTER_FILE_BYTES / 1024
-            ));
+            return Err(TileRefusal {
+                kind: DiagKind::ResourceLimit {
+                    resource: "accumulator bytes per CTA",
+                    needed: acc_bytes,
+                    limit: REGISTER_FILE_BYTES - 1,
+                },
+                message: format!(
+                    "a {}x{} {} accumulator needs {} KiB of registers; the register file holds \
+                     {} KiB per SM, with room needed for addresses and the epilogue",
+                    t.bm,
+                    t.bn,
+                    t.acc,
+                    acc_bytes / 1024,
+                    REGISTER_FILE_BYTES / 1024
+                ),
+            });
         }
         let pair_ok = match t.elem {
             ScalarType::BF16 | ScalarType::F16 | ScalarType::F32 => t.b_elem == t.elem,
@@ -214,11 +222,11 @@ impl Target {
             _ => false,
         };
         if !pair_ok || t.acc != ScalarType::F32 {
-            return Err(format!(
+            return Err(TileRefusal::unsupported(format!(
                 "the MMA on {self} takes bf16, f16, tf32 or e4m3/e5m2 inputs with an f32 \
                  accumulator, found {} x {} inputs with a {} accumulator",
                 t.elem, t.b_elem, t.acc
-            ));
+            )));
         }
         if t.elem.size_bytes() != 2 && !(t.a_k_major && t.b_k_major) {
             let name = if t.elem == ScalarType::F32 {
@@ -226,7 +234,7 @@ impl Target {
             } else {
                 t.elem.to_string()
             };
-            return Err(format!(
+            return Err(TileRefusal::unsupported(format!(
                 "{name} operands must both be K-major: A stored M×K and B stored N×K (load B \
                  as N×K and transpose it for the dot, as torch._scaled_mm's mat2); {} transposes \
                  only 16-bit operands in shared memory, found A {} and B {}",
@@ -237,11 +245,11 @@ impl Target {
                 },
                 if t.a_k_major { "M×K" } else { "K×M" },
                 if t.b_k_major { "N×K" } else { "K×N" },
-            ));
+            )));
         }
         if ![64, 128, 256].contains(&t.bk_bytes()) {
             let e = t.elem.size_bytes();
-            return Err(format!(
+            return Err(TileRefusal::unsupported(format!(
                 "the K tile must be 64, 128 or 256 bytes (a 64-byte, a 128-byte or two \
                  128-byte swizzle spans: {}, {} or {} elements of {}), found {}",
                 64 / e,
@@ -249,38 +257,63 @@ impl Target {
                 256 / e,
                 t.elem,
                 t.bk
-            ));
+            )));
         }
         if self.has_wgmma() {
             if t.bm != 64 && t.bm != 128 {
-                return Err(format!(
+                return Err(TileRefusal::unsupported(format!(
                     "the M tile must be 64 or 128 (64 rows per consumer warpgroup, 1 or 2 \
                      warpgroups), found {}",
                     t.bm
-                ));
+                )));
             }
             if !t.bn.is_multiple_of(8) || !(8..=256).contains(&t.bn) {
-                return Err(format!(
+                return Err(TileRefusal::unsupported(format!(
                     "the N tile {} is not a legal wgmma N (a multiple of 8 from 8 to 256)",
                     t.bn
-                ));
+                )));
             }
             if !t.b_k_major && !t.bn.is_multiple_of(16) {
-                return Err(format!(
+                return Err(TileRefusal::unsupported(format!(
                     "the N tile {} of a B stored K×N must be a multiple of 16 (its rows are \
                      swizzled in spans of at least 32 bytes); a B stored N×K takes any \
                      multiple of 8",
                     t.bn
-                ));
+                )));
             }
         } else if t.bm != 128 || t.bn != 256 {
-            return Err(format!(
+            return Err(TileRefusal::unsupported(format!(
                 "on {self} (ldmatrix + mma.sync, 2 x 4 warps of 64 x 64) the tile must be \
                  128x256, found {}x{}",
                 t.bm, t.bn
-            ));
+            )));
         }
         Ok(())
+    }
+}
+
+/// Why a GEMM tile is refused ([`Target::check_gemm_tile`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TileRefusal {
+    /// [`DiagKind::ResourceLimit`] for an accumulator the registers cannot hold,
+    /// [`DiagKind::Unsupported`] for a shape or type the MMA has no form for.
+    pub kind: DiagKind,
+    /// The broken limit, in words.
+    pub message: String,
+}
+
+impl TileRefusal {
+    fn unsupported(message: String) -> Self {
+        TileRefusal {
+            kind: DiagKind::Unsupported,
+            message,
+        }
+    }
+}
+
+impl fmt::Display for TileRefusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
     }
 }
 
@@ -333,7 +366,11 @@ mod tests {
                 }
             }
         }
-        let e = |bm, bn, bk| t.check_gemm_tile(&tile(bm, bn, bk, true)).unwrap_err();
+        let e = |bm, bn, bk| {
+            t.check_gemm_tile(&tile(bm, bn, bk, true))
+                .unwrap_err()
+                .message
+        };
         assert!(
             e(128, 260, 64).contains("not a legal wgmma N"),
             "{}",
@@ -352,6 +389,7 @@ mod tests {
         assert!(t
             .check_gemm_tile(&mixed)
             .unwrap_err()
+            .message
             .contains("found f32 x bf16 inputs"));
     }
 
@@ -364,10 +402,16 @@ mod tests {
                 for bk in [64, 128, 256] {
                     assert_eq!(t.check_gemm_tile(&typed(a, b, bk, true, true)), Ok(()));
                 }
-                let e = t.check_gemm_tile(&typed(a, b, 32, true, true)).unwrap_err();
+                let e = t
+                    .check_gemm_tile(&typed(a, b, 32, true, true))
+                    .unwrap_err()
+                    .message;
                 assert!(e.contains("64, 128 or 256 elements of"), "{e}");
                 for (ak, bk_) in [(false, true), (true, false), (false, false)] {
-                    let e = t.check_gemm_tile(&typed(a, b, 128, ak, bk_)).unwrap_err();
+                    let e = t
+                        .check_gemm_tile(&typed(a, b, 128, ak, bk_))
+                        .unwrap_err()
+                        .message;
                     assert!(e.contains("operands must both be K-major"), "{e}");
                 }
             }
@@ -376,12 +420,13 @@ mod tests {
             }
             let e = t
                 .check_gemm_tile(&typed(F32, F32, 32, true, false))
-                .unwrap_err();
+                .unwrap_err()
+                .message;
             assert!(e.starts_with("tf32 operands must both be K-major"), "{e}");
             let e = t.check_gemm_tile(&typed(E4M3, ScalarType::BF16, 128, true, true));
-            assert!(e.unwrap_err().contains("found e4m3 x bf16 inputs"));
+            assert!(e.unwrap_err().message.contains("found e4m3 x bf16 inputs"));
             let e = t.check_gemm_tile(&typed(I32, I32, 64, true, true));
-            assert!(e.unwrap_err().contains("found i32 x i32 inputs"));
+            assert!(e.unwrap_err().message.contains("found i32 x i32 inputs"));
             let fp8 = typed(E4M3, E4M3, 128, true, true);
             assert_eq!(fp8.bk_bytes(), 128);
             assert_eq!(fp8.stage_bytes(), (128 + 256) * 128);
@@ -399,7 +444,10 @@ mod tests {
                 for bk in [32, 64, 128] {
                     assert_eq!(t.check_gemm_tile(&tile(128, 256, bk, b_k)), Ok(()));
                 }
-                let e = t.check_gemm_tile(&tile(64, 128, 64, b_k)).unwrap_err();
+                let e = t
+                    .check_gemm_tile(&tile(64, 128, 64, b_k))
+                    .unwrap_err()
+                    .message;
                 assert!(e.contains("the tile must be 128x256, found 64x128"), "{e}");
             }
         }

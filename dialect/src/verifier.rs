@@ -43,7 +43,7 @@
 //!    positive sizes of at most 16 CTAs in all.
 
 use crate::attr::{Attribute, Expr};
-use crate::diag::{Diagnostic, Diagnostics};
+use crate::diag::{DiagKind, Diagnostic, Diagnostics};
 use crate::ir::{Block, Module, Operation, Value};
 use crate::location::Location;
 use crate::ops::{OpClass, OpKind};
@@ -65,6 +65,7 @@ pub fn verify(m: &Module) -> Result<(), Diagnostics> {
         num_warps: None,
         cluster_size: 1,
         consts: HashMap::new(),
+        kernel: None,
     };
     let mut symbols = HashMap::new();
     for op in &m.ops {
@@ -98,12 +99,13 @@ pub fn verify(m: &Module) -> Result<(), Diagnostics> {
                     .product()
             })
             .unwrap_or(1);
+        v.kernel = op.symbol.clone();
         v.op(op, None);
     }
     if v.diags.is_empty() {
         Ok(())
     } else {
-        Err(Diagnostics(v.diags))
+        Err(Diagnostics(v.diags).with_kind(DiagKind::InvalidIr))
     }
 }
 
@@ -145,6 +147,8 @@ struct Verifier<'a> {
     cluster_size: i64,
     /// Integer constants seen so far (`tile.constant` results), for index range checks.
     consts: HashMap<Value, i64>,
+    /// The symbol of the kernel being verified.
+    kernel: Option<String>,
 }
 
 fn is_float_like(t: &Type) -> bool {
@@ -153,7 +157,9 @@ fn is_float_like(t: &Type) -> bool {
 
 impl Verifier<'_> {
     fn error(&mut self, op: &Operation, msg: impl Into<String>) {
-        self.diags.push(Diagnostic::error(op.loc.clone(), msg));
+        let mut d = Diagnostic::error(op.loc.clone(), msg);
+        d.kernel = self.kernel.clone();
+        self.diags.push(d);
     }
 
     fn ty(&self, v: Value) -> Option<&Type> {

@@ -5,7 +5,7 @@
 use crate::pass::{Pass, PassContext, PassInfo, PassOptions};
 use crate::pipeline::{parse_pipeline, PipelineElement};
 use std::time::{Duration, Instant};
-use tilec_dialect::{verify, Diagnostic, Diagnostics, Module};
+use tilec_dialect::{verify, DiagKind, Diagnostic, Diagnostics, Module};
 
 /// A registered pass: its info and how to build it from checked options.
 #[derive(Clone, Copy)]
@@ -141,9 +141,12 @@ impl PassManager {
                         ds.into_iter()
                             .map(|d| {
                                 let loc = d.loc.clone();
-                                d.with_note(
+                                d.with_kind(DiagKind::Internal).with_note(
                                     loc,
-                                    format!("the IR above was produced by pass '{name}'"),
+                                    format!(
+                                        "pass '{name}' produced this op; its output does not \
+                                         verify (a tilec bug: please report it)"
+                                    ),
                                 )
                             })
                             .collect(),

@@ -694,10 +694,10 @@ fn check_config(
     staging: u64,
     loc: &Location,
 ) -> Result<u64, Diagnostic> {
-    let e = |msg: String| Err(Diagnostic::error(loc.clone(), msg));
     let tile = mm.tile();
-    if let Err(msg) = target.check_gemm_tile(&tile) {
-        return e(format!("tile-to-gpu for {target}: {msg}"));
+    if let Err(r) = target.check_gemm_tile(&tile) {
+        let msg = format!("tile-to-gpu for {target}: {}", r.message);
+        return Err(Diagnostic::error(loc.clone(), msg).with_kind(r.kind));
     }
     let stage_bytes = tile.stage_bytes();
     let total = BARRIER_REGION_BYTES + other_smem + staging + stages * stage_bytes;
@@ -712,7 +712,7 @@ fn check_config(
             other.push_str(&format!(" + {staging} for the epilogue=tma staging ring"));
         }
         let other_smem = other_smem + staging;
-        return e(format!(
+        let msg = format!(
             "tile-to-gpu: {stages} stages of {}x{} + {}x{} {} tiles need {total} bytes of shared \
                 memory ({stage_bytes} per stage + {BARRIER_REGION_BYTES} for barriers{other}), \
                 over the {limit}-byte limit per block on {target}; use at most {} stages",
@@ -723,6 +723,14 @@ fn check_config(
             mm.elem,
             (limit - BARRIER_REGION_BYTES - other_smem.min(limit - BARRIER_REGION_BYTES))
                 / stage_bytes
+        );
+        let resource = "shared memory bytes per block";
+        return Err(Diagnostic::resource_limit(
+            loc.clone(),
+            msg,
+            resource,
+            total,
+            limit,
         ));
     }
     Ok(total)
@@ -799,13 +807,15 @@ fn tma_store_plan(
 ) -> Result<(usize, u64), Diagnostic> {
     let e = |l: &Location, msg: String| Err(Diagnostic::error(l.clone(), msg));
     if !target.has_wgmma() {
-        return e(
-            loc,
+        return Err(Diagnostic::target_lacks(
+            loc.clone(),
             format!(
                 "tile-to-gpu: epilogue=tma is implemented for sm_90a (wgmma \
                     fragments, one warpgroup per 64 rows); the target is {target}"
             ),
-        );
+            target.name(),
+            "wgmma.mma_async",
+        ));
     }
     let stores: Vec<usize> = epilogue
         .iter()
@@ -949,7 +959,7 @@ fn lower_kernel(
         } else {
             format!("the mma.sync tile on {target} is 128x256: promote is for wgmma")
         };
-        return Err(Diagnostic::error(
+        return Err(Diagnostic::resource_limit(
             lp_loc.clone(),
             format!(
                 "tile-to-gpu: promote keeps {accs} {}x{} f32 accumulators, {} registers per \
@@ -959,6 +969,9 @@ fn lower_kernel(
                 mm.bn,
                 accs * regs,
             ),
+            "accumulator registers per thread",
+            accs * regs,
+            max_regs,
         ));
     }
     let overlap = promote && target.has_wgmma();

@@ -1420,7 +1420,9 @@ impl Pass for VerifyAsyncWaits {
         &INFO
     }
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<(), Diagnostics> {
-        let r = verify_async_waits(m, &self.options)?;
+        // A broken async protocol is invalid IR, whoever wrote it.
+        let r = verify_async_waits(m, &self.options)
+            .map_err(|d| d.with_kind(tilec_dialect::DiagKind::InvalidIr))?;
         cx.stat("waits-checked", r.waits);
         cx.stat("path-steps", r.steps);
         cx.stat("sim-runs", r.sim_runs);

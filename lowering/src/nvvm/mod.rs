@@ -228,6 +228,41 @@ fn grid_expr(e: &Expr) -> GridExpr {
     }
 }
 
+/// The PTX ISA version that holds kernel `k`'s parameters: `ptx_version`, raised to 8.1
+/// (which raised the parameter space from 4 KiB to 32 KiB) where they need it.
+///
+/// # Errors
+/// Parameters over 32 KiB: a [`tilec_dialect::DiagKind::ResourceLimit`] at the kernel.
+pub(crate) fn param_space(
+    k: &Operation,
+    params: &[crate::manifest::Param],
+    ptx_version: (u32, u32),
+) -> Result<(u32, u32), Diagnostic> {
+    use tilec_dialect::target::max_param_bytes;
+    let bytes = crate::manifest::param_space_bytes(params);
+    let version = if bytes > max_param_bytes(ptx_version) {
+        ptx_version.max((8, 1))
+    } else {
+        ptx_version
+    };
+    let limit = max_param_bytes(version);
+    if bytes > limit {
+        return Err(Diagnostic::resource_limit(
+            k.loc.clone(),
+            format!(
+                "the kernel's {} parameters take {bytes} bytes of parameter space; PTX allows \
+                 {limit} (tensor maps take 128 bytes each, pointer tensors 8 per pointer, size \
+                 and stride)",
+                params.len()
+            ),
+            "parameter bytes",
+            bytes,
+            limit,
+        ));
+    }
+    Ok(version)
+}
+
 /// The manifest's name of a tensor element type.
 pub(crate) fn dtype_of(t: ScalarType) -> Dtype {
     match t {

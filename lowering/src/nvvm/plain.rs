@@ -448,22 +448,7 @@ pub(super) fn lower_kernel(m: &TileModule, k: &Operation) -> R<(Manifest, (u32, 
             }
         }
     }
-    let mut ptx_version = target.min_ptx_version();
-    let bytes = crate::manifest::param_space_bytes(&params);
-    if bytes > tilec_dialect::target::max_param_bytes(ptx_version) {
-        ptx_version = ptx_version.max((8, 1));
-    }
-    let limit = tilec_dialect::target::max_param_bytes(ptx_version);
-    if bytes > limit {
-        return err(
-            k,
-            format!(
-                "the kernel's {} parameters take {bytes} bytes of parameter space; PTX allows \
-                 {limit} (pointer tensors take 8 bytes per pointer, size and stride)",
-                params.len()
-            ),
-        );
-    }
+    let ptx_version = super::param_space(k, &params, target.min_ptx_version())?;
     let threads = 32 * num_warps;
     let smem_bytes = crate::mlir_driver::with_builder_context(|ctx| {
         build_module(ctx, m, k, &name, num_warps, target).map(|(_, bytes)| bytes)

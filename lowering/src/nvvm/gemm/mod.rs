@@ -736,29 +736,13 @@ fn setup<'k>(m: &TileModule, k: &'k Operation) -> R<Setup<'k>> {
     let params = params_of(m, k, &analysis)?;
     let mut atomics = false;
     k.walk(&mut |o| atomics |= o.kind == OpKind::AtomicAdd);
-    let mut ptx_version = if atomics {
+    let ptx_version = if atomics {
         target.min_ptx_version().max((8, 1))
     } else {
         target.min_ptx_version()
     };
 
-    // Parameter space: PTX ISA 8.1 raised the limit; use it when the parameters need it.
-    let bytes = crate::manifest::param_space_bytes(&params);
-    if bytes > tilec_dialect::target::max_param_bytes(ptx_version) {
-        ptx_version = ptx_version.max((8, 1));
-    }
-    let limit = tilec_dialect::target::max_param_bytes(ptx_version);
-    if bytes > limit {
-        return err(
-            k,
-            format!(
-                "the kernel's {} parameters take {bytes} bytes of parameter space; PTX allows \
-                 {limit} (tensor maps take 128 bytes each, pointer tensors 8 per pointer, size \
-                 and stride)",
-                params.len()
-            ),
-        );
-    }
+    let ptx_version = super::param_space(k, &params, ptx_version)?;
     let shape = KernelShape {
         name,
         target,

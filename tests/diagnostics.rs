@@ -1,0 +1,149 @@
+//! Structured diagnostics from `tilec::compile`: each error's kind (invalid IR, unsupported,
+//! resource limit with the amounts, target lacks), the kernel it is about, and option errors
+//! apart from IR errors.
+
+use std::path::Path;
+use tilec::dialect::{DiagKind, Diagnostic, Target};
+use tilec::passes::PassManager;
+use tilec::{compile, EpilogueStore, Error, Input, Options, Promote, Schedule};
+
+fn example(name: &str) -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples")
+        .join(name);
+    std::fs::read_to_string(p).unwrap()
+}
+
+/// The diagnostics of a compile that must fail with IR diagnostics.
+fn diags(source: &str, opts: &Options) -> Vec<Diagnostic> {
+    match compile(
+        Input::Text {
+            source,
+            file: "k.tile",
+        },
+        opts,
+    ) {
+        Err(Error::Diagnostics(d)) => d.0,
+        Err(e) => panic!("expected diagnostics, got {e}"),
+        Ok(k) => panic!("{} compiled", k.name),
+    }
+}
+
+#[test]
+fn parse_and_verifier_errors_are_invalid_ir() {
+    let o = Options::new(Target::Sm90a);
+    let d = diags("tile.kernel @k(", &o);
+    assert_eq!(d.len(), 1);
+    assert_eq!((&d[0].kind, &d[0].kernel), (&DiagKind::InvalidIr, &None));
+    let src = "tile.kernel @k(%n: index, %b: i32) {grid = [1]} {\n  %x = tile.addi %n, %b : \
+               index\n  tile.return\n}\n";
+    let d = diags(src, &o);
+    assert!(!d.is_empty());
+    for x in &d {
+        assert_eq!(x.kind, DiagKind::InvalidIr, "{x}");
+        assert_eq!(x.kernel.as_deref(), Some("k"), "{x}");
+        assert_eq!(x.loc.line, 2, "{x}");
+    }
+}
+
+#[test]
+fn shared_memory_overflow_is_a_resource_limit() {
+    // 8 stages of a 128x256x64 bf16 tile: 49152 bytes each, over sm_90a's 232448.
+    let d = diags(
+        &example("gemm_bf16.tile"),
+        &Options::new(Target::Sm90a).with_stages(8),
+    );
+    assert_eq!(d.len(), 1, "{d:?}");
+    let DiagKind::ResourceLimit {
+        resource,
+        needed,
+        limit,
+    } = &d[0].kind
+    else {
+        panic!("{:?}", d[0].kind)
+    };
+    assert_eq!(*resource, "shared memory bytes per block");
+    assert!(*needed > 8 * 49_152, "{needed}");
+    assert_eq!(*limit, 232_448);
+    assert_eq!(d[0].kernel.as_deref(), Some("gemm_bf16"));
+}
+
+#[test]
+fn register_limits_are_resource_limits() {
+    // Promotion of a 128x256 fp8 tile: three accumulators of 128 registers per thread.
+    let o = Options::new(Target::Sm90a).with_promote(Promote::On);
+    let d = diags(&example("gemm_fp8_e4m3.tile"), &o);
+    assert_eq!(
+        d[0].kind,
+        DiagKind::ResourceLimit {
+            resource: "accumulator registers per thread",
+            needed: 384,
+            limit: 192
+        },
+        "{}",
+        d[0]
+    );
+    // A 256x256 f32 accumulator does not fit the register file.
+    let src = example("gemm_bf16.tile").replace("tile<128x", "tile<256x");
+    let d = diags(&src, &Options::new(Target::Sm90a));
+    assert!(
+        matches!(&d[0].kind, DiagKind::ResourceLimit { resource, .. }
+            if *resource == "accumulator bytes per CTA"),
+        "{}: {:?}",
+        d[0],
+        d[0].kind
+    );
+}
+
+#[test]
+fn a_missing_instruction_is_target_lacks() {
+    // tile-opt's path (compile's Options::validate refuses the combination first).
+    let mut m = tilec::dialect::parse(&example("gemm_bf16.tile"), "gemm_bf16.tile").unwrap();
+    let mut pm = PassManager::parse("tile-to-gpu{target=sm_90 stages=4 epilogue=tma}").unwrap();
+    let d = pm.run(&mut m, &mut |_, _, _| {}).unwrap_err();
+    assert_eq!(
+        d.0[0].kind,
+        DiagKind::TargetLacks {
+            target: "sm_90",
+            feature: "wgmma.mma_async"
+        }
+    );
+}
+
+#[test]
+fn hand_written_gpu_ops_are_invalid_ir() {
+    let src = "tile.kernel @k() {grid = [1]} {\n  tile.fence_proxy_async\n  tile.return\n}\n";
+    let d = diags(src, &Options::new(Target::Sm90a));
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d[0].kind, DiagKind::InvalidIr);
+    assert_eq!(d[0].kernel.as_deref(), Some("k"));
+}
+
+#[test]
+fn options_errors_are_apart_from_ir_errors() {
+    let o = Options::new(Target::Sm90).with_epilogue(EpilogueStore::Tma);
+    let e = compile(
+        Input::Text {
+            source: "not IR",
+            file: "k.tile",
+        },
+        &o,
+    )
+    .unwrap_err();
+    let Error::Options(e) = e else { panic!("{e}") };
+    assert_eq!(e.option, "epilogue");
+    let o = Options::new(Target::Sm90a).with_schedule(Schedule::Clc);
+    let e = compile(
+        Input::Text {
+            source: "not IR",
+            file: "k.tile",
+        },
+        &o,
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "option 'schedule': clc uses clusterlaunchcontrol.try_cancel (PTX ISA 8.6), which \
+         needs sm_100 or sm_100a; the target is sm_90a"
+    );
+}
