@@ -35,8 +35,10 @@
 //! # Process-wide state
 //!
 //! MLIR's passes and dialects are registered once per process; every call of
-//! [`mlir_to_ptx`] / [`mlir_to_llvm_ir`] builds a fresh MLIR context and runs under one
-//! process-wide lock, so the functions can be called any number of times from any thread.
+//! [`mlir_to_ptx`] / [`mlir_to_llvm_ir`] (and every compile through the typed writer) builds
+//! a fresh MLIR context, so calls from several threads run in parallel (`benches/threads.rs`;
+//! the one process-wide LLVM option that differs by target is held for each compile, see
+//! [`mlir_driver`]).
 //! Inputs that make LLVM's NVPTX back end call `report_fatal_error` end the whole process;
 //! see [`mlir_driver`] for which ones and how they are kept out.
 

@@ -48,9 +48,11 @@
 //! # Concurrency
 //!
 //! Dialects and passes are registered once per process (registering passes twice crashes
-//! MLIR). Each call creates its own single-threaded MLIR context and runs under one
-//! process-wide mutex: LLVM's target machinery keeps global state, and a compile takes
-//! milliseconds, so serialising costs little.
+//! MLIR); the registry is read-only afterwards. Each call creates its own single-threaded
+//! MLIR context (and MLIR's serializer its own LLVM context), so calls on several threads
+//! run in parallel. LLVM's command-line options are process-wide: the one the driver sets
+//! per target ([`llvm_options`]) is held by a reader-writer lock, so compiles that need the
+//! same value run together and one that needs the other waits for them to finish.
 
 use melior::{
     diagnostic::{Diagnostic as MlirDiagnostic, DiagnosticSeverity},
@@ -65,7 +67,7 @@ use std::{
     ffi::c_char,
     fmt,
     rc::Rc,
-    sync::{Mutex, OnceLock},
+    sync::{OnceLock, RwLock, RwLockReadGuard},
     time::{Duration, Instant},
 };
 
@@ -463,7 +465,7 @@ pub fn mlir_to_ptx(module_text: &str, target: &TargetSpec) -> Result<String, Mli
 }
 
 /// Wall time of each step of one MLIR compile, in order: `setup` (the process-wide
-/// registration on the first call, waiting for the lock, the context and its LLVM
+/// registration on the first call, waiting for the LLVM options' lock, the context and its LLVM
 /// translations), `parse+verify`, then one entry per pass-pipeline stage named by its pass,
 /// and `llvm`: translation to LLVM IR, LLVM's optimisation pipeline and NVPTX code
 /// generation.
@@ -627,8 +629,11 @@ struct Global {
     registry: DialectRegistry,
 }
 
-// SAFETY: the registry is only touched while the mutex around `Global` is held.
+// SAFETY: the registry is filled once, inside `global`'s `OnceLock` initialiser, before any
+// other thread can see it; afterwards it is only read (`Context::new_with_registry` copies it
+// into the new context: MLIR's `DialectRegistry::appendTo` is a const method).
 unsafe impl Send for Global {}
+unsafe impl Sync for Global {}
 
 extern "C" {
     /// `lowering/cpp/register.cpp`: inserts the `llvm`, `nvvm` and `gpu` dialects, the
@@ -650,7 +655,7 @@ extern "C" {
 }
 
 /// The LLVM options the driver sets for a compile for `chip` (LLVM's options are global:
-/// set under the driver's lock before each compile).
+/// held by [`hold_llvm_options`] during each compile).
 ///
 /// `slp-max-vf`: 1 (the SLP vectorizer stops before building trees) on targets without
 /// packed f32 arithmetic, 0 (LLVM's default, no limit) on the others. MLIR's serialization
@@ -658,7 +663,7 @@ extern "C" {
 /// nothing in any example (their PTX is byte-identical with and without it: the precise
 /// snapshots) but took 22–63 ms of a compile (softmax, LayerNorm, scale_bias_act;
 /// `opt -O3 -time-passes`). On sm_100 it forms `add.rn.f32x2` and the like.
-fn llvm_options(chip: &str) -> [(&'static str, &'static str); 1] {
+fn llvm_options(chip: &str) -> LlvmOptions {
     let packed = tilec_dialect::Target::from_name(chip).is_none_or(|t| t.has_f32x2());
     [("slp-max-vf", if packed { "0" } else { "1" })]
 }
@@ -675,11 +680,11 @@ fn set_llvm_options(options: &[(&str, &str)]) -> bool {
     })
 }
 
-/// Registers the three MLIR passes of the pipeline and the dialects once, and returns the lock
-/// every compile runs under. Only what the pipeline uses is registered, so that the static
-/// link keeps only that part of MLIR (MLIR's C API `mlirRegisterAll*` would link all of it).
-fn global() -> &'static Mutex<Global> {
-    static GLOBAL: OnceLock<Mutex<Global>> = OnceLock::new();
+/// Registers the three MLIR passes of the pipeline and the dialects once, and returns the
+/// registry. Only what the pipeline uses is registered, so that the static link keeps only
+/// that part of MLIR (MLIR's C API `mlirRegisterAll*` would link all of it).
+fn global() -> &'static Global {
+    static GLOBAL: OnceLock<Global> = OnceLock::new();
     GLOBAL.get_or_init(|| {
         let registry = DialectRegistry::new();
         // SAFETY: called once per process (the `OnceLock`): passes must be registered once;
@@ -690,25 +695,65 @@ fn global() -> &'static Mutex<Global> {
             mlir_sys::mlirRegisterGPUGpuNVVMAttachTarget();
             tilecRegisterDialects(registry.to_raw());
         }
-        Mutex::new(Global { registry })
+        Global { registry }
     })
 }
 
-/// What the process is compiling, for the fatal-error handler: (subject, stage).
-static FATAL_CONTEXT: Mutex<(String, String)> = Mutex::new((String::new(), String::new()));
+/// The value of the per-target LLVM options currently set ([`llvm_options`]; `None` before
+/// the first compile). Compiles hold it for reading while LLVM runs.
+static LLVM_OPTIONS: RwLock<Option<LlvmOptions>> = RwLock::new(None);
 
-fn set_fatal_stage(stage: &str) {
-    if let Ok(mut c) = FATAL_CONTEXT.lock() {
-        c.1 = stage.to_string();
+/// LLVM command-line options, name and value.
+type LlvmOptions = [(&'static str, &'static str); 1];
+
+/// Sets the LLVM options a compile for `chip` needs, if they are not set already, and holds
+/// them (a read guard) until the compile ends. A change waits until every compile that
+/// holds the other values has finished.
+fn hold_llvm_options(chip: &str) -> RwLockReadGuard<'static, Option<LlvmOptions>> {
+    let want = llvm_options(chip);
+    loop {
+        let held = LLVM_OPTIONS
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if *held == Some(want) {
+            return held;
+        }
+        drop(held);
+        let mut set = LLVM_OPTIONS
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if *set != Some(want) {
+            // An option LLVM lacks only costs compile time (a test checks that they exist).
+            let _ = set_llvm_options(&want);
+            *set = Some(want);
+        }
     }
 }
 
-/// Name what is being compiled (e.g. "kernel @gemm for sm_90a") for the message of the
-/// handler [`install_fatal_error_handler`] installs.
+thread_local! {
+    /// What this thread is compiling, for the fatal-error handler (which runs on the thread
+    /// that failed): (subject, stage).
+    static FATAL_CONTEXT: RefCell<(String, String)> = const {
+        RefCell::new((String::new(), String::new()))
+    };
+}
+
+fn set_fatal_stage(stage: &str) {
+    FATAL_CONTEXT.with(|c| {
+        if let Ok(mut c) = c.try_borrow_mut() {
+            c.1 = stage.to_string();
+        }
+    });
+}
+
+/// Name what this thread is compiling (e.g. "kernel @gemm for sm_90a") for the message of
+/// the handler [`install_fatal_error_handler`] installs.
 pub fn set_fatal_error_subject(subject: &str) {
-    if let Ok(mut c) = FATAL_CONTEXT.lock() {
-        c.0 = subject.to_string();
-    }
+    FATAL_CONTEXT.with(|c| {
+        if let Ok(mut c) = c.try_borrow_mut() {
+            c.0 = subject.to_string();
+        }
+    });
 }
 
 extern "C" fn on_llvm_fatal_error(reason: *const std::os::raw::c_char) {
@@ -720,11 +765,10 @@ extern "C" fn on_llvm_fatal_error(reason: *const std::os::raw::c_char) {
             .to_string_lossy()
             .into_owned()
     };
-    // `try_lock`: the error may come while this thread holds the lock.
-    let (subject, stage) = match FATAL_CONTEXT.try_lock() {
+    let (subject, stage) = FATAL_CONTEXT.with(|c| match c.try_borrow() {
         Ok(c) => (c.0.clone(), c.1.clone()),
         Err(_) => (String::new(), String::new()),
-    };
+    });
     let subject = if subject.is_empty() {
         "the input".to_string()
     } else {
@@ -759,13 +803,10 @@ pub fn install_fatal_error_handler() {
 type Sink = Rc<RefCell<Vec<Diagnostic>>>;
 
 /// Runs `build` with a fresh MLIR context in which the `builtin`, `llvm`, `nvvm` and `gpu`
-/// dialects are loaded, under the process-wide lock: the context the typed writer builds
-/// its module in. What `build` returns must not borrow the context (print the module).
+/// dialects are loaded: the context the typed writer builds its module in. What `build`
+/// returns must not borrow the context (print the module).
 pub(crate) fn with_builder_context<T>(build: impl FnOnce(&Context) -> T) -> T {
-    let global = global()
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let context = Context::new_with_registry(&global.registry, false);
+    let context = Context::new_with_registry(&global().registry, false);
     load_dialects(&context);
     build(&context)
 }
@@ -821,17 +862,10 @@ fn compile(
         timings.push((name, now - clock));
         clock = now;
     };
-    // A panic elsewhere while holding the lock leaves no MLIR state half-built that later
-    // calls share (each call has its own context), so a poisoned lock is still usable.
-    let global = global()
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-
-    // An option LLVM lacks only costs compile time (a test checks that they exist).
-    let _ = set_llvm_options(&llvm_options(&target.chip));
+    let _options = hold_llvm_options(&target.chip);
     // Single-threaded: one gpu.module gains nothing from MLIR's thread pool, and the
     // diagnostic handler below (an `Rc`) must only ever run on this thread.
-    let context = Context::new_with_registry(&global.registry, false);
+    let context = Context::new_with_registry(&global().registry, false);
     let sink: Sink = Rc::default();
     {
         let sink = sink.clone();
@@ -1150,7 +1184,7 @@ mod target_table_tests {
 
 #[cfg(test)]
 mod llvm_option_tests {
-    use super::{global, llvm_options, set_llvm_options, tilecSetLlvmOption};
+    use super::{llvm_options, set_llvm_options, tilecSetLlvmOption, LLVM_OPTIONS};
     use std::ffi::CString;
 
     /// Every option the driver sets exists in the linked LLVM and takes its values (a
@@ -1158,10 +1192,11 @@ mod llvm_option_tests {
     /// unknown name is refused.
     #[test]
     fn the_driver_s_llvm_options_exist() {
-        let _lock = global().lock();
+        let mut held = LLVM_OPTIONS.write().unwrap();
         for chip in ["sm_90a", "sm_90", "sm_100", "sm_100a"] {
             assert!(set_llvm_options(&llvm_options(chip)), "{chip}");
         }
+        *held = Some(llvm_options("sm_100a"));
         assert_eq!(llvm_options("sm_90a")[0].1, "1");
         assert_eq!(llvm_options("sm_100")[0].1, "0");
         let (n, v) = (
