@@ -33,10 +33,12 @@ use tilec_lowering::{convert_tile_to_nvvm, mlir_stage_in_child, Manifest, Produc
 use tilec_passes::PassManager;
 
 mod options;
+mod target_info;
 pub use options::{
     ClusterShape, Emit, EpilogueStore, OptLevel, Options, OptionsError, Promote, Schedule,
     NUM_WARPS,
 };
+pub use target_info::{TargetInfo, MAX_STAGES};
 
 /// What to compile.
 #[derive(Clone, Copy, Debug)]
@@ -208,26 +210,55 @@ fn select_kernel(
 /// kernel being compiled (where one was chosen), and no diagnostic is repeated.
 pub fn compile(input: Input<'_>, opts: &Options) -> Result<Kernel, Error> {
     let mut kernel = None;
-    compile_kernel(input, opts, &mut kernel).map_err(|e| match e {
+    compile_kernel(input, opts, &mut kernel).map_err(|e| with_kernel(e, &kernel))
+}
+
+/// Checks that `input` compiles with `opts` as far as no MLIR is needed: the options, the
+/// parse and the verifier, the kernel choice, and the tilec pass pipeline with the target's
+/// legality table (MMA tile shapes and types, shared memory for the ring, accumulator
+/// registers). An autotuner calls it to skip what will not lower; it costs the tilec passes
+/// (milliseconds), not the MLIR and LLVM stage.
+///
+/// What only the lowering to MLIR can refuse (an op form without a lowering rule, the
+/// lowering's own shared-memory round trips, the parameter space) is reported by
+/// [`compile`], with the same located diagnostics.
+///
+/// # Errors
+/// As [`compile`]'s.
+pub fn check(input: Input<'_>, opts: &Options) -> Result<(), Error> {
+    let mut kernel = None;
+    front_end(input, opts, &mut kernel)
+        .map(|_| ())
+        .map_err(|e| with_kernel(e, &kernel))
+}
+
+/// The kernel name on every diagnostic, and no repeats.
+fn with_kernel(e: Error, kernel: &Option<String>) -> Error {
+    match e {
         Error::Diagnostics(mut d) => {
             d.dedup();
             for x in &mut d.0 {
                 if x.kernel.is_none() {
-                    x.kernel.clone_from(&kernel);
+                    x.kernel.clone_from(kernel);
                 }
             }
             Error::Diagnostics(d)
         }
         e => e,
-    })
+    }
 }
 
-/// [`compile`]'s work; `kernel` is set to the chosen kernel's symbol once it is known.
-fn compile_kernel(
+/// What the tilec side of a compile produces: the module after the passes, its source's
+/// name, and the stage timings so far.
+type FrontEnd = (VerifiedModule, String, Vec<(&'static str, Duration)>);
+
+/// Options, parse, verify, kernel choice, the tilec passes; `kernel` is set to the chosen
+/// kernel's symbol once it is known.
+fn front_end(
     input: Input<'_>,
     opts: &Options,
     kernel: &mut Option<String>,
-) -> Result<Kernel, Error> {
+) -> Result<FrontEnd, Error> {
     opts.validate()?;
     let mut timings = vec![];
     let t = Instant::now();
@@ -261,7 +292,16 @@ fn compile_kernel(
     let mut pm = PassManager::parse(&opts.pipeline()).map_err(Error::Pipeline)?;
     pm.run(&mut module, &mut |_, _, _| {})?;
     timings.push(("tilec passes", t.elapsed()));
-    let vm = VerifiedModule::new(module)?;
+    Ok((VerifiedModule::new(module)?, file, timings))
+}
+
+/// [`compile`]'s work; `kernel` is set to the chosen kernel's symbol once it is known.
+fn compile_kernel(
+    input: Input<'_>,
+    opts: &Options,
+    kernel: &mut Option<String>,
+) -> Result<Kernel, Error> {
+    let (vm, file, mut timings) = front_end(input, opts, kernel)?;
     let t = Instant::now();
     let lowered = convert_tile_to_nvvm(&vm).map_err(Diagnostics::from)?;
     let Some(k) = lowered.into_iter().next() else {

@@ -313,49 +313,6 @@ fn gemm_family_operand_majors_f16_and_batches() {
     }
 }
 
-/// A GEMM kernel with a BM×BN×BK tile, A stored M×K (`a_t`: K×M) and B stored K×N (`b_t`:
-/// N×K), transposed in the K loop where stored so.
-fn gemm_source(bm: u64, bn: u64, bk: u64, a_t: bool, b_t: bool) -> String {
-    let a = if a_t {
-        format!(
-            "    %at = tile.load %A, %k, %row : tile<{bk}x{bm}xbf16>\n    %a = tile.transpose \
-             %at : tile<{bm}x{bk}xbf16>\n"
-        )
-    } else {
-        format!("    %a = tile.load %A, %row, %k : tile<{bm}x{bk}xbf16>\n")
-    };
-    let b = if b_t {
-        format!(
-            "    %bt = tile.load %B, %col, %k : tile<{bn}x{bk}xbf16>\n    %b = tile.transpose \
-             %bt : tile<{bk}x{bn}xbf16>\n"
-        )
-    } else {
-        format!("    %b = tile.load %B, %k, %col : tile<{bk}x{bn}xbf16>\n")
-    };
-    format!(
-        "tile.kernel @g(%A: tensor<?x?xbf16>, %B: tensor<?x?xbf16>, %C: tensor<?x?xbf16>, %M: \
-         index, %N: index, %K: index) {{grid = [ceildiv(%N, {bn}), ceildiv(%M, {bm})]}} {{\n\
-         \x20 %pid_n = tile.program_id {{dim = 0}} : index\n\
-         \x20 %pid_m = tile.program_id {{dim = 1}} : index\n\
-         \x20 %c0 = tile.constant {{value = 0}} : index\n\
-         \x20 %cbk = tile.constant {{value = {bk}}} : index\n\
-         \x20 %cbm = tile.constant {{value = {bm}}} : index\n\
-         \x20 %cbn = tile.constant {{value = {bn}}} : index\n\
-         \x20 %row = tile.muli %pid_m, %cbm : index\n\
-         \x20 %col = tile.muli %pid_n, %cbn : index\n\
-         \x20 %zero = tile.zeros : tile<{bm}x{bn}xf32>\n\
-         \x20 %acc = tile.for %c0, %K, %cbk, %zero : tile<{bm}x{bn}xf32> {{\n\
-         \x20 ^bb0(%k: index, %c: tile<{bm}x{bn}xf32>):\n{a}{b}\
-         \x20   %d = tile.dot %a, %b, %c : tile<{bm}x{bn}xf32>\n\
-         \x20   tile.yield %d\n\
-         \x20 }}\n\
-         \x20 %out = tile.convert %acc : tile<{bm}x{bn}xbf16>\n\
-         \x20 tile.store %C, %row, %col, %out\n\
-         \x20 tile.return\n\
-         }}\n"
-    )
-}
-
 #[test]
 fn legal_wgmma_tiles_compile_without_spills() {
     // A sample of sm_90a's legality table (Target::check_gemm_tile, whose unit tests walk all
@@ -389,7 +346,7 @@ fn legal_wgmma_tiles_compile_without_spills() {
                     _ => "NN",
                 };
                 let what = format!("{bm}x{bn}x{bk} {layout}");
-                let src = gemm_source(bm, bn, bk, a_t, b_t);
+                let src = common::gemm_source(bm, bn, bk, a_t, b_t);
                 let (_, log, _) = build_source("tile.tile", &src, &o, &what.replace(' ', "-"));
                 assert_clean(&log, &what);
                 n += 1;
@@ -425,7 +382,7 @@ fn illegal_tiles_are_located_errors() {
         ),
         (128, 260, 64, true, "is not a legal wgmma N"),
     ] {
-        let src = gemm_source(bm, bn, bk, false, b_t);
+        let src = common::gemm_source(bm, bn, bk, false, b_t);
         let e = compile_err(&src, Target::Sm90a);
         assert!(
             e.contains(want) && e.contains("t.tile:11:3"),
@@ -433,7 +390,10 @@ fn illegal_tiles_are_located_errors() {
         );
     }
     // 4 stages of 128x256x128 do not fit: the error says how many do.
-    let e = compile_err(&gemm_source(128, 256, 128, false, false), Target::Sm90a);
+    let e = compile_err(
+        &common::gemm_source(128, 256, 128, false, false),
+        Target::Sm90a,
+    );
     assert!(e.contains("use at most 2 stages"), "{e}");
 }
 
