@@ -147,3 +147,71 @@ fn options_errors_are_apart_from_ir_errors() {
          needs sm_100 or sm_100a; the target is sm_90a"
     );
 }
+
+/// A 128×256×64 bf16 GEMM built without text; the K loop is built in the scope
+/// `node_17` (a frontend's node), and its op id is returned with the module.
+fn built_gemm() -> (tilec::dialect::Module, u32) {
+    use tilec::dialect::{Builder, Expr, Module, OpKind, ScalarType::*, Type};
+    let mut m = Module::new();
+    let mut b = Builder::new(&mut m);
+    let t2 = |e| Type::Tensor { rank: 2, elem: e };
+    let args = [
+        ("A", t2(BF16)),
+        ("B", t2(BF16)),
+        ("C", t2(BF16)),
+        ("M", Type::INDEX),
+        ("N", Type::INDEX),
+        ("K", Type::INDEX),
+    ];
+    let ceil = |a: &str, n| Expr::binary("ceildiv", Expr::Arg(a.into()), Expr::Int(n)).unwrap();
+    let mut loop_id = 0;
+    b.kernel(
+        "gemm",
+        &args,
+        vec![ceil("N", 256), ceil("M", 128)],
+        |b, a| {
+            let (pn, pm) = (b.program_id(0), b.program_id(1));
+            let (c0, c64) = (b.constant_index(0), b.constant_index(64));
+            let (c128, c256) = (b.constant_index(128), b.constant_index(256));
+            let row = b.int_op(OpKind::MulI, pm, c128);
+            let col = b.int_op(OpKind::MulI, pn, c256);
+            let zero = b.zeros(Type::tile(&[128, 256], F32));
+            let acc = b.with_loc("node_17", |b| {
+                loop_id = b.next_op_id();
+                b.for_loop(c0, a[5], c64, &[zero], |b, k, c| {
+                    let x = b.load(a[0], &[row, k], Type::tile(&[128, 64], BF16));
+                    let y = b.load(a[1], &[k, col], Type::tile(&[64, 256], BF16));
+                    vec![b.dot(x, y, c[0])]
+                })
+            });
+            let out = b.convert(acc[0], BF16);
+            b.store(a[2], &[row, col], out);
+        },
+    );
+    (m, loop_id)
+}
+
+#[test]
+fn built_ir_errors_point_at_the_frontend_s_node() {
+    let (m, loop_id) = built_gemm();
+    let o = Options::new(Target::Sm90a);
+    // It compiles as built (to the tile IR: no MLIR needed here).
+    let k = compile(Input::Module(&m), &o.clone().with_emit(tilec::Emit::Tile)).unwrap();
+    assert_eq!(k.name, "gemm");
+    // Eight stages do not fit: the error is at the K loop, in the node's scope.
+    let Err(Error::Diagnostics(d)) = compile(Input::Module(&m), &o.with_stages(8)) else {
+        panic!("eight stages compiled")
+    };
+    let loc = &d.0[0].loc;
+    assert_eq!(
+        (&*loc.file, loc.op_id()),
+        ("node_17", Some(loop_id)),
+        "{}",
+        d.0[0]
+    );
+    assert_eq!(
+        d.0[0].to_string().split(": ").next(),
+        Some(&*format!("node_17:{loop_id}:0"))
+    );
+    assert_eq!(d.0[0].kernel.as_deref(), Some("gemm"));
+}

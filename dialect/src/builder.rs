@@ -18,18 +18,33 @@
 //!     });
 //! verify(&m).unwrap();
 //! ```
+//!
+//! # Locations
+//!
+//! Each op built gets its own location, so that a diagnostic points back at the frontend's
+//! node: `SCOPE:ID:0`, where ID numbers the builder's ops from 1 in the order they are
+//! built ([`Builder::next_op_id`] says which the next op gets) and SCOPE is `<builder>` or
+//! the name given to [`Builder::with_loc`] (a frontend's node name or id). Passes keep an
+//! op's location on what they make of it. [`Builder::set_loc`] gives a fixed location
+//! instead.
 
 use crate::attr::{Attribute, Expr};
 use crate::ir::{Block, Module, Operation, Value};
 use crate::location::Location;
 use crate::ops::OpKind;
 use crate::types::{ScalarType, Type};
+use std::sync::Arc;
 
 /// Appends ops to a [`Module`].
 pub struct Builder<'m> {
     m: &'m mut Module,
     blocks: Vec<Block>,
-    loc: Location,
+    /// The file part of the ops' locations.
+    scope: Arc<str>,
+    /// A location given to every op instead of the numbered ones.
+    fixed: Option<Location>,
+    /// The id of the next op.
+    next_id: u32,
 }
 
 impl<'m> Builder<'m> {
@@ -38,13 +53,45 @@ impl<'m> Builder<'m> {
         Builder {
             m,
             blocks: vec![],
-            loc: Location::unknown(),
+            scope: Arc::from("<builder>"),
+            fixed: None,
+            next_id: 1,
         }
     }
 
-    /// Set the location given to the ops built from now on.
+    /// Give every op built from now on the location `loc` (e.g. a frontend's own source
+    /// position) instead of a numbered one; [`Builder::clear_loc`] goes back to numbering.
     pub fn set_loc(&mut self, loc: Location) {
-        self.loc = loc;
+        self.fixed = Some(loc);
+    }
+
+    /// Number the ops again (`SCOPE:ID:0`), after [`Builder::set_loc`].
+    pub fn clear_loc(&mut self) {
+        self.fixed = None;
+    }
+
+    /// The id the next op built gets: the line of its location `SCOPE:ID:0`.
+    pub fn next_op_id(&self) -> u32 {
+        self.next_id
+    }
+
+    /// Runs `build` with the ops it builds located in `scope` (`scope:ID:0`): a frontend
+    /// names its node, and an error about any op built for it names the node.
+    pub fn with_loc<R>(&mut self, scope: &str, build: impl FnOnce(&mut Self) -> R) -> R {
+        let outer = std::mem::replace(&mut self.scope, Arc::from(scope));
+        let r = build(self);
+        self.scope = outer;
+        r
+    }
+
+    /// The location of the next op, and its id taken.
+    fn take_loc(&mut self) -> Location {
+        let id = self.next_id;
+        self.next_id += 1;
+        match &self.fixed {
+            Some(l) => l.clone(),
+            None => Location::new(self.scope.clone(), id, 0),
+        }
     }
 
     /// The module being built.
@@ -61,7 +108,7 @@ impl<'m> Builder<'m> {
         attrs: &[(&str, Attribute)],
         results: &[Type],
     ) -> Vec<Value> {
-        let mut op = Operation::new(kind, self.loc.clone());
+        let mut op = Operation::new(kind, self.take_loc());
         op.operands = operands.to_vec();
         op.attrs = attrs
             .iter()
@@ -102,7 +149,7 @@ impl<'m> Builder<'m> {
         grid: Vec<Expr>,
         body: impl FnOnce(&mut Self, &[Value]),
     ) {
-        let mut op = Operation::new(OpKind::Kernel, self.loc.clone());
+        let mut op = Operation::new(OpKind::Kernel, self.take_loc());
         op.symbol = Some(name.to_string());
         op.attrs.insert(
             "grid".into(),
@@ -133,6 +180,7 @@ impl<'m> Builder<'m> {
         inits: &[Value],
         body: impl FnOnce(&mut Self, Value, &[Value]) -> Vec<Value>,
     ) -> Vec<Value> {
+        let loc = self.take_loc();
         let iv = self.m.new_value(Type::INDEX, None);
         let tys: Vec<Type> = inits.iter().map(|&v| self.m.ty(v).clone()).collect();
         let carried: Vec<Value> = tys
@@ -145,7 +193,7 @@ impl<'m> Builder<'m> {
         let ys = body(self, iv, &carried);
         self.op(OpKind::Yield, &ys, &[], &[]);
         let block = self.blocks.pop().expect("for block");
-        let mut op = Operation::new(OpKind::For, self.loc.clone());
+        let mut op = Operation::new(OpKind::For, loc);
         op.operands = [lb, ub, step]
             .into_iter()
             .chain(inits.iter().copied())

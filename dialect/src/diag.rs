@@ -189,7 +189,7 @@ impl Diagnostic {
         use std::fmt::Write;
         let _ = writeln!(out, "{}: {}: {}", self.loc, self.severity, self.message);
         if let Some(src) = source {
-            if !self.loc.is_unknown() {
+            if !self.loc.is_unknown() && self.loc.op_id().is_none() {
                 if let Some(line) = src.lines().nth(self.loc.line as usize - 1) {
                     let line: String = line.chars().take(240).collect();
                     let _ = writeln!(out, "{line}");

@@ -34,6 +34,12 @@ impl Location {
     pub fn is_unknown(&self) -> bool {
         self.line == 0
     }
+
+    /// The op id of a location the [`crate::Builder`] numbered (`SCOPE:ID:0`): `Some(ID)`
+    /// when the column is 0 and the line is not.
+    pub fn op_id(&self) -> Option<u32> {
+        (self.col == 0 && self.line > 0).then_some(self.line)
+    }
 }
 
 impl fmt::Display for Location {
