@@ -5,12 +5,41 @@
 //! its launch manifest. It never panics on bad input and never lets MLIR abort the process:
 //! the IR is verified, and the target's limits checked, before MLIR is built.
 //!
+//! A tile sweep, as an autotuner runs it: typed options, a legality check without MLIR,
+//! compiles on threads, and each kernel's launch configuration for a problem size.
+//!
 //! ```no_run
+//! use tilec::dialect::{DiagKind, Target};
+//! use tilec::{check, compile, Error, Input, Options, Schedule};
+//!
 //! let src = std::fs::read_to_string("examples/gemm_bf16.tile").unwrap();
-//! let k = tilec::compile(tilec::Input::Text { source: &src, file: "gemm_bf16.tile" },
-//!                        &tilec::Options::new(tilec::dialect::Target::Sm90a)).unwrap();
-//! assert!(k.ptx.contains(".target sm_90a"));
-//! println!("{}", k.manifest.to_json());
+//! let input = Input::Text { source: &src, file: "gemm_bf16.tile" };
+//! // Options that do not go together are refused by `validate` (and by `compile`).
+//! let configs: Vec<Options> = (2..=8)
+//!     .map(|s| Options::new(Target::Sm90a).with_stages(s).with_schedule(Schedule::Static))
+//!     .collect();
+//! // Keep what the target can hold; a resource limit says how much was needed.
+//! let legal: Vec<&Options> = configs
+//!     .iter()
+//!     .filter(|o| match check(input, o) {
+//!         Ok(()) => true,
+//!         Err(Error::Diagnostics(d)) => {
+//!             assert!(matches!(d.0[0].kind, DiagKind::ResourceLimit { .. }));
+//!             false
+//!         }
+//!         Err(e) => panic!("{e}"),
+//!     })
+//!     .collect();
+//! // Compiles on several threads run in parallel.
+//! let kernels: Vec<_> = std::thread::scope(|s| {
+//!     let hs: Vec<_> = legal.iter().map(|o| s.spawn(move || compile(input, o))).collect();
+//!     hs.into_iter().map(|h| h.join().unwrap().unwrap()).collect()
+//! });
+//! for k in &kernels {
+//!     assert!(k.ptx.contains(".target sm_90a"));
+//!     let launch = k.manifest.launch_config(&[("M", 8192), ("N", 8192), ("K", 8192)], 132);
+//!     println!("{}: {:?}", k.name, launch.unwrap());
+//! }
 //! ```
 //!
 //! Pipeline (each pass usable alone from `tile-opt`): `tile-simplify` →
@@ -19,7 +48,10 @@
 //! `convert-nvvm-to-llvm`, `nvvm-attach-target`, and MLIR's NVVM serializer to PTX with
 //! tilec's LLVM pass pipeline (`tilec::lowering::LLVM_PIPELINE`).
 //!
-//! Dependencies: the workspace crates, and `thiserror` for [`Error`].
+//! Modules hold any number of kernels: [`Options::kernel`] names the one to compile.
+//! [`TargetInfo`] answers which GEMM tiles a target lowers without any IR.
+//!
+//! Dependencies: the workspace crates, and `thiserror` for [`Error`] and [`OptionsError`].
 
 #![deny(missing_docs)]
 

@@ -121,26 +121,21 @@ fn hand_written_gpu_ops_are_invalid_ir() {
 
 #[test]
 fn options_errors_are_apart_from_ir_errors() {
-    let o = Options::new(Target::Sm90).with_epilogue(EpilogueStore::Tma);
-    let e = compile(
-        Input::Text {
+    // Options are refused before the input is read.
+    let refuse = |o: Options| {
+        let input = Input::Text {
             source: "not IR",
             file: "k.tile",
-        },
-        &o,
-    )
-    .unwrap_err();
-    let Error::Options(e) = e else { panic!("{e}") };
+        };
+        match compile(input, &o) {
+            Err(Error::Options(e)) => e,
+            Err(e) => panic!("{e}"),
+            Ok(k) => panic!("{} compiled", k.name),
+        }
+    };
+    let e = refuse(Options::new(Target::Sm90).with_epilogue(EpilogueStore::Tma));
     assert_eq!(e.option, "epilogue");
-    let o = Options::new(Target::Sm90a).with_schedule(Schedule::Clc);
-    let e = compile(
-        Input::Text {
-            source: "not IR",
-            file: "k.tile",
-        },
-        &o,
-    )
-    .unwrap_err();
+    let e = refuse(Options::new(Target::Sm90a).with_schedule(Schedule::Clc));
     assert_eq!(
         e.to_string(),
         "option 'schedule': clc uses clusterlaunchcontrol.try_cancel (PTX ISA 8.6), which \

@@ -157,7 +157,7 @@ define_ops! {
             dimension with size 1.";
     Iota = "tile.iota", Other,
         "A tile of i32/i64/index whose elements are their coordinate along `dim`.",
-        "`%i = tile.iota {dim = d} : tile<S x i32>`: element c holds c[d] (Triton's `arange`, \
+        "`%i = tile.iota {dim = d} : tile<S x i32>`: element c holds `c[d]` (Triton's `arange`, \
             MLIR's `stablehlo.iota`); with `tile.cmpi` and `tile.select` it masks the ragged \
             end of a tile.";
     Splat = "tile.splat", Other, "A tile with every element equal to a scalar operand.", "";
