@@ -257,6 +257,19 @@ impl Emit {
     }
 }
 
+/// `with_FIELD(value) -> Self` for plain fields of [`Options`].
+macro_rules! setters {
+    ($($method:ident: $field:ident: $ty:ty,)+) => {
+        $(
+            #[doc = concat!("Sets [`Options::", stringify!($field), "`].")]
+            pub fn $method(mut self, v: $ty) -> Self {
+                self.$field = v;
+                self
+            }
+        )+
+    };
+}
+
 /// Warp counts `tile-assign-layouts` accepts (0: it chooses).
 pub const NUM_WARPS: [u32; 7] = [0, 1, 2, 4, 8, 16, 32];
 
@@ -343,56 +356,19 @@ impl Options {
         }
     }
 
-    /// Sets [`Options::stages`].
-    pub fn with_stages(mut self, stages: u32) -> Self {
-        self.stages = stages;
-        self
+    setters! {
+        with_stages: stages: u32,
+        with_epilogue: epilogue: EpilogueStore,
+        with_promote: promote: Promote,
+        with_emit: emit: Emit,
+        with_check_waits: check_waits: bool,
+        with_schedule: schedule: Schedule,
+        with_cluster: cluster: ClusterShape,
+        with_group_m: group_m: u32,
+        with_simplify: simplify: bool,
+        with_opt_level: opt_level: OptLevel,
     }
-    /// Sets [`Options::epilogue`].
-    pub fn with_epilogue(mut self, epilogue: EpilogueStore) -> Self {
-        self.epilogue = epilogue;
-        self
-    }
-    /// Sets [`Options::promote`].
-    pub fn with_promote(mut self, promote: Promote) -> Self {
-        self.promote = promote;
-        self
-    }
-    /// Sets [`Options::emit`].
-    pub fn with_emit(mut self, emit: Emit) -> Self {
-        self.emit = emit;
-        self
-    }
-    /// Sets [`Options::check_waits`].
-    pub fn with_check_waits(mut self, check: bool) -> Self {
-        self.check_waits = check;
-        self
-    }
-    /// Sets [`Options::schedule`].
-    pub fn with_schedule(mut self, schedule: Schedule) -> Self {
-        self.schedule = schedule;
-        self
-    }
-    /// Sets [`Options::cluster`].
-    pub fn with_cluster(mut self, cluster: ClusterShape) -> Self {
-        self.cluster = cluster;
-        self
-    }
-    /// Sets [`Options::group_m`].
-    pub fn with_group_m(mut self, group_m: u32) -> Self {
-        self.group_m = group_m;
-        self
-    }
-    /// Sets [`Options::simplify`].
-    pub fn with_simplify(mut self, simplify: bool) -> Self {
-        self.simplify = simplify;
-        self
-    }
-    /// Sets [`Options::opt_level`].
-    pub fn with_opt_level(mut self, level: OptLevel) -> Self {
-        self.opt_level = level;
-        self
-    }
+
     /// Sets [`Options::llvm_passes`].
     pub fn with_llvm_passes(mut self, pipeline: impl Into<String>) -> Self {
         self.llvm_passes = Some(pipeline.into());

@@ -1,7 +1,7 @@
 //! [`TargetInfo`]: what a target can compile, asked without compiling anything.
 
 use tilec_dialect::{DiagKind, GemmTile, ScalarType, Target, TileRefusal};
-use tilec_passes::tile_to_gpu::BARRIER_REGION_BYTES;
+use tilec_passes::tile_to_gpu::{ring_bytes, BARRIER_REGION_BYTES};
 
 /// The deepest shared-memory ring `tile-to-gpu` builds ([`crate::Options::stages`]).
 pub const MAX_STAGES: u32 = 8;
@@ -63,7 +63,7 @@ impl TargetInfo {
             });
         }
         self.target.check_gemm_tile(tile)?;
-        let needed = BARRIER_REGION_BYTES + u64::from(stages) * tile.stage_bytes();
+        let needed = ring_bytes(tile, u64::from(stages));
         let limit = self.max_smem_per_block();
         if needed > limit {
             return Err(TileRefusal {

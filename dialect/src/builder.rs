@@ -87,7 +87,7 @@ impl<'m> Builder<'m> {
     /// The location of the next op, and its id taken.
     fn take_loc(&mut self) -> Location {
         let id = self.next_id;
-        self.next_id += 1;
+        self.next_id = self.next_id.saturating_add(1);
         match &self.fixed {
             Some(l) => l.clone(),
             None => Location::new(self.scope.clone(), id, 0),

@@ -397,36 +397,28 @@ mod tests {
     fn element_types_bytes_and_majors() {
         use ScalarType::{E4M3, E5M2, F32, I32};
         for t in Target::ALL {
+            let refusal = |tile: GemmTile| t.check_gemm_tile(&tile).unwrap_err().message;
             // fp8 (mixed too) and tf32: K-major only, BK of 64, 128 or 256 bytes.
             for (a, b) in [(E4M3, E4M3), (E4M3, E5M2), (E5M2, E4M3), (E5M2, E5M2)] {
                 for bk in [64, 128, 256] {
                     assert_eq!(t.check_gemm_tile(&typed(a, b, bk, true, true)), Ok(()));
                 }
-                let e = t
-                    .check_gemm_tile(&typed(a, b, 32, true, true))
-                    .unwrap_err()
-                    .message;
+                let e = refusal(typed(a, b, 32, true, true));
                 assert!(e.contains("64, 128 or 256 elements of"), "{e}");
                 for (ak, bk_) in [(false, true), (true, false), (false, false)] {
-                    let e = t
-                        .check_gemm_tile(&typed(a, b, 128, ak, bk_))
-                        .unwrap_err()
-                        .message;
+                    let e = refusal(typed(a, b, 128, ak, bk_));
                     assert!(e.contains("operands must both be K-major"), "{e}");
                 }
             }
             for bk in [16, 32, 64] {
                 assert_eq!(t.check_gemm_tile(&typed(F32, F32, bk, true, true)), Ok(()));
             }
-            let e = t
-                .check_gemm_tile(&typed(F32, F32, 32, true, false))
-                .unwrap_err()
-                .message;
+            let e = refusal(typed(F32, F32, 32, true, false));
             assert!(e.starts_with("tf32 operands must both be K-major"), "{e}");
-            let e = t.check_gemm_tile(&typed(E4M3, ScalarType::BF16, 128, true, true));
-            assert!(e.unwrap_err().message.contains("found e4m3 x bf16 inputs"));
-            let e = t.check_gemm_tile(&typed(I32, I32, 64, true, true));
-            assert!(e.unwrap_err().message.contains("found i32 x i32 inputs"));
+            let e = refusal(typed(E4M3, ScalarType::BF16, 128, true, true));
+            assert!(e.contains("found e4m3 x bf16 inputs"), "{e}");
+            let e = refusal(typed(I32, I32, 64, true, true));
+            assert!(e.contains("found i32 x i32 inputs"), "{e}");
             let fp8 = typed(E4M3, E4M3, 128, true, true);
             assert_eq!(fp8.bk_bytes(), 128);
             assert_eq!(fp8.stage_bytes(), (128 + 256) * 128);

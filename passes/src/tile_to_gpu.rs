@@ -162,6 +162,12 @@ pub static INFO: PassInfo = PassInfo {
 /// 1024-byte aligned, as 128-byte-swizzle atoms need).
 pub const BARRIER_REGION_BYTES: u64 = 1024;
 
+/// Shared memory of a GEMM's ring: the barrier region and `stages` stages of `tile`, in
+/// bytes (the kernel's other buffers come on top).
+pub fn ring_bytes(tile: &GemmTile, stages: u64) -> u64 {
+    BARRIER_REGION_BYTES + stages * tile.stage_bytes()
+}
+
 /// The most accumulator registers per consumer thread `promote` may hold on wgmma: the sum
 /// and two parts (one in flight while the other is added), below the 232 a consumer gets
 /// from `setmaxnreg` (three 64×128 fragments: a 128×128 tile).
@@ -700,7 +706,7 @@ fn check_config(
         return Err(Diagnostic::error(loc.clone(), msg).with_kind(r.kind));
     }
     let stage_bytes = tile.stage_bytes();
-    let total = BARRIER_REGION_BYTES + other_smem + staging + stages * stage_bytes;
+    let total = ring_bytes(&tile, stages) + other_smem + staging;
     let limit = target.max_smem_per_block();
     if total > limit {
         let mut other = if other_smem > 0 {
