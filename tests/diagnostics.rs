@@ -146,7 +146,7 @@ fn options_errors_are_apart_from_ir_errors() {
 /// A 128×256×64 bf16 GEMM built without text; the K loop is built in the scope
 /// `node_17` (a frontend's node), and its op id is returned with the module.
 fn built_gemm() -> (tilec::dialect::Module, u32) {
-    use tilec::dialect::{Builder, Expr, Module, OpKind, ScalarType::*, Type};
+    use tilec::dialect::{Builder, Module, ScalarType::*, Type};
     let mut m = Module::new();
     let mut b = Builder::new(&mut m);
     let t2 = |e| Type::Tensor { rank: 2, elem: e };
@@ -158,31 +158,27 @@ fn built_gemm() -> (tilec::dialect::Module, u32) {
         ("N", Type::INDEX),
         ("K", Type::INDEX),
     ];
-    let ceil = |a: &str, n| Expr::binary("ceildiv", Expr::Arg(a.into()), Expr::Int(n)).unwrap();
     let mut loop_id = 0;
-    b.kernel(
-        "gemm",
-        &args,
-        vec![ceil("N", 256), ceil("M", 128)],
-        |b, a| {
-            let (pn, pm) = (b.program_id(0), b.program_id(1));
-            let (c0, c64) = (b.constant_index(0), b.constant_index(64));
-            let (c128, c256) = (b.constant_index(128), b.constant_index(256));
-            let row = b.int_op(OpKind::MulI, pm, c128);
-            let col = b.int_op(OpKind::MulI, pn, c256);
-            let zero = b.zeros(Type::tile(&[128, 256], F32));
-            let acc = b.with_loc("node_17", |b| {
-                loop_id = b.next_op_id();
-                b.for_loop(c0, a[5], c64, &[zero], |b, k, c| {
-                    let x = b.load(a[0], &[row, k], Type::tile(&[128, 64], BF16));
-                    let y = b.load(a[1], &[k, col], Type::tile(&[64, 256], BF16));
-                    vec![b.dot(x, y, c[0])]
-                })
-            });
-            let out = b.convert(acc[0], BF16);
-            b.store(a[2], &[row, col], out);
-        },
-    );
+    b.kernel("gemm", &args, |b, a| {
+        b.grid([b.arg(a[4])?.ceil_div(256), b.arg(a[3])?.ceil_div(128)])?;
+        let (pn, pm) = (b.program_id(0)?, b.program_id(1)?);
+        let (c0, c64) = (b.constant_index(0)?, b.constant_index(64)?);
+        let (c128, c256) = (b.constant_index(128)?, b.constant_index(256)?);
+        let row = b.muli(pm, c128)?;
+        let col = b.muli(pn, c256)?;
+        let zero = b.zeros(&[128, 256], F32)?;
+        let acc = b.with_loc("node_17", |b| {
+            loop_id = b.next_op_id();
+            b.for_loop(c0, a[5], c64, &[zero], |b, k, c| {
+                let x = b.load(a[0], &[row, k], &[128, 64])?;
+                let y = b.load(a[1], &[k, col], &[64, 256])?;
+                Ok(vec![b.dot(x, y, c[0])?])
+            })
+        })?;
+        let out = b.convert(acc[0], BF16)?;
+        b.store(a[2], &[row, col], out)
+    })
+    .unwrap();
     (m, loop_id)
 }
 

@@ -97,6 +97,16 @@ impl Expr {
         })
     }
 
+    /// ⌈self / rhs⌉: a grid dimension that covers `self` elements with tiles of `rhs`.
+    pub fn ceil_div(self, rhs: impl Into<Expr>) -> Expr {
+        Expr::CeilDiv(Box::new(self), Box::new(rhs.into()))
+    }
+
+    /// min(self, rhs).
+    pub fn min(self, rhs: impl Into<Expr>) -> Expr {
+        Expr::Min(Box::new(self), Box::new(rhs.into()))
+    }
+
     /// Evaluate with `arg` giving argument values; `None` on a missing argument or a
     /// division by zero.
     pub fn eval(&self, arg: &dyn Fn(&str) -> Option<i64>) -> Option<i64> {
@@ -205,6 +215,28 @@ impl fmt::Display for Attribute {
     }
 }
 
+impl From<i64> for Expr {
+    fn from(v: i64) -> Expr {
+        Expr::Int(v)
+    }
+}
+
+impl<R: Into<Expr>> std::ops::Add<R> for Expr {
+    type Output = Expr;
+    /// self + rhs.
+    fn add(self, rhs: R) -> Expr {
+        Expr::Add(Box::new(self), Box::new(rhs.into()))
+    }
+}
+
+impl<R: Into<Expr>> std::ops::Mul<R> for Expr {
+    type Output = Expr;
+    /// self × rhs.
+    fn mul(self, rhs: R) -> Expr {
+        Expr::Mul(Box::new(self), Box::new(rhs.into()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,6 +249,10 @@ mod tests {
         assert_eq!(e.eval(&|n| (n == "N").then_some(257)), Some(2));
         assert_eq!(e.eval(&|n| (n == "N").then_some(256)), Some(1));
         assert_eq!(e.eval(&|_| None), None);
+        let f = (Expr::Arg("M".into()) * 2 + 1).min(8);
+        assert_eq!(f.to_string(), "min(add(mul(%M, 2), 1), 8)");
+        assert_eq!(f.eval(&|_| Some(3)), Some(7));
+        assert_eq!(f.eval(&|_| Some(4)), Some(8));
     }
 
     #[test]

@@ -867,14 +867,15 @@ impl Machine<'_> {
                     Val::Int(t.shape[d] as i64)
                 }
                 OpKind::CmpI => {
-                    let cmp: fn(i64, i64) -> bool = match op.str_attr("predicate") {
-                        Some("eq") => |a, b| a == b,
-                        Some("ne") => |a, b| a != b,
-                        Some("slt") => |a, b| a < b,
-                        Some("sle") => |a, b| a <= b,
-                        Some("sgt") => |a, b| a > b,
-                        Some("sge") => |a, b| a >= b,
-                        _ => return Err(op_err(op, "bad 'predicate'")),
+                    use crate::ops::CmpPredicate as P;
+                    let cmp: fn(i64, i64) -> bool = match P::of(op) {
+                        Some(P::Eq) => |a, b| a == b,
+                        Some(P::Ne) => |a, b| a != b,
+                        Some(P::Slt) => |a, b| a < b,
+                        Some(P::Sle) => |a, b| a <= b,
+                        Some(P::Sgt) => |a, b| a > b,
+                        Some(P::Sge) => |a, b| a >= b,
+                        None => return Err(op_err(op, "bad 'predicate'")),
                     };
                     match self.result_type(op)?.tile_shape().map(<[u64]>::to_vec) {
                         Some(shape) => {
@@ -1362,15 +1363,14 @@ impl Machine<'_> {
             .and_then(|d| usize::try_from(d).ok())
             .filter(|&d| d < a.shape.len())
             .ok_or_else(|| op_err(op, "bad 'dim'"))?;
-        let kind = op.str_attr("kind").unwrap_or("");
         let Data::Float(x) = &a.data else {
             return Err(op_err(op, "expects a float tile"));
         };
-        let f: fn(f32, f32) -> f32 = match kind {
-            "add" => |p, q| p + q,
-            "max" => max_num,
-            "min" => min_num,
-            _ => return Err(op_err(op, "bad 'kind'")),
+        let f: fn(f32, f32) -> f32 = match crate::ops::ReduceKind::of(op) {
+            Some(crate::ops::ReduceKind::Add) => |p, q| p + q,
+            Some(crate::ops::ReduceKind::Max) => max_num,
+            Some(crate::ops::ReduceKind::Min) => min_num,
+            None => return Err(op_err(op, "bad 'kind'")),
         };
         let outer: usize = a.shape[..d].iter().product();
         let len = a.shape[d];

@@ -51,14 +51,14 @@ pub mod types;
 pub mod verifier;
 
 pub use attr::{Attribute, Expr};
-pub use builder::Builder;
+pub use builder::{BuildResult, Builder};
 pub use diag::{DiagKind, Diagnostic, Diagnostics, Severity};
 pub use ir::{AttrMap, Block, Module, Operation, Value, ValueInfo};
 pub use layout::LinearLayout;
 pub use location::Location;
-pub use ops::{OpClass, OpKind};
+pub use ops::{CmpPredicate, OpClass, OpKind, Precision, ReduceKind};
 pub use parser::{parse, parse_bytes, split_input};
 pub use printer::{print_module, print_op};
 pub use target::{mma_k, GemmTile, Target, TileRefusal, MMA_K_BYTES};
 pub use types::{ScalarType, Type};
-pub use verifier::{verify, VerifiedModule};
+pub use verifier::{verify, verify_op, VerifiedModule};

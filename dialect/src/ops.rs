@@ -299,6 +299,94 @@ impl OpKind {
     }
 }
 
+/// Declares the enum of a string attribute's values: its spellings, `from_name`, `Display`
+/// and the conversion into an [`crate::Attribute`].
+macro_rules! attr_enum {
+    ($(#[$m:meta])* $name:ident, $attr:literal,
+     { $( $(#[$vm:meta])* $v:ident = $s:literal ),* $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum $name { $( $(#[$vm])* $v, )* }
+
+        impl $name {
+            /// Every value, in table order.
+            pub const ALL: &'static [$name] = &[$($name::$v),*];
+            /// Every spelling, in table order.
+            pub const NAMES: &'static [&'static str] = &[$($s),*];
+            /// The name of the attribute that holds it.
+            pub const ATTR: &'static str = $attr;
+
+            /// The spelling in the text form.
+            pub fn name(self) -> &'static str {
+                match self { $($name::$v => $s,)* }
+            }
+
+            /// The value spelled `s`.
+            pub fn from_name(s: &str) -> Option<Self> {
+                match s { $($s => Some($name::$v),)* _ => None }
+            }
+
+            /// The value of `op`'s attribute (`None` when it is absent or not a spelling).
+            pub fn of(op: &crate::Operation) -> Option<Self> {
+                op.str_attr($attr).and_then(Self::from_name)
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+
+        impl From<$name> for crate::Attribute {
+            fn from(v: $name) -> crate::Attribute {
+                crate::Attribute::Str(v.name().to_string())
+            }
+        }
+    };
+}
+
+attr_enum! {
+    /// The combining function of a `tile.reduce` (its `kind` attribute).
+    ReduceKind, "kind", {
+        /// Sum (`add`; the identity is 0).
+        Add = "add",
+        /// Maximum (IEEE maxNum; the identity is -inf).
+        Max = "max",
+        /// Minimum (IEEE minNum; the identity is +inf).
+        Min = "min",
+    }
+}
+
+attr_enum! {
+    /// The predicate of a `tile.cmpi` (its `predicate` attribute), MLIR `arith.cmpi`'s
+    /// signed predicates.
+    CmpPredicate, "predicate", {
+        /// a == b.
+        Eq = "eq",
+        /// a != b.
+        Ne = "ne",
+        /// a < b, signed.
+        Slt = "slt",
+        /// a <= b, signed.
+        Sle = "sle",
+        /// a > b, signed.
+        Sgt = "sgt",
+        /// a >= b, signed.
+        Sge = "sge",
+    }
+}
+
+attr_enum! {
+    /// How a `tile.dot` or `tile.mma` multiplies (its `precision` attribute).
+    Precision, "precision", {
+        /// IEEE products of the operand type (the default).
+        Ieee = "ieee",
+        /// f32 operands read as tf32 (10-bit mantissa), as `mma` with `.tf32` does.
+        Tf32 = "tf32",
+    }
+}
+
 /// The operands of a `tile.mma` (GPU level): `a` (a shared-memory ring, or for wgmma's
 /// register-A form an A-fragment tile), `b` (a ring), the stage each ring is read at, and
 /// the accumulator. Written `tile.mma %a, %b, %stage, %acc` (both rings at one stage) or

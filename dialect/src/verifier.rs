@@ -46,7 +46,7 @@ use crate::attr::{Attribute, Expr};
 use crate::diag::{DiagKind, Diagnostic, Diagnostics};
 use crate::ir::{Block, Module, Operation, Value};
 use crate::location::Location;
-use crate::ops::{OpClass, OpKind};
+use crate::ops::{CmpPredicate, OpClass, OpKind, Precision, ReduceKind};
 use crate::target::Target;
 use crate::types::{ScalarType, Type};
 use std::collections::{HashMap, HashSet};
@@ -56,17 +56,7 @@ use std::collections::{HashMap, HashSet};
 /// # Errors
 /// Every violation found, each at the location of the op that breaks it.
 pub fn verify(m: &Module) -> Result<(), Diagnostics> {
-    let mut v = Verifier {
-        m,
-        diags: vec![],
-        defined: HashSet::new(),
-        visible: vec![],
-        target: None,
-        num_warps: None,
-        cluster_size: 1,
-        consts: HashMap::new(),
-        kernel: None,
-    };
+    let mut v = Verifier::new(m);
     let mut symbols = HashMap::new();
     for op in &m.ops {
         if op.kind != OpKind::Kernel {
@@ -133,6 +123,44 @@ impl VerifiedModule {
     }
 }
 
+/// Check one op by its own rules (invariants 3 to 9 of the module doc, as they concern
+/// this op): the number of its regions, its symbol, where its terminator stands (with
+/// `parent`, the op whose region it ends), its attributes, and the types of its operands
+/// and results. Dominance and the ops inside its regions are not checked; [`verify`]
+/// checks those. The [`crate::Builder`] runs this on each op it builds.
+///
+/// # Errors
+/// Every violation found, at the op's location, of kind [`DiagKind::InvalidIr`]; a handle
+/// that `m` does not have is one.
+pub fn verify_op(
+    m: &Module,
+    op: &Operation,
+    parent: Option<&Operation>,
+) -> Result<(), Diagnostics> {
+    let mut v = Verifier::new(m);
+    for &x in &op.operands {
+        if m.try_ty(x).is_none() {
+            v.error(
+                op,
+                format!(
+                    "'{}' uses value handle {} that the module does not have",
+                    op.kind.name(),
+                    x.0
+                ),
+            );
+        }
+    }
+    v.own(op, parent);
+    for &r in &op.results {
+        v.define(op, r);
+    }
+    if v.diags.is_empty() {
+        Ok(())
+    } else {
+        Err(Diagnostics(v.diags).with_kind(DiagKind::InvalidIr))
+    }
+}
+
 struct Verifier<'a> {
     m: &'a Module,
     diags: Vec<Diagnostic>,
@@ -149,6 +177,22 @@ struct Verifier<'a> {
     consts: HashMap<Value, i64>,
     /// The symbol of the kernel being verified.
     kernel: Option<String>,
+}
+
+impl<'a> Verifier<'a> {
+    fn new(m: &'a Module) -> Self {
+        Verifier {
+            m,
+            diags: vec![],
+            defined: HashSet::new(),
+            visible: vec![],
+            target: None,
+            num_warps: None,
+            cluster_size: 1,
+            consts: HashMap::new(),
+            kernel: None,
+        }
+    }
 }
 
 fn is_float_like(t: &Type) -> bool {
@@ -284,6 +328,47 @@ impl Verifier<'_> {
                 self.error(op, msg);
             }
         }
+        self.own(op, parent);
+        // Regions.
+        match op.kind {
+            OpKind::Kernel => {
+                if let Some(b) = op.regions.first() {
+                    let saved = std::mem::take(&mut self.visible);
+                    self.block(b, op, OpKind::Return);
+                    self.visible = saved;
+                }
+            }
+            OpKind::For | OpKind::While => {
+                if let Some(b) = op.regions.first() {
+                    self.block(b, op, OpKind::Yield);
+                }
+            }
+            OpKind::If | OpKind::WarpSpecialize => {
+                for b in &op.regions {
+                    if !b.args.is_empty() {
+                        self.error(
+                            op,
+                            format!("'{}' regions take no block arguments", op.kind.name()),
+                        );
+                    }
+                    self.block(b, op, OpKind::Yield);
+                }
+            }
+            _ => {}
+        }
+        for &r in &op.results {
+            self.define(op, r);
+        }
+        if let (OpKind::Constant, Some(&r), Some(v)) =
+            (op.kind, op.results.first(), op.int_attr("value"))
+        {
+            self.consts.insert(r, v);
+        }
+    }
+
+    /// The op's own rules: its place, regions, symbol and attributes, and the types of
+    /// its operands and results (not dominance, and not what its regions hold).
+    fn own(&mut self, op: &Operation, parent: Option<&Operation>) {
         if op.kind == OpKind::Kernel && parent.is_some() {
             self.error(op, "'tile.kernel' must be at top level");
         }
@@ -346,41 +431,6 @@ impl Verifier<'_> {
             ),
         }
         self.check_op(op, parent);
-        // Regions.
-        match op.kind {
-            OpKind::Kernel => {
-                if let Some(b) = op.regions.first() {
-                    let saved = std::mem::take(&mut self.visible);
-                    self.block(b, op, OpKind::Return);
-                    self.visible = saved;
-                }
-            }
-            OpKind::For | OpKind::While => {
-                if let Some(b) = op.regions.first() {
-                    self.block(b, op, OpKind::Yield);
-                }
-            }
-            OpKind::If | OpKind::WarpSpecialize => {
-                for b in &op.regions {
-                    if !b.args.is_empty() {
-                        self.error(
-                            op,
-                            format!("'{}' regions take no block arguments", op.kind.name()),
-                        );
-                    }
-                    self.block(b, op, OpKind::Yield);
-                }
-            }
-            _ => {}
-        }
-        for &r in &op.results {
-            self.define(op, r);
-        }
-        if let (OpKind::Constant, Some(&r), Some(v)) =
-            (op.kind, op.results.first(), op.int_attr("value"))
-        {
-            self.consts.insert(r, v);
-        }
     }
 
     fn operand_types(&self, op: &Operation) -> Option<Vec<Type>> {
@@ -678,7 +728,7 @@ impl Verifier<'_> {
                     // Scalars give i1; tiles an i1 tile of their shape (and layout).
                     self.result_must_be(op, &ots[0].with_elem(ScalarType::I1));
                 }
-                self.str_attr_in(op, "predicate", &["eq", "ne", "slt", "sle", "sgt", "sge"]);
+                self.str_attr_in(op, CmpPredicate::ATTR, CmpPredicate::NAMES);
             }
             OpKind::Select if self.count(op, 3, 1) => {
                 // An i1 scalar picks a whole operand; an i1 tile of the values' shape picks
@@ -859,7 +909,7 @@ impl Verifier<'_> {
                 ),
             },
             OpKind::Reduce if self.count(op, 1, 1) => {
-                self.str_attr_in(op, "kind", &["add", "max", "min"]);
+                self.str_attr_in(op, ReduceKind::ATTR, ReduceKind::NAMES);
                 match &ots[0] {
                     Type::Tile { shape, elem, .. } => {
                         if let Some(d) = self.int_attr_in(op, "dim", 0, shape.len() as i64 - 1) {
@@ -1931,24 +1981,26 @@ impl Verifier<'_> {
     /// must say `"tf32"`: the tensor cores have no IEEE f32 form.
     fn check_precision(&mut self, op: &Operation, a: ScalarType, hw: bool) {
         let name = op.kind.name();
-        let p = match op.attr("precision") {
-            None => "ieee",
-            Some(Attribute::Str(s)) if s == "ieee" || s == "tf32" => s.as_str(),
-            Some(other) => {
+        let attr = op.attr(Precision::ATTR);
+        let p = match attr.map(|a| a.as_str().and_then(Precision::from_name)) {
+            None => Precision::Ieee,
+            Some(Some(p)) => p,
+            Some(None) => {
+                let found = attr.map(ToString::to_string).unwrap_or_default();
                 self.error(
                     op,
-                    format!("'{name}' precision must be \"ieee\" or \"tf32\", found {other}"),
+                    format!("'{name}' precision must be \"ieee\" or \"tf32\", found {found}"),
                 );
                 return;
             }
         };
-        if p == "tf32" && a != ScalarType::F32 {
+        if p == Precision::Tf32 && a != ScalarType::F32 {
             self.error(
                 op,
                 format!("'{name}' precision = \"tf32\" takes f32 operands, found {a}"),
             );
         }
-        if hw && p == "ieee" && a == ScalarType::F32 {
+        if hw && p == Precision::Ieee && a == ScalarType::F32 {
             self.error(
                 op,
                 format!(

@@ -22,7 +22,7 @@ use super::plain::{err, Lowerer, Tile, R};
 use super::writer::{ICmp, Writer, V};
 use melior::ir::Value;
 use std::collections::HashMap;
-use tilec_dialect::{Diagnostic, LinearLayout, Operation, ScalarType};
+use tilec_dialect::{Diagnostic, LinearLayout, Operation, ReduceKind, ScalarType};
 
 /// What a reduction needs of the kernel it is lowered in: the plain launch
 /// ([`Lowerer`]) and the GEMM epilogue (over the accumulator's layout) provide it.
@@ -46,20 +46,20 @@ pub(crate) trait ReduceSite<'c, 'm> {
 
 fn combine<'c: 'm, 'm>(
     w: &mut Writer<'c, 'm>,
-    kind: &str,
+    kind: ReduceKind,
     a: V<'c, 'm>,
     b: V<'c, 'm>,
 ) -> V<'c, 'm> {
     let name = match kind {
-        "add" => "llvm.fadd",
-        "max" => "llvm.intr.maxnum",
-        _ => "llvm.intr.minnum",
+        ReduceKind::Add => "llvm.fadd",
+        ReduceKind::Max => "llvm.intr.maxnum",
+        ReduceKind::Min => "llvm.intr.minnum",
     };
     w.fop(name, &[a, b])
 }
 
 /// Combines `xs` pairwise (a balanced tree).
-fn tree<'c: 'm, 'm>(w: &mut Writer<'c, 'm>, kind: &str, mut xs: Vec<V<'c, 'm>>) -> V<'c, 'm> {
+fn tree<'c: 'm, 'm>(w: &mut Writer<'c, 'm>, kind: ReduceKind, mut xs: Vec<V<'c, 'm>>) -> V<'c, 'm> {
     while xs.len() > 1 {
         let mut next = Vec::with_capacity(xs.len().div_ceil(2));
         for pair in xs.chunks(2) {
@@ -74,7 +74,7 @@ fn tree<'c: 'm, 'm>(w: &mut Writer<'c, 'm>, kind: &str, mut xs: Vec<V<'c, 'm>>) 
     xs[0]
 }
 
-/// The reduction `kind` ("add", "max", "min") over dimension `d` of a tile laid out as `l`
+/// The reduction `kind` over dimension `d` of a tile laid out as `l`
 /// (`shape` is its unpadded shape), in the three steps of the [module docs](self).
 /// `value(site, r)` gives register `r`'s element (any float type); it is called group by
 /// group, each group (the registers one result register combines) right before it is
@@ -91,7 +91,7 @@ pub(crate) fn reduce_registers<'c: 'm, 'm, S: ReduceSite<'c, 'm>>(
     op: &Operation,
     (l, shape): (&LinearLayout, &[u64]),
     d: usize,
-    kind: &str,
+    kind: ReduceKind,
     value: &mut dyn FnMut(&mut S, u64) -> R<V<'c, 'm>>,
     defer: bool,
 ) -> R<Reduced<'c, 'm>> {
@@ -113,9 +113,9 @@ pub(crate) fn reduce_registers<'c: 'm, 'm, S: ReduceSite<'c, 'm>>(
         }
     }
     let ident = match kind {
-        "add" => 0.0,
-        "max" => f64::NEG_INFINITY,
-        _ => f64::INFINITY,
+        ReduceKind::Add => 0.0,
+        ReduceKind::Max => f64::NEG_INFINITY,
+        ReduceKind::Min => f64::INFINITY,
     };
     // 1. In thread.
     let slots: HashMap<Vec<u64>, usize> = (0..s.num_registers())
@@ -175,7 +175,7 @@ pub(crate) fn reduce_registers<'c: 'm, 'm, S: ReduceSite<'c, 'm>>(
         region,
         warps: nw,
         layout: s,
-        kind: kind.to_string(),
+        kind,
     };
     if defer && site.in_loop() {
         // The previous iteration's readers are done before this one writes.
@@ -229,7 +229,7 @@ pub(crate) struct Partials {
     pub warps: u64,
     /// The result's layout (the operand's sliced along the reduced dimension).
     pub layout: LinearLayout,
-    pub kind: String,
+    pub kind: ReduceKind,
 }
 
 impl Partials {
@@ -275,7 +275,7 @@ fn read_partials<'c: 'm, 'm>(w: &mut Writer<'c, 'm>, p: &Partials, base: V<'c, '
             t: ScalarType::F32,
         });
     }
-    tree(w, &p.kind, parts)
+    tree(w, p.kind, parts)
 }
 
 /// The row-major offset (i32) of coordinate `c` in a tile of (padded) `dims`.
@@ -319,7 +319,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
     pub(super) fn lower_reduce(&mut self, op: &Operation) -> R<()> {
         let t = self.tile(op, op.operands[0])?;
         let d = op.int_attr("dim").unwrap_or(0) as usize;
-        let kind = op.str_attr("kind").unwrap_or("add").to_string();
+        let kind = ReduceKind::of(op).unwrap_or(ReduceKind::Add);
         let (rshape, relem, rlayout) = self.result_layout(op, 0)?;
         if !t.elem.is_float() {
             return err(op, "'tile.reduce' of an integer tile is not lowered");
@@ -332,7 +332,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             })
         };
         let Reduced::Registers(acc) =
-            reduce_registers(self, op, (&t.layout, &t.shape), d, &kind, value, false)?
+            reduce_registers(self, op, (&t.layout, &t.shape), d, kind, value, false)?
         else {
             return err(op, "internal error: a reduction deferred in a plain launch");
         };

@@ -24,7 +24,7 @@ use crate::nvvm::reduce::{reduce_registers, ReduceSite, Reduced};
 use crate::nvvm::writer::{ICmp, Writer, V};
 use std::collections::HashMap;
 use std::rc::Rc;
-use tilec_dialect::{LinearLayout, Operation, ScalarType, Type as TileType};
+use tilec_dialect::{LinearLayout, Operation, ReduceKind, ScalarType, Type as TileType};
 
 impl<'c, 'm> Gemm<'c, 'm, '_> {
     /// The accumulator's layout over the consumer warps.
@@ -148,7 +148,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             return err(op, "'tile.reduce' of an integer tile is not lowered");
         }
         let d = op.int_attr("dim").unwrap_or(0) as usize;
-        let kind = op.str_attr("kind").unwrap_or("add").to_string();
+        let kind = ReduceKind::of(op).unwrap_or(ReduceKind::Add);
         let space = self.space_of(op, &shape)?;
         let node = self.lazy_of(op, op.operands[0])?;
         let mut memo = EvalMemo {
@@ -161,7 +161,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             memo.reg.clear();
             g.eval(op, &node, &sp, r as usize, &mut memo)
         };
-        let reduced = reduce_registers(self, op, (&space, &shape), d, &kind, value, true)?;
+        let reduced = reduce_registers(self, op, (&space, &shape), d, kind, value, true)?;
         let layout = space.slice(d);
         let slots = (0..layout.num_registers())
             .map(|r| (layout.register_coord(r), r as usize))
