@@ -50,6 +50,8 @@
 //!
 //! Modules hold any number of kernels: [`Options::kernel`] names the one to compile.
 //! [`TargetInfo`] answers which GEMM tiles a target lowers without any IR.
+//! `examples/rust_frontend.rs` runs such a sweep over kernels built without text by
+//! [`dialect::Builder`].
 //!
 //! Dependencies: the workspace crates, and `thiserror` for [`Error`] and [`OptionsError`].
 

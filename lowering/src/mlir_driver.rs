@@ -51,7 +51,7 @@
 //! MLIR); the registry is read-only afterwards. Each call creates its own single-threaded
 //! MLIR context (and MLIR's serializer its own LLVM context), so calls on several threads
 //! run in parallel. LLVM's command-line options are process-wide: the one the driver sets
-//! per target ([`llvm_options`]) is held by a reader-writer lock, so compiles that need the
+//! per target (`llvm_options`) is held by a reader-writer lock, so compiles that need the
 //! same value run together and one that needs the other waits for them to finish.
 
 use melior::{

@@ -33,7 +33,7 @@
 //!   producer loads after waiting on `%bar`; every ring when none is known) at a stage
 //!   that may alias `%i`; `X` is `tile.return` (or the end of the producer region of a
 //!   `tile.warp_specialize`, where the producer warpgroup exits).
-//! - **Bulk store groups** ([`GroupKind::Bulk`], the second, independent kind): every
+//! - **Bulk store groups** (`GroupKind::Bulk`, the second, independent kind): every
 //!   `tile.tma_store` is one asynchronous bulk copy reading a slot of a staging ring,
 //!   closed by `tile.bulk_commit_group` and retired by `tile.bulk_wait_group {pending = N,
 //!   read = true}`; these count separately from wgmma groups (PTX keeps separate bulk

@@ -11,7 +11,7 @@
 //! - kernels made by `tile-to-gpu` (the GEMM pipeline): [`gemm`] and its modules
 //!   (synchronization, TMA, wgmma, mma.sync, the epilogue, control flow).
 //!
-//! Both use [`math::float_op`] for elementwise float math, so an op has one lowering and
+//! Both use `math::float_op` for elementwise float math, so an op has one lowering and
 //! one stated error bound wherever it appears.
 
 pub mod control;

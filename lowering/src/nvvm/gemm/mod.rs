@@ -3,17 +3,17 @@
 //! their boxes; the consumer warpgroups), the parameters and the `llvm.func`, and the walk
 //! that hands each op to its construct:
 //!
-//! - [`sync`]: `tile.warp_specialize` (barrier init by thread 0, the producer and consumer
+//! - `sync`: `tile.warp_specialize` (barrier init by thread 0, the producer and consumer
 //!   regions with `nvvm.setmaxregister`), mbarriers, named barriers, fences, cluster and
 //!   try_cancel ops, bulk async-groups;
-//! - [`tma`]: `tile.tma_load`, `tile.smem_store` (`stmatrix`) and `tile.tma_store`;
-//! - [`wgmma`]: `tile.mma {kind = "wgmma"}` (`wgmma.mma_async` with shared-memory
+//! - `tma`: `tile.tma_load`, `tile.smem_store` (`stmatrix`) and `tile.tma_store`;
+//! - `wgmma`: `tile.mma {kind = "wgmma"}` (`wgmma.mma_async` with shared-memory
 //!   descriptors, one asm statement per K stage) and `tile.wait_group`;
-//! - [`mma_sync`]: `tile.mma {kind = "mma_sync"}` (`ldmatrix` + `nvvm.mma.sync`, sm_90 and
+//! - `mma_sync`: `tile.mma {kind = "mma_sync"}` (`ldmatrix` + `nvvm.mma.sync`, sm_90 and
 //!   sm_100);
-//! - [`epilogue`]: the ops on the accumulator after the K loop, evaluated per register at
+//! - `epilogue`: the ops on the accumulator after the K loop, evaluated per register at
 //!   their store;
-//! - [`control`]: `tile.for`, `tile.while` and `tile.if` as blocks with arguments.
+//! - `control`: `tile.for`, `tile.while` and `tile.if` as blocks with arguments.
 //!
 //! The op sequence follows `lowering/reference/gemm_bf16_sm90a.mlir` (checked on an H200).
 //! Shared memory is `@dynamic_smem` (1024-aligned): mbarriers in `[0, 1024)`, rings after,
