@@ -69,6 +69,30 @@ fn shared_memory_overflow_is_a_resource_limit() {
 }
 
 #[test]
+fn the_lowering_s_shared_memory_overflow_is_a_resource_limit() {
+    // A 256x256 f32 transpose: its round trip through shared memory (rows padded) needs
+    // 263168 bytes; the lowering, not the table, finds it, at the store.
+    let src = example("transpose.tile")
+        .replace("64x64", "256x256")
+        .replace("{value = 64}", "{value = 256}")
+        .replace(", 64)", ", 256)");
+    let d = diags(&src, &Options::new(Target::Sm90a));
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(
+        d[0].kind,
+        DiagKind::ResourceLimit {
+            resource: "shared memory bytes per block",
+            needed: 263_168,
+            limit: 232_448
+        }
+    );
+    assert_eq!(
+        (d[0].loc.line, d[0].kernel.as_deref()),
+        (13, Some("transpose"))
+    );
+}
+
+#[test]
 fn register_limits_are_resource_limits() {
     // Promotion of a 128x256 fp8 tile: three accumulators of 128 registers per thread.
     let o = Options::new(Target::Sm90a).with_promote(Promote::On);

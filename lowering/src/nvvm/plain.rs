@@ -23,14 +23,21 @@ use melior::{
 };
 use std::collections::HashMap;
 use tilec_dialect::{
-    Attribute as TileAttr, Diagnostic, LinearLayout, Module as TileModule, OpKind, Operation,
-    ScalarType, Target, Type as TileType, Value as TileValue,
+    Attribute as TileAttr, Diagnostic, LinearLayout, Location as TileLoc, Module as TileModule,
+    OpKind, Operation, ScalarType, Target, Type as TileType, Value as TileValue,
 };
 
 pub(super) type R<T> = Result<T, Diagnostic>;
 
 pub(super) fn err<T>(op: &Operation, msg: impl Into<String>) -> R<T> {
     Err(Diagnostic::error(op.loc.clone(), msg))
+}
+
+/// Shared memory running out at `loc`: a resource-limit error of `needed` bytes where a CTA
+/// has `limit`.
+pub(super) fn smem_limit(loc: &TileLoc, msg: String, needed: u64, limit: u64) -> Diagnostic {
+    let resource = "shared memory bytes per block";
+    Diagnostic::resource_limit(loc.clone(), msg, resource, needed, limit)
 }
 
 /// A tile in registers: `regs[r]` is register `r` of the layout.
@@ -182,14 +189,16 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
     ///
     /// # Errors
     /// More shared memory than a CTA may have.
-    pub fn smem_region(&mut self, bytes: u64) -> Result<u64, String> {
+    pub fn smem_region(&mut self, bytes: u64, loc: &TileLoc) -> R<u64> {
         let max = self.target.max_smem_per_block();
         let at = self.smem_bytes.div_ceil(16) * 16;
         if at + bytes > max {
-            return Err(format!(
-                "the kernel's shared-memory round trips need {} bytes; a CTA has at most {max}",
-                at + bytes
-            ));
+            let needed = at + bytes;
+            let msg = format!(
+                "the kernel's shared-memory round trips need {needed} bytes; a CTA has at most \
+                 {max}"
+            );
+            return Err(smem_limit(loc, msg, needed, max));
         }
         self.smem_bytes = at + bytes;
         Ok(at)

@@ -22,7 +22,7 @@ use super::plain::{err, Lowerer, Tile, R};
 use super::writer::{ICmp, Writer, V};
 use melior::ir::Value;
 use std::collections::HashMap;
-use tilec_dialect::{Diagnostic, LinearLayout, Operation, ReduceKind, ScalarType};
+use tilec_dialect::{LinearLayout, Location, Operation, ReduceKind, ScalarType};
 
 /// What a reduction needs of the kernel it is lowered in: the plain launch
 /// ([`Lowerer`]) and the GEMM epilogue (over the accumulator's layout) provide it.
@@ -37,7 +37,7 @@ pub(crate) trait ReduceSite<'c, 'm> {
     ///
     /// # Errors
     /// A message when the CTA's shared memory is exhausted.
-    fn smem_region(&mut self, bytes: u64) -> Result<u64, String>;
+    fn smem_region(&mut self, bytes: u64, loc: &Location) -> R<u64>;
     /// A barrier over every thread of the layout's warps.
     fn sync(&mut self);
     /// Whether the reduction runs again before the kernel ends (its region is reused).
@@ -168,9 +168,7 @@ pub(crate) fn reduce_registers<'c: 'm, 'm, S: ReduceSite<'c, 'm>>(
     }
     let nw = 1u64 << wbits.len();
     let elems: u64 = s.dims.iter().product();
-    let region = site
-        .smem_region(elems * nw * 4)
-        .map_err(|m| Diagnostic::error(op.loc.clone(), m))?;
+    let region = site.smem_region(elems * nw * 4, &op.loc)?;
     let p = Partials {
         region,
         warps: nw,
@@ -302,8 +300,8 @@ impl<'c, 'm> ReduceSite<'c, 'm> for Lowerer<'c, 'm, '_> {
         self.warp
     }
 
-    fn smem_region(&mut self, bytes: u64) -> Result<u64, String> {
-        Lowerer::smem_region(self, bytes)
+    fn smem_region(&mut self, bytes: u64, loc: &Location) -> R<u64> {
+        Lowerer::smem_region(self, bytes, loc)
     }
 
     fn sync(&mut self) {

@@ -101,9 +101,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             *last += pad;
         }
         let elems: u64 = pitched.iter().product();
-        let region = self
-            .smem_region(elems * bytes)
-            .map_err(|m| tilec_dialect::Diagnostic::error(op.loc.clone(), m))?;
+        let region = self.smem_region(elems * bytes, &op.loc)?;
         let ety = self.w.ty(src.elem);
         for (r, &x) in src.regs.iter().enumerate() {
             let c = self.coord(sl, r as u64);

@@ -20,11 +20,12 @@
 
 use super::epilogue::{EvalMemo, Lazy, StoreArgs};
 use super::{err, Gemm, Lv, R};
+use crate::nvvm::plain::smem_limit;
 use crate::nvvm::reduce::{reduce_registers, ReduceSite, Reduced};
 use crate::nvvm::writer::{ICmp, Writer, V};
 use std::collections::HashMap;
 use std::rc::Rc;
-use tilec_dialect::{LinearLayout, Operation, ReduceKind, ScalarType, Type as TileType};
+use tilec_dialect::{LinearLayout, Location, Operation, ReduceKind, ScalarType, Type as TileType};
 
 impl<'c, 'm> Gemm<'c, 'm, '_> {
     /// The accumulator's layout over the consumer warps.
@@ -315,15 +316,16 @@ impl<'c, 'm> ReduceSite<'c, 'm> for Gemm<'c, 'm, '_> {
         self.consumer_warp()
     }
 
-    fn smem_region(&mut self, bytes: u64) -> Result<u64, String> {
+    fn smem_region(&mut self, bytes: u64, loc: &Location) -> R<u64> {
         let max = self.target.max_smem_per_block();
         let at = self.smem_end.div_ceil(16) * 16;
         if at + bytes > max {
-            return Err(format!(
-                "the kernel's shared memory (its rings and the epilogue's reductions) needs {} \
-                 bytes; a CTA has at most {max}",
-                at + bytes
-            ));
+            let needed = at + bytes;
+            let msg = format!(
+                "the kernel's shared memory (its rings and the epilogue's reductions) needs \
+                 {needed} bytes; a CTA has at most {max}"
+            );
+            return Err(smem_limit(loc, msg, needed, max));
         }
         self.smem_end = at + bytes;
         Ok(at)
