@@ -1,0 +1,502 @@
+//! Binding a launch's arguments to a manifest's parameters, with every check a launcher
+//! can make on the host: names, kinds, dtypes, ranks, devices, layouts and the alignment
+//! TMA needs, scalar ranges, and the grid. The result says exactly what to put in the
+//! parameter buffer and which tensor maps to encode; nothing here calls the driver.
+
+use tilec_manifest::{
+    Dtype, Fill, Interleave, L2Promotion, LaunchConfig, LaunchError, Manifest, Param, Swizzle,
+};
+
+/// Where a tensor's memory is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Device {
+    /// Host memory (an error for a kernel argument).
+    Host,
+    /// Global memory of CUDA device `ordinal`.
+    Cuda(u32),
+}
+
+impl std::fmt::Display for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Device::Host => f.write_str("host memory"),
+            Device::Cuda(d) => write!(f, "cuda:{d}"),
+        }
+    }
+}
+
+/// A tensor passed to a kernel: its device address, element type, shape and strides in
+/// elements, outermost dimension first (as torch's `shape` and `stride()`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorArg {
+    /// The address of element (0, …, 0).
+    pub ptr: u64,
+    /// The element type.
+    pub dtype: Dtype,
+    /// Sizes, outermost first.
+    pub shape: Vec<u64>,
+    /// Strides in elements, outermost first (a row-major M×N tensor has `[N, 1]`).
+    pub strides: Vec<i64>,
+    /// Where the memory is.
+    pub device: Device,
+}
+
+impl TensorArg {
+    /// A row-major (contiguous) tensor of `shape` at `ptr` on `device`.
+    pub fn contiguous(ptr: u64, dtype: Dtype, shape: &[u64], device: Device) -> TensorArg {
+        let mut strides = vec![1i64; shape.len()];
+        for d in (0..shape.len().saturating_sub(1)).rev() {
+            let next = i64::try_from(shape[d + 1]).unwrap_or(i64::MAX);
+            strides[d] = strides[d + 1].saturating_mul(next);
+        }
+        TensorArg {
+            ptr,
+            dtype,
+            shape: shape.to_vec(),
+            strides,
+            device,
+        }
+    }
+}
+
+/// One argument of a launch.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Arg {
+    /// A tensor in device memory.
+    Tensor(TensorArg),
+    /// An integer scalar (for `i1`, `i32`, `i64` and `index` parameters).
+    Int(i64),
+    /// A float scalar (for `f32`, `f16` and `bf16` parameters).
+    Float(f64),
+}
+
+impl Arg {
+    fn kind(&self) -> &'static str {
+        match self {
+            Arg::Tensor(_) => "a tensor",
+            Arg::Int(_) => "an integer",
+            Arg::Float(_) => "a float",
+        }
+    }
+}
+
+/// What `cuTensorMapEncodeTiled` takes for one `tensor_map` parameter, in the driver's
+/// order (innermost dimension first).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorMapRequest {
+    /// The parameter's name.
+    pub param: String,
+    /// The element type (fp8 is encoded as `UINT8`).
+    pub dtype: Dtype,
+    /// The global address (16-byte aligned).
+    pub global_address: u64,
+    /// Sizes, innermost first (`globalDim`).
+    pub global_dims: Vec<u64>,
+    /// Byte strides of dimensions 1 and up, innermost first (`globalStrides`; multiples of
+    /// 16).
+    pub global_strides: Vec<u64>,
+    /// The box, innermost first (`boxDim`).
+    pub box_dims: Vec<u32>,
+    /// `CUtensorMapSwizzle`.
+    pub swizzle: Swizzle,
+    /// `CUtensorMapInterleave`.
+    pub interleave: Interleave,
+    /// `CUtensorMapL2promotion`.
+    pub l2_promotion: L2Promotion,
+    /// What out-of-bounds reads give.
+    pub fill: Fill,
+}
+
+/// One parameter's value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ParamValue {
+    /// A 128-byte `CUtensorMap` to encode, passed by value (64-byte aligned).
+    TensorMap(TensorMapRequest),
+    /// Bytes passed as they are (little-endian), at the given alignment.
+    Bytes {
+        /// The parameter's name.
+        param: String,
+        /// The bytes.
+        bytes: Vec<u8>,
+        /// Their alignment in the parameter space.
+        align: u64,
+    },
+}
+
+/// A launch with its arguments bound: the configuration and each parameter's value, in the
+/// manifest's order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bound {
+    /// Grid, block, cluster and dynamic shared memory.
+    pub config: LaunchConfig,
+    /// The parameters' values, in order.
+    pub params: Vec<ParamValue>,
+}
+
+/// Why arguments do not bind to a kernel's parameters.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BindError {
+    /// A parameter got no argument.
+    #[error("kernel '{kernel}' needs argument '{name}', which was not given")]
+    Missing {
+        /// The kernel.
+        kernel: String,
+        /// The parameter.
+        name: String,
+    },
+    /// An argument that is no parameter of the kernel.
+    #[error("'{name}' is not a parameter of kernel '{kernel}' (its parameters: {known})")]
+    Unknown {
+        /// The kernel.
+        kernel: String,
+        /// The name given.
+        name: String,
+        /// The parameters, comma-separated.
+        known: String,
+    },
+    /// An argument given twice.
+    #[error("argument '{name}' is given twice")]
+    Duplicate {
+        /// The name.
+        name: String,
+    },
+    /// A tensor where a scalar goes, or the other way round.
+    #[error("'{name}' takes {expected}, found {found}")]
+    Kind {
+        /// The parameter.
+        name: String,
+        /// What it takes.
+        expected: &'static str,
+        /// What was given.
+        found: &'static str,
+    },
+    /// A tensor of another element type.
+    #[error("'{name}' takes a tensor of {expected}, found {found}")]
+    Dtype {
+        /// The parameter.
+        name: String,
+        /// Its dtype.
+        expected: Dtype,
+        /// The tensor's.
+        found: Dtype,
+    },
+    /// A tensor of another rank, or shape and strides of different lengths.
+    #[error("'{name}' takes a tensor of rank {expected}, found {found}")]
+    Rank {
+        /// The parameter.
+        name: String,
+        /// Its rank.
+        expected: u32,
+        /// What was given (a description of the shape and strides).
+        found: String,
+    },
+    /// A tensor not in the launch device's memory.
+    #[error("'{name}' is in {found}; the kernel runs on {expected}")]
+    Device {
+        /// The parameter.
+        name: String,
+        /// The launch's device.
+        expected: Device,
+        /// The tensor's.
+        found: Device,
+    },
+    /// A layout the parameter cannot take (TMA's alignment and stride rules, negative
+    /// strides).
+    #[error("'{name}': {reason}")]
+    Layout {
+        /// The parameter.
+        name: String,
+        /// What is wrong and what is needed.
+        reason: String,
+    },
+    /// A scalar that the parameter's type cannot hold.
+    #[error("'{name}' is {dtype}, which cannot hold {value}")]
+    Scalar {
+        /// The parameter.
+        name: String,
+        /// Its type.
+        dtype: Dtype,
+        /// The value given.
+        value: String,
+    },
+    /// A manifest this launcher does not launch yet.
+    #[error("{0}")]
+    Unsupported(String),
+    /// The grid (a scalar the grid reads, a dimension out of CUDA's limits).
+    #[error(transparent)]
+    Launch(#[from] LaunchError),
+}
+
+/// TMA's limits (CUDA driver API, `cuTensorMapEncodeTiled`).
+const TMA_ALIGN: u64 = 16;
+const TMA_MAX_DIM: u64 = 1 << 32;
+const TMA_MAX_STRIDE: u64 = 1 << 40;
+
+/// Binds `args` (by name) to `manifest`'s parameters for a launch on device `device` with
+/// `sm_count` SMs (for persistent grids).
+///
+/// # Errors
+/// The first [`BindError`] in parameter order: a missing, unknown or repeated argument, a
+/// tensor of the wrong kind, dtype, rank or device, a layout TMA cannot read (an innermost
+/// stride other than 1, a base or a pitch not a multiple of 16 bytes, an empty dimension,
+/// a store map whose rows are not whole 16-byte chunks), a scalar out of its type's range,
+/// or a grid the scalars do not give. A manifest with split-K is
+/// [`BindError::Unsupported`] (its workspace is the launcher's).
+pub fn bind(
+    manifest: &Manifest,
+    args: &[(&str, Arg)],
+    device: u32,
+    sm_count: u32,
+) -> Result<Bound, BindError> {
+    let kernel = &manifest.kernel;
+    if manifest.split_k.is_some() {
+        return Err(BindError::Unsupported(format!(
+            "kernel '{kernel}' is split-K: launching it (zeroing the workspace, the finalize \
+             step) is not in this launcher yet"
+        )));
+    }
+    for (i, (name, _)) in args.iter().enumerate() {
+        if args[..i].iter().any(|(n, _)| n == name) {
+            return Err(BindError::Duplicate {
+                name: name.to_string(),
+            });
+        }
+        if manifest.param(name).is_none() {
+            let known: Vec<&str> = manifest.params.iter().map(Param::name).collect();
+            return Err(BindError::Unknown {
+                kernel: kernel.clone(),
+                name: name.to_string(),
+                known: known.join(", "),
+            });
+        }
+    }
+    let mut params = vec![];
+    let mut scalars = vec![];
+    for p in &manifest.params {
+        let name = p.name();
+        let Some((_, arg)) = args.iter().find(|(n, _)| *n == name) else {
+            return Err(BindError::Missing {
+                kernel: kernel.clone(),
+                name: name.to_string(),
+            });
+        };
+        let value = match p {
+            Param::Scalar { dtype, .. } => {
+                let (bytes, as_int) = scalar(name, *dtype, arg)?;
+                if let Some(v) = as_int {
+                    scalars.push((name, v));
+                }
+                ParamValue::Bytes {
+                    param: name.to_string(),
+                    align: bytes.len() as u64,
+                    bytes,
+                }
+            }
+            Param::TensorPointer { dtype, rank, .. } => {
+                let t = tensor(name, *dtype, *rank, arg, device)?;
+                pointer(name, t)?
+            }
+            Param::TensorMap {
+                dtype,
+                rank,
+                box_,
+                swizzle,
+                fill,
+                interleave,
+                l2_promotion,
+                ..
+            } => {
+                let t = tensor(name, *dtype, *rank, arg, device)?;
+                let mut r = tensor_map(name, t, box_, *fill)?;
+                r.swizzle = *swizzle;
+                r.interleave = *interleave;
+                r.l2_promotion = *l2_promotion;
+                ParamValue::TensorMap(r)
+            }
+        };
+        params.push(value);
+    }
+    let config = manifest.launch_config(&scalars, sm_count)?;
+    Ok(Bound { config, params })
+}
+
+/// A scalar's bytes, and its value when it is an integer (the grid may read it).
+fn scalar(name: &str, dtype: Dtype, arg: &Arg) -> Result<(Vec<u8>, Option<i64>), BindError> {
+    let range = |value: String| BindError::Scalar {
+        name: name.to_string(),
+        dtype,
+        value,
+    };
+    let kind = |expected| BindError::Kind {
+        name: name.to_string(),
+        expected,
+        found: arg.kind(),
+    };
+    match (dtype, arg) {
+        (Dtype::I64 | Dtype::Index, Arg::Int(v)) => Ok((v.to_le_bytes().to_vec(), Some(*v))),
+        (Dtype::I32, Arg::Int(v)) => {
+            let x = i32::try_from(*v).map_err(|_| range(v.to_string()))?;
+            Ok((x.to_le_bytes().to_vec(), Some(*v)))
+        }
+        (Dtype::I1, Arg::Int(v)) if matches!(v, 0 | 1) => Ok((vec![*v as u8], Some(*v))),
+        (Dtype::I1, Arg::Int(v)) => Err(range(v.to_string())),
+        (Dtype::F32, Arg::Float(x)) => {
+            let f = *x as f32;
+            if x.is_finite() && !f.is_finite() {
+                return Err(range(x.to_string()));
+            }
+            Ok((f.to_le_bytes().to_vec(), None))
+        }
+        (Dtype::I1 | Dtype::I32 | Dtype::I64 | Dtype::Index, _) => Err(kind("an integer")),
+        (Dtype::F32, _) => Err(kind("a float")),
+        (Dtype::F16 | Dtype::Bf16 | Dtype::E4m3 | Dtype::E5m2, _) => Err(BindError::Unsupported(
+            format!("scalar parameter '{name}' of {dtype}: this launcher passes f32 floats only"),
+        )),
+    }
+}
+
+/// The tensor bound to a tensor parameter, checked for kind, dtype, rank and device.
+fn tensor<'a>(
+    name: &str,
+    dtype: Dtype,
+    rank: u32,
+    arg: &'a Arg,
+    device: u32,
+) -> Result<&'a TensorArg, BindError> {
+    let Arg::Tensor(t) = arg else {
+        return Err(BindError::Kind {
+            name: name.to_string(),
+            expected: "a tensor",
+            found: arg.kind(),
+        });
+    };
+    if t.dtype != dtype {
+        return Err(BindError::Dtype {
+            name: name.to_string(),
+            expected: dtype,
+            found: t.dtype,
+        });
+    }
+    if t.shape.len() != rank as usize || t.strides.len() != rank as usize {
+        return Err(BindError::Rank {
+            name: name.to_string(),
+            expected: rank,
+            found: format!("shape {:?} and strides {:?}", t.shape, t.strides),
+        });
+    }
+    if t.device != Device::Cuda(device) {
+        return Err(BindError::Device {
+            name: name.to_string(),
+            expected: Device::Cuda(device),
+            found: t.device,
+        });
+    }
+    if let Some(d) = t.strides.iter().position(|&s| s < 0) {
+        return Err(BindError::Layout {
+            name: name.to_string(),
+            reason: format!("stride {} of dimension {d} is negative", t.strides[d]),
+        });
+    }
+    Ok(t)
+}
+
+/// A `tensor_pointer`'s bytes: the address, the sizes and the strides (elements), 8 bytes
+/// each.
+fn pointer(name: &str, t: &TensorArg) -> Result<ParamValue, BindError> {
+    let align = t.dtype.size_bytes();
+    if t.ptr % align != 0 {
+        return Err(BindError::Layout {
+            name: name.to_string(),
+            reason: format!(
+                "address {:#x} is not aligned to its {align}-byte elements",
+                t.ptr
+            ),
+        });
+    }
+    let mut bytes = t.ptr.to_le_bytes().to_vec();
+    for s in &t.shape {
+        bytes.extend(s.to_le_bytes());
+    }
+    for s in &t.strides {
+        bytes.extend(s.to_le_bytes());
+    }
+    Ok(ParamValue::Bytes {
+        param: name.to_string(),
+        bytes,
+        align: 8,
+    })
+}
+
+/// A tensor map's encoding request, checked against TMA's rules.
+fn tensor_map(
+    name: &str,
+    t: &TensorArg,
+    box_: &[u64],
+    fill: Fill,
+) -> Result<TensorMapRequest, BindError> {
+    let bad = |reason: String| BindError::Layout {
+        name: name.to_string(),
+        reason,
+    };
+    let esize = t.dtype.size_bytes();
+    let rank = t.shape.len();
+    if t.strides.last() != Some(&1) {
+        return Err(bad(format!(
+            "TMA reads the innermost dimension contiguously: its stride must be 1, found {:?} \
+             (pass a contiguous tensor)",
+            t.strides
+        )));
+    }
+    if t.ptr % TMA_ALIGN != 0 {
+        return Err(bad(format!(
+            "TMA needs a 16-byte aligned address, found {:#x}",
+            t.ptr
+        )));
+    }
+    if let Some(d) = t.shape.iter().position(|&s| s == 0 || s > TMA_MAX_DIM) {
+        return Err(bad(format!(
+            "dimension {d} has {} elements; a tensor map needs 1 to 2^32 (an empty tensor \
+             cannot be encoded: handle a size of 0 before launching)",
+            t.shape[d]
+        )));
+    }
+    let mut global_strides = vec![];
+    for d in (0..rank.saturating_sub(1)).rev() {
+        let bytes = (t.strides[d] as u64).saturating_mul(esize);
+        if bytes % TMA_ALIGN != 0 || bytes >= TMA_MAX_STRIDE {
+            return Err(bad(format!(
+                "TMA needs each row pitch to be a multiple of 16 bytes below 2^40: dimension \
+                 {d} has a stride of {} elements ({bytes} bytes)",
+                t.strides[d]
+            )));
+        }
+        global_strides.push(bytes);
+    }
+    if fill == Fill::None && (t.shape[rank - 1] * esize) % TMA_ALIGN != 0 {
+        return Err(bad(format!(
+            "a TMA store writes whole 16-byte chunks: rows of {} elements ({} bytes) would \
+             have the bytes after them overwritten (docs/manifest.md); the row length must be \
+             a multiple of 16 bytes",
+            t.shape[rank - 1],
+            t.shape[rank - 1] * esize
+        )));
+    }
+    if box_.len() != rank || box_.iter().any(|&b| b == 0 || b > 256) {
+        return Err(BindError::Unsupported(format!(
+            "'{name}': the manifest's box {box_:?} is not {rank} sizes of 1 to 256"
+        )));
+    }
+    Ok(TensorMapRequest {
+        param: name.to_string(),
+        dtype: t.dtype,
+        global_address: t.ptr,
+        global_dims: t.shape.iter().rev().copied().collect(),
+        global_strides,
+        box_dims: box_.iter().rev().map(|&b| b as u32).collect(),
+        swizzle: Swizzle::None,
+        interleave: Interleave::None,
+        l2_promotion: L2Promotion::None,
+        fill,
+    })
+}

@@ -1,0 +1,203 @@
+//! Binding arguments to the manifests tile-compile writes (tests/*.json: vadd, and the bf16
+//! GEMM for sm_90a with its direct and TMA-store epilogues): the values a launch gets, and
+//! a clear error for each kind of wrong argument.
+
+use tilec_manifest::{Dtype, Manifest, Swizzle};
+use tilec_runtime::{bind, Arg, BindError, Device, ParamValue, TensorArg};
+
+fn manifest(name: &str) -> Manifest {
+    let path = format!("{}/tests/{name}.json", env!("CARGO_MANIFEST_DIR"));
+    Manifest::from_json(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn t(ptr: u64, dtype: Dtype, shape: &[u64]) -> Arg {
+    Arg::Tensor(TensorArg::contiguous(ptr, dtype, shape, Device::Cuda(0)))
+}
+
+/// A, B, C for C[M,N] = A[M,K] · B[K,N] in bf16, and the sizes.
+fn gemm_args(m: u64, n: u64, k: u64) -> Vec<(&'static str, Arg)> {
+    let int = |x: u64| Arg::Int(x as i64);
+    vec![
+        ("A", t(0x10_0000, Dtype::Bf16, &[m, k])),
+        ("B", t(0x20_0000, Dtype::Bf16, &[k, n])),
+        ("C", t(0x30_0000, Dtype::Bf16, &[m, n])),
+        ("M", int(m)),
+        ("N", int(n)),
+        ("K", int(k)),
+    ]
+}
+
+fn err(m: &Manifest, args: &[(&str, Arg)]) -> BindError {
+    bind(m, args, 0, 132).expect_err("bound")
+}
+
+#[test]
+fn a_gemm_binds_to_its_tensor_maps_pointer_and_scalars() {
+    let m = manifest("gemm_bf16");
+    let b = bind(&m, &gemm_args(4096, 2048, 1024), 0, 132).unwrap();
+    // Static persistent schedule: min(tiles, SMs) CTAs of 3 warpgroups.
+    assert_eq!(b.config.grid, [132, 1, 1]);
+    assert_eq!(b.config.block, [384, 1, 1]);
+    assert_eq!(b.config.dynamic_shared_memory_bytes, 197_632);
+    let ParamValue::TensorMap(a) = &b.params[0] else {
+        panic!("{:?}", b.params[0])
+    };
+    // Innermost first: K then M; the row pitch in bytes; the box reversed.
+    assert_eq!(a.global_dims, [1024, 4096]);
+    assert_eq!(a.global_strides, [2048]);
+    assert_eq!(a.box_dims, [64, 128]);
+    assert_eq!(a.swizzle, Swizzle::B128);
+    assert_eq!(a.global_address, 0x10_0000);
+    // C by pointer: address, sizes, strides (elements), 8 bytes each.
+    let ParamValue::Bytes { bytes, align, .. } = &b.params[2] else {
+        panic!("{:?}", b.params[2])
+    };
+    let words: Vec<u64> = bytes
+        .chunks(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!((words, *align), (vec![0x30_0000, 4096, 2048, 2048, 1], 8));
+    let ParamValue::Bytes { bytes, .. } = &b.params[5] else {
+        panic!()
+    };
+    assert_eq!(bytes, &1024i64.to_le_bytes());
+}
+
+#[test]
+fn wrong_arguments_are_clear_errors() {
+    let m = manifest("gemm_bf16");
+    let with = |name: &str, a: Arg| {
+        let mut v = gemm_args(256, 512, 128);
+        v.iter_mut().find(|(n, _)| *n == name).unwrap().1 = a;
+        v
+    };
+    let cases: Vec<(Vec<(&str, Arg)>, &str)> = vec![
+        (
+            gemm_args(256, 512, 128)[1..].to_vec(),
+            "kernel 'gemm_bf16' needs argument 'A', which was not given",
+        ),
+        (
+            [gemm_args(256, 512, 128), vec![("bias", Arg::Int(0))]].concat(),
+            "'bias' is not a parameter of kernel 'gemm_bf16' (its parameters: A, B, C, M, N, K)",
+        ),
+        (
+            [gemm_args(256, 512, 128), vec![("M", Arg::Int(1))]].concat(),
+            "argument 'M' is given twice",
+        ),
+        (
+            with("A", t(0x10_0000, Dtype::F16, &[256, 128])),
+            "'A' takes a tensor of bf16, found f16",
+        ),
+        (
+            with("B", t(0x20_0000, Dtype::Bf16, &[1, 128, 512])),
+            "'B' takes a tensor of rank 2, found shape [1, 128, 512] and strides [65536, 512, 1]",
+        ),
+        (
+            with(
+                "C",
+                Arg::Tensor(TensorArg::contiguous(
+                    0x30_0000,
+                    Dtype::Bf16,
+                    &[256, 512],
+                    Device::Host,
+                )),
+            ),
+            "'C' is in host memory; the kernel runs on cuda:0",
+        ),
+        (
+            with(
+                "C",
+                Arg::Tensor(TensorArg::contiguous(
+                    0x30_0000,
+                    Dtype::Bf16,
+                    &[256, 512],
+                    Device::Cuda(1),
+                )),
+            ),
+            "'C' is in cuda:1; the kernel runs on cuda:0",
+        ),
+        (
+            with("K", Arg::Float(128.0)),
+            "'K' takes an integer, found a float",
+        ),
+        (
+            with("A", Arg::Int(7)),
+            "'A' takes a tensor, found an integer",
+        ),
+        (
+            with("A", t(0x10_0008, Dtype::Bf16, &[256, 128])),
+            "'A': TMA needs a 16-byte aligned address, found 0x100008",
+        ),
+        (
+            with("C", t(0x30_0001, Dtype::Bf16, &[256, 512])),
+            "'C': address 0x300001 is not aligned to its 2-byte elements",
+        ),
+    ];
+    for (args, want) in cases {
+        assert_eq!(err(&m, &args).to_string(), want);
+    }
+    // A transposed view: TMA reads rows contiguously.
+    let mut a = TensorArg::contiguous(0x10_0000, Dtype::Bf16, &[256, 128], Device::Cuda(0));
+    a.strides = vec![1, 256];
+    let e = err(&m, &with("A", Arg::Tensor(a)));
+    assert!(
+        e.to_string()
+            .contains("its stride must be 1, found [1, 256]"),
+        "{e}"
+    );
+    // K = 100: rows of 200 bytes.
+    let e = err(&m, &gemm_args(256, 512, 100));
+    assert_eq!(
+        e.to_string(),
+        "'A': TMA needs each row pitch to be a multiple of 16 bytes below 2^40: dimension 0 \
+         has a stride of 100 elements (200 bytes)"
+    );
+    // K = 0: a tensor map cannot be encoded.
+    let e = err(&m, &gemm_args(256, 512, 0));
+    assert!(
+        e.to_string().starts_with("'A': dimension 1 has 0 elements"),
+        "{e}"
+    );
+    // A grid from a size out of range.
+    let e = err(&m, &with("M", Arg::Int(-5)));
+    assert!(matches!(e, BindError::Launch(_)), "{e}");
+}
+
+#[test]
+fn a_tma_store_needs_whole_16_byte_rows() {
+    let m = manifest("gemm_bf16_tma");
+    assert!(bind(&m, &gemm_args(256, 512, 128), 0, 132).is_ok());
+    // N = 260: rows of 520 bytes; pitch 520 is not a multiple of 16 either, so use a
+    // padded C: 260 columns in rows of 264.
+    let mut args = gemm_args(256, 260, 128);
+    let mut c = TensorArg::contiguous(0x30_0000, Dtype::Bf16, &[256, 260], Device::Cuda(0));
+    c.strides = vec![264, 1];
+    args[2].1 = Arg::Tensor(c);
+    args[1].1 = t(0x20_0000, Dtype::Bf16, &[128, 264]);
+    let e = err(&m, &args);
+    assert!(e
+        .to_string()
+        .starts_with("'C': a TMA store writes whole 16-byte chunks: rows of 260"));
+}
+
+#[test]
+fn scalars_are_checked_against_their_type() {
+    let m = manifest("vadd");
+    let x = |p| t(p, Dtype::F32, &[10]);
+    let args = |n: Arg| {
+        vec![
+            ("X", x(0x1000)),
+            ("Y", x(0x2000)),
+            ("Z", x(0x3000)),
+            ("N", n),
+        ]
+    };
+    let b = bind(&m, &args(Arg::Int(10)), 0, 132).unwrap();
+    assert_eq!(b.config.grid, [1, 1, 1]);
+    assert_eq!(
+        err(&m, &args(Arg::Float(1.5))).to_string(),
+        "'N' takes an integer, found a float"
+    );
+    // ceildiv(N, 1024) with N = 0 is a grid of 0 CTAs.
+    assert!(matches!(err(&m, &args(Arg::Int(0))), BindError::Launch(_)));
+}
