@@ -141,7 +141,7 @@ impl From<Diagnostics> for Error {
 /// # Errors
 /// The first GPU-level op of each source kernel.
 fn check_source_level(m: &tilec_dialect::Module) -> Result<(), Error> {
-    use tilec_dialect::{Diagnostic, OpClass};
+    use tilec_dialect::Diagnostic;
     let mut ds = vec![];
     // `target` marks tile-to-gpu's output, `schedule` persistent's: their GPU-level ops are
     // the passes' own.
@@ -150,7 +150,7 @@ fn check_source_level(m: &tilec_dialect::Module) -> Result<(), Error> {
     for k in m.kernels().filter(untouched) {
         let mut first = None;
         k.walk(&mut |o| {
-            if first.is_none() && o.kind.class() == OpClass::Gpu {
+            if first.is_none() && o.kind.is_gpu_level() {
                 first = Some((o.kind, o.loc.clone()));
             }
         });

@@ -141,6 +141,18 @@ fn hand_written_gpu_ops_are_invalid_ir() {
     assert_eq!(d.len(), 1, "{d:?}");
     assert_eq!(d[0].kind, DiagKind::InvalidIr);
     assert_eq!(d[0].kernel.as_deref(), Some("k"));
+    // tile.warp_specialize is GPU-level too (the passes' producer/consumer split).
+    let src = "tile.kernel @k() {grid = [1]} {\n  tile.warp_specialize {consumers = 1} {\n    \
+               tile.yield\n  } {\n    tile.yield\n  }\n  tile.return\n}\n";
+    let d = diags(src, &Options::new(Target::Sm90a));
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert!(
+        d[0].message
+            .starts_with("'tile.warp_specialize' is a GPU-level op"),
+        "{}",
+        d[0]
+    );
+    assert_eq!(d[0].kind, DiagKind::InvalidIr);
 }
 
 #[test]

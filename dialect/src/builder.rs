@@ -49,10 +49,12 @@
 //!
 //! # Coverage
 //!
-//! Every op of the tile level (every [`OpKind`] whose class is not [`OpClass::Gpu`]) has a
-//! method (a test builds each through its method and compares with the op table). The
-//! GPU-level ops are what `tile-to-gpu` makes of them; [`Builder::op`] builds any of those
-//! ops, checked by the same verifier rule.
+//! Every op of the tile level (every [`OpKind`] but those [`OpKind::is_gpu_level`] names)
+//! has a method (a test builds each through its method and compares with the op table).
+//! The GPU-level ops are what `tile-to-gpu` makes of them, for tests of GPU-level passes:
+//! [`Builder::warp_specialize`] builds that structured op, and [`Builder::op`] any other
+//! of them, checked by the same verifier rule (`tilec::compile` refuses them in a source
+//! kernel).
 //!
 //! # Locations
 //!
@@ -223,12 +225,15 @@ impl<'m> Builder<'m> {
     /// Checks `op` by its verifier rule (with `parent` for a terminator), as an error of
     /// this builder.
     fn verify(&self, op: &Operation, parent: Option<&Operation>) -> BuildResult<()> {
-        verify_op(self.m, op, parent).map_err(|mut ds| {
-            let mut first = ds.0.remove(0);
-            first.kernel = self.kernel.as_ref().map(|k| k.name.clone());
-            first.notes.extend(ds.0);
-            first
-        })
+        verify_op(self.m, op, parent).map_err(|ds| self.first(ds))
+    }
+
+    /// The first of `ds`, the others as its notes, about the kernel being built.
+    fn first(&self, mut ds: crate::diag::Diagnostics) -> Diagnostic {
+        let mut first = ds.0.remove(0);
+        first.kernel = self.kernel.as_ref().map(|k| k.name.clone());
+        first.notes.extend(ds.0);
+        first
     }
 
     /// The error for an op built with no kernel open.
@@ -335,6 +340,14 @@ impl<'m> Builder<'m> {
         terminator: OpKind,
         body: impl FnOnce(&mut Self) -> BuildResult<Vec<Value>>,
     ) -> BuildResult<Block> {
+        if self.open.len() >= crate::parser::MAX_NESTING {
+            let loc = self.here();
+            let msg = format!(
+                "regions nest deeper than {} levels (the parser's limit)",
+                crate::parser::MAX_NESTING
+            );
+            return Err(self.error(&loc, msg));
+        }
         self.open.push(Open {
             visible: args.iter().copied().collect(),
             block: Block { args, ops: vec![] },
@@ -411,9 +424,22 @@ impl<'m> Builder<'m> {
             self.verify(&op, None)?;
             Ok(op)
         });
+        let built = built.and_then(|op| {
+            self.m.ops.push(op);
+            // The whole module: what only the full verifier sees (constant indices, the
+            // wgmma accumulator rule) is refused here too.
+            let Err(mut ds) = crate::verifier::verify(self.m) else {
+                return Ok(());
+            };
+            ds.0.retain(|d| d.kernel.as_deref() == Some(name));
+            if ds.0.is_empty() {
+                return Ok(());
+            }
+            self.m.ops.pop();
+            Err(self.first(ds))
+        });
         self.kernel = None;
-        self.m.ops.push(built?);
-        Ok(())
+        built
     }
 
     /// Sets the launch grid of the kernel being built: one to three expressions over its
@@ -461,29 +487,33 @@ impl<'m> Builder<'m> {
         Ok(Expr::Arg(name.to_string()))
     }
 
-    /// Names `v` (printed `%name` where the name is free in its scope); returns `v`.
+    /// Names `v`, a value visible here (printed `%name` where the name is free in its
+    /// scope); returns `v`.
     ///
     /// # Errors
-    /// A name the parser would not read back (empty, or a character other than ASCII
-    /// letters, digits, `_`, `.` and `$`), or a handle the module does not have.
+    /// A name the parser would not read back as one (see
+    /// [`crate::lexer::is_identifier`]), or a value not visible here (of another kernel,
+    /// region or module).
     pub fn name(&mut self, v: Value, name: &str) -> BuildResult<Value> {
         let loc = self.here();
-        let ok = !name.is_empty()
-            && name
-                .bytes()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'$'));
-        if !ok {
+        if !crate::lexer::is_identifier(name) {
             return Err(self.error(
                 &loc,
-                format!("'{name}' is not a value name (letters, digits, '_', '.', '$')"),
+                format!(
+                    "'{name}' is not a value name (a letter or '_', then letters, digits, '_', \
+                     '.', '$')"
+                ),
             ));
         }
-        match self.m.values.get_mut(v.0 as usize) {
-            Some(info) => info.name = Some(name.to_string()),
-            None => {
-                let msg = format!("value handle {} is not a value of this module", v.0);
-                return Err(self.error(&loc, msg));
-            }
+        if !self.open.iter().any(|o| o.visible.contains(&v)) {
+            let msg = format!(
+                "value #{} is not visible here: only values of the kernel being built are named",
+                v.0
+            );
+            return Err(self.error(&loc, msg));
+        }
+        if let Some(info) = self.m.values.get_mut(v.0 as usize) {
+            info.name = Some(name.to_string());
         }
         Ok(v)
     }
@@ -504,6 +534,9 @@ impl<'m> Builder<'m> {
         body: impl FnOnce(&mut Self, Value, &[Value]) -> BuildResult<Vec<Value>>,
     ) -> BuildResult<Vec<Value>> {
         let loc = self.take_loc();
+        if self.open.is_empty() {
+            return Err(self.outside(OpKind::For, &loc));
+        }
         let operands: Vec<Value> = [lb, ub, step]
             .into_iter()
             .chain(inits.iter().copied())
@@ -539,6 +572,9 @@ impl<'m> Builder<'m> {
         otherwise: impl FnOnce(&mut Self) -> BuildResult<Vec<Value>>,
     ) -> BuildResult<Vec<Value>> {
         let loc = self.take_loc();
+        if self.open.is_empty() {
+            return Err(self.outside(OpKind::If, &loc));
+        }
         self.operands(OpKind::If, &[cond], &loc)?;
         let t = self.region(vec![], OpKind::Yield, then)?;
         let e = self.region(vec![], OpKind::Yield, otherwise)?;
@@ -570,6 +606,9 @@ impl<'m> Builder<'m> {
         body: impl FnOnce(&mut Self, &[Value]) -> BuildResult<(Value, Vec<Value>)>,
     ) -> BuildResult<Vec<Value>> {
         let loc = self.take_loc();
+        if self.open.is_empty() {
+            return Err(self.outside(OpKind::While, &loc));
+        }
         let tys = self.operands(OpKind::While, inits, &loc)?;
         let carried: Vec<Value> = tys
             .iter()
@@ -602,6 +641,9 @@ impl<'m> Builder<'m> {
         consumer: impl FnOnce(&mut Self) -> BuildResult<Vec<Value>>,
     ) -> BuildResult<Vec<Value>> {
         let loc = self.take_loc();
+        if self.open.is_empty() {
+            return Err(self.outside(OpKind::WarpSpecialize, &loc));
+        }
         let p = self.region(vec![], OpKind::Yield, |b| producer(b).map(|()| vec![]))?;
         let c = self.region(vec![], OpKind::Yield, consumer)?;
         let tys: Vec<Type> = c

@@ -67,6 +67,16 @@ fn is_ident_char(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_' || c == b'.' || c == b'$'
 }
 
+/// Whether `s` reads back as one name: a kernel's `@name`, an argument's or value's `%name`
+/// that is not a number, an attribute's key. An ASCII letter or `_` first, then letters,
+/// digits, `_`, `.` and `$`.
+pub fn is_identifier(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && (b[0].is_ascii_alphabetic() || b[0] == b'_')
+        && b.iter().all(|&c| is_ident_char(c))
+}
+
 /// The error for a carriage return that no line feed follows: lines end in `\n` or
 /// `\r\n`, and a lone `\r` (old Mac line endings) would otherwise hide the rest of a `//`
 /// comment's file.

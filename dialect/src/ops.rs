@@ -282,6 +282,11 @@ impl OpKind {
     pub fn is_terminator(self) -> bool {
         self.class() == OpClass::Terminator
     }
+    /// Whether the op belongs to the GPU level, which `tile-to-gpu` writes (class
+    /// [`OpClass::Gpu`], and `tile.warp_specialize`): a source kernel uses none of them.
+    pub fn is_gpu_level(self) -> bool {
+        self.class() == OpClass::Gpu || self == OpKind::WarpSpecialize
+    }
     /// Whether the op has no side effects (may be removed when unused, and reordered).
     pub fn is_pure(self) -> bool {
         !matches!(

@@ -570,52 +570,37 @@ fn parse_angle_type(text: &str) -> Result<Type, String> {
             .trim()
             .parse()
             .map_err(|_| format!("expected a static size, found '{d}'"))?;
-        if n == 0 {
-            return Err("dimensions must be positive".into());
-        }
-        if n > (1 << 20) {
-            return Err(format!("dimension {n} is larger than 1048576"));
-        }
         shape.push(n);
     }
-    match head {
+    let t = match head {
         "tile" => {
-            if shape.is_empty() || shape.len() > 3 {
-                return Err("a tile has 1 to 3 dimensions".into());
-            }
             let layout = match layout_text {
-                Some(t) => Some(Box::new(crate::layout::parse_linear(t, &shape)?)),
-                None => None,
+                Some(t) if !shape.is_empty() && shape.len() <= 3 => {
+                    Some(Box::new(crate::layout::parse_linear(t, &shape)?))
+                }
+                _ => None,
             };
-            Ok(Type::Tile {
+            Type::Tile {
                 shape,
                 elem,
                 layout,
-            })
+            }
         }
         "smem" => {
             if shape.len() < 2 {
                 return Err("expected stages and at least one dimension".into());
             }
             let stages = shape.remove(0);
-            if shape.len() > 3 {
-                return Err("a ring stage has 1 to 3 dimensions".into());
-            }
-            // Keep `Type::smem_bytes` free of overflow.
-            let bytes = shape
-                .iter()
-                .try_fold(stages * elem.size_bytes(), |acc, &d| acc.checked_mul(d));
-            if bytes.is_none() {
-                return Err("the ring's size in bytes does not fit in 64 bits".into());
-            }
-            Ok(Type::Smem {
+            Type::Smem {
                 stages,
                 shape,
                 elem,
-            })
+            }
         }
-        _ => Err(format!("unknown type '{head}'")),
-    }
+        _ => return Err(format!("unknown type '{head}'")),
+    };
+    t.check()?;
+    Ok(t)
 }
 
 #[cfg(test)]

@@ -96,6 +96,19 @@ impl ScalarType {
         !self.is_float()
     }
 
+    /// The largest finite value of a float type (f16 65504, bf16 and f32 about 3.4e38,
+    /// e4m3 448, e5m2 57344); `None` for an integer type.
+    pub fn max_finite(self) -> Option<f64> {
+        match self {
+            ScalarType::F16 => Some(65504.0),
+            ScalarType::BF16 => Some(3.3895313892515355e38),
+            ScalarType::F32 => Some(f64::from(f32::MAX)),
+            ScalarType::E4M3 => Some(448.0),
+            ScalarType::E5M2 => Some(57344.0),
+            _ => None,
+        }
+    }
+
     /// Size in bytes in memory (`i1` takes a byte; `index` 8).
     pub fn size_bytes(self) -> u64 {
         match self {
@@ -150,6 +163,9 @@ pub enum Type {
         count: u64,
     },
 }
+
+/// The largest size of a tile or ring dimension, in elements (2^20).
+pub const MAX_DIM: u64 = 1 << 20;
 
 impl Type {
     /// `index`.
@@ -239,6 +255,54 @@ impl Type {
                 elem: e,
             },
             Type::Mbarrier { .. } => self.clone(),
+        }
+    }
+
+    /// Whether the type is within the IR's limits, the ones the parser applies to text:
+    /// a tile has 1 to 3 dimensions and a ring stage 1 to 3, each of 1 to
+    /// [`MAX_DIM`] elements; a ring has at least one stage and a size in bytes that fits in
+    /// 64 bits; a tensor has rank 1 to 5; an mbarrier array at least one barrier.
+    ///
+    /// # Errors
+    /// What is out of range, as the parser words it.
+    pub fn check(&self) -> Result<(), String> {
+        let dims = |shape: &[u64], what: &str| -> Result<(), String> {
+            if shape.is_empty() || shape.len() > 3 {
+                return Err(format!(
+                    "{what} has 1 to 3 dimensions, found {}",
+                    shape.len()
+                ));
+            }
+            match shape.iter().find(|&&d| d == 0 || d > MAX_DIM) {
+                Some(0) => Err("dimensions must be positive".into()),
+                Some(d) => Err(format!("dimension {d} is larger than {MAX_DIM}")),
+                None => Ok(()),
+            }
+        };
+        match self {
+            Type::Scalar(_) => Ok(()),
+            Type::Tile { shape, .. } => dims(shape, "a tile"),
+            Type::Tensor { rank, .. } if (1..=5).contains(rank) => Ok(()),
+            Type::Tensor { rank, .. } => {
+                Err(format!("a tensor has 1 to 5 dimensions, found {rank}"))
+            }
+            Type::Smem { stages: 0, .. } => Err("a ring has at least one stage".into()),
+            Type::Smem {
+                stages,
+                shape,
+                elem,
+            } => {
+                dims(shape, "a ring stage")?;
+                let bytes = shape
+                    .iter()
+                    .try_fold(stages * elem.size_bytes(), |acc, &d| acc.checked_mul(d));
+                match bytes {
+                    Some(_) => Ok(()),
+                    None => Err("the ring's size in bytes does not fit in 64 bits".into()),
+                }
+            }
+            Type::Mbarrier { count: 0 } => Err("count must be positive".into()),
+            Type::Mbarrier { .. } => Ok(()),
         }
     }
 

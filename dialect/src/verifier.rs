@@ -177,6 +177,8 @@ struct Verifier<'a> {
     consts: HashMap<Value, i64>,
     /// The symbol of the kernel being verified.
     kernel: Option<String>,
+    /// Regions open around the op being verified.
+    depth: usize,
 }
 
 impl<'a> Verifier<'a> {
@@ -191,6 +193,7 @@ impl<'a> Verifier<'a> {
             cluster_size: 1,
             consts: HashMap::new(),
             kernel: None,
+            depth: 0,
         }
     }
 }
@@ -220,6 +223,11 @@ impl Verifier<'_> {
                     v.0
                 ),
             );
+            return;
+        }
+        if let Some(Err(e)) = self.m.try_ty(v).map(Type::check) {
+            let msg = format!("{} has type {}: {e}", self.show(v), self.m.ty(v));
+            self.error(op, msg);
             return;
         }
         if let Some(l) = self.m.try_ty(v).and_then(Type::layout) {
@@ -259,6 +267,15 @@ impl Verifier<'_> {
     }
 
     fn block(&mut self, b: &Block, parent: &Operation, terminator: OpKind) {
+        if self.depth >= crate::parser::MAX_NESTING {
+            let msg = format!(
+                "regions nest deeper than {} levels (the parser's limit)",
+                crate::parser::MAX_NESTING
+            );
+            self.error(parent, msg);
+            return;
+        }
+        self.depth += 1;
         self.visible.push(HashSet::new());
         for &a in &b.args {
             self.define(parent, a);
@@ -294,6 +311,7 @@ impl Verifier<'_> {
             ),
         }
         self.visible.pop();
+        self.depth -= 1;
     }
 
     fn op(&mut self, op: &Operation, parent: Option<&Operation>) {
@@ -416,6 +434,12 @@ impl Verifier<'_> {
                     ),
                 );
             }
+        }
+        for k in op.attrs.keys().filter(|k| !crate::lexer::is_identifier(k)) {
+            self.error(
+                op,
+                format!("attribute name '{k}' of '{}' is not a name", op.kind.name()),
+            );
         }
         match op.attr("role") {
             None => {}
@@ -682,8 +706,20 @@ impl Verifier<'_> {
                         );
                     }
                 }
-                (Type::Scalar(s), Some(Attribute::Int(_) | Attribute::Float(_)))
-                    if s.is_float() => {}
+                (Type::Scalar(s), Some(a @ (Attribute::Int(_) | Attribute::Float(_))))
+                    if s.is_float() =>
+                {
+                    let (x, max) = (a.as_f64().unwrap_or(0.0), s.max_finite().unwrap_or(0.0));
+                    if x.is_finite() && x.abs() > max {
+                        self.error(
+                            op,
+                            format!(
+                                "'tile.constant' value {a} does not fit in {s} (its largest \
+                                 finite value is {max}); write inf for an infinity"
+                            ),
+                        );
+                    }
+                }
                 (Type::Scalar(s), Some(a)) => self.error(
                     op,
                     format!(
@@ -876,7 +912,7 @@ impl Verifier<'_> {
                     Type::Tile {
                         shape: b, elem: e2, ..
                     },
-                ) if e1 == e2 && a.iter().product::<u64>() == b.iter().product::<u64>() => {}
+                ) if e1 == e2 && elements(a).is_some() && elements(a) == elements(b) => {}
                 _ => self.error(
                     op,
                     format!(
@@ -1017,6 +1053,19 @@ impl Verifier<'_> {
                 );
             }
         }
+        if let Some(s) = op
+            .symbol
+            .as_deref()
+            .filter(|s| !crate::lexer::is_identifier(s))
+        {
+            self.error(
+                op,
+                format!(
+                    "kernel name '{s}' is not a name (a letter or '_', then letters, digits, \
+                     '_', '.', '$')"
+                ),
+            );
+        }
         let Some(body) = op.regions.first() else {
             return;
         };
@@ -1034,8 +1083,17 @@ impl Verifier<'_> {
                 None => {}
             }
             match self.m.name(a) {
+                Some(n) if !crate::lexer::is_identifier(n) => self.error(
+                    op,
+                    format!(
+                        "kernel argument name '{n}' is not a name (a letter or '_', then \
+                         letters, digits, '_', '.', '$')"
+                    ),
+                ),
                 Some(n) => {
-                    names.insert(n.to_string(), self.ty(a).cloned());
+                    if names.insert(n.to_string(), self.ty(a).cloned()).is_some() {
+                        self.error(op, format!("kernel argument '%{n}' is declared twice"));
+                    }
                 }
                 None => self.error(
                     op,
@@ -1046,6 +1104,15 @@ impl Verifier<'_> {
         match op.attr("grid") {
             Some(Attribute::Array(dims)) if (1..=3).contains(&dims.len()) => {
                 for (i, d) in dims.iter().enumerate() {
+                    // A constant expression (as the builder makes) is a constant.
+                    let constant;
+                    let d = match d {
+                        Attribute::Expr(Expr::Int(n)) => {
+                            constant = Attribute::Int(*n);
+                            &constant
+                        }
+                        _ => d,
+                    };
                     let e = match d {
                         Attribute::Int(n) if *n >= 1 && *n as u64 > crate::target::MAX_GRID[i] => {
                             self.error(
@@ -2108,6 +2175,11 @@ fn check_expr_divisors(v: &mut Verifier<'_>, op: &Operation, e: &Expr) {
         }
         Expr::Int(_) | Expr::Arg(_) => {}
     }
+}
+
+/// The number of elements of a shape; `None` when it overflows.
+fn elements(shape: &[u64]) -> Option<u64> {
+    shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d))
 }
 
 fn list(ts: &[Type]) -> String {

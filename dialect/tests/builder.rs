@@ -4,8 +4,8 @@
 
 use tilec_dialect::interp::{run, ArgValue, Tensor};
 use tilec_dialect::{
-    parse, print_module, verify, BuildResult, Builder, CmpPredicate, DiagKind, Module, OpClass,
-    OpKind, Precision, ReduceKind, ScalarType::*, Type, Value,
+    parse, print_module, verify, BuildResult, Builder, CmpPredicate, DiagKind, Module, OpKind,
+    Precision, ReduceKind, ScalarType::*, Type, Value,
 };
 
 fn t2(e: tilec_dialect::ScalarType) -> Type {
@@ -107,7 +107,7 @@ fn every_tile_level_op_of_the_table_has_a_method() {
     verify(&m).unwrap();
     let missing: Vec<&str> = OpKind::ALL
         .iter()
-        .filter(|k| k.class() != OpClass::Gpu && m.op_count(**k) == 0)
+        .filter(|k| !k.is_gpu_level() && m.op_count(**k) == 0)
         .map(|k| k.name())
         .collect();
     assert!(missing.is_empty(), "no builder method made {missing:?}");
@@ -308,4 +308,150 @@ fn attribute_enums_are_the_verifier_s_spellings() {
         "'tile.cmpi' attribute 'predicate' must be one of [\"eq\", \"ne\", \"slt\", \"sle\", \
          \"sgt\", \"sge\"], found \"ult\""
     );
+}
+
+/// Inputs the parser would refuse in text are refused when built too: a built module
+/// always prints as text that parses back.
+#[test]
+fn what_text_cannot_say_is_refused() {
+    use tilec_dialect::{Attribute, Expr};
+    let mut m = Module::new();
+    let mut b = Builder::new(&mut m);
+    let mut msgs = vec![];
+    b.kernel("k", &[("X", t2(F32)), ("N", Type::INDEX)], |b, a| {
+        b.grid([1.into()])?;
+        let x = b.zeros(&[16, 16], F32)?;
+        let mut e = |r: BuildResult<Value>| msgs.push(r.unwrap_err().message);
+        e(b.zeros(&[], F32));
+        e(b.zeros(&[0, 16], F32));
+        e(b.zeros(&[u64::MAX], F32));
+        e(b.reshape(x, &[(1 << 63) + 128, 2]));
+        e(b.constant_float(1e10, F16));
+        e(b.op(
+            OpKind::Zeros,
+            &[],
+            &[("weird key!", Attribute::Int(1))],
+            &[Type::tile(&[4], F32)],
+        )
+        .map(|v| v[0]));
+        e(b.name(x, "0"));
+        // Nesting past the parser's limit.
+        let c0 = b.constant_index(0)?;
+        fn nest(b: &mut Builder, c0: Value, n: usize) -> BuildResult<Vec<Value>> {
+            b.for_loop(c0, c0, c0, &[], |b, _, _| {
+                if n > 0 {
+                    nest(b, c0, n - 1)?;
+                }
+                Ok(vec![])
+            })
+        }
+        e(nest(b, c0, 200).map(|_| c0));
+        let _ = a;
+        Ok(())
+    })
+    .unwrap();
+    let want = [
+        "#", // the value's type: a tile has 1 to 3 dimensions, found 0
+        "#",
+        "#",
+        "'tile.reshape' must keep the element type and the number of elements",
+        "'tile.constant' value 10000000000.0 does not fit in f16 (its largest finite value is \
+         65504); write inf for an infinity",
+        "attribute name 'weird key!' of 'tile.zeros' is not a name",
+        "'0' is not a value name",
+        "regions nest deeper than 128 levels (the parser's limit)",
+    ];
+    assert_eq!(msgs.len(), want.len(), "{msgs:#?}");
+    for (m, w) in msgs.iter().zip(want) {
+        assert!(m.starts_with(w), "{m:?} does not start with {w:?}");
+    }
+    assert!(
+        msgs[0].ends_with("a tile has 1 to 3 dimensions, found 0"),
+        "{}",
+        msgs[0]
+    );
+    assert!(
+        msgs[1].ends_with("dimensions must be positive"),
+        "{}",
+        msgs[1]
+    );
+    assert!(msgs[2].ends_with("is larger than 1048576"), "{}", msgs[2]);
+    verify(&m).unwrap();
+
+    // Kernel-level names and grids.
+    let mut b = Builder::new(&mut m);
+    let kernel_err = |b: &mut Builder, name: &str, args: &[(&str, Type)], grid: Expr| {
+        b.kernel(name, args, |b, _| b.grid([grid]))
+            .unwrap_err()
+            .message
+    };
+    let n = [("N", Type::INDEX)];
+    assert!(kernel_err(&mut b, "my kernel", &n, 1.into()).starts_with("kernel name 'my kernel'"));
+    let spaced = kernel_err(&mut b, "k2", &[("a b", Type::INDEX)], 1.into());
+    assert!(
+        spaced.starts_with("kernel argument name 'a b' is not a name"),
+        "{spaced}"
+    );
+    let twice = kernel_err(
+        &mut b,
+        "k2",
+        &[("N", Type::INDEX), ("N", t2(F32))],
+        1.into(),
+    );
+    assert_eq!(twice, "kernel argument '%N' is declared twice");
+    let zero = kernel_err(&mut b, "k2", &n, 0.into());
+    assert!(zero.starts_with("grid dimension 0 is 0"), "{zero}");
+    let huge = kernel_err(&mut b, "k2", &n, (1i64 << 40).into());
+    assert!(
+        huge.starts_with("grid dimension 0 is 1099511627776"),
+        "{huge}"
+    );
+    let rank0 = kernel_err(
+        &mut b,
+        "k2",
+        &[("T", Type::Tensor { rank: 0, elem: F32 })],
+        1.into(),
+    );
+    assert!(
+        rank0.ends_with("a tensor has 1 to 5 dimensions, found 0"),
+        "{rank0}"
+    );
+    // A value of a finished kernel cannot be renamed from another.
+    let k_arg = m.kernels().next().unwrap().regions[0].args[1];
+    let mut b = Builder::new(&mut m);
+    let e = b
+        .kernel("k3", &n, |b, a| {
+            b.grid([b.arg(a[0])?])?;
+            b.name(k_arg, "Q").map(|_| ())
+        })
+        .unwrap_err();
+    assert!(e.message.contains("is not visible here"), "{e}");
+    let outside = b
+        .for_loop(k_arg, k_arg, k_arg, &[], |_, _, _| Ok(vec![]))
+        .unwrap_err();
+    assert!(
+        outside.message.contains("outside a kernel body"),
+        "{outside}"
+    );
+    // A GPU-level rule only the whole kernel shows (a constant index out of its array).
+    let e = b
+        .kernel("k4", &n, |b, _| {
+            b.grid([1.into()])?;
+            let c0 = b.constant_index(0)?;
+            let mb = b.op(
+                OpKind::MbarrierAlloc,
+                &[],
+                &[("arrive_count", Attribute::Int(1))],
+                &[Type::Mbarrier { count: 1 }],
+            )?;
+            let c3 = b.constant_index(3)?;
+            b.op(OpKind::MbarrierWait, &[mb[0], c3, c0], &[], &[])
+                .map(|_| ())
+        })
+        .unwrap_err();
+    assert!(e.message.contains("outside"), "{e}");
+    assert_eq!(m.kernels().count(), 1);
+    verify(&m).unwrap();
+    let text = print_module(&m);
+    assert_eq!(print_module(&parse(&text, "k.tile").unwrap()), text);
 }
