@@ -16,6 +16,7 @@ use std::io::Write;
 use std::time::Instant;
 use tilec::dialect::Type;
 use tilec::dialect::{BuildResult, Builder, GemmTile, Module, ReduceKind, ScalarType::*, Target};
+use tilec::lowering::manifest::LaunchConfig;
 use tilec::{check, compile, Input, Options, TargetInfo};
 
 /// SMs of an H200, for the persistent schedules' grids.
@@ -97,6 +98,19 @@ fn softmax(rows: u64, cols: u64) -> BuildResult<Module> {
         b.store(a[1], &[row, c0], y)
     })?;
     Ok(m)
+}
+
+/// One line of the launch table: the kernel, what it is, its launch configuration.
+fn launch_line(kernel: &tilec::Kernel, what: &str, l: &LaunchConfig) -> String {
+    format!(
+        "  {:<20} {what:<24} grid {:?} block {:?} cluster {:?}, {} B shared, {} B of PTX",
+        kernel.name,
+        l.grid,
+        l.block,
+        l.cluster,
+        l.dynamic_shared_memory_bytes,
+        kernel.ptx.len()
+    )
 }
 
 /// One GEMM configuration of the sweep.
@@ -220,21 +234,11 @@ fn run(
         let l = kernel
             .manifest
             .launch_config(&[("M", m), ("N", n), ("K", k)], SM_COUNT)?;
-        writeln!(
-            out,
-            "  {:<20} {}x{}x{} {} stages: grid {:?} block {:?} cluster {:?}, {} B shared, \
-             {} B of PTX",
-            kernel.name,
-            c.tile.bm,
-            c.tile.bn,
-            c.tile.bk,
-            c.stages,
-            l.grid,
-            l.block,
-            l.cluster,
-            l.dynamic_shared_memory_bytes,
-            kernel.ptx.len()
-        )?;
+        let what = format!(
+            "{}x{}x{} {} stages:",
+            c.tile.bm, c.tile.bn, c.tile.bk, c.stages
+        );
+        writeln!(out, "{}", launch_line(&kernel, &what, &l))?;
     }
 
     let sm = softmax(4, 1024)?;
@@ -242,17 +246,7 @@ fn run(
     let l = kernel
         .manifest
         .launch_config(&[("M", m), ("N", n)], SM_COUNT)?;
-    writeln!(
-        out,
-        "  {:<20} 4x1024 rows:        grid {:?} block {:?} cluster {:?}, {} B shared, {} B \
-         of PTX",
-        kernel.name,
-        l.grid,
-        l.block,
-        l.cluster,
-        l.dynamic_shared_memory_bytes,
-        kernel.ptx.len()
-    )?;
+    writeln!(out, "{}", launch_line(&kernel, "4x1024 rows:", &l))?;
     Ok(())
 }
 

@@ -280,10 +280,7 @@ impl<'m> Builder<'m> {
         let mut op = Operation::new(kind, loc);
         op.operands = operands.to_vec();
         op.attrs = attrs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-        op.results = results
-            .iter()
-            .map(|t| self.m.new_value(t.clone(), None))
-            .collect();
+        op.results = self.values(results);
         self.verify(&op, None)?;
         self.append(op)
     }
@@ -363,6 +360,22 @@ impl<'m> Builder<'m> {
         t.operands = ys;
         open.block.ops.push(t);
         Ok(open.block)
+    }
+
+    /// New values of types `tys` (an op's results, a region's arguments).
+    fn values(&mut self, tys: &[Type]) -> Vec<Value> {
+        tys.iter()
+            .map(|t| self.m.new_value(t.clone(), None))
+            .collect()
+    }
+
+    /// The types a closed block yields (its terminator's operands, visible when it was
+    /// built).
+    fn yielded(&self, b: &Block) -> Vec<Type> {
+        let ops = b.ops.last().map_or(&[][..], |y| &y.operands[..]);
+        ops.iter()
+            .filter_map(|&v| self.m.try_ty(v).cloned())
+            .collect()
     }
 
     /// Checks a structured op and its regions' terminators, then appends it.
@@ -543,18 +556,12 @@ impl<'m> Builder<'m> {
             .collect();
         let tys = self.operands(OpKind::For, &operands, &loc)?.split_off(3);
         let iv = self.m.new_value(Type::INDEX, None);
-        let carried: Vec<Value> = tys
-            .iter()
-            .map(|t| self.m.new_value(t.clone(), None))
-            .collect();
+        let carried = self.values(&tys);
         let args = std::iter::once(iv).chain(carried.iter().copied()).collect();
         let block = self.region(args, OpKind::Yield, |b| body(b, iv, &carried))?;
         let mut op = Operation::new(OpKind::For, loc);
         op.operands = operands;
-        op.results = tys
-            .iter()
-            .map(|t| self.m.new_value(t.clone(), None))
-            .collect();
+        op.results = self.values(&tys);
         op.regions.push(block);
         self.structured(op)
     }
@@ -578,17 +585,10 @@ impl<'m> Builder<'m> {
         self.operands(OpKind::If, &[cond], &loc)?;
         let t = self.region(vec![], OpKind::Yield, then)?;
         let e = self.region(vec![], OpKind::Yield, otherwise)?;
-        let tys: Vec<Type> = t
-            .ops
-            .last()
-            .map(|y| y.operands.iter().map(|&v| self.m.ty(v).clone()).collect())
-            .unwrap_or_default();
+        let tys = self.yielded(&t);
         let mut op = Operation::new(OpKind::If, loc);
         op.operands = vec![cond];
-        op.results = tys
-            .iter()
-            .map(|t| self.m.new_value(t.clone(), None))
-            .collect();
+        op.results = self.values(&tys);
         op.regions = vec![t, e];
         self.structured(op)
     }
@@ -610,20 +610,14 @@ impl<'m> Builder<'m> {
             return Err(self.outside(OpKind::While, &loc));
         }
         let tys = self.operands(OpKind::While, inits, &loc)?;
-        let carried: Vec<Value> = tys
-            .iter()
-            .map(|t| self.m.new_value(t.clone(), None))
-            .collect();
+        let carried = self.values(&tys);
         let block = self.region(carried.clone(), OpKind::Yield, |b| {
             let (go, next) = body(b, &carried)?;
             Ok(std::iter::once(go).chain(next).collect())
         })?;
         let mut op = Operation::new(OpKind::While, loc);
         op.operands = inits.to_vec();
-        op.results = tys
-            .iter()
-            .map(|t| self.m.new_value(t.clone(), None))
-            .collect();
+        op.results = self.values(&tys);
         op.regions.push(block);
         self.structured(op)
     }
@@ -646,18 +640,11 @@ impl<'m> Builder<'m> {
         }
         let p = self.region(vec![], OpKind::Yield, |b| producer(b).map(|()| vec![]))?;
         let c = self.region(vec![], OpKind::Yield, consumer)?;
-        let tys: Vec<Type> = c
-            .ops
-            .last()
-            .map(|y| y.operands.iter().map(|&v| self.m.ty(v).clone()).collect())
-            .unwrap_or_default();
+        let tys = self.yielded(&c);
         let mut op = Operation::new(OpKind::WarpSpecialize, loc);
         op.attrs
             .insert("consumers".into(), Attribute::Int(consumers.into()));
-        op.results = tys
-            .iter()
-            .map(|t| self.m.new_value(t.clone(), None))
-            .collect();
+        op.results = self.values(&tys);
         op.regions = vec![p, c];
         self.structured(op)
     }

@@ -3,11 +3,15 @@
 //! 1. **Top level**: only `tile.kernel` ops, each with a symbol name unique in the module.
 //! 2. **Handles and SSA dominance**: every operand is a value of the module defined before
 //!    its use, in the same block or an enclosing one (block arguments included); no value
-//!    is defined twice. Kernels are isolated from above.
+//!    is defined twice; every value's type is within the IR's limits
+//!    ([`crate::Type::check`], the parser's). Kernels are isolated from above.
 //! 3. **Regions and terminators**: each op has the number of regions its kind takes; every
 //!    block ends with the terminator its parent expects (`tile.return` in a kernel,
-//!    `tile.yield` in `tile.for`/`tile.if`) and no terminator stands elsewhere.
-//! 4. **Kernels**: arguments are scalars or tensors with distinct names; the `grid`
+//!    `tile.yield` in `tile.for`/`tile.if`) and no terminator stands elsewhere; regions
+//!    nest at most [`crate::parser::MAX_NESTING`] deep.
+//! 4. **Kernels**: the name and the arguments' names are identifiers
+//!    ([`crate::lexer::is_identifier`]); arguments are scalars or tensors with distinct
+//!    names; the `grid`
 //!    attribute is a list of 1 to 3 expressions over the kernel's integer arguments; a
 //!    constant dimension is within CUDA's grid limits ([`crate::target::MAX_GRID`]; the
 //!    manifest's `grid_limits` tells the launcher to check the others).
@@ -18,8 +22,9 @@
 //!    tensor dimension and a tile of the tensor's rank and element type, loop-carried
 //!    types equal across inits, block arguments, yields and results; `tile.atomic_add`
 //!    is checked like a store and adds into an f32 tensor only.
-//! 6. **Attributes**: required attributes present, of the right kind, in range
-//!    (`dim`, `predicate`, `kind`, `value`).
+//! 6. **Attributes**: names are identifiers; required attributes present, of the right
+//!    kind, in range (`dim`, `predicate`, `kind`, `value`; a float constant within its
+//!    type's finite range).
 //! 7. **GPU-level ops**: operand kinds (smem rings, mbarrier arrays, tensors) and ranges of
 //!    `stage`/`index`/`pending`. The TMA-store epilogue ops: `tile.smem_store` takes a
 //!    2-D tile of the ring's element type with as many rows as a slot, and a `col_offset`

@@ -71,6 +71,14 @@ fn wrong_arguments_are_clear_errors() {
         v.iter_mut().find(|(n, _)| *n == name).unwrap().1 = a;
         v
     };
+    let c_on = |d| {
+        Arg::Tensor(TensorArg::contiguous(
+            0x30_0000,
+            Dtype::Bf16,
+            &[256, 512],
+            d,
+        ))
+    };
     let cases: Vec<(Vec<(&str, Arg)>, &str)> = vec![
         (
             gemm_args(256, 512, 128)[1..].to_vec(),
@@ -93,27 +101,11 @@ fn wrong_arguments_are_clear_errors() {
             "'B' takes a tensor of rank 2, found shape [1, 128, 512] and strides [65536, 512, 1]",
         ),
         (
-            with(
-                "C",
-                Arg::Tensor(TensorArg::contiguous(
-                    0x30_0000,
-                    Dtype::Bf16,
-                    &[256, 512],
-                    Device::Host,
-                )),
-            ),
+            with("C", c_on(Device::Host)),
             "'C' is in host memory; the kernel runs on cuda:0",
         ),
         (
-            with(
-                "C",
-                Arg::Tensor(TensorArg::contiguous(
-                    0x30_0000,
-                    Dtype::Bf16,
-                    &[256, 512],
-                    Device::Cuda(1),
-                )),
-            ),
+            with("C", c_on(Device::Cuda(1))),
             "'C' is in cuda:1; the kernel runs on cuda:0",
         ),
         (
