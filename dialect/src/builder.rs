@@ -272,17 +272,27 @@ impl<'m> Builder<'m> {
         attrs: Vec<(&str, Attribute)>,
         results: &[Type],
     ) -> BuildResult<Vec<Value>> {
-        let loc = self.take_loc();
-        if self.open.is_empty() {
-            return Err(self.outside(kind, &loc));
-        }
+        let loc = self.open_loc(kind)?;
         self.operands(kind, operands, &loc)?;
-        let mut op = Operation::new(kind, loc);
-        op.operands = operands.to_vec();
-        op.attrs = attrs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-        op.results = self.values(results);
+        let op = self.make(kind, loc, operands.to_vec(), attrs, results);
         self.verify(&op, None)?;
         self.append(op)
+    }
+
+    /// An op of `kind` with new results of types `tys`, not yet checked or appended.
+    fn make(
+        &mut self,
+        kind: OpKind,
+        loc: Location,
+        operands: Vec<Value>,
+        attrs: Vec<(&str, Attribute)>,
+        tys: &[Type],
+    ) -> Operation {
+        let mut op = Operation::new(kind, loc);
+        op.operands = operands;
+        op.attrs = attrs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        op.results = self.values(tys);
+        op
     }
 
     fn one(
@@ -378,8 +388,19 @@ impl<'m> Builder<'m> {
             .collect()
     }
 
-    /// Checks a structured op and its regions' terminators, then appends it.
-    fn structured(&mut self, op: Operation) -> BuildResult<Vec<Value>> {
+    /// Builds a structured op of `kind` with results of types `tys`, checks it and its
+    /// regions' terminators, then appends it.
+    fn structured(
+        &mut self,
+        kind: OpKind,
+        loc: Location,
+        operands: Vec<Value>,
+        tys: &[Type],
+        regions: Vec<Block>,
+        attrs: Vec<(&str, Attribute)>,
+    ) -> BuildResult<Vec<Value>> {
+        let mut op = self.make(kind, loc, operands, attrs, tys);
+        op.regions = regions;
         self.verify(&op, None)?;
         for r in &op.regions {
             if let Some(t) = r.ops.last() {
@@ -387,6 +408,15 @@ impl<'m> Builder<'m> {
             }
         }
         self.append(op)
+    }
+
+    /// The location of an op of `kind` about to be built inside a kernel body.
+    fn open_loc(&mut self, kind: OpKind) -> BuildResult<Location> {
+        let loc = self.take_loc();
+        if self.open.is_empty() {
+            return Err(self.outside(kind, &loc));
+        }
+        Ok(loc)
     }
 
     /// Builds `tile.kernel @name(args)`: `body` gets the argument values, fills the body
@@ -434,22 +464,11 @@ impl<'m> Builder<'m> {
             let grid = grid.into_iter().map(Attribute::Expr).collect();
             op.attrs.insert("grid".into(), Attribute::Array(grid));
             op.regions.push(block);
-            self.verify(&op, None)?;
-            Ok(op)
-        });
-        let built = built.and_then(|op| {
+            // The whole kernel: what only it shows (constant indices, the wgmma
+            // accumulator rule) is refused here too.
+            crate::verifier::verify_kernel(self.m, &op).map_err(|ds| self.first(ds))?;
             self.m.ops.push(op);
-            // The whole module: what only the full verifier sees (constant indices, the
-            // wgmma accumulator rule) is refused here too.
-            let Err(mut ds) = crate::verifier::verify(self.m) else {
-                return Ok(());
-            };
-            ds.0.retain(|d| d.kernel.as_deref() == Some(name));
-            if ds.0.is_empty() {
-                return Ok(());
-            }
-            self.m.ops.pop();
-            Err(self.first(ds))
+            Ok(())
         });
         self.kernel = None;
         built
@@ -546,10 +565,7 @@ impl<'m> Builder<'m> {
         inits: &[Value],
         body: impl FnOnce(&mut Self, Value, &[Value]) -> BuildResult<Vec<Value>>,
     ) -> BuildResult<Vec<Value>> {
-        let loc = self.take_loc();
-        if self.open.is_empty() {
-            return Err(self.outside(OpKind::For, &loc));
-        }
+        let loc = self.open_loc(OpKind::For)?;
         let operands: Vec<Value> = [lb, ub, step]
             .into_iter()
             .chain(inits.iter().copied())
@@ -559,11 +575,7 @@ impl<'m> Builder<'m> {
         let carried = self.values(&tys);
         let args = std::iter::once(iv).chain(carried.iter().copied()).collect();
         let block = self.region(args, OpKind::Yield, |b| body(b, iv, &carried))?;
-        let mut op = Operation::new(OpKind::For, loc);
-        op.operands = operands;
-        op.results = self.values(&tys);
-        op.regions.push(block);
-        self.structured(op)
+        self.structured(OpKind::For, loc, operands, &tys, vec![block], vec![])
     }
 
     /// `tile.if %cond`: `then` and `otherwise` fill the two regions and return the values
@@ -578,19 +590,12 @@ impl<'m> Builder<'m> {
         then: impl FnOnce(&mut Self) -> BuildResult<Vec<Value>>,
         otherwise: impl FnOnce(&mut Self) -> BuildResult<Vec<Value>>,
     ) -> BuildResult<Vec<Value>> {
-        let loc = self.take_loc();
-        if self.open.is_empty() {
-            return Err(self.outside(OpKind::If, &loc));
-        }
+        let loc = self.open_loc(OpKind::If)?;
         self.operands(OpKind::If, &[cond], &loc)?;
         let t = self.region(vec![], OpKind::Yield, then)?;
         let e = self.region(vec![], OpKind::Yield, otherwise)?;
         let tys = self.yielded(&t);
-        let mut op = Operation::new(OpKind::If, loc);
-        op.operands = vec![cond];
-        op.results = self.values(&tys);
-        op.regions = vec![t, e];
-        self.structured(op)
+        self.structured(OpKind::If, loc, vec![cond], &tys, vec![t, e], vec![])
     }
 
     /// `tile.while` carrying `inits` (a do-while loop): `body` gets the carried values and
@@ -605,21 +610,21 @@ impl<'m> Builder<'m> {
         inits: &[Value],
         body: impl FnOnce(&mut Self, &[Value]) -> BuildResult<(Value, Vec<Value>)>,
     ) -> BuildResult<Vec<Value>> {
-        let loc = self.take_loc();
-        if self.open.is_empty() {
-            return Err(self.outside(OpKind::While, &loc));
-        }
+        let loc = self.open_loc(OpKind::While)?;
         let tys = self.operands(OpKind::While, inits, &loc)?;
         let carried = self.values(&tys);
         let block = self.region(carried.clone(), OpKind::Yield, |b| {
             let (go, next) = body(b, &carried)?;
             Ok(std::iter::once(go).chain(next).collect())
         })?;
-        let mut op = Operation::new(OpKind::While, loc);
-        op.operands = inits.to_vec();
-        op.results = self.values(&tys);
-        op.regions.push(block);
-        self.structured(op)
+        self.structured(
+            OpKind::While,
+            loc,
+            inits.to_vec(),
+            &tys,
+            vec![block],
+            vec![],
+        )
     }
 
     /// `tile.warp_specialize {consumers}`: `producer` fills the producer's region,
@@ -634,19 +639,19 @@ impl<'m> Builder<'m> {
         producer: impl FnOnce(&mut Self) -> BuildResult<()>,
         consumer: impl FnOnce(&mut Self) -> BuildResult<Vec<Value>>,
     ) -> BuildResult<Vec<Value>> {
-        let loc = self.take_loc();
-        if self.open.is_empty() {
-            return Err(self.outside(OpKind::WarpSpecialize, &loc));
-        }
+        let loc = self.open_loc(OpKind::WarpSpecialize)?;
         let p = self.region(vec![], OpKind::Yield, |b| producer(b).map(|()| vec![]))?;
         let c = self.region(vec![], OpKind::Yield, consumer)?;
         let tys = self.yielded(&c);
-        let mut op = Operation::new(OpKind::WarpSpecialize, loc);
-        op.attrs
-            .insert("consumers".into(), Attribute::Int(consumers.into()));
-        op.results = self.values(&tys);
-        op.regions = vec![p, c];
-        self.structured(op)
+        let consumers = ("consumers", Attribute::Int(consumers.into()));
+        self.structured(
+            OpKind::WarpSpecialize,
+            loc,
+            vec![],
+            &tys,
+            vec![p, c],
+            vec![consumers],
+        )
     }
 
     /// `tile.constant {value = v} : index`; `v` may be any integer type (a shape's `u64`).

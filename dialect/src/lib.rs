@@ -61,4 +61,4 @@ pub use parser::{parse, parse_bytes, split_input};
 pub use printer::{print_module, print_op};
 pub use target::{mma_k, GemmTile, Target, TileRefusal, MMA_K_BYTES};
 pub use types::{ScalarType, Type};
-pub use verifier::{verify, verify_op, VerifiedModule};
+pub use verifier::{verify, verify_kernel, verify_op, VerifiedModule};

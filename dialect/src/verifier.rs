@@ -81,22 +81,24 @@ pub fn verify(m: &Module) -> Result<(), Diagnostics> {
                 v.diags.push(d);
             }
         }
-        v.visible.clear();
-        v.target = op.str_attr("target").and_then(Target::from_name);
-        v.num_warps = op.int_attr("num_warps");
-        v.cluster_size = op
-            .attr("cluster")
-            .and_then(Attribute::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Attribute::as_int)
-                    .map(|x| x.clamp(1, 16))
-                    .product()
-            })
-            .unwrap_or(1);
-        v.kernel = op.symbol.clone();
-        v.op(op, None);
+        v.kernel(op);
     }
+    if v.diags.is_empty() {
+        Ok(())
+    } else {
+        Err(Diagnostics(v.diags).with_kind(DiagKind::InvalidIr))
+    }
+}
+
+/// Verify one top-level `tile.kernel` of `m` (everything [`verify`] checks but the
+/// uniqueness of kernel names across the module): kernels are isolated from above, so the
+/// others need not be read. The [`crate::Builder`] checks each kernel it finishes this way.
+///
+/// # Errors
+/// Every violation found in `k`, of kind [`DiagKind::InvalidIr`].
+pub fn verify_kernel(m: &Module, k: &Operation) -> Result<(), Diagnostics> {
+    let mut v = Verifier::new(m);
+    v.kernel(k);
     if v.diags.is_empty() {
         Ok(())
     } else {
@@ -200,6 +202,25 @@ impl<'a> Verifier<'a> {
             kernel: None,
             depth: 0,
         }
+    }
+
+    /// Verifies the top-level kernel `op`, with its target, warps and cluster in scope.
+    fn kernel(&mut self, op: &'a Operation) {
+        self.visible.clear();
+        self.target = op.str_attr("target").and_then(Target::from_name);
+        self.num_warps = op.int_attr("num_warps");
+        self.cluster_size = op
+            .attr("cluster")
+            .and_then(Attribute::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Attribute::as_int)
+                    .map(|x| x.clamp(1, 16))
+                    .product()
+            })
+            .unwrap_or(1);
+        self.kernel = op.symbol.clone();
+        self.op(op, None);
     }
 }
 
