@@ -53,7 +53,8 @@
 //! `examples/rust_frontend.rs` runs such a sweep over kernels built without text by
 //! [`dialect::Builder`].
 //!
-//! Dependencies: the workspace crates, and `thiserror` for [`Error`] and [`OptionsError`].
+//! Dependencies: the workspace crates, `thiserror` for [`Error`] and [`OptionsError`], and
+//! `tempfile` for the directory `ptxas` works in ([`Emit::Cubin`]).
 
 #![deny(missing_docs)]
 
@@ -67,6 +68,7 @@ use tilec_lowering::{convert_tile_to_nvvm, mlir_stage_in_child, Manifest, Produc
 use tilec_passes::PassManager;
 
 mod options;
+pub mod ptxas;
 mod target_info;
 pub use options::{
     ClusterShape, Emit, EpilogueStore, OptLevel, Options, OptionsError, Promote, Schedule,
@@ -95,10 +97,13 @@ pub enum Input<'a> {
 pub struct Kernel {
     /// The kernel's name.
     pub name: String,
-    /// What `emit` asked for: PTX, LLVM IR, MLIR or tile IR text.
+    /// What `emit` asked for: PTX, LLVM IR, MLIR or tile IR text (the PTX for
+    /// [`Emit::Cubin`]).
     pub text: String,
-    /// The PTX (same as `text` when emitting PTX; empty otherwise).
+    /// The PTX (same as `text` when emitting PTX or a cubin; empty otherwise).
     pub ptx: String,
+    /// The cubin for [`Emit::Cubin`] (`ptxas -arch=TARGET`); empty otherwise.
+    pub cubin: Vec<u8>,
     /// The launch manifest.
     pub manifest: Manifest,
     /// Wall time per stage (parse+verify, tilec passes, lowering to MLIR, MLIR to the output).
@@ -123,6 +128,9 @@ pub enum Error {
     /// The options do not go together ([`Options::validate`]).
     #[error("{0}")]
     Options(#[from] OptionsError),
+    /// `ptxas` did not assemble the PTX ([`Emit::Cubin`]).
+    #[error("{0}")]
+    Ptxas(#[from] ptxas::PtxasError),
 }
 
 impl From<Diagnostics> for Error {
@@ -368,7 +376,7 @@ fn compile_kernel(
             ),
             None => (k.to_llvm_ir(&spec)?, String::new()),
         },
-        Emit::Ptx => {
+        Emit::Ptx | Emit::Cubin => {
             let p = match &opts.mlir_child {
                 Some(exe) => mlir_stage_in_child(
                     &k.mlir(),
@@ -387,10 +395,17 @@ fn compile_kernel(
         }
     };
     timings.push(("MLIR", t.elapsed()));
+    let mut cubin = vec![];
+    if opts.emit == Emit::Cubin {
+        let t = Instant::now();
+        cubin = ptxas::assemble(&ptx, opts.target)?;
+        timings.push(("ptxas", t.elapsed()));
+    }
     Ok(Kernel {
         name,
         text,
         ptx,
+        cubin,
         manifest: k.manifest,
         timings,
         mlir_timings,

@@ -244,11 +244,14 @@ choice! {
         Llvm = "llvm",
         /// `tile`: the GPU-level tile IR after the tilec passes.
         Tile = "tile",
+        /// `cubin`: the PTX assembled by `ptxas -arch=TARGET` ([`crate::ptxas`]); the
+        /// kernel's `text` is the PTX and its `cubin` the machine code.
+        Cubin = "cubin",
     }
 }
 
 impl Emit {
-    /// The output file's extension (`ptx`, `mlir`, `ll`, `tile`).
+    /// The output file's extension (`ptx`, `mlir`, `ll`, `tile`, `cubin`).
     pub fn extension(self) -> &'static str {
         match self {
             Emit::Llvm => "ll",

@@ -517,6 +517,10 @@ pub struct Manifest {
     pub ptx_version: String,
     /// The PTX file name beside the manifest.
     pub ptx_file: String,
+    /// The cubin file name beside the manifest (`tile-compile --emit cubin`: `ptxas
+    /// -arch=TARGET` of the PTX, loaded without the driver's JIT); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cubin_file: Option<String>,
     /// Threads per CTA.
     pub block: [u32; 3],
     /// CTAs per cluster.
@@ -566,6 +570,7 @@ impl Manifest {
         Manifest {
             schema_version: SCHEMA_VERSION,
             ptx_file: format!("{kernel}.ptx"),
+            cubin_file: None,
             kernel,
             target,
             ptx_version,

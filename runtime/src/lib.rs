@@ -8,10 +8,11 @@
 //! - [`Cache`]: the compile cache on disk (`$TILEC_CACHE_DIR`, else `~/.cache/tilec`), with
 //!   atomic writes and a checksum that makes a corrupted entry a recompile;
 //! - [`driver_library`]: whether the CUDA driver library can be loaded, checked before any
-//!   driver call, so that a machine without a GPU gets an error and not a panic.
-//!
-//! The launch itself (module load, tensor-map encoding, `cuLaunchKernelEx` on the caller's
-//! stream) builds on [`Bound`]; it is the next step of this crate.
+//!   driver call, so that a machine without a GPU gets an error and not a panic;
+//! - [`Context`], [`Kernel`]: a device's primary context (the one PyTorch uses), a kernel
+//!   loaded from PTX or a cubin, its tensor maps encoded (`cuTensorMapEncodeTiled`) and its
+//!   launch (`cuLaunchKernelEx`, with the cluster attribute) on the caller's [`Stream`],
+//!   without a host synchronization, so that it can be captured into a CUDA graph.
 //!
 //! ```
 //! use tilec_runtime::{bind, Arg, Device, TensorArg};
@@ -27,15 +28,20 @@
 //! `sha2` (cache keys and entry checksums: a well-kept implementation of a hash whose
 //! collisions do not happen by accident), `serde`/`serde_json` (the cache's entries), and
 //! `libloading` (probing for the driver library without loading it through cudarc, whose
-//! dynamic loader panics when the library is missing).
+//! dynamic loader panics when the library is missing), and `cudarc` (the CUDA driver API's
+//! bindings, loaded at run time, so that the crate builds without CUDA).
 
 #![deny(missing_docs)]
 
 mod bind;
 mod cache;
+mod launch;
 
 pub use bind::{bind, Arg, BindError, Bound, Device, ParamValue, TensorArg, TensorMapRequest};
 pub use cache::{Cache, CacheKey, Entry, Lookup};
+pub use launch::{
+    device_count, runs_on, Context, Image, Kernel, Prepared, RuntimeError, Stream,
+};
 
 /// The file names the CUDA driver library has, tried in order.
 #[cfg(unix)]

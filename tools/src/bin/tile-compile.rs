@@ -1,15 +1,18 @@
 //! `tile-compile`: a tile IR file to PTX and a launch manifest.
 //!
 //! ```text
-//! tile-compile FILE --target sm_90a|sm_90|sm_100|sm_100a [-o DIR] [--emit ptx|mlir|llvm|tile]
+//! tile-compile FILE --target sm_90a|sm_90|sm_100|sm_100a [-o DIR]
+//!              [--emit ptx|mlir|llvm|tile|cubin]
 //!              [--stages N] [--epilogue-store direct|tma] [--promote auto|on|off]
 //!              [--schedule static|clc|none|off] [--cluster C] [--group-m G] [--num-warps W]
 //!              [--kernel NAME] [--no-simplify] [-O 0-3]
 //!              [--ptxas] [--timing]
 //! ```
 //! Writes `DIR/NAME.ptx` (or `.mlir`, `.ll`, `.tile` with `--emit`) and `DIR/NAME.json`.
-//! `--ptxas` assembles the PTX with `ptxas -v` (found through `$PTXAS`, the repository's
-//! `.venv`, or `PATH`) and reports registers, shared memory, spills and warnings.
+//! `--emit cubin` also writes `DIR/NAME.cubin` (`ptxas -arch=TARGET` of the PTX), which the
+//! manifest's `cubin_file` names. `--ptxas` assembles the PTX with `ptxas -v` and reports
+//! registers, shared memory, spills and warnings. Both find `ptxas` as `tilec::ptxas::find`
+//! does: `$PTXAS`, the `nvidia-cuda-nvcc` wheel in a `.venv` or on `PATH`, then `PATH`.
 //! Exit codes: 0 success, 1 diagnostics or a failed ptxas, 2 usage.
 //!
 //! `tile-compile FILE --mlir-stage ptx|llvm --target CHIP [--ptx-version M.m] [-O N]` runs
@@ -246,23 +249,36 @@ fn run() -> i32 {
         );
         return EXIT_DIAGNOSTICS;
     }
-    let ext = cli.emit.extension();
+    let cubin = cli.emit == Emit::Cubin;
+    let ext = if cubin { "ptx" } else { cli.emit.extension() };
     let stem = file_stem(&k.name);
     let out = cli.out_dir.join(format!("{stem}.{ext}"));
     let man = cli.out_dir.join(format!("{stem}.json"));
     let mut manifest = k.manifest.clone();
     manifest.ptx_file = format!("{stem}.ptx");
+    let mut written = vec![out.display().to_string()];
+    if cubin {
+        let file = format!("{stem}.cubin");
+        let path = cli.out_dir.join(&file);
+        if let Err(e) = std::fs::write(&path, &k.cubin) {
+            eprintln!("error: could not write '{}': {}", path.display(), io_reason(&e));
+            return EXIT_DIAGNOSTICS;
+        }
+        written.push(path.display().to_string());
+        manifest.cubin_file = Some(file);
+    }
     for (path, text) in [(&out, &k.text), (&man, &manifest.to_json())] {
         if let Err(e) = write_output(Some(&path.display().to_string()), text) {
             eprintln!("{e}");
             return EXIT_DIAGNOSTICS;
         }
     }
-    eprintln!("wrote {} and {}", out.display(), man.display());
+    written.push(man.display().to_string());
+    eprintln!("wrote {}", written.join(", "));
     let mut status = EXIT_OK;
     if cli.ptxas {
-        if cli.emit != Emit::Ptx {
-            eprintln!("error: --ptxas needs --emit ptx");
+        if !matches!(cli.emit, Emit::Ptx | Emit::Cubin) {
+            eprintln!("error: --ptxas needs --emit ptx or cubin");
             return EXIT_USAGE;
         }
         status = run_ptxas(&out, cli.target);
@@ -302,46 +318,20 @@ fn file_stem(name: &str) -> String {
     format!("{}-{hash:016x}", &name[..cut])
 }
 
-/// Find ptxas: `$PTXAS`, the repository's `.venv` (from the `nvidia-cuda-nvcc` wheel), `PATH`.
-fn find_ptxas() -> Option<PathBuf> {
-    if let Ok(p) = std::env::var("PTXAS") {
-        return Some(PathBuf::from(p));
-    }
-    let exe = std::env::current_exe().ok()?;
-    let cwd = std::env::current_dir().ok()?;
-    for dir in exe.ancestors().chain(cwd.ancestors()) {
-        let cand = dir.join(".venv/lib");
-        if let Ok(rd) = std::fs::read_dir(&cand) {
-            for py in rd.flatten() {
-                let p = py.path().join("site-packages/nvidia/cu13/bin/ptxas");
-                if p.exists() {
-                    return Some(p);
-                }
-            }
-        }
-    }
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join("ptxas"))
-            .find(|p| p.exists())
-    })
-}
-
 fn run_ptxas(ptx: &Path, target: Target) -> i32 {
-    let Some(ptxas) = find_ptxas() else {
-        eprintln!(
-            "error: ptxas not found: set PTXAS, or install the nvidia-cuda-nvcc wheel into .venv"
-        );
+    let Some(ptxas) = tilec::ptxas::find() else {
+        eprintln!("error: {}", tilec::ptxas::PtxasError::NotFound);
         return EXIT_DIAGNOSTICS;
     };
-    let cubin = ptx.with_extension("cubin");
+    let scratch = std::env::temp_dir().join(format!("tile-compile-{}.cubin", std::process::id()));
     let out = std::process::Command::new(&ptxas)
         .arg(format!("-arch={}", target.name()))
         .arg("-v")
         .arg(ptx)
         .arg("-o")
-        .arg(&cubin)
+        .arg(&scratch)
         .output();
+    let _ = std::fs::remove_file(&scratch);
     let out = match out {
         Ok(o) => o,
         Err(e) => {

@@ -1,0 +1,401 @@
+//! Launches through `tilec-runtime` on a GPU, checked against host references.
+//!
+//! The kernels come from `tile-compile` (the runtime has no compiler):
+//! `tools/gpu/build_runtime.sh` writes them with the test binary, and
+//! `TILEC_RUNTIME_KERNELS=DIR` points this test at them. Without that variable, or without
+//! a CUDA driver, every trial is reported as ignored (never as passed).
+//!
+//! The trials: vadd (pointer parameters and a scalar); the persistent bf16 GEMM with its
+//! TMA-store epilogue (tensor maps, 225 KiB of dynamic shared memory) and with its direct
+//! epilogue for sm_90 (PTX the driver's JIT compiles) on ragged shapes; the GEMM from a
+//! cubin when the directory has one; a launch on a created stream captured into a CUDA
+//! graph and replayed; and the errors a launch gives for a target the device lacks, a
+//! corrupt image, a tensor on another device, and a device that does not exist.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use cudarc::driver::sys;
+use libtest_mimic::{Arguments, Failed, Trial};
+use tilec_manifest::{Dtype, Manifest};
+use tilec_runtime::{
+    Arg, BindError, Context, Device, Image, Kernel, RuntimeError, Stream, TensorArg,
+};
+
+type Result<T> = std::result::Result<T, Failed>;
+
+fn ok(call: &str, r: sys::CUresult) -> Result<()> {
+    if r == sys::CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(format!("{call}: {r:?}").into())
+    }
+}
+
+/// Device memory, freed on drop (in the context it was allocated in).
+struct Buf {
+    ctx: Arc<Context>,
+    ptr: u64,
+    bytes: usize,
+}
+
+impl Buf {
+    fn new(ctx: &Arc<Context>, bytes: usize) -> Result<Buf> {
+        let mut ptr = 0;
+        let r = ctx.with(|| {
+            // SAFETY: the driver writes one pointer.
+            Ok(unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes.max(1)) })
+        });
+        ok("cuMemAlloc", r.map_err(|e| e.to_string())?)?;
+        Ok(Buf {
+            ctx: ctx.clone(),
+            ptr,
+            bytes,
+        })
+    }
+
+    fn from<T: Copy>(ctx: &Arc<Context>, host: &[T]) -> Result<Buf> {
+        let b = Buf::new(ctx, std::mem::size_of_val(host))?;
+        b.write(host)?;
+        Ok(b)
+    }
+
+    fn write<T: Copy>(&self, host: &[T]) -> Result<()> {
+        assert_eq!(std::mem::size_of_val(host), self.bytes);
+        let r = self.ctx.with(|| {
+            // SAFETY: `bytes` bytes of host memory into an allocation of that size.
+            Ok(unsafe { sys::cuMemcpyHtoD_v2(self.ptr, host.as_ptr().cast(), self.bytes) })
+        });
+        ok("cuMemcpyHtoD", r.map_err(|e| e.to_string())?)
+    }
+
+    fn read<T: Copy + Default>(&self) -> Result<Vec<T>> {
+        let mut host = vec![T::default(); self.bytes / std::mem::size_of::<T>()];
+        let r = self.ctx.with(|| {
+            // SAFETY: as `write`, the other way; synchronous on the legacy stream.
+            Ok(unsafe { sys::cuMemcpyDtoH_v2(host.as_mut_ptr().cast(), self.ptr, self.bytes) })
+        });
+        ok("cuMemcpyDtoH", r.map_err(|e| e.to_string())?)?;
+        Ok(host)
+    }
+}
+
+impl Drop for Buf {
+    fn drop(&mut self) {
+        let _ = self.ctx.with(|| {
+            // SAFETY: allocated by `new`, freed once.
+            unsafe { sys::cuMemFree_v2(self.ptr) };
+            Ok(())
+        });
+    }
+}
+
+fn sync(ctx: &Context) -> Result<()> {
+    let r = ctx.with(|| {
+        // SAFETY: no preconditions.
+        Ok(unsafe { sys::cuCtxSynchronize() })
+    });
+    ok("cuCtxSynchronize", r.map_err(|e| e.to_string())?)
+}
+
+/// A small xorshift generator: the inputs are pseudo-random, the same on every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> f32 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        ((self.0 >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+    }
+}
+
+fn bf16(x: f32) -> u16 {
+    half::bf16::from_f32(x).to_bits()
+}
+
+fn from_bf16(b: u16) -> f32 {
+    half::bf16::from_bits(b).to_f32()
+}
+
+fn load(ctx: &Arc<Context>, dir: &Path, sub: &str, stem: &str) -> Result<Kernel> {
+    let base = dir.join(sub);
+    let m = std::fs::read_to_string(base.join(format!("{stem}.json")))?;
+    let m = Manifest::from_json(&m).map_err(|e| e.to_string())?;
+    let ptx = std::fs::read_to_string(base.join(&m.ptx_file))?;
+    Kernel::load(ctx, m, Image::Ptx(&ptx)).map_err(|e| e.to_string().into())
+}
+
+fn tensor(b: &Buf, dtype: Dtype, shape: &[u64], ordinal: u32) -> Arg {
+    Arg::Tensor(TensorArg::contiguous(
+        b.ptr,
+        dtype,
+        shape,
+        Device::Cuda(ordinal),
+    ))
+}
+
+fn vadd(ctx: &Arc<Context>, dir: &Path) -> Result<()> {
+    let k = load(ctx, dir, "vadd", "vadd")?;
+    let n = 5000usize;
+    let mut rng = Rng(7);
+    let x: Vec<f32> = (0..n).map(|_| rng.next()).collect();
+    let y: Vec<f32> = (0..n).map(|_| rng.next()).collect();
+    let (bx, by) = (Buf::from(ctx, &x)?, Buf::from(ctx, &y)?);
+    let bz = Buf::from(ctx, &vec![f32::NAN; n])?;
+    let o = ctx.ordinal();
+    let args = [
+        ("X", tensor(&bx, Dtype::F32, &[n as u64], o)),
+        ("Y", tensor(&by, Dtype::F32, &[n as u64], o)),
+        ("Z", tensor(&bz, Dtype::F32, &[n as u64], o)),
+        ("N", Arg::Int(n as i64)),
+    ];
+    // SAFETY: the buffers hold the shapes given and outlive the synchronization below.
+    unsafe { k.launch(&args, Stream(0)) }.map_err(|e| e.to_string())?;
+    sync(ctx)?;
+    let z: Vec<f32> = bz.read()?;
+    for i in 0..n {
+        if z[i] != x[i] + y[i] {
+            return Err(format!("z[{i}] = {}, want {}", z[i], x[i] + y[i]).into());
+        }
+    }
+    Ok(())
+}
+
+/// A, B (bf16, row-major, [M,K] and [K,N]), and C = A·B in f32 from the rounded inputs.
+struct Gemm {
+    m: usize,
+    n: usize,
+    k: usize,
+    a: Vec<u16>,
+    b: Vec<u16>,
+    want: Vec<f32>,
+}
+
+impl Gemm {
+    fn new(m: usize, n: usize, k: usize) -> Gemm {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let a: Vec<u16> = (0..m * k).map(|_| bf16(rng.next())).collect();
+        let b: Vec<u16> = (0..k * n).map(|_| bf16(rng.next())).collect();
+        let af: Vec<f32> = a.iter().map(|&v| from_bf16(v)).collect();
+        let bf: Vec<f32> = b.iter().map(|&v| from_bf16(v)).collect();
+        let mut want = vec![0f32; m * n];
+        for i in 0..m {
+            for p in 0..k {
+                let x = af[i * k + p];
+                let row = &bf[p * n..(p + 1) * n];
+                for (w, y) in want[i * n..(i + 1) * n].iter_mut().zip(row) {
+                    *w += x * y;
+                }
+            }
+        }
+        Gemm { m, n, k, a, b, want }
+    }
+
+    fn args(&self, a: &Buf, b: &Buf, c: &Buf, o: u32) -> Vec<(&'static str, Arg)> {
+        let (m, n, k) = (self.m as u64, self.n as u64, self.k as u64);
+        vec![
+            ("A", tensor(a, Dtype::Bf16, &[m, k], o)),
+            ("B", tensor(b, Dtype::Bf16, &[k, n], o)),
+            ("C", tensor(c, Dtype::Bf16, &[m, n], o)),
+            ("M", Arg::Int(m as i64)),
+            ("N", Arg::Int(n as i64)),
+            ("K", Arg::Int(k as i64)),
+        ]
+    }
+
+    /// Every element within bf16's rounding of the f32 reference (plus the f32
+    /// accumulation's order), and none NaN (C starts poisoned).
+    fn check(&self, c: &[u16]) -> Result<()> {
+        let mut worst = 0f32;
+        for (i, (&g, &w)) in c.iter().zip(&self.want).enumerate() {
+            let g = from_bf16(g);
+            let err = (g - w).abs();
+            if err.is_nan() || err > 1e-2 * w.abs().max(1.0) {
+                let (r, col) = (i / self.n, i % self.n);
+                return Err(format!("C[{r},{col}] = {g}, want {w}").into());
+            }
+            worst = worst.max(err);
+        }
+        println!("    {}x{}x{}: largest error {worst:.4}", self.m, self.n, self.k);
+        Ok(())
+    }
+}
+
+fn gemm(ctx: &Arc<Context>, k: &Kernel, g: &Gemm) -> Result<()> {
+    let (a, b) = (Buf::from(ctx, &g.a)?, Buf::from(ctx, &g.b)?);
+    let c = Buf::from(ctx, &vec![0x7fc0u16; g.m * g.n])?;
+    // SAFETY: the buffers hold the shapes given and outlive the synchronization below.
+    unsafe { k.launch(&g.args(&a, &b, &c, ctx.ordinal()), Stream(0)) }
+        .map_err(|e| e.to_string())?;
+    sync(ctx)?;
+    g.check(&c.read()?)
+}
+
+fn gemm_tma(ctx: &Arc<Context>, dir: &Path) -> Result<()> {
+    let k = load(ctx, dir, "gemm_tma", "gemm_bf16")?;
+    for (m, n, kk) in [(1000, 712, 312), (128, 256, 64), (77, 8, 1032)] {
+        gemm(ctx, &k, &Gemm::new(m, n, kk))?;
+    }
+    Ok(())
+}
+
+fn gemm_sm90(ctx: &Arc<Context>, dir: &Path) -> Result<()> {
+    let k = load(ctx, dir, "gemm_sm90", "gemm_bf16")?;
+    for (m, n, kk) in [(999, 705, 301), (1, 1, 1)] {
+        gemm(ctx, &k, &Gemm::new(m, n, kk))?;
+    }
+    Ok(())
+}
+
+fn gemm_cubin(ctx: &Arc<Context>, dir: &Path) -> Result<()> {
+    let base = dir.join("gemm_cubin");
+    let m = Manifest::from_json(&std::fs::read_to_string(base.join("gemm_bf16.json"))?)
+        .map_err(|e| e.to_string())?;
+    let file = m
+        .cubin_file
+        .clone()
+        .ok_or("the manifest of --emit cubin names no cubin_file")?;
+    let cubin = std::fs::read(base.join(file))?;
+    let k = Kernel::load(ctx, m, Image::Cubin(&cubin)).map_err(|e| e.to_string())?;
+    gemm(ctx, &k, &Gemm::new(1000, 712, 312))
+}
+
+/// The launch is captured into a graph on a stream of the caller's, and the graph replayed:
+/// nothing in a launch synchronizes the host or allocates.
+fn graph_capture(ctx: &Arc<Context>, dir: &Path) -> Result<()> {
+    let k = load(ctx, dir, "gemm_tma", "gemm_bf16")?;
+    let g = Gemm::new(512, 384, 256);
+    let (a, b) = (Buf::from(ctx, &g.a)?, Buf::from(ctx, &g.b)?);
+    let poison = vec![0x7fc0u16; g.m * g.n];
+    let c = Buf::from(ctx, &poison)?;
+    let prepared = k
+        .prepare(&g.args(&a, &b, &c, ctx.ordinal()))
+        .map_err(|e| e.to_string())?;
+    let r = ctx.with(|| {
+        let mut stream = std::ptr::null_mut();
+        let mut graph = std::ptr::null_mut();
+        let mut exec = std::ptr::null_mut();
+        // SAFETY: plain driver calls on handles made here; the buffers outlive the replay.
+        unsafe {
+            let flags = sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32;
+            let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+            let steps = [
+                sys::cuStreamCreate(&mut stream, flags),
+                sys::cuStreamBeginCapture_v2(stream, mode),
+            ];
+            if let Some(r) = steps.into_iter().find(|r| *r != sys::CUresult::CUDA_SUCCESS) {
+                return Ok(Err(format!("stream or capture: {r:?}")));
+            }
+            let launched = k.launch_prepared(&prepared, Stream(stream as u64));
+            let end = sys::cuStreamEndCapture(stream, &mut graph);
+            launched?;
+            if end != sys::CUresult::CUDA_SUCCESS {
+                return Ok(Err(format!("cuStreamEndCapture: {end:?}")));
+            }
+            let steps = [
+                sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0),
+                sys::cuGraphLaunch(exec, stream),
+                sys::cuStreamSynchronize(stream),
+            ];
+            if let Some(r) = steps.into_iter().find(|r| *r != sys::CUresult::CUDA_SUCCESS) {
+                return Ok(Err(format!("graph instantiate, launch or sync: {r:?}")));
+            }
+            sys::cuGraphExecDestroy(exec);
+            sys::cuGraphDestroy(graph);
+            sys::cuStreamDestroy_v2(stream);
+        }
+        Ok(Ok(()))
+    });
+    r.map_err(|e| e.to_string())??;
+    g.check(&c.read()?)
+}
+
+fn errors(ctx: &Arc<Context>, dir: &Path) -> Result<()> {
+    let base = dir.join("gemm_tma");
+    let text = std::fs::read_to_string(base.join("gemm_bf16.json"))?;
+    let ptx = std::fs::read_to_string(base.join("gemm_bf16.ptx"))?;
+    let mut m = Manifest::from_json(&text).map_err(|e| e.to_string())?;
+
+    m.target = "sm_100a".into();
+    match Kernel::load(ctx, m.clone(), Image::Ptx(&ptx)) {
+        Err(RuntimeError::Target { target, .. }) if target == "sm_100a" => {}
+        other => return Err(format!("an sm_100a kernel on this device: {other:?}").into()),
+    }
+    m.target = "sm_90a".into();
+    let corrupt = ptx.replace("wgmma.mma_async", "wgmma.mma_asink");
+    match Kernel::load(ctx, m.clone(), Image::Ptx(&corrupt)) {
+        Err(RuntimeError::Load { log, .. }) if log.contains("mma_asink") => {}
+        other => return Err(format!("corrupt PTX: {other:?}").into()),
+    }
+    match Kernel::load(ctx, m.clone(), Image::Cubin(b"\x7fELF not a cubin")) {
+        Err(RuntimeError::Load { .. }) => {}
+        other => return Err(format!("a corrupt cubin: {other:?}").into()),
+    }
+    let k = Kernel::load(ctx, m, Image::Ptx(&ptx)).map_err(|e| e.to_string())?;
+    let g = Gemm::new(128, 256, 64);
+    let (a, b, c) = (Buf::from(ctx, &g.a)?, Buf::from(ctx, &g.b)?, Buf::new(ctx, 1)?);
+    let mut args = g.args(&a, &b, &c, ctx.ordinal());
+    if let Arg::Tensor(t) = &mut args[0].1 {
+        t.device = Device::Cuda(ctx.ordinal() + 1);
+    }
+    // SAFETY: refused before any launch.
+    match unsafe { k.launch(&args, Stream(0)) } {
+        Err(RuntimeError::Bind(BindError::Device { .. })) => {}
+        other => return Err(format!("a tensor on another device: {other:?}").into()),
+    }
+    match Context::primary(4096) {
+        Err(RuntimeError::NoDevice { ordinal: 4096, .. }) => Ok(()),
+        other => Err(format!("device 4096: {other:?}").into()),
+    }
+}
+
+type Case = fn(&Arc<Context>, &Path) -> Result<()>;
+
+fn main() {
+    let args = Arguments::from_args();
+    let dir = std::env::var_os("TILEC_RUNTIME_KERNELS").map(PathBuf::from);
+    let ctx = match (&dir, tilec_runtime::driver_library()) {
+        (Some(_), Ok(_)) => match Context::primary(0) {
+            Ok(c) => {
+                let (major, minor) = c.compute_capability();
+                println!("device 0: {} (sm_{major}{minor}, {} SMs)", c.name(), c.sm_count());
+                Some(c)
+            }
+            Err(e) => {
+                eprintln!("no device: {e}");
+                None
+            }
+        },
+        (None, _) => {
+            eprintln!("TILEC_RUNTIME_KERNELS is not set: the GPU trials are ignored");
+            None
+        }
+        (_, Err(e)) => {
+            eprintln!("{e}: the GPU trials are ignored");
+            None
+        }
+    };
+    let cases: [(&str, Case); 6] = [
+        ("vadd", vadd),
+        ("gemm_bf16_tma_sm90a", gemm_tma),
+        ("gemm_bf16_direct_sm90_jit", gemm_sm90),
+        ("gemm_bf16_cubin", gemm_cubin),
+        ("graph_capture_on_a_created_stream", graph_capture),
+        ("errors", errors),
+    ];
+    let trials = cases
+        .into_iter()
+        .map(|(name, f)| {
+            let ctx = ctx.clone();
+            let dir = dir.clone();
+            let ignored = ctx.is_none();
+            Trial::test(name, move || match (ctx, dir) {
+                (Some(c), Some(d)) => f(&c, &d),
+                _ => Err("no GPU".into()),
+            })
+            .with_ignored_flag(ignored)
+        })
+        .collect();
+    libtest_mimic::run(&args, trials).exit();
+}

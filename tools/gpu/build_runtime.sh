@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Build the runtime's GPU test (runtime/tests/gpu.rs) and its kernels into OUT (default
+# gpu-out/runtime; git-ignored, so name it in the device call's `carry`):
+#
+#   OUT/gpu                     the test binary (no MLIR in it; needs only libcuda there);
+#   OUT/kernels/vadd/           examples/vadd.tile for sm_90a;
+#   OUT/kernels/gemm_tma/       examples/gemm_bf16.tile, sm_90a, --epilogue-store tma;
+#   OUT/kernels/gemm_sm90/      examples/gemm_bf16.tile for sm_90 (PTX for the driver's JIT);
+#   OUT/kernels/gemm_cubin/     examples/gemm_bf16.tile, sm_90a, --emit cubin.
+#
+# On the GPU machine: TILEC_RUNTIME_KERNELS=OUT/kernels OUT/gpu
+# Usage: tools/gpu/build_runtime.sh [OUT] (after `cargo build --release`; uses
+# target/release/tile-compile, or TILE_COMPILE).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=${1:-gpu-out/runtime}
+tc=${TILE_COMPILE:-target/release/tile-compile}
+rm -rf "$out"
+k="$out/kernels"
+"$tc" examples/vadd.tile --target sm_90a -o "$k/vadd" 2>/dev/null
+"$tc" examples/gemm_bf16.tile --target sm_90a --epilogue-store tma -o "$k/gemm_tma" 2>/dev/null
+"$tc" examples/gemm_bf16.tile --target sm_90 -o "$k/gemm_sm90" 2>/dev/null
+"$tc" examples/gemm_bf16.tile --target sm_90a --emit cubin -o "$k/gemm_cubin" 2>/dev/null
+bin=$(cargo test --release -p tilec-runtime --test gpu --no-run --message-format=json 2>/dev/null |
+    python3 -c 'import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "gpu" and m["executable"]:
+        print(m["executable"])')
+cp "$bin" "$out/gpu"
+echo "wrote $out: $(du -sh "$out" | cut -f1)"
