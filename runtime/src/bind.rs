@@ -112,13 +112,15 @@ pub struct TensorMapRequest {
 pub enum ParamValue {
     /// A 128-byte `CUtensorMap` to encode, passed by value (64-byte aligned).
     TensorMap(TensorMapRequest),
-    /// Bytes passed as they are (little-endian), at the given alignment.
+    /// Little-endian bytes of `bytes.len() / align` consecutive PTX parameters of `align`
+    /// bytes each: one for a scalar; the address, sizes and strides (8 bytes each) of a
+    /// tensor passed by pointer.
     Bytes {
-        /// The parameter's name.
+        /// The manifest parameter's name.
         param: String,
         /// The bytes.
         bytes: Vec<u8>,
-        /// Their alignment in the parameter space.
+        /// Each PTX parameter's size and alignment.
         align: u64,
     },
 }

@@ -501,7 +501,8 @@ impl Kernel {
     }
 
     /// Binds `args` ([`bind`], with this device's ordinal and SM count) and encodes its
-    /// tensor maps: everything a launch does before `cuLaunchKernelEx`.
+    /// tensor maps: everything a launch does before `cuLaunchKernelEx`. A tensor passed by
+    /// pointer becomes its PTX parameters: address, sizes, strides.
     ///
     /// # Errors
     /// [`RuntimeError::Bind`] for arguments that do not bind, or the failing
@@ -509,23 +510,20 @@ impl Kernel {
     pub fn prepare(&self, args: &[(&str, Arg)]) -> Result<Prepared, RuntimeError> {
         driver()?;
         let bound = bind(&self.manifest, args, self.ctx.ordinal, self.ctx.sm_count)?;
+        let _current = Current::push(self.ctx.ctx)?;
         let mut slots = Vec::with_capacity(bound.params.len());
         for p in &bound.params {
-            slots.push(match p {
-                ParamValue::TensorMap(r) => Slot::Map(Box::new(encode(r)?)),
-                ParamValue::Bytes { bytes, .. } => {
-                    // Words, so that the storage is 8-byte aligned for any scalar.
-                    let words = bytes
-                        .chunks(8)
-                        .map(|c| {
-                            let mut w = [0u8; 8];
-                            w[..c.len()].copy_from_slice(c);
-                            u64::from_le_bytes(w)
-                        })
-                        .collect();
-                    Slot::Bytes(words)
+            match p {
+                ParamValue::TensorMap(r) => slots.push(Slot::Map(Box::new(encode(r)?))),
+                ParamValue::Bytes { bytes, align, .. } => {
+                    // One PTX parameter per `align` bytes, each in its own 8-byte word.
+                    for c in bytes.chunks((*align).clamp(1, 8) as usize) {
+                        let mut w = [0u8; 8];
+                        w[..c.len()].copy_from_slice(c);
+                        slots.push(Slot::Word(u64::from_le_bytes(w)));
+                    }
                 }
-            });
+            }
         }
         Ok(Prepared { bound, slots })
     }
@@ -566,7 +564,7 @@ impl Kernel {
             .iter()
             .map(|s| match s {
                 Slot::Map(m) => (&**m as *const sys::CUtensorMap).cast_mut().cast(),
-                Slot::Bytes(b) => b.as_ptr().cast_mut().cast(),
+                Slot::Word(w) => (w as *const u64).cast_mut().cast(),
             })
             .collect();
         let mut attrs = vec![];
@@ -631,11 +629,12 @@ impl Prepared {
     }
 }
 
-/// One parameter's storage: an encoded tensor map, or little-endian bytes in words.
+/// One PTX parameter's storage: an encoded tensor map, or a scalar of at most 8 bytes
+/// (little-endian, in an aligned word).
 #[derive(Debug)]
 enum Slot {
     Map(Box<sys::CUtensorMap>),
-    Bytes(Vec<u64>),
+    Word(u64),
 }
 
 /// The driver's element type for a tensor map of `dtype` (fp8 moves as bytes).
