@@ -144,7 +144,8 @@ pub struct Grid {
     pub text: Vec<String>,
 }
 
-/// Declares a closed set of JSON strings as an enum with `name()` and `Display`.
+/// Declares a closed set of JSON strings as an enum with `name()`, `Display` and `FromStr`
+/// (which reads the JSON spelling, and gives back the text it could not read).
 macro_rules! spelled {
     ($(#[$m:meta])* $ty:ident { $($(#[$vm:meta])* $var:ident = $name:literal,)+ }) => {
         $(#[$m])*
@@ -161,6 +162,15 @@ macro_rules! spelled {
         impl fmt::Display for $ty {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str(self.name())
+            }
+        }
+        impl std::str::FromStr for $ty {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                match s {
+                    $($name => Ok($ty::$var),)+
+                    _ => Err(s.to_string()),
+                }
             }
         }
     };

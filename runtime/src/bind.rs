@@ -222,6 +222,16 @@ pub enum BindError {
         /// The value given.
         value: String,
     },
+    /// A grid given by the caller that this kernel cannot take.
+    #[error("grid {grid:?} for kernel '{kernel}': {reason}")]
+    Grid {
+        /// The kernel.
+        kernel: String,
+        /// The grid given.
+        grid: [u32; 3],
+        /// Why it is refused.
+        reason: String,
+    },
     /// A manifest this launcher does not launch yet.
     #[error("{0}")]
     Unsupported(String),

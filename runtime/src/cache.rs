@@ -1,4 +1,5 @@
-//! The compile cache on disk: one file per key, holding the PTX and the manifest, written
+//! The compile cache on disk: one file per key, holding the PTX, the manifest and the cubin
+//! if one was made, written
 //! atomically (a temporary file in the same directory, then a rename) and checked by a
 //! SHA-256 of its body when read, so that a torn or corrupted entry is recompiled instead
 //! of trusted.
@@ -40,6 +41,31 @@ pub struct Entry {
     pub ptx: String,
     /// The manifest, as JSON.
     pub manifest: String,
+    /// The cubin, when one was made (empty otherwise); stored as hex.
+    #[serde(default, with = "hex_bytes")]
+    pub cubin: Vec<u8>,
+}
+
+/// A byte string as lower-case hex in JSON (a cubin: tens of KiB).
+mod hex_bytes {
+    pub fn serialize<S: serde::Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&super::hex(bytes))
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let text: String = serde::Deserialize::deserialize(d)?;
+        let digit = |c: u8| (c as char).to_digit(16);
+        if text.len() % 2 != 0 {
+            return Err(serde::de::Error::custom("hex of odd length"));
+        }
+        text.as_bytes()
+            .chunks(2)
+            .map(|p| match (digit(p[0]), digit(p[1])) {
+                (Some(h), Some(l)) => Ok((h * 16 + l) as u8),
+                _ => Err(serde::de::Error::custom("not hex")),
+            })
+            .collect()
+    }
 }
 
 /// The cache directory.

@@ -627,6 +627,43 @@ impl Prepared {
     pub fn bound(&self) -> &Bound {
         &self.bound
     }
+
+    /// Launches `grid` CTAs instead of the manifest's grid. Only a persistent kernel can
+    /// take it (its CTAs loop over the tiles, so any number covers them); an ordinary
+    /// kernel's grid is its tile grid, and another grid would leave tiles undone or run
+    /// CTAs past the tensors.
+    ///
+    /// # Errors
+    /// [`BindError::Grid`] for an ordinary kernel, an empty dimension, a dimension past
+    /// the manifest's `grid_limits`, or a grid that is not one-dimensional (persistent
+    /// kernels launch along x).
+    pub fn set_grid(&mut self, manifest: &Manifest, grid: [u32; 3]) -> Result<(), BindError> {
+        let refuse = |reason: String| BindError::Grid {
+            kernel: manifest.kernel.clone(),
+            grid,
+            reason,
+        };
+        if manifest.persistent.is_none() {
+            return Err(refuse(
+                "the kernel is not persistent: its grid is its tile grid, computed from the                  arguments"
+                    .into(),
+            ));
+        }
+        if grid[1] != 1 || grid[2] != 1 {
+            return Err(refuse("a persistent kernel's grid is (x, 1, 1)".into()));
+        }
+        let cluster = manifest.cluster[0].max(1);
+        if grid[0] == 0 || grid[0] % cluster != 0 {
+            return Err(refuse(format!(
+                "x must be a positive multiple of the cluster size {cluster}"
+            )));
+        }
+        if u64::from(grid[0]) > manifest.grid_limits[0] {
+            return Err(refuse(format!("x exceeds CUDA's {}", manifest.grid_limits[0])));
+        }
+        self.bound.config.grid = grid;
+        Ok(())
+    }
 }
 
 /// One PTX parameter's storage: an encoded tensor map, or a scalar of at most 8 bytes

@@ -15,6 +15,7 @@ fn entry(ptx: &str) -> Entry {
     Entry {
         ptx: ptx.to_string(),
         manifest: "{\"kernel\": \"k\"}".to_string(),
+        cubin: vec![0x00, 0x7f, 0xe0, 0xff],
     }
 }
 

@@ -1,0 +1,251 @@
+"""The package without a GPU: compile in process, the manifest, the disk cache, errors with
+their locations, every host-side argument check, and no-GPU behaviour at launch."""
+
+import json
+import os
+import pathlib
+import threading
+
+import pytest
+
+import tilec
+from conftest import example
+
+VADD = example("vadd.tile")
+GEMM = example("gemm_bf16.tile")
+
+
+class Cai:
+    """A device array as `__cuda_array_interface__` describes it (no memory behind it)."""
+
+    def __init__(self, ptr, typestr, shape, strides=None):
+        self.__cuda_array_interface__ = {
+            "data": (ptr, False),
+            "typestr": typestr,
+            "shape": tuple(shape),
+            "strides": strides,
+            "version": 3,
+        }
+
+
+def test_compile_gives_ptx_and_a_manifest():
+    k = tilec.compile(VADD, target="sm_90a")
+    assert k.name == "vadd"
+    assert ".entry vadd" in k.ptx and ".target sm_90a" in k.ptx
+    assert k.cubin is None
+    assert k.manifest["kernel"] == "vadd"
+    assert k.params == ["X", "Y", "Z", "N"]
+    assert [p["kind"] for p in k.manifest["params"]] == ["tensor_pointer"] * 3 + ["scalar"]
+    assert k.manifest["grid"]["text"][0] == "ceildiv(N, 1024)"
+
+
+def test_options_reach_the_compiler():
+    k = tilec.compile(GEMM, target="sm_90a", epilogue="tma", stages=3)
+    kinds = {p["name"]: p["kind"] for p in k.manifest["params"]}
+    assert kinds["C"] == "tensor_map"
+    k90 = tilec.compile(GEMM, target="sm_90")
+    assert k90.manifest["target"] == "sm_90" and "wgmma" not in k90.ptx
+
+
+def test_cubin():
+    k = tilec.compile(VADD, target="sm_90a", cubin=True)
+    assert k.cubin[:4] == b"\x7fELF"
+    assert k.manifest["cubin_file"] == "vadd.cubin"
+
+
+def test_cache_hit_miss_and_corrupt(private_cache):
+    assert tilec.compile(VADD).cache == "miss"
+    k = tilec.compile(VADD)
+    assert k.cache == "hit"
+    assert tilec.compile(VADD, target="sm_90").cache == "miss"
+    assert tilec.compile(VADD, cache=False).cache == "off"
+    entries = list(pathlib.Path(private_cache).glob("*.tilec"))
+    assert len(entries) == 2
+    for e in entries:
+        e.write_bytes(e.read_bytes()[:-10] + b"corrupted!")
+    k2 = tilec.compile(VADD)
+    assert k2.cache == "corrupt" and k2.ptx == k.ptx
+    assert tilec.compile(VADD).cache == "hit"
+
+
+def test_cubins_are_cached(private_cache):
+    a = tilec.compile(VADD, cubin=True)
+    b = tilec.compile(VADD, cubin=True)
+    assert (a.cache, b.cache) == ("miss", "hit")
+    assert a.cubin == b.cubin
+
+
+def test_compile_errors_keep_their_locations():
+    src = "tile.kernel @k() {grid = [1]} {\n  %a = tile.neg %b : f32\n  tile.return\n}\n"
+    with pytest.raises(tilec.CompileError) as e:
+        tilec.compile(src, file="bad.tile")
+    assert str(e.value).startswith("bad.tile:2:17: error: use of undefined value '%b'")
+    assert e.value.diagnostics == [("bad.tile", 2, 17, "error", "use of undefined value '%b'")]
+
+
+def test_unsupported_shapes_are_compile_errors_not_crashes():
+    src = GEMM.replace("tile<128x64xbf16>", "tile<128x60xbf16>")
+    assert src != GEMM
+    with pytest.raises(tilec.CompileError) as e:
+        tilec.compile(src, file="g.tile")
+    assert "g.tile:" in str(e.value)
+
+
+def test_bad_options_are_value_errors():
+    with pytest.raises(ValueError, match="stages"):
+        tilec.compile(VADD, stages=99)
+    with pytest.raises(ValueError, match="unknown target 'sm_80'"):
+        tilec.compile(VADD, target="sm_80")
+    with pytest.raises(ValueError, match="no_such_option"):
+        tilec.compile(VADD, no_such_option=1)
+
+
+def test_isolated_compile():
+    k = tilec.isolated_compile(VADD, target="sm_90")
+    assert k.manifest["target"] == "sm_90" and ".entry vadd" in k.ptx
+    with pytest.raises(tilec.CompileError) as e:
+        tilec.isolated_compile("tile.kernel @k(", target="sm_90a")
+    assert "<string>:1:" in str(e.value)
+
+
+def test_compiles_from_threads_agree():
+    want = tilec.compile(GEMM, cache=False).ptx
+    got = [None] * 4
+
+    def work(i):
+        got[i] = tilec.compile(GEMM, cache=False).ptx
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert got == [want] * 4
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
+def test_compile_after_fork():
+    want = tilec.compile(VADD, cache=False).ptx
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        ok = tilec.compile(VADD, cache=False).ptx == want
+        os.write(w, b"1" if ok else b"0")
+        os._exit(0)
+    os.close(w)
+    assert os.read(r, 1) == b"1"
+    os.waitpid(pid, 0)
+
+
+def test_load_reads_tile_compiles_output(tmp_path):
+    k = tilec.compile(VADD, cubin=True)
+    (tmp_path / "vadd.ptx").write_text(k.ptx)
+    (tmp_path / "vadd.cubin").write_bytes(k.cubin)
+    (tmp_path / "vadd.json").write_text(k.manifest_json)
+    k2 = tilec.load(str(tmp_path), "vadd")
+    assert (k2.ptx, k2.cubin, k2.manifest) == (k.ptx, k.cubin, k.manifest)
+
+
+def vadd_args(n=5000, **change):
+    args = {
+        "X": Cai(0x10000, "<f4", [n]),
+        "Y": Cai(0x20000, "<f4", [n]),
+        "Z": Cai(0x30000, "<f4", [n]),
+        "N": n,
+    }
+    args.update(change)
+    return args
+
+
+def test_check_gives_the_launch_configuration():
+    k = tilec.compile(VADD)
+    c = k.check(**vadd_args())
+    assert c["grid"] == (5, 1, 1) and c["block"][0] > 0
+    assert k.check(*vadd_args().values()) == c
+
+
+def gemm_args(m=256, n=512, kk=128, **change):
+    args = {
+        "A": Cai(0x100000, "<i2", [m, kk]),
+        "B": Cai(0x200000, "<i2", [kk, n]),
+        "C": Cai(0x300000, "<i2", [m, n]),
+        "M": m,
+        "N": n,
+        "K": kk,
+    }
+    args.update(change)
+    return args
+
+
+def test_argument_errors():
+    k = tilec.compile(VADD)
+    cases = [
+        (dict(N=None), "needs argument 'N'"),
+        (dict(W=1), "'W' is not a parameter of kernel 'vadd'"),
+        (dict(X=Cai(0x10000, "<i4", [5000])), "'X' takes a tensor of f32, found i32"),
+        (dict(X=Cai(0x10000, "<f4", [50, 100])), "'X' takes a tensor of rank 1"),
+        (dict(X=Cai(0x10002, "<f4", [5000])), "not aligned"),
+        (dict(X=3), "'X' takes a tensor, found an integer"),
+        (dict(N=2.5), "'N' takes an integer, found a float"),
+        (dict(N=1 << 70), "does not fit a 64-bit integer"),
+        (dict(X=[1.0, 2.0]), "expected a tensor"),
+        (dict(X=Cai(0x10000, "<c8", [5000])), "no dtype"),
+    ]
+    for change, message in cases:
+        args = vadd_args(**{k_: v for k_, v in change.items() if v is not None})
+        if change.get("N", 0) is None:
+            del args["N"]
+        with pytest.raises(tilec.ArgumentError, match=None) as e:
+            k.check(**args)
+        assert message in str(e.value), (change, str(e.value))
+    with pytest.raises(tilec.ArgumentError, match="given twice"):
+        k.check(Cai(0x10000, "<f4", [5]), X=Cai(0x10000, "<f4", [5]))
+    with pytest.raises(tilec.ArgumentError, match="takes 4 arguments"):
+        k.check(*vadd_args().values(), 7)
+
+
+def test_tma_layout_errors():
+    k = tilec.compile(GEMM)
+    # bf16 has no __cuda_array_interface__ typestr: pass the runtime's tuple form.
+    def t(ptr, shape, strides=None):
+        if strides is None:
+            strides = [shape[1], 1]
+        return (ptr, "bf16", list(shape), list(strides), 0)
+
+    ok = {"A": t(0x100000, [256, 128]), "B": t(0x200000, [128, 512]),
+          "C": t(0x300000, [256, 512]), "M": 256, "N": 512, "K": 128}
+    cfg = tilec._tilec.bind(k.manifest_json, list(ok.items()))
+    assert cfg["dynamic_shared_memory_bytes"] > 48 * 1024
+    cases = [
+        (dict(A=t(0x100000, [256, 128], [1, 256])), "innermost"),
+        (dict(A=t(0x100000, [256, 129], [129, 1])), "16 bytes"),
+        (dict(A=t(0x100002, [256, 128])), "16"),
+        (dict(A=(0x100000, "bf16", [256, 128], [128, 1], -1)), "host memory"),
+        (dict(A=(0x100000, "bf16", [256, 128], [128, 1], 1)), "cuda:1"),
+    ]
+    for change, message in cases:
+        args = dict(ok, **change)
+        with pytest.raises(tilec.ArgumentError) as e:
+            tilec._tilec.bind(k.manifest_json, list(args.items()))
+        assert message in str(e.value), (change, str(e.value))
+
+
+def test_no_gpu_errors_at_launch_not_import():
+    try:
+        n = tilec.device_count()
+    except tilec.NoDriverError:
+        n = None
+    if n:
+        pytest.skip("a GPU is present")
+    k = tilec.compile(VADD)
+    with pytest.raises(tilec.LaunchError) as e:
+        k(**vadd_args())
+    assert "driver" in str(e.value) or "device" in str(e.value)
+
+
+def test_manifest_is_json_and_stubs_ship():
+    k = tilec.compile(VADD)
+    assert json.loads(k.manifest_json) == k.manifest
+    pkg = pathlib.Path(tilec.__file__).parent
+    assert (pkg / "__init__.pyi").is_file() and (pkg / "py.typed").is_file()
