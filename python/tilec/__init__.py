@@ -28,7 +28,7 @@ import sys
 import threading
 from typing import Any, Dict, Optional, Sequence, Tuple
 
-from . import _tilec
+from . import _tilec, library
 from ._tilec import (
     ArgumentError,
     CompileError,
@@ -40,6 +40,7 @@ from ._tilec import (
 
 __all__ = [
     "ArgumentError",
+    "library",
     "CompileError",
     "Kernel",
     "LaunchError",

@@ -2,6 +2,7 @@
 
 from typing import Any, Dict, Optional, Sequence, Tuple
 
+from . import library as library
 from ._tilec import (
     ArgumentError as ArgumentError,
     CompileError as CompileError,
