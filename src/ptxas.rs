@@ -75,9 +75,11 @@ pub fn find() -> Option<PathBuf> {
 /// the process fail, [`PtxasError::Failed`] with ptxas's log when it refuses the PTX.
 pub fn assemble(ptx: &str, target: Target) -> Result<Vec<u8>, PtxasError> {
     let ptxas = find().ok_or(PtxasError::NotFound)?;
-    let io = |what: String| move |e: std::io::Error| PtxasError::Io {
-        what,
-        reason: e.to_string(),
+    let io = |what: String| {
+        move |e: std::io::Error| PtxasError::Io {
+            what,
+            reason: e.to_string(),
+        }
     };
     let dir = tempfile::Builder::new()
         .prefix("tilec-ptxas-")

@@ -6,7 +6,7 @@
 use std::path::Path;
 use tilec::dialect::Target;
 use tilec::lowering::manifest::{LaunchConfig, Manifest, Param, Persistent};
-use tilec::{compile, Emit, Input, Options};
+use tilec::{compile, Emit, EpilogueStore, Input, Options};
 
 const SMS: u32 = 132;
 
@@ -89,4 +89,45 @@ fn gemm_grids_follow_the_schedule() {
     let m = manifest("examples/gemm_bf16.tile", Target::Sm100a).unwrap();
     assert!(matches!(m.persistent, Some(Persistent::Clc { group_m: 8 })));
     assert_eq!(launch(&m).grid[0] * launch(&m).grid[1], 512);
+}
+
+/// The runtime's test manifests (`runtime/tests/*.json`) are what the compiler writes today:
+/// its bind tests check real launches, not a format the lowering has left.
+#[test]
+fn the_runtime_fixtures_are_current() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (fixture, file, epilogue) in [
+        ("vadd", "examples/vadd.tile", EpilogueStore::Direct),
+        (
+            "gemm_bf16",
+            "examples/gemm_bf16.tile",
+            EpilogueStore::Direct,
+        ),
+        (
+            "gemm_bf16_tma",
+            "examples/gemm_bf16.tile",
+            EpilogueStore::Tma,
+        ),
+    ] {
+        let src = std::fs::read_to_string(root.join(file)).unwrap();
+        let opts = Options::new(Target::Sm90a)
+            .with_emit(Emit::Mlir)
+            .with_epilogue(epilogue);
+        let m = compile(Input::Text { source: &src, file }, &opts)
+            .unwrap()
+            .manifest;
+        let path = root.join(format!("runtime/tests/{fixture}.json"));
+        let want = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            m,
+            Manifest::from_json(&want).unwrap(),
+            "{} is stale: regenerate it with tile-compile {file} --target sm_90a{}",
+            path.display(),
+            if epilogue == EpilogueStore::Tma {
+                " --epilogue-store tma"
+            } else {
+                ""
+            }
+        );
+    }
 }

@@ -22,15 +22,35 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyTuple};
 use tilec_manifest::{Dtype, Manifest};
 use tilec_runtime::{Arg, Context, Device, Image, Kernel, RuntimeError, Stream, TensorArg};
 
-create_exception!(_tilec, CompileError, PyException, "A kernel did not compile: its
+create_exception!(
+    _tilec,
+    CompileError,
+    PyException,
+    "A kernel did not compile: its
 diagnostics, rendered with file:line:col and the source line, are the message; the
-`diagnostics` attribute lists (file, line, col, severity, message) tuples.");
-create_exception!(_tilec, LaunchError, PyRuntimeError, "A kernel did not load or launch.");
-create_exception!(_tilec, ArgumentError, LaunchError, "Arguments that do not bind to a
+`diagnostics` attribute lists (file, line, col, severity, message) tuples."
+);
+create_exception!(
+    _tilec,
+    LaunchError,
+    PyRuntimeError,
+    "A kernel did not load or launch."
+);
+create_exception!(
+    _tilec,
+    ArgumentError,
+    LaunchError,
+    "Arguments that do not bind to a
 kernel's parameters: missing, unknown or repeated names, wrong dtype, rank or device, a
-layout TMA cannot read, a scalar out of range.");
-create_exception!(_tilec, NoDriverError, LaunchError, "No CUDA driver (no GPU): raised at
-launch, never at import.");
+layout TMA cannot read, a scalar out of range."
+);
+create_exception!(
+    _tilec,
+    NoDriverError,
+    LaunchError,
+    "No CUDA driver (no GPU): raised at
+launch, never at import."
+);
 
 #[cfg(feature = "compiler")]
 mod compiler {
@@ -48,7 +68,10 @@ mod compiler {
     }
 
     enum Failure {
-        Diagnostics { text: String, list: Vec<(String, u32, u32, String, String)> },
+        Diagnostics {
+            text: String,
+            list: Vec<(String, u32, u32, String, String)>,
+        },
         Options(String),
         Other(String),
     }
@@ -61,10 +84,12 @@ mod compiler {
     ) -> Result<Entry, Failure> {
         let mut opts = Options::new(tilec::dialect::Target::Sm90a);
         for (k, v) in options {
-            opts.set(k, v).map_err(|e| Failure::Options(e.to_string()))?;
+            opts.set(k, v)
+                .map_err(|e| Failure::Options(e.to_string()))?;
         }
         opts = opts.with_emit(if cubin { Emit::Cubin } else { Emit::Ptx });
-        opts.validate().map_err(|e| Failure::Options(e.to_string()))?;
+        opts.validate()
+            .map_err(|e| Failure::Options(e.to_string()))?;
         match tilec_compile(Input::Text { source, file }, &opts) {
             Ok(k) => {
                 let mut manifest = k.manifest;
@@ -220,7 +245,10 @@ fn argument(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Arg> {
         return Ok(Arg::Float(v.extract()?));
     }
     let t = v.cast::<PyTuple>().map_err(|_| {
-        ArgumentError::new_err(format!("'{name}': cannot pass {} to a kernel", v.get_type()))
+        ArgumentError::new_err(format!(
+            "'{name}': cannot pass {} to a kernel",
+            v.get_type()
+        ))
     })?;
     let (ptr, dtype, shape, strides, device): (u64, String, Vec<u64>, Vec<i64>, i64) =
         t.extract()?;
@@ -288,8 +316,7 @@ impl Launcher {
         // SAFETY: the Python layer passes the addresses of live tensors on this device and
         // a stream of its primary context; it keeps the tensors alive across the call, and
         // the caching allocator keeps their memory until the stream's work is done.
-        unsafe { self.kernel.launch_prepared(&prepared, Stream(stream)) }
-            .map_err(launch_error)?;
+        unsafe { self.kernel.launch_prepared(&prepared, Stream(stream)) }.map_err(launch_error)?;
         Ok((g[0], g[1], g[2]))
     }
 

@@ -284,10 +284,7 @@ impl Context {
     ///
     /// # Errors
     /// The failing `cuCtxPushCurrent`, or `f`'s error.
-    pub fn with<T>(
-        &self,
-        f: impl FnOnce() -> Result<T, RuntimeError>,
-    ) -> Result<T, RuntimeError> {
+    pub fn with<T>(&self, f: impl FnOnce() -> Result<T, RuntimeError>) -> Result<T, RuntimeError> {
         let _current = Current::push(self.ctx)?;
         f()
     }
@@ -645,7 +642,8 @@ impl Prepared {
         };
         if manifest.persistent.is_none() {
             return Err(refuse(
-                "the kernel is not persistent: its grid is its tile grid, computed from the                  arguments"
+                "the kernel is not persistent: its grid is its tile grid, computed from the \
+                 arguments"
                     .into(),
             ));
         }
@@ -659,7 +657,10 @@ impl Prepared {
             )));
         }
         if u64::from(grid[0]) > manifest.grid_limits[0] {
-            return Err(refuse(format!("x exceeds CUDA's {}", manifest.grid_limits[0])));
+            return Err(refuse(format!(
+                "x exceeds CUDA's {}",
+                manifest.grid_limits[0]
+            )));
         }
         self.bound.config.grid = grid;
         Ok(())
@@ -708,9 +709,7 @@ fn encode(r: &TensorMapRequest) -> Result<sys::CUtensorMap, RuntimeError> {
     };
     // Both fills read zeros out of bounds; `None` marks a map only stored through.
     let fill = match r.fill {
-        Fill::Zero | Fill::None => {
-            sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE
-        }
+        Fill::Zero | Fill::None => sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
     };
     let rank = r.global_dims.len();
     let element_strides = vec![1u32; rank];

@@ -39,9 +39,7 @@ mod launch;
 
 pub use bind::{bind, Arg, BindError, Bound, Device, ParamValue, TensorArg, TensorMapRequest};
 pub use cache::{Cache, CacheKey, Entry, Lookup};
-pub use launch::{
-    device_count, runs_on, Context, Image, Kernel, Prepared, RuntimeError, Stream,
-};
+pub use launch::{device_count, runs_on, Context, Image, Kernel, Prepared, RuntimeError, Stream};
 
 /// The file names the CUDA driver library has, tried in order.
 #[cfg(unix)]

@@ -160,7 +160,9 @@ fn vadd(ctx: &Arc<Context>, dir: &Path) -> Result<()> {
         }
     }
     // X as every other element of a 2N buffer: the stride reaches the kernel.
-    let wide: Vec<f32> = (0..2 * n).map(|i| if i % 2 == 0 { x[i / 2] } else { 1e9 }).collect();
+    let wide: Vec<f32> = (0..2 * n)
+        .map(|i| if i % 2 == 0 { x[i / 2] } else { 1e9 })
+        .collect();
     let bw = Buf::from(ctx, &wide)?;
     bz.write(&vec![f32::NAN; n])?;
     let mut args = args;
@@ -208,7 +210,14 @@ impl Gemm {
                 }
             }
         }
-        Gemm { m, n, k, a, b, want }
+        Gemm {
+            m,
+            n,
+            k,
+            a,
+            b,
+            want,
+        }
     }
 
     fn args(&self, a: &Buf, b: &Buf, c: &Buf, o: u32) -> Vec<(&'static str, Arg)> {
@@ -236,7 +245,10 @@ impl Gemm {
             }
             worst = worst.max(err);
         }
-        println!("    {}x{}x{}: largest error {worst:.4}", self.m, self.n, self.k);
+        println!(
+            "    {}x{}x{}: largest error {worst:.4}",
+            self.m, self.n, self.k
+        );
         Ok(())
     }
 }
@@ -303,7 +315,10 @@ fn graph_capture(ctx: &Arc<Context>, dir: &Path) -> Result<()> {
                 sys::cuStreamCreate(&mut stream, flags),
                 sys::cuStreamBeginCapture_v2(stream, mode),
             ];
-            if let Some(r) = steps.into_iter().find(|r| *r != sys::CUresult::CUDA_SUCCESS) {
+            if let Some(r) = steps
+                .into_iter()
+                .find(|r| *r != sys::CUresult::CUDA_SUCCESS)
+            {
                 return Ok(Err(format!("stream or capture: {r:?}")));
             }
             let launched = k.launch_prepared(&prepared, Stream(stream as u64));
@@ -317,7 +332,10 @@ fn graph_capture(ctx: &Arc<Context>, dir: &Path) -> Result<()> {
                 sys::cuGraphLaunch(exec, stream),
                 sys::cuStreamSynchronize(stream),
             ];
-            if let Some(r) = steps.into_iter().find(|r| *r != sys::CUresult::CUDA_SUCCESS) {
+            if let Some(r) = steps
+                .into_iter()
+                .find(|r| *r != sys::CUresult::CUDA_SUCCESS)
+            {
                 return Ok(Err(format!("graph instantiate, launch or sync: {r:?}")));
             }
             sys::cuGraphExecDestroy(exec);
@@ -353,7 +371,11 @@ fn errors(ctx: &Arc<Context>, dir: &Path) -> Result<()> {
     }
     let k = Kernel::load(ctx, m, Image::Ptx(&ptx)).map_err(|e| e.to_string())?;
     let g = Gemm::new(128, 256, 64);
-    let (a, b, c) = (Buf::from(ctx, &g.a)?, Buf::from(ctx, &g.b)?, Buf::new(ctx, 1)?);
+    let (a, b, c) = (
+        Buf::from(ctx, &g.a)?,
+        Buf::from(ctx, &g.b)?,
+        Buf::new(ctx, 1)?,
+    );
     let mut args = g.args(&a, &b, &c, ctx.ordinal());
     if let Arg::Tensor(t) = &mut args[0].1 {
         t.device = Device::Cuda(ctx.ordinal() + 1);
@@ -378,7 +400,11 @@ fn main() {
         (Some(_), Ok(_)) => match Context::primary(0) {
             Ok(c) => {
                 let (major, minor) = c.compute_capability();
-                println!("device 0: {} (sm_{major}{minor}, {} SMs)", c.name(), c.sm_count());
+                println!(
+                    "device 0: {} (sm_{major}{minor}, {} SMs)",
+                    c.name(),
+                    c.sm_count()
+                );
                 Some(c)
             }
             Err(e) => {

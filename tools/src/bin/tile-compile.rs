@@ -261,7 +261,11 @@ fn run() -> i32 {
         let file = format!("{stem}.cubin");
         let path = cli.out_dir.join(&file);
         if let Err(e) = std::fs::write(&path, &k.cubin) {
-            eprintln!("error: could not write '{}': {}", path.display(), io_reason(&e));
+            eprintln!(
+                "error: could not write '{}': {}",
+                path.display(),
+                io_reason(&e)
+            );
             return EXIT_DIAGNOSTICS;
         }
         written.push(path.display().to_string());
