@@ -2,7 +2,7 @@
 eager and torch.compile.
 
     python3 examples/transformer_block/block.py [--tokens 8192] [--dim 4096] [--heads 32]
-        [--ffn 11008] [--reps 50] [--json OUT]
+        [--ffn 11008] [--reps 50] [--json OUT] [--breakdown]
 
 The block (bf16, weights stored [out, in] as nn.Linear keeps them, pre-norm):
     h = x + Wo · attention(split(Wqkv · rmsnorm(x)))
@@ -144,6 +144,51 @@ def time_ms(fn, reps):
     return statistics.median(times)
 
 
+def breakdown(block, w, x, batch, reps):
+    """Each operation timed on its own: tilec's kernel, eager torch and torch.compile."""
+    def rms(v, weight):
+        vf = v.float()
+        return (vf * torch.rsqrt(vf.pow(2).mean(-1, keepdim=True) + EPS) * weight.float()).to(
+            v.dtype)
+
+    def swiglu(gu):
+        gate, up = gu.chunk(2, dim=-1)
+        return F.silu(gate) * up
+
+    n = block.norm(x, w.norm1)
+    qkv = block.linear(n, w.wqkv)
+    att = attention(qkv, batch, w.heads)
+    gu = block.linear(n, w.wgate_up)
+    f = gu.shape[1] // 2
+    act = torch.empty(gu.shape[0], f, device=x.device, dtype=x.dtype)
+    rows = []
+    cases = [
+        ("rmsnorm", lambda: block.norm(x, w.norm1), lambda: rms(x, w.norm1), rms, (x, w.norm1)),
+        ("QKV projection", lambda: block.linear(n, w.wqkv), lambda: F.linear(n, w.wqkv),
+         F.linear, (n, w.wqkv)),
+        ("attention", None, lambda: attention(qkv, batch, w.heads),
+         lambda q: attention(q, batch, w.heads), (qkv,)),
+        ("output projection", lambda: block.linear(att, w.wo), lambda: F.linear(att, w.wo),
+         F.linear, (att, w.wo)),
+        ("residual add", lambda: block.residual(x, n), lambda: x + n, torch.add, (x, n)),
+        ("gate-up projection", lambda: block.linear(n, w.wgate_up),
+         lambda: F.linear(n, w.wgate_up), F.linear, (n, w.wgate_up)),
+        ("SwiGLU", lambda: block.swiglu(gu[:, :f], gu[:, f:], act, gu.shape[0], f),
+         lambda: swiglu(gu), swiglu, (gu,)),
+        ("down projection", lambda: block.linear(act, w.wdown), lambda: F.linear(act, w.wdown),
+         F.linear, (act, w.wdown)),
+    ]
+    for name, tilec_fn, eager_fn, fn, args in cases:
+        compiled = torch.compile(fn)
+        t = time_ms(tilec_fn, reps) if tilec_fn else None
+        rows.append((name, t, time_ms(eager_fn, reps), time_ms(lambda: compiled(*args), reps)))
+    print(f"{'operation':<20}{'tilec ms':>10}{'eager ms':>10}{'compile ms':>12}")
+    for name, t, e, c in rows:
+        ts = f"{t:>10.3f}" if t is not None else f"{'torch':>10}"
+        print(f"{name:<20}{ts}{e:>10.3f}{c:>12.3f}")
+    return rows
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--batch", type=int, default=4)
@@ -153,6 +198,8 @@ def main():
     p.add_argument("--ffn", type=int, default=11008)
     p.add_argument("--reps", type=int, default=50)
     p.add_argument("--json", help="write the figures here")
+    p.add_argument("--breakdown", action="store_true",
+                   help="also time each operation alone: tilec, eager, torch.compile")
     a = p.parse_args()
     if not torch.cuda.is_available():
         sys.exit("error: this demonstration needs a CUDA GPU")
@@ -181,10 +228,12 @@ def main():
     print(f"{'':<16}{'ms (median)':>12}")
     for name, t in [("eager", t_eager), ("torch.compile", t_comp), ("tilec", t_tilec)]:
         print(f"{name:<16}{t:>12.3f}")
+    rows = breakdown(block, w, x, a.batch, a.reps) if a.breakdown else []
     if a.json:
         with open(a.json, "w") as f:
             json.dump(dict(vars(a), err=err, err_compile=err_c, eager_ms=t_eager,
-                           compile_ms=t_comp, tilec_ms=t_tilec, ops=block.ops), f, indent=1)
+                           compile_ms=t_comp, tilec_ms=t_tilec, ops=block.ops,
+                           breakdown=rows), f, indent=1)
     if not err < 2e-2:
         sys.exit(f"error: the block's output differs from eager by {err:.2e}")
 
