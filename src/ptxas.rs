@@ -72,7 +72,8 @@ pub fn find() -> Option<PathBuf> {
 ///
 /// # Errors
 /// [`PtxasError::NotFound`] when [`find`] finds none, [`PtxasError::Io`] when the files or
-/// the process fail, [`PtxasError::Failed`] with ptxas's log when it refuses the PTX.
+/// the process fail, [`PtxasError::Failed`] with ptxas's log when it refuses the PTX or
+/// writes something other than an ELF image.
 pub fn assemble(ptx: &str, target: Target) -> Result<Vec<u8>, PtxasError> {
     let ptxas = find().ok_or(PtxasError::NotFound)?;
     let io = |what: String| {
@@ -104,5 +105,16 @@ pub fn assemble(ptx: &str, target: Target) -> Result<Vec<u8>, PtxasError> {
             log: log.trim_end().to_string(),
         });
     }
-    std::fs::read(&output).map_err(io(format!("reading {}", output.display())))
+    let cubin = std::fs::read(&output).map_err(io(format!("reading {}", output.display())))?;
+    if !cubin.starts_with(b"\x7fELF") {
+        return Err(PtxasError::Failed {
+            ptxas: ptxas.display().to_string(),
+            arch: target.name(),
+            log: format!(
+                "it exited successfully but wrote no ELF image ({} bytes)",
+                cubin.len()
+            ),
+        });
+    }
+    Ok(cubin)
 }

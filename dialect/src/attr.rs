@@ -63,6 +63,10 @@ impl Attribute {
     }
 }
 
+/// The deepest grid expression the verifier accepts: the launch manifest writes each level
+/// as two JSON levels, and JSON readers (serde_json's 128, for one) limit nesting.
+pub const MAX_GRID_EXPR_DEPTH: usize = 32;
+
 /// An integer expression over the named scalar arguments of a kernel: how the launch grid
 /// follows from the problem sizes. Evaluated by the launcher (see `docs/manifest.md`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -124,6 +128,17 @@ impl Expr {
             Expr::Add(a, b) => a.eval(arg)?.checked_add(b.eval(arg)?)?,
             Expr::Min(a, b) => a.eval(arg)?.min(b.eval(arg)?),
         })
+    }
+
+    /// How deeply the expression nests: 1 for a constant or an argument, 1 + the deeper
+    /// operand for a function.
+    pub fn depth(&self) -> usize {
+        match self {
+            Expr::Int(_) | Expr::Arg(_) => 1,
+            Expr::CeilDiv(a, b) | Expr::Mul(a, b) | Expr::Add(a, b) | Expr::Min(a, b) => {
+                1 + a.depth().max(b.depth())
+            }
+        }
     }
 
     /// The argument names this expression reads, in order of appearance.

@@ -1166,6 +1166,18 @@ impl Verifier<'_> {
                             continue;
                         }
                     };
+                    if e.depth() > crate::attr::MAX_GRID_EXPR_DEPTH {
+                        self.error(
+                            op,
+                            format!(
+                                "grid dimension {i} nests {} functions deep; at most {} (the \
+                                 launch manifest's JSON must stay readable)",
+                                e.depth() - 1,
+                                crate::attr::MAX_GRID_EXPR_DEPTH - 1
+                            ),
+                        );
+                        continue;
+                    }
                     for n in e.args() {
                         match names.get(n) {
                             Some(Some(t)) if t.is_int_scalar() => {}

@@ -511,6 +511,9 @@ pub enum ManifestError {
         /// The version found.
         found: u32,
     },
+    /// Fields that read but cannot describe a launch.
+    #[error("manifest: {0}")]
+    Invalid(String),
 }
 
 /// The manifest of one kernel.
@@ -604,7 +607,10 @@ impl Manifest {
     /// Reads a manifest.
     ///
     /// # Errors
-    /// Text that is not this schema's JSON, or another [`SCHEMA_VERSION`].
+    /// Text that is not this schema's JSON, another [`SCHEMA_VERSION`], or fields no launch
+    /// can have ([`ManifestError::Invalid`]: an empty block or one over 1024 threads, an
+    /// empty cluster dimension, grid limits past CUDA's, shared memory past 2^32, a
+    /// parameter named twice, a file name with a directory).
     pub fn from_json(text: &str) -> Result<Manifest, ManifestError> {
         #[derive(Deserialize)]
         struct Version {
@@ -616,7 +622,54 @@ impl Manifest {
                 found: v.schema_version,
             });
         }
-        Ok(serde_json::from_str(text)?)
+        let m: Manifest = serde_json::from_str(text)?;
+        m.check()?;
+        Ok(m)
+    }
+
+    /// The rules a launch relies on: an entry name; a block of 1 to 1024 threads and no
+    /// empty dimension; a cluster with no empty dimension; grid limits within CUDA's
+    /// ([`MAX_GRID`]); dynamic shared memory that fits the driver's 32-bit field; distinct
+    /// parameter names; file names without a directory.
+    fn check(&self) -> Result<(), ManifestError> {
+        let bad = |m: String| Err(ManifestError::Invalid(m));
+        if self.kernel.is_empty() {
+            return bad("the kernel has no name".into());
+        }
+        let threads: u64 = self.block.iter().map(|&b| u64::from(b)).product();
+        if self.block.contains(&0) || threads > 1024 {
+            return bad(format!(
+                "block {:?}: 1 to 1024 threads, none empty",
+                self.block
+            ));
+        }
+        if self.cluster.contains(&0) {
+            return bad(format!("cluster {:?} has an empty dimension", self.cluster));
+        }
+        if (0..3).any(|i| self.grid_limits[i] == 0 || self.grid_limits[i] > MAX_GRID[i]) {
+            return bad(format!(
+                "grid_limits {:?} are not within CUDA's {MAX_GRID:?}",
+                self.grid_limits
+            ));
+        }
+        if self.dynamic_shared_memory_bytes > u64::from(u32::MAX) {
+            return bad(format!(
+                "{} bytes of dynamic shared memory",
+                self.dynamic_shared_memory_bytes
+            ));
+        }
+        for (i, p) in self.params.iter().enumerate() {
+            if self.params[..i].iter().any(|q| q.name() == p.name()) {
+                return bad(format!("parameter '{}' is named twice", p.name()));
+            }
+        }
+        let files = std::iter::once(&self.ptx_file).chain(self.cubin_file.as_ref());
+        for f in files {
+            if f.is_empty() || f.contains(['/', '\\']) || f == "." || f == ".." {
+                return bad(format!("'{f}' is not a file name beside the manifest"));
+            }
+        }
+        Ok(())
     }
 
     /// The parameter named `name`.
@@ -714,6 +767,40 @@ impl Manifest {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn manifests_no_launch_can_have_are_refused() {
+        let good = Manifest::new(
+            "k".into(),
+            "sm_90a".into(),
+            "8.0".into(),
+            [128, 1, 1],
+            0,
+            vec![GridExpr::Int(1)],
+            vec![],
+        );
+        assert!(Manifest::from_json(&good.to_json()).is_ok());
+        let bad = |f: &dyn Fn(&mut Manifest), want: &str| {
+            let mut m = good.clone();
+            f(&mut m);
+            let e = Manifest::from_json(&m.to_json()).unwrap_err().to_string();
+            assert!(e.contains(want), "{e}");
+        };
+        bad(&|m| m.block = [0, 1, 1], "block");
+        bad(&|m| m.block = [64, 32, 1], "block");
+        bad(&|m| m.cluster = [2, 0, 1], "cluster");
+        bad(&|m| m.grid_limits = [1 << 40, 1, 1], "grid_limits");
+        bad(
+            &|m| m.dynamic_shared_memory_bytes = 1 << 33,
+            "shared memory",
+        );
+        bad(&|m| m.ptx_file = "../k.ptx".into(), "not a file name");
+        bad(
+            &|m| m.cubin_file = Some("/tmp/k.cubin".into()),
+            "not a file name",
+        );
+        bad(&|m| m.kernel = String::new(), "no name");
+    }
+
     use super::*;
 
     fn arg(n: &str) -> GridExpr {

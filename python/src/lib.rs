@@ -123,6 +123,21 @@ mod compiler {
         }
     }
 
+    /// Which ptxas `--emit cubin` runs: its path, size and modification time (a cubin from
+    /// another ptxas is another cache entry).
+    fn ptxas_identity() -> String {
+        let Some(p) = tilec::ptxas::find() else {
+            return "none".into();
+        };
+        let meta = std::fs::metadata(&p).ok();
+        let size = meta.as_ref().map_or(0, |m| m.len());
+        let mtime = meta
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        format!("{}:{size}:{mtime}", p.display())
+    }
+
     /// Compiles `source` (named `file` in diagnostics) with `options` (name, value) as
     /// `tilec::Options::set` reads them (`target` among them); with `cubin`, ptxas
     /// assembles the PTX too. With `cache` (a key suffix, e.g. the build's identity) the
@@ -152,9 +167,21 @@ mod compiler {
                         parts.push(k.as_bytes());
                         parts.push(v.as_bytes());
                     }
+                    let ptxas = if cubin {
+                        ptxas_identity()
+                    } else {
+                        String::new()
+                    };
+                    parts.push(ptxas.as_bytes());
                     let key = CacheKey::new(parts);
-                    let (e, l) =
+                    let (mut e, mut l) =
                         dir.get_or_compile(&key, || run(&source, &file, &options, cubin))?;
+                    if Manifest::from_json(&e.manifest).is_err() {
+                        // A checksummed entry this build cannot read: compile again.
+                        e = run(&source, &file, &options, cubin)?;
+                        let _ = dir.put(&key, &e);
+                        l = Lookup::Corrupt;
+                    }
                     let l = match l {
                         Lookup::Hit => "hit",
                         Lookup::Miss => "miss",
@@ -231,7 +258,7 @@ struct Launcher {
 
 /// One argument as Python gives it: an int, a float, a bool, or a tensor tuple
 /// `(ptr, dtype, shape, strides, device)` (`device` -1 for host memory).
-fn argument(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Arg> {
+fn argument<'py>(name: &str, v: &Bound<'py, PyAny>) -> PyResult<Arg> {
     if v.is_instance_of::<PyBool>() {
         return Ok(Arg::Int(i64::from(v.extract::<bool>()?)));
     }
@@ -250,17 +277,71 @@ fn argument(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Arg> {
             v.get_type()
         ))
     })?;
-    let (ptr, dtype, shape, strides, device): (u64, String, Vec<u64>, Vec<i64>, i64) =
-        t.extract()?;
+    let bad = |what: &str| ArgumentError::new_err(format!("'{name}': {what}"));
+    if t.len() != 5 {
+        return Err(bad("a tensor is (pointer, dtype, shape, strides, device)"));
+    }
+    let int = |v: Bound<'py, PyAny>, what: &str| -> PyResult<i128> {
+        if v.is_instance_of::<PyBool>() || !v.is_instance_of::<PyInt>() {
+            return Err(bad(&format!(
+                "{what} must be an int, found {}",
+                v.get_type()
+            )));
+        }
+        v.extract::<i128>()
+            .map_err(|_| bad(&format!("{what} {v} is out of range")))
+    };
+    let in_range = |v: i128, lo: i128, hi: i128, what: &str| -> PyResult<i128> {
+        if (lo..=hi).contains(&v) {
+            Ok(v)
+        } else {
+            Err(bad(&format!("{what} {v} is out of range [{lo}, {hi}]")))
+        }
+    };
+    let list = |v: Bound<'py, PyAny>, what: &str| -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let v = v
+            .cast_into::<PyList>()
+            .map_err(|_| bad(&format!("the {what} must be a list")))?;
+        Ok(v.iter().collect())
+    };
+    let ptr = in_range(
+        int(t.get_item(0)?, "the pointer")?,
+        0,
+        u64::MAX.into(),
+        "the pointer",
+    )?;
+    let dtype: String = t
+        .get_item(1)?
+        .extract()
+        .map_err(|_| bad("the dtype must be a str"))?;
     let dtype = dtype
         .parse::<Dtype>()
-        .map_err(|_| ArgumentError::new_err(format!("'{name}': no tilec dtype '{dtype}'")))?;
-    let device = match u32::try_from(device) {
-        Ok(d) => Device::Cuda(d),
-        Err(_) => Device::Host,
+        .map_err(|_| bad(&format!("no tilec dtype '{dtype}'")))?;
+    let mut shape = vec![];
+    for d in list(t.get_item(2)?, "shape")? {
+        shape.push(in_range(int(d, "a size")?, 0, i64::MAX.into(), "a size")? as u64);
+    }
+    let mut strides = vec![];
+    for d in list(t.get_item(3)?, "strides")? {
+        let s = in_range(
+            int(d, "a stride")?,
+            i64::MIN.into(),
+            i64::MAX.into(),
+            "a stride",
+        )?;
+        strides.push(s as i64);
+    }
+    let device = match in_range(
+        int(t.get_item(4)?, "the device")?,
+        -1,
+        i32::MAX.into(),
+        "the device",
+    )? {
+        -1 => Device::Host,
+        d => Device::Cuda(d as u32),
     };
     Ok(Arg::Tensor(TensorArg {
-        ptr,
+        ptr: ptr as u64,
         dtype,
         shape,
         strides,
@@ -279,8 +360,9 @@ impl Launcher {
         manifest: &str,
         ptx: String,
         cubin: Option<Vec<u8>>,
-        device: u32,
+        device: i64,
     ) -> PyResult<Launcher> {
+        let device = ordinal(device)?;
         let m = Manifest::from_json(manifest).map_err(|e| PyValueError::new_err(e.to_string()))?;
         py.detach(|| {
             let ctx = context(device)?;
@@ -302,14 +384,19 @@ impl Launcher {
         &self,
         args: &Bound<'_, PyList>,
         stream: u64,
-        grid: Option<(u32, u32, u32)>,
+        grid: Option<(i64, i64, i64)>,
     ) -> PyResult<(u32, u32, u32)> {
         let bound = arguments(args)?;
         let refs: Vec<(&str, Arg)> = bound.iter().map(|(n, a)| (n.as_str(), a.clone())).collect();
         let mut prepared = self.kernel.prepare(&refs).map_err(launch_error)?;
         if let Some((x, y, z)) = grid {
+            let dim = |v: i64| {
+                u32::try_from(v).map_err(|_| {
+                    ArgumentError::new_err(format!("grid ({x}, {y}, {z}) is out of range"))
+                })
+            };
             prepared
-                .set_grid(self.kernel.manifest(), [x, y, z])
+                .set_grid(self.kernel.manifest(), [dim(x)?, dim(y)?, dim(z)?])
                 .map_err(|e| launch_error(e.into()))?;
         }
         let g = prepared.bound().config.grid;
@@ -359,9 +446,14 @@ fn bind<'py>(
     py: Python<'py>,
     manifest: &str,
     args: &Bound<'py, PyList>,
-    device: u32,
-    sm_count: u32,
+    device: i64,
+    sm_count: i64,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let device = ordinal(device)?;
+    let sm_count = u32::try_from(sm_count)
+        .ok()
+        .filter(|&n| n >= 1)
+        .ok_or_else(|| PyValueError::new_err(format!("sm_count {sm_count} is not positive")))?;
     let m = Manifest::from_json(manifest).map_err(|e| PyValueError::new_err(e.to_string()))?;
     let bound = arguments(args)?;
     let refs: Vec<(&str, Arg)> = bound.iter().map(|(n, a)| (n.as_str(), a.clone())).collect();
@@ -374,6 +466,22 @@ fn bind<'py>(
     d.set_item("cluster", (c.cluster[0], c.cluster[1], c.cluster[2]))?;
     d.set_item("dynamic_shared_memory_bytes", c.dynamic_shared_memory_bytes)?;
     Ok(d)
+}
+
+/// A device ordinal from Python, or ValueError.
+fn ordinal(device: i64) -> PyResult<u32> {
+    u32::try_from(device)
+        .ok()
+        .filter(|&d| d <= i32::MAX as u32)
+        .ok_or_else(|| PyValueError::new_err(format!("device {device} is not a CUDA ordinal")))
+}
+
+/// Reads `manifest` (JSON) as the runtime does; ValueError with the reason if it does not.
+#[pyfunction]
+fn check_manifest(manifest: &str) -> PyResult<()> {
+    Manifest::from_json(manifest)
+        .map(|_| ())
+        .map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
 /// The number of CUDA devices (raises NoDriverError without a driver).
@@ -394,6 +502,7 @@ fn _tilec(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Launcher>()?;
     m.add_function(wrap_pyfunction!(device_count, m)?)?;
     m.add_function(wrap_pyfunction!(bind, m)?)?;
+    m.add_function(wrap_pyfunction!(check_manifest, m)?)?;
     #[cfg(feature = "compiler")]
     {
         m.add_function(wrap_pyfunction!(compiler::compile, m)?)?;

@@ -249,3 +249,125 @@ def test_manifest_is_json_and_stubs_ship():
     assert json.loads(k.manifest_json) == k.manifest
     pkg = pathlib.Path(tilec.__file__).parent
     assert (pkg / "__init__.pyi").is_file() and (pkg / "py.typed").is_file()
+
+
+def test_malformed_array_interfaces_are_argument_errors():
+    k = tilec.compile(VADD)
+
+    class Raw:
+        def __init__(self, cai):
+            self.__cuda_array_interface__ = cai
+
+    good = {"data": (0x10000, False), "typestr": "<f4", "shape": (5000,), "version": 3}
+    cases = [
+        ({k_: v for k_, v in good.items() if k_ != "typestr"}, "has no 'typestr'"),
+        (dict(good, data=(None, False)), "the data pointer must be an int"),
+        (dict(good, data=(4096.5, False)), "the data pointer must be an int"),
+        (dict(good, shape="8"), "'shape' must be a tuple"),
+        (dict(good, shape=(True,)), "a size must be an int"),
+        (dict(good, strides=(4.0,)), "a stride must be an int"),
+        (dict(good, strides=(2 ** 70,)), "out of range"),
+        (dict(good, typestr=">f4"), "big-endian"),
+        (dict(good, typestr=5), "not a numpy type string"),
+        (dict(good, mask=object()), "masked"),
+        ([1, 2], "is not a dict"),
+    ]
+    for cai, message in cases:
+        with pytest.raises(tilec.ArgumentError) as e:
+            k.check(**vadd_args(X=Raw(cai)))
+        assert "'X'" in str(e.value) and message in str(e.value), (cai, str(e.value))
+
+
+def test_impossible_tensors_and_scalars_are_refused():
+    k = tilec.compile(VADD)
+    for change, message in [
+        (dict(X=Cai(0, "<f4", [5000])), "null"),
+        (dict(X=Cai(2 ** 64 - 4, "<f4", [1000])), "address space"),
+        (dict(N=True), "'N' takes i64, found a bool"),
+        (dict(N="8"), "cannot pass str"),
+        (dict(N=None), "cannot pass NoneType"),
+    ]:
+        with pytest.raises(tilec.ArgumentError) as e:
+            k.check(**vadd_args(**change))
+        assert message in str(e.value), (change, str(e.value))
+    for bad in [dict(device=-1), dict(sm_count=0), dict(device="0")]:
+        with pytest.raises((tilec.ArgumentError, ValueError)):
+            k.check(**vadd_args(), **bad)
+
+
+def test_launch_controls_are_checked_before_the_driver():
+    k = tilec.compile(VADD)
+    for kw, message in [
+        (dict(grid=(0,)), "out of range"),
+        (dict(grid="12"), "not a tuple"),
+        (dict(grid=(1, 2, 3, 4)), "not a tuple"),
+        (dict(grid=(2.5,)), "must be an int"),
+        (dict(stream="12"), "must be an int"),
+        (dict(stream=3.5), "must be an int"),
+        (dict(stream=-1), "out of range"),
+    ]:
+        with pytest.raises(tilec.ArgumentError) as e:
+            k(**vadd_args(), **kw)
+        assert message in str(e.value), (kw, str(e.value))
+
+
+def test_parameters_named_like_the_call_keywords_are_the_kernels():
+    src = VADD.replace("%N", "%stream").replace("@vadd", "@vadd_s")
+    k = tilec.compile(src)
+    args = {k_: v for k_, v in vadd_args().items() if k_ != "N"}
+    assert k.check(**args, stream=5000)["grid"] == (5, 1, 1)
+
+
+def test_grid_expressions_nest_boundedly():
+    e = "%N"
+    for _ in range(40):
+        e = f"add({e}, 1)"
+    with pytest.raises(tilec.CompileError) as err:
+        tilec.compile(VADD.replace("ceildiv(%N, 1024)", e), file="deep.tile", cache=False)
+    assert str(err.value).startswith("deep.tile:2:1: error: grid dimension 0 nests 40")
+
+
+def test_manifests_and_files_are_checked(tmp_path):
+    k = tilec.compile(VADD)
+    m = json.loads(k.manifest_json)
+    for change, message in [
+        (dict(block=[0, 1, 1]), "block"),
+        (dict(cluster=[1, 0, 1]), "cluster"),
+        (dict(grid_limits=[2 ** 40, 1, 1]), "grid_limits"),
+        (dict(params=m["params"] + m["params"][:1]), "named twice"),
+        (dict(ptx_file="/etc/passwd"), "not a file name"),
+        (dict(ptx_file="../x.ptx"), "not a file name"),
+    ]:
+        with pytest.raises(ValueError) as e:
+            tilec.Kernel("vadd", k.ptx, json.dumps(dict(m, **change)))
+        assert message in str(e.value), (change, str(e.value))
+    (tmp_path / "vadd.json").write_text(json.dumps(dict(m, ptx_file="../vadd.ptx")))
+    with pytest.raises(ValueError, match="not a file"):
+        tilec.load(str(tmp_path), "vadd")
+    with pytest.raises(ValueError, match="not a file"):
+        tilec.load(str(tmp_path), "../vadd")
+    with pytest.raises(OSError):
+        tilec.load(str(tmp_path), "missing")
+
+
+def test_a_ptxas_that_writes_no_cubin_is_an_error(monkeypatch, tmp_path):
+    fake = tmp_path / "ptxas"
+    fake.write_text('#!/bin/sh\nwhile [ "$1" != "-o" ]; do shift; done\necho garbage > "$2"\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PTXAS", str(fake))
+    with pytest.raises(tilec.CompileError, match="wrote no ELF image"):
+        tilec.compile(VADD, cubin=True)
+    monkeypatch.setenv("PTXAS", "/bin/true")
+    with pytest.raises(tilec.CompileError, match="kernel.cubin"):
+        tilec.compile(VADD, cubin=True)
+
+
+def test_option_errors_keep_their_type_in_a_child():
+    with pytest.raises(ValueError, match="no_such_option"):
+        tilec.isolated_compile(VADD, no_such_option=1)
+    with pytest.raises(ValueError, match="emit"):
+        tilec.compile(VADD, emit="mlir")
+    with pytest.raises(ValueError, match="timeout"):
+        tilec.isolated_compile(VADD, timeout="5")
+    with pytest.raises(TypeError):
+        tilec.compile(123)

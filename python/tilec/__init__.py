@@ -127,6 +127,10 @@ def compile(
             "this tilec build has no compiler (the runtime-only build): load kernels "
             "compiled ahead of time with tilec.load"
         )
+    if "emit" in options:
+        raise ValueError("option 'emit': tilec.compile gives PTX, and a cubin with cubin=True")
+    if not isinstance(source, str):
+        raise TypeError(f"source must be a str, found {type(source).__name__}")
     if cubin:
         _find_ptxas()
     r = _tilec.compile(
@@ -140,6 +144,12 @@ def isolated_compile(
 ) -> "Kernel":
     """As :func:`compile`, in a child Python process: an LLVM fatal error or a crash ends
     the child, and is raised here as ``CompileError``. ``timeout`` is in seconds."""
+    if not isinstance(source, str):
+        raise TypeError(f"source must be a str, found {type(source).__name__}")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(
+            timeout, (int, float)) or not timeout > 0):
+        raise ValueError(f"timeout must be a positive number of seconds, found {timeout!r}")
+    device = kw.pop("device", None)
     request = json.dumps({"source": source, "target": target, "kw": kw})
     try:
         p = subprocess.run(
@@ -155,26 +165,94 @@ def isolated_compile(
         raise CompileError(f"the compiler process ended with status {p.returncode}:\n{tail}")
     r = json.loads(p.stdout)
     if "error" in r:
+        if r.get("kind") == "value":
+            raise ValueError(r["error"])
+        if r.get("kind") == "type":
+            raise TypeError(r["error"])
         err = CompileError(r["error"])
         err.diagnostics = [tuple(d) for d in r.get("diagnostics", [])]
         raise err
     cubin = bytes.fromhex(r["cubin"]) if r["cubin"] else None
-    return Kernel(r["name"], r["ptx"], r["manifest"], cubin)
+    return Kernel(r["name"], r["ptx"], r["manifest"], cubin, device=device)
 
 
 def load(directory: str, name: str, *, device: Optional[int] = None) -> "Kernel":
     """The kernel ``name`` that ``tile-compile -o directory`` wrote: ``name.json``, and the
-    cubin it names, else the PTX."""
-    with open(os.path.join(directory, f"{name}.json")) as f:
+    cubin it names, else the PTX. Raises ``OSError`` for a missing file and ``ValueError``
+    for a manifest that does not read (or names files outside ``directory``)."""
+    def beside(file: str) -> str:
+        if os.path.basename(file) != file or file in ("", ".", ".."):
+            raise ValueError(f"{name}.json names '{file}', which is not a file beside it")
+        return os.path.join(directory, file)
+
+    with open(beside(f"{name}.json")) as f:
         manifest = f.read()
+    _tilec.check_manifest(manifest)
     m = json.loads(manifest)
-    with open(os.path.join(directory, m["ptx_file"])) as f:
+    with open(beside(m["ptx_file"])) as f:
         ptx = f.read()
     cubin = None
     if m.get("cubin_file"):
-        with open(os.path.join(directory, m["cubin_file"]), "rb") as f:
+        with open(beside(m["cubin_file"]), "rb") as f:
             cubin = f.read()
     return Kernel(m["kernel"], ptx, manifest, cubin, device=device)
+
+
+def _int(name: str, what: str, v: Any, lo: int, hi: int) -> int:
+    """``v`` as an int in [lo, hi], or ArgumentError naming the argument."""
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ArgumentError(f"'{name}': {what} must be an int, found {type(v).__name__}")
+    if not lo <= v <= hi:
+        raise ArgumentError(f"'{name}': {what} {v} is out of range [{lo}, {hi}]")
+    return v
+
+
+_U64 = (1 << 64) - 1
+_I64 = (1 << 63) - 1
+
+
+def _cai_tensor(name: str, t: Any, cai: Any) -> Tuple[int, str, list, list, int]:
+    """The tensor an ``__cuda_array_interface__`` (version 2 or 3) describes."""
+    if not isinstance(cai, dict):
+        raise ArgumentError(f"'{name}': __cuda_array_interface__ is not a dict")
+    for key in ("data", "typestr", "shape"):
+        if key not in cai:
+            raise ArgumentError(f"'{name}': __cuda_array_interface__ has no '{key}'")
+    if cai.get("mask") is not None:
+        raise ArgumentError(f"'{name}': masked arrays cannot be passed to a kernel")
+    typestr = cai["typestr"]
+    if not isinstance(typestr, str) or len(typestr) < 3:
+        raise ArgumentError(f"'{name}': typestr {typestr!r} is not a numpy type string")
+    if typestr[0] == ">" and typestr[2:] != "1":
+        raise ArgumentError(f"'{name}': big-endian data ({typestr!r}) cannot be passed")
+    dtype = _CAI_DTYPES.get(typestr[1:])
+    if dtype is None:
+        raise ArgumentError(f"'{name}': tilec has no dtype for typestr {typestr!r}")
+    data = cai["data"]
+    if not isinstance(data, (tuple, list)) or len(data) != 2:
+        raise ArgumentError(f"'{name}': 'data' must be a (pointer, read-only) pair")
+    ptr = _int(name, "the data pointer", data[0], 0, _U64)
+    shape_in = cai["shape"]
+    if not isinstance(shape_in, (tuple, list)):
+        raise ArgumentError(f"'{name}': 'shape' must be a tuple")
+    shape = [_int(name, "a size", d, 0, _I64) for d in shape_in]
+    size = _ITEMSIZE[dtype]
+    if cai.get("strides") is None:
+        strides, acc = [], 1
+        for d in reversed(shape):
+            strides.insert(0, acc)
+            acc *= d
+    else:
+        st = cai["strides"]
+        if not isinstance(st, (tuple, list)) or len(st) != len(shape):
+            raise ArgumentError(f"'{name}': 'strides' must be a tuple as long as 'shape'")
+        st = [_int(name, "a stride", s, -_I64, _I64) for s in st]
+        if any(s % size for s in st):
+            raise ArgumentError(f"'{name}': strides {st} (bytes) are not whole elements")
+        strides = [s // size for s in st]
+    dev = getattr(getattr(t, "device", None), "id", 0)
+    device = _int(name, "the device", dev, 0, (1 << 31) - 1)
+    return (ptr, dtype, shape, strides, device)
 
 
 def _tensor(name: str, t: Any) -> Tuple[int, str, list, list, int]:
@@ -191,29 +269,29 @@ def _tensor(name: str, t: Any) -> Tuple[int, str, list, list, int]:
         if dev is None:
             dev = torch.cuda.current_device()
         return (t.data_ptr(), _TORCH_DTYPES[dt], list(t.shape), list(t.stride()), dev)
-    cai = getattr(t, "__cuda_array_interface__", None)
-    if cai is not None:
-        typestr = cai["typestr"].lstrip("<>|=")
-        dtype = _CAI_DTYPES.get(typestr)
-        if dtype is None:
-            raise ArgumentError(f"'{name}': tilec has no dtype for typestr {cai['typestr']!r}")
-        shape = list(cai["shape"])
-        size = _ITEMSIZE[dtype]
-        if cai.get("strides") is None:
-            strides, acc = [], 1
-            for d in reversed(shape):
-                strides.insert(0, acc)
-                acc *= d
-        else:
-            if any(s % size for s in cai["strides"]):
-                raise ArgumentError(f"'{name}': strides {cai['strides']} are not whole elements")
-            strides = [s // size for s in cai["strides"]]
-        device = int(getattr(getattr(t, "device", None), "id", 0))
-        return (int(cai["data"][0]), dtype, shape, strides, device)
+    if hasattr(t, "__cuda_array_interface__"):
+        return _cai_tensor(name, t, t.__cuda_array_interface__)
     raise ArgumentError(
         f"'{name}': expected a tensor (torch, __cuda_array_interface__ or DLPack), "
         f"found {type(t).__name__}"
     )
+
+
+def _stream(stream: Any) -> int:
+    """A ``CUstream`` handle from a torch stream, an object with ``cuda_stream``, or an
+    int."""
+    if hasattr(stream, "cuda_stream"):
+        stream = stream.cuda_stream
+    return _int("stream", "the stream handle", stream, 0, _U64)
+
+
+def _grid(grid: Any) -> Tuple[int, int, int]:
+    if isinstance(grid, int) and not isinstance(grid, bool):
+        grid = (grid,)
+    if not isinstance(grid, (tuple, list)) or not 1 <= len(grid) <= 3:
+        raise ArgumentError(f"grid {grid!r} is not a tuple of 1 to 3 ints")
+    dims = [_int("grid", "a dimension", g, 1, (1 << 31) - 1) for g in grid]
+    return tuple(dims + [1] * (3 - len(dims)))
 
 
 class Kernel:
@@ -221,7 +299,8 @@ class Kernel:
     dict), and a call that launches it.
 
     ``kernel(*args, grid=None, stream=None, **kwargs)``: positional arguments bind to the
-    manifest's parameters in order, keyword arguments by name. ``grid`` replaces a
+    manifest's parameters in order, keyword arguments by name (a kernel parameter named
+    ``grid`` or ``stream`` takes that keyword; the launch then uses the defaults). ``grid`` replaces a
     persistent kernel's CTA count (``(x, 1, 1)``). ``stream`` is a ``torch.cuda.Stream``, a
     raw ``CUstream`` int, or None for torch's current stream on the tensors' device. The
     module is loaded on the first call, per device.
@@ -237,6 +316,9 @@ class Kernel:
         device: Optional[int] = None,
         cache: str = "off",
     ) -> None:
+        _tilec.check_manifest(manifest)
+        if device is not None:
+            device = _int("device", "the device ordinal", device, 0, (1 << 31) - 1)
         self.name = name
         self.ptx = ptx
         self.cubin = cubin
@@ -277,24 +359,39 @@ class Kernel:
             if k in params[: len(args)]:
                 raise ArgumentError(f"argument '{k}' is given twice")
             named.append((k, v))
+        dtypes = {p["name"]: p["dtype"] for p in self.manifest["params"]}
         out = []
         for k, v in named:
+            if isinstance(v, bool) and dtypes.get(k) != "i1":
+                raise ArgumentError(f"'{k}' takes {dtypes.get(k, 'a value')}, found a bool")
             if isinstance(v, (bool, int, float)):
                 out.append((k, v))
+            elif isinstance(v, (str, bytes, type(None))):
+                raise ArgumentError(f"'{k}': cannot pass {type(v).__name__} to a kernel")
             else:
                 out.append((k, _tensor(k, v)))
         return out
 
-    def check(self, *args: Any, device: int = 0, sm_count: int = 132, **kwargs: Any) -> dict:
-        """Every check a launch makes on the host, without a GPU: raises ``ArgumentError``
-        as the call would, else returns the launch configuration (grid, block, cluster,
-        dynamic_shared_memory_bytes) for ``device`` with ``sm_count`` SMs."""
-        return _tilec.bind(self.manifest_json, self.bind(args, kwargs), device, sm_count)
+    def _controls(self, kwargs: Dict[str, Any], names: Sequence[str]) -> list:
+        """Pops the call's own keywords (``grid``, ``stream``, ``device``, ``sm_count``)
+        from ``kwargs``, unless the kernel has a parameter of that name: then the value is
+        the kernel's, and the control keeps its default."""
+        params = set(self.params)
+        return [kwargs.pop(n) if n in kwargs and n not in params else None for n in names]
 
-    def __call__(
-        self, *args: Any, grid: Optional[Tuple[int, int, int]] = None, stream: Any = None,
-        **kwargs: Any
-    ) -> Tuple[int, int, int]:
+    def check(self, *args: Any, **kwargs: Any) -> dict:
+        """``check(*args, device=0, sm_count=132, **kwargs)``: every check a launch makes on
+        the host, without a GPU. Raises ``ArgumentError`` as the call would, else returns
+        the launch configuration (grid, block, cluster, dynamic_shared_memory_bytes) for
+        ``device`` with ``sm_count`` SMs."""
+        device, sm_count = self._controls(kwargs, ["device", "sm_count"])
+        device = 0 if device is None else _int("device", "the ordinal", device, 0, (1 << 31) - 1)
+        sms = 132 if sm_count is None else _int("sm_count", "the count", sm_count, 1, 1 << 20)
+        return _tilec.bind(self.manifest_json, self.bind(args, kwargs), device, sms)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Tuple[int, int, int]:
+        """``kernel(*args, grid=None, stream=None, **kwargs)``; returns the grid launched."""
+        grid, stream = self._controls(kwargs, ["grid", "stream"])
         bound = self.bind(args, kwargs)
         devices = {v[4] for _, v in bound if isinstance(v, tuple) and v[4] >= 0}
         device = self._device if self._device is not None else min(devices, default=0)
@@ -304,8 +401,7 @@ class Kernel:
                 stream = torch.cuda.current_stream(device).cuda_stream
             else:
                 stream = 0
-        elif hasattr(stream, "cuda_stream"):
-            stream = stream.cuda_stream
+        stream = _stream(stream)
         if grid is not None:
-            grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
-        return self.launcher(device).launch(bound, int(stream), grid)
+            grid = _grid(grid)
+        return self.launcher(device).launch(bound, stream, grid)

@@ -14,7 +14,9 @@ def main() -> None:
     except CompileError as e:
         out = {"error": str(e), "diagnostics": list(getattr(e, "diagnostics", []))}
     except ValueError as e:
-        out = {"error": str(e)}
+        out = {"error": str(e), "kind": "value"}
+    except TypeError as e:
+        out = {"error": str(e), "kind": "type"}
     else:
         out = {
             "name": k.name,

@@ -410,6 +410,34 @@ fn tensor<'a>(
             reason: format!("stride {} of dimension {d} is negative", t.strides[d]),
         });
     }
+    if t.shape.contains(&0) {
+        return Ok(t);
+    }
+    let layout = |reason: &str| BindError::Layout {
+        name: name.to_string(),
+        reason: reason.to_string(),
+    };
+    if t.ptr == 0 {
+        return Err(layout("the address is null"));
+    }
+    // The last element's offset in bytes: it must stay inside the 64-bit address space.
+    let last = t
+        .shape
+        .iter()
+        .zip(&t.strides)
+        .try_fold(0u64, |acc, (&n, &s)| {
+            (n - 1)
+                .checked_mul(s as u64)
+                .and_then(|x| acc.checked_add(x))
+        })
+        .and_then(|e| e.checked_add(1))
+        .and_then(|e| e.checked_mul(t.dtype.size_bytes()))
+        .and_then(|bytes| t.ptr.checked_add(bytes));
+    if last.is_none() {
+        return Err(layout(
+            "its shape and strides reach past the end of the 64-bit address space",
+        ));
+    }
     Ok(t)
 }
 

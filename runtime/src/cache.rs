@@ -118,9 +118,12 @@ impl Cache {
     /// The entry of `key`: `Ok(None)` when there is none, `Err(())` when one is there but
     /// fails its check.
     fn read(&self, key: &CacheKey) -> Result<Option<Entry>, ()> {
-        let Ok(text) = std::fs::read_to_string(self.path(key)) else {
-            return Ok(None);
+        let bytes = match std::fs::read(self.path(key)) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(_) => return Err(()),
         };
+        let text = String::from_utf8(bytes).map_err(|_| ())?;
         let (head, body) = text.split_once('\n').ok_or(())?;
         let (magic, sum) = head.split_once(' ').ok_or(())?;
         if magic != MAGIC || sum != hex(&Sha256::digest(body.as_bytes())) {
@@ -162,7 +165,8 @@ impl Cache {
     }
 
     /// The entry of `key`, or what `compile` gives, stored. A store that fails (a read-only
-    /// directory) does not fail the call: the entry is returned uncached.
+    /// directory) does not fail the call: the entry is returned uncached. An entry that is
+    /// there but cannot be read counts as corrupt and is replaced.
     ///
     /// # Errors
     /// What `compile` returns.

@@ -193,3 +193,22 @@ fn scalars_are_checked_against_their_type() {
     // ceildiv(N, 1024) with N = 0 is a grid of 0 CTAs.
     assert!(matches!(err(&m, &args(Arg::Int(0))), BindError::Launch(_)));
 }
+
+#[test]
+fn null_and_wrapping_tensors_are_refused() {
+    let m = manifest("gemm_bf16");
+    let with_c = |ptr: u64, shape: &[u64]| {
+        let mut v = gemm_args(256, 512, 128);
+        v[2].1 = t(ptr, Dtype::Bf16, shape);
+        v
+    };
+    let e = err(&m, &with_c(0, &[256, 512])).to_string();
+    assert_eq!(e, "'C': the address is null");
+    let e = err(&m, &with_c(u64::MAX - 0xff, &[256, 512])).to_string();
+    assert!(
+        e.contains("past the end of the 64-bit address space"),
+        "{e}"
+    );
+    // An empty tensor has no extent: a null address is fine.
+    assert!(bind(&m, &with_c(0, &[0, 512]), 0, 132).is_ok());
+}
