@@ -387,8 +387,7 @@ impl Launcher {
         grid: Option<(i64, i64, i64)>,
     ) -> PyResult<(u32, u32, u32)> {
         let bound = arguments(args)?;
-        let refs: Vec<(&str, Arg)> = bound.iter().map(|(n, a)| (n.as_str(), a.clone())).collect();
-        let mut prepared = self.kernel.prepare(&refs).map_err(launch_error)?;
+        let mut prepared = self.kernel.prepare(&bound).map_err(launch_error)?;
         if let Some((x, y, z)) = grid {
             let dim = |v: i64| {
                 u32::try_from(v).map_err(|_| {
@@ -456,8 +455,7 @@ fn bind<'py>(
         .ok_or_else(|| PyValueError::new_err(format!("sm_count {sm_count} is not positive")))?;
     let m = Manifest::from_json(manifest).map_err(|e| PyValueError::new_err(e.to_string()))?;
     let bound = arguments(args)?;
-    let refs: Vec<(&str, Arg)> = bound.iter().map(|(n, a)| (n.as_str(), a.clone())).collect();
-    let b = tilec_runtime::bind(&m, &refs, device, sm_count)
+    let b = tilec_runtime::bind(&m, &bound, device, sm_count)
         .map_err(|e| ArgumentError::new_err(e.to_string()))?;
     let d = PyDict::new(py);
     let c = b.config;

@@ -255,9 +255,9 @@ const TMA_MAX_STRIDE: u64 = 1 << 40;
 /// a store map whose rows are not whole 16-byte chunks), a scalar out of its type's range,
 /// or a grid the scalars do not give. A manifest with split-K is
 /// [`BindError::Unsupported`] (its workspace is the launcher's).
-pub fn bind(
+pub fn bind<S: AsRef<str>>(
     manifest: &Manifest,
-    args: &[(&str, Arg)],
+    args: &[(S, Arg)],
     device: u32,
     sm_count: u32,
 ) -> Result<Bound, BindError> {
@@ -269,7 +269,8 @@ pub fn bind(
         )));
     }
     for (i, (name, _)) in args.iter().enumerate() {
-        if args[..i].iter().any(|(n, _)| n == name) {
+        let name = name.as_ref();
+        if args[..i].iter().any(|(n, _)| n.as_ref() == name) {
             return Err(BindError::Duplicate {
                 name: name.to_string(),
             });
@@ -287,7 +288,7 @@ pub fn bind(
     let mut scalars = vec![];
     for p in &manifest.params {
         let name = p.name();
-        let Some((_, arg)) = args.iter().find(|(n, _)| *n == name) else {
+        let Some((_, arg)) = args.iter().find(|(n, _)| n.as_ref() == name) else {
             return Err(BindError::Missing {
                 kernel: kernel.clone(),
                 name: name.to_string(),

@@ -371,7 +371,6 @@ impl Kernel {
         manifest: Manifest,
         image: Image<'_>,
     ) -> Result<Kernel, RuntimeError> {
-        driver()?;
         let kernel = manifest.kernel.clone();
         if !ctx.runs(&manifest.target, &image) {
             let (major, minor) = ctx.compute_capability;
@@ -504,8 +503,7 @@ impl Kernel {
     /// # Errors
     /// [`RuntimeError::Bind`] for arguments that do not bind, or the failing
     /// `cuTensorMapEncodeTiled`.
-    pub fn prepare(&self, args: &[(&str, Arg)]) -> Result<Prepared, RuntimeError> {
-        driver()?;
+    pub fn prepare<S: AsRef<str>>(&self, args: &[(S, Arg)]) -> Result<Prepared, RuntimeError> {
         let bound = bind(&self.manifest, args, self.ctx.ordinal, self.ctx.sm_count)?;
         let _current = Current::push(self.ctx.ctx)?;
         let mut slots = Vec::with_capacity(bound.params.len());
@@ -537,7 +535,11 @@ impl Kernel {
     /// Every tensor's address must be device memory of this kernel's device, holding its
     /// shape and strides, valid until the kernel has run on `stream`; `stream` must be a
     /// stream of this device's primary context (or 0).
-    pub unsafe fn launch(&self, args: &[(&str, Arg)], stream: Stream) -> Result<(), RuntimeError> {
+    pub unsafe fn launch<S: AsRef<str>>(
+        &self,
+        args: &[(S, Arg)],
+        stream: Stream,
+    ) -> Result<(), RuntimeError> {
         let prepared = self.prepare(args)?;
         // SAFETY: the caller's contract.
         unsafe { self.launch_prepared(&prepared, stream) }
