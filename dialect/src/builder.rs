@@ -162,6 +162,18 @@ impl<'m> Builder<'m> {
         r
     }
 
+    /// The scope of the ops' numbered locations (`<builder>` unless set).
+    pub fn scope(&self) -> &str {
+        &self.scope
+    }
+
+    /// Locate the ops built from now on in `scope` (`scope:ID:0`), as
+    /// [`Builder::with_loc`] does for a closure: for frontends whose nodes are not
+    /// closures (a Python `with` block).
+    pub fn set_scope(&mut self, scope: &str) {
+        self.scope = Arc::from(scope);
+    }
+
     /// The module being built.
     pub fn module(&self) -> &Module {
         self.m

@@ -502,6 +502,26 @@ impl Parser {
     }
 }
 
+/// Reads a type as IR text spells it: a scalar (`index`, `bf16`) or an angle type
+/// (`tensor<?x?xf32>`, `tile<64x64xf32>`, `smem<2x64x64xbf16>`, `mbarrier<2>`).
+///
+/// # Errors
+/// The parser's message for a malformed spelling (`unknown type 'f31'`).
+impl std::str::FromStr for Type {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Type, String> {
+        let s = s.trim();
+        if let Some(t) = ScalarType::from_name(s) {
+            return Ok(Type::Scalar(t));
+        }
+        if s.contains('<') {
+            return parse_angle_type(s).map_err(|m| format!("malformed type '{s}': {m}"));
+        }
+        Err(format!("unknown type '{s}'"))
+    }
+}
+
 /// Split `128x64xbf16` into its dimensions and its element type: dimensions (digits or
 /// `?`) each followed by `x`, then the element type (`index` has an `x` of its own). When
 /// what follows is no element type, split at the last `x` instead, so that the error names
@@ -612,6 +632,26 @@ mod tests {
         let s = "a\n// -----\nb\nc\n// -----\nd";
         let parts = split_input(s);
         assert_eq!(parts, vec![("a\n", 1), ("b\nc\n", 3), ("d", 6)]);
+    }
+
+    #[test]
+    fn types_read_from_str() {
+        let t: Type = "tensor<?x?xbf16>".parse().unwrap();
+        assert_eq!(
+            t,
+            Type::Tensor {
+                rank: 2,
+                elem: ScalarType::BF16
+            }
+        );
+        assert_eq!(" index ".parse::<Type>().unwrap(), Type::INDEX);
+        assert_eq!(
+            "tile<4x8xf32>".parse::<Type>().unwrap(),
+            Type::tile(&[4, 8], ScalarType::F32)
+        );
+        assert_eq!("f31".parse::<Type>().unwrap_err(), "unknown type 'f31'");
+        let e = "tile<0x4xf32>".parse::<Type>().unwrap_err();
+        assert!(e.starts_with("malformed type 'tile<0x4xf32>'"), "{e}");
     }
 
     #[test]

@@ -217,6 +217,7 @@ pub fn assign_layouts(
         sweep(b, &dead);
     }
     let n = a.conversions;
+    registers_fit(m, k, num_warps)?;
     let threads = 32 * num_warps as i64;
     k.attrs
         .insert("target".into(), Attribute::Str(target.name().into()));
@@ -231,6 +232,44 @@ pub fn assign_layouts(
         ]),
     );
     Ok(n)
+}
+
+/// The most 32-bit registers a thread has (PTX's `.maxnreg` bound on every target).
+pub const MAX_REGISTERS_PER_THREAD: u64 = 255;
+
+/// Refuses each op whose result tile alone needs more registers per thread than a thread
+/// has ([`MAX_REGISTERS_PER_THREAD`]): such a tile cannot live in registers, and its fully
+/// unrolled code grows with its size (minutes of compile time for a 4096×4096 tile).
+fn registers_fit(m: &Module, k: &Operation, num_warps: u64) -> Result<(), Diagnostics> {
+    let mut errors = vec![];
+    k.walk(&mut |o| {
+        for &r in &o.results {
+            let Type::Tile {
+                shape,
+                elem,
+                layout: Some(l),
+            } = m.ty(r)
+            else {
+                continue;
+            };
+            let regs = (l.num_registers() * elem.size_bytes()).div_ceil(4);
+            if regs > MAX_REGISTERS_PER_THREAD {
+                let msg = format!(
+                    "'{}' makes a {} that needs {regs} registers per thread at {num_warps} warps \
+                     (a thread has at most {MAX_REGISTERS_PER_THREAD}): use smaller tiles or \
+                     more warps",
+                    o.kind.name(),
+                    Type::tile(shape, *elem),
+                );
+                errors.push(Diagnostic::error(o.loc.clone(), msg));
+            }
+        }
+    });
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(Diagnostics(errors))
+    }
 }
 
 /// Why the generic lowering cannot take `o` yet, if it cannot.

@@ -52,6 +52,17 @@ create_exception!(
 launch, never at import."
 );
 
+create_exception!(
+    _tilec,
+    BuildError,
+    CompileError,
+    "A Builder refused an op: its
+diagnostic (located at the op, `SCOPE:ID:0`) is the message and the `diagnostics` attribute."
+);
+
+#[cfg(feature = "compiler")]
+mod builder;
+
 #[cfg(feature = "compiler")]
 mod compiler {
     use super::*;
@@ -76,12 +87,13 @@ mod compiler {
         Other(String),
     }
 
-    fn run(
-        source: &str,
-        file: &str,
-        options: &[(String, String)],
-        cubin: bool,
-    ) -> Result<Entry, Failure> {
+    /// What to compile: text, or a module a `Builder` made.
+    enum Src {
+        Text { source: String, file: String },
+        Module(tilec::dialect::Module),
+    }
+
+    fn run(src: &Src, options: &[(String, String)], cubin: bool) -> Result<Entry, Failure> {
         let mut opts = Options::new(tilec::dialect::Target::Sm90a);
         for (k, v) in options {
             opts.set(k, v)
@@ -90,7 +102,15 @@ mod compiler {
         opts = opts.with_emit(if cubin { Emit::Cubin } else { Emit::Ptx });
         opts.validate()
             .map_err(|e| Failure::Options(e.to_string()))?;
-        match tilec_compile(Input::Text { source, file }, &opts) {
+        let (input, source, file) = match src {
+            Src::Text { source, file } => (
+                Input::Text { source, file },
+                Some(source.as_str()),
+                file.as_str(),
+            ),
+            Src::Module(m) => (Input::Module(m), None, "<builder>"),
+        };
+        match tilec_compile(input, &opts) {
             Ok(k) => {
                 let mut manifest = k.manifest;
                 if cubin {
@@ -103,7 +123,7 @@ mod compiler {
                 })
             }
             Err(Error::Diagnostics(d)) => Err(Failure::Diagnostics {
-                text: d.render(Some(source)),
+                text: d.render(source),
                 list: d
                     .0
                     .iter()
@@ -152,14 +172,48 @@ mod compiler {
         cubin: bool,
         cache: Option<String>,
     ) -> PyResult<Bound<'py, PyDict>> {
+        compile_src(py, Src::Text { source, file }, options, cubin, cache)
+    }
+
+    /// Compiles the module `builder` has built, as [`compile`] does text; its
+    /// diagnostics point at the builder's op locations (`SCOPE:ID:0`). Releases the GIL.
+    #[pyfunction]
+    #[pyo3(signature = (builder, options, cubin, cache))]
+    pub fn compile_module<'py>(
+        py: Python<'py>,
+        builder: &Bound<'py, super::builder::PyBuilder>,
+        options: Vec<(String, String)>,
+        cubin: bool,
+        cache: Option<String>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let m = builder.get().snapshot()?;
+        compile_src(py, Src::Module(m), options, cubin, cache)
+    }
+
+    fn compile_src<'py>(
+        py: Python<'py>,
+        src: Src,
+        options: Vec<(String, String)>,
+        cubin: bool,
+        cache: Option<String>,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let result = py.detach(|| -> Result<Compiled, Failure> {
             let dir = cache.as_ref().and_then(|_| Cache::from_env());
             let (entry, lookup) = match (&cache, dir) {
                 (Some(salt), Some(dir)) => {
+                    let printed;
+                    let (kind, text, file): (&[u8], &str, &str) = match &src {
+                        Src::Text { source, file } => (b"text", source, file),
+                        Src::Module(m) => {
+                            printed = tilec::dialect::print_module(m);
+                            (b"module", &printed, "")
+                        }
+                    };
                     let mut parts: Vec<&[u8]> = vec![
                         env!("CARGO_PKG_VERSION").as_bytes(),
                         salt.as_bytes(),
-                        source.as_bytes(),
+                        kind,
+                        text.as_bytes(),
                         file.as_bytes(),
                         if cubin { b"cubin" } else { b"ptx" },
                     ];
@@ -174,11 +228,10 @@ mod compiler {
                     };
                     parts.push(ptxas.as_bytes());
                     let key = CacheKey::new(parts);
-                    let (mut e, mut l) =
-                        dir.get_or_compile(&key, || run(&source, &file, &options, cubin))?;
+                    let (mut e, mut l) = dir.get_or_compile(&key, || run(&src, &options, cubin))?;
                     if Manifest::from_json(&e.manifest).is_err() {
                         // A checksummed entry this build cannot read: compile again.
-                        e = run(&source, &file, &options, cubin)?;
+                        e = run(&src, &options, cubin)?;
                         let _ = dir.put(&key, &e);
                         l = Lookup::Corrupt;
                     }
@@ -189,7 +242,7 @@ mod compiler {
                     };
                     (e, l)
                 }
-                _ => (run(&source, &file, &options, cubin)?, "off"),
+                _ => (run(&src, &options, cubin)?, "off"),
             };
             let manifest = Manifest::from_json(&entry.manifest)
                 .map_err(|e| Failure::Other(format!("the cached manifest: {e}")))?;
@@ -505,6 +558,12 @@ fn _tilec(m: &Bound<'_, PyModule>) -> PyResult<()> {
     {
         m.add_function(wrap_pyfunction!(compiler::compile, m)?)?;
         m.add_function(wrap_pyfunction!(compiler::cache_dir, m)?)?;
+        m.add_function(wrap_pyfunction!(compiler::compile_module, m)?)?;
+        m.add("BuildError", py.get_type::<BuildError>())?;
+        m.add_class::<builder::PyBuilder>()?;
+        m.add_class::<builder::PyValue>()?;
+        m.add_class::<builder::GridExpr>()?;
+        m.add_function(wrap_pyfunction!(builder::tile_ops, m)?)?;
     }
     Ok(())
 }

@@ -31,6 +31,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 from . import _tilec, library
 from ._tilec import (
     ArgumentError,
+    BuildError,
     CompileError,
     LaunchError,
     NoDriverError,
@@ -40,6 +41,10 @@ from ._tilec import (
 
 __all__ = [
     "ArgumentError",
+    "BuildError",
+    "Builder",
+    "GridExpr",
+    "Value",
     "library",
     "CompileError",
     "Kernel",
@@ -53,6 +58,9 @@ __all__ = [
 ]
 
 HAS_COMPILER: bool = _tilec.HAS_COMPILER
+
+if HAS_COMPILER:
+    from .builder import Builder, GridExpr, Value
 
 # torch dtype names (without "torch.") to tilec's.
 _TORCH_DTYPES = {
@@ -101,7 +109,7 @@ def _options(target: str, options: Dict[str, Any]) -> list:
 
 
 def compile(
-    source: str,
+    source: Any,
     target: str = "sm_90a",
     *,
     file: str = "<string>",
@@ -110,14 +118,15 @@ def compile(
     device: Optional[int] = None,
     **options: Any,
 ) -> "Kernel":
-    """Compile tile IR ``source`` for ``target`` (``sm_90a``, ``sm_90``, ``sm_100``,
-    ``sm_100a``) and return a :class:`Kernel`.
+    """Compile tile IR ``source`` (text, or a :class:`Builder`'s module) for ``target``
+    (``sm_90a``, ``sm_90``, ``sm_100``, ``sm_100a``) and return a :class:`Kernel`.
 
     ``options`` are ``tilec::Options``' fields by name: ``kernel`` (which kernel of a
     module), ``stages``, ``epilogue`` (``direct`` or ``tma``), ``promote``, ``schedule``,
     ``cluster``, ``group_m``, ``num_warps``, ``opt_level``, ``simplify``. ``cubin=True``
     assembles the PTX with ptxas (the ``nvidia-cuda-nvcc`` wheel, or ``$PTXAS``) so that
-    loading skips the driver's JIT. ``file`` names the source in diagnostics.
+    loading skips the driver's JIT. ``file`` names the source in diagnostics (a
+    Builder's ops are located where they were built instead).
 
     Raises ``CompileError`` (its message holds ``file:line:col`` diagnostics; its
     ``diagnostics`` attribute lists them) or ``ValueError`` for unknown options.
@@ -129,21 +138,26 @@ def compile(
         )
     if "emit" in options:
         raise ValueError("option 'emit': tilec.compile gives PTX, and a cubin with cubin=True")
-    if not isinstance(source, str):
-        raise TypeError(f"source must be a str, found {type(source).__name__}")
     if cubin:
         _find_ptxas()
-    r = _tilec.compile(
-        source, file, _options(target, options), cubin, _build_identity() if cache else None
-    )
+    salt = _build_identity() if cache else None
+    if isinstance(source, _tilec.Builder):
+        r = _tilec.compile_module(source, _options(target, options), cubin, salt)
+    elif isinstance(source, str):
+        r = _tilec.compile(source, file, _options(target, options), cubin, salt)
+    else:
+        raise TypeError(f"source must be a str or a tilec.Builder, found {type(source).__name__}")
     return Kernel(r["name"], r["ptx"], r["manifest"], r["cubin"], device=device, cache=r["cache"])
 
 
 def isolated_compile(
-    source: str, target: str = "sm_90a", *, timeout: Optional[float] = 600, **kw: Any
+    source: Any, target: str = "sm_90a", *, timeout: Optional[float] = 600, **kw: Any
 ) -> "Kernel":
     """As :func:`compile`, in a child Python process: an LLVM fatal error or a crash ends
-    the child, and is raised here as ``CompileError``. ``timeout`` is in seconds."""
+    the child, and is raised here as ``CompileError``. ``timeout`` is in seconds. A
+    :class:`Builder` is sent as its printed module, so diagnostics point at that text."""
+    if HAS_COMPILER and isinstance(source, _tilec.Builder):
+        source = str(source)
     if not isinstance(source, str):
         raise TypeError(f"source must be a str, found {type(source).__name__}")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(
@@ -300,8 +314,8 @@ class Kernel:
 
     ``kernel(*args, grid=None, stream=None, **kwargs)``: positional arguments bind to the
     manifest's parameters in order, keyword arguments by name (a kernel parameter named
-    ``grid`` or ``stream`` takes that keyword; the launch then uses the defaults). ``grid`` replaces a
-    persistent kernel's CTA count (``(x, 1, 1)``). ``stream`` is a ``torch.cuda.Stream``, a
+    ``grid`` or ``stream`` takes that keyword; the launch then uses the defaults). ``grid``
+    replaces a persistent kernel's CTA count (``(x, 1, 1)``). ``stream`` is a ``torch.cuda.Stream``, a
     raw ``CUstream`` int, or None for torch's current stream on the tensors' device. The
     module is loaded on the first call, per device.
     """

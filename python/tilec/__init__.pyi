@@ -1,10 +1,12 @@
 """Type stubs of the tilec package (python/tilec/__init__.py)."""
 
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 from . import library as library
+from .builder import Builder as Builder, GridExpr as GridExpr, Value as Value
 from ._tilec import (
     ArgumentError as ArgumentError,
+    BuildError as BuildError,
     CompileError as CompileError,
     LaunchError as LaunchError,
     NoDriverError as NoDriverError,
@@ -15,7 +17,7 @@ from ._tilec import (
 HAS_COMPILER: bool
 
 def compile(
-    source: str,
+    source: Union[str, Builder],
     target: str = ...,
     *,
     file: str = ...,
@@ -25,7 +27,7 @@ def compile(
     **options: Any,
 ) -> Kernel: ...
 def isolated_compile(
-    source: str, target: str = ..., *, timeout: Optional[float] = ..., **kw: Any
+    source: Union[str, Builder], target: str = ..., *, timeout: Optional[float] = ..., **kw: Any
 ) -> Kernel: ...
 def load(directory: str, name: str, *, device: Optional[int] = ...) -> Kernel: ...
 
