@@ -108,6 +108,11 @@ fn the_runtime_fixtures_are_current() {
             "examples/gemm_bf16.tile",
             EpilogueStore::Tma,
         ),
+        (
+            "gemm_bf16_splitk",
+            "examples/gemm_bf16_splitk_64x64.tile",
+            EpilogueStore::Direct,
+        ),
     ] {
         let src = std::fs::read_to_string(root.join(file)).unwrap();
         let opts = Options::new(Target::Sm90a)
@@ -129,5 +134,26 @@ fn the_runtime_fixtures_are_current() {
                 ""
             }
         );
+    }
+}
+
+/// The split-K finalize kernels tilec-runtime embeds (`runtime/kernels/`) are what the
+/// compiler writes today for their source, PTX and manifest.
+#[test]
+fn the_runtime_finalize_kernels_are_current() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let file = "runtime/kernels/splitk_finalize.tile";
+    let src = std::fs::read_to_string(root.join(file)).unwrap();
+    for (dtype, ptx, json) in tilec_runtime::FINALIZE_KERNELS {
+        let name = format!("splitk_finalize_{dtype}");
+        let opts = Options::new(Target::Sm90).with_kernel(&name);
+        let k = compile(Input::Text { source: &src, file }, &opts).unwrap();
+        let stale = format!(
+            "runtime/kernels/{name}.* are stale: regenerate them with tile-compile {file} \
+             --target sm_90 --kernel {name} -o runtime/kernels"
+        );
+        assert_eq!(k.ptx, ptx, "{stale}");
+        assert_eq!(k.manifest, Manifest::from_json(json).unwrap(), "{stale}");
+        assert_eq!(k.manifest.params[1].dtype(), dtype);
     }
 }

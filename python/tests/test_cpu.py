@@ -371,3 +371,21 @@ def test_option_errors_keep_their_type_in_a_child():
         tilec.isolated_compile(VADD, timeout="5")
     with pytest.raises(TypeError):
         tilec.compile(123)
+
+
+def test_split_k_arguments():
+    k = tilec.compile(example("gemm_bf16_splitk_64x64.tile"), target="sm_90a")
+    assert k.manifest["split_k"]["finalize"] == {
+        "op": "convert", "from": "W", "to": "C", "dtype": "bf16"}
+    a, b = Cai(1 << 20, "<f2", (300, 256)), Cai(2 << 20, "<f2", (256, 128))
+    w, c = Cai(3 << 20, "<f4", (300, 128)), Cai(4 << 20, "<f2", (300, 128))
+    scalars = dict(M=300, N=128, K=256, S=2)
+    # No workspace and no torch output: the error says what to pass.
+    with pytest.raises(tilec.ArgumentError, match="is split-K: pass its workspace W"):
+        k.check(A=a, B=b, C=c, **scalars)
+    f16 = tilec.compile(example("gemm_bf16_splitk_64x64.tile").replace("bf16", "f16"))
+    assert f16.manifest["split_k"]["finalize"]["dtype"] == "f16"
+    cfg = f16.check(A=a, B=b, W=w, C=c, **scalars)
+    assert cfg["grid"] == (min(2 * 5 * 2, 132), 1, 1)
+    with pytest.raises(tilec.ArgumentError, match="the split-K finalize writes W's shape"):
+        f16.check(A=a, B=b, W=w, C=Cai(4 << 20, "<f2", (300, 64)), **scalars)

@@ -312,6 +312,11 @@ class Kernel:
     """A compiled kernel: ``name``, ``ptx``, ``cubin`` (bytes or None), ``manifest`` (a
     dict), and a call that launches it.
 
+    A split-K kernel (``manifest["split_k"]``) takes the finalize's output by the name
+    ``split_k.finalize.to`` (``C``): the launch zeroes the f32 workspace, runs the kernel
+    with the caller's slice count S, and rounds the workspace into it, all on the stream.
+    Without the workspace argument, it is allocated with torch (the output's shape).
+
     ``kernel(*args, grid=None, stream=None, **kwargs)``: positional arguments bind to the
     manifest's parameters in order, keyword arguments by name (a kernel parameter named
     ``grid`` or ``stream`` takes that keyword; the launch then uses the defaults). ``grid``
@@ -373,6 +378,7 @@ class Kernel:
             if k in params[: len(args)]:
                 raise ArgumentError(f"argument '{k}' is given twice")
             named.append((k, v))
+        named += self._workspaces(named)
         dtypes = {p["name"]: p["dtype"] for p in self.manifest["params"]}
         out = []
         for k, v in named:
@@ -385,6 +391,26 @@ class Kernel:
             else:
                 out.append((k, _tensor(k, v)))
         return out
+
+    def _workspaces(self, named: list) -> list:
+        """A split-K kernel's workspaces that the call leaves out: f32 torch tensors of the
+        finalize output's shape, on its device (the launch zeroes them)."""
+        sk = self.manifest.get("split_k")
+        given = {k for k, _ in named}
+        missing = [w for w in (sk or {}).get("workspace", []) if w not in given]
+        if not missing:
+            return []
+        to = sk["finalize"]["to"]
+        out = dict(named).get(to)
+        torch = sys.modules.get("torch")
+        if torch is None or not isinstance(out, torch.Tensor):
+            raise ArgumentError(
+                f"kernel '{self.name}' is split-K: pass its workspace "
+                f"{', '.join(missing)} (f32, the output's shape), or pass the output '{to}' "
+                f"as a torch tensor and the workspace is allocated"
+            )
+        return [(w, torch.empty(out.shape, dtype=torch.float32, device=out.device))
+                for w in missing]
 
     def _controls(self, kwargs: Dict[str, Any], names: Sequence[str]) -> list:
         """Pops the call's own keywords (``grid``, ``stream``, ``device``, ``sm_count``)

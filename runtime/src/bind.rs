@@ -133,6 +133,34 @@ pub struct Bound {
     pub config: LaunchConfig,
     /// The parameters' values, in order.
     pub params: Vec<ParamValue>,
+    /// A split-K kernel's work around the launch (docs/manifest.md); None for others.
+    pub split_k: Option<SplitKWork>,
+}
+
+/// What a split-K launch does besides the kernel, on the same stream: zero each workspace
+/// before it, and, when the caller passed the finalize's output (the argument named by the
+/// manifest's `split_k.finalize.to`), round the workspace into it after.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SplitKWork {
+    /// The workspaces, zeroed before every launch (`cuMemsetD2D32Async`).
+    pub zero: Vec<ZeroRegion>,
+    /// The finalize's input (the f32 workspace) and output (bf16, f16 or f32, same shape).
+    pub finalize: Option<(TensorArg, TensorArg)>,
+}
+
+/// A workspace as rows of 32-bit words, for `cuMemsetD2D32Async`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ZeroRegion {
+    /// The workspace parameter.
+    pub param: String,
+    /// The address of its first element.
+    pub ptr: u64,
+    /// Bytes from one row to the next.
+    pub pitch_bytes: u64,
+    /// Words per row.
+    pub width: u64,
+    /// Rows.
+    pub height: u64,
 }
 
 /// Why arguments do not bind to a kernel's parameters.
@@ -253,8 +281,9 @@ const TMA_MAX_STRIDE: u64 = 1 << 40;
 /// tensor of the wrong kind, dtype, rank or device, a layout TMA cannot read (an innermost
 /// stride other than 1, a base or a pitch not a multiple of 16 bytes, an empty dimension,
 /// a store map whose rows are not whole 16-byte chunks), a scalar out of its type's range,
-/// or a grid the scalars do not give. A manifest with split-K is
-/// [`BindError::Unsupported`] (its workspace is the launcher's).
+/// or a grid the scalars do not give. A split-K kernel also takes the finalize's output by
+/// the name `split_k.finalize.to` (optional), and its workspaces must be f32 rows
+/// ([`SplitKWork`]).
 pub fn bind<S: AsRef<str>>(
     manifest: &Manifest,
     args: &[(S, Arg)],
@@ -262,12 +291,11 @@ pub fn bind<S: AsRef<str>>(
     sm_count: u32,
 ) -> Result<Bound, BindError> {
     let kernel = &manifest.kernel;
-    if manifest.split_k.is_some() {
-        return Err(BindError::Unsupported(format!(
-            "kernel '{kernel}' is split-K: launching it (zeroing the workspace, the finalize \
-             step) is not in this launcher yet"
-        )));
-    }
+    let finalize_to = manifest
+        .split_k
+        .as_ref()
+        .map(|sk| sk.finalize.to.as_str())
+        .filter(|to| manifest.param(to).is_none());
     for (i, (name, _)) in args.iter().enumerate() {
         let name = name.as_ref();
         if args[..i].iter().any(|(n, _)| n.as_ref() == name) {
@@ -275,7 +303,7 @@ pub fn bind<S: AsRef<str>>(
                 name: name.to_string(),
             });
         }
-        if manifest.param(name).is_none() {
+        if manifest.param(name).is_none() && Some(name) != finalize_to {
             let known: Vec<&str> = manifest.params.iter().map(Param::name).collect();
             return Err(BindError::Unknown {
                 kernel: kernel.clone(),
@@ -331,7 +359,109 @@ pub fn bind<S: AsRef<str>>(
         params.push(value);
     }
     let config = manifest.launch_config(&scalars, sm_count)?;
-    Ok(Bound { config, params })
+    let split_k = match &manifest.split_k {
+        Some(sk) => Some(split_k_work(manifest, sk, args, finalize_to, device)?),
+        None => None,
+    };
+    Ok(Bound {
+        config,
+        params,
+        split_k,
+    })
+}
+
+/// The workspaces of a split-K launch as rows, and its finalize's tensors.
+fn split_k_work<S: AsRef<str>>(
+    manifest: &Manifest,
+    sk: &tilec_manifest::SplitK,
+    args: &[(S, Arg)],
+    finalize_to: Option<&str>,
+    device: u32,
+) -> Result<SplitKWork, BindError> {
+    let find = |name: &str| {
+        args.iter()
+            .find(|(n, _)| n.as_ref() == name)
+            .map(|(_, a)| a)
+    };
+    let mut zero = vec![];
+    for w in &sk.workspace {
+        let layout = |reason: String| BindError::Layout {
+            name: w.clone(),
+            reason,
+        };
+        let Some(Param::TensorPointer { rank, .. }) = manifest.param(w) else {
+            return Err(BindError::Unsupported(format!(
+                "split-K workspace '{w}' is no tensor_pointer parameter of kernel '{}'",
+                manifest.kernel
+            )));
+        };
+        let Some(arg) = find(w) else {
+            continue; // refused as missing already
+        };
+        let t = tensor(w, Dtype::F32, *rank, arg, device)?;
+        let (height, width, row) = match t.shape.as_slice() {
+            [n] => (1, *n, 0),
+            [m, n] => (*m, *n, t.strides[0]),
+            _ => {
+                return Err(layout(format!(
+                    "a split-K workspace is zeroed as rows: rank 1 or 2, found rank {}",
+                    t.shape.len()
+                )))
+            }
+        };
+        let inner = *t.strides.last().unwrap_or(&1);
+        if width > 1 && inner != 1 {
+            return Err(layout(format!(
+                "a split-K workspace is zeroed as rows: its last stride must be 1, found {inner}"
+            )));
+        }
+        if height > 1 && (row as u64) < width {
+            return Err(layout(format!(
+                "a split-K workspace is zeroed as rows: rows of {width} elements {row} apart \
+                 overlap"
+            )));
+        }
+        zero.push(ZeroRegion {
+            param: w.clone(),
+            ptr: t.ptr,
+            pitch_bytes: (row as u64).max(width) * 4,
+            width,
+            height,
+        });
+    }
+    let finalize = match (finalize_to, &sk.finalize.from) {
+        (Some(to), Some(from)) => match (find(to), find(from)) {
+            (Some(out), Some(Arg::Tensor(src))) => {
+                let Arg::Tensor(dst) = out else {
+                    return Err(BindError::Kind {
+                        name: to.to_string(),
+                        expected: "a tensor",
+                        found: out.kind(),
+                    });
+                };
+                if !matches!(dst.dtype, Dtype::Bf16 | Dtype::F16 | Dtype::F32) {
+                    return Err(BindError::Unsupported(format!(
+                        "'{to}' is {}: the split-K finalize writes bf16, f16 or f32",
+                        dst.dtype
+                    )));
+                }
+                let dst = tensor(to, dst.dtype, 2, out, device)?;
+                if dst.shape != src.shape {
+                    return Err(BindError::Layout {
+                        name: to.to_string(),
+                        reason: format!(
+                            "the split-K finalize writes {from}'s shape {:?} into it, found {:?}",
+                            src.shape, dst.shape
+                        ),
+                    });
+                }
+                Some((src.clone(), dst.clone()))
+            }
+            _ => None,
+        },
+        _ => None,
+    };
+    Ok(SplitKWork { zero, finalize })
 }
 
 /// A scalar's bytes, and its value when it is an integer (the grid may read it).

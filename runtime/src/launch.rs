@@ -347,7 +347,30 @@ pub struct Kernel {
     module: sys::CUmodule,
     function: sys::CUfunction,
     manifest: Manifest,
+    /// A split-K kernel's finalize kernels (bf16, f16, f32 output), loaded on first use.
+    finalize: [OnceLock<Box<Kernel>>; 3],
 }
+
+/// The split-K finalize kernels tilec-runtime carries: PTX and manifest that tilec writes
+/// for `runtime/kernels/splitk_finalize.tile` (sm_90, so that the driver's JIT runs them
+/// on every later GPU), by output dtype.
+pub const FINALIZE_KERNELS: [(Dtype, &str, &str); 3] = [
+    (
+        Dtype::Bf16,
+        include_str!("../kernels/splitk_finalize_bf16.ptx"),
+        include_str!("../kernels/splitk_finalize_bf16.json"),
+    ),
+    (
+        Dtype::F16,
+        include_str!("../kernels/splitk_finalize_f16.ptx"),
+        include_str!("../kernels/splitk_finalize_f16.json"),
+    ),
+    (
+        Dtype::F32,
+        include_str!("../kernels/splitk_finalize_f32.ptx"),
+        include_str!("../kernels/splitk_finalize_f32.json"),
+    ),
+];
 
 // SAFETY: module and function handles are usable from any thread in their context, which
 // every call makes current.
@@ -483,7 +506,30 @@ impl Kernel {
             module,
             function,
             manifest,
+            finalize: Default::default(),
         })
+    }
+
+    /// The split-K finalize kernel writing `dtype`, loaded into this kernel's context on
+    /// first use.
+    fn finalize_kernel(&self, dtype: Dtype) -> Result<&Kernel, RuntimeError> {
+        let Some(i) = FINALIZE_KERNELS.iter().position(|(d, _, _)| *d == dtype) else {
+            return Err(RuntimeError::Bind(BindError::Unsupported(format!(
+                "the split-K finalize writes bf16, f16 or f32, not {dtype}"
+            ))));
+        };
+        if let Some(k) = self.finalize[i].get() {
+            return Ok(k);
+        }
+        let (_, ptx, json) = FINALIZE_KERNELS[i];
+        let manifest = Manifest::from_json(json).map_err(|e| {
+            RuntimeError::Bind(BindError::Unsupported(format!(
+                "the embedded finalize manifest does not read: {e}"
+            )))
+        })?;
+        let k = Kernel::load(&self.ctx, manifest, Image::Ptx(ptx))?;
+        // Another thread may have loaded it meanwhile: keep one.
+        Ok(self.finalize[i].get_or_init(|| Box::new(k)))
     }
 
     /// The kernel's manifest.
@@ -520,7 +566,29 @@ impl Kernel {
                 }
             }
         }
-        Ok(Prepared { bound, slots })
+        let finalize = match bound.split_k.as_ref().and_then(|w| w.finalize.as_ref()) {
+            Some((src, dst)) if !src.shape.contains(&0) => {
+                let k = self.finalize_kernel(dst.dtype)?;
+                let (m, n) = match src.shape.as_slice() {
+                    [m, n] => (*m, *n),
+                    _ => (1, src.shape.first().copied().unwrap_or(1)),
+                };
+                let int = |v: u64| Arg::Int(i64::try_from(v).unwrap_or(i64::MAX));
+                let args = [
+                    ("X", Arg::Tensor(src.clone())),
+                    ("Y", Arg::Tensor(dst.clone())),
+                    ("M", int(m)),
+                    ("N", int(n)),
+                ];
+                Some(Box::new(k.prepare(&args)?))
+            }
+            _ => None,
+        };
+        Ok(Prepared {
+            bound,
+            slots,
+            finalize,
+        })
     }
 
     /// Launches the kernel on `stream` with `args` bound by name: [`Kernel::prepare`], then
@@ -557,6 +625,41 @@ impl Kernel {
         prepared: &Prepared,
         stream: Stream,
     ) -> Result<(), RuntimeError> {
+        if let Some(work) = &prepared.bound.split_k {
+            let _current = Current::push(self.ctx.ctx)?;
+            for z in work.zero.iter().filter(|z| z.width > 0 && z.height > 0) {
+                // SAFETY: the region is the workspace the caller vouches for (rows of
+                // `width` words, `pitch_bytes` apart, checked by bind).
+                let r = unsafe {
+                    sys::cuMemsetD2D32Async(
+                        z.ptr as sys::CUdeviceptr,
+                        z.pitch_bytes as usize,
+                        0,
+                        z.width as usize,
+                        z.height as usize,
+                        stream.0 as sys::CUstream,
+                    )
+                };
+                check("cuMemsetD2D32Async", r)?;
+            }
+        }
+        // SAFETY: the caller's contract.
+        unsafe { self.launch_one(prepared, stream)? };
+        if let (Some(fin), Some(work)) = (&prepared.finalize, &prepared.bound.split_k) {
+            let dtype = work.finalize.as_ref().map_or(Dtype::Bf16, |(_, d)| d.dtype);
+            let k = self.finalize_kernel(dtype)?;
+            // SAFETY: the finalize reads the workspace and writes the output the caller
+            // vouches for, after the kernel on the same stream.
+            unsafe { k.launch_one(fin, stream)? };
+        }
+        Ok(())
+    }
+
+    /// `cuLaunchKernelEx` of this kernel alone.
+    ///
+    /// # Safety
+    /// As [`Kernel::launch_prepared`].
+    unsafe fn launch_one(&self, prepared: &Prepared, stream: Stream) -> Result<(), RuntimeError> {
         let c = &prepared.bound.config;
         let mut pointers: Vec<*mut c_void> = prepared
             .slots
@@ -619,6 +722,8 @@ impl Drop for Kernel {
 pub struct Prepared {
     bound: Bound,
     slots: Vec<Slot>,
+    /// A split-K launch's finalize, bound to the workspace and the output.
+    finalize: Option<Box<Prepared>>,
 }
 
 impl Prepared {

@@ -12,7 +12,10 @@
 //! - [`Context`], [`Kernel`]: a device's primary context (the one PyTorch uses), a kernel
 //!   loaded from PTX or a cubin, its tensor maps encoded (`cuTensorMapEncodeTiled`) and its
 //!   launch (`cuLaunchKernelEx`, with the cluster attribute) on the caller's [`Stream`],
-//!   without a host synchronization, so that it can be captured into a CUDA graph.
+//!   without a host synchronization, so that it can be captured into a CUDA graph;
+//! - split-K kernels ([`SplitKWork`]): each launch zeroes the workspace and, given the
+//!   output, rounds the workspace into it with an embedded finalize kernel
+//!   ([`FINALIZE_KERNELS`]), on the same stream.
 //!
 //! ```
 //! use tilec_runtime::{bind, Arg, Device, TensorArg};
@@ -37,9 +40,14 @@ mod bind;
 mod cache;
 mod launch;
 
-pub use bind::{bind, Arg, BindError, Bound, Device, ParamValue, TensorArg, TensorMapRequest};
+pub use bind::{
+    bind, Arg, BindError, Bound, Device, ParamValue, SplitKWork, TensorArg, TensorMapRequest,
+    ZeroRegion,
+};
 pub use cache::{Cache, CacheKey, Entry, Lookup};
-pub use launch::{device_count, runs_on, Context, Image, Kernel, Prepared, RuntimeError, Stream};
+pub use launch::{
+    device_count, runs_on, Context, Image, Kernel, Prepared, RuntimeError, Stream, FINALIZE_KERNELS,
+};
 
 /// The file names the CUDA driver library has, tried in order.
 #[cfg(unix)]

@@ -1,6 +1,6 @@
-//! Binding arguments to the manifests tile-compile writes (tests/*.json: vadd, and the bf16
-//! GEMM for sm_90a with its direct and TMA-store epilogues): the values a launch gets, and
-//! a clear error for each kind of wrong argument.
+//! Binding arguments to the manifests tile-compile writes (tests/*.json: vadd, the bf16
+//! GEMM for sm_90a with its direct and TMA-store epilogues, and the 64×64 split-K GEMM): the
+//! values a launch gets, and a clear error for each kind of wrong argument.
 
 use tilec_manifest::{Dtype, Manifest, Swizzle};
 use tilec_runtime::{bind, Arg, BindError, Device, ParamValue, TensorArg};
@@ -211,4 +211,98 @@ fn null_and_wrapping_tensors_are_refused() {
     );
     // An empty tensor has no extent: a null address is fine.
     assert!(bind(&m, &with_c(0, &[0, 512]), 0, 132).is_ok());
+}
+
+/// A, B, the f32 workspace W, the sizes and S for the split-K GEMM (64×64 tiles).
+fn split_args(m: u64, n: u64, k: u64, s: i64) -> Vec<(&'static str, Arg)> {
+    let mut args = gemm_args(m, n, k);
+    args.retain(|(name, _)| *name != "C");
+    args.push(("W", t(0x40_0000, Dtype::F32, &[m, n])));
+    args.push(("S", Arg::Int(s)));
+    args
+}
+
+#[test]
+fn a_split_k_launch_zeroes_its_workspace_and_finalizes_into_the_output() {
+    let m = manifest("gemm_bf16_splitk");
+    // Without the finalize's output: W zeroed as 1000 rows of 712 words, no finalize.
+    let b = bind(&m, &split_args(1000, 712, 4096, 3), 0, 132).unwrap();
+    // Persistent: min(tiles, SMs) CTAs, with 12 · 16 · 3 tiles (N, M, S).
+    assert_eq!(b.config.grid, [132, 1, 1]);
+    let work = b.split_k.expect("split-K work");
+    assert_eq!(work.zero.len(), 1);
+    let z = &work.zero[0];
+    assert_eq!(
+        (z.param.as_str(), z.ptr, z.pitch_bytes, z.width, z.height),
+        ("W", 0x40_0000, 712 * 4, 712, 1000)
+    );
+    assert_eq!(work.finalize, None);
+    // With C (the manifest's finalize.to), rounded from W after the kernel.
+    let mut args = split_args(1000, 712, 4096, 3);
+    args.push(("C", t(0x30_0000, Dtype::F16, &[1000, 712])));
+    let work = bind(&m, &args, 0, 132).unwrap().split_k.unwrap();
+    let (src, dst) = work.finalize.expect("finalize");
+    assert_eq!(
+        (src.ptr, dst.ptr, dst.dtype),
+        (0x40_0000, 0x30_0000, Dtype::F16)
+    );
+    // A W with a row pitch: the memset takes the pitch.
+    let mut args = split_args(100, 56, 64, 1);
+    args[5] = (
+        "W",
+        Arg::Tensor(TensorArg {
+            ptr: 0x40_0000,
+            dtype: Dtype::F32,
+            shape: vec![100, 56],
+            strides: vec![64, 1],
+            device: Device::Cuda(0),
+        }),
+    );
+    let z = bind(&m, &args, 0, 132).unwrap().split_k.unwrap().zero[0].clone();
+    assert_eq!((z.pitch_bytes, z.width, z.height), (256, 56, 100));
+}
+
+#[test]
+fn split_k_arguments_that_cannot_work_are_refused() {
+    let m = manifest("gemm_bf16_splitk");
+    let with = |name: &'static str, a: Arg| {
+        let mut args = split_args(128, 128, 256, 2);
+        args.retain(|(n, _)| *n != name);
+        args.push((name, a));
+        err(&m, &args)
+    };
+    let msg = with("C", t(0x30_0000, Dtype::Bf16, &[128, 64])).to_string();
+    assert_eq!(
+        msg,
+        "'C': the split-K finalize writes W's shape [128, 128] into it, found [128, 64]"
+    );
+    let msg = with("C", t(0x30_0000, Dtype::I32, &[128, 128])).to_string();
+    assert_eq!(
+        msg,
+        "'C' is i32: the split-K finalize writes bf16, f16 or f32"
+    );
+    let msg = with("C", Arg::Int(3)).to_string();
+    assert_eq!(msg, "'C' takes a tensor, found an integer");
+    let column_major = Arg::Tensor(TensorArg {
+        ptr: 0x40_0000,
+        dtype: Dtype::F32,
+        shape: vec![128, 128],
+        strides: vec![1, 128],
+        device: Device::Cuda(0),
+    });
+    let msg = with("W", column_major).to_string();
+    assert_eq!(
+        msg,
+        "'W': a split-K workspace is zeroed as rows: its last stride must be 1, found 128"
+    );
+    // Another extra name is still unknown.
+    let msg = with("D", t(0x30_0000, Dtype::Bf16, &[128, 128])).to_string();
+    assert!(msg.starts_with("'D' is not a parameter of kernel"), "{msg}");
+    // S is an ordinary scalar: missing, it is missing.
+    let mut args = split_args(128, 128, 256, 2);
+    args.retain(|(n, _)| *n != "S");
+    assert_eq!(
+        err(&m, &args).to_string(),
+        "kernel 'gemm_bf16_splitk_64x64' needs argument 'S', which was not given"
+    );
 }

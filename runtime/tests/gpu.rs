@@ -9,7 +9,8 @@
 //! TMA-store epilogue (tensor maps, 225 KiB of dynamic shared memory) and with its direct
 //! epilogue for sm_90 (PTX the driver's JIT compiles) on ragged shapes; the GEMM from a
 //! cubin when the directory has one; a launch on a created stream captured into a CUDA
-//! graph and replayed; and the errors a launch gives for a target the device lacks, a
+//! graph and replayed; the split-K GEMM with its workspace zeroed and finalized, launched
+//! and replayed from a graph twice; and the errors a launch gives for a target the device lacks, a
 //! corrupt image, a tensor on another device, and a device that does not exist.
 
 use std::path::{Path, PathBuf};
@@ -19,7 +20,7 @@ use cudarc::driver::sys;
 use libtest_mimic::{Arguments, Failed, Trial};
 use tilec_manifest::{Dtype, Manifest};
 use tilec_runtime::{
-    Arg, BindError, Context, Device, Image, Kernel, RuntimeError, Stream, TensorArg,
+    Arg, BindError, Context, Device, Image, Kernel, Prepared, RuntimeError, Stream, TensorArg,
 };
 
 type Result<T> = std::result::Result<T, Failed>;
@@ -303,6 +304,13 @@ fn graph_capture(ctx: &Arc<Context>, dir: &Path) -> Result<()> {
     let prepared = k
         .prepare(&g.args(&a, &b, &c, ctx.ordinal()))
         .map_err(|e| e.to_string())?;
+    replay(ctx, &k, &prepared, 1)?;
+    g.check(&c.read()?)
+}
+
+/// Captures `prepared`'s launch into a graph on a created stream and replays it `times`,
+/// then synchronizes.
+fn replay(ctx: &Arc<Context>, k: &Kernel, prepared: &Prepared, times: usize) -> Result<()> {
     let r = ctx.with(|| {
         let mut stream = std::ptr::null_mut();
         let mut graph = std::ptr::null_mut();
@@ -321,17 +329,17 @@ fn graph_capture(ctx: &Arc<Context>, dir: &Path) -> Result<()> {
             {
                 return Ok(Err(format!("stream or capture: {r:?}")));
             }
-            let launched = k.launch_prepared(&prepared, Stream(stream as u64));
+            let launched = k.launch_prepared(prepared, Stream(stream as u64));
             let end = sys::cuStreamEndCapture(stream, &mut graph);
             launched?;
             if end != sys::CUresult::CUDA_SUCCESS {
                 return Ok(Err(format!("cuStreamEndCapture: {end:?}")));
             }
-            let steps = [
-                sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0),
-                sys::cuGraphLaunch(exec, stream),
-                sys::cuStreamSynchronize(stream),
-            ];
+            let mut steps = vec![sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0)];
+            for _ in 0..times {
+                steps.push(sys::cuGraphLaunch(exec, stream));
+            }
+            steps.push(sys::cuStreamSynchronize(stream));
             if let Some(r) = steps
                 .into_iter()
                 .find(|r| *r != sys::CUresult::CUDA_SUCCESS)
@@ -345,7 +353,37 @@ fn graph_capture(ctx: &Arc<Context>, dir: &Path) -> Result<()> {
         Ok(Ok(()))
     });
     r.map_err(|e| e.to_string())??;
-    g.check(&c.read()?)
+    Ok(())
+}
+
+/// The split-K GEMM (64×128 tiles, S slices of K): the launch zeroes the f32 workspace
+/// (poisoned with NaN here), runs the kernel and rounds the workspace into C; launched
+/// twice, and captured into a graph and replayed twice, the result is the same (the
+/// workspace is zeroed every time, inside the graph too).
+fn split_k(ctx: &Arc<Context>, dir: &Path) -> Result<()> {
+    let k = load(ctx, dir, "splitk", "gemm_bf16_splitk_64x128")?;
+    let o = ctx.ordinal();
+    for (m, n, kk, s) in [(1000, 712, 1000, 3), (128, 128, 4096, 7), (77, 8, 64, 1)] {
+        let g = Gemm::new(m, n, kk);
+        let (a, b) = (Buf::from(ctx, &g.a)?, Buf::from(ctx, &g.b)?);
+        let c = Buf::from(ctx, &vec![0x7fc0u16; m * n])?;
+        let w = Buf::from(ctx, &vec![f32::NAN; m * n])?;
+        let mut args = g.args(&a, &b, &c, o);
+        args.push(("W", tensor(&w, Dtype::F32, &[m as u64, n as u64], o)));
+        args.push(("S", Arg::Int(s)));
+        let prepared = k.prepare(&args).map_err(|e| e.to_string())?;
+        for _ in 0..2 {
+            // SAFETY: the buffers hold the shapes given and outlive the synchronization.
+            unsafe { k.launch_prepared(&prepared, Stream(0)) }.map_err(|e| e.to_string())?;
+        }
+        sync(ctx)?;
+        g.check(&c.read()?)?;
+        c.write(&vec![0x7fc0u16; m * n])?;
+        w.write(&vec![f32::NAN; m * n])?;
+        replay(ctx, &k, &prepared, 2)?;
+        g.check(&c.read()?)?;
+    }
+    Ok(())
 }
 
 fn errors(ctx: &Arc<Context>, dir: &Path) -> Result<()> {
@@ -421,12 +459,13 @@ fn main() {
             None
         }
     };
-    let cases: [(&str, Case); 6] = [
+    let cases: [(&str, Case); 7] = [
         ("vadd", vadd),
         ("gemm_bf16_tma_sm90a", gemm_tma),
         ("gemm_bf16_direct_sm90_jit", gemm_sm90),
         ("gemm_bf16_cubin", gemm_cubin),
         ("graph_capture_on_a_created_stream", graph_capture),
+        ("split_k_zeroes_and_finalizes", split_k),
         ("errors", errors),
     ];
     let trials = cases

@@ -6,7 +6,8 @@
 #   OUT/kernels/vadd/           examples/vadd.tile for sm_90a;
 #   OUT/kernels/gemm_tma/       examples/gemm_bf16.tile, sm_90a, --epilogue-store tma;
 #   OUT/kernels/gemm_sm90/      examples/gemm_bf16.tile for sm_90 (PTX for the driver's JIT);
-#   OUT/kernels/gemm_cubin/     examples/gemm_bf16.tile, sm_90a, --emit cubin.
+#   OUT/kernels/gemm_cubin/     examples/gemm_bf16.tile, sm_90a, --emit cubin;
+#   OUT/kernels/splitk/         examples/gemm_bf16_splitk_64x128.tile for sm_90a.
 #
 # On the GPU machine: TILEC_RUNTIME_KERNELS=OUT/kernels OUT/gpu
 # Usage: tools/gpu/build_runtime.sh [OUT] (after `cargo build --release`; uses
@@ -21,6 +22,7 @@ k="$out/kernels"
 "$tc" examples/gemm_bf16.tile --target sm_90a --epilogue-store tma -o "$k/gemm_tma" 2>/dev/null
 "$tc" examples/gemm_bf16.tile --target sm_90 -o "$k/gemm_sm90" 2>/dev/null
 "$tc" examples/gemm_bf16.tile --target sm_90a --emit cubin -o "$k/gemm_cubin" 2>/dev/null
+"$tc" examples/gemm_bf16_splitk_64x128.tile --target sm_90a -o "$k/splitk" 2>/dev/null
 bin=$(cargo test --release -p tilec-runtime --test gpu --no-run --message-format=json 2>/dev/null |
     python3 -c 'import json, sys
 for line in sys.stdin:

@@ -843,7 +843,13 @@ pub(super) fn lower_kernel(m: &TileModule, k: &Operation) -> R<(Manifest, (u32, 
                     op: FinalizeOp::Convert,
                     from: ws.first().cloned(),
                     to: "C".into(),
-                    dtype: Dtype::Bf16,
+                    // The operands' 16-bit type (the output a caller of an f16 GEMM wants).
+                    dtype: manifest
+                        .params
+                        .iter()
+                        .map(Param::dtype)
+                        .find(|d| matches!(d, Dtype::Bf16 | Dtype::F16))
+                        .unwrap_or(Dtype::Bf16),
                 },
                 workspace: ws.clone(),
                 workspace_init: WorkspaceInit::Zero,
