@@ -4,7 +4,8 @@
 //! after the PTX.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use tilec_dialect::Target;
 
@@ -25,6 +26,16 @@ pub enum PtxasError {
         what: String,
         /// The system's reason.
         reason: String,
+    },
+    /// `ptxas` ran longer than the time allowed, and was killed.
+    #[error("{ptxas} -arch={arch} did not finish in {timeout:?} and was stopped")]
+    Timeout {
+        /// The program run.
+        ptxas: String,
+        /// The `-arch` value.
+        arch: &'static str,
+        /// The time allowed.
+        timeout: Duration,
     },
     /// `ptxas` refused the PTX; `log` is what it printed.
     #[error("{ptxas} -arch={arch} failed:\n{log}")]
@@ -66,16 +77,35 @@ pub fn find() -> Option<PathBuf> {
         .next()
 }
 
-/// Assembles `ptx` for `target` with `ptxas -arch=TARGET` and returns the cubin (an ELF
-/// image `cuModuleLoadData` takes). The PTX goes through a file in the system's temporary
-/// directory, removed afterwards.
+/// How long [`assemble`] lets `ptxas` run: far longer than any kernel tilec writes takes
+/// (under a second), short enough that a stuck assembler does not hang a compile.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Assembles `ptx` for `target` with the `ptxas` [`find`] finds, allowing it
+/// [`DEFAULT_TIMEOUT`]; see [`assemble_with`].
 ///
 /// # Errors
-/// [`PtxasError::NotFound`] when [`find`] finds none, [`PtxasError::Io`] when the files or
-/// the process fail, [`PtxasError::Failed`] with ptxas's log when it refuses the PTX or
-/// writes something other than an ELF image.
+/// [`PtxasError::NotFound`] when [`find`] finds none; otherwise as [`assemble_with`].
 pub fn assemble(ptx: &str, target: Target) -> Result<Vec<u8>, PtxasError> {
     let ptxas = find().ok_or(PtxasError::NotFound)?;
+    assemble_with(&ptxas, ptx, target, DEFAULT_TIMEOUT)
+}
+
+/// Assembles `ptx` for `target` with `ptxas -arch=TARGET` and returns the cubin (an ELF
+/// image `cuModuleLoadData` takes). The PTX, the cubin and ptxas's output go through files
+/// in the system's temporary directory, removed afterwards. A `ptxas` still running after
+/// `timeout` is killed.
+///
+/// # Errors
+/// [`PtxasError::Io`] when the files or the process fail, [`PtxasError::Timeout`] when it
+/// runs past `timeout`, [`PtxasError::Failed`] with ptxas's log when it refuses the PTX or
+/// writes something other than an ELF image.
+pub fn assemble_with(
+    ptxas: &Path,
+    ptx: &str,
+    target: Target,
+    timeout: Duration,
+) -> Result<Vec<u8>, PtxasError> {
     let io = |what: String| {
         move |e: std::io::Error| PtxasError::Io {
             what,
@@ -88,17 +118,47 @@ pub fn assemble(ptx: &str, target: Target) -> Result<Vec<u8>, PtxasError> {
         .map_err(io("creating a temporary directory".into()))?;
     let input = dir.path().join("kernel.ptx");
     let output = dir.path().join("kernel.cubin");
+    let log_path = dir.path().join("ptxas.log");
     std::fs::write(&input, ptx).map_err(io(format!("writing {}", input.display())))?;
-    let out = Command::new(&ptxas)
+    let log_file =
+        std::fs::File::create(&log_path).map_err(io(format!("creating {}", log_path.display())))?;
+    let log_err = log_file
+        .try_clone()
+        .map_err(io(format!("opening {}", log_path.display())))?;
+    let mut child = Command::new(ptxas)
         .arg(format!("-arch={}", target.name()))
         .arg(&input)
         .arg("-o")
         .arg(&output)
-        .output()
+        .stdin(Stdio::null())
+        .stdout(log_file)
+        .stderr(log_err)
+        .spawn()
         .map_err(io(format!("running {}", ptxas.display())))?;
-    if !out.status.success() {
-        let log = String::from_utf8_lossy(&out.stderr).into_owned()
-            + &String::from_utf8_lossy(&out.stdout);
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(1);
+    let status = loop {
+        if let Some(status) = child
+            .try_wait()
+            .map_err(io(format!("waiting for {}", ptxas.display())))?
+        {
+            break status;
+        }
+        if started.elapsed() >= timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(PtxasError::Timeout {
+                ptxas: ptxas.display().to_string(),
+                arch: target.name(),
+                timeout,
+            });
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(20));
+    };
+    let log = std::fs::read(&log_path).unwrap_or_default();
+    let log = String::from_utf8_lossy(&log);
+    if !status.success() {
         return Err(PtxasError::Failed {
             ptxas: ptxas.display().to_string(),
             arch: target.name(),
@@ -117,4 +177,62 @@ pub fn assemble(ptx: &str, target: Target) -> Result<Vec<u8>, PtxasError> {
         });
     }
     Ok(cubin)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An executable shell script standing in for ptxas.
+    fn fake(dir: &Path, body: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let p = dir.join("ptxas");
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    #[test]
+    fn a_stuck_ptxas_is_stopped_at_the_timeout() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = fake(dir.path(), "sleep 30");
+        let started = Instant::now();
+        let e = assemble_with(&p, "", Target::Sm90a, Duration::from_millis(300)).unwrap_err();
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(
+            matches!(e, PtxasError::Timeout { arch: "sm_90a", .. }),
+            "{e:?}"
+        );
+        assert!(e
+            .to_string()
+            .ends_with("-arch=sm_90a did not finish in 300ms and was stopped"));
+    }
+
+    #[test]
+    fn the_log_of_a_failing_ptxas_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = fake(
+            dir.path(),
+            "echo 'ptxas fatal: bad PTX' >&2; echo more; exit 255",
+        );
+        let e = assemble_with(&p, "", Target::Sm90, DEFAULT_TIMEOUT).unwrap_err();
+        let PtxasError::Failed { log, arch, .. } = e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(
+            (log.as_str(), arch),
+            ("ptxas fatal: bad PTX\nmore", "sm_90")
+        );
+        // Success without an ELF image is no cubin either.
+        let p = fake(dir.path(), "echo hello > \"$4\"");
+        let e = assemble_with(&p, "", Target::Sm90, DEFAULT_TIMEOUT).unwrap_err();
+        assert!(
+            e.to_string().contains("wrote no ELF image (6 bytes)"),
+            "{e}"
+        );
+    }
 }
