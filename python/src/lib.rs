@@ -62,6 +62,7 @@ diagnostic (located at the op, `SCOPE:ID:0`) is the message and the `diagnostics
 
 #[cfg(feature = "compiler")]
 mod builder;
+mod dlpack;
 
 #[cfg(feature = "compiler")]
 mod compiler {
@@ -554,6 +555,7 @@ fn _tilec(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(device_count, m)?)?;
     m.add_function(wrap_pyfunction!(bind, m)?)?;
     m.add_function(wrap_pyfunction!(check_manifest, m)?)?;
+    m.add_function(wrap_pyfunction!(dlpack::dlpack_tensor, m)?)?;
     #[cfg(feature = "compiler")]
     {
         m.add_function(wrap_pyfunction!(compiler::compile, m)?)?;

@@ -389,3 +389,76 @@ def test_split_k_arguments():
     assert cfg["grid"] == (min(2 * 5 * 2, 132), 1, 1)
     with pytest.raises(tilec.ArgumentError, match="the split-K finalize writes W's shape"):
         f16.check(A=a, B=b, W=w, C=Cai(4 << 20, "<f2", (300, 64)), **scalars)
+
+
+class DLPackArray:
+    """A DLPack producer over ctypes (no memory behind it): a DLManagedTensor in a
+    "dltensor" capsule, as dlpack.h lays them out."""
+
+    def __init__(self, ptr, code, bits, shape, strides=None, device=(2, 0), lanes=1,
+                 offset=0):
+        import ctypes as c
+
+        class Device(c.Structure):
+            _fields_ = [("type", c.c_int32), ("id", c.c_int32)]
+
+        class DataType(c.Structure):
+            _fields_ = [("code", c.c_uint8), ("bits", c.c_uint8), ("lanes", c.c_uint16)]
+
+        class Tensor(c.Structure):
+            _fields_ = [("data", c.c_void_p), ("device", Device), ("ndim", c.c_int32),
+                        ("dtype", DataType), ("shape", c.POINTER(c.c_int64)),
+                        ("strides", c.POINTER(c.c_int64)), ("byte_offset", c.c_uint64)]
+
+        class Managed(c.Structure):
+            _fields_ = [("dl_tensor", Tensor), ("manager_ctx", c.c_void_p),
+                        ("deleter", c.c_void_p)]
+
+        n = len(shape)
+        self._shape = (c.c_int64 * n)(*shape)
+        self._strides = (c.c_int64 * n)(*strides) if strides is not None else None
+        self._m = Managed()
+        t = self._m.dl_tensor
+        t.data, t.ndim, t.byte_offset = ptr, n, offset
+        t.device = Device(*device)
+        t.dtype = DataType(code, bits, lanes)
+        t.shape = c.cast(self._shape, c.POINTER(c.c_int64))
+        if self._strides is not None:
+            t.strides = c.cast(self._strides, c.POINTER(c.c_int64))
+        self.device = device
+        new = c.pythonapi.PyCapsule_New
+        new.restype, new.argtypes = c.py_object, [c.c_void_p, c.c_char_p, c.c_void_p]
+        self._new = lambda: new(c.addressof(self._m), b"dltensor", None)
+
+    def __dlpack__(self, stream=None):
+        return self._new()
+
+    def __dlpack_device__(self):
+        return self.device
+
+
+def test_dlpack_producers_without_torch():
+    vadd = tilec.compile(VADD, target="sm_90a")
+    x = DLPackArray(0x10000, 2, 32, [5000])
+    y = DLPackArray(0x20000, 2, 32, [10000], strides=[2], offset=64)
+    z = DLPackArray(0x30000, 2, 32, [5000])
+    assert vadd.check(x, y, z, 5000)["grid"] == (5, 1, 1)
+    assert tilec._tilec.dlpack_tensor("Y", y) == (0x20040, "f32", [10000], [2], 0)
+    bf = DLPackArray(0x40000, 4, 16, [64, 32])
+    assert tilec._tilec.dlpack_tensor("A", bf) == (0x40000, "bf16", [64, 32], [32, 1], 0)
+    # Each bad one names the argument.
+    with pytest.raises(tilec.ArgumentError, match="'X' takes a tensor of f32, found f16"):
+        vadd.check(DLPackArray(0x10000, 2, 16, [5000]), y, z, 5000)
+    with pytest.raises(tilec.ArgumentError, match="'X' is in host memory"):
+        vadd.check(DLPackArray(0x10000, 2, 32, [5000], device=(1, 0)), y, z, 5000)
+    with pytest.raises(tilec.ArgumentError, match="'X': a DLPack vector type"):
+        vadd.check(DLPackArray(0x10000, 2, 32, [5000], lanes=4), y, z, 5000)
+    with pytest.raises(tilec.ArgumentError, match="no dtype for DLPack type code 5 with 64"):
+        vadd.check(DLPackArray(0x10000, 5, 64, [5000]), y, z, 5000)
+
+    class Consumed(DLPackArray):
+        def __dlpack__(self, stream=None):
+            return "not a capsule"
+
+    with pytest.raises(tilec.ArgumentError, match="no unconsumed \"dltensor\" capsule"):
+        vadd.check(Consumed(0x10000, 2, 32, [5000]), y, z, 5000)

@@ -83,6 +83,41 @@ def test_split_k(target):
         assert rel_err(w, want) < 1e-5
 
 
+def test_a_built_kernel_and_a_dlpack_producer():
+    """A kernel made with tilec.Builder runs, and a tensor given only as a DLPack producer
+    (read by tilec, not torch) reaches it."""
+    b = tilec.Builder()
+
+    @b.kernel("scaled_rows", [("X", "tensor<?x?xf32>"), ("Y", "tensor<?x?xf32>"),
+                              ("M", "index")])
+    def _(b, X, Y, M):
+        b.grid(b.arg(M).ceil_div(4))
+        row = b.muli(b.program_id(0), b.constant_index(4))
+        c0 = b.constant_index(0)
+        x = b.load(X, [row, c0], [4, 512])
+        m = b.broadcast(b.reduce(b.abs(x), 1, "max"), [4, 512])
+        b.store(Y, [row, c0], b.div(x, m))
+
+    k = tilec.compile(b, target="sm_90a")
+
+    class Producer:
+        def __init__(self, t):
+            self.t = t
+
+        def __dlpack__(self, stream=None):
+            return self.t.__dlpack__()
+
+        def __dlpack_device__(self):
+            return self.t.__dlpack_device__()
+
+    x = torch.randn(1001, 512, device="cuda")
+    y = torch.full_like(x, float("nan"))
+    k(Producer(x), Producer(y), 1001)
+    torch.cuda.synchronize()
+    want = x / x.abs().amax(dim=1, keepdim=True)
+    assert torch.allclose(y, want, rtol=1e-6, atol=0)
+
+
 def test_nn_linear_layout():
     k = tilec.compile(example("gemm_nt_bf16.tile"), target="sm_90a")
     lin = torch.nn.Linear(512, 768, bias=False, device="cuda", dtype=torch.bfloat16)

@@ -8,9 +8,10 @@
 
 ``compile`` releases the GIL and caches its results on disk (``$TILEC_CACHE_DIR``, else
 ``~/.cache/tilec``). A ``Kernel`` takes torch tensors, objects with
-``__cuda_array_interface__`` or DLPack capsules' producers (through torch), and Python
-ints and floats; it checks each against the manifest (dtype, rank, device, the alignment
-TMA needs) and launches through ``tilec-runtime`` on ``stream`` (default: torch's current
+``__cuda_array_interface__``, DLPack producers (``__dlpack__``, read without torch; the
+caller orders the producer's work before the launch's stream), and Python ints and
+floats; it checks each against the manifest (dtype, rank, device, the alignment TMA
+needs) and launches through ``tilec-runtime`` on ``stream`` (default: torch's current
 stream for the tensors' device). Errors are ``CompileError`` (with ``file:line:col``),
 ``ArgumentError``, ``LaunchError`` and ``NoDriverError`` (no GPU: at launch, never at
 import).
@@ -272,9 +273,6 @@ def _cai_tensor(name: str, t: Any, cai: Any) -> Tuple[int, str, list, list, int]
 def _tensor(name: str, t: Any) -> Tuple[int, str, list, list, int]:
     """(ptr, dtype, shape, strides in elements, device; -1 for host) of a tensor-like."""
     torch = sys.modules.get("torch")
-    if torch is not None and not isinstance(t, torch.Tensor) and hasattr(t, "__dlpack__"):
-        if not hasattr(t, "__cuda_array_interface__"):
-            t = torch.from_dlpack(t)
     if torch is not None and isinstance(t, torch.Tensor):
         dt = str(t.dtype).replace("torch.", "")
         if dt not in _TORCH_DTYPES:
@@ -285,6 +283,8 @@ def _tensor(name: str, t: Any) -> Tuple[int, str, list, list, int]:
         return (t.data_ptr(), _TORCH_DTYPES[dt], list(t.shape), list(t.stride()), dev)
     if hasattr(t, "__cuda_array_interface__"):
         return _cai_tensor(name, t, t.__cuda_array_interface__)
+    if hasattr(t, "__dlpack__") and hasattr(t, "__dlpack_device__"):
+        return _tilec.dlpack_tensor(name, t)
     raise ArgumentError(
         f"'{name}': expected a tensor (torch, __cuda_array_interface__ or DLPack), "
         f"found {type(t).__name__}"
