@@ -491,6 +491,19 @@ pub enum LaunchError {
     /// A persistent schedule needs the device's SM count.
     #[error("the persistent schedule needs the SM count, which was given as 0")]
     NoSms,
+    /// A grid dimension that is not a whole number of clusters (CUDA launches clusters
+    /// whole).
+    #[error("grid {axis} = {expr} is {value}, not a multiple of the cluster's {cluster}")]
+    ClusterGrid {
+        /// `x`, `y` or `z`.
+        axis: char,
+        /// The expression, as text.
+        expr: String,
+        /// Its value.
+        value: u32,
+        /// The cluster's size along this axis.
+        cluster: u32,
+    },
     /// The shared memory does not fit CUDA's 32-bit launch parameter.
     #[error("{bytes} bytes of dynamic shared memory do not fit a launch")]
     SharedMemory {
@@ -741,12 +754,25 @@ impl Manifest {
                 let tiles = dims.iter().try_fold(1i64, |t, &d| t.checked_mul(d));
                 let ctas = i64::from(sm_count) * i64::from(ctas_per_sm.max(1));
                 let x = tiles.map_or(ctas, |t| t.min(ctas));
+                // Whole clusters: round down, but launch one cluster at least (the CTAs
+                // past the last tile find no work).
+                let c = i64::from(self.cluster[0].max(1));
+                let x = (x - x % c).max(c);
                 [check(0, x, format!("min(tiles, {ctas})"))?, 1, 1]
             }
             _ => {
                 let mut g = [0u32; 3];
                 for (axis, e) in exprs.iter().enumerate() {
                     g[axis] = check(axis, dims[axis], e.to_string())?;
+                    let c = self.cluster[axis].max(1);
+                    if g[axis] % c != 0 {
+                        return Err(LaunchError::ClusterGrid {
+                            axis: ['x', 'y', 'z'][axis],
+                            expr: e.to_string(),
+                            value: g[axis],
+                            cluster: c,
+                        });
+                    }
                 }
                 g
             }
@@ -913,6 +939,12 @@ mod tests {
             [16, 32, 1]
         );
         assert_eq!(gemm(st).launch_config(&args, 0), Err(LaunchError::NoSms));
+        // Clusters launch whole: a static grid rounds to them, one cluster at least.
+        let mut c2 = gemm(st);
+        c2.cluster = [2, 1, 1];
+        assert_eq!(c2.launch_config(&args, 131).unwrap().grid, [130, 1, 1]);
+        let one = [("M", 128), ("N", 256), ("K", 64)];
+        assert_eq!(c2.launch_config(&one, 132).unwrap().grid, [2, 1, 1]);
     }
 
     #[test]
@@ -965,6 +997,21 @@ mod tests {
             "{e}"
         );
         assert_eq!(st.launch_config(&tall, 132).unwrap().grid, [132, 1, 1]);
+        let mut c2 = gemm(None);
+        c2.cluster = [1, 2, 1];
+        let e = c2
+            .launch_config(&[("M", 300), ("N", 256)], 132)
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "grid y = ceildiv(M, 128) is 3, not a multiple of the cluster's 2"
+        );
+        assert_eq!(
+            c2.launch_config(&[("M", 512), ("N", 256)], 132)
+                .unwrap()
+                .grid,
+            [1, 4, 1]
+        );
         let mut huge = gemm(None);
         huge.dynamic_shared_memory_bytes = 1 << 32;
         let e = huge.launch_config(&[("M", 1), ("N", 1)], 132).unwrap_err();

@@ -72,10 +72,7 @@ pub type TensorTuple = (u64, &'static str, Vec<u64>, Vec<i64>, i64);
 /// `ArgumentError` naming `name` for a producer that gives no `"dltensor"` capsule, a
 /// vector or unknown dtype, or more than 5 dimensions.
 #[pyfunction]
-pub fn dlpack_tensor<'py>(
-    name: &str,
-    obj: &Bound<'py, PyAny>,
-) -> PyResult<TensorTuple> {
+pub fn dlpack_tensor<'py>(name: &str, obj: &Bound<'py, PyAny>) -> PyResult<TensorTuple> {
     let bad = |what: String| ArgumentError::new_err(format!("'{name}': {what}"));
     let dev = obj.call_method0("__dlpack_device__")?;
     let (device_type, device_id): (i32, i32) = dev

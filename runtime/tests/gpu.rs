@@ -10,7 +10,7 @@
 //! epilogue for sm_90 (PTX the driver's JIT compiles) on ragged shapes; the GEMM from a
 //! cubin when the directory has one; a launch on a created stream captured into a CUDA
 //! graph and replayed; the split-K GEMM with its workspace zeroed and finalized, launched
-//! and replayed from a graph twice; and the errors a launch gives for a target the device lacks, a
+//! and replayed from a graph twice; launches in clusters of 2 and 16; and the errors a launch gives for a target the device lacks, a
 //! corrupt image, a tensor on another device, and a device that does not exist.
 
 use std::path::{Path, PathBuf};
@@ -386,6 +386,50 @@ fn split_k(ctx: &Arc<Context>, dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// vadd launched in clusters through `cuLaunchKernelEx`'s cluster attribute: of 2 and of 16
+/// (non-portable, past 8), each with a grid of whole clusters; a grid that is not is
+/// refused before the driver.
+fn cluster_launch(ctx: &Arc<Context>, dir: &Path) -> Result<()> {
+    let base = dir.join("vadd");
+    let text = std::fs::read_to_string(base.join("vadd.json"))?;
+    let ptx = std::fs::read_to_string(base.join("vadd.ptx"))?;
+    let o = ctx.ordinal();
+    for cluster in [2u32, 16] {
+        let mut m = Manifest::from_json(&text).map_err(|e| e.to_string())?;
+        m.cluster = [cluster, 1, 1];
+        let k = Kernel::load(ctx, m, Image::Ptx(&ptx)).map_err(|e| e.to_string())?;
+        let n = 1024 * cluster as usize * 3;
+        let mut rng = Rng(u64::from(cluster));
+        let x: Vec<f32> = (0..n).map(|_| rng.next()).collect();
+        let (bx, bz) = (Buf::from(ctx, &x)?, Buf::from(ctx, &vec![f32::NAN; n])?);
+        let t = |b: &Buf| tensor(b, Dtype::F32, &[n as u64], o);
+        let mut args = vec![
+            ("X", t(&bx)),
+            ("Y", t(&bx)),
+            ("Z", t(&bz)),
+            ("N", Arg::Int(n as i64)),
+        ];
+        let prepared = k.prepare(&args).map_err(|e| e.to_string())?;
+        if prepared.bound().config.cluster != [cluster, 1, 1] {
+            return Err(format!("{:?}", prepared.bound().config).into());
+        }
+        // SAFETY: the buffers hold the shapes given and outlive the synchronization.
+        unsafe { k.launch_prepared(&prepared, Stream(0)) }.map_err(|e| e.to_string())?;
+        sync(ctx)?;
+        let z: Vec<f32> = bz.read()?;
+        if let Some(i) = (0..n).find(|&i| z[i] != 2.0 * x[i]) {
+            return Err(format!("cluster {cluster}: z[{i}] = {}", z[i]).into());
+        }
+        args[3].1 = Arg::Int(n as i64 - 1024);
+        match k.prepare(&args) {
+            Err(RuntimeError::Bind(BindError::Launch(e))) if e.to_string().contains("cluster") => {}
+            other => return Err(format!("a grid of part clusters: {other:?}").into()),
+        }
+        println!("    cluster {cluster}: {} CTAs", n / 1024);
+    }
+    Ok(())
+}
+
 fn errors(ctx: &Arc<Context>, dir: &Path) -> Result<()> {
     let base = dir.join("gemm_tma");
     let text = std::fs::read_to_string(base.join("gemm_bf16.json"))?;
@@ -459,13 +503,14 @@ fn main() {
             None
         }
     };
-    let cases: [(&str, Case); 7] = [
+    let cases: [(&str, Case); 8] = [
         ("vadd", vadd),
         ("gemm_bf16_tma_sm90a", gemm_tma),
         ("gemm_bf16_direct_sm90_jit", gemm_sm90),
         ("gemm_bf16_cubin", gemm_cubin),
         ("graph_capture_on_a_created_stream", graph_capture),
         ("split_k_zeroes_and_finalizes", split_k),
+        ("cluster_launch", cluster_launch),
         ("errors", errors),
     ];
     let trials = cases
