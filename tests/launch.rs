@@ -157,3 +157,39 @@ fn the_runtime_finalize_kernels_are_current() {
         assert_eq!(k.manifest.params[1].dtype(), dtype);
     }
 }
+
+/// A cubin ptxas writes passes the runtime's ELF check; every truncation of it, and a
+/// section table moved past its end, is refused before the driver would read past it.
+#[test]
+fn the_runtime_checks_a_cubin_before_the_driver_reads_it() {
+    let src =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/vadd.tile"))
+            .unwrap();
+    let opts = Options::new(Target::Sm90a).with_emit(Emit::Cubin);
+    let k = compile(
+        Input::Text {
+            source: &src,
+            file: "vadd.tile",
+        },
+        &opts,
+    )
+    .unwrap();
+    let cubin = k.cubin;
+    assert_eq!(tilec_runtime::check_cubin(&cubin), Ok(()));
+    for cut in [0, 16, 63, 64, 200, cubin.len() / 2, cubin.len() - 1] {
+        assert!(
+            tilec_runtime::check_cubin(&cubin[..cut]).is_err(),
+            "cut at {cut}"
+        );
+    }
+    let mut moved = cubin.clone();
+    moved[40..48].copy_from_slice(&(cubin.len() as u64).to_le_bytes());
+    let e = tilec_runtime::check_cubin(&moved).unwrap_err();
+    assert!(e.starts_with("the section header table at"), "{e}");
+    let mut machine = cubin.clone();
+    machine[18] = 62; // EM_X86_64
+    assert_eq!(
+        tilec_runtime::check_cubin(&machine),
+        Err("ELF machine 62, not EM_CUDA (190)".to_string())
+    );
+}

@@ -56,11 +56,11 @@ def test_gemm(target, epilogue, cubin):
         assert rel_err(c, want) < 1e-2, (m, n, kk)
 
 
-@pytest.mark.parametrize("target", ["sm_90a", "sm_90"])
-def test_split_k(target):
+@pytest.mark.parametrize("target,tile", [("sm_90a", "64x128"), ("sm_90", "128x256")])
+def test_split_k(target, tile):
     """The launch zeroes the workspace (allocated here when left out), runs the kernel and
     rounds the workspace into C, each time, on torch's stream and inside a CUDA graph."""
-    k = tilec.compile(example("gemm_bf16_splitk_64x128.tile"), target=target)
+    k = tilec.compile(example(f"gemm_bf16_splitk_{tile}.tile"), target=target)
     for m, n, kk, s in [(1000, 712, 1000, 3), (256, 128, 8192, 16), (77, 8, 64, 1)]:
         a = torch.randn(m, kk, device="cuda", dtype=torch.bfloat16)
         b = torch.randn(kk, n, device="cuda", dtype=torch.bfloat16)

@@ -335,6 +335,72 @@ pub enum Image<'a> {
     Cubin(&'a [u8]),
 }
 
+/// Checks that `bytes` is a whole ELF64 image for CUDA (`EM_CUDA`, 190): its header, its
+/// program and section header tables, and every segment and section with contents lie
+/// inside it. `cuModuleLoadData` takes no length, so this is what keeps a truncated or
+/// malformed cubin from being read past its end.
+///
+/// # Errors
+/// What is wrong, as text.
+pub fn check_cubin(bytes: &[u8]) -> Result<(), String> {
+    let u16_at = |o: usize| -> Option<u64> {
+        Some(u64::from(u16::from_le_bytes(
+            bytes.get(o..o + 2)?.try_into().ok()?,
+        )))
+    };
+    let u32_at = |o: usize| -> Option<u64> {
+        Some(u64::from(u32::from_le_bytes(
+            bytes.get(o..o + 4)?.try_into().ok()?,
+        )))
+    };
+    let u64_at = |o: usize| -> Option<u64> {
+        Some(u64::from_le_bytes(bytes.get(o..o + 8)?.try_into().ok()?))
+    };
+    let len = bytes.len() as u64;
+    if len < 64 || !bytes.starts_with(b"\x7fELF") {
+        return Err(format!("{len} bytes: no ELF64 header"));
+    }
+    if bytes[4] != 2 || bytes[5] != 1 {
+        return Err("not a 64-bit little-endian ELF image".into());
+    }
+    let field = |v: Option<u64>| v.ok_or_else(|| "a truncated ELF header".to_string());
+    let machine = field(u16_at(18))?;
+    if machine != 190 {
+        return Err(format!("ELF machine {machine}, not EM_CUDA (190)"));
+    }
+    let within = |what: &str, off: u64, size: u64| -> Result<(), String> {
+        match off.checked_add(size) {
+            Some(end) if end <= len => Ok(()),
+            _ => Err(format!(
+                "{what} at {off} of {size} bytes reaches past the image's {len} bytes"
+            )),
+        }
+    };
+    let (phoff, shoff) = (field(u64_at(32))?, field(u64_at(40))?);
+    let (phentsize, phnum) = (field(u16_at(54))?, field(u16_at(56))?);
+    let (shentsize, shnum) = (field(u16_at(58))?, field(u16_at(60))?);
+    if (phnum > 0 && phentsize < 56) || (shnum > 0 && shentsize < 64) {
+        return Err("ELF header table entries smaller than ELF64's".into());
+    }
+    within("the program header table", phoff, phentsize * phnum)?;
+    within("the section header table", shoff, shentsize * shnum)?;
+    for i in 0..phnum {
+        let h = (phoff + i * phentsize) as usize;
+        let (off, size) = (field(u64_at(h + 8))?, field(u64_at(h + 32))?);
+        within(&format!("segment {i}"), off, size)?;
+    }
+    for i in 0..shnum {
+        let h = (shoff + i * shentsize) as usize;
+        const SHT_NOBITS: u64 = 8;
+        if field(u32_at(h + 4))? == SHT_NOBITS {
+            continue;
+        }
+        let (off, size) = (field(u64_at(h + 24))?, field(u64_at(h + 32))?);
+        within(&format!("section {i}"), off, size)?;
+    }
+    Ok(())
+}
+
 /// A stream handle (`CUstream`, as torch's `Stream.cuda_stream` gives it); `Stream(0)` is
 /// the legacy default stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -424,7 +490,17 @@ impl Kernel {
                 owned_ptx = bytes;
                 owned_ptx.as_ptr().cast()
             }
-            Image::Cubin(bytes) => bytes.as_ptr().cast(),
+            Image::Cubin(bytes) => {
+                // The driver takes no length: a truncated or malformed image would be read
+                // past its end.
+                check_cubin(bytes).map_err(|log| RuntimeError::Load {
+                    kernel: kernel.clone(),
+                    call: "the cubin's ELF check",
+                    name: "a malformed cubin".into(),
+                    log,
+                })?;
+                bytes.as_ptr().cast()
+            }
         };
         let _current = Current::push(ctx.ctx)?;
         let mut log = vec![0u8; 16 * 1024];

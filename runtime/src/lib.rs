@@ -46,7 +46,8 @@ pub use bind::{
 };
 pub use cache::{Cache, CacheKey, Entry, Lookup};
 pub use launch::{
-    device_count, runs_on, Context, Image, Kernel, Prepared, RuntimeError, Stream, FINALIZE_KERNELS,
+    check_cubin, device_count, runs_on, Context, Image, Kernel, Prepared, RuntimeError, Stream,
+    FINALIZE_KERNELS,
 };
 
 /// The file names the CUDA driver library has, tried in order.
