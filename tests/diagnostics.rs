@@ -68,15 +68,23 @@ fn shared_memory_overflow_is_a_resource_limit() {
     assert_eq!(d[0].kernel.as_deref(), Some("gemm_bf16"));
 }
 
-#[test]
-fn the_lowering_s_shared_memory_overflow_is_a_resource_limit() {
-    // A 256x256 f32 transpose: its round trip through shared memory (rows padded) needs
-    // 263168 bytes; the lowering, not the table, finds it, at the store.
-    let src = example("transpose.tile")
+/// examples/transpose.tile with 256x256 tiles.
+fn transpose_256() -> String {
+    example("transpose.tile")
         .replace("64x64", "256x256")
         .replace("{value = 64}", "{value = 256}")
-        .replace(", 64)", ", 256)");
-    let d = diags(&src, &Options::new(Target::Sm90a));
+        .replace(", 64)", ", 256)")
+}
+
+#[test]
+fn the_lowering_s_shared_memory_overflow_is_a_resource_limit() {
+    // A 256x256 f32 transpose at 16 warps (128 registers per thread): its round trip
+    // through shared memory (rows padded) needs 263168 bytes; the lowering, not the table,
+    // finds it, at the store.
+    let d = diags(
+        &transpose_256(),
+        &Options::new(Target::Sm90a).with_num_warps(16),
+    );
     assert_eq!(d.len(), 1, "{d:?}");
     assert_eq!(
         d[0].kind,
@@ -106,6 +114,22 @@ fn register_limits_are_resource_limits() {
         },
         "{}",
         d[0]
+    );
+    // At 8 warps, the 256x256 f32 transpose's tiles need 256 registers per thread: the
+    // first op that makes one is refused.
+    let d = diags(&transpose_256(), &Options::new(Target::Sm90a));
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(
+        d[0].kind,
+        DiagKind::ResourceLimit {
+            resource: "registers per thread",
+            needed: 256,
+            limit: 255
+        }
+    );
+    assert_eq!(
+        (d[0].loc.line, d[0].kernel.as_deref()),
+        (11, Some("transpose"))
     );
     // A 256x256 f32 accumulator does not fit the register file.
     let src = example("gemm_bf16.tile").replace("tile<128x", "tile<256x");

@@ -237,11 +237,12 @@ pub fn assign_layouts(
 /// The most 32-bit registers a thread has (PTX's `.maxnreg` bound on every target).
 pub const MAX_REGISTERS_PER_THREAD: u64 = 255;
 
-/// Refuses each op whose result tile alone needs more registers per thread than a thread
-/// has ([`MAX_REGISTERS_PER_THREAD`]): such a tile cannot live in registers, and its fully
-/// unrolled code grows with its size (minutes of compile time for a 4096×4096 tile).
+/// Refuses the first op whose result tile alone needs more registers per thread than a
+/// thread has ([`MAX_REGISTERS_PER_THREAD`]): such a tile cannot live in registers, and its
+/// fully unrolled code grows with its size (minutes of compile time for a 4096×4096 tile).
+/// The error is a resource limit, `registers per thread`.
 fn registers_fit(m: &Module, k: &Operation, num_warps: u64) -> Result<(), Diagnostics> {
-    let mut errors = vec![];
+    let mut first = None;
     k.walk(&mut |o| {
         for &r in &o.results {
             let Type::Tile {
@@ -253,7 +254,7 @@ fn registers_fit(m: &Module, k: &Operation, num_warps: u64) -> Result<(), Diagno
                 continue;
             };
             let regs = (l.num_registers() * elem.size_bytes()).div_ceil(4);
-            if regs > MAX_REGISTERS_PER_THREAD {
+            if regs > MAX_REGISTERS_PER_THREAD && first.is_none() {
                 let msg = format!(
                     "'{}' makes a {} that needs {regs} registers per thread at {num_warps} warps \
                      (a thread has at most {MAX_REGISTERS_PER_THREAD}): use smaller tiles or \
@@ -261,14 +262,19 @@ fn registers_fit(m: &Module, k: &Operation, num_warps: u64) -> Result<(), Diagno
                     o.kind.name(),
                     Type::tile(shape, *elem),
                 );
-                errors.push(Diagnostic::error(o.loc.clone(), msg));
+                first = Some(Diagnostic::resource_limit(
+                    o.loc.clone(),
+                    msg,
+                    "registers per thread",
+                    regs,
+                    MAX_REGISTERS_PER_THREAD,
+                ));
             }
         }
     });
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(Diagnostics(errors))
+    match first {
+        Some(d) => Err(Diagnostics(vec![d])),
+        None => Ok(()),
     }
 }
 

@@ -695,12 +695,7 @@ impl PyBuilder {
         offsets: &Bound<'_, PyAny>,
         value: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        let (t, offs, v) = (
-            self.handle(tensor)?,
-            self.handles(offsets)?,
-            self.handle(value)?,
-        );
-        self.run(py, |b| b.store(t, &offs, v))
+        self.write(py, [tensor, offsets, value], d::Builder::store)
     }
 
     /// `tile.atomic_add` of `value` at `offsets` (`red.global.add`).
@@ -711,12 +706,7 @@ impl PyBuilder {
         offsets: &Bound<'_, PyAny>,
         value: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        let (t, offs, v) = (
-            self.handle(tensor)?,
-            self.handles(offsets)?,
-            self.handle(value)?,
-        );
-        self.run(py, |b| b.atomic_add(t, &offs, v))
+        self.write(py, [tensor, offsets, value], d::Builder::atomic_add)
     }
 
     /// `tile.dot a, b, acc` (`precision`: `ieee`, or `tf32` for f32 operands).
@@ -792,6 +782,21 @@ impl PyBuilder {
 }
 
 impl PyBuilder {
+    /// A store-like op: a tensor, its offsets, a value.
+    fn write(
+        &self,
+        py: Python<'_>,
+        [tensor, offsets, value]: [&Bound<'_, PyAny>; 3],
+        op: fn(&mut d::Builder<'static>, d::Value, &[d::Value], d::Value) -> BuildResult<()>,
+    ) -> PyResult<()> {
+        let (t, offs, v) = (
+            self.handle(tensor)?,
+            self.handles(offsets)?,
+            self.handle(value)?,
+        );
+        self.run(py, |b| op(b, t, &offs, v))
+    }
+
     fn results<'py>(&self, py: Python<'py>, rs: &[d::Value]) -> PyResult<Vec<Bound<'py, PyValue>>> {
         let raw = self.current()?;
         // SAFETY: as in `run`, read only.
