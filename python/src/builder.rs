@@ -626,7 +626,7 @@ impl PyBuilder {
         self.one(py, &[a], |b, v| b.unary(kind, v[0]))
     }
 
-    /// `tile.cmpi` with a predicate (`eq`, `ne`, `slt`, `sle`, `sgt`, `sge`, `ult`, ...).
+    /// `tile.cmpi` with a signed predicate: `eq`, `ne`, `slt`, `sle`, `sgt` or `sge`.
     fn cmpi(
         &self,
         py: Python<'_>,

@@ -389,16 +389,23 @@ fn split_k_work<S: AsRef<str>>(
             name: w.clone(),
             reason,
         };
-        let Some(Param::TensorPointer { rank, .. }) = manifest.param(w) else {
+        let Some(Param::TensorPointer { .. }) = manifest.param(w) else {
             return Err(BindError::Unsupported(format!(
                 "split-K workspace '{w}' is no tensor_pointer parameter of kernel '{}'",
                 manifest.kernel
             )));
         };
-        let Some(arg) = find(w) else {
-            continue; // refused as missing already
+        // Bound to its parameter already (kind, rank, device, layout).
+        let Some(Arg::Tensor(t)) = find(w) else {
+            continue;
         };
-        let t = tensor(w, Dtype::F32, *rank, arg, device)?;
+        if t.dtype != Dtype::F32 {
+            return Err(BindError::Dtype {
+                name: w.clone(),
+                expected: Dtype::F32,
+                found: t.dtype,
+            });
+        }
         let (height, width, row) = match t.shape.as_slice() {
             [n] => (1, *n, 0),
             [m, n] => (*m, *n, t.strides[0]),

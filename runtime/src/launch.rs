@@ -588,14 +588,15 @@ impl Kernel {
 
     /// The split-K finalize kernel writing `dtype`, loaded into this kernel's context on
     /// first use.
-    fn finalize_kernel(&self, dtype: Dtype) -> Result<&Kernel, RuntimeError> {
+    /// Returns its index in [`FINALIZE_KERNELS`] too.
+    fn finalize_kernel(&self, dtype: Dtype) -> Result<(usize, &Kernel), RuntimeError> {
         let Some(i) = FINALIZE_KERNELS.iter().position(|(d, _, _)| *d == dtype) else {
             return Err(RuntimeError::Bind(BindError::Unsupported(format!(
                 "the split-K finalize writes bf16, f16 or f32, not {dtype}"
             ))));
         };
         if let Some(k) = self.finalize[i].get() {
-            return Ok(k);
+            return Ok((i, k));
         }
         let (_, ptx, json) = FINALIZE_KERNELS[i];
         let manifest = Manifest::from_json(json).map_err(|e| {
@@ -605,7 +606,7 @@ impl Kernel {
         })?;
         let k = Kernel::load(&self.ctx, manifest, Image::Ptx(ptx))?;
         // Another thread may have loaded it meanwhile: keep one.
-        Ok(self.finalize[i].get_or_init(|| Box::new(k)))
+        Ok((i, self.finalize[i].get_or_init(|| Box::new(k))))
     }
 
     /// The kernel's manifest.
@@ -644,7 +645,7 @@ impl Kernel {
         }
         let finalize = match bound.split_k.as_ref().and_then(|w| w.finalize.as_ref()) {
             Some((src, dst)) if !src.shape.contains(&0) => {
-                let k = self.finalize_kernel(dst.dtype)?;
+                let (i, k) = self.finalize_kernel(dst.dtype)?;
                 let (m, n) = match src.shape.as_slice() {
                     [m, n] => (*m, *n),
                     _ => (1, src.shape.first().copied().unwrap_or(1)),
@@ -656,7 +657,7 @@ impl Kernel {
                     ("M", int(m)),
                     ("N", int(n)),
                 ];
-                Some(Box::new(k.prepare(&args)?))
+                Some((i, Box::new(k.prepare(&args)?)))
             }
             _ => None,
         };
@@ -721,12 +722,13 @@ impl Kernel {
         }
         // SAFETY: the caller's contract.
         unsafe { self.launch_one(prepared, stream)? };
-        if let (Some(fin), Some(work)) = (&prepared.finalize, &prepared.bound.split_k) {
-            let dtype = work.finalize.as_ref().map_or(Dtype::Bf16, |(_, d)| d.dtype);
-            let k = self.finalize_kernel(dtype)?;
-            // SAFETY: the finalize reads the workspace and writes the output the caller
-            // vouches for, after the kernel on the same stream.
-            unsafe { k.launch_one(fin, stream)? };
+        if let Some((i, fin)) = &prepared.finalize {
+            // Loaded by `prepare`, which made `fin`.
+            if let Some(k) = self.finalize[*i].get() {
+                // SAFETY: the finalize reads the workspace and writes the output the
+                // caller vouches for, after the kernel on the same stream.
+                unsafe { k.launch_one(fin, stream)? };
+            }
         }
         Ok(())
     }
@@ -798,8 +800,9 @@ impl Drop for Kernel {
 pub struct Prepared {
     bound: Bound,
     slots: Vec<Slot>,
-    /// A split-K launch's finalize, bound to the workspace and the output.
-    finalize: Option<Box<Prepared>>,
+    /// A split-K launch's finalize: its kernel (an index into [`FINALIZE_KERNELS`]),
+    /// bound to the workspace and the output.
+    finalize: Option<(usize, Box<Prepared>)>,
 }
 
 impl Prepared {
