@@ -198,6 +198,66 @@ impl LinearLayout {
         }
     }
 
+    /// How a dot of an `m × n` result spreads `warps` warps (a power of two) over its
+    /// m16n8 MMA tiles: `(warps_m, warps_n)`, as many along M as its 16-row tiles allow, the
+    /// rest along N. `None` when the warps outnumber the m16n8 tiles (`m` and `n` padded to
+    /// powers of two).
+    pub fn dot_warps(m: u64, n: u64, warps: u64) -> Option<(u64, u64)> {
+        let (m, n, warps) = (m.next_power_of_two(), n.next_power_of_two(), warps.max(1));
+        let wm = warps.min((m / 16).max(1));
+        let wn = warps / wm;
+        (m >= 16 * wm && n >= 8 * wn).then_some((wm, wn))
+    }
+
+    /// The accumulator (C and D) fragment of a dot of shape `[m, n]` computed with
+    /// `mma.sync.m16n8k16` (f32) by `warps_m × warps_n` warps ([`Self::dot_warps`]), each
+    /// holding a contiguous `m / warps_m × n / warps_n` block of m16n8 tiles (PTX ISA,
+    /// "Matrix Fragments for mma.m16n8k16", the D layout): element `e` (0 to 3) of the
+    /// tile at row block `i`, column block `j` of lane `l` is row `16 i + 8(e/2) + l/4`,
+    /// column `8 j + 2(l mod 4) + (e mod 2)` of its warp's block. Register bits: `e` (two
+    /// bits: column, then row), the column blocks, then the row blocks. Warp bits: along M
+    /// first. Shapes are padded to powers of two; the block must be at least 16 × 8.
+    pub fn dot_accumulator(shape: &[u64], warps_m: u64, warps_n: u64) -> LinearLayout {
+        let dims = padded(shape);
+        let (bm, bn) = (dims[0] / warps_m.max(1), dims[1] / warps_n.max(1));
+        let mut register = vec![vec![0, 1], vec![8, 0]];
+        register.extend(steps(1, 8, bn));
+        register.extend(steps(0, 16, bm));
+        let mut warp = steps(0, bm, dims[0]);
+        warp.extend(steps(1, bn, dims[1]));
+        LinearLayout {
+            dims,
+            register,
+            lane: mma_accumulator_lanes(),
+            warp,
+        }
+    }
+
+    /// The A (row-major `m × k`, 16-bit) fragment of `mma.sync.m16n8k16` for a dot whose
+    /// result is laid out by [`Self::dot_accumulator`] with the same warps (PTX ISA,
+    /// "Matrix Fragments for mma.m16n8k16", the A layout): element `e` (0 to 7) of the
+    /// m16k16 tile at row block `i`, k block `j` of lane `l` is row `16 i + 8((e/2) mod 2) +
+    /// l/4`, column `16 j + 8(e/4) + 2(l mod 4) + (e mod 2)` of its warp's rows. Each warp
+    /// holds all of K for its rows; the warps along N hold copies. Register bits: `e`
+    /// (column, row, column + 8), the k blocks, then the row blocks — so an accumulator of
+    /// `[m, k]` and this operand of `[m, k]` are one layout when `warps_n` is 1 (a product's
+    /// result feeds the next product without moving).
+    pub fn dot_operand_a(shape: &[u64], warps_m: u64, warps_n: u64) -> LinearLayout {
+        let dims = padded(shape);
+        let bm = dims[0] / warps_m.max(1);
+        let mut register = vec![vec![0, 1], vec![8, 0]];
+        register.extend(steps(1, 8, dims[1]));
+        register.extend(steps(0, 16, bm));
+        let mut warp = steps(0, bm, dims[0]);
+        warp.extend((0..warps_n.max(1).trailing_zeros()).map(|_| vec![0, 0]));
+        LinearLayout {
+            dims,
+            register,
+            lane: mma_accumulator_lanes(),
+            warp,
+        }
+    }
+
     /// The layout of a reduction of `dim`: the same threads and registers, with `dim` of
     /// size 1, so the bits that told elements of `dim` apart broadcast; register bits left
     /// with nothing to tell apart are dropped (a thread keeps one copy).
@@ -544,6 +604,48 @@ fn parse_bases(s: &str) -> Result<(Vec<Vec<u64>>, &str), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dot_fragments_match_the_ptx_m16n8k16_layouts() {
+        for (m, n, k, warps) in [
+            (64, 64, 128, 4),
+            (128, 128, 64, 8),
+            (16, 8, 16, 1),
+            (32, 64, 32, 4),
+        ] {
+            let (wm, wn) = LinearLayout::dot_warps(m, n, warps).unwrap();
+            assert_eq!(wm * wn, warps);
+            let (bm, bn) = (m / wm, n / wn);
+            let c = LinearLayout::dot_accumulator(&[m, n], wm, wn);
+            c.check(&[m, n], warps).unwrap();
+            let a = LinearLayout::dot_operand_a(&[m, k], wm, wn);
+            a.check(&[m, k], warps).unwrap();
+            for w in 0..warps {
+                let (w_m, w_n) = (w % wm, w / wm);
+                for l in 0..32 {
+                    for r in 0..c.num_registers() {
+                        let (e, j, i) = (r % 4, (r / 4) % (bn / 8), r / 4 / (bn / 8));
+                        let row = bm * w_m + 16 * i + 8 * (e / 2) + l / 4;
+                        let col = bn * w_n + 8 * j + 2 * (l % 4) + e % 2;
+                        assert_eq!(c.apply(r, l, w), vec![row, col], "C r={r} l={l} w={w}");
+                    }
+                    for r in 0..a.num_registers() {
+                        let (e, j, i) = (r % 8, (r / 8) % (k / 16), r / 8 / (k / 16));
+                        let row = bm * w_m + 16 * i + 8 * ((e / 2) % 2) + l / 4;
+                        let col = 16 * j + 8 * (e / 4) + 2 * (l % 4) + e % 2;
+                        assert_eq!(a.apply(r, l, w), vec![row, col], "A r={r} l={l} w={w}");
+                    }
+                }
+            }
+        }
+        // A product's [m, k] accumulator is the next product's A operand.
+        assert_eq!(
+            LinearLayout::dot_accumulator(&[64, 64], 4, 1),
+            LinearLayout::dot_operand_a(&[64, 64], 4, 1)
+        );
+        assert_eq!(LinearLayout::dot_warps(64, 64, 8), Some((4, 2)));
+        assert_eq!(LinearLayout::dot_warps(16, 8, 2), None);
+    }
 
     #[test]
     fn wgmma_accumulator_matches_the_ptx_fragment() {

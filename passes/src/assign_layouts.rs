@@ -1,34 +1,45 @@
-//! `tile-assign-layouts` — give every tile of a kernel without a `tile.dot` a distributed
-//! layout, and make it a GPU-level kernel with a plain launch.
+//! `tile-assign-layouts` — give every tile of a kernel a distributed layout, and make it a
+//! GPU-level kernel with a plain launch.
 //!
-//! Kernels with a `tile.dot` are `tile-to-gpu`'s; kernels that already have a `target` are
-//! left alone. For the others:
+//! Kernels that already have a `target` (`tile-to-gpu`'s pipelined GEMMs) are left alone.
+//! For the others — with or without `tile.dot`s:
 //!
 //! - **Anchors.** Loads, stores, `tile.zeros`, `tile.splat`, `tile.iota` and
 //!   `tile.broadcast` results take the blocked layout of their shape
 //!   ([`LinearLayout::blocked`]): one 16-byte vector per thread along the contiguous (last)
 //!   dimension, for the narrowest element type that the kernel loads or stores at that
 //!   shape (4 bytes when none does), so every blocked tile of one shape has one layout.
+//! - **Dots.** A `tile.dot`'s result and accumulator take the `mma.sync.m16n8k16`
+//!   accumulator fragment ([`LinearLayout::dot_accumulator`]) and its A operand the A
+//!   fragment ([`LinearLayout::dot_operand_a`]) over the warps
+//!   [`LinearLayout::dot_warps`] spreads; B keeps its layout (the lowering stages it
+//!   through shared memory). An accumulator of `[m, k]` rounded to 16 bits is the A
+//!   fragment of the next product as it is: attention's P·V takes P where Q·Kᵀ left it.
 //! - **Propagation.** Elementwise ops, `tile.convert` and `tile.select` take the layout of
-//!   their first tile operand that is not a constructor (`tile.splat`, `tile.zeros`,
-//!   `tile.iota`: those cost the same in any layout); `tile.reduce` the slice of its operand's
-//!   ([`LinearLayout::slice`]); `tile.transpose` the transposed layout; loop-carried values
-//!   the layout of their initial value, or, when a constructor made it, the layout the loop
-//!   body yields; `tile.if` results that of the then-region's yield.
+//!   their first tile operand that is not a constructor; `tile.reduce` the slice of its
+//!   operand's ([`LinearLayout::slice`]); `tile.transpose` the transposed layout;
+//!   loop-carried values the layout of their initial value, or, when a constructor made it,
+//!   the layout the loop body yields; `tile.if` results that of the then-region's yield.
+//!   Constructors are `tile.splat`, `tile.zeros`, `tile.iota`, `tile.broadcast` and
+//!   elementwise ops on constructors only (a mask: an iota compared with a splat): they
+//!   cost the same in any layout, or (a broadcast) move no data when made in the layout of
+//!   the tile their operand was reduced from.
 //! - **Gathers** give a blocked tile, and take their row indices in the slice of it along
 //!   the columns (each thread holds the indices of the rows it loads).
 //! - **Stores** keep their tile's layout unless it has shorter contiguous runs along the
 //!   last dimension than the blocked one (a transpose's): then they store a conversion.
 //! - **Conversions.** An operand whose layout differs from the one its op takes gets a
 //!   `tile.convert_layout` just before the op — or, when a constructor made it, a copy of
-//!   the constructor in that layout (rematerialized, no data moves).
+//!   the constructor in that layout (rematerialized, no data moves). A conversion in a
+//!   loop body of a value the loop does not define is moved before the loop.
 //!
 //! The kernel gets `target`, `num_warps` and `block = [32·num_warps, 1, 1]`. With
-//! `num-warps=0` (the default) the pass picks the warps from the largest tile
-//! ([`auto_warps`]). Everything the
+//! `num-warps=0` (the default) the pass picks the warps ([`auto_warps`]). Everything the
 //! generic lowering cannot take yet is refused here, at its op: `tile.while`,
-//! `tile.atomic_add`, `tile.log` (no lowering with a stated error bound yet),
-//! float-to-integer converts, and reshapes between shapes that are not powers of two.
+//! `tile.atomic_add`, `tile.log` (no lowering with a stated error bound yet), reshapes
+//! between shapes that are not powers of two, dots of other than bf16 or f16 into f32, and
+//! dots whose result has fewer m16n8 tiles than the warps. A tile that needs more than [`MAX_REGISTERS_PER_THREAD`] registers per thread
+//! is refused as a resource limit.
 //!
 //! Options: `target` (sm_90a), `num-warps` (0: choose). Statistics: `kernels-laid-out`,
 //! `layout-conversions`.
@@ -37,17 +48,17 @@ use crate::pass::{OptionInfo, OptionKind, Pass, PassContext, PassInfo, PassOptio
 use std::collections::HashMap;
 use tilec_dialect::{
     Attribute, Block, Diagnostic, Diagnostics, LinearLayout, Module, OpClass, OpKind, Operation,
-    Target, Type, Value,
+    ScalarType, Target, Type, Value,
 };
 
 /// The registry entry.
 pub static INFO: PassInfo = PassInfo {
     name: "tile-assign-layouts",
-    summary: "Give the tiles of kernels without a dot distributed layouts (a plain launch)",
-    description: "For each kernel with no 'tile.dot' and no 'target': blocked layouts at \
-        loads, stores and tile constructors, propagated through elementwise ops, slices at \
-        reductions, 'tile.convert_layout' where an op's operands disagree; sets 'target', \
-        'num_warps' and 'block'.\n\nExample: tile-opt \
+    summary: "Give the tiles of kernels distributed layouts (a plain launch)",
+    description: "For each kernel with no 'target': blocked layouts at loads, stores and \
+        tile constructors, mma.sync fragments at dots, propagated through elementwise ops, \
+        slices at reductions, 'tile.convert_layout' where an op's operands disagree; sets \
+        'target', 'num_warps' and 'block'.\n\nExample: tile-opt \
         --pass-pipeline='tile-assign-layouts{target=sm_90 num-warps=4}' examples/softmax.tile",
     options: &[
         OptionInfo {
@@ -101,7 +112,7 @@ impl Pass for AssignLayouts {
         let mut errors = vec![];
         let mut kernels = std::mem::take(&mut m.ops);
         for k in &mut kernels {
-            if k.kind != OpKind::Kernel || k.attr("target").is_some() || has_dot(k) {
+            if k.kind != OpKind::Kernel || k.attr("target").is_some() {
                 continue;
             }
             let warps = match self.num_warps {
@@ -131,24 +142,31 @@ pub const AUTO_ELEMS_PER_THREAD: u64 = 32;
 /// The warps the pass gives kernel `k` with `num-warps=0`: enough that each thread holds
 /// at most [`AUTO_ELEMS_PER_THREAD`] elements of the kernel's largest tile, from 4 to 8
 /// (at 16 warps the register cap, 65,536 / 512 threads = 128, spilled a 64×256 reduction).
+///
+/// A kernel with `tile.dot`s gets as many warps as the dot with the fewest 16-row MMA
+/// tiles has (at most 8), so that every warp holds whole rows of every product and a
+/// product's result is the next product's A operand where it stays
+/// ([`LinearLayout::dot_operand_a`]).
 pub fn auto_warps(m: &Module, k: &Operation) -> u64 {
     let mut largest = 1u64;
+    let mut dot_rows: Option<u64> = None;
     k.walk(&mut |o| {
         for &r in &o.results {
             if let Some(s) = m.ty(r).tile_shape() {
                 largest = largest.max(s.iter().map(|d| d.next_power_of_two()).product());
+                if o.kind == OpKind::Dot {
+                    let tiles = (s[0].next_power_of_two() / 16).max(1);
+                    dot_rows = Some(dot_rows.map_or(tiles, |d| d.min(tiles)));
+                }
             }
         }
     });
+    if let Some(tiles) = dot_rows {
+        return tiles.min(8);
+    }
     (largest / (32 * AUTO_ELEMS_PER_THREAD))
         .next_power_of_two()
         .clamp(4, 8)
-}
-
-fn has_dot(k: &Operation) -> bool {
-    let mut found = false;
-    k.walk(&mut |o| found |= o.kind == OpKind::Dot);
-    found
 }
 
 /// Lays out kernel `k` (see the module docs); returns the number of conversions inserted.
@@ -163,7 +181,7 @@ pub fn assign_layouts(
 ) -> Result<u64, Diagnostics> {
     let mut errors = vec![];
     k.walk(&mut |o| {
-        if let Some(msg) = unsupported(m, o) {
+        if let Some(msg) = unsupported(m, o).or_else(|| dot_unsupported(m, o, num_warps)) {
             errors.push(Diagnostic::error(o.loc.clone(), msg));
         }
     });
@@ -195,15 +213,17 @@ pub fn assign_layouts(
     for b in &mut k.regions {
         a.block(b);
     }
-    // Constructors whose every use took a rematerialized copy.
-    let mut used = std::collections::HashSet::new();
-    k.walk(&mut |o| used.extend(o.operands.iter().copied()));
-    let dead: std::collections::HashSet<Value> = a
-        .constructors
-        .keys()
-        .filter(|v| !used.contains(*v))
-        .copied()
-        .collect();
+    // Constructors whose every use took a rematerialized copy (and then the constructors
+    // only those used).
+    let dead_constructors = |k: &Operation| -> std::collections::HashSet<Value> {
+        let mut used = std::collections::HashSet::new();
+        k.walk(&mut |o| used.extend(o.operands.iter().copied()));
+        a.constructors
+            .keys()
+            .filter(|v| !used.contains(*v))
+            .copied()
+            .collect()
+    };
     fn sweep(b: &mut Block, dead: &std::collections::HashSet<Value>) {
         b.ops
             .retain(|o| !o.results.iter().any(|r| dead.contains(r)));
@@ -213,8 +233,18 @@ pub fn assign_layouts(
             }
         }
     }
+    loop {
+        let dead = dead_constructors(k);
+        let before = count_ops(k);
+        for b in &mut k.regions {
+            sweep(b, &dead);
+        }
+        if count_ops(k) == before {
+            break;
+        }
+    }
     for b in &mut k.regions {
-        sweep(b, &dead);
+        hoist_invariant_conversions(b);
     }
     let n = a.conversions;
     registers_fit(m, k, num_warps)?;
@@ -276,6 +306,82 @@ fn registers_fit(m: &Module, k: &Operation, num_warps: u64) -> Result<(), Diagno
         Some(d) => Err(Diagnostics(vec![d])),
         None => Ok(()),
     }
+}
+
+fn count_ops(k: &Operation) -> usize {
+    let mut n = 0;
+    k.walk(&mut |_| n += 1);
+    n
+}
+
+/// Moves each `tile.convert_layout` at the top level of a `tile.for` body whose operand the
+/// loop does not define to just before the loop (innermost loops first): a loop-invariant
+/// operand is converted once, not once per iteration.
+fn hoist_invariant_conversions(b: &mut Block) {
+    fn defined(b: &Block, out: &mut std::collections::HashSet<Value>) {
+        out.extend(b.args.iter().copied());
+        for o in &b.ops {
+            out.extend(o.results.iter().copied());
+            for r in &o.regions {
+                defined(r, out);
+            }
+        }
+    }
+    let ops = std::mem::take(&mut b.ops);
+    for mut op in ops {
+        for r in &mut op.regions {
+            hoist_invariant_conversions(r);
+        }
+        if op.kind == OpKind::For {
+            let mut inside = std::collections::HashSet::new();
+            defined(&op.regions[0], &mut inside);
+            let body = std::mem::take(&mut op.regions[0].ops);
+            for o in body {
+                if o.kind == OpKind::ConvertLayout && !inside.contains(&o.operands[0]) {
+                    b.ops.push(o);
+                } else {
+                    op.regions[0].ops.push(o);
+                }
+            }
+        }
+        b.ops.push(op);
+    }
+}
+
+/// Why the generic lowering cannot take the `tile.dot` `o` at `num_warps` warps, if it
+/// cannot: it lowers 16-bit float operands (bf16, f16, both alike) into an f32
+/// accumulator with `mma.sync.m16n8k16`, so the (padded) shapes must hold one MMA tile per
+/// warp.
+fn dot_unsupported(m: &Module, o: &Operation, num_warps: u64) -> Option<String> {
+    if o.kind != OpKind::Dot || o.operands.len() != 3 {
+        return None;
+    }
+    let (a, b, c) = (m.ty(o.operands[0]), m.ty(o.operands[1]), m.ty(o.results[0]));
+    let (Some(sa), Some(sc)) = (a.tile_shape(), c.tile_shape()) else {
+        return None;
+    };
+    let (ea, eb, ec) = (a.elem()?, b.elem()?, c.elem()?);
+    let f16ish = |e: ScalarType| matches!(e, ScalarType::BF16 | ScalarType::F16);
+    if !f16ish(ea) || ea != eb || ec != ScalarType::F32 {
+        return Some(format!(
+            "'tile.dot' of {ea} x {eb} into {ec} is not lowered in a kernel with a plain \
+             launch: it takes bf16 or f16 operands (both alike) into f32 (mma.sync.m16n8k16)"
+        ));
+    }
+    let (mm, n, kk) = (
+        sc[0].next_power_of_two(),
+        sc[1].next_power_of_two(),
+        sa[1].next_power_of_two(),
+    );
+    let fits = kk >= 16 && LinearLayout::dot_warps(mm, n, num_warps).is_some();
+    (!fits).then(|| {
+        format!(
+            "'tile.dot' of {}x{} by {}x{} does not fit mma.sync.m16n8k16 at {num_warps} \
+             warps: K must be at least 16, and each warp needs at least one 16 x 8 tile of \
+             the result (use a larger tile or fewer warps)",
+            sc[0], sa[1], sa[1], sc[1]
+        )
+    })
 }
 
 /// Why the generic lowering cannot take `o` yet, if it cannot.
@@ -351,10 +457,18 @@ impl Assigner<'_> {
         }
         let ty = self.m.ty(v).with_layout(Some(want.clone()));
         let r = self.m.new_value(ty, None);
-        if let Some(def) = self.constructors.get(&v) {
-            // Made by a constructor: make it again, in the layout wanted.
-            let mut c = def.clone();
+        if let Some(def) = self.constructors.get(&v).cloned() {
+            // Made by a constructor (or by elementwise ops on constructors only): make it
+            // again, in the layout wanted.
+            let mut c = def;
             c.loc = op.loc.clone();
+            let shape = self.m.ty(v).tile_shape().map(<[u64]>::to_vec);
+            for i in 0..c.operands.len() {
+                let x = c.operands[i];
+                if self.is_tile(x) && self.m.ty(x).tile_shape().map(<[u64]>::to_vec) == shape {
+                    c.operands[i] = self.convert(out, op, x, want);
+                }
+            }
             c.results = vec![r];
             out.push(c);
             return r;
@@ -388,8 +502,10 @@ impl Assigner<'_> {
                 if let Some(s) = op.results.first().and_then(|&r| shape_of(self.m, r)) {
                     let l = self.blocked(&s);
                     self.set(op.results[0], l);
-                    let constructor =
-                        matches!(op.kind, OpKind::Zeros | OpKind::Splat | OpKind::Iota);
+                    let constructor = matches!(
+                        op.kind,
+                        OpKind::Zeros | OpKind::Splat | OpKind::Iota | OpKind::Broadcast
+                    );
                     if constructor {
                         self.constructors.insert(op.results[0], op.clone());
                     }
@@ -405,6 +521,24 @@ impl Assigner<'_> {
                 self.set(op.results[0], l.clone());
                 let rows = l.slice(1).reshaped(&tilec_dialect::layout::padded(&s[..1]));
                 op.operands[1] = self.convert(out, op, op.operands[1], &rows);
+            }
+            OpKind::Dot => {
+                // A and C in the mma.sync fragments; B as it is (the lowering stages it
+                // through shared memory and reads its fragments there).
+                let (Some(sa), Some(sc)) = (
+                    shape_of(self.m, op.operands[0]),
+                    shape_of(self.m, op.results[0]),
+                ) else {
+                    return;
+                };
+                let Some((wm, wn)) = LinearLayout::dot_warps(sc[0], sc[1], self.num_warps) else {
+                    return;
+                };
+                let acc = LinearLayout::dot_accumulator(&sc, wm, wn);
+                let a = LinearLayout::dot_operand_a(&sa, wm, wn);
+                op.operands[0] = self.convert(out, op, op.operands[0], &a);
+                op.operands[2] = self.convert(out, op, op.operands[2], &acc);
+                self.set(op.results[0], acc);
             }
             OpKind::Reduce => {
                 let (Some(l), Some(d)) = (self.layout(op.operands[0]), op.int_attr("dim")) else {
@@ -514,6 +648,9 @@ impl Assigner<'_> {
                     op.operands[last] = self.convert(out, op, t, &b);
                 }
             }
+            // A loop's yields are fixed by its `tile.for` (`fix_yield`), an if's by its
+            // `tile.if`: the values they carry may have different shapes.
+            OpKind::Yield | OpKind::Return => {}
             _ => {
                 // Elementwise and the like: the first computed tile operand's layout (a
                 // constructor's costs the same in any).
@@ -539,6 +676,19 @@ impl Assigner<'_> {
                     if self.is_tile(r) {
                         self.set(r, l.clone());
                     }
+                }
+                // Elementwise on constructors only (an iota compared with a splat): as
+                // cheap to make again in any layout as they are.
+                let shape = op.results.first().and_then(|&r| shape_of(self.m, r));
+                let derived = op.regions.is_empty()
+                    && op.results.len() == 1
+                    && shape.is_some()
+                    && op.operands.iter().all(|&v| {
+                        !self.is_tile(v)
+                            || (self.constructors.contains_key(&v) && shape_of(self.m, v) == shape)
+                    });
+                if derived {
+                    self.constructors.insert(op.results[0], op.clone());
                 }
             }
         }

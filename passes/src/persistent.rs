@@ -2,8 +2,9 @@
 //!
 //! Runs on level-1 IR, before `tile-to-gpu` (which then keeps the shared-memory ring's
 //! phases running across tiles). With `dot-kernels-only` (the default pipeline sets it),
-//! kernels without a `tile.dot` are left as they are: one program per CTA, as launched
-//! (`tile-assign-layouts` gives them a plain launch). The kernel's launch `grid` stays the
+//! only kernels in the main-loop form `tile-to-gpu` pipelines
+//! ([`crate::tile_to_gpu::pipelines`]) are made persistent; the others are left as they
+//! are: one program per CTA, as launched (`tile-assign-layouts` gives them a plain launch). The kernel's launch `grid` stays the
 //! *tile* grid; the pass adds `schedule` and `group_m` attributes, which the manifest
 //! passes on to the launcher.
 //!
@@ -108,8 +109,8 @@ pub static INFO: PassInfo = PassInfo {
             name: "dot-kernels-only",
             kind: OptionKind::Bool,
             default: "false",
-            help: "Leave kernels without a 'tile.dot' as they are (the default pipeline sets it: \
-                those get a plain launch)",
+            help: "Leave kernels that tile-to-gpu does not pipeline as they are (the default \
+                pipeline sets it: those get a plain launch)",
         },
     ],
 };
@@ -122,7 +123,7 @@ pub struct Persistent {
     pub group_m: u64,
     /// CTAs per cluster along x (clc only).
     pub cluster: u64,
-    /// Leave kernels without a `tile.dot` alone.
+    /// Leave kernels that `tile-to-gpu` does not pipeline alone.
     pub dot_kernels_only: bool,
     /// Test-only: emit a deliberately broken clc protocol (the model test must catch it).
     #[doc(hidden)]
@@ -188,7 +189,7 @@ impl Pass for Persistent {
             if k.kind != OpKind::Kernel
                 || k.attr("schedule").is_some()
                 || k.attr("target").is_some()
-                || (self.dot_kernels_only && !has_dot(k))
+                || (self.dot_kernels_only && !crate::tile_to_gpu::pipelines(k))
             {
                 continue;
             }
@@ -204,13 +205,6 @@ impl Pass for Persistent {
             Err(Diagnostics(errors))
         }
     }
-}
-
-/// Whether `k` holds a `tile.dot` (kernels without one keep one program per CTA).
-fn has_dot(k: &Operation) -> bool {
-    let mut found = false;
-    k.walk(&mut |o| found |= o.kind == OpKind::Dot);
-    found
 }
 
 struct Em<'m> {

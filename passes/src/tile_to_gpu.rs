@@ -26,7 +26,10 @@
 //!   1×BM×BK at the load's coordinates.
 //!
 //! In every form k, the loop's induction variable, must be the load's coordinate along the
-//! dimension that is K for the dot, and nothing else may be in the loop.
+//! dimension that is K for the dot, and nothing else may be in the loop. A kernel with dots
+//! in any other form ([`pipelines`]: several dots, a dot outside a loop, a loop holding
+//! more than loads, layout ops and its dot — attention) is left as it is, for
+//! `tile-assign-layouts` (a plain launch, `mma.sync` from registers).
 //!
 //! It turns the loop into a warp-specialized pipeline: a `stages`-deep ring of shared-memory
 //! stages for A and B (each as it was loaded; 128-byte swizzle, 64-byte for the 64-byte rows
@@ -229,8 +232,8 @@ impl Pass for TileToGpu {
         let mut errors = vec![];
         let mut kernels = std::mem::take(&mut m.ops);
         for k in &mut kernels {
-            if k.kind != OpKind::Kernel || k.attr("target").is_some() || !has_dot(k) {
-                // A kernel without a dot is `tile-assign-layouts`'s (a plain launch).
+            if k.kind != OpKind::Kernel || k.attr("target").is_some() || !pipelines(k) {
+                // Kernels in any other form are `tile-assign-layouts`'s (a plain launch).
                 continue;
             }
             let opts = (self.stages, self.tma_epilogue, self.promote);
@@ -251,10 +254,33 @@ impl Pass for TileToGpu {
     }
 }
 
-fn has_dot(k: &Operation) -> bool {
-    let mut found = false;
-    k.walk(&mut |o| found |= o.kind == OpKind::Dot);
-    found
+/// Whether kernel `k` has the main-loop form this pass pipelines: exactly one `tile.dot`,
+/// directly in the body of a `tile.for` whose other ops are loads, transposes, reshapes
+/// and the yield. Kernels with dots in any other form (attention's two products with a
+/// softmax between them, a dot outside a loop) get a plain launch from
+/// `tile-assign-layouts`, which lowers `tile.dot` with `mma.sync` on every target.
+pub fn pipelines(k: &Operation) -> bool {
+    let mut dots = 0;
+    let mut main_loops = 0;
+    k.walk(&mut |o| {
+        dots += usize::from(o.kind == OpKind::Dot);
+        if o.kind == OpKind::For
+            && o.regions[0].ops.iter().any(|x| x.kind == OpKind::Dot)
+            && o.regions[0].ops.iter().all(|x| {
+                matches!(
+                    x.kind,
+                    OpKind::Load
+                        | OpKind::Transpose
+                        | OpKind::Reshape
+                        | OpKind::Dot
+                        | OpKind::Yield
+                )
+            })
+        {
+            main_loops += 1;
+        }
+    });
+    dots == 1 && main_loops == 1
 }
 
 /// The constant value of `v` if a `tile.constant` in `defs` defines it.

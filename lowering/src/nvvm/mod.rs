@@ -5,9 +5,9 @@
 //!
 //! Two lowerings, chosen per kernel:
 //!
-//! - kernels laid out by `tile-assign-layouts` (a `num_warps` attribute: no dot, a plain
-//!   launch): [`plain`] (the kernel and the walk), [`memory`], [`math`], [`reduce`],
-//!   [`remap`], [`control`];
+//! - kernels laid out by `tile-assign-layouts` (a `num_warps` attribute: a plain launch):
+//!   [`plain`] (the kernel and the walk), [`memory`], [`math`], [`reduce`], [`remap`],
+//!   [`dot`], [`control`];
 //! - kernels made by `tile-to-gpu` (the GEMM pipeline): [`gemm`] and its modules
 //!   (synchronization, TMA, wgmma, mma.sync, the epilogue, control flow).
 //!
@@ -15,6 +15,7 @@
 //! one stated error bound wherever it appears.
 
 pub mod control;
+pub mod dot;
 pub mod gemm;
 pub mod math;
 pub mod memory;

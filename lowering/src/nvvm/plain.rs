@@ -353,6 +353,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             }
             K::Broadcast | K::ConvertLayout => self.lower_remap(op)?,
             K::Reduce => self.lower_reduce(op)?,
+            K::Dot => self.lower_dot(op)?,
             K::For => self.lower_for(op)?,
             K::If => self.lower_if(op)?,
             K::Yield | K::Return => {}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Build the attention examples for a GPU run of tools/gpu/attention.py, into OUT (default
+# gpu-out/attention; git-ignored, so name it in the device call's `carry`):
+#
+#   OUT/TARGET/attention_fwd_dD.{ptx,json}          non-causal, head dim D
+#   OUT/TARGET/attention_fwd_causal_dD.{ptx,json}   causal
+#
+# for TARGET in sm_90a, sm_90 and D in 64, 128, 256 (the examples are written for 128; the
+# other head dims are the same text with 128 replaced). ptxas -v's report of each goes to
+# OUT/TARGET/NAME.ptxas.
+#
+# Usage: tools/gpu/build_attention.sh [OUT] (after `cargo build --release`; uses
+# target/release/tile-compile, or TILE_COMPILE).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=${1:-gpu-out/attention}
+tc=${TILE_COMPILE:-target/release/tile-compile}
+rm -rf "$out"
+mkdir -p "$out/sm_90a" "$out/sm_90"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for e in attention_fwd attention_fwd_causal; do
+    for d in 64 128 256; do
+        sed -e "s/x128x/x${d}x/g" -e "s/<128x/<${d}x/g" -e "s/@$e(/@${e}_d$d(/" \
+            "examples/$e.tile" >"$tmp/${e}_d$d.tile"
+        for t in sm_90a sm_90; do
+            "$tc" "$tmp/${e}_d$d.tile" --target "$t" -o "$out/$t" --ptxas \
+                >"$tmp/p" 2>&1 || { cat "$tmp/p"; exit 1; }
+            mv "$tmp/p" "$out/$t/${e}_d$d.ptxas"
+        done
+    done
+done
+grep -H "spill stores\|Used" "$out"/*/*.ptxas
