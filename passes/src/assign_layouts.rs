@@ -38,8 +38,8 @@
 //! generic lowering cannot take yet is refused here, at its op: `tile.while`,
 //! `tile.atomic_add`, `tile.log` (no lowering with a stated error bound yet), reshapes
 //! between shapes that are not powers of two, dots of other than bf16 or f16 into f32, and
-//! dots whose result has fewer m16n8 tiles than the warps. A tile that needs more than [`MAX_REGISTERS_PER_THREAD`] registers per thread
-//! is refused as a resource limit.
+//! dots whose result has fewer m16n8 tiles than the warps. A tile that needs more than
+//! [`MAX_REGISTERS_PER_THREAD`] registers per thread is refused as a resource limit.
 //!
 //! Options: `target` (sm_90a), `num-warps` (0: choose). Statistics: `kernels-laid-out`,
 //! `layout-conversions`.

@@ -4,9 +4,9 @@
 //! phases running across tiles). With `dot-kernels-only` (the default pipeline sets it),
 //! only kernels in the main-loop form `tile-to-gpu` pipelines
 //! ([`crate::tile_to_gpu::pipelines`]) are made persistent; the others are left as they
-//! are: one program per CTA, as launched (`tile-assign-layouts` gives them a plain launch). The kernel's launch `grid` stays the
-//! *tile* grid; the pass adds `schedule` and `group_m` attributes, which the manifest
-//! passes on to the launcher.
+//! are: one program per CTA, as launched (`tile-assign-layouts` gives them a plain
+//! launch). The kernel's launch `grid` stays the *tile* grid; the pass adds `schedule` and
+//! `group_m` attributes, which the manifest passes on to the launcher.
 //!
 //! - `schedule=static` (sm_90, sm_90a): the launcher starts min(tiles, SMs × CTAs per SM)
 //!   CTAs along x, the SM count read from the device at launch (never a constant); CTA c

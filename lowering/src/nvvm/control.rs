@@ -134,9 +134,42 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let region = &op.regions[0];
         self.vals.insert(region.args[0], Lv::Scalar(iv));
         self.bind(&region.args[1..], &inits, &hargs[1..]);
+        // The body's own prologue: the thread's lane and warp read again (a `mov` from
+        // %tid.x that LLVM may not hoist), and every thread coordinate the body needs
+        // computed from them there. Addresses and bounds built on thread coordinates then
+        // vary with the loop, so LLVM does not hoist one per element out of the loop and
+        // keep them all live through it (register pressure ptxas does not undo).
+        let saved = (
+            self.prologue,
+            self.lane,
+            self.warp,
+            std::mem::take(&mut self.thread_coords),
+        );
+        let i32t = self.w.ty(tilec_dialect::ScalarType::I32);
+        let tid = self
+            .w
+            .inline_asm("mov.u32 $0, %tid.x;", "=r", &[], Some(i32t), true)
+            .expect("a result type was given");
+        let tid = V {
+            v: tid,
+            t: tilec_dialect::ScalarType::I32,
+        };
+        let c31 = self.w.i32(31);
+        let c5 = self.w.i32(5);
+        self.lane = self.w.bin("and", tid, c31);
+        self.warp = self.w.bin("lshr", tid, c5);
+        self.prologue = body;
+        let first = self.w.new_block(&[]);
+        self.w.block = first;
         self.loop_depth += 1;
-        self.lower_block(&region.ops)?;
+        let lowered = self.lower_block(&region.ops);
         self.loop_depth -= 1;
+        let here = self.w.block;
+        self.w.block = body;
+        self.w.br(&first, &[]);
+        self.w.block = here;
+        (self.prologue, self.lane, self.warp, self.thread_coords) = saved;
+        lowered?;
         let mut next = vec![self.w.add(iv, step).v];
         next.extend(self.yielded(region, &inits)?);
         self.w.br(&header, &next);

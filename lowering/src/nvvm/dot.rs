@@ -20,7 +20,12 @@
 //!    different groups of four banks. K padding (a non-power-of-two K) is stored as zeros.
 //! 2. **Barrier**, then per k16 step and per pair of n8 tiles of the warp's columns, one
 //!    `ldmatrix.x4` gives `b0, b1` of both tiles: plain from `[N][K]` rows, `.trans` from
-//!    `[K][N]` rows (one n8 tile: `.x2`).
+//!    `[K][N]` rows (one n8 tile: `.x2`). Every `ldmatrix` of a dot addresses one 32-bit
+//!    register (the lane's row in the first fragment) plus an immediate, so it is written
+//!    as PTX (`llvm.inline_asm`, with a memory clobber so it stays between the barriers):
+//!    `nvvm.ldmatrix` takes a pointer, and NVPTX gives each of its constant offsets a
+//!    64-bit register of its own, which LLVM hoists out of the loop (a 64 × 128 `Kᵀ`
+//!    held 32 such pairs live through the key loop of attention).
 //! 3. **MMAs** of that k step, for every m16 tile of the warp's rows; then, inside a loop, a
 //!    barrier before the next iteration writes the region again.
 //!
@@ -28,10 +33,7 @@
 
 use super::plain::{err, Lowerer, Tile, R};
 use super::writer::V;
-use melior::ir::{
-    attribute::{DenseI32ArrayAttribute, IntegerAttribute},
-    Value, ValueLike,
-};
+use melior::ir::{attribute::DenseI32ArrayAttribute, Value, ValueLike};
 use tilec_dialect::{LinearLayout, Operation, ScalarType};
 
 /// Bytes each staged row of B is padded by (one 16-byte `ldmatrix` row).
@@ -81,16 +83,20 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let mma_attrs = self.mma_attrs(elem);
         let mut acc = c.regs.clone();
         for kk in 0..k_steps {
-            let bfrag = self.b_fragments(&stage, kk, n_tiles);
-            for (j, &(b0, b1)) in bfrag.iter().enumerate() {
-                for i in 0..m_tiles as usize {
-                    let base = 4 * (j + n_tiles as usize * i);
-                    let mut operands = afrag[i * k_steps as usize + kk as usize].to_vec();
-                    operands.extend([b0, b1]);
-                    operands.extend_from_slice(&acc[base..base + 4]);
-                    let d = self.w.op1("nvvm.mma.sync", &operands, acc4, &mma_attrs);
-                    for e in 0..4 {
-                        acc[base + e] = self.w.extract(d, e, f32t);
+            // Each ldmatrix's fragments go straight to their MMAs: few B registers live.
+            for jp in 0..n_tiles.div_ceil(2) {
+                let bfrag = self.b_fragments(&stage, kk, jp, n_tiles);
+                for (jj, &(b0, b1)) in bfrag.iter().enumerate() {
+                    let j = 2 * jp as usize + jj;
+                    for i in 0..m_tiles as usize {
+                        let base = 4 * (j + n_tiles as usize * i);
+                        let mut operands = afrag[i * k_steps as usize + kk as usize].to_vec();
+                        operands.extend([b0, b1]);
+                        operands.extend_from_slice(&acc[base..base + 4]);
+                        let d = self.w.op1("nvvm.mma.sync", &operands, acc4, &mma_attrs);
+                        for e in 0..4 {
+                            acc[base + e] = self.w.extract(d, e, f32t);
+                        }
                     }
                 }
             }
@@ -232,15 +238,37 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let et = self.w.ty(b.elem);
         let vlen = 1u64 << run;
         let vt = self.w.vector_ty(vlen, et);
+        let layout = l.clone();
+        // Addresses: with register bits apart from thread bits (every blocked layout and its
+        // transposes), the thread's part once and each vector's part a constant, which the
+        // stores take as an immediate; otherwise per vector from its coordinate.
+        let split = layout.register_bits_disjoint();
         let cpitch = self.w.i32(pitch as i64);
         let cbytes = self.w.i32(esize as i64);
-        let layout = l.clone();
-        for r in (0..b.regs.len() as u64).step_by(vlen as usize) {
-            let cd = self.coord(&layout, r);
-            let row = self.w.mul(cd[row_dim], cpitch);
-            let flat = self.w.add(row, cd[run_dim]);
+        let thread_base = if split {
+            let tc = self.thread_coord(&layout);
+            let row = self.w.mul(tc[row_dim], cpitch);
+            let flat = self.w.add(row, tc[run_dim]);
             let off = self.w.mul(flat, cbytes);
-            let off = self.w.add_const(off, region as i64);
+            Some(self.w.add_const(off, region as i64))
+        } else {
+            None
+        };
+        for r in (0..b.regs.len() as u64).step_by(vlen as usize) {
+            let off = match thread_base {
+                Some(base) => {
+                    let k = layout.register_coord(r);
+                    let konst = (k[row_dim] * pitch + k[run_dim]) * esize;
+                    self.w.add_const(base, konst as i64)
+                }
+                None => {
+                    let cd = self.coord(&layout, r);
+                    let row = self.w.mul(cd[row_dim], cpitch);
+                    let flat = self.w.add(row, cd[run_dim]);
+                    let off = self.w.mul(flat, cbytes);
+                    self.w.add_const(off, region as i64)
+                }
+            };
             let p = self.w.smem_addr(off);
             if vlen == 1 {
                 self.w.store(b.regs[r as usize], p, esize);
@@ -259,7 +287,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let lane = self.lane;
         let warp = self.warp;
         let x2 = bn < 16;
-        let lane_off = self.in_prologue(|w| {
+        let lane_addr = self.in_prologue(|w| {
             let c7 = w.i32(7);
             let c3 = w.i32(3);
             let c1 = w.i32(1);
@@ -287,10 +315,16 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             let flat = w.add(rp, col);
             let ce = w.i32(esize as i64);
             let off = w.mul(flat, ce);
-            w.add_const(off, region as i64)
+            let off = w.add_const(off, region as i64);
+            let p = w.smem_addr(off);
+            let i32t = w.ty(ScalarType::I32);
+            V {
+                v: w.cast("llvm.ptrtoint", p, i32t),
+                t: ScalarType::I32,
+            }
         });
         Ok(Stage {
-            lane_off,
+            lane_addr,
             k_rows: run_dim == 1,
             pitch_bytes: pitch * esize,
             esize,
@@ -298,35 +332,25 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         })
     }
 
-    /// `b0, b1` of each of the warp's `n_tiles` n8 tiles in k16 step `kk` (step 2 of the
-    /// module docs).
+    /// `b0, b1` of the warp's n8 tiles `2 jp` and `2 jp + 1` (one when `n_tiles` is 1) in
+    /// k16 step `kk` (step 2 of the module docs).
     fn b_fragments(
         &mut self,
         s: &Stage<'c, 'm>,
         kk: u64,
+        jp: u64,
         n_tiles: u64,
     ) -> Vec<(Value<'c, 'm>, Value<'c, 'm>)> {
         let num = if n_tiles == 1 { 2 } else { 4 };
         let i32t = self.w.ty(ScalarType::I32);
         let rt = self.w.struct_ty(&vec![i32t; num]);
-        let attrs = [
-            ("eltType", self.w.attr("#nvvm.ld_st_matrix_elt_type<b16>")),
-            (
-                "layout",
-                self.w.attr(if s.k_rows {
-                    "#nvvm.mma_layout<col>"
-                } else {
-                    "#nvvm.mma_layout<row>"
-                }),
-            ),
-            ("num", IntegerAttribute::new(i32t, num as i64).into()),
-            (
-                "shape",
-                self.w.attr("#nvvm.ld_st_matrix_shape<m = 8, n = 8>"),
-            ),
-        ];
+        let regs = (0..num)
+            .map(|i| format!("${i}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let constraints = format!("{}r,~{{memory}}", "=r,".repeat(num));
         let mut out = vec![];
-        for jp in 0..n_tiles.div_ceil(2) {
+        {
             // Pair jp starts 16 columns (n) further; step kk 16 rows or columns (k) further.
             let (k_at, n_at) = (16 * kk, 16 * jp);
             let konst = if s.k_rows {
@@ -334,9 +358,14 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             } else {
                 n_at * s.pitch_bytes + k_at * s.esize
             };
-            let off = self.w.add_const(s.lane_off, konst as i64);
-            let p = self.w.smem_addr(off);
-            let r = self.w.op1("nvvm.ldmatrix", &[p], rt, &attrs);
+            let asm = format!(
+                "ldmatrix.sync.aligned.m8n8.x{num}{}.shared.b16 {{{regs}}}, [${num}+{konst}];",
+                if s.k_rows { ".trans" } else { "" }
+            );
+            let r = self
+                .w
+                .inline_asm(&asm, &constraints, &[s.lane_addr.v], Some(rt), true)
+                .expect("a result type was given");
             let regs: Vec<Value<'c, 'm>> = (0..num)
                 .map(|i| {
                     let v = self.w.extract(r, i, i32t);
@@ -353,10 +382,10 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
 }
 
 /// B staged in shared memory: each lane's `ldmatrix` row address for k step 0 and the
-/// warp's first pair of n8 tiles (bytes into `@dynamic_smem`), whether rows run along K
-/// (`[K][N]`, read with `.trans`), the row pitch and the element.
+/// warp's first pair of n8 tiles (a 32-bit shared-window address), whether rows run along
+/// K (`[K][N]`, read with `.trans`), the row pitch and the element.
 struct Stage<'c, 'm> {
-    lane_off: V<'c, 'm>,
+    lane_addr: V<'c, 'm>,
     k_rows: bool,
     pitch_bytes: u64,
     esize: u64,

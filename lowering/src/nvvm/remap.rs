@@ -104,18 +104,13 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let region = self.smem_region(elems * bytes, &op.loc)?;
         let ety = self.w.ty(src.elem);
         for (r, &x) in src.regs.iter().enumerate() {
-            let c = self.coord(sl, r as u64);
-            let p = self.smem_element(&c, &pitched, bytes, region);
+            let p = self.smem_register(sl, r as u64, &[], &pitched, bytes, region);
             self.w.store(x, p, bytes);
         }
         self.w.barrier();
         let mut regs = Vec::with_capacity(dst.num_registers() as usize);
         for r in 0..dst.num_registers() {
-            let mut c = self.coord(dst, r);
-            for &d in bcast {
-                c[d] = self.w.i32(0);
-            }
-            let p = self.smem_element(&c, &pitched, bytes, region);
+            let p = self.smem_register(dst, r, bcast, &pitched, bytes, region);
             regs.push(self.w.load(p, ety, bytes));
         }
         if self.in_loop() {
@@ -126,6 +121,41 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             layout: dst.clone(),
             ..src
         })
+    }
+
+    /// The shared-memory address of register `r` of `layout` (its dimensions `zeroed` read
+    /// as 0) in a row-major tile of `dims`. With register bits apart from thread bits, the
+    /// thread's offset is computed once per layout and each register adds a constant (an
+    /// immediate of the access): per-register addresses would be as many live values,
+    /// shared by every round trip of the layout and kept live between them.
+    fn smem_register(
+        &mut self,
+        layout: &LinearLayout,
+        r: u64,
+        zeroed: &[usize],
+        dims: &[u64],
+        bytes: u64,
+        region: u64,
+    ) -> melior::ir::Value<'c, 'm> {
+        if !layout.register_bits_disjoint() {
+            let mut c = self.coord(layout, r);
+            for &d in zeroed {
+                c[d] = self.w.i32(0);
+            }
+            return self.smem_element(&c, dims, bytes, region);
+        }
+        let mut tc = self.thread_coord(layout);
+        let mut k = layout.register_coord(r);
+        for &d in zeroed {
+            tc[d] = self.w.i32(0);
+            k[d] = 0;
+        }
+        let flat = self.flat(&tc, dims);
+        let b = self.w.i32(bytes as i64);
+        let off = self.w.mul(flat, b);
+        let konst = k.iter().zip(dims).fold(0, |acc, (&x, &d)| acc * d + x) * bytes;
+        let off = self.w.add_const(off, (region + konst) as i64);
+        self.w.smem_addr(off)
     }
 
     /// The shared-memory address of element `c` of a row-major tile of `dims` (the last
