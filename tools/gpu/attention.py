@@ -97,7 +97,7 @@ def check(kern, d, causal, case, seed):
     bound = 1.01 * max(known) if known else 2e-2
     ok = unwritten == 0 and guard_ok and err <= bound
     fmt = lambda e: "n/a" if e is None else "%.4e" % e  # noqa: E731
-    print("  %-22s %s err %.3e  cudnn %s  flash %s  unwritten %d  guard %s  %s" % (
+    print("  %-22s %s err %.4e  cudnn %s  flash %s  unwritten %d  guard %s  %s" % (
         case, "causal" if causal else "      ", err, fmt(theirs["cudnn"]), fmt(theirs["flash"]),
         unwritten, "ok" if guard_ok else "BROKEN", "ok" if ok else "FAIL"), flush=True)
     return ok
