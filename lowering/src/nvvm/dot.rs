@@ -33,7 +33,7 @@
 
 use super::plain::{err, Lowerer, Tile, R};
 use super::writer::V;
-use melior::ir::{attribute::DenseI32ArrayAttribute, Value, ValueLike};
+use melior::ir::{Value, ValueLike};
 use tilec_dialect::{LinearLayout, Operation, ScalarType};
 
 /// Bytes each staged row of B is padded by (one 16-byte `ldmatrix` row).
@@ -80,7 +80,12 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let stage = self.stage_b(op, &b, wm, bn)?;
         let f32t = self.w.ty(ScalarType::F32);
         let acc4 = self.w.struct_ty(&[f32t; 4]);
-        let mma_attrs = self.mma_attrs(elem);
+        let t = if elem == ScalarType::F16 {
+            "f16"
+        } else {
+            "bf16"
+        };
+        let mma_attrs = self.w.mma_sync_attrs(t, t, 16);
         let mut acc = c.regs.clone();
         for kk in 0..k_steps {
             // Each ldmatrix's fragments go straight to their MMAs: few B registers live.
@@ -178,32 +183,6 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         } else {
             self.w.cast("llvm.bitcast", v, want)
         }
-    }
-
-    /// The attributes of `nvvm.mma.sync` m16n8k16, row-major A, column-major B, f32 C.
-    fn mma_attrs(&mut self, elem: ScalarType) -> [(&'static str, melior::ir::Attribute<'c>); 6] {
-        let t = if elem == ScalarType::F16 {
-            "f16"
-        } else {
-            "bf16"
-        };
-        [
-            ("layoutA", self.w.attr("#nvvm.mma_layout<row>")),
-            ("layoutB", self.w.attr("#nvvm.mma_layout<col>")),
-            (
-                "multiplicandAPtxType",
-                self.w.attr(&format!("#nvvm.mma_type<{t}>")),
-            ),
-            (
-                "multiplicandBPtxType",
-                self.w.attr(&format!("#nvvm.mma_type<{t}>")),
-            ),
-            (
-                "operandSegmentSizes",
-                DenseI32ArrayAttribute::new(self.w.ctx, &[4, 2, 4]).into(),
-            ),
-            ("shape", self.w.attr("#nvvm.shape<m = 16, n = 8, k = 16>")),
-        ]
     }
 
     /// Writes B to its shared-memory region (step 1 of the module docs) and a barrier;

@@ -701,6 +701,37 @@ impl<'c, 'm> Writer<'c, 'm> {
         self.push(Ok(op));
     }
 
+    /// The attributes of `nvvm.mma.sync` m16n8k`k` with a row-major A of PTX type `a`, a
+    /// column-major B of type `b` and f32 C and D (four, two and four registers; PTX ISA,
+    /// "Warp-level matrix multiply-accumulate instructions").
+    pub fn mma_sync_attrs(
+        &mut self,
+        a: &str,
+        b: &str,
+        k: u64,
+    ) -> [(&'static str, Attribute<'c>); 6] {
+        [
+            ("layoutA", self.attr("#nvvm.mma_layout<row>")),
+            ("layoutB", self.attr("#nvvm.mma_layout<col>")),
+            (
+                "multiplicandAPtxType",
+                self.attr(&format!("#nvvm.mma_type<{a}>")),
+            ),
+            (
+                "multiplicandBPtxType",
+                self.attr(&format!("#nvvm.mma_type<{b}>")),
+            ),
+            (
+                "operandSegmentSizes",
+                DenseI32ArrayAttribute::new(self.ctx, &[4, 2, 4]).into(),
+            ),
+            (
+                "shape",
+                self.attr(&format!("#nvvm.shape<m = 16, n = 8, k = {k}>")),
+            ),
+        ]
+    }
+
     /// `bar.sync 0` over the CTA (`nvvm.barrier0`).
     pub fn barrier(&mut self) {
         self.op("nvvm.barrier0", &[], &[], &[]);

@@ -11,10 +11,7 @@
 use super::wgmma::{mma_parts, mma_type_name, operand_majors};
 use super::{err, Gemm, Lv, R};
 use crate::nvvm::writer::V;
-use melior::ir::{
-    attribute::{DenseI32ArrayAttribute, IntegerAttribute},
-    Value,
-};
+use melior::ir::{attribute::IntegerAttribute, Value};
 use tilec_dialect::{Attribute as TileAttr, Operation, ScalarType};
 
 /// Accumulator registers per lane: a 64 x 64 warp tile of m16n8 tiles.
@@ -256,27 +253,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         } else {
             (eta, etb, mma_k)
         };
-        let mma_attrs = [
-            ("layoutA", self.w.attr("#nvvm.mma_layout<row>")),
-            ("layoutB", self.w.attr("#nvvm.mma_layout<col>")),
-            (
-                "multiplicandAPtxType",
-                self.w.attr(&format!("#nvvm.mma_type<{mta}>")),
-            ),
-            (
-                "multiplicandBPtxType",
-                self.w.attr(&format!("#nvvm.mma_type<{mtb}>")),
-            ),
-            (
-                "operandSegmentSizes",
-                DenseI32ArrayAttribute::new(self.w.ctx, &[4, 2, 4]).into(),
-            ),
-            (
-                "shape",
-                self.w
-                    .attr(&format!("#nvvm.shape<m = 16, n = 8, k = {mk}>")),
-            ),
-        ];
+        let mma_attrs = self.w.mma_sync_attrs(mta, mtb, mk);
         // Each step takes 32 bytes of K: its fragments are the same bytes for every element
         // type (the PTX ISA's m16n8k16 16-bit, m16n8k32 fp8 and m16n8k8 tf32 layouts of a
         // row-major A and a column-major B agree byte for byte), so ldmatrix serves all.
