@@ -409,6 +409,8 @@ fn unsupported(m: &Module, o: &Operation) -> Option<String> {
                 )
             })
         }
+        // A persistent loop's bounds (`persistent` with the static schedule).
+        OpKind::CtaId | OpKind::NumCtas => None,
         k if k.class() == OpClass::Gpu => Some(format!(
             "'{name}' is a GPU-level op; tile-assign-layouts takes level-1 kernels"
         )),

@@ -5,8 +5,12 @@
 //! only kernels in the main-loop form `tile-to-gpu` pipelines
 //! ([`crate::tile_to_gpu::pipelines`]) are made persistent; the others are left as they
 //! are: one program per CTA, as launched (`tile-assign-layouts` gives them a plain
-//! launch). The kernel's launch `grid` stays the *tile* grid; the pass adds `schedule` and
-//! `group_m` attributes, which the manifest passes on to the launcher.
+//! launch). Without it, the static schedule also applies to kernels with a plain launch
+//! (their tile loop is a `tile.for` over `tile.ctaid`/`tile.nctaid`, which the plain
+//! lowering takes); `clc` does not (its work-stealing loop is lowered by the GEMM pipeline
+//! only). The kernel's launch `grid` stays the *tile* grid; the
+//! pass adds `schedule` and `group_m` attributes, which the manifest passes on to the
+//! launcher.
 //!
 //! - `schedule=static` (sm_90, sm_90a): the launcher starts min(tiles, SMs × CTAs per SM)
 //!   CTAs along x, the SM count read from the device at launch (never a constant); CTA c

@@ -7,7 +7,10 @@
 #
 # for TARGET in sm_90a, sm_90 and D in 64, 128, 256 (the examples are written for 128; the
 # other head dims are the same text with 128 replaced). ptxas -v's report of each goes to
-# OUT/TARGET/NAME.ptxas.
+# OUT/TARGET/NAME.ptxas. OUT/sm_90a-persistent/ holds D = 64 and 128 made persistent
+# (`persistent{schedule=static group_m=8}` before `tile-assign-layouts`, through tile-opt):
+# the launcher starts min(tiles, SMs) CTAs, each looping over (query block, head, batch)
+# tiles.
 #
 # Usage: tools/gpu/build_attention.sh [OUT] (after `cargo build --release`; uses
 # target/release/tile-compile, or TILE_COMPILE).
@@ -28,6 +31,16 @@ for e in attention_fwd attention_fwd_causal; do
                 >"$tmp/p" 2>&1 || { cat "$tmp/p"; exit 1; }
             mv "$tmp/p" "$out/$t/${e}_d$d.ptxas"
         done
+    done
+done
+to=${TILE_OPT:-target/release/tile-opt}
+mkdir -p "$out/sm_90a-persistent"
+for e in attention_fwd attention_fwd_causal; do
+    for d in 64 128; do
+        "$to" "$tmp/${e}_d$d.tile" -o "$tmp/p.tile" \
+            --pass-pipeline='persistent{schedule=static group_m=8},tile-assign-layouts{target=sm_90a}'
+        "$tc" "$tmp/p.tile" --target sm_90a -o "$out/sm_90a-persistent" --ptxas \
+            >"$out/sm_90a-persistent/${e}_d$d.ptxas" 2>&1
     done
 done
 grep -H "spill stores\|Used" "$out"/*/*.ptxas

@@ -116,6 +116,21 @@ impl LoweredKernel {
     }
 }
 
+/// The launch schedule the `persistent` pass gave kernel `k` (its `schedule` and
+/// `group_m` attributes), for the manifest; `None` for one program per CTA.
+pub(crate) fn persistent_of(k: &Operation) -> Option<crate::manifest::Persistent> {
+    use crate::manifest::Persistent;
+    let group_m = k.int_attr("group_m").unwrap_or(0).clamp(0, u32::MAX as i64) as u32;
+    match k.str_attr("schedule") {
+        Some("static") => Some(Persistent::Static {
+            ctas_per_sm: 1,
+            group_m,
+        }),
+        Some("clc") => Some(Persistent::Clc { group_m }),
+        _ => None,
+    }
+}
+
 /// Lower every kernel of a verified GPU-level module, each through the lowering its form
 /// takes: a plain launch (a `num_warps` attribute) or the GEMM pipeline. Each kernel's
 /// module is built once here, so that what the lowering cannot take is reported now.

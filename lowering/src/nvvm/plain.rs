@@ -233,9 +233,9 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 .unwrap_or(ScalarType::Index)
         };
         match op.kind {
-            K::ProgramId | K::NumPrograms => {
+            K::ProgramId | K::NumPrograms | K::CtaId | K::NumCtas => {
                 let d = ["x", "y", "z"][op.int_attr("dim").unwrap_or(0).clamp(0, 2) as usize];
-                let reg = if op.kind == K::ProgramId {
+                let reg = if matches!(op.kind, K::ProgramId | K::CtaId) {
                     "ctaid"
                 } else {
                     "nctaid"
@@ -465,7 +465,7 @@ pub(super) fn lower_kernel(m: &TileModule, k: &Operation) -> R<(Manifest, (u32, 
     })?;
     let dims = super::grid_of(k);
     let (maj, min) = ptx_version;
-    let manifest = Manifest::new(
+    let mut manifest = Manifest::new(
         name.clone(),
         target.name().into(),
         format!("{maj}.{min}"),
@@ -474,6 +474,7 @@ pub(super) fn lower_kernel(m: &TileModule, k: &Operation) -> R<(Manifest, (u32, 
         dims,
         params,
     );
+    manifest.persistent = super::persistent_of(k);
     Ok((manifest, ptx_version))
 }
 

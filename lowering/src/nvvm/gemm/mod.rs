@@ -32,8 +32,8 @@ use super::plain::err;
 use super::writer::{ICmp, Writer, V};
 use super::{dtype_of, scalar_dtype};
 use crate::manifest::{
-    Dtype, Fill, Finalize, FinalizeOp, Interleave, L2Promotion, Manifest, Param, Persistent,
-    SplitK, Swizzle, WorkspaceInit,
+    Dtype, Fill, Finalize, FinalizeOp, Interleave, L2Promotion, Manifest, Param, SplitK, Swizzle,
+    WorkspaceInit,
 };
 use epilogue::Lazy;
 use melior::{
@@ -794,15 +794,7 @@ pub(super) fn lower_kernel(m: &TileModule, k: &Operation) -> R<(Manifest, (u32, 
     let dims = super::grid_of(k);
     let smem_bytes = k.int_attr("smem_bytes").unwrap_or(smem_end as i64) as u64;
     let (maj, min) = ptx_version;
-    let group_m = k.int_attr("group_m").unwrap_or(0).clamp(0, u32::MAX as i64) as u32;
-    let persistent = match k.str_attr("schedule") {
-        Some("static") => Some(Persistent::Static {
-            ctas_per_sm: 1,
-            group_m,
-        }),
-        Some("clc") => Some(Persistent::Clc { group_m }),
-        _ => None,
-    };
+    let persistent = super::persistent_of(k);
     let mut manifest = Manifest::new(
         name.clone(),
         target.name().into(),
