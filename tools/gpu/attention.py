@@ -20,14 +20,13 @@ Per case:
     error is at most 1.01 times the larger of theirs (and at most 2e-2 when neither runs).
 
 --time also times (4, 32, 4096, D) non-causal and causal against torch's bf16 SDPA
-(cuDNN), CUDA events, warm-up, median of 20, and prints TFLOP/s (4·B·H·SQ·SKV·D, halved
-when causal). Exit status 1 if any check fails.
+(cuDNN) with run.py's `time_events` (CUDA events, 5 warm-up launches, median of 20) and
+prints TFLOP/s (4·B·H·SQ·SKV·D, halved when causal). Exit status 1 if any check fails.
 """
 import argparse
 import math
 import os
 import re
-import statistics
 import sys
 
 import torch
@@ -35,7 +34,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import Kernel  # noqa: E402
+from run import Kernel, time_events  # noqa: E402
 
 DEV = torch.device("cuda")
 CASES = [(1, 2, 2, 64, 64), (2, 4, 4, 200, 333), (1, 8, 2, 1000, 1000), (2, 3, 1, 77, 513),
@@ -103,21 +102,6 @@ def check(kern, d, causal, case, seed):
     return ok
 
 
-def time_ms(fn, iters=20):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(iters):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        ts.append(s.elapsed_time(e))
-    return statistics.median(ts)
-
-
 def bench(kern, d, causal):
     case = (4, 32, 32, 4096, 4096)
     b, h, hkv, sq, skv = case
@@ -125,8 +109,8 @@ def bench(kern, d, causal):
     out = torch.empty(b * h, sq, d, device=DEV, dtype=torch.bfloat16)
     launch = run_kernel(kern, q, k, v, out)
     flop = 4 * b * h * sq * skv * d / (2 if causal else 1)
-    ours = time_ms(launch)
-    cud = time_ms(lambda: sdpa(q, k, v, causal, SDPBackend.CUDNN_ATTENTION))
+    ours = time_events(launch, 20)
+    cud = time_events(lambda: sdpa(q, k, v, causal, SDPBackend.CUDNN_ATTENTION), 20)
     print("  time %s d=%d %s: tilec %.3f ms (%.0f TFLOP/s), cudnn %.3f ms (%.0f TFLOP/s)" % (
         case, d, "causal" if causal else "non-causal", ours, flop / ours / 1e9, cud,
         flop / cud / 1e9), flush=True)

@@ -123,8 +123,9 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         }
         let zero = self.w.float(0.0, t.elem);
         let n = self.w.i32(t.shape[dim] as i64);
+        let layout = t.layout.clone();
         for r in 0..t.regs.len() {
-            let at = self.coord(&t.layout.clone(), r as u64)[dim];
+            let at = self.coord(&layout, r as u64)[dim];
             let inside = self.w.icmp(super::writer::ICmp::Slt, at, n);
             let x = V {
                 v: t.regs[r],
@@ -217,45 +218,19 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let et = self.w.ty(b.elem);
         let vlen = 1u64 << run;
         let vt = self.w.vector_ty(vlen, et);
-        let layout = l.clone();
-        // Addresses: with register bits apart from thread bits (every blocked layout and its
-        // transposes), the thread's part once and each vector's part a constant, which the
-        // stores take as an immediate; otherwise per vector from its coordinate.
-        let split = layout.register_bits_disjoint();
-        let cpitch = self.w.i32(pitch as i64);
-        let cbytes = self.w.i32(esize as i64);
-        let thread_base = if split {
-            let tc = self.thread_coord(&layout);
-            let row = self.w.mul(tc[row_dim], cpitch);
-            let flat = self.w.add(row, tc[run_dim]);
-            let off = self.w.mul(flat, cbytes);
-            Some(self.w.add_const(off, region as i64))
-        } else {
-            None
-        };
+        let mut strides = vec![0, 0];
+        strides[row_dim] = pitch;
+        strides[run_dim] = 1;
+        let at = self.smem_placement(l, strides, esize, region);
         for r in (0..b.regs.len() as u64).step_by(vlen as usize) {
-            let off = match thread_base {
-                Some(base) => {
-                    let k = layout.register_coord(r);
-                    let konst = (k[row_dim] * pitch + k[run_dim]) * esize;
-                    self.w.add_const(base, konst as i64)
-                }
-                None => {
-                    let cd = self.coord(&layout, r);
-                    let row = self.w.mul(cd[row_dim], cpitch);
-                    let flat = self.w.add(row, cd[run_dim]);
-                    let off = self.w.mul(flat, cbytes);
-                    self.w.add_const(off, region as i64)
-                }
-            };
-            let p = self.w.smem_addr(off);
+            let p = self.smem_address(&at, l, r);
             if vlen == 1 {
                 self.w.store(b.regs[r as usize], p, esize);
             } else {
                 let mut v = self.w.undef(vt);
                 for i in 0..vlen {
-                    let at = self.w.i32(i as i64);
-                    v = self.w.insert_element(v, b.regs[(r + i) as usize], at);
+                    let idx = self.w.i32(i as i64);
+                    v = self.w.insert_element(v, b.regs[(r + i) as usize], idx);
                 }
                 self.w.store(v, p, esize * vlen);
             }

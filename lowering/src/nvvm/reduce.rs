@@ -352,9 +352,4 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         }
         Ok(())
     }
-
-    /// The row-major offset (i32) of coordinate `c` in a tile of (padded) `dims`.
-    pub(super) fn flat(&mut self, c: &[V<'c, 'm>], dims: &[u64]) -> V<'c, 'm> {
-        flat(&mut self.w, c, dims)
-    }
 }

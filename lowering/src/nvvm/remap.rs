@@ -103,14 +103,24 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let elems: u64 = pitched.iter().product();
         let region = self.smem_region(elems * bytes, &op.loc)?;
         let ety = self.w.ty(src.elem);
+        // Row-major over the pitched shape; the destination reads broadcast dimensions at 0.
+        let strides: Vec<u64> = (0..pitched.len())
+            .map(|d| pitched[d + 1..].iter().product())
+            .collect();
+        let at = self.smem_placement(sl, strides.clone(), bytes, region);
         for (r, &x) in src.regs.iter().enumerate() {
-            let p = self.smem_register(sl, r as u64, &[], &pitched, bytes, region);
+            let p = self.smem_address(&at, sl, r as u64);
             self.w.store(x, p, bytes);
         }
         self.w.barrier();
+        let mut dst_strides = strides;
+        for &d in bcast {
+            dst_strides[d] = 0;
+        }
+        let at = self.smem_placement(dst, dst_strides, bytes, region);
         let mut regs = Vec::with_capacity(dst.num_registers() as usize);
         for r in 0..dst.num_registers() {
-            let p = self.smem_register(dst, r, bcast, &pitched, bytes, region);
+            let p = self.smem_address(&at, dst, r);
             regs.push(self.w.load(p, ety, bytes));
         }
         if self.in_loop() {
@@ -123,54 +133,90 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         })
     }
 
-    /// The shared-memory address of register `r` of `layout` (its dimensions `zeroed` read
-    /// as 0) in a row-major tile of `dims`. With register bits apart from thread bits, the
-    /// thread's offset is computed once per layout and each register adds a constant (an
-    /// immediate of the access): per-register addresses would be as many live values,
-    /// shared by every round trip of the layout and kept live between them.
-    fn smem_register(
+    /// Where `layout`'s elements go in a shared-memory region: element `c` at byte
+    /// `region + bytes · Σ_d c_d · strides[d]` (a stride of 0 reads that dimension as 0).
+    /// With register bits apart from thread bits, the thread's part is computed here, once,
+    /// and each register adds a constant (an immediate of the access): per-register
+    /// addresses would be as many live values, shared by every access of the layout and
+    /// kept live between them.
+    pub(super) fn smem_placement(
         &mut self,
         layout: &LinearLayout,
-        r: u64,
-        zeroed: &[usize],
-        dims: &[u64],
+        strides: Vec<u64>,
         bytes: u64,
         region: u64,
+    ) -> SmemPlacement<'c, 'm> {
+        let thread = layout.register_bits_disjoint().then(|| {
+            let tc = self.thread_coord(layout);
+            self.smem_offset(&tc, &strides, bytes, region)
+        });
+        SmemPlacement {
+            strides,
+            bytes,
+            region,
+            thread,
+        }
+    }
+
+    /// The shared-memory address of register `r` of `layout` placed by `at`.
+    pub(super) fn smem_address(
+        &mut self,
+        at: &SmemPlacement<'c, 'm>,
+        layout: &LinearLayout,
+        r: u64,
     ) -> melior::ir::Value<'c, 'm> {
-        if !layout.register_bits_disjoint() {
-            let mut c = self.coord(layout, r);
-            for &d in zeroed {
-                c[d] = self.w.i32(0);
+        let off = match at.thread {
+            Some(t) => {
+                let k = layout.register_coord(r);
+                let konst: u64 = k.iter().zip(&at.strides).map(|(&x, &s)| x * s).sum();
+                self.w.add_const(t, (konst * at.bytes) as i64)
             }
-            return self.smem_element(&c, dims, bytes, region);
-        }
-        let mut tc = self.thread_coord(layout);
-        let mut k = layout.register_coord(r);
-        for &d in zeroed {
-            tc[d] = self.w.i32(0);
-            k[d] = 0;
-        }
-        let flat = self.flat(&tc, dims);
-        let b = self.w.i32(bytes as i64);
-        let off = self.w.mul(flat, b);
-        let konst = k.iter().zip(dims).fold(0, |acc, (&x, &d)| acc * d + x) * bytes;
-        let off = self.w.add_const(off, (region + konst) as i64);
+            None => {
+                let c = self.coord(layout, r);
+                self.smem_offset(&c, &at.strides, at.bytes, at.region)
+            }
+        };
         self.w.smem_addr(off)
     }
 
-    /// The shared-memory address of element `c` of a row-major tile of `dims` (the last
-    /// one being the row pitch).
-    fn smem_element(
+    /// `region + bytes · Σ_d c_d · strides[d]` (i32).
+    fn smem_offset(
         &mut self,
         c: &[V<'c, 'm>],
-        dims: &[u64],
+        strides: &[u64],
         bytes: u64,
         region: u64,
-    ) -> melior::ir::Value<'c, 'm> {
-        let flat = self.flat(c, dims);
+    ) -> V<'c, 'm> {
+        let mut flat: Option<V<'c, 'm>> = None;
+        for (&x, &st) in c.iter().zip(strides) {
+            if st == 0 {
+                continue;
+            }
+            let term = if st == 1 {
+                x
+            } else {
+                let k = self.w.i32(st as i64);
+                self.w.mul(x, k)
+            };
+            flat = Some(match flat {
+                Some(f) => self.w.add(f, term),
+                None => term,
+            });
+        }
+        let Some(flat) = flat else {
+            return self.w.i32(region as i64);
+        };
         let b = self.w.i32(bytes as i64);
         let off = self.w.mul(flat, b);
-        let off = self.w.add_const(off, region as i64);
-        self.w.smem_addr(off)
+        self.w.add_const(off, region as i64)
     }
+}
+
+/// A tile's placement in a shared-memory region ([`Lowerer::smem_placement`]).
+pub(super) struct SmemPlacement<'c, 'm> {
+    strides: Vec<u64>,
+    bytes: u64,
+    region: u64,
+    /// The thread's byte offset, when registers add constants to it.
+    thread: Option<V<'c, 'm>>,
 }
