@@ -1,9 +1,9 @@
 //! The attention examples on the CPU: `examples/attention_fwd.tile` and
 //! `examples/attention_fwd_causal.tile` run by the reference interpreter, as written and as
-//! laid out for every target by the default pipeline (GPU-level IR with mma.sync
-//! fragments), against an f64 attention on the same bf16 inputs. For sm_100, which no
-//! machine here runs, this and ptxas (tests/precise.rs) are the check; the H200 runs are
-//! `tools/gpu/attention.py`.
+//! laid out for every target by the default pipeline (GPU-level IR: register-A wgmma on
+//! sm_90a, mma.sync fragments elsewhere), against an f64 attention on the same bf16 inputs.
+//! For sm_100, which no machine here runs, this and ptxas (tests/precise.rs) are the check;
+//! the H200 runs are `tools/gpu/attention.py`.
 
 use tilec::dialect::interp::{run, ArgValue, Tensor};
 use tilec::dialect::{parse, ScalarType, Target};

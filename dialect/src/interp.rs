@@ -487,12 +487,21 @@ struct TileVal {
     data: Data,
 }
 
+/// A shared-memory buffer of `tile.smem_alloc`: `stages` row-major stages of `shape`.
+#[derive(Debug)]
+struct SmemVal {
+    shape: Vec<usize>,
+    data: Vec<f32>,
+}
+
 /// A runtime value.
 #[derive(Clone, Debug)]
 enum Val {
     Int(i64),
     Float(f32),
     Tile(Rc<TileVal>),
+    /// A shared-memory buffer (one per program; its stages hold what was stored).
+    Smem(Rc<std::cell::RefCell<SmemVal>>),
     /// A tensor: the index of the kernel argument holding it.
     Tensor(usize),
 }
@@ -806,10 +815,27 @@ impl Machine<'_> {
                     .ok_or_else(|| op_err(op, "missing operand"))?;
                 self.get(op, v)?
             }
+            OpClass::Gpu
+                if matches!(
+                    op.kind,
+                    OpKind::SmemAlloc
+                        | OpKind::SmemStore
+                        | OpKind::Mma
+                        | OpKind::WaitGroup
+                        | OpKind::WgmmaFence
+                        | OpKind::CommitGroup
+                        | OpKind::FenceProxyAsync
+                        | OpKind::Barrier
+                ) =>
+            {
+                return self.cta_op(op);
+            }
             OpClass::Gpu | OpClass::Terminator => {
                 return Err(op_err(
                     op,
-                    "the reference interpreter runs level-1 tile IR only",
+                    "the reference interpreter runs level-1 tile IR, and of the GPU-level ops \
+                     only those of a laid-out kernel's products (shared-memory buffers, \
+                     'tile.mma', waits, fences, barriers)",
                 ))
             }
             OpClass::Structure | OpClass::Other => match op.kind {
@@ -1242,6 +1268,151 @@ impl Machine<'_> {
         Ok(())
     }
 
+    /// The GPU-level ops of a laid-out kernel's products, with one program's semantics: a
+    /// buffer holds what `tile.smem_store` put in a stage; `tile.mma` is `tile.dot` of its
+    /// operands (A a tile, or a stage read by `a_major`; B a stage read by `b_major`; the
+    /// accumulator ignored with `zero_acc`); waits return their operands; fences, commits
+    /// and barriers do nothing (one program has no other threads).
+    fn cta_op(&mut self, op: &Operation) -> R<()> {
+        match op.kind {
+            OpKind::SmemAlloc => {
+                let Type::Smem { stages, shape, .. } = self.result_type(op)?.clone() else {
+                    return Err(op_err(op, "expects an smem result"));
+                };
+                let shape: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
+                let n = (stages as usize).saturating_mul(shape.iter().product());
+                if n as u64 > self.limits.max_tile_elems {
+                    return Err(op_err(op, "buffer too large"));
+                }
+                let v = Val::Smem(Rc::new(std::cell::RefCell::new(SmemVal {
+                    shape,
+                    data: vec![0.0; n],
+                })));
+                self.set(op, op.results[0], v)
+            }
+            OpKind::SmemStore => {
+                let t = self.tile(op, 0)?;
+                let Val::Smem(buf) = self.get(op, op.operands[1])? else {
+                    return Err(op_err(op, "expects a buffer"));
+                };
+                let stage =
+                    usize::try_from(self.int(op, 2)?).map_err(|_| op_err(op, "negative stage"))?;
+                let col = op.int_attr("col_offset").unwrap_or(0) as usize;
+                let Data::Float(x) = &t.data else {
+                    return Err(op_err(op, "expects a float tile"));
+                };
+                let mut b = buf.borrow_mut();
+                let (r, c) = (b.shape[0], b.shape[1]);
+                let at = stage * r * c;
+                if t.shape.len() != 2
+                    || t.shape[0] != r
+                    || col + c > t.shape[1]
+                    || at + r * c > b.data.len()
+                {
+                    return Err(op_err(op, "tile and stage shapes differ"));
+                }
+                for i in 0..r {
+                    for j in 0..c {
+                        b.data[at + i * c + j] = x[i * t.shape[1] + col + j];
+                    }
+                }
+                Ok(())
+            }
+            OpKind::WaitGroup => {
+                for (&a, &r) in op.operands.iter().zip(&op.results) {
+                    let v = self.get(op, a)?;
+                    self.set(op, r, v)?;
+                }
+                Ok(())
+            }
+            OpKind::Mma => {
+                let v = self.mma(op)?;
+                self.set(op, op.results[0], v)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// A stage of buffer `v` as a `[rows, cols]` matrix read `transposed` or not.
+    fn stage_matrix(&self, op: &Operation, v: Value, stage: Value, k_major: bool) -> R<Vec<f32>> {
+        let Val::Smem(buf) = self.get(op, v)? else {
+            return Err(op_err(op, "expects a buffer"));
+        };
+        let st =
+            usize::try_from(self.get_int(op, stage)?).map_err(|_| op_err(op, "negative stage"))?;
+        let b = buf.borrow();
+        let (r, c) = (b.shape[0], b.shape[1]);
+        let at = st * r * c;
+        let data = b
+            .data
+            .get(at..at + r * c)
+            .ok_or_else(|| op_err(op, "stage out of range"))?;
+        Ok(if k_major {
+            // stored [outer][K]: read as [K][outer]
+            (0..r * c).map(|i| data[(i % r) * c + i / r]).collect()
+        } else {
+            data.to_vec()
+        })
+    }
+
+    fn get_int(&self, op: &Operation, v: Value) -> R<i64> {
+        match self.get(op, v)? {
+            Val::Int(i) => Ok(i),
+            _ => Err(op_err(op, "expects an integer")),
+        }
+    }
+
+    /// `tile.mma` as `tile.dot` (the module's products: see [`Self::cta_op`]).
+    fn mma(&mut self, op: &Operation) -> R<Val> {
+        let parts = crate::ops::mma_operands(op).ok_or_else(|| op_err(op, "bad operand count"))?;
+        let (shape, elem) = self.result_tile(op)?;
+        let (m, n) = (
+            shape[0],
+            *shape.get(1).ok_or_else(|| op_err(op, "bad shapes"))?,
+        );
+        let a_k = crate::ops::mma_a_k_major(op).map_err(|e| op_err(op, e))?;
+        let b_k = crate::ops::mma_b_k_major(op).map_err(|e| op_err(op, e))?;
+        let x: Vec<f32> = match self.get(op, parts.a)? {
+            Val::Tile(t) => match &t.data {
+                Data::Float(v) => v.clone(),
+                Data::Int(_) => return Err(op_err(op, "expects float tiles")),
+            },
+            // A stored [M][K] (K-major) is already row-major; [K][M] is read transposed.
+            Val::Smem(_) => self.stage_matrix(op, parts.a, parts.stage_a, !a_k)?,
+            _ => return Err(op_err(op, "expects a tile or a buffer as A")),
+        };
+        let y = self.stage_matrix(op, parts.b, parts.stage_b, b_k)?;
+        let k = x.len() / m.max(1);
+        if x.len() != m * k || y.len() != k * n {
+            return Err(op_err(op, "bad shapes"));
+        }
+        let zero_acc = op.attr("zero_acc").and_then(Attribute::as_bool) == Some(true);
+        let z: Vec<f32> = if zero_acc {
+            vec![0.0; m * n]
+        } else {
+            match &self.get(op, parts.acc)? {
+                Val::Tile(t) => match &t.data {
+                    Data::Float(v) if v.len() == m * n => v.clone(),
+                    _ => return Err(op_err(op, "bad accumulator")),
+                },
+                _ => return Err(op_err(op, "bad accumulator")),
+            }
+        };
+        let tf32 = op.str_attr("precision") == Some("tf32");
+        let rd = |v: f32| if tf32 { to_tf32(v) } else { v };
+        let mut out = vec![0.0f32; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                let mut s = 0.0f32;
+                for kk in 0..k {
+                    s = rd(x[i * k + kk]).mul_add(rd(y[kk * n + j]), s);
+                }
+                out[i * n + j] = round_to(elem, s + z[i * n + j]);
+            }
+        }
+        Ok(tile_val(shape, elem, Data::Float(out)))
+    }
+
     fn dot(&mut self, op: &Operation) -> R<Val> {
         let (a, b, c) = (self.tile(op, 0)?, self.tile(op, 1)?, self.tile(op, 2)?);
         let (shape, elem) = self.result_tile(op)?;
@@ -1315,7 +1486,7 @@ impl Machine<'_> {
                 };
                 tile_val(t.shape.clone(), to, data)
             }
-            Val::Tensor(_) => return Err(op_err(op, "cannot convert a tensor")),
+            Val::Tensor(_) | Val::Smem(_) => return Err(op_err(op, "cannot convert a tensor")),
         })
     }
 
@@ -1350,7 +1521,7 @@ impl Machine<'_> {
                 }
                 gather(&a.data, n, |i| map[i])
             }
-            Val::Tensor(_) => return Err(op_err(op, "cannot broadcast a tensor")),
+            Val::Tensor(_) | Val::Smem(_) => return Err(op_err(op, "cannot broadcast a tensor")),
         };
         Ok(tile_val(shape, elem, data))
     }

@@ -6,11 +6,11 @@
 //! them, verifies after each pass, and times them. Nothing here knows about MLIR.
 //!
 //! Passes: [`assign_layouts`] (`tile-assign-layouts`), [`async_wait_placement`], [`cse`],
-//! [`dce`], [`hoist_loads`] (`tile-hoist-loads`), [`persistent`], [`simplify`]
-//! (`tile-simplify`), [`tile_to_gpu`], [`verify_async_waits`]. [`async_model`] holds what
-//! the wait placement and the checker's path explorer agree a hazard is; [`async_sim`] is
-//! the checker's second half, an executable model of the group semantics that shares
-//! nothing with it.
+//! [`dce`], [`dot_to_wgmma`] (`tile-dot-to-wgmma`), [`hoist_loads`] (`tile-hoist-loads`),
+//! [`persistent`], [`simplify`] (`tile-simplify`), [`tile_to_gpu`], [`verify_async_waits`].
+//! [`async_model`] holds what the wait placement and the checker's path explorer agree a
+//! hazard is; [`async_sim`] is the checker's second half, an executable model of the group
+//! semantics that shares nothing with it.
 //!
 //! Dependencies: `tilec-dialect` (the IR), `thiserror` (error types), `egg` (e-graphs, for
 //! `tile-simplify`), `quanta` (egg's clock, replaced by a frozen mock while `tile-simplify`
@@ -26,6 +26,7 @@ pub mod async_sim;
 pub mod async_wait_placement;
 pub mod cse;
 pub mod dce;
+pub mod dot_to_wgmma;
 pub mod hoist_loads;
 pub mod manager;
 pub mod pass;
@@ -57,6 +58,10 @@ static REGISTRY: &[RegistryEntry] = &[
     RegistryEntry {
         info: &dce::INFO,
         build: |_| Ok(Box::new(dce::Dce)),
+    },
+    RegistryEntry {
+        info: &dot_to_wgmma::INFO,
+        build: |_| Ok(Box::new(dot_to_wgmma::DotToWgmma)),
     },
     RegistryEntry {
         info: &hoist_loads::INFO,

@@ -115,7 +115,7 @@
 //! `loops-pipelined`, `smem-bytes`.
 
 use crate::pass::{OptionInfo, OptionKind, Pass, PassContext, PassInfo, PassOptions};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use tilec_dialect::{
     Attribute, Block, Diagnostic, Diagnostics, GemmTile, Location, Module, OpKind, Operation,
     ScalarType, Target, Type, Value,
@@ -256,9 +256,10 @@ impl Pass for TileToGpu {
 
 /// Whether kernel `k` has the main-loop form this pass pipelines: exactly one `tile.dot`,
 /// directly in the body of a `tile.for` whose other ops are loads, transposes, reshapes
-/// and the yield. Kernels with dots in any other form (attention's two products with a
-/// softmax between them, a dot outside a loop) get a plain launch from
-/// `tile-assign-layouts`, which lowers `tile.dot` with `mma.sync` on every target.
+/// and the yield, with both of its operands computed in that body. Kernels with dots in
+/// any other form (attention's two products with a softmax between them, a dot outside a
+/// loop, a loop-invariant operand) get a plain launch from `tile-assign-layouts`; their dots
+/// are lowered with `mma.sync`, or with wgmma after `tile-dot-to-wgmma` on sm_90a.
 pub fn pipelines(k: &Operation) -> bool {
     let mut dots = 0;
     let mut main_loops = 0;
@@ -276,11 +277,26 @@ pub fn pipelines(k: &Operation) -> bool {
                         | OpKind::Yield
                 )
             })
+            && operands_in_body(&o.regions[0])
         {
             main_loops += 1;
         }
     });
     dots == 1 && main_loops == 1
+}
+
+/// Whether the A and B of every dot of `body` are computed in `body` (the pipeline loads
+/// both per K step; a loop-invariant operand, such as attention's Q, is not its form).
+fn operands_in_body(body: &Block) -> bool {
+    let defined: HashSet<Value> = body
+        .ops
+        .iter()
+        .flat_map(|o| o.results.iter().copied())
+        .collect();
+    body.ops
+        .iter()
+        .filter(|o| o.kind == OpKind::Dot)
+        .all(|o| o.operands.iter().take(2).all(|v| defined.contains(v)))
 }
 
 /// The constant value of `v` if a `tile.constant` in `defs` defines it.

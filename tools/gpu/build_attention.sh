@@ -2,7 +2,9 @@
 # Build the attention examples for a GPU run of tools/gpu/attention.py, into OUT (default
 # gpu-out/attention; git-ignored, so name it in the device call's `carry`):
 #
-#   OUT/TARGET/attention_fwd_dD.{ptx,json}          non-causal, head dim D
+#   OUT/TARGET/attention_fwd_dD.{ptx,cubin,json}    non-causal, head dim D (the cubin from
+#                                                   tilec's ptxas, which tools/gpu/run.py
+#                                                   loads instead of JIT-compiling the PTX)
 #   OUT/TARGET/attention_fwd_causal_dD.{ptx,json}   causal
 #
 # for TARGET in sm_90a, sm_90 and D in 64, 128, 256 (the examples are written for 128; the
@@ -27,7 +29,7 @@ for e in attention_fwd attention_fwd_causal; do
         sed -e "s/x128x/x${d}x/g" -e "s/<128x/<${d}x/g" -e "s/@$e(/@${e}_d$d(/" \
             "examples/$e.tile" >"$tmp/${e}_d$d.tile"
         for t in sm_90a sm_90; do
-            "$tc" "$tmp/${e}_d$d.tile" --target "$t" -o "$out/$t" --ptxas \
+            "$tc" "$tmp/${e}_d$d.tile" --target "$t" -o "$out/$t" --emit cubin --ptxas \
                 >"$tmp/p" 2>&1 || { cat "$tmp/p"; exit 1; }
             mv "$tmp/p" "$out/$t/${e}_d$d.ptxas"
         done
@@ -39,7 +41,7 @@ for e in attention_fwd attention_fwd_causal; do
     for d in 64 128; do
         "$to" "$tmp/${e}_d$d.tile" -o "$tmp/p.tile" \
             --pass-pipeline='persistent{schedule=static group_m=8},tile-assign-layouts{target=sm_90a}'
-        "$tc" "$tmp/p.tile" --target sm_90a -o "$out/sm_90a-persistent" --ptxas \
+        "$tc" "$tmp/p.tile" --target sm_90a -o "$out/sm_90a-persistent" --emit cubin --ptxas \
             >"$out/sm_90a-persistent/${e}_d$d.ptxas" 2>&1
     done
 done

@@ -4,9 +4,10 @@
     python3 tools/gpu/run.py MANIFEST.json [--shapes M,N,K ...] [--time] [--iters 50]
                              [--json OUT] [--seed 0] [--launch-ex] [--tol 1e-2]
 
-The manifest format is docs/manifest.md (schema version 1). The PTX named by `ptx_file`
-(relative to the manifest) is loaded with cuModuleLoadData (the driver JIT-compiles it for the
-device), the `.entry` named by `kernel` is looked up, its dynamic shared memory limit is raised
+The manifest format is docs/manifest.md (schema version 1). The cubin named by `cubin_file`
+(`tile-compile --emit cubin`: tilec's ptxas), or else the PTX named by `ptx_file` (the driver
+JIT-compiles it, with the driver's own ptxas, which may be older), relative to the manifest,
+is loaded with cuModuleLoadData, the `.entry` named by `kernel` is looked up, its dynamic shared memory limit is raised
 to `dynamic_shared_memory_bytes`, the grid is evaluated from `grid`, and the kernel is launched
 with cuLaunchKernelEx (with a cluster-dimension attribute when `cluster` != [1,1,1]; with
 --launch-ex also for cluster [1,1,1], otherwise plain cuLaunchKernel).
@@ -171,7 +172,8 @@ class Kernel:
             self.m = json.load(f)
         if self.m.get("schema_version") != 1:
             raise ValueError("unsupported manifest schema_version %r" % self.m.get("schema_version"))
-        ptx_path = os.path.join(os.path.dirname(os.path.abspath(manifest_path)), self.m["ptx_file"])
+        image = self.m.get("cubin_file") or self.m["ptx_file"]
+        ptx_path = os.path.join(os.path.dirname(os.path.abspath(manifest_path)), image)
         with open(ptx_path, "rb") as f:
             ptx = f.read()
         self.launch_ex = launch_ex or tuple(self.m.get("cluster", [1, 1, 1])) != (1, 1, 1)
@@ -180,7 +182,7 @@ class Kernel:
         dev = check(cu.cuDeviceGet(torch.cuda.current_device()), "cuDeviceGet")
         self.ctx = check(cu.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
         check(cu.cuCtxSetCurrent(self.ctx), "cuCtxSetCurrent")
-        self._image = ctypes.create_string_buffer(ptx)  # NUL-terminated PTX text
+        self._image = ctypes.create_string_buffer(ptx)  # NUL-terminated PTX text, or the ELF
         self.module = check(cu.cuModuleLoadData(ctypes.addressof(self._image)), "cuModuleLoadData")
         self.func = check(cu.cuModuleGetFunction(self.module, self.m["kernel"].encode()),
                           "cuModuleGetFunction")

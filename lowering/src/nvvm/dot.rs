@@ -117,7 +117,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
     }
 
     /// `t` with the registers past its shape along `dim` (padding) set to zero.
-    fn zero_padding(&mut self, mut t: Tile<'c, 'm>, dim: usize) -> Tile<'c, 'm> {
+    pub(super) fn zero_padding(&mut self, mut t: Tile<'c, 'm>, dim: usize) -> Tile<'c, 'm> {
         if t.shape[dim] == t.layout.dims[dim] {
             return t;
         }
@@ -139,7 +139,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
     /// The four 32-bit A registers (`a0a1, a2a3, a4a5, a6a7`) of m16k16 tile `(i, kk)`, at
     /// `i · k_steps + kk`: pairs of A's registers, which [`LinearLayout::dot_operand_a`]
     /// orders as the PTX fragment does.
-    fn a_fragments(
+    pub(super) fn a_fragments(
         &mut self,
         a: &Tile<'c, 'm>,
         m_tiles: u64,
@@ -160,7 +160,12 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
 
     /// Two 16-bit values as one mma.sync multiplicand register: `vector<2xf16>` for f16,
     /// an i32 for bf16 (as `nvvm.mma.sync` takes them), the first in the low half.
-    fn pack_pair(&mut self, elem: ScalarType, x: Value<'c, 'm>, y: Value<'c, 'm>) -> Value<'c, 'm> {
+    pub(super) fn pack_pair(
+        &mut self,
+        elem: ScalarType,
+        x: Value<'c, 'm>,
+        y: Value<'c, 'm>,
+    ) -> Value<'c, 'm> {
         let et = self.w.ty(elem);
         let vt = self.w.vector_ty(2, et);
         let mut v = self.w.undef(vt);

@@ -64,6 +64,8 @@ pub(crate) enum Lv<'c, 'm> {
     Scalar(V<'c, 'm>),
     Tile(Tile<'c, 'm>),
     Tensor(Tensor<'c, 'm>),
+    /// A shared-memory buffer (`tile.smem_alloc`).
+    Smem(super::wgmma::SmemBuf),
 }
 
 /// The state of one kernel's lowering.
@@ -202,6 +204,16 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         }
         self.smem_bytes = at + bytes;
         Ok(at)
+    }
+
+    /// A region of `bytes` of dynamic shared memory aligned to `align` bytes (a power of
+    /// two; the dynamic shared memory itself is then declared with that alignment).
+    ///
+    /// # Errors
+    /// More shared memory than a CTA may have.
+    pub fn smem_region_aligned(&mut self, bytes: u64, align: u64, loc: &TileLoc) -> R<u64> {
+        self.smem_bytes = self.smem_bytes.div_ceil(align) * align;
+        self.smem_region(bytes, loc)
     }
 
     /// Whether the op being lowered is inside a loop (its shared-memory region is written
@@ -356,6 +368,28 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             K::Dot => self.lower_dot(op)?,
             K::For => self.lower_for(op)?,
             K::If => self.lower_if(op)?,
+            K::SmemAlloc => self.lower_smem_alloc(op)?,
+            K::SmemStore => self.lower_smem_store(op)?,
+            K::Mma => self.lower_wgmma_rs(op)?,
+            K::WaitGroup => self.lower_wait_group(op)?,
+            K::WgmmaFence => {
+                self.w.op("nvvm.wgmma.fence.aligned", &[], &[], &[]);
+            }
+            K::CommitGroup => {
+                self.w
+                    .op("nvvm.wgmma.commit.group.sync.aligned", &[], &[], &[]);
+            }
+            K::FenceProxyAsync => {
+                let kind = self.w.attr("#nvvm.proxy_kind<async.shared>");
+                let space = self.w.attr("#nvvm.shared_space<cta>");
+                self.w.op(
+                    "nvvm.fence.proxy",
+                    &[],
+                    &[],
+                    &[("kind", kind), ("space", space)],
+                );
+            }
+            K::Barrier => self.w.barrier(),
             K::Yield | K::Return => {}
             k => {
                 return err(
@@ -403,7 +437,9 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                             v: t.regs[r],
                             t: ScalarType::I1,
                         },
-                        Lv::Tensor(_) => return err(op, "a tensor is not a condition"),
+                        Lv::Tensor(_) | Lv::Smem(_) => {
+                            return err(op, "a tensor is not a condition")
+                        }
                     };
                     let x = V {
                         v: a.regs[r],
@@ -538,6 +574,13 @@ fn build_module<'c>(
         .ok_or_else(|| Diagnostic::error(k.loc.clone(), "internal error: gpu.module body"))?;
 
     let i8t: Type = melior::ir::r#type::IntegerType::new(ctx, 8).into();
+    // wgmma's 128-byte swizzle is of address bits: its buffers need 1024-byte alignment.
+    let mut smem_align = 16;
+    k.walk(&mut |o| {
+        if o.kind == OpKind::SmemAlloc {
+            smem_align = 1024;
+        }
+    });
     let smem_global = OperationBuilder::new("llvm.mlir.global", loc)
         .add_attributes(&[
             (
@@ -559,8 +602,11 @@ fn build_module<'c>(
             ),
             (
                 ident("alignment"),
-                IntegerAttribute::new(melior::ir::r#type::IntegerType::new(ctx, 64).into(), 16)
-                    .into(),
+                IntegerAttribute::new(
+                    melior::ir::r#type::IntegerType::new(ctx, 64).into(),
+                    smem_align,
+                )
+                .into(),
             ),
         ])
         .add_regions([Region::new()])

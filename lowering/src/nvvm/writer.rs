@@ -586,6 +586,16 @@ impl<'c, 'm> Writer<'c, 'm> {
         self.op1("llvm.insertelement", &[vec, x, i.v], ty, &[])
     }
 
+    /// `llvm.extractelement vec[i]` (an i32 index) of element type `ty`.
+    pub fn extract_element(
+        &mut self,
+        vec: Value<'c, 'm>,
+        i: V<'c, 'm>,
+        ty: Type<'c>,
+    ) -> Value<'c, 'm> {
+        self.op1("llvm.extractelement", &[vec, i.v], ty, &[])
+    }
+
     /// `&base[index]` for a constant `index` of elements of type `elem`.
     pub fn gep_const(
         &mut self,

@@ -1,0 +1,473 @@
+//! Hopper's warpgroup MMA in a kernel with a plain launch: the GPU-level ops that
+//! `tile-dot-to-wgmma` and `async-wait-placement` leave (PTX ISA §9.7.15, "Asynchronous
+//! Warpgroup Level Matrix Multiply-Accumulate").
+//!
+//! - `tile.smem_alloc {swizzle = 128}`: a region of the dynamic shared memory, each stage
+//!   1024-byte aligned (the 128-byte swizzle repeats every 8 rows of 128 bytes).
+//! - `tile.smem_store %t, %buf, %stage`: every thread writes its registers of `%t` (any
+//!   layout) into the stage, laid out as TMA's `SWIZZLE_128B` writes a box and as wgmma's
+//!   descriptors read it: the `[R][C]` stage is split into boxes of 128 bytes of C (64
+//!   16-bit elements), box `j` at `j · R · 128`; row `r` of a box at `128 r`, its 16-byte
+//!   chunk `q` at `16 (q ⊕ (r mod 8))`. The byte offset is linear over GF(2) in the
+//!   coordinate bits (R a power of two), so it is the thread's offset, computed once, XOR a
+//!   constant per register (an add, folded into the address, where the two share no bit).
+//!   Runs of registers contiguous along C go out as one vector of up to 16 bytes.
+//! - `tile.mma {kind = "wgmma"}` with A a tile: the register-A form, `wgmma.mma_async
+//!   .sync.aligned.m64nNk16.f32.{bf16,f16}` with A as four 32-bit registers per k16 step
+//!   (the `mma.sync.m16n8k16` A fragment of the warp's 16 rows, which is the layout
+//!   [`LinearLayout::dot_operand_a`] with every warp along M), D as the warp's f32
+//!   accumulator registers in the order of [`LinearLayout::dot_accumulator`], and B by a
+//!   shared-memory descriptor (128-byte swizzle; `b_major = "k"`: the stage is `[N][K]`;
+//!   `"n"`: `[K][N]`, `imm-trans-b = 1`). All k16 steps are one asm statement.
+//! - `tile.wait_group`: `wgmma.wait_group.sync.aligned N`, with every register of the
+//!   tiles it takes (accumulators, A fragments) as tied operands, so no access of them
+//!   moves above it and none is reused while a wgmma may still read it.
+//! - `tile.wgmma_fence`, `tile.commit_group`, `tile.fence_proxy_async`, `tile.barrier`: the
+//!   instructions of their names.
+
+use super::plain::{err, Lowerer, Lv, Tile, R};
+use super::writer::V;
+use melior::ir::Value;
+use tilec_dialect::{Attribute as TileAttr, LinearLayout, Operation, ScalarType, Type};
+
+/// Bytes of one 128-byte-swizzled row (a box's width).
+const SWIZZLE_BYTES: u64 = 128;
+
+/// A shared-memory buffer of `tile.smem_alloc`: where it starts in the dynamic shared
+/// memory, its stage shape `[R, C]` and element, and the bytes between stages.
+#[derive(Clone, Debug)]
+pub(crate) struct SmemBuf {
+    pub offset: u64,
+    pub shape: [u64; 2],
+    pub elem: ScalarType,
+    pub stage_bytes: u64,
+}
+
+impl SmemBuf {
+    /// The byte offset, in a stage, of element `(r, c)` (the module docs' layout).
+    fn offset_of(&self, r: u64, c: u64) -> u64 {
+        let per_box = SWIZZLE_BYTES / self.elem.size_bytes();
+        let cb = (c % per_box) * self.elem.size_bytes();
+        (c / per_box) * self.shape[0] * SWIZZLE_BYTES
+            + r * SWIZZLE_BYTES
+            + (((cb / 16) ^ (r % 8)) * 16)
+            + cb % 16
+    }
+}
+
+impl<'c, 'm> Lowerer<'c, 'm, '_> {
+    /// `tile.smem_alloc`.
+    pub(super) fn lower_smem_alloc(&mut self, op: &Operation) -> R<()> {
+        let (
+            Some(&r),
+            Some(Type::Smem {
+                stages,
+                shape,
+                elem,
+            }),
+        ) = (
+            op.results.first(),
+            op.results.first().map(|&r| self.m.ty(r)),
+        )
+        else {
+            return err(op, "'tile.smem_alloc' without an smem result");
+        };
+        let swizzle = op.int_attr("swizzle").unwrap_or(0);
+        let esize = elem.size_bytes();
+        let ok = swizzle == 128
+            && shape.len() == 2
+            && shape[0].is_power_of_two()
+            && (shape[1] * esize) % SWIZZLE_BYTES == 0;
+        if !ok {
+            return err(
+                op,
+                format!(
+                    "'tile.smem_alloc' of smem<{stages}x{}x{elem}> {{swizzle = {swizzle}}} is \
+                     not lowered in a kernel with a plain launch: it takes 2-D stages with a \
+                     power-of-two row count, rows a multiple of 128 bytes, and swizzle = 128",
+                    shape
+                        .iter()
+                        .map(u64::to_string)
+                        .collect::<Vec<_>>()
+                        .join("x")
+                ),
+            );
+        }
+        let stage_bytes = (shape[0] * shape[1] * esize).div_ceil(1024) * 1024;
+        let offset = self.smem_region_aligned(stages * stage_bytes, 1024, &op.loc)?;
+        self.vals.insert(
+            r,
+            Lv::Smem(SmemBuf {
+                offset,
+                shape: [shape[0], shape[1]],
+                elem: *elem,
+                stage_bytes,
+            }),
+        );
+        Ok(())
+    }
+
+    fn smem_buf(&self, op: &Operation, v: tilec_dialect::Value) -> R<SmemBuf> {
+        match self.get(op, v)? {
+            Lv::Smem(b) => Ok(b),
+            _ => err(op, "expected a shared-memory buffer ('tile.smem_alloc')"),
+        }
+    }
+
+    /// `tile.smem_store %t, %buf, %stage` (the whole tile into one stage).
+    pub(super) fn lower_smem_store(&mut self, op: &Operation) -> R<()> {
+        let t = self.tile(op, op.operands[0])?;
+        let buf = self.smem_buf(op, op.operands[1])?;
+        let stage = self.scalar(op, op.operands[2])?;
+        let col = op.int_attr("col_offset").unwrap_or(0);
+        if col != 0 || t.shape != buf.shape || t.layout.dims != buf.shape || t.elem != buf.elem {
+            return err(
+                op,
+                "'tile.smem_store' in a kernel with a plain launch stores a whole tile of the \
+                 stage's power-of-two shape and element type (no col_offset)",
+            );
+        }
+        let l = t.layout.clone();
+        let esize = t.elem.size_bytes();
+        let off = |c: &[u64]| buf.offset_of(c[0], c[1]);
+        // Bits the thread part of an offset may have.
+        let thread_mask = l.lane.iter().chain(&l.warp).fold(0u64, |m, b| m | off(b));
+        // Registers contiguous along C, within a 16-byte chunk and not split by a thread.
+        let run = l
+            .contiguous_register_bits()
+            .min((16 / esize).trailing_zeros() as usize);
+        let vlen = 1u64 << run;
+        let run = if thread_mask & (vlen * esize - 1) == 0 {
+            vlen
+        } else {
+            1
+        };
+        let tc = self.thread_coord(&l);
+        let base = buf.offset;
+        let thread = self.in_prologue(|w| {
+            // The thread's byte offset: the formula of SmemBuf::offset_of on i32 values.
+            let per_box = (SWIZZLE_BYTES / esize) as i64;
+            let (r, c) = (tc[0], tc[1]);
+            let cbox = w.i32(per_box);
+            let bx = w.bin("udiv", c, cbox);
+            let cin = w.bin("urem", c, cbox);
+            let ce = w.i32(esize as i64);
+            let cb = w.mul(cin, ce);
+            let box_bytes = w.i32((buf.shape[0] * SWIZZLE_BYTES) as i64);
+            let o1 = w.mul(bx, box_bytes);
+            let c128 = w.i32(SWIZZLE_BYTES as i64);
+            let o2 = w.mul(r, c128);
+            let c16 = w.i32(16);
+            let q = w.bin("udiv", cb, c16);
+            let c7 = w.i32(7);
+            let r8 = w.bin("and", r, c7);
+            let qs = w.bin("xor", q, r8);
+            let o3 = w.mul(qs, c16);
+            let o4 = w.bin("urem", cb, c16);
+            let s1 = w.add(o1, o2);
+            let s2 = w.add(s1, o3);
+            w.add(s2, o4)
+        });
+        let sb = self.w.i32(buf.stage_bytes as i64);
+        let st32 = self.w.trunc(stage, ScalarType::I32);
+        let so = self.w.mul(st32, sb);
+        let thread = self.w.add(thread, so);
+        let et = self.w.ty(t.elem);
+        let vt = self.w.vector_ty(run, et);
+        for r in (0..t.regs.len() as u64).step_by(run as usize) {
+            let g = off(&l.register_coord(r));
+            let at = if g & thread_mask == 0 {
+                self.w.add_const(thread, (g + base) as i64)
+            } else {
+                let x = self.w.xor_const(thread, g as i64);
+                self.w.add_const(x, base as i64)
+            };
+            let p = self.w.smem_addr(at);
+            if run == 1 {
+                self.w.store(t.regs[r as usize], p, esize);
+            } else {
+                let mut v = self.w.undef(vt);
+                for i in 0..run {
+                    let idx = self.w.i32(i as i64);
+                    v = self.w.insert_element(v, t.regs[(r + i) as usize], idx);
+                }
+                self.w.store(v, p, esize * run);
+            }
+        }
+        Ok(())
+    }
+
+    /// `tile.mma {kind = "wgmma"}` with A in registers (see the module docs).
+    pub(super) fn lower_wgmma_rs(&mut self, op: &Operation) -> R<()> {
+        if op.str_attr("kind") != Some("wgmma") {
+            return err(
+                op,
+                "'tile.mma' in a kernel with a plain launch is lowered only with kind = \"wgmma\"",
+            );
+        }
+        let Some(parts) = tilec_dialect::ops::mma_operands(op) else {
+            return err(op, "'tile.mma' takes (a, b, stage, acc)");
+        };
+        let a =
+            match self.get(op, parts.a)? {
+                Lv::Tile(t) => t,
+                _ => return err(
+                    op,
+                    "'tile.mma' with A in shared memory is not lowered in a kernel with a plain \
+                     launch: A must be a tile in registers (the register-A form)",
+                ),
+            };
+        let buf = self.smem_buf(op, parts.b)?;
+        let stage = self.scalar(op, parts.stage_b)?;
+        let (shape, _, acc_l) = self.result_layout(op, 0)?;
+        let zero_acc = op.attr("zero_acc").and_then(TileAttr::as_bool) == Some(true);
+        let b_k = tilec_dialect::ops::mma_b_k_major(op)
+            .map_err(|e| tilec_dialect::Diagnostic::error(op.loc.clone(), e))?;
+        let warps = acc_l.num_warps();
+        let (mm, n, kdim) = (acc_l.dims[0], acc_l.dims[1], a.layout.dims[1]);
+        let elem = a.elem;
+        let want_b = if b_k { [n, kdim] } else { [kdim, n] };
+        let fits = matches!(elem, ScalarType::BF16 | ScalarType::F16)
+            && buf.elem == elem
+            && warps % 4 == 0
+            && mm == 16 * warps
+            && acc_l == LinearLayout::dot_accumulator(&shape, warps, 1)
+            && a.layout == LinearLayout::dot_operand_a(&a.shape, warps, 1)
+            && (8..=256).contains(&n)
+            && kdim % 16 == 0
+            && buf.shape == want_b;
+        if !fits {
+            return err(
+                op,
+                "'tile.mma' of this shape and layout is not lowered as a register-A wgmma: it \
+                 takes bf16 or f16 A in the mma.sync A fragment and an f32 accumulator of \
+                 [16·warps, N] (N 8 to 256) with every warp along M, and a B stage of [N][K] \
+                 (b_major = \"k\") or [K][N]",
+            );
+        }
+        let acc = if zero_acc {
+            None
+        } else {
+            let c = self.tile(op, parts.acc)?;
+            if c.layout != acc_l || c.elem != ScalarType::F32 {
+                return err(op, "the wgmma accumulator is not in the result's layout");
+            }
+            Some(c)
+        };
+        let a = self.zero_padding(a, 1);
+        let steps = (kdim / 16) as usize;
+        let afrag = self.a_fragments(&a, 1, steps as u64);
+        // The descriptor of step 0: 128-byte swizzle (layout 1 << 62), SBO = 8 rows of 128
+        // bytes, LBO = 16 bytes (K-major, unused with a swizzle) or one box of K rows
+        // (MN-major: the boxes of 64 N-columns follow one another).
+        let lbo = if b_k { 16 } else { kdim * SWIZZLE_BYTES };
+        let sbo = 8 * SWIZZLE_BYTES;
+        let hi = ((1u64 << 62) | ((sbo >> 4) << 32) | ((lbo >> 4) << 16)) as i64;
+        let sb = self.w.i32(buf.stage_bytes as i64);
+        let st32 = self.w.trunc(stage, ScalarType::I32);
+        let so = self.w.mul(st32, sb);
+        let so = self.w.add_const(so, buf.offset as i64);
+        let p = self.w.smem_addr(so);
+        let i32t = self.w.ty(ScalarType::I32);
+        let addr = V {
+            v: self.w.cast("llvm.ptrtoint", p, i32t),
+            t: ScalarType::I32,
+        };
+        let c4 = self.w.i32(4);
+        let lo = self.w.bin("lshr", addr, c4);
+        let lo64 = self.w.zext(lo, ScalarType::I64);
+        let hic = self.w.i64(hi);
+        let d0 = self.w.bin("or", lo64, hic);
+        let per_box = SWIZZLE_BYTES / 32;
+        let mut descs = vec![];
+        for kk in 0..steps as u64 {
+            let bytes = if b_k {
+                (kk / per_box) * n * SWIZZLE_BYTES + (kk % per_box) * 32
+            } else {
+                kk * 16 * SWIZZLE_BYTES
+            };
+            descs.push(if bytes == 0 {
+                d0.v
+            } else {
+                let c = self.w.i64((bytes >> 4) as i64);
+                self.w.bin("add", d0, c).v
+            });
+        }
+        let regs = (n / 2) as usize;
+        let mut operands: Vec<Value<'c, 'm>> = vec![];
+        if let Some(c) = &acc {
+            operands.extend(c.regs.iter().copied());
+        }
+        for f in &afrag {
+            operands.extend(f.iter().map(|&x| self.as_i32(x)));
+        }
+        operands.extend(descs);
+        let first_a = if acc.is_some() { 2 * regs } else { regs };
+        let first_desc = first_a + 4 * steps;
+        let d_list = (0..regs)
+            .map(|i| format!("${i}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let t = if elem == ScalarType::F16 {
+            "f16"
+        } else {
+            "bf16"
+        };
+        let mut asm = String::from("{\n.reg .pred p;\n");
+        for kk in 0..steps {
+            let scale_d = u8::from(!(zero_acc && kk == 0));
+            let a0 = first_a + 4 * kk;
+            asm.push_str(&format!(
+                "setp.ne.b32 p, {scale_d}, 0;\n\
+                 wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{{d_list}}}, \
+                 {{${a0}, ${}, ${}, ${}}}, ${}, p, 1, 1, {};\n",
+                a0 + 1,
+                a0 + 2,
+                a0 + 3,
+                first_desc + kk,
+                u8::from(!b_k)
+            ));
+        }
+        asm.push('}');
+        let cons: Vec<String> = std::iter::repeat_n("=f".to_string(), regs)
+            .chain((0..regs).filter(|_| acc.is_some()).map(|i| i.to_string()))
+            .chain(std::iter::repeat_n("r".to_string(), 4 * steps))
+            .chain(std::iter::repeat_n("l".to_string(), steps))
+            .collect();
+        let f32t = self.w.ty(ScalarType::F32);
+        let ret = self.w.struct_ty(&vec![f32t; regs]);
+        let r = self
+            .w
+            .inline_asm(&asm, &cons.join(","), &operands, Some(ret), true)
+            .expect("a result type was given");
+        let out = self.w.unpack(r, regs, f32t);
+        self.vals.insert(
+            op.results[0],
+            Lv::Tile(Tile {
+                regs: out,
+                elem: ScalarType::F32,
+                shape,
+                layout: acc_l,
+            }),
+        );
+        Ok(())
+    }
+
+    /// A 32-bit multiplicand register as i32 (the `r` constraint).
+    fn as_i32(&mut self, v: Value<'c, 'm>) -> Value<'c, 'm> {
+        let i32t = self.w.ty(ScalarType::I32);
+        if melior::ir::ValueLike::r#type(&v) == i32t {
+            v
+        } else {
+            self.w.cast("llvm.bitcast", v, i32t)
+        }
+    }
+
+    /// `tile.wait_group {pending = N}`: the tiles it takes go through one asm statement as
+    /// tied operands (f32 registers as `f`, 16-bit ones in pairs as `r`).
+    pub(super) fn lower_wait_group(&mut self, op: &Operation) -> R<()> {
+        let n = op.int_attr("pending").unwrap_or(0);
+        let mut tiles: Vec<(tilec_dialect::Value, Tile<'c, 'm>)> = vec![];
+        for (&a, &res) in op.operands.iter().zip(&op.results) {
+            match self.get(op, a)? {
+                Lv::Tile(t) => tiles.push((res, t)),
+                other => {
+                    self.vals.insert(res, other);
+                }
+            }
+        }
+        if tiles.is_empty() {
+            let g = self.w.i64_attr(n);
+            self.w.op(
+                "nvvm.wgmma.wait.group.sync.aligned",
+                &[],
+                &[],
+                &[("group", g)],
+            );
+            return Ok(());
+        }
+        let i32t = self.w.ty(ScalarType::I32);
+        let f32t = self.w.ty(ScalarType::F32);
+        let mut ins: Vec<Value<'c, 'm>> = vec![];
+        let mut kinds: Vec<(&str, melior::ir::Type<'c>)> = vec![];
+        for (_, t) in &tiles {
+            match t.elem.size_bytes() {
+                4 => {
+                    for &x in &t.regs {
+                        let v = if t.elem == ScalarType::F32 {
+                            x
+                        } else {
+                            self.w.cast("llvm.bitcast", x, f32t)
+                        };
+                        ins.push(v);
+                        kinds.push(("f", f32t));
+                    }
+                }
+                2 => {
+                    if t.regs.len() % 2 != 0 {
+                        return err(op, "a 16-bit tile of an odd register count");
+                    }
+                    for p in t.regs.chunks(2) {
+                        let v = self.pack_pair(t.elem, p[0], p[1]);
+                        ins.push(self.as_i32(v));
+                        kinds.push(("r", i32t));
+                    }
+                }
+                _ => {
+                    return err(
+                        op,
+                        "'tile.wait_group' takes f32 accumulators and 16-bit A fragments",
+                    )
+                }
+            }
+        }
+        let total = ins.len();
+        let cons: Vec<String> = kinds
+            .iter()
+            .map(|(c, _)| format!("={c}"))
+            .chain((0..total).map(|i| i.to_string()))
+            .collect();
+        let tys: Vec<melior::ir::Type<'c>> = kinds.iter().map(|k| k.1).collect();
+        let ret = self.w.struct_ty(&tys);
+        let r = self
+            .w
+            .inline_asm(
+                &format!("wgmma.wait_group.sync.aligned {n};"),
+                &cons.join(","),
+                &ins,
+                Some(ret),
+                true,
+            )
+            .expect("a result type was given");
+        let mut at = 0;
+        for (res, t) in tiles {
+            let mut regs = vec![];
+            if t.elem.size_bytes() == 4 {
+                for _ in 0..t.regs.len() {
+                    let x = self.w.extract(r, at, f32t);
+                    at += 1;
+                    regs.push(if t.elem == ScalarType::F32 {
+                        x
+                    } else {
+                        let ty = self.w.ty(t.elem);
+                        self.w.cast("llvm.bitcast", x, ty)
+                    });
+                }
+            } else {
+                let et = self.w.ty(t.elem);
+                let vt = self.w.vector_ty(2, et);
+                for _ in 0..t.regs.len() / 2 {
+                    let x = self.w.extract(r, at, i32t);
+                    at += 1;
+                    let v = self.w.cast("llvm.bitcast", x, vt);
+                    for i in 0..2 {
+                        let idx = self.w.i32(i);
+                        regs.push(self.w.extract_element(v, idx, et));
+                    }
+                }
+            }
+            self.vals.insert(res, Lv::Tile(Tile { regs, ..t }));
+        }
+        Ok(())
+    }
+}
