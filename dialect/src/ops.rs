@@ -227,14 +227,15 @@ define_ops! {
             accesses before later async-proxy ones (a response buffer read with `ld.shared` before \
             `try_cancel` rewrites it).";
     SmemStore = "tile.smem_store", Gpu,
-        "Writes accumulator columns into a staging slot with `stmatrix`.",
-        "Write columns [`col_offset`, `col_offset` + W) of an accumulator-shaped tile (R×N, \
-            registers in the MMA fragment layout) into slot `slot` of a staging ring `smem<S x R x \
-            W x T>` (operands: tile, ring, slot): each consumer warpgroup writes its 64 rows; \
-            the tile's element type is the ring's (16-bit: \
-            `stmatrix.sync.aligned.m8n8.x4`, 128-byte swizzle). A generic-proxy write: \
-            a `tile.fence_proxy_async` and a barrier must come before a \
-            `tile.tma_store` reads the slot.";
+        "Writes a tile's columns into a shared-memory slot (generic proxy).",
+        "Write columns [`col_offset`, `col_offset` + W) of an R×N tile into slot `slot` of a \
+            ring `smem<S x R x W x T>` (operands: tile, ring, slot); the tile's element type \
+            is the ring's. In a GEMM epilogue the tile is an accumulator in the MMA fragment \
+            layout and each consumer warpgroup writes its 64 rows (16-bit: \
+            `stmatrix.sync.aligned.m8n8.x4`, 128-byte swizzle); in a laid-out kernel the tile \
+            has any layout and fills the slot (W = N), 128-byte swizzled as wgmma's \
+            descriptors read it. A generic-proxy write: a `tile.fence_proxy_async` and a \
+            barrier must come before a `tile.tma_store` or a `tile.mma` reads the slot.";
     TmaStore = "tile.tma_store", Gpu,
         "Copies one staging slot shared→global with `cp.async.bulk.tensor` (TMA).",
         "`cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group` shared→global of one staging \
