@@ -2263,12 +2263,58 @@ mod tests {
     #[test]
     fn gpu_ops_are_an_error() {
         let src = "tile.kernel @k() {grid = [1]} {
-  tile.barrier
+  %b = tile.mbarrier_alloc {arrive_count = 1} : mbarrier<1>
   tile.return
 }
 ";
         let m = parse(src, "t.tile").unwrap();
         let e = run(&m, "k", &mut []).unwrap_err();
         assert!(e.to_string().contains("level-1"), "{e}");
+    }
+
+    #[test]
+    fn mma_reads_the_stages_smem_store_wrote() {
+        // tile.mma of A and B staged [N][K] (b_major = "k") and [K][N] equals tile.dot.
+        let src = "tile.kernel @k(%A: tensor<?x?xf32>, %B: tensor<?x?xf32>, %O1: tensor<?x?xf32>, \
+            %O2: tensor<?x?xf32>, %O3: tensor<?x?xf32>) {grid = [1]} {
+  %c0 = tile.constant {value = 0} : index
+  %c1 = tile.constant {value = 1} : index
+  %kn = tile.smem_alloc {swizzle = 128} : smem<2x3x2xf32>
+  %nk = tile.smem_alloc {swizzle = 128} : smem<1x2x3xf32>
+  %a = tile.load %A, %c0, %c0 : tile<2x3xf32>
+  %b = tile.load %B, %c0, %c0 : tile<3x2xf32>
+  %bt = tile.transpose %b : tile<2x3xf32>
+  %z = tile.zeros : tile<2x2xf32>
+  %d = tile.dot %a, %b, %z {precision = \"tf32\"} : tile<2x2xf32>
+  tile.smem_store %b, %kn, %c1
+  tile.smem_store %bt, %nk, %c0
+  tile.fence_proxy_async
+  tile.barrier
+  %m1 = tile.mma %a, %kn, %c1, %z {kind = \"wgmma\", precision = \"tf32\", zero_acc = true} : tile<2x2xf32>
+  %m2 = tile.mma %a, %nk, %c0, %d {kind = \"wgmma\", b_major = \"k\", precision = \"tf32\"} : tile<2x2xf32>
+  tile.commit_group
+  %w1, %w2 = tile.wait_group %m1, %m2 {pending = 0} : tile<2x2xf32>, tile<2x2xf32>
+  tile.store %O1, %c0, %c0, %d
+  tile.store %O2, %c0, %c0, %w1
+  tile.store %O3, %c0, %c0, %w2
+  tile.return
+}
+";
+        let m = parse(src, "t.tile").unwrap();
+        let a = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let b = [1.0, -1.0, 0.5, 2.0, -2.0, 0.25];
+        let mut args = vec![
+            ArgValue::Tensor(Tensor::from_f32(ScalarType::F32, &[2, 3], &a)),
+            ArgValue::Tensor(Tensor::from_f32(ScalarType::F32, &[3, 2], &b)),
+            ArgValue::Tensor(Tensor::zeros(ScalarType::F32, &[2, 2])),
+            ArgValue::Tensor(Tensor::zeros(ScalarType::F32, &[2, 2])),
+            ArgValue::Tensor(Tensor::zeros(ScalarType::F32, &[2, 2])),
+        ];
+        run(&m, "k", &mut args).unwrap();
+        let out = |i: usize| args[i].tensor().unwrap().to_f64_vec();
+        // A·B = [[1 + 1 - 6, -1 + 4 + 0.75], [4 + 2.5 - 12, -4 + 10 + 1.5]]
+        assert_eq!(out(2), vec![-4.0, 3.75, -5.5, 7.5]);
+        assert_eq!(out(3), out(2));
+        assert_eq!(out(4), vec![-8.0, 7.5, -11.0, 15.0]);
     }
 }
