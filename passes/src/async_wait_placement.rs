@@ -39,13 +39,7 @@
 //!
 //! A wait takes, and returns tied, every accumulator (or A-fragment) value of a group in
 //! flight before it that is still used after it; later uses in its scope are rewired to
-//! its results, so lowering cannot move accumulator uses across it. It also takes the A
-//! fragment a pending register-A wgmma reads (the latest value of its slot in scope) when
-//! nothing uses it later: the registers must not be reused while the wgmma may still read
-//! them (the PTX ISA leaves that undefined), and the tie keeps them allocated until the
-//! wait. So that the fragment is in scope at a wait in the next iteration or after the
-//! loop, a fragment a `tile.for` body defines for a wgmma in that body is first made
-//! loop-carried (initialised with `tile.zeros` before the loop).
+//! its results, so lowering cannot move accumulator uses across it.
 //!
 //! When an overwrite (`tile.tma_load`) races with a group that another warpgroup may still
 //! have pending — two or more warpgroups run the code (`consumers` ≥ 2 of a
@@ -102,7 +96,7 @@
 //! release of the last stage), and the epilogue reads the wait's result.
 
 use crate::async_model::{
-    is_wgmma, scalar_only, Facts, GroupKind, Hazard, Inst, OpId, Slot, C_CAP, MAX_PENDING,
+    scalar_only, Facts, GroupKind, Hazard, Inst, OpId, Slot, C_CAP, MAX_PENDING,
 };
 use crate::pass::{Pass, PassContext, PassInfo};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -925,14 +919,7 @@ fn wait_operands(
             levels.last_mut().expect("level").index = i;
             let id = f.id(op);
             if let Some(dec) = d.get(&id).filter(|d| d.wait.is_some()) {
-                // An A fragment a pending group reads must stay in its registers until the
-                // group completes: the latest value of its slot in scope (the one the group
-                // reads) is tied even where nothing uses it later. Values are taken in the
-                // order they are defined, so the IR printed and placed again gives the same
-                // wait.
-                let fragments: BTreeSet<Slot> = f.groups.values().filter_map(|g| g.a).collect();
-                let mut seen: Vec<(Value, bool)> = vec![];
-                let mut latest_fragment: BTreeMap<Slot, Value> = BTreeMap::new();
+                let mut vals = vec![];
                 for (def_level, l) in levels.iter().enumerate() {
                     let visible = l.block.args.iter().copied().chain(
                         l.block.ops[..l.index]
@@ -940,24 +927,16 @@ fn wait_operands(
                             .flat_map(|o| o.results.iter().copied()),
                     );
                     for v in visible {
-                        let slot = f.slot(v);
-                        if !f.is_reg(v) || !dec.in_flight.contains(&slot) {
-                            continue;
+                        if f.is_reg(v)
+                            && dec.in_flight.contains(&f.slot(v))
+                            && live_at(levels, v, def_level)
+                        {
+                            vals.push(v);
                         }
-                        let live = live_at(levels, v, def_level);
-                        if !live && fragments.contains(&slot) {
-                            latest_fragment.insert(slot, v);
-                        }
-                        seen.push((v, live));
                     }
                 }
-                let latest: BTreeSet<Value> = latest_fragment.into_values().collect();
-                let mut vals: Vec<Value> = vec![];
-                for (v, live) in seen {
-                    if (live || latest.contains(&v)) && !vals.contains(&v) {
-                        vals.push(v);
-                    }
-                }
+                vals.sort();
+                vals.dedup();
                 out.insert(id, vals);
             }
             for r in 0..op.regions.len() {
@@ -1148,80 +1127,12 @@ impl Rewriter<'_> {
 /// threads = 128}`; consumer warpgroup w synchronises on hardware barrier 1 + w).
 pub const EPILOGUE_BARRIER_ID: i64 = 1;
 
-/// Makes the A fragment of every register-A wgmma in a `tile.for` body that the body
-/// defines a loop-carried value (initialised to `tile.zeros` before the loop), unless the
-/// body yields it already. A wait in the next iteration, or after the loop, that retires
-/// the group then has a value of the fragment in scope to tie.
-fn carry_fragments(m: &mut Module, b: &mut Block) {
-    let ops = std::mem::take(&mut b.ops);
-    for mut op in ops {
-        for r in &mut op.regions {
-            carry_fragments(m, r);
-        }
-        if op.kind == OpKind::For && op.regions.len() == 1 {
-            let body = &op.regions[0];
-            let defined: BTreeSet<Value> = body
-                .ops
-                .iter()
-                .flat_map(|o| o.results.iter().copied())
-                .collect();
-            let yielded: Vec<Value> = body
-                .ops
-                .last()
-                .filter(|y| y.kind == OpKind::Yield)
-                .map(|y| y.operands.clone())
-                .unwrap_or_default();
-            let mut frags: Vec<Value> = vec![];
-            for o in &body.ops {
-                if !is_wgmma(o) {
-                    continue;
-                }
-                if let Some(p) = tilec_dialect::ops::mma_operands(o) {
-                    let is_tile = matches!(m.try_ty(p.a), Some(tilec_dialect::Type::Tile { .. }));
-                    if is_tile
-                        && defined.contains(&p.a)
-                        && !yielded.contains(&p.a)
-                        && !frags.contains(&p.a)
-                    {
-                        frags.push(p.a);
-                    }
-                }
-            }
-            let has_yield = body.ops.last().is_some_and(|y| y.kind == OpKind::Yield);
-            if has_yield {
-                for a in frags {
-                    let ty = m.ty(a).clone();
-                    let name = m.name(a).map(str::to_string);
-                    let init = m.new_value(ty.clone(), name.as_ref().map(|n| format!("{n}_init")));
-                    let arg = m.new_value(ty.clone(), name.as_ref().map(|n| format!("{n}_prev")));
-                    let res = m.new_value(ty, name.as_ref().map(|n| format!("{n}_last")));
-                    let mut z = Operation::new(OpKind::Zeros, op.loc.clone());
-                    z.results.push(init);
-                    b.ops.push(z);
-                    op.operands.push(init);
-                    op.results.push(res);
-                    let body = &mut op.regions[0];
-                    body.args.push(arg);
-                    if let Some(y) = body.ops.last_mut() {
-                        y.operands.push(a);
-                    }
-                }
-            }
-        }
-        b.ops.push(op);
-    }
-}
-
 fn place_kernel(
     m: &mut Module,
     k: &mut Operation,
     stats: &mut PlacementStats,
     remarks: &mut Vec<Diagnostic>,
 ) {
-    strip(k, GroupKind::Wgmma);
-    if let Some(b) = k.regions.first_mut() {
-        carry_fragments(m, b);
-    }
     place_kernel_kind(m, k, stats, remarks, GroupKind::Wgmma);
     place_kernel_kind(m, k, stats, remarks, GroupKind::Bulk);
 }
