@@ -2290,8 +2290,10 @@ mod tests {
   tile.smem_store %bt, %nk, %c0
   tile.fence_proxy_async
   tile.barrier
-  %m1 = tile.mma %a, %kn, %c1, %z {kind = \"wgmma\", precision = \"tf32\", zero_acc = true} : tile<2x2xf32>
-  %m2 = tile.mma %a, %nk, %c0, %d {kind = \"wgmma\", b_major = \"k\", precision = \"tf32\"} : tile<2x2xf32>
+  %m1 = tile.mma %a, %kn, %c1, %z {kind = \"wgmma\", precision = \"tf32\", \
+    zero_acc = true} : tile<2x2xf32>
+  %m2 = tile.mma %a, %nk, %c0, %d {kind = \"wgmma\", b_major = \"k\", \
+    precision = \"tf32\"} : tile<2x2xf32>
   tile.commit_group
   %w1, %w2 = tile.wait_group %m1, %m2 {pending = 0} : tile<2x2xf32>, tile<2x2xf32>
   tile.store %O1, %c0, %c0, %d
