@@ -1280,6 +1280,9 @@ impl Machine<'_> {
                     return Err(op_err(op, "expects an smem result"));
                 };
                 let shape: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
+                if shape.len() != 2 {
+                    return Err(op_err(op, "expects 2-D stages"));
+                }
                 let n = (stages as usize).saturating_mul(shape.iter().product());
                 if n as u64 > self.limits.max_tile_elems {
                     return Err(op_err(op, "buffer too large"));
@@ -1292,7 +1295,11 @@ impl Machine<'_> {
             }
             OpKind::SmemStore => {
                 let t = self.tile(op, 0)?;
-                let Val::Smem(buf) = self.get(op, op.operands[1])? else {
+                let ring = *op
+                    .operands
+                    .get(1)
+                    .ok_or_else(|| op_err(op, "missing operand"))?;
+                let Val::Smem(buf) = self.get(op, ring)? else {
                     return Err(op_err(op, "expects a buffer"));
                 };
                 let stage =
@@ -1327,7 +1334,8 @@ impl Machine<'_> {
             }
             OpKind::Mma => {
                 let v = self.mma(op)?;
-                self.set(op, op.results[0], v)
+                let r = *op.results.first().ok_or_else(|| op_err(op, "no result"))?;
+                self.set(op, r, v)
             }
             _ => Ok(()),
         }
@@ -1366,10 +1374,9 @@ impl Machine<'_> {
     fn mma(&mut self, op: &Operation) -> R<Val> {
         let parts = crate::ops::mma_operands(op).ok_or_else(|| op_err(op, "bad operand count"))?;
         let (shape, elem) = self.result_tile(op)?;
-        let (m, n) = (
-            shape[0],
-            *shape.get(1).ok_or_else(|| op_err(op, "bad shapes"))?,
-        );
+        let (Some(&m), Some(&n), 2) = (shape.first(), shape.get(1), shape.len()) else {
+            return Err(op_err(op, "bad shapes"));
+        };
         let a_k = crate::ops::mma_a_k_major(op).map_err(|e| op_err(op, e))?;
         let b_k = crate::ops::mma_b_k_major(op).map_err(|e| op_err(op, e))?;
         let x: Vec<f32> = match self.get(op, parts.a)? {
@@ -1398,18 +1405,7 @@ impl Machine<'_> {
                 _ => return Err(op_err(op, "bad accumulator")),
             }
         };
-        let tf32 = op.str_attr("precision") == Some("tf32");
-        let rd = |v: f32| if tf32 { to_tf32(v) } else { v };
-        let mut out = vec![0.0f32; m * n];
-        for i in 0..m {
-            for j in 0..n {
-                let mut s = 0.0f32;
-                for kk in 0..k {
-                    s = rd(x[i * k + kk]).mul_add(rd(y[kk * n + j]), s);
-                }
-                out[i * n + j] = round_to(elem, s + z[i * n + j]);
-            }
-        }
+        let out = matmul(op, &x, &y, &z, (m, k, n), elem);
         Ok(tile_val(shape, elem, Data::Float(out)))
     }
 
@@ -1429,21 +1425,8 @@ impl Machine<'_> {
         let (Data::Float(x), Data::Float(y), Data::Float(z)) = (&a.data, &b.data, &c.data) else {
             return Err(op_err(op, "expects float tiles"));
         };
-        let (m, k, n) = (a.shape[0], a.shape[1], b.shape[1]);
-        // `precision = "tf32"`: the inputs are read as tf32, their low 13 mantissa bits
-        // dropped (rounded toward zero), as the tensor cores read f32 data in a `.tf32` MMA.
-        let tf32 = op.str_attr("precision") == Some("tf32");
-        let rd = |v: f32| if tf32 { to_tf32(v) } else { v };
-        let mut out = vec![0.0f32; m * n];
-        for i in 0..m {
-            for j in 0..n {
-                let mut s = 0.0f32;
-                for kk in 0..k {
-                    s = rd(x[i * k + kk]).mul_add(rd(y[kk * n + j]), s);
-                }
-                out[i * n + j] = round_to(elem, s + z[i * n + j]);
-            }
-        }
+        let mk_n = (a.shape[0], a.shape[1], b.shape[1]);
+        let out = matmul(op, x, y, z, mk_n, elem);
         Ok(tile_val(shape, elem, Data::Float(out)))
     }
 
@@ -1562,6 +1545,34 @@ impl Machine<'_> {
         }
         Ok(tile_val(shape, elem, Data::Float(out)))
     }
+}
+
+/// `x · y + z` of row-major `m × k`, `k × n` and `m × n` matrices, as `tile.dot` and
+/// `tile.mma` compute it: each product summed from +0 by fused multiply-adds in k order,
+/// the accumulator added last, the sum rounded to `elem`; with `precision = "tf32"` the
+/// inputs are read as tf32 (their low 13 mantissa bits dropped, as the tensor cores read
+/// f32 data in a `.tf32` MMA).
+fn matmul(
+    op: &Operation,
+    x: &[f32],
+    y: &[f32],
+    z: &[f32],
+    (m, k, n): (usize, usize, usize),
+    elem: ScalarType,
+) -> Vec<f32> {
+    let tf32 = op.str_attr("precision") == Some("tf32");
+    let rd = |v: f32| if tf32 { to_tf32(v) } else { v };
+    let mut out = vec![0.0f32; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let mut s = 0.0f32;
+            for kk in 0..k {
+                s = rd(x[i * k + kk]).mul_add(rd(y[kk * n + j]), s);
+            }
+            out[i * n + j] = round_to(elem, s + z[i * n + j]);
+        }
+    }
+    out
 }
 
 fn tile_val(shape: Vec<usize>, elem: ScalarType, data: Data) -> Val {

@@ -258,6 +258,29 @@ impl LinearLayout {
         }
     }
 
+    /// Whether an accumulator `acc` of shape `acc_shape` and an A operand `a` of shape
+    /// `a_shape` are the fragments of register-A `wgmma.mma_async` m64nNk16 (PTX ISA
+    /// §9.7.15.5.1): every warp along M with 16 rows each ([`Self::dot_accumulator`] and
+    /// [`Self::dot_operand_a`] over `warps × 1` warps, `warps` a multiple of 4, so each
+    /// warpgroup holds one m64 tile), N (padded) from 8 to 256 and K (padded) a multiple
+    /// of 16.
+    pub fn is_wgmma_register_a(
+        acc: &LinearLayout,
+        acc_shape: &[u64],
+        a: &LinearLayout,
+        a_shape: &[u64],
+    ) -> bool {
+        let warps = acc.num_warps();
+        acc.rank() == 2
+            && a.rank() == 2
+            && warps.is_multiple_of(4)
+            && acc.dims[0] == 16 * warps
+            && (8..=256).contains(&acc.dims[1])
+            && a.dims[1].is_multiple_of(16)
+            && *acc == Self::dot_accumulator(acc_shape, warps, 1)
+            && *a == Self::dot_operand_a(a_shape, warps, 1)
+    }
+
     /// The layout of a reduction of `dim`: the same threads and registers, with `dim` of
     /// size 1, so the bits that told elements of `dim` apart broadcast; register bits left
     /// with nothing to tell apart are dropped (a thread keeps one copy).

@@ -257,14 +257,9 @@ fn plan(m: &Module, op: &Operation, warps: u64, defs: &Defs) -> Option<Plan> {
     if laid_out(m, op.operands[2]).map(|(_, _, l)| l) != Some(lc) {
         return None;
     }
-    let (mm, n, kk) = (lc.dims[0], lc.dims[1], la.dims[1]);
-    let fits = warps.is_multiple_of(4)
-        && mm == 16 * warps
-        && LinearLayout::dot_warps(mm, n, warps) == Some((warps, 1))
-        && *lc == LinearLayout::dot_accumulator(sc, warps, 1)
-        && *la == LinearLayout::dot_operand_a(sa, warps, 1)
-        && (8..=256).contains(&n)
-        && kk % 16 == 0
+    let (n, kk) = (lc.dims[1], la.dims[1]);
+    let fits = lc.num_warps() == warps
+        && LinearLayout::is_wgmma_register_a(lc, sc, la, sa)
         && sb.iter().all(|d| d.is_power_of_two())
         && lb.dims == [kk, n];
     if !fits {

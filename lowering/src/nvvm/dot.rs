@@ -220,25 +220,15 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let pitch = l.dims[run_dim] + ROW_PAD_BYTES / esize;
         let bytes = l.dims[row_dim] * pitch * esize;
         let region = self.smem_region(bytes, &op.loc)?;
-        let et = self.w.ty(b.elem);
         let vlen = 1u64 << run;
-        let vt = self.w.vector_ty(vlen, et);
         let mut strides = vec![0, 0];
         strides[row_dim] = pitch;
         strides[run_dim] = 1;
         let at = self.smem_placement(l, strides, esize, region);
         for r in (0..b.regs.len() as u64).step_by(vlen as usize) {
             let p = self.smem_address(&at, l, r);
-            if vlen == 1 {
-                self.w.store(b.regs[r as usize], p, esize);
-            } else {
-                let mut v = self.w.undef(vt);
-                for i in 0..vlen {
-                    let idx = self.w.i32(i as i64);
-                    v = self.w.insert_element(v, b.regs[(r + i) as usize], idx);
-                }
-                self.w.store(v, p, esize * vlen);
-            }
+            self.w
+                .store_run(&b.regs[r as usize..(r + vlen) as usize], p, esize);
         }
         self.w.barrier();
         // Lane l gives row l mod 8 of matrix q = l / 8: matrix q is n8 tile q / 2 and k half

@@ -372,23 +372,9 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             K::SmemStore => self.lower_smem_store(op)?,
             K::Mma => self.lower_wgmma_rs(op)?,
             K::WaitGroup => self.lower_wait_group(op)?,
-            K::WgmmaFence => {
-                self.w.op("nvvm.wgmma.fence.aligned", &[], &[], &[]);
-            }
-            K::CommitGroup => {
-                self.w
-                    .op("nvvm.wgmma.commit.group.sync.aligned", &[], &[], &[]);
-            }
-            K::FenceProxyAsync => {
-                let kind = self.w.attr("#nvvm.proxy_kind<async.shared>");
-                let space = self.w.attr("#nvvm.shared_space<cta>");
-                self.w.op(
-                    "nvvm.fence.proxy",
-                    &[],
-                    &[],
-                    &[("kind", kind), ("space", space)],
-                );
-            }
+            K::WgmmaFence => self.w.wgmma_fence(),
+            K::CommitGroup => self.w.wgmma_commit_group(),
+            K::FenceProxyAsync => self.w.fence_proxy_async(),
             K::Barrier => self.w.barrier(),
             K::Yield | K::Return => {}
             k => {

@@ -33,13 +33,16 @@ use tilec_dialect::{Attribute as TileAttr, LinearLayout, Operation, ScalarType, 
 /// Bytes of one 128-byte-swizzled row (a box's width).
 const SWIZZLE_BYTES: u64 = 128;
 
-/// A shared-memory buffer of `tile.smem_alloc`: where it starts in the dynamic shared
-/// memory, its stage shape `[R, C]` and element, and the bytes between stages.
+/// A shared-memory buffer of `tile.smem_alloc`.
 #[derive(Clone, Debug)]
 pub(crate) struct SmemBuf {
+    /// Where it starts in the dynamic shared memory, in bytes (1024-aligned).
     pub offset: u64,
+    /// A stage's shape `[R, C]`, in elements (C contiguous).
     pub shape: [u64; 2],
+    /// The element type.
     pub elem: ScalarType,
+    /// Bytes from one stage to the next (a multiple of 1024).
     pub stage_bytes: u64,
 }
 
@@ -172,8 +175,6 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let st32 = self.w.trunc(stage, ScalarType::I32);
         let so = self.w.mul(st32, sb);
         let thread = self.w.add(thread, so);
-        let et = self.w.ty(t.elem);
-        let vt = self.w.vector_ty(run, et);
         for r in (0..t.regs.len() as u64).step_by(run as usize) {
             let g = off(&l.register_coord(r));
             let at = if g & thread_mask == 0 {
@@ -183,16 +184,8 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 self.w.add_const(x, base as i64)
             };
             let p = self.w.smem_addr(at);
-            if run == 1 {
-                self.w.store(t.regs[r as usize], p, esize);
-            } else {
-                let mut v = self.w.undef(vt);
-                for i in 0..run {
-                    let idx = self.w.i32(i as i64);
-                    v = self.w.insert_element(v, t.regs[(r + i) as usize], idx);
-                }
-                self.w.store(v, p, esize * run);
-            }
+            self.w
+                .store_run(&t.regs[r as usize..(r + run) as usize], p, esize);
         }
         Ok(())
     }
@@ -223,18 +216,12 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let zero_acc = op.attr("zero_acc").and_then(TileAttr::as_bool) == Some(true);
         let b_k = tilec_dialect::ops::mma_b_k_major(op)
             .map_err(|e| tilec_dialect::Diagnostic::error(op.loc.clone(), e))?;
-        let warps = acc_l.num_warps();
-        let (mm, n, kdim) = (acc_l.dims[0], acc_l.dims[1], a.layout.dims[1]);
+        let (n, kdim) = (acc_l.dims[1], a.layout.dims[1]);
         let elem = a.elem;
         let want_b = if b_k { [n, kdim] } else { [kdim, n] };
         let fits = matches!(elem, ScalarType::BF16 | ScalarType::F16)
             && buf.elem == elem
-            && warps % 4 == 0
-            && mm == 16 * warps
-            && acc_l == LinearLayout::dot_accumulator(&shape, warps, 1)
-            && a.layout == LinearLayout::dot_operand_a(&a.shape, warps, 1)
-            && (8..=256).contains(&n)
-            && kdim % 16 == 0
+            && LinearLayout::is_wgmma_register_a(&acc_l, &shape, &a.layout, &a.shape)
             && buf.shape == want_b;
         if !fits {
             return err(
@@ -376,20 +363,9 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 }
             }
         }
-        if tiles.is_empty() {
-            let g = self.w.i64_attr(n);
-            self.w.op(
-                "nvvm.wgmma.wait.group.sync.aligned",
-                &[],
-                &[],
-                &[("group", g)],
-            );
-            return Ok(());
-        }
         let i32t = self.w.ty(ScalarType::I32);
         let f32t = self.w.ty(ScalarType::F32);
-        let mut ins: Vec<Value<'c, 'm>> = vec![];
-        let mut kinds: Vec<(&str, melior::ir::Type<'c>)> = vec![];
+        let mut tied: Vec<(Value<'c, 'm>, melior::ir::Type<'c>, &str)> = vec![];
         for (_, t) in &tiles {
             match t.elem.size_bytes() {
                 4 => {
@@ -399,8 +375,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                         } else {
                             self.w.cast("llvm.bitcast", x, f32t)
                         };
-                        ins.push(v);
-                        kinds.push(("f", f32t));
+                        tied.push((v, f32t, "f"));
                     }
                 }
                 2 => {
@@ -409,8 +384,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                     }
                     for p in t.regs.chunks(2) {
                         let v = self.pack_pair(t.elem, p[0], p[1]);
-                        ins.push(self.as_i32(v));
-                        kinds.push(("r", i32t));
+                        tied.push((self.as_i32(v), i32t, "r"));
                     }
                 }
                 _ => {
@@ -421,30 +395,13 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 }
             }
         }
-        let total = ins.len();
-        let cons: Vec<String> = kinds
-            .iter()
-            .map(|(c, _)| format!("={c}"))
-            .chain((0..total).map(|i| i.to_string()))
-            .collect();
-        let tys: Vec<melior::ir::Type<'c>> = kinds.iter().map(|k| k.1).collect();
-        let ret = self.w.struct_ty(&tys);
-        let r = self
-            .w
-            .inline_asm(
-                &format!("wgmma.wait_group.sync.aligned {n};"),
-                &cons.join(","),
-                &ins,
-                Some(ret),
-                true,
-            )
-            .expect("a result type was given");
+        let after = self.w.wgmma_wait_group(n, &tied);
         let mut at = 0;
         for (res, t) in tiles {
             let mut regs = vec![];
             if t.elem.size_bytes() == 4 {
                 for _ in 0..t.regs.len() {
-                    let x = self.w.extract(r, at, f32t);
+                    let x = after[at];
                     at += 1;
                     regs.push(if t.elem == ScalarType::F32 {
                         x
@@ -457,7 +414,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 let et = self.w.ty(t.elem);
                 let vt = self.w.vector_ty(2, et);
                 for _ in 0..t.regs.len() / 2 {
-                    let x = self.w.extract(r, at, i32t);
+                    let x = after[at];
                     at += 1;
                     let v = self.w.cast("llvm.bitcast", x, vt);
                     for i in 0..2 {

@@ -586,6 +586,22 @@ impl<'c, 'm> Writer<'c, 'm> {
         self.op1("llvm.insertelement", &[vec, x, i.v], ty, &[])
     }
 
+    /// Stores `vals` (one element type, `esize` bytes each) at `ptr` as one access: a scalar
+    /// store for one value, else a vector of them (aligned to the whole vector).
+    pub fn store_run(&mut self, vals: &[Value<'c, 'm>], ptr: Value<'c, 'm>, esize: u64) {
+        if let [x] = vals {
+            self.store(*x, ptr, esize);
+            return;
+        }
+        let vt = self.vector_ty(vals.len() as u64, vals[0].r#type());
+        let mut v = self.undef(vt);
+        for (i, &x) in vals.iter().enumerate() {
+            let idx = self.i32(i as i64);
+            v = self.insert_element(v, x, idx);
+        }
+        self.store(v, ptr, esize * vals.len() as u64);
+    }
+
     /// `llvm.extractelement vec[i]` (an i32 index) of element type `ty`.
     pub fn extract_element(
         &mut self,
@@ -745,6 +761,74 @@ impl<'c, 'm> Writer<'c, 'm> {
     /// `bar.sync 0` over the CTA (`nvvm.barrier0`).
     pub fn barrier(&mut self) {
         self.op("nvvm.barrier0", &[], &[], &[]);
+    }
+
+    /// `fence.proxy.async.shared::cta` (PTX ISA, "membar/fence"): this thread's generic-proxy
+    /// shared-memory accesses before later async-proxy ones (TMA, wgmma descriptors).
+    pub fn fence_proxy_async(&mut self) {
+        let kind = self.attr("#nvvm.proxy_kind<async.shared>");
+        let space = self.attr("#nvvm.shared_space<cta>");
+        self.op(
+            "nvvm.fence.proxy",
+            &[],
+            &[],
+            &[("kind", kind), ("space", space)],
+        );
+    }
+
+    /// `wgmma.fence.sync.aligned` (PTX ISA §9.7.15.7.1).
+    pub fn wgmma_fence(&mut self) {
+        self.op("nvvm.wgmma.fence.aligned", &[], &[], &[]);
+    }
+
+    /// `wgmma.commit_group.sync.aligned` (PTX ISA §9.7.15.7.2).
+    pub fn wgmma_commit_group(&mut self) {
+        self.op("nvvm.wgmma.commit.group.sync.aligned", &[], &[], &[]);
+    }
+
+    /// `wgmma.wait_group.sync.aligned n` (PTX ISA §9.7.15.7.3) with `tied` — (value, its
+    /// type, its constraint letter: `f` or `r`) — going through the asm statement as tied
+    /// operands, so no access of them is scheduled above the wait; returns the values after
+    /// it, in order. With nothing tied, the NVVM op.
+    pub fn wgmma_wait_group(
+        &mut self,
+        n: i64,
+        tied: &[(Value<'c, 'm>, Type<'c>, &str)],
+    ) -> Vec<Value<'c, 'm>> {
+        if tied.is_empty() {
+            let g = self.i64_attr(n);
+            self.op(
+                "nvvm.wgmma.wait.group.sync.aligned",
+                &[],
+                &[],
+                &[("group", g)],
+            );
+            return vec![];
+        }
+        let cons: Vec<String> = tied
+            .iter()
+            .map(|(_, _, c)| format!("={c}"))
+            .chain((0..tied.len()).map(|i| i.to_string()))
+            .collect();
+        let tys: Vec<Type<'c>> = tied.iter().map(|t| t.1).collect();
+        let vals: Vec<Value<'c, 'm>> = tied.iter().map(|t| t.0).collect();
+        let ret = self.struct_ty(&tys);
+        let r = self
+            .inline_asm(
+                &format!("wgmma.wait_group.sync.aligned {n};"),
+                &cons.join(","),
+                &vals,
+                Some(ret),
+                true,
+            )
+            .expect("a result type was given");
+        if tys.iter().all(|&t| t == tys[0]) {
+            return self.unpack(r, tys.len(), tys[0]);
+        }
+        tys.iter()
+            .enumerate()
+            .map(|(i, &t)| self.extract(r, i, t))
+            .collect()
     }
 
     /// `shfl.sync.bfly.b32` of an f32 with lane mask `mask` over the whole warp.

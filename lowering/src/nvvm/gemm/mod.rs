@@ -454,16 +454,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             K::MbarrierWait => self.lower_mbarrier_wait(op)?,
             K::MbarrierExpectTx => self.lower_expect_tx(op)?,
             K::MbarrierArrive => self.lower_arrive(op)?,
-            K::FenceProxyAsync => {
-                let kind = self.w.attr("#nvvm.proxy_kind<async.shared>");
-                let space = self.w.attr("#nvvm.shared_space<cta>");
-                self.w.op(
-                    "nvvm.fence.proxy",
-                    &[],
-                    &[],
-                    &[("kind", kind), ("space", space)],
-                );
-            }
+            K::FenceProxyAsync => self.w.fence_proxy_async(),
             K::ClusterCtaRank => {
                 let r = self.w.sreg("cluster.ctarank");
                 let r64 = self.zext64(r);
@@ -472,13 +463,8 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             K::ClcTryCancel => self.lower_try_cancel(op)?,
             K::ClcQuery => self.lower_clc_query(op)?,
             K::TmaLoad => self.lower_tma_load(op)?,
-            K::WgmmaFence => {
-                self.w.op("nvvm.wgmma.fence.aligned", &[], &[], &[]);
-            }
-            K::CommitGroup => {
-                self.w
-                    .op("nvvm.wgmma.commit.group.sync.aligned", &[], &[], &[]);
-            }
+            K::WgmmaFence => self.w.wgmma_fence(),
+            K::CommitGroup => self.w.wgmma_commit_group(),
             K::Barrier => {
                 // `bar.sync 0` waits for every thread of the CTA; inside a warp-specialized
                 // consumer region the producer never arrives, so it would hang.

@@ -297,34 +297,12 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 None => return err(op, "wait_group operand is not lowered"),
             }
         }
-        if accs.is_empty() {
-            let g = self.w.i64_attr(n);
-            self.w.op(
-                "nvvm.wgmma.wait.group.sync.aligned",
-                &[],
-                &[],
-                &[("group", g)],
-            );
-            return Ok(());
-        }
-        let total: usize = accs.iter().map(|a| a.len()).sum();
-        let elems: Vec<Value<'c, 'm>> = accs.iter().flat_map(|a| a.iter().copied()).collect();
-        let cons: Vec<String> = std::iter::repeat_n("=f".to_string(), total)
-            .chain((0..total).map(|i| i.to_string()))
-            .collect();
         let f32t = self.w.ty(ScalarType::F32);
-        let ret_ty = self.w.struct_ty(&vec![f32t; total]);
-        let r = self
-            .w
-            .inline_asm(
-                &format!("wgmma.wait_group.sync.aligned {n};"),
-                &cons.join(","),
-                &elems,
-                Some(ret_ty),
-                true,
-            )
-            .expect("a typed result");
-        let mut regs = self.w.unpack(r, total, f32t).into_iter();
+        let tied: Vec<(Value<'c, 'm>, melior::ir::Type<'c>, &str)> = accs
+            .iter()
+            .flat_map(|a| a.iter().map(|&v| (v, f32t, "f")))
+            .collect();
+        let mut regs = self.w.wgmma_wait_group(n, &tied).into_iter();
         for (acc, &res) in accs.iter().zip(&acc_results) {
             let mine: Vec<Value<'c, 'm>> = regs.by_ref().take(acc.len()).collect();
             self.vals.insert(res, Lv::Acc(Rc::new(mine)));
