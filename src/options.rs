@@ -616,9 +616,10 @@ impl Options {
             ",tile-assign-layouts{{target={} num-warps={}}}",
             self.target, self.num_warps
         ));
-        // Dots of laid-out kernels as register-A wgmma where the target has it (a no-op
-        // elsewhere); the waits come next.
-        p.push_str(",tile-dot-to-wgmma");
+        // Dots of laid-out kernels as wgmma where the target has it (a no-op elsewhere),
+        // then the layout conversions and transposes that only fed them go; the waits come
+        // next.
+        p.push_str(",tile-dot-to-wgmma,dce");
         if tilec_passes::lookup("async-wait-placement").is_some() {
             p.push_str(",async-wait-placement");
             if self.check_waits && tilec_passes::lookup("verify-async-waits").is_some() {

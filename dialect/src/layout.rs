@@ -271,14 +271,23 @@ impl LinearLayout {
         a_shape: &[u64],
     ) -> bool {
         let warps = acc.num_warps();
-        acc.rank() == 2
+        Self::is_wgmma_accumulator(acc, acc_shape)
             && a.rank() == 2
+            && a.dims[1].is_multiple_of(16)
+            && *a == Self::dot_operand_a(a_shape, warps, 1)
+    }
+
+    /// Whether `acc`, of shape `acc_shape`, is the D fragment of `wgmma.mma_async`
+    /// m64nNk16 with f32 accumulation (PTX ISA §9.7.15.5.1), warpgroup by warpgroup:
+    /// [`Self::dot_accumulator`] over `warps × 1` warps, `warps` a multiple of 4, with
+    /// `16 · warps` rows and N (padded) from 8 to 256.
+    pub fn is_wgmma_accumulator(acc: &LinearLayout, acc_shape: &[u64]) -> bool {
+        let warps = acc.num_warps();
+        acc.rank() == 2
             && warps.is_multiple_of(4)
             && acc.dims[0] == 16 * warps
             && (8..=256).contains(&acc.dims[1])
-            && a.dims[1].is_multiple_of(16)
             && *acc == Self::dot_accumulator(acc_shape, warps, 1)
-            && *a == Self::dot_operand_a(a_shape, warps, 1)
     }
 
     /// The layout of a reduction of `dim`: the same threads and registers, with `dim` of

@@ -288,7 +288,8 @@ impl OpKind {
     pub fn is_gpu_level(self) -> bool {
         self.class() == OpClass::Gpu || self == OpKind::WarpSpecialize
     }
-    /// Whether the op has no side effects (may be removed when unused, and reordered).
+    /// Whether the op has no side effects (may be removed when unused, and reordered): of
+    /// the GPU level, only layout conversions and the reads of special registers.
     pub fn is_pure(self) -> bool {
         !matches!(
             self,
@@ -301,7 +302,11 @@ impl OpKind {
                 | OpKind::Store
                 | OpKind::AtomicAdd
                 | OpKind::WarpSpecialize
-        ) && self.class() != OpClass::Gpu
+        ) && (self.class() != OpClass::Gpu
+            || matches!(
+                self,
+                OpKind::ConvertLayout | OpKind::CtaId | OpKind::NumCtas | OpKind::ClusterCtaRank
+            ))
     }
 }
 

@@ -32,7 +32,10 @@
 //!   `tile.mbarrier_arrive %bar, %i` whose barrier guards a ring `g` reads (the rings the
 //!   producer loads after waiting on `%bar`; every ring when none is known) at a stage
 //!   that may alias `%i`; `X` is `tile.return` (or the end of the producer region of a
-//!   `tile.warp_specialize`, where the producer warpgroup exits).
+//!   `tile.warp_specialize`, where the producer warpgroup exits); `X` is the `tile.yield`
+//!   of the block that defines `g`'s A fragment (the register-A form) and does not yield
+//!   it: the fragment's registers are free after it, so the group must be retired first,
+//!   by a wait that takes the fragment (tied), which keeps its registers until then.
 //! - **Bulk store groups** (`GroupKind::Bulk`, the second, independent kind): every
 //!   `tile.tma_store` is one asynchronous bulk copy reading a slot of a staging ring,
 //!   closed by `tile.bulk_commit_group` and retired by `tile.bulk_wait_group {pending = N,
@@ -157,6 +160,8 @@ pub(crate) enum Hazard {
     Release,
     /// The warpgroup exits.
     Exit,
+    /// The group's A fragment goes out of scope (its registers may be reused).
+    FragmentScope,
 }
 
 /// What one op does that matters to pending groups.
@@ -172,6 +177,9 @@ pub(crate) struct Access {
     pub releases: Vec<(Option<BTreeSet<Value>>, StageSym)>,
     /// It ends the warpgroup.
     pub exit: bool,
+    /// A-fragment slots whose values go out of scope here (a `tile.yield` that does not
+    /// carry them): a wgmma still reading one would read registers that may be reused.
+    pub ends: BTreeSet<Slot>,
 }
 
 impl Access {
@@ -181,6 +189,7 @@ impl Access {
             && self.regs.is_empty()
             && self.writes.is_empty()
             && self.releases.is_empty()
+            && self.ends.is_empty()
             && !self.exit
     }
 }
@@ -286,6 +295,9 @@ pub(crate) struct Facts<'k> {
     pub canonical: HashMap<OpId, OpId>,
     /// Warpgroups of the kernel (block threads / 128, at least 1).
     pub kernel_warpgroups: u64,
+    /// For each `tile.yield`, the A-fragment slots whose values its block defines and it
+    /// does not yield: their registers are free after it.
+    pub scope_ends: HashMap<OpId, BTreeSet<Slot>>,
 }
 
 thread_local! {
@@ -373,6 +385,7 @@ impl<'k> Facts<'k> {
             groups: HashMap::new(),
             canonical: HashMap::new(),
             kernel_warpgroups: 1,
+            scope_ends: HashMap::new(),
         };
         kernel.walk(&mut |o| {
             let id = f.ops.len() as OpId;
@@ -560,7 +573,73 @@ impl<'k> Facts<'k> {
             let threads: i64 = dims.iter().filter_map(|d| d.as_int()).product();
             f.kernel_warpgroups = (threads / 128).max(1) as u64;
         }
+        let fragments: BTreeSet<Slot> = f.groups.values().filter_map(|g| g.a).collect();
+        if !fragments.is_empty() {
+            for r in &kernel.regions {
+                f.scan_scopes(r, &fragments);
+            }
+        }
         f
+    }
+
+    /// Records in `scope_ends` the fragments each `tile.yield` in `b` and below ends: those
+    /// all of whose values its block or a block inside it defines (a wait's tied result
+    /// inside a branch does not end a fragment defined before the branch), and which it
+    /// does not yield.
+    fn scan_scopes(&mut self, b: &Block, fragments: &BTreeSet<Slot>) {
+        fn defs(
+            f: &Facts<'_>,
+            b: &Block,
+            chain: &mut Vec<*const Block>,
+            out: &mut HashMap<Slot, Vec<Vec<*const Block>>>,
+        ) {
+            chain.push(b as *const Block);
+            for &v in b
+                .args
+                .iter()
+                .chain(b.ops.iter().flat_map(|o| o.results.iter()))
+            {
+                out.entry(f.slot(v)).or_default().push(chain.clone());
+            }
+            for o in &b.ops {
+                for r in &o.regions {
+                    defs(f, r, chain, out);
+                }
+            }
+            chain.pop();
+        }
+        fn ends(
+            f: &mut Facts<'_>,
+            b: &Block,
+            fragments: &BTreeSet<Slot>,
+            defs: &HashMap<Slot, Vec<Vec<*const Block>>>,
+        ) {
+            for o in &b.ops {
+                for r in &o.regions {
+                    ends(f, r, fragments, defs);
+                }
+            }
+            let Some(t) = b.ops.last().filter(|t| t.kind == OpKind::Yield) else {
+                return;
+            };
+            let me = b as *const Block;
+            let carried: BTreeSet<Slot> = t.operands.iter().map(|&v| f.slot(v)).collect();
+            let ended: BTreeSet<Slot> = b
+                .args
+                .iter()
+                .chain(b.ops.iter().flat_map(|o| o.results.iter()))
+                .map(|&v| f.slot(v))
+                .filter(|s| fragments.contains(s) && !carried.contains(s))
+                .filter(|s| defs[s].iter().all(|c| c.contains(&me)))
+                .collect();
+            if !ended.is_empty() {
+                let id = f.id(t);
+                f.scope_ends.insert(id, ended);
+            }
+        }
+        let mut d = HashMap::new();
+        defs(self, b, &mut vec![], &mut d);
+        ends(self, b, fragments, &d);
     }
 
     fn scan_barriers(&mut self, b: &Block, inherited: &BTreeSet<Value>) {
@@ -603,6 +682,11 @@ impl<'k> Facts<'k> {
     /// Whether `v` is in a register slot some wgmma uses.
     pub(crate) fn is_reg(&self, v: Value) -> bool {
         self.reg_slots.contains(&self.slot(v))
+    }
+
+    /// Whether slot `s` is the A fragment of a register-A wgmma.
+    pub(crate) fn is_fragment(&self, s: Slot) -> bool {
+        self.groups.values().any(|g| g.a == Some(s))
     }
 
     fn lin(&self, v: Value, depth: u32) -> Lin {
@@ -810,6 +894,7 @@ impl<'k> Facts<'k> {
     pub(crate) fn access(&self, op: &Operation, id: OpId, exit: bool) -> Access {
         let mut a = Access {
             exit: exit || op.kind == OpKind::Return,
+            ends: self.scope_ends.get(&id).cloned().unwrap_or_default(),
             ..Access::default()
         };
         if self.kind == GroupKind::Bulk {
@@ -880,6 +965,9 @@ impl<'k> Facts<'k> {
         }
         if self.overwrites(x, g) {
             return Some(Hazard::Overwrite);
+        }
+        if gd.a.is_some_and(|a| x.ends.contains(&a)) {
+            return Some(Hazard::FragmentScope);
         }
         for (rings, st) in &x.releases {
             for (ring, gs) in &g.stages {

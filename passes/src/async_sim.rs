@@ -57,7 +57,9 @@
 //!   a retired one read with no `tile.named_barrier` (or `tile.barrier`) since its wait
 //!   (the elected thread waits; all 128 threads write);
 //! - the end of a warpgroup (`tile.return`, the end of a producer region) with any group
-//!   of either kind pending.
+//!   of either kind pending;
+//! - the end of a block (its `tile.yield`) that defines a pending register-A wgmma's A
+//!   fragment and does not yield it: the fragment's registers are free from there on.
 //!
 //! A run stops at its first hazard, which is reported with the choices of that run.
 
@@ -124,6 +126,10 @@ pub struct Simulator<'m> {
     ops: Vec<&'m Operation>,
     ids: FxHashMap<*const Operation, u32>,
     slot: FxHashMap<Value, u32>,
+    /// For each block (by address) that ends in a `tile.yield`, the register sets whose
+    /// values are all defined in it or below it and which it does not yield: they are free
+    /// after it.
+    frees: FxHashMap<usize, FxHashSet<u32>>,
     /// The rings each barrier guards (none known: every ring).
     bar_ring: FxHashMap<Value, Vec<Value>>,
     /// Stage count of every ring.
@@ -395,8 +401,15 @@ impl<'m> Simulator<'m> {
                 overwritten.insert(r);
             }
         }
+        let slot = register_sets(&ops);
+        let frees = kernel
+            .regions
+            .first()
+            .map(|b| freed_sets(b, &slot))
+            .unwrap_or_default();
         Simulator {
             exact,
+            frees,
             small: (0..1024).map(|v| Rc::new(Expr::K(v))).collect(),
             m,
             live,
@@ -404,7 +417,7 @@ impl<'m> Simulator<'m> {
             overwritten,
             producer_only,
             consumer_only,
-            slot: register_sets(&ops),
+            slot,
             ops,
             ids,
             bar_ring,
@@ -621,6 +634,73 @@ fn register_sets(ops: &[&Operation]) -> FxHashMap<Value, u32> {
 /// Which rings each barrier guards: those a TMA copy fills after a wait on the barrier, in
 /// its block or one nested in it (the producer's `mbarrier_wait %empty, s` before it refills
 /// stage s).
+/// The register sets each block (by address, a block ending in `tile.yield`) frees: those
+/// all of whose values the block or a block inside it defines, and which its yield does not
+/// carry out.
+fn freed_sets(top: &Block, slot: &FxHashMap<Value, u32>) -> FxHashMap<usize, FxHashSet<u32>> {
+    fn walk(
+        b: &Block,
+        chain: &mut Vec<usize>,
+        defs: &mut FxHashMap<u32, Vec<Vec<usize>>>,
+        slot: &FxHashMap<Value, u32>,
+    ) {
+        chain.push(b as *const Block as usize);
+        for v in b
+            .args
+            .iter()
+            .chain(b.ops.iter().flat_map(|o| o.results.iter()))
+        {
+            if let Some(&s) = slot.get(v) {
+                defs.entry(s).or_default().push(chain.clone());
+            }
+        }
+        for o in &b.ops {
+            for r in &o.regions {
+                walk(r, chain, defs, slot);
+            }
+        }
+        chain.pop();
+    }
+    fn ends(
+        b: &Block,
+        defs: &FxHashMap<u32, Vec<Vec<usize>>>,
+        slot: &FxHashMap<Value, u32>,
+        out: &mut FxHashMap<usize, FxHashSet<u32>>,
+    ) {
+        for o in &b.ops {
+            for r in &o.regions {
+                ends(r, defs, slot, out);
+            }
+        }
+        let Some(y) = b.ops.last().filter(|y| y.kind == OpKind::Yield) else {
+            return;
+        };
+        let me = b as *const Block as usize;
+        let yielded: FxHashSet<u32> = y
+            .operands
+            .iter()
+            .filter_map(|v| slot.get(v))
+            .copied()
+            .collect();
+        let freed: FxHashSet<u32> = b
+            .args
+            .iter()
+            .chain(b.ops.iter().flat_map(|o| o.results.iter()))
+            .filter_map(|v| slot.get(v).copied())
+            .filter(|s| !yielded.contains(s))
+            .filter(|s| defs[s].iter().all(|c| c.contains(&me)))
+            .collect();
+        if !freed.is_empty() {
+            out.insert(me, freed);
+        }
+    }
+    let mut defs = FxHashMap::default();
+    walk(top, &mut vec![], &mut defs, slot);
+    let mut out = FxHashMap::default();
+    ends(top, &defs, slot, &mut out);
+    out
+}
+
 fn guards(b: &Block, waited: &[Value], out: &mut FxHashMap<Value, Vec<Value>>) {
     let mut waited = waited.to_vec();
     for o in &b.ops {
@@ -873,6 +953,7 @@ impl Run<'_, '_> {
                 if let Some(w) = deferred.take() {
                     self.op(w)?;
                 }
+                self.fragments_end(b, op)?;
                 return Ok(op.operands.clone());
             }
             match self.change(op) {
@@ -893,6 +974,29 @@ impl Run<'_, '_> {
             self.op(w)?;
         }
         Ok(vec![])
+    }
+
+    /// At `yield_op`, the end of block `b`: the register sets it frees (`frees`) may be
+    /// reused, so no pending wgmma may read one as its A fragment.
+    fn fragments_end(&self, b: &Block, yield_op: &Operation) -> Res<()> {
+        let Some(freed) = self.s.frees.get(&(b as *const Block as usize)) else {
+            return Ok(());
+        };
+        match self
+            .q
+            .pending()
+            .find(|g| g.a.is_some_and(|a| freed.contains(&a)))
+        {
+            Some(g) => Err((
+                yield_op.loc.clone(),
+                format!(
+                    "the end of the block frees the A-fragment registers of the wgmma group of \
+                        {}, which is pending",
+                    self.group_at(g.op)
+                ),
+            )),
+            None => Ok(()),
+        }
     }
 
     fn exit(&self, loc: &Location, what: &str) -> Res<()> {

@@ -927,9 +927,11 @@ fn wait_operands(
                             .flat_map(|o| o.results.iter().copied()),
                     );
                     for v in visible {
+                        // An in-flight wgmma's A fragment is taken even where it is
+                        // dead: the tie keeps its registers until the group retires.
                         if f.is_reg(v)
                             && dec.in_flight.contains(&f.slot(v))
-                            && live_at(levels, v, def_level)
+                            && (live_at(levels, v, def_level) || f.is_fragment(f.slot(v)))
                         {
                             vals.push(v);
                         }

@@ -1,43 +1,54 @@
-//! `tile-dot-to-wgmma` — a laid-out `tile.dot` as Hopper's warpgroup MMA, A from registers.
+//! `tile-dot-to-wgmma` — a laid-out `tile.dot` as Hopper's warpgroup MMA, with its
+//! shared-memory operands staged where they are defined.
 //!
 //! In a kernel with a plain launch (laid out by `tile-assign-layouts`) for a target with
-//! `wgmma.mma_async` (sm_90a), each `tile.dot` whose layouts are the wgmma fragments becomes
-//! the GPU-level sequence that `async-wait-placement` then completes with commits, fences
-//! and the tightest waits:
+//! `wgmma.mma_async` (sm_90a), each `tile.dot` whose accumulator is the wgmma fragment
+//! becomes the GPU-level sequence that `async-wait-placement` then completes with commits,
+//! fences and the tightest waits:
 //!
 //! ```text
-//! tile.smem_store %b_rows, %b_smem, %c0          // B into a 128-byte-swizzled buffer
-//! tile.fence_proxy_async                         // generic-proxy writes before wgmma reads
-//! tile.barrier                                   // every thread's part of B is written
-//! %r = tile.mma %a, %b_smem, %c0, %c {kind = "wgmma", b_major = "k"|"n"[, zero_acc = true]}
+//! %x = ...                                        // an operand read from shared memory
+//! tile.smem_store %x, %x_smem, %c0                // right after its definition
+//! tile.fence_proxy_async                          // generic-proxy writes before wgmma reads
+//! tile.barrier                                    // every thread's part is written
+//! ...
+//! %r = tile.mma %a|%a_smem, %b_smem, %c0, %c {kind = "wgmma", b_major = "k"|"n"}
 //! ```
 //!
-//! - **A** stays in registers: the register-A ("RS") form of `wgmma.mma_async` (PTX ISA
-//!   §9.7.15.5.1). Its fragment for m64nNk16 is, per warp, the `mma.sync.m16n8k16` A
-//!   fragment, which is the layout `tile-assign-layouts` gives A
-//!   ([`LinearLayout::dot_operand_a`]); an accumulator of `[m, k]` is the same layout, so
-//!   attention's P feeds P·V where Q·Kᵀ left it.
-//! - **B** is written by the threads that hold it into its own `smem<1 x R x C>` buffer
-//!   (`swizzle = 128`), as rows along the dimension its registers run in: `[N][K]`
-//!   (`b_major = "k"`) when they run along K (a transposed load, `Kᵀ`: the transpose is
-//!   folded away), `[K][N]` (`b_major = "n"`) otherwise.
+//! - **A** is staged in shared memory (the "SS" form) when it is defined outside the
+//!   innermost loop around the dot, so it is stored once (attention's Q) and holds no
+//!   registers across the loop; it must then be a power-of-two `[16·warps, K]` tile with K
+//!   spanning at least one 128-byte swizzle row. Otherwise A stays in registers: the
+//!   register-A ("RS") form of `wgmma.mma_async` (PTX ISA §9.7.15.5.1), whose fragment for
+//!   m64nNk16 is, per warp, the `mma.sync.m16n8k16` A fragment — the layout
+//!   `tile-assign-layouts` gives A ([`LinearLayout::dot_operand_a`]); an accumulator of
+//!   `[m, k]` is the same layout, so attention's P feeds P·V where Q·Kᵀ left it.
+//! - **B** is written into its own `smem<1 x R x C>` buffer (`swizzle = 128`), as rows
+//!   along the dimension its registers run in: `[N][K]` (`b_major = "k"`) when they run
+//!   along K (a transposed load, `Kᵀ`: the transpose is folded away), `[K][N]`
+//!   (`b_major = "n"`) otherwise.
+//! - A staged value is stored right after its definition (a loop's carried value at the
+//!   top of the body), so its registers die there, and the store's latency overlaps what
+//!   follows; a value behind `tile.convert_layout` is stored as it was before the
+//!   conversion (a store takes any layout), and the conversion, now unused, is left for
+//!   `dce`.
 //! - **C** is the wgmma accumulator: the `[16·warps, n]` result laid out by
 //!   [`LinearLayout::dot_accumulator`] with every warp along M is, warpgroup by warpgroup,
-//!   the m64nN D fragment. A C defined by `tile.zeros` gives `zero_acc = true`.
+//!   the m64nN D fragment. A C defined by `tile.zeros` adds `zero_acc = true`.
 //!
-//! The buffer has one stage: `async-wait-placement` drains the group that reads it before
-//! the next store (an overwrite hazard, `crate::async_model`).
+//! Each buffer has one stage: `async-wait-placement` drains the group that reads it before
+//! the next store overwrites it (an overwrite hazard, `crate::async_model`).
 //!
 //! A dot stays a `tile.dot` (lowered with `mma.sync`) when the wgmma form does not fit:
 //! operands other than bf16/f16 into f32, a tf32 `precision`, warps not a multiple of 4 or
 //! not all along M (M ≠ 16 · warps), N above 256, B not a power-of-two tile or its
-//! contiguous dimension under 64 elements (one 128-byte swizzle row).
+//! contiguous dimension under 128 bytes (one swizzle row).
 //!
 //! Options: none. Statistics: `dots-to-wgmma`, `dots-on-mma-sync` (dots left for mma.sync
 //! on a wgmma target).
 
 use crate::pass::{Pass, PassContext, PassInfo};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use tilec_dialect::{
     Attribute, Block, Diagnostics, LinearLayout, Location, Module, OpKind, Operation, ScalarType,
     Target, Type, Value,
@@ -46,15 +57,21 @@ use tilec_dialect::{
 /// The registry entry.
 pub static INFO: PassInfo = PassInfo {
     name: "tile-dot-to-wgmma",
-    summary: "Turn laid-out dots into register-A wgmma with B staged in shared memory",
+    summary: "Turn laid-out dots into wgmma, staging their shared-memory operands",
     description: "In a laid-out kernel for a wgmma target (sm_90a), each 'tile.dot' whose \
-        accumulator and A are the wgmma fragments becomes 'tile.smem_store' of B into a \
-        128-byte-swizzled buffer, 'tile.fence_proxy_async', 'tile.barrier' and 'tile.mma \
-        {kind = \"wgmma\"}' with A from registers. Run 'async-wait-placement' after it.\n\n\
+        accumulator is the wgmma fragment becomes 'tile.mma {kind = \"wgmma\"}': B, and A \
+        when it is defined outside the loop around the dot, are written into 128-byte-swizzled \
+        buffers with 'tile.smem_store', 'tile.fence_proxy_async' and 'tile.barrier' right after \
+        their definition; any other A stays in registers (the register-A form). Run 'dce' and \
+        'async-wait-placement' after it.\n\n\
         Example: tile-opt --pass-pipeline='tile-assign-layouts{target=sm_90a},\
-        tile-dot-to-wgmma,async-wait-placement' examples/attention_fwd.tile",
+        tile-dot-to-wgmma,dce,async-wait-placement' examples/attention_fwd.tile",
     options: &[],
 };
+
+/// Bytes of one row of the 128-byte swizzle: a staged operand's contiguous dimension spans
+/// at least this many.
+const SWIZZLE_BYTES: u64 = 128;
 
 /// The pass.
 pub struct DotToWgmma;
@@ -85,6 +102,9 @@ impl Pass for DotToWgmma {
 
 /// How one dot becomes a wgmma.
 struct Plan {
+    /// A is staged in shared memory (the "SS" form): it is defined outside the innermost
+    /// loop around the dot.
+    a_smem: bool,
     /// B is stored `[N][K]` (rows along K).
     k_major: bool,
     /// The value stored: B, or the `[N, K]` tile B is the transpose of.
@@ -95,9 +115,61 @@ struct Plan {
 #[derive(Default)]
 struct Defs {
     /// Values defined by `tile.zeros`.
-    zeros: std::collections::HashSet<Value>,
+    zeros: HashSet<Value>,
     /// `tile.transpose` results and their operand.
     transposed: HashMap<Value, Value>,
+    /// `tile.convert_layout` results and their operand.
+    converted: HashMap<Value, Value>,
+    /// The loops (pre-order ids of `tile.for`/`tile.while`) around each value's definition,
+    /// outermost first; values absent are outside every loop.
+    loops: HashMap<Value, Vec<u32>>,
+    /// The values stored into shared memory right after their definition: A operands
+    /// defined outside the loop around their dot, and B operands (or the `[N, K]` tile a
+    /// B is the transpose of).
+    staged: HashSet<Value>,
+}
+
+impl Defs {
+    /// Records the loops around every value defined in `b`, inside `chain`.
+    fn record_loops(&mut self, b: &Block, chain: &mut Vec<u32>, next: &mut u32) {
+        for &a in &b.args {
+            self.loops.insert(a, chain.clone());
+        }
+        for op in &b.ops {
+            for &r in &op.results {
+                self.loops.insert(r, chain.clone());
+            }
+            let is_loop = matches!(op.kind, OpKind::For | OpKind::While);
+            if is_loop {
+                chain.push(*next);
+                *next += 1;
+            }
+            for r in &op.regions {
+                self.record_loops(r, chain, next);
+            }
+            if is_loop {
+                chain.pop();
+            }
+        }
+    }
+
+    /// The value whose elements `v` holds in another layout: `v` itself, or the operand of
+    /// the layout conversions that made it (a store to shared memory takes any layout).
+    fn source(&self, mut v: Value) -> Value {
+        while let Some(&x) = self.converted.get(&v) {
+            v = x;
+        }
+        v
+    }
+
+    /// Whether `a`, an operand of the dot defining `res`, is defined outside the innermost
+    /// loop around that dot (so it is the same in every iteration).
+    fn loop_invariant(&self, a: Value, res: Value) -> bool {
+        let (Some(la), Some(ld)) = (self.loops.get(&a), self.loops.get(&res)) else {
+            return false;
+        };
+        ld.last().is_some_and(|inner| !la.contains(inner))
+    }
 }
 
 /// Rewrites the fitting dots of kernel `k`; returns (rewritten, left).
@@ -110,88 +182,196 @@ fn rewrite_kernel(m: &mut Module, k: &mut Operation, warps: u64) -> (u64, u64) {
                 defs.transposed.insert(r, x);
             }
         }
+        OpKind::ConvertLayout => {
+            if let (Some(&r), Some(&x)) = (o.results.first(), o.operands.first()) {
+                defs.converted.insert(r, x);
+            }
+        }
         _ => {}
     });
-    let mut prelude = vec![];
-    let mut c0 = None;
-    let mut counts = (0, 0);
-    let mut body = std::mem::take(&mut k.regions[0]);
-    rewrite_block(
+    defs.record_loops(&k.regions[0], &mut vec![], &mut 0);
+    let mut staged = HashSet::new();
+    k.walk(&mut |o| {
+        if o.kind == OpKind::Dot {
+            if let Some(p) = plan(m, o, warps, &defs) {
+                if p.a_smem {
+                    staged.insert(defs.source(o.operands[0]));
+                }
+                match (p.k_major, p.rows) {
+                    (false, _) => {
+                        staged.insert(defs.source(o.operands[1]));
+                    }
+                    (true, Some(x)) => {
+                        staged.insert(defs.source(x));
+                    }
+                    (true, None) => {}
+                }
+            }
+        }
+    });
+    defs.staged = staged;
+    let mut cx = Rewrite {
         m,
-        &mut body,
         warps,
-        &defs,
-        &mut prelude,
-        &mut c0,
-        &mut counts,
-    );
+        defs: &defs,
+        prelude: vec![],
+        c0: None,
+        bufs: HashMap::new(),
+        counts: (0, 0),
+    };
+    let mut body = std::mem::take(&mut k.regions[0]);
+    cx.block(&mut body);
+    let (prelude, counts) = (cx.prelude, cx.counts);
     body.ops.splice(0..0, prelude);
     k.regions[0] = body;
     counts
 }
 
-fn rewrite_block(
-    m: &mut Module,
-    b: &mut Block,
+/// The state of one kernel's rewrite.
+struct Rewrite<'a> {
+    m: &'a mut Module,
     warps: u64,
-    defs: &Defs,
-    prelude: &mut Vec<Operation>,
-    c0: &mut Option<Value>,
-    counts: &mut (u64, u64),
-) {
-    let ops = std::mem::take(&mut b.ops);
-    for mut op in ops {
-        for r in &mut op.regions {
-            rewrite_block(m, r, warps, defs, prelude, c0, counts);
+    defs: &'a Defs,
+    /// Ops for the kernel's top: the constant 0 and the buffers.
+    prelude: Vec<Operation>,
+    c0: Option<Value>,
+    /// The buffer each staged value was stored into.
+    bufs: HashMap<Value, Value>,
+    /// (rewritten, left).
+    counts: (u64, u64),
+}
+
+impl Rewrite<'_> {
+    /// The index constant 0, defined once in the prelude.
+    fn zero(&mut self) -> Value {
+        if let Some(z) = self.c0 {
+            return z;
         }
-        if op.kind != OpKind::Dot {
-            b.ops.push(op);
-            continue;
+        let v = self.m.new_value(Type::INDEX, Some("c0".into()));
+        let mut o = Operation::new(OpKind::Constant, Location::unknown());
+        o.attrs.insert("value".into(), Attribute::Int(0));
+        o.results.push(v);
+        self.prelude.push(o);
+        self.c0 = Some(v);
+        v
+    }
+
+    /// A one-stage `[rows][cols]` buffer with the 128-byte swizzle, allocated in the prelude.
+    fn alloc(&mut self, shape: Vec<u64>, elem: ScalarType, name: &str, loc: &Location) -> Value {
+        let buf = self.m.new_value(
+            Type::Smem {
+                stages: 1,
+                shape,
+                elem,
+            },
+            Some(name.into()),
+        );
+        let mut alloc = Operation::new(OpKind::SmemAlloc, loc.clone());
+        alloc.attrs.insert("swizzle".into(), Attribute::Int(128));
+        alloc.results.push(buf);
+        self.prelude.push(alloc);
+        buf
+    }
+
+    /// Appends `smem_store %t, %buf, %c0; fence_proxy_async; barrier` to `out`.
+    fn store(&mut self, out: &mut Vec<Operation>, t: Value, buf: Value, loc: &Location) {
+        let zero = self.zero();
+        let mut store = Operation::new(OpKind::SmemStore, loc.clone());
+        store.operands = vec![t, buf, zero];
+        out.push(store);
+        out.push(Operation::new(OpKind::FenceProxyAsync, loc.clone()));
+        out.push(Operation::new(OpKind::Barrier, loc.clone()));
+    }
+
+    /// Stores `v`, just defined, into its own buffer when a dot reads it from shared memory:
+    /// its registers are dead from here on, and the store's latency overlaps what follows.
+    fn stage(&mut self, out: &mut Vec<Operation>, v: Value, loc: &Location) {
+        if !self.defs.staged.contains(&v) || self.bufs.contains_key(&v) {
+            return;
         }
-        let Some(plan) = plan(m, &op, warps, defs) else {
-            counts.1 += 1;
-            b.ops.push(op);
-            continue;
+        let Some((shape, elem, _)) = laid_out(self.m, v).map(|(s, e, l)| (s.to_vec(), e, l)) else {
+            return;
         };
-        counts.0 += 1;
+        let buf = self.alloc(shape, elem, "smem", loc);
+        self.store(out, v, buf, loc);
+        self.bufs.insert(v, buf);
+    }
+
+    fn block(&mut self, b: &mut Block) {
+        let ops = std::mem::take(&mut b.ops);
+        for &a in &b.args.clone() {
+            let loc = ops
+                .first()
+                .map(|o| o.loc.clone())
+                .unwrap_or_else(Location::unknown);
+            self.stage(&mut b.ops, a, &loc);
+        }
+        for mut op in ops {
+            for r in &mut op.regions {
+                self.block(r);
+            }
+            if op.kind != OpKind::Dot {
+                let (results, loc) = (op.results.clone(), op.loc.clone());
+                b.ops.push(op);
+                for r in results {
+                    self.stage(&mut b.ops, r, &loc);
+                }
+                continue;
+            }
+            match plan(self.m, &op, self.warps, self.defs) {
+                Some(p) => {
+                    self.counts.0 += 1;
+                    self.dot(&mut b.ops, op, p);
+                }
+                None => {
+                    self.counts.1 += 1;
+                    b.ops.push(op);
+                }
+            }
+        }
+    }
+
+    /// Appends the wgmma form of dot `op` to `out`.
+    fn dot(&mut self, out: &mut Vec<Operation>, op: Operation, plan: Plan) {
         let loc = op.loc.clone();
-        let (a, bv, c) = (op.operands[0], op.operands[1], op.operands[2]);
+        let (a, bv) = (op.operands[0], op.operands[1]);
+        let a_op = if plan.a_smem {
+            match self.bufs.get(&self.defs.source(a)) {
+                Some(&buf) => buf,
+                None => {
+                    out.push(op);
+                    return;
+                }
+            }
+        } else {
+            a
+        };
         let Some((b_shape, elem, b_layout)) =
-            laid_out(m, bv).map(|(s, e, l)| (s.to_vec(), e, l.clone()))
+            laid_out(self.m, bv).map(|(s, e, l)| (s.to_vec(), e, l.clone()))
         else {
-            b.ops.push(op);
-            continue;
+            out.push(op);
+            return;
         };
         let buf_shape = if plan.k_major {
             vec![b_shape[1], b_shape[0]]
         } else {
             b_shape.clone()
         };
-        let zero = *c0.get_or_insert_with(|| {
-            let v = m.new_value(Type::INDEX, Some("c0".into()));
-            let mut o = Operation::new(OpKind::Constant, Location::unknown());
-            o.attrs.insert("value".into(), Attribute::Int(0));
-            o.results.push(v);
-            prelude.push(o);
-            v
-        });
-        let buf = m.new_value(
-            Type::Smem {
-                stages: 1,
-                shape: buf_shape.clone(),
-                elem,
-            },
-            Some("b_smem".into()),
-        );
-        let mut alloc = Operation::new(OpKind::SmemAlloc, loc.clone());
-        alloc.attrs.insert("swizzle".into(), Attribute::Int(128));
-        alloc.results.push(buf);
-        prelude.push(alloc);
+        let staged = match (plan.k_major, plan.rows) {
+            (false, _) => self.bufs.get(&self.defs.source(bv)),
+            (true, Some(x)) => self.bufs.get(&self.defs.source(x)),
+            (true, None) => None,
+        };
+        if let Some(&buf) = staged {
+            self.push_mma(out, op, a_op, buf, plan.k_major);
+            return;
+        }
+        let buf = self.alloc(buf_shape.clone(), elem, "smem", &loc);
         let stored = match (plan.k_major, plan.rows) {
             (false, _) => bv,
             (true, Some(x)) => x,
             (true, None) => {
-                let t = m.new_value(
+                let t = self.m.new_value(
                     Type::Tile {
                         shape: buf_shape,
                         elem,
@@ -202,29 +382,31 @@ fn rewrite_block(
                 let mut tr = Operation::new(OpKind::Transpose, loc.clone());
                 tr.operands.push(bv);
                 tr.results.push(t);
-                b.ops.push(tr);
+                out.push(tr);
                 t
             }
         };
-        let mut store = Operation::new(OpKind::SmemStore, loc.clone());
-        store.operands = vec![stored, buf, zero];
-        b.ops.push(store);
-        b.ops
-            .push(Operation::new(OpKind::FenceProxyAsync, loc.clone()));
-        b.ops.push(Operation::new(OpKind::Barrier, loc.clone()));
-        let mut mma = Operation::new(OpKind::Mma, loc);
+        self.store(out, stored, buf, &loc);
+        self.push_mma(out, op, a_op, buf, plan.k_major);
+    }
+
+    /// Appends the `tile.mma` of dot `op` with A `a` (a tile or a buffer) and B in `buf`.
+    fn push_mma(&mut self, out: &mut Vec<Operation>, op: Operation, a: Value, buf: Value, k: bool) {
+        let zero = self.zero();
+        let c = op.operands[2];
+        let mut mma = Operation::new(OpKind::Mma, op.loc);
         mma.operands = vec![a, buf, zero, c];
-        mma.results = op.results.clone();
+        mma.results = op.results;
         mma.attrs
             .insert("kind".into(), Attribute::Str("wgmma".into()));
         mma.attrs.insert(
             "b_major".into(),
-            Attribute::Str(if plan.k_major { "k" } else { "n" }.into()),
+            Attribute::Str(if k { "k" } else { "n" }.into()),
         );
-        if defs.zeros.contains(&c) {
+        if self.defs.zeros.contains(&c) {
             mma.attrs.insert("zero_acc".into(), Attribute::Bool(true));
         }
-        b.ops.push(mma);
+        out.push(mma);
     }
 }
 
@@ -258,8 +440,20 @@ fn plan(m: &Module, op: &Operation, warps: u64, defs: &Defs) -> Option<Plan> {
         return None;
     }
     let (n, kk) = (lc.dims[1], la.dims[1]);
+    // A in shared memory: read again in every iteration of the loop around the dot, so one
+    // store outside it frees A's registers for the whole loop.
+    let a_smem = defs.loop_invariant(op.operands[0], op.results[0])
+        && la.dims == sa
+        && sa.iter().all(|d| d.is_power_of_two())
+        && sa[1] * ea.size_bytes() >= SWIZZLE_BYTES
+        && sa[0] == lc.dims[0];
+    let a_fits = if a_smem {
+        LinearLayout::is_wgmma_accumulator(lc, sc) && kk.is_multiple_of(16)
+    } else {
+        LinearLayout::is_wgmma_register_a(lc, sc, la, sa)
+    };
     let fits = lc.num_warps() == warps
-        && LinearLayout::is_wgmma_register_a(lc, sc, la, sa)
+        && a_fits
         && sb.iter().all(|d| d.is_power_of_two())
         && lb.dims == [kk, n];
     if !fits {
@@ -268,12 +462,16 @@ fn plan(m: &Module, op: &Operation, warps: u64, defs: &Defs) -> Option<Plan> {
     // Rows along the dimension B's registers run in.
     let k_major = lb.register.first().is_some_and(|x| x[0] == 1 && x[1] == 0);
     let run = if k_major { sb[0] } else { sb[1] };
-    if run < 64 {
+    if run * eb.size_bytes() < SWIZZLE_BYTES {
         return None;
     }
     let rows = k_major
         .then(|| defs.transposed.get(&op.operands[1]).copied())
         .flatten()
         .filter(|&x| laid_out(m, x).is_some_and(|(_, _, l)| *l == lb.transposed()));
-    Some(Plan { k_major, rows })
+    Some(Plan {
+        a_smem,
+        k_major,
+        rows,
+    })
 }

@@ -573,6 +573,29 @@ impl Explorer<'_, '_> {
                     .flatten()
                     .chain(std::mem::take(&mut q.old))
                     .collect();
+                // A register-A group's fragment must reach the wait that retires it (tied),
+                // or its registers may be reused while the wgmma reads them.
+                let untied = retired.iter().find(|g| {
+                    self.f.groups[&g.mma]
+                        .a
+                        .is_some_and(|a| !op.operands.iter().any(|&v| self.f.slot(v) == a))
+                });
+                if let Some(g) = untied.cloned() {
+                    self.report(id, |e| {
+                        Diagnostic::error(
+                            op.loc.clone(),
+                            format!(
+                                "'{}' retires the register-A wgmma group of the 'tile.mma' at {} \
+                                    without taking its A fragment: the fragment's registers may \
+                                    be reused while the wgmma reads them, on the path: {}",
+                                op.kind.name(),
+                                e.loc(g.mma),
+                                e.path(&t)
+                            ),
+                        )
+                        .with_note(e.loc(g.mma).clone(), "the group's 'tile.mma'")
+                    });
+                }
                 // Only where other warpgroups run the same code can they still read (bulk:
                 // the warpgroup's other threads have not seen the elected thread's wait).
                 if kind.shared(wg) {
@@ -639,6 +662,11 @@ impl Explorer<'_, '_> {
             Hazard::Release => format!(
                 "'{x}' releases to its producer a shared-memory stage that \
                     the {what} group of the '{issuer}' at {at} reads, which may still be pending"
+            ),
+            Hazard::FragmentScope => format!(
+                "'{x}' ends the scope of the A fragment of the {what} group of the \
+                    '{issuer}' at {at}, which may still be pending: its registers may be reused \
+                    while the wgmma reads them"
             ),
             Hazard::Exit => format!(
                 "'{x}' ends the warpgroup while the {what} group of the \

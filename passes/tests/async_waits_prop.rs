@@ -531,8 +531,52 @@ fn check_inner(p: &Program) -> Result<(), TestCaseError> {
             async_waits_are_safe(&deleted, STEPS) != Some(true),
             "wait #{k} (pending = {n}) can be deleted:\n{placed}"
         );
+        // A wait with pending = 0 retires every group in flight: each A fragment it takes (a
+        // bf16 tile: accumulators are f32) is tied to keep a register-A group's operand
+        // alive, and the checker must reject the wait without it.
+        for j in fragment_operands(&m, k).into_iter().filter(|_| n == 0) {
+            let untied = with_wait(&m, k, |b, i| {
+                let w = &mut b.ops[i];
+                let (o, r) = (w.operands.remove(j), w.results.remove(j));
+                Some((vec![r], vec![o]))
+            });
+            prop_assert!(
+                verify_async_waits(&untied, &OPTIONS).is_err(),
+                "wait #{k} (pending = {n}) without its operand #{j} (an A fragment) is \
+                 accepted:\n{placed}"
+            );
+        }
     }
     Ok(())
+}
+
+/// The positions of the bf16 tiles (A fragments) among the operands of wait `k`.
+fn fragment_operands(m: &Module, k: usize) -> Vec<usize> {
+    let mut found = vec![];
+    let mut seen = 0;
+    m.walk(&mut |o| {
+        if o.kind == OpKind::WaitGroup {
+            if seen == k {
+                found = o
+                    .operands
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &v)| {
+                        matches!(
+                            m.ty(v),
+                            tilec_dialect::Type::Tile {
+                                elem: tilec_dialect::ScalarType::BF16,
+                                ..
+                            }
+                        )
+                    })
+                    .map(|(j, _)| j)
+                    .collect();
+            }
+            seen += 1;
+        }
+    });
+    found
 }
 
 fn cases() -> u32 {

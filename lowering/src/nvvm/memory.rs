@@ -1,11 +1,14 @@
 //! Loads and stores of tiles of any rank and layout between global memory and registers.
 //!
-//! Each access has two paths, chosen once per access at run time:
+//! Each access has two or three paths, chosen once per access at run time:
 //!
 //! - **fast**: the whole tile is inside the tensor, its last dimension is contiguous
 //!   (stride 1), and the base, the other strides and the last offset keep each thread's
 //!   contiguous registers ([`LinearLayout::contiguous_register_bits`]) aligned: one
 //!   `llvm.load`/`llvm.store` of a vector (up to 16 bytes) per group of contiguous registers;
+//! - **vector** (a ragged tile otherwise fit for the fast path, the last dimension's size a
+//!   multiple of the vector, so that each vector is wholly inside or outside the tensor;
+//!   loads only): one branch per vector around its access, on its first element's bounds;
 //! - **slow** (ragged edges, odd strides, padded shapes): one branch per element around a
 //!   scalar access, so an element outside the tensor is never touched (loads give zero;
 //!   stores are dropped).
@@ -35,6 +38,9 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
     }
 
     /// Whether the fast path applies (i1), or `None` when it never can (padded shapes).
+    /// With `bounds` false, the condition of the vector path instead: the same alignment,
+    /// and the last dimension's size a multiple of the vector, without the tile inside the
+    /// tensor (`None` also where vectors are single elements).
     fn fast_path(
         &mut self,
         t: &Tensor<'c, 'm>,
@@ -42,8 +48,9 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         shape: &[u64],
         layout: &LinearLayout,
         vec: u64,
+        bounds: bool,
     ) -> Option<V<'c, 'm>> {
-        if layout.dims != shape {
+        if layout.dims != shape || (!bounds && vec == 1) {
             return None;
         }
         let w = &mut self.w;
@@ -55,7 +62,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 None => c,
             });
         };
-        for d in 0..rank {
+        for d in (0..rank).filter(|_| bounds) {
             // o_d ≥ 0 and o_d + S_d ≤ size_d.
             let zero = w.i64(0);
             let nonneg = w.icmp(ICmp::Sge, offs[d], zero);
@@ -78,6 +85,11 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             let r = w.bin("and", offs[rank - 1], mask);
             let c = w.icmp(ICmp::Eq, r, zero);
             and(w, c);
+            if !bounds {
+                let r = w.bin("and", t.sizes[rank - 1], mask);
+                let c = w.icmp(ICmp::Eq, r, zero);
+                and(w, c);
+            }
             let i64t = w.ty(ScalarType::I64);
             let addr = V {
                 v: w.op1("llvm.ptrtoint", &[t.ptr], i64t, &[]),
@@ -262,9 +274,29 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         };
         let p1 = self.w.ptr_ty(1);
         let slow = self.w.new_block(&[]);
-        if let Some(fast_ok) = self.fast_path(&t, &offs, &shape, &layout, vec) {
+        let pad = if elem.is_float() {
+            let p = tilec_dialect::ops::load_padding(op.attr("padding"))
+                .map_err(|e| tilec_dialect::Diagnostic::error(op.loc.clone(), e))?;
+            self.w.float(p, elem)
+        } else {
+            self.w.int(0, elem)
+        };
+        if let Some(fast_ok) = self.fast_path(&t, &offs, &shape, &layout, vec, true) {
             let fast = self.w.new_block(&[]);
-            self.w.cond_br(fast_ok, &fast, &[], &slow, &[]);
+            let other = match self.fast_path(&t, &offs, &shape, &layout, vec, false) {
+                Some(vec_ok) => {
+                    let check = self.w.new_block(&[]);
+                    self.w.cond_br(fast_ok, &fast, &[], &check, &[]);
+                    self.w.block = check;
+                    let vector = self.w.new_block(&[]);
+                    self.w.cond_br(vec_ok, &vector, &[], &slow, &[]);
+                    Some(vector)
+                }
+                None => {
+                    self.w.cond_br(fast_ok, &fast, &[], &slow, &[]);
+                    None
+                }
+            };
             self.w.block = fast;
             let mut vecs: Vec<Value<'c, 'm>> = Vec::with_capacity((n / vec) as usize);
             for r0 in (0..n).step_by(vec as usize) {
@@ -274,17 +306,37 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 vecs.push(self.w.load(p, vty, vec * elem.size_bytes()));
             }
             self.w.br(&join, &vecs);
+            if let Some(vector) = other {
+                // A ragged tile whose vectors are each wholly inside or outside the tensor:
+                // one branch per vector, on its first element's bounds.
+                self.w.block = vector;
+                let mut padv = self.w.op1("llvm.mlir.poison", &[], vty, &[]);
+                for j in 0..vec {
+                    let jj = self.w.i32(j as i64);
+                    padv = self
+                        .w
+                        .op1("llvm.insertelement", &[padv, pad.v, jj.v], vty, &[]);
+                }
+                let split = self.split_access(&t, &offs, &shape, &layout);
+                let mut vecs: Vec<Value<'c, 'm>> = Vec::with_capacity((n / vec) as usize);
+                for r0 in (0..n).step_by(vec as usize) {
+                    let (index, inb) = self.slow_element(split.as_ref(), &t, &offs, &tile, r0);
+                    let ld = self.w.new_block(&[]);
+                    let next = self.w.new_block(&[vty]);
+                    self.w.cond_br(inb, &ld, &[], &next, &[padv]);
+                    self.w.block = ld;
+                    let p = self.w.gep(t.ptr, index, ety, p1);
+                    let x = self.w.load(p, vty, vec * elem.size_bytes());
+                    self.w.br(&next, &[x]);
+                    self.w.block = next;
+                    vecs.push(self.w.args(next)[0]);
+                }
+                self.w.br(&join, &vecs);
+            }
         } else {
             self.w.br(&slow, &[]);
         }
         self.w.block = slow;
-        let pad = if elem.is_float() {
-            let p = tilec_dialect::ops::load_padding(op.attr("padding"))
-                .map_err(|e| tilec_dialect::Diagnostic::error(op.loc.clone(), e))?;
-            self.w.float(p, elem)
-        } else {
-            self.w.int(0, elem)
-        };
         let mut vecs = Vec::with_capacity((n / vec) as usize);
         let mut acc: Option<Value<'c, 'm>> = None;
         let split = self.split_access(&t, &offs, &shape, &layout);
@@ -425,7 +477,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let join = self.w.new_block(&[]);
         let slow = self.w.new_block(&[]);
         let p1 = self.w.ptr_ty(1);
-        if let Some(fast_ok) = self.fast_path(&t, &offs, &tile.shape, &layout, vec) {
+        if let Some(fast_ok) = self.fast_path(&t, &offs, &tile.shape, &layout, vec, true) {
             let fast = self.w.new_block(&[]);
             self.w.cond_br(fast_ok, &fast, &[], &slow, &[]);
             self.w.block = fast;

@@ -370,7 +370,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             K::If => self.lower_if(op)?,
             K::SmemAlloc => self.lower_smem_alloc(op)?,
             K::SmemStore => self.lower_smem_store(op)?,
-            K::Mma => self.lower_wgmma_rs(op)?,
+            K::Mma => self.lower_wgmma(op)?,
             K::WaitGroup => self.lower_wait_group(op)?,
             K::WgmmaFence => self.w.wgmma_fence(),
             K::CommitGroup => self.w.wgmma_commit_group(),

@@ -12,13 +12,16 @@
 //!   coordinate bits (R a power of two), so it is the thread's offset, computed once, XOR a
 //!   constant per register (an add, folded into the address, where the two share no bit).
 //!   Runs of registers contiguous along C go out as one vector of up to 16 bytes.
-//! - `tile.mma {kind = "wgmma"}` with A a tile: the register-A form, `wgmma.mma_async
-//!   .sync.aligned.m64nNk16.f32.{bf16,f16}` with A as four 32-bit registers per k16 step
-//!   (the `mma.sync.m16n8k16` A fragment of the warp's 16 rows, which is the layout
-//!   [`LinearLayout::dot_operand_a`] with every warp along M), D as the warp's f32
-//!   accumulator registers in the order of [`LinearLayout::dot_accumulator`], and B by a
-//!   shared-memory descriptor (128-byte swizzle; `b_major = "k"`: the stage is `[N][K]`;
-//!   `"n"`: `[K][N]`, `imm-trans-b = 1`). All k16 steps are one asm statement.
+//! - `tile.mma {kind = "wgmma"}`: `wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16}`,
+//!   all k16 steps in one asm statement, D as the warp's f32 accumulator registers in the
+//!   order of [`LinearLayout::dot_accumulator`] and B by a shared-memory descriptor
+//!   (128-byte swizzle; `b_major = "k"`: the stage is `[N][K]`; `"n"`: `[K][N]`,
+//!   `imm-trans-b = 1`). A is either a tile — the register-A form, four 32-bit registers
+//!   per k16 step (the `mma.sync.m16n8k16` A fragment of the warp's 16 rows, which is the
+//!   layout [`LinearLayout::dot_operand_a`] with every warp along M) — or an `[M][K]` stage
+//!   read by descriptor (`imm-trans-a = 0`), warpgroup `g` from row `64 g`. A step's
+//!   descriptor is the base plus an immediate, added in the asm's own registers: one
+//!   64-bit operand per step would keep them all live across the statement.
 //! - `tile.wait_group`: `wgmma.wait_group.sync.aligned N`, with every register of the
 //!   tiles it takes (accumulators, A fragments) as tied operands, so no access of them
 //!   moves above it and none is reused while a wgmma may still read it.
@@ -32,6 +35,14 @@ use tilec_dialect::{Attribute as TileAttr, LinearLayout, Operation, ScalarType, 
 
 /// Bytes of one 128-byte-swizzled row (a box's width).
 const SWIZZLE_BYTES: u64 = 128;
+
+/// The A operand of a wgmma.
+enum WgmmaA<'c, 'm> {
+    /// In registers (the register-A form).
+    Regs(Tile<'c, 'm>),
+    /// In a stage, `[M][K]`.
+    Smem(SmemBuf),
+}
 
 /// A shared-memory buffer of `tile.smem_alloc`.
 #[derive(Clone, Debug)]
@@ -190,8 +201,8 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         Ok(())
     }
 
-    /// `tile.mma {kind = "wgmma"}` with A in registers (see the module docs).
-    pub(super) fn lower_wgmma_rs(&mut self, op: &Operation) -> R<()> {
+    /// `tile.mma {kind = "wgmma"}`, A in registers or in a stage (see the module docs).
+    pub(super) fn lower_wgmma(&mut self, op: &Operation) -> R<()> {
         if op.str_attr("kind") != Some("wgmma") {
             return err(
                 op,
@@ -201,35 +212,46 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let Some(parts) = tilec_dialect::ops::mma_operands(op) else {
             return err(op, "'tile.mma' takes (a, b, stage, acc)");
         };
-        let a =
-            match self.get(op, parts.a)? {
-                Lv::Tile(t) => t,
-                _ => return err(
-                    op,
-                    "'tile.mma' with A in shared memory is not lowered in a kernel with a plain \
-                     launch: A must be a tile in registers (the register-A form)",
-                ),
-            };
+        let a = match self.get(op, parts.a)? {
+            Lv::Tile(t) => WgmmaA::Regs(t),
+            Lv::Smem(b) => WgmmaA::Smem(b),
+            _ => return err(op, "'tile.mma' takes A as a tile or a shared-memory buffer"),
+        };
         let buf = self.smem_buf(op, parts.b)?;
         let stage = self.scalar(op, parts.stage_b)?;
         let (shape, _, acc_l) = self.result_layout(op, 0)?;
         let zero_acc = op.attr("zero_acc").and_then(TileAttr::as_bool) == Some(true);
         let b_k = tilec_dialect::ops::mma_b_k_major(op)
             .map_err(|e| tilec_dialect::Diagnostic::error(op.loc.clone(), e))?;
-        let (n, kdim) = (acc_l.dims[1], a.layout.dims[1]);
-        let elem = a.elem;
+        let a_k = tilec_dialect::ops::mma_a_k_major(op)
+            .map_err(|e| tilec_dialect::Diagnostic::error(op.loc.clone(), e))?;
+        let n = acc_l.dims[1];
+        let (elem, kdim, a_fits) = match &a {
+            WgmmaA::Regs(t) => (
+                t.elem,
+                t.layout.dims[1],
+                LinearLayout::is_wgmma_register_a(&acc_l, &shape, &t.layout, &t.shape),
+            ),
+            WgmmaA::Smem(b) => (
+                b.elem,
+                b.shape[1],
+                a_k && LinearLayout::is_wgmma_accumulator(&acc_l, &shape)
+                    && b.shape[0] == acc_l.dims[0]
+                    && b.shape[1].is_multiple_of(16),
+            ),
+        };
         let want_b = if b_k { [n, kdim] } else { [kdim, n] };
         let fits = matches!(elem, ScalarType::BF16 | ScalarType::F16)
             && buf.elem == elem
-            && LinearLayout::is_wgmma_register_a(&acc_l, &shape, &a.layout, &a.shape)
+            && a_fits
             && buf.shape == want_b;
         if !fits {
             return err(
                 op,
-                "'tile.mma' of this shape and layout is not lowered as a register-A wgmma: it \
-                 takes bf16 or f16 A in the mma.sync A fragment and an f32 accumulator of \
-                 [16·warps, N] (N 8 to 256) with every warp along M, and a B stage of [N][K] \
-                 (b_major = \"k\") or [K][N]",
+                "'tile.mma' of this shape and layout is not lowered as a wgmma: it takes bf16 \
+                 or f16 A, either in registers as the mma.sync A fragment or as an [M][K] stage \
+                 (a_major = \"k\"), an f32 accumulator of [M, N] = [16·warps, 8 to 256] with \
+                 every warp along M, and a B stage of [N][K] (b_major = \"k\") or [K][N]",
             );
         }
         let acc = if zero_acc {
@@ -241,56 +263,41 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             }
             Some(c)
         };
-        let a = self.zero_padding(a, 1);
         let steps = (kdim / 16) as usize;
-        let afrag = self.a_fragments(&a, 1, steps as u64);
-        // The descriptor of step 0: 128-byte swizzle (layout 1 << 62), SBO = 8 rows of 128
-        // bytes, LBO = 16 bytes (K-major, unused with a swizzle) or one box of K rows
-        // (MN-major: the boxes of 64 N-columns follow one another).
-        let lbo = if b_k { 16 } else { kdim * SWIZZLE_BYTES };
-        let sbo = 8 * SWIZZLE_BYTES;
-        let hi = ((1u64 << 62) | ((sbo >> 4) << 32) | ((lbo >> 4) << 16)) as i64;
-        let sb = self.w.i32(buf.stage_bytes as i64);
-        let st32 = self.w.trunc(stage, ScalarType::I32);
-        let so = self.w.mul(st32, sb);
-        let so = self.w.add_const(so, buf.offset as i64);
-        let p = self.w.smem_addr(so);
-        let i32t = self.w.ty(ScalarType::I32);
-        let addr = V {
-            v: self.w.cast("llvm.ptrtoint", p, i32t),
-            t: ScalarType::I32,
-        };
-        let c4 = self.w.i32(4);
-        let lo = self.w.bin("lshr", addr, c4);
-        let lo64 = self.w.zext(lo, ScalarType::I64);
-        let hic = self.w.i64(hi);
-        let d0 = self.w.bin("or", lo64, hic);
-        let per_box = SWIZZLE_BYTES / 32;
-        let mut descs = vec![];
-        for kk in 0..steps as u64 {
-            let bytes = if b_k {
-                (kk / per_box) * n * SWIZZLE_BYTES + (kk % per_box) * 32
-            } else {
-                kk * 16 * SWIZZLE_BYTES
-            };
-            descs.push(if bytes == 0 {
-                d0.v
-            } else {
-                let c = self.w.i64((bytes >> 4) as i64);
-                self.w.bin("add", d0, c).v
-            });
-        }
-        let regs = (n / 2) as usize;
+        let (b_desc, b_offs) = self.k_major_or_n_descs(&buf, stage, b_k, steps, None);
         let mut operands: Vec<Value<'c, 'm>> = vec![];
         if let Some(c) = &acc {
             operands.extend(c.regs.iter().copied());
         }
-        for f in &afrag {
-            operands.extend(f.iter().map(|&x| self.as_i32(x)));
-        }
-        operands.extend(descs);
-        let first_a = if acc.is_some() { 2 * regs } else { regs };
-        let first_desc = first_a + 4 * steps;
+        let regs = (n / 2) as usize;
+        let first_a = regs + operands.len();
+        // A: four registers per k16 step, or one descriptor and its per-step offsets.
+        let a_offs = match a {
+            WgmmaA::Regs(t) => {
+                let t = self.zero_padding(t, 1);
+                for f in &self.a_fragments(&t, 1, steps as u64) {
+                    operands.extend(f.iter().map(|&x| self.as_i32(x)));
+                }
+                None
+            }
+            WgmmaA::Smem(ab) => {
+                let sa = self.scalar(op, parts.stage_a)?;
+                // Warpgroup g multiplies rows 64g.. of A: its row of the accumulator's first
+                // register, rounded down to 64.
+                let tc = self.thread_coord(&acc_l);
+                let row = self.in_prologue(|w| {
+                    let m = w.i32(!63);
+                    let r = w.bin("and", tc[0], m);
+                    let c = w.i32(SWIZZLE_BYTES as i64);
+                    w.mul(r, c)
+                });
+                let (d, offs) = self.k_major_or_n_descs(&ab, sa, true, steps, Some(row));
+                operands.push(d);
+                Some(offs)
+            }
+        };
+        let first_b = operands.len() + regs;
+        operands.push(b_desc);
         let d_list = (0..regs)
             .map(|i| format!("${i}"))
             .collect::<Vec<_>>()
@@ -300,26 +307,40 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         } else {
             "bf16"
         };
-        let mut asm = String::from("{\n.reg .pred p;\n");
+        // The descriptors of a step are the base plus an immediate, formed in the asm's own
+        // registers: passing one per step would hold them all live across the statement.
+        let mut asm = String::from("{\n.reg .pred p;\n.reg .b64 da, db;\n");
         for kk in 0..steps {
             let scale_d = u8::from(!(zero_acc && kk == 0));
-            let a0 = first_a + 4 * kk;
+            asm.push_str(&format!("add.s64 db, ${first_b}, {};\n", b_offs[kk]));
+            let (a_arg, trans) = match &a_offs {
+                None => {
+                    let a0 = first_a + 4 * kk;
+                    (
+                        format!("{{${a0}, ${}, ${}, ${}}}", a0 + 1, a0 + 2, a0 + 3),
+                        format!("{}", u8::from(!b_k)),
+                    )
+                }
+                Some(offs) => {
+                    asm.push_str(&format!("add.s64 da, ${first_a}, {};\n", offs[kk]));
+                    ("da".to_string(), format!("0, {}", u8::from(!b_k)))
+                }
+            };
             asm.push_str(&format!(
                 "setp.ne.b32 p, {scale_d}, 0;\n\
                  wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{{d_list}}}, \
-                 {{${a0}, ${}, ${}, ${}}}, ${}, p, 1, 1, {};\n",
-                a0 + 1,
-                a0 + 2,
-                a0 + 3,
-                first_desc + kk,
-                u8::from(!b_k)
+                 {a_arg}, db, p, 1, 1, {trans};\n",
             ));
         }
         asm.push('}');
+        let a_cons = match &a_offs {
+            None => std::iter::repeat_n("r".to_string(), 4 * steps).collect::<Vec<_>>(),
+            Some(_) => vec!["l".to_string()],
+        };
         let cons: Vec<String> = std::iter::repeat_n("=f".to_string(), regs)
             .chain((0..regs).filter(|_| acc.is_some()).map(|i| i.to_string()))
-            .chain(std::iter::repeat_n("r".to_string(), 4 * steps))
-            .chain(std::iter::repeat_n("l".to_string(), steps))
+            .chain(a_cons)
+            .chain(std::iter::once("l".to_string()))
             .collect();
         let f32t = self.w.ty(ScalarType::F32);
         let ret = self.w.struct_ty(&vec![f32t; regs]);
@@ -338,6 +359,58 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             }),
         );
         Ok(())
+    }
+
+    /// The shared-memory descriptor (PTX ISA §9.7.15.5.1, "Matrix Descriptor Format") of
+    /// the first k16 slice of a stage of `buf` with the 128-byte swizzle, and what each of
+    /// the `steps` slices adds to it (16-byte units): `k_major`, the stage is `[rows][K]`
+    /// (LBO 16 bytes, unused with a swizzle; slice `k` 32 bytes on within a box, boxes of
+    /// 64 16-bit K columns `rows · 128` bytes apart); otherwise `[K][cols]` (LBO one box of
+    /// K rows: the boxes of 64 columns follow one another; slice `k` 16 rows on). SBO is 8
+    /// rows of 128 bytes. `extra` (bytes, i32) is added to the start address.
+    fn k_major_or_n_descs(
+        &mut self,
+        buf: &SmemBuf,
+        stage: V<'c, 'm>,
+        k_major: bool,
+        steps: usize,
+        extra: Option<V<'c, 'm>>,
+    ) -> (Value<'c, 'm>, Vec<u64>) {
+        let kdim = if k_major { buf.shape[1] } else { buf.shape[0] };
+        let lbo = if k_major { 16 } else { kdim * SWIZZLE_BYTES };
+        let sbo = 8 * SWIZZLE_BYTES;
+        let hi = ((1u64 << 62) | ((sbo >> 4) << 32) | ((lbo >> 4) << 16)) as i64;
+        let sb = self.w.i32(buf.stage_bytes as i64);
+        let st32 = self.w.trunc(stage, ScalarType::I32);
+        let so = self.w.mul(st32, sb);
+        let so = self.w.add_const(so, buf.offset as i64);
+        let so = match extra {
+            Some(x) => self.w.add(so, x),
+            None => so,
+        };
+        let p = self.w.smem_addr(so);
+        let i32t = self.w.ty(ScalarType::I32);
+        let addr = V {
+            v: self.w.cast("llvm.ptrtoint", p, i32t),
+            t: ScalarType::I32,
+        };
+        let c4 = self.w.i32(4);
+        let lo = self.w.bin("lshr", addr, c4);
+        let lo64 = self.w.zext(lo, ScalarType::I64);
+        let hic = self.w.i64(hi);
+        let d0 = self.w.bin("or", lo64, hic);
+        let per_box = SWIZZLE_BYTES / 32;
+        let offs = (0..steps as u64)
+            .map(|kk| {
+                let bytes = if k_major {
+                    (kk / per_box) * buf.shape[0] * SWIZZLE_BYTES + (kk % per_box) * 32
+                } else {
+                    kk * 16 * SWIZZLE_BYTES
+                };
+                bytes >> 4
+            })
+            .collect();
+        (d0.v, offs)
     }
 
     /// A 32-bit multiplicand register as i32 (the `r` constraint).
