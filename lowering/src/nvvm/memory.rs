@@ -103,6 +103,18 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         ok
     }
 
+    /// The value a load of `op` gives elements outside the tensor: its `padding` (floats),
+    /// 0 for integers.
+    fn load_padding(&mut self, op: &Operation, elem: ScalarType) -> R<V<'c, 'm>> {
+        Ok(if elem.is_float() {
+            let p = tilec_dialect::ops::load_padding(op.attr("padding"))
+                .map_err(|e| tilec_dialect::Diagnostic::error(op.loc.clone(), e))?;
+            self.w.float(p, elem)
+        } else {
+            self.w.int(0, elem)
+        })
+    }
+
     /// The element index (i64) of tile coordinate `coord` at offsets `offs`, and whether
     /// it is in bounds (i1).
     fn element(
@@ -274,13 +286,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         };
         let p1 = self.w.ptr_ty(1);
         let slow = self.w.new_block(&[]);
-        let pad = if elem.is_float() {
-            let p = tilec_dialect::ops::load_padding(op.attr("padding"))
-                .map_err(|e| tilec_dialect::Diagnostic::error(op.loc.clone(), e))?;
-            self.w.float(p, elem)
-        } else {
-            self.w.int(0, elem)
-        };
+        let pad = self.load_padding(op, elem)?;
         if let Some(fast_ok) = self.fast_path(&t, &offs, &shape, &layout, vec, true) {
             let fast = self.w.new_block(&[]);
             let other = match self.fast_path(&t, &offs, &shape, &layout, vec, false) {
@@ -400,13 +406,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             .collect();
         let ety = self.w.ty(elem);
         let p1 = self.w.ptr_ty(1);
-        let pad = if elem.is_float() {
-            let p = tilec_dialect::ops::load_padding(op.attr("padding"))
-                .map_err(|e| tilec_dialect::Diagnostic::error(op.loc.clone(), e))?;
-            self.w.float(p, elem)
-        } else {
-            self.w.int(0, elem)
-        };
+        let pad = self.load_padding(op, elem)?;
         let tile = Tile {
             regs: vec![],
             elem,
