@@ -298,6 +298,8 @@ pub(crate) struct Facts<'k> {
     /// For each `tile.yield`, the A-fragment slots whose values its block defines and it
     /// does not yield: their registers are free after it.
     pub scope_ends: HashMap<OpId, BTreeSet<Slot>>,
+    /// The A-fragment slots of the register-A wgmmas.
+    fragments: BTreeSet<Slot>,
 }
 
 thread_local! {
@@ -386,6 +388,7 @@ impl<'k> Facts<'k> {
             canonical: HashMap::new(),
             kernel_warpgroups: 1,
             scope_ends: HashMap::new(),
+            fragments: BTreeSet::new(),
         };
         kernel.walk(&mut |o| {
             let id = f.ops.len() as OpId;
@@ -573,8 +576,9 @@ impl<'k> Facts<'k> {
             let threads: i64 = dims.iter().filter_map(|d| d.as_int()).product();
             f.kernel_warpgroups = (threads / 128).max(1) as u64;
         }
-        let fragments: BTreeSet<Slot> = f.groups.values().filter_map(|g| g.a).collect();
-        if !fragments.is_empty() {
+        f.fragments = f.groups.values().filter_map(|g| g.a).collect();
+        if !f.fragments.is_empty() {
+            let fragments = f.fragments.clone();
             for r in &kernel.regions {
                 f.scan_scopes(r, &fragments);
             }
@@ -686,7 +690,7 @@ impl<'k> Facts<'k> {
 
     /// Whether slot `s` is the A fragment of a register-A wgmma.
     pub(crate) fn is_fragment(&self, s: Slot) -> bool {
-        self.groups.values().any(|g| g.a == Some(s))
+        self.fragments.contains(&s)
     }
 
     fn lin(&self, v: Value, depth: u32) -> Lin {

@@ -101,6 +101,7 @@ impl Pass for DotToWgmma {
 }
 
 /// How one dot becomes a wgmma.
+#[derive(Clone, Copy)]
 struct Plan {
     /// A is staged in shared memory (the "SS" form): it is defined outside the innermost
     /// loop around the dot.
@@ -123,6 +124,8 @@ struct Defs {
     /// The loops (pre-order ids of `tile.for`/`tile.while`) around each value's definition,
     /// outermost first; values absent are outside every loop.
     loops: HashMap<Value, Vec<u32>>,
+    /// The plan of each dot that fits, by its result.
+    plans: HashMap<Value, Plan>,
     /// The values stored into shared memory right after their definition: A operands
     /// defined outside the loop around their dot, and B operands (or the `[N, K]` tile a
     /// B is the transpose of).
@@ -190,10 +193,11 @@ fn rewrite_kernel(m: &mut Module, k: &mut Operation, warps: u64) -> (u64, u64) {
         _ => {}
     });
     defs.record_loops(&k.regions[0], &mut vec![], &mut 0);
-    let mut staged = HashSet::new();
+    let (mut staged, mut plans) = (HashSet::new(), HashMap::new());
     k.walk(&mut |o| {
         if o.kind == OpKind::Dot {
             if let Some(p) = plan(m, o, warps, &defs) {
+                plans.insert(o.results[0], p);
                 if p.a_smem {
                     staged.insert(defs.source(o.operands[0]));
                 }
@@ -210,9 +214,9 @@ fn rewrite_kernel(m: &mut Module, k: &mut Operation, warps: u64) -> (u64, u64) {
         }
     });
     defs.staged = staged;
+    defs.plans = plans;
     let mut cx = Rewrite {
         m,
-        warps,
         defs: &defs,
         prelude: vec![],
         c0: None,
@@ -230,7 +234,6 @@ fn rewrite_kernel(m: &mut Module, k: &mut Operation, warps: u64) -> (u64, u64) {
 /// The state of one kernel's rewrite.
 struct Rewrite<'a> {
     m: &'a mut Module,
-    warps: u64,
     defs: &'a Defs,
     /// Ops for the kernel's top: the constant 0 and the buffers.
     prelude: Vec<Operation>,
@@ -318,7 +321,12 @@ impl Rewrite<'_> {
                 }
                 continue;
             }
-            match plan(self.m, &op, self.warps, self.defs) {
+            match op
+                .results
+                .first()
+                .and_then(|r| self.defs.plans.get(r))
+                .copied()
+            {
                 Some(p) => {
                     self.counts.0 += 1;
                     self.dot(&mut b.ops, op, p);
@@ -433,6 +441,9 @@ fn plan(m: &Module, op: &Operation, warps: u64, defs: &Defs) -> Option<Plan> {
     let (sa, ea, la) = laid_out(m, op.operands[0])?;
     let (sb, eb, lb) = laid_out(m, op.operands[1])?;
     let (sc, ec, lc) = laid_out(m, op.results[0])?;
+    if [sa.len(), sb.len(), sc.len()] != [2, 2, 2] {
+        return None;
+    }
     if !matches!(ea, ScalarType::BF16 | ScalarType::F16) || eb != ea || ec != ScalarType::F32 {
         return None;
     }
