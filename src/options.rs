@@ -295,6 +295,10 @@ pub struct Options {
     pub target: Target,
     /// Shared-memory ring depth (`tile-to-gpu` `stages`), 2 to 8 (default 4).
     pub stages: u32,
+    /// Ring depth of the TMA pipeline of a laid-out kernel's loads staged in shared memory
+    /// (`tile-pipeline-loads` `stages`, sm_90a): 2 to 8, or 0 to keep those loads going
+    /// through registers (default 2). A tensor so loaded is passed as a `CUtensorMap`.
+    pub load_stages: u32,
     /// How the epilogue stores C (default [`EpilogueStore::Direct`]).
     pub epilogue: EpilogueStore,
     /// Promotion of fp8 MMA results into the f32 sum (default [`Promote::Auto`]).
@@ -342,6 +346,7 @@ impl Options {
         Options {
             target,
             stages: 4,
+            load_stages: 2,
             epilogue: EpilogueStore::Direct,
             promote: Promote::Auto,
             emit: Emit::Ptx,
@@ -361,6 +366,7 @@ impl Options {
 
     setters! {
         with_stages: stages: u32,
+        with_load_stages: load_stages: u32,
         with_epilogue: epilogue: EpilogueStore,
         with_promote: promote: Promote,
         with_emit: emit: Emit,
@@ -397,6 +403,7 @@ impl Options {
     pub const NAMES: &'static [&'static str] = &[
         "target",
         "stages",
+        "load_stages",
         "epilogue",
         "promote",
         "emit",
@@ -445,6 +452,7 @@ impl Options {
                 })?
             }
             "stages" => self.stages = num("stages", value)?,
+            "load_stages" => self.load_stages = num("load_stages", value)?,
             "epilogue" => self.epilogue = value.parse()?,
             "promote" => self.promote = value.parse()?,
             "emit" => self.emit = value.parse()?,
@@ -475,7 +483,7 @@ impl Options {
     ///
     /// # Errors
     /// The first option found wrong, with the reason:
-    /// - `stages` outside 2 to 8;
+    /// - `stages` outside 2 to 8; `load_stages` neither 0 nor 2 to 8;
     /// - `schedule` `clc` on a target without `clusterlaunchcontrol.try_cancel` (sm_90,
     ///   sm_90a);
     /// - `cluster` other than 1, 2 or 4 along x; more than 1 without the `clc` schedule, or
@@ -491,6 +499,15 @@ impl Options {
             return err(
                 "stages",
                 format!("{} is out of range: 2 to 8 ring slots", self.stages),
+            );
+        }
+        if self.load_stages != 0 && !(2..=8).contains(&self.load_stages) {
+            return err(
+                "load_stages",
+                format!(
+                    "{} is out of range: 0 (no TMA pipeline) or 2 to 8 ring slots",
+                    self.load_stages
+                ),
             );
         }
         if self.schedule == Schedule::Clc && !t.has_try_cancel() {
@@ -620,6 +637,14 @@ impl Options {
         // then the layout conversions and transposes that only fed them go; the waits come
         // next.
         p.push_str(",tile-dot-to-wgmma,dce");
+        // Loads staged for wgmma as TMA copies into rings filled ahead of their loop's
+        // iterations.
+        if self.load_stages != 0 {
+            p.push_str(&format!(
+                ",tile-pipeline-loads{{stages={}}}",
+                self.load_stages
+            ));
+        }
         if tilec_passes::lookup("async-wait-placement").is_some() {
             p.push_str(",async-wait-placement");
             if self.check_waits && tilec_passes::lookup("verify-async-waits").is_some() {
@@ -738,6 +763,10 @@ mod tests {
         assert_eq!(opt(base().with_stages(1)), Err("stages"));
         assert_eq!(opt(base().with_stages(9)), Err("stages"));
         assert_eq!(opt(base().with_stages(8)), Ok(()));
+        assert_eq!(opt(base().with_load_stages(1)), Err("load_stages"));
+        assert_eq!(opt(base().with_load_stages(9)), Err("load_stages"));
+        assert_eq!(opt(base().with_load_stages(0)), Ok(()));
+        assert_eq!(opt(base().with_load_stages(3)), Ok(()));
         assert_eq!(opt(base().with_schedule(Schedule::Clc)), Err("schedule"));
         assert_eq!(opt(base().with_cluster(ClusterShape::x(2))), Err("cluster"));
         let clc = |t| Options::new(t).with_schedule(Schedule::Clc);

@@ -1,12 +1,15 @@
 //! The attention examples on the CPU: `examples/attention_fwd.tile` and
 //! `examples/attention_fwd_causal.tile` run by the reference interpreter, as written and as
 //! laid out for every target by the default pipeline (GPU-level IR: register-A wgmma on
-//! sm_90a, mma.sync fragments elsewhere), against an f64 attention on the same bf16 inputs.
+//! sm_90a, K and V through TMA rings, mma.sync fragments elsewhere), and made persistent
+//! (the static schedule's tile loop around the pipelined KV loop, with Q's loads pipelined
+//! across tiles), against an f64 attention on the same bf16 inputs.
 //! For sm_100, which no machine here runs, this and ptxas (tests/precise.rs) are the check;
 //! the H200 runs are `tools/gpu/attention.py`.
 
-use tilec::dialect::interp::{run, ArgValue, Tensor};
-use tilec::dialect::{parse, ScalarType, Target};
+use tilec::dialect::interp::{run_with, ArgValue, Limits, Tensor};
+use tilec::dialect::{parse, print_module, ScalarType, Target};
+use tilec::passes::PassManager;
 use tilec::{compile, Emit, Input, Options};
 
 mod common;
@@ -78,7 +81,8 @@ fn reference(c: Case, qkv: &[Vec<f32>; 3], causal: bool) -> Vec<f64> {
     out
 }
 
-fn interpret(src: &str, kernel: &str, c: Case, qkv: &[Vec<f32>; 3]) -> Vec<f32> {
+/// Runs `kernel` of `src` on case `c`; `ctas`: the persistent launch's CTA count.
+fn interpret(src: &str, kernel: &str, c: Case, qkv: &[Vec<f32>; 3], ctas: Option<i64>) -> Vec<f32> {
     let m = parse(src, "attention.tile").unwrap_or_else(|d| panic!("{d}"));
     let t = |n: usize, s: usize, x: &[f32]| Tensor::from_f32(ScalarType::BF16, &[n, s, D], x);
     let mut args = [
@@ -97,7 +101,11 @@ fn interpret(src: &str, kernel: &str, c: Case, qkv: &[Vec<f32>; 3]) -> Vec<f32> 
         ArgValue::Int(c.skv as i64),
         ArgValue::Float(1.0 / (D as f32).sqrt()),
     ];
-    run(&m, kernel, &mut args).unwrap_or_else(|e| panic!("{kernel}: {e}"));
+    let limits = Limits {
+        ctas,
+        ..Limits::default()
+    };
+    run_with(&m, kernel, &mut args, limits).unwrap_or_else(|e| panic!("{kernel}: {e}"));
     args[3].tensor().unwrap().to_f32_vec().unwrap()
 }
 
@@ -143,22 +151,38 @@ fn attention_examples_match_an_f64_reference_as_written_and_laid_out() {
         for (i, &c) in cases.iter().enumerate() {
             let qkv = inputs(c, i as u64 + 1);
             let want = reference(c, &qkv, causal);
-            let written = interpret(&src, kernel, c, &qkv);
+            let written = interpret(&src, kernel, c, &qkv, None);
             let err = rel_err(&written, &want);
             // bf16 P and bf16 output: about 2e-3, as torch's bf16 SDPA on the H200.
             assert!(err < 6e-3, "{example} {c:?}: error {err:e} as written");
-            for target in [Target::Sm90a, Target::Sm90, Target::Sm100a] {
+            let mut persistent = parse(&src, "attention.tile").unwrap();
+            PassManager::parse("persistent{schedule=static group_m=8}")
+                .unwrap()
+                .run(&mut persistent, &mut |_, _, _| {})
+                .unwrap();
+            let persistent = print_module(&persistent);
+            // Three CTAs: each runs several tiles, so the rings and their barriers carry over.
+            for (target, source, ctas) in [
+                (Target::Sm90a, &src, None),
+                (Target::Sm90, &src, None),
+                (Target::Sm100a, &src, None),
+                (Target::Sm90a, &persistent, Some(3)),
+            ] {
                 let mut o = Options::new(target);
                 o.emit = Emit::Tile;
                 let k = compile(
                     Input::Text {
-                        source: &src,
+                        source,
                         file: "attention.tile",
                     },
                     &o,
                 )
                 .unwrap_or_else(|e| panic!("{example} {target}: {e}"));
-                let laid = interpret(&k.text, kernel, c, &qkv);
+                if target == Target::Sm90a {
+                    let rings = k.text.matches("tile.tma_load").count();
+                    assert!(rings >= 4, "{example}: K and V not pipelined:\n{}", k.text);
+                }
+                let laid = interpret(&k.text, kernel, c, &qkv, ctas);
                 assert_eq!(
                     laid, written,
                     "{example} {c:?} {target}: the laid-out kernel computes something else"

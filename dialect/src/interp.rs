@@ -34,6 +34,9 @@
 //!   Tensors are strided views of their own buffers (arguments never alias).
 //! - **Grid**: the `grid` expressions are evaluated with the integer arguments; programs
 //!   run in order with dimension 0 fastest. `tile.for` with `step <= 0` is an error.
+//!   `tile.ctaid` / `tile.nctaid` are the program's coordinate and the grid's size along
+//!   `dim`, as PTX's `%ctaid` / `%nctaid`; [`Limits::ctas`] launches a persistent kernel's
+//!   smaller grid instead.
 //!
 //! `tile.convert_layout` (the one GPU-level op it runs) is the identity, and it ignores
 //! layouts, so it also checks `tile-assign-layouts`' output against its input.
@@ -468,6 +471,10 @@ pub struct Limits {
     pub max_ops: u64,
     /// Most elements of one tile.
     pub max_tile_elems: u64,
+    /// Launch this many programs along x (and one along y and z) instead of the kernel's
+    /// `grid`: how a persistent kernel, whose `grid` is its tiles, is launched. `None` (the
+    /// default): the `grid`.
+    pub ctas: Option<i64>,
 }
 
 impl Default for Limits {
@@ -475,6 +482,7 @@ impl Default for Limits {
         Limits {
             max_ops: 1 << 32,
             max_tile_elems: 1 << 24,
+            ctas: None,
         }
     }
 }
@@ -608,6 +616,12 @@ pub fn run_with(
             return Err(grid_err(format!("dimension {d} is {n}")));
         }
         grid[d] = n;
+    }
+    if let Some(n) = limits.ctas {
+        if n < 1 {
+            return Err(grid_err(format!("{n} CTAs launched")));
+        }
+        grid = [n, 1, 1];
     }
     let mut mach = Machine {
         m,
@@ -808,6 +822,17 @@ impl Machine<'_> {
             OpClass::FloatBinary => self.elementwise(op, 2)?,
             OpClass::FloatUnary => self.elementwise(op, 1)?,
             // A layout change moves elements between threads; their values stay.
+            OpClass::Gpu if matches!(op.kind, OpKind::CtaId | OpKind::NumCtas) => {
+                let d = op
+                    .int_attr("dim")
+                    .filter(|d| (0..3).contains(d))
+                    .ok_or_else(|| op_err(op, "bad 'dim'"))? as usize;
+                Val::Int(if op.kind == OpKind::CtaId {
+                    self.pid[d]
+                } else {
+                    self.grid[d]
+                })
+            }
             OpClass::Gpu if op.kind == OpKind::ConvertLayout => {
                 let v = *op
                     .operands
@@ -826,6 +851,10 @@ impl Machine<'_> {
                         | OpKind::CommitGroup
                         | OpKind::FenceProxyAsync
                         | OpKind::Barrier
+                        | OpKind::MbarrierAlloc
+                        | OpKind::MbarrierExpectTx
+                        | OpKind::MbarrierWait
+                        | OpKind::TmaLoad
                 ) =>
             {
                 return self.cta_op(op);
@@ -835,7 +864,7 @@ impl Machine<'_> {
                     op,
                     "the reference interpreter runs level-1 tile IR, and of the GPU-level ops \
                      only those of a laid-out kernel's products (shared-memory buffers, \
-                     'tile.mma', waits, fences, barriers)",
+                     'tile.mma', TMA copies, mbarriers, waits, fences, barriers)",
                 ))
             }
             OpClass::Structure | OpClass::Other => match op.kind {
@@ -1271,8 +1300,9 @@ impl Machine<'_> {
     /// The GPU-level ops of a laid-out kernel's products, with one program's semantics: a
     /// buffer holds what `tile.smem_store` put in a stage; `tile.mma` is `tile.dot` of its
     /// operands (A a tile, or a stage read by `a_major`; B a stage read by `b_major`; the
-    /// accumulator ignored with `zero_acc`); waits return their operands; fences, commits
-    /// and barriers do nothing (one program has no other threads).
+    /// accumulator ignored with `zero_acc`); waits return their operands; `tile.tma_load`
+    /// copies its box into the stage at once (zeros outside the tensor, as TMA fills), so
+    /// mbarriers, fences, commits and barriers do nothing (one program has no other threads).
     fn cta_op(&mut self, op: &Operation) -> R<()> {
         match op.kind {
             OpKind::SmemAlloc => {
@@ -1325,6 +1355,11 @@ impl Machine<'_> {
                 }
                 Ok(())
             }
+            OpKind::MbarrierAlloc => {
+                let r = *op.results.first().ok_or_else(|| op_err(op, "no result"))?;
+                self.set(op, r, Val::Int(0))
+            }
+            OpKind::TmaLoad => self.tma_load(op),
             OpKind::WaitGroup => {
                 for (&a, &r) in op.operands.iter().zip(&op.results) {
                     let v = self.get(op, a)?;
@@ -1339,6 +1374,56 @@ impl Machine<'_> {
             }
             _ => Ok(()),
         }
+    }
+
+    /// `tile.tma_load %T, %ring, %bars, %stage, %coords...`: element `(i, j)` of the stage is
+    /// the tensor's at the coordinates with `i` added to the second-to-last and `j` to the
+    /// last, or zero outside the tensor.
+    fn tma_load(&mut self, op: &Operation) -> R<()> {
+        let t = self.tensor(op)?;
+        let rank = t.shape.len();
+        if op.operands.len() != 4 + rank || rank < 2 {
+            return Err(op_err(op, "expects one coordinate per tensor dimension"));
+        }
+        let coords = (4..4 + rank)
+            .map(|i| self.int(op, i))
+            .collect::<R<Vec<i64>>>()?;
+        let stage = usize::try_from(self.int(op, 3)?).map_err(|_| op_err(op, "negative stage"))?;
+        let Val::Smem(buf) = self.get(op, op.operands[1])? else {
+            return Err(op_err(op, "expects a buffer"));
+        };
+        let Data::Float(src) = &t.data else {
+            return Err(op_err(op, "expects a float tensor"));
+        };
+        let mut b = buf.borrow_mut();
+        let (r, c) = (b.shape[0], b.shape[1]);
+        let at = stage * r * c;
+        if at + r * c > b.data.len() {
+            return Err(op_err(op, "stage out of range"));
+        }
+        for i in 0..r {
+            for j in 0..c {
+                let mut off = Some(0usize);
+                for (d, &x) in coords.iter().enumerate() {
+                    let add = if d == rank - 2 {
+                        i
+                    } else if d == rank - 1 {
+                        j
+                    } else {
+                        0
+                    };
+                    let x = x
+                        .checked_add(add as i64)
+                        .filter(|&x| x >= 0 && (x as u64) < t.shape[d] as u64);
+                    off = match (off, x) {
+                        (Some(o), Some(x)) => Some(o + x as usize * t.strides[d]),
+                        _ => None,
+                    };
+                }
+                b.data[at + i * c + j] = off.map_or(0.0, |o| src[o]);
+            }
+        }
+        Ok(())
     }
 
     /// A stage of buffer `v` as a `[rows, cols]` matrix read `transposed` or not.

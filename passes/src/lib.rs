@@ -7,7 +7,7 @@
 //!
 //! Passes: [`assign_layouts`] (`tile-assign-layouts`), [`async_wait_placement`], [`cse`],
 //! [`dce`], [`dot_to_wgmma`] (`tile-dot-to-wgmma`), [`hoist_loads`] (`tile-hoist-loads`),
-//! [`persistent`], [`simplify`] (`tile-simplify`), [`tile_to_gpu`], [`verify_async_waits`].
+//! [`persistent`], [`pipeline_loads`] (`tile-pipeline-loads`), [`simplify`] (`tile-simplify`), [`tile_to_gpu`], [`verify_async_waits`].
 //! [`async_model`] holds what the wait placement and the checker's path explorer agree a
 //! hazard is; [`async_sim`] is the checker's second half, an executable model of the group
 //! semantics that shares nothing with it.
@@ -32,6 +32,7 @@ pub mod manager;
 pub mod pass;
 pub mod persistent;
 pub mod pipeline;
+pub mod pipeline_loads;
 pub mod simplify;
 pub mod tile_to_gpu;
 pub mod verify_async_waits;
@@ -70,6 +71,10 @@ static REGISTRY: &[RegistryEntry] = &[
     RegistryEntry {
         info: &persistent::INFO,
         build: |o| Ok(Box::new(persistent::Persistent::from_options(o)?)),
+    },
+    RegistryEntry {
+        info: &pipeline_loads::INFO,
+        build: |o| Ok(Box::new(pipeline_loads::PipelineLoads::from_options(o)?)),
     },
     RegistryEntry {
         info: &simplify::INFO,

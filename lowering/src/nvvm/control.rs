@@ -23,7 +23,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         match lv {
             Lv::Scalar(s) => vec![s.v],
             Lv::Tile(t) => t.regs.clone(),
-            Lv::Smem(_) => vec![],
+            Lv::Smem(_) | Lv::TensorMap(_) | Lv::Bars { .. } => vec![],
             Lv::Tensor(t) => {
                 let mut v = vec![t.ptr];
                 v.extend(t.sizes.iter().map(|s| s.v));
@@ -38,7 +38,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         match lv {
             Lv::Scalar(s) => vec![self.w.ty(s.t)],
             Lv::Tile(t) => vec![self.w.ty(t.elem); t.regs.len()],
-            Lv::Smem(_) => vec![],
+            Lv::Smem(_) | Lv::TensorMap(_) | Lv::Bars { .. } => vec![],
             Lv::Tensor(t) => {
                 let mut v = vec![self.w.ptr_ty(1)];
                 v.extend(vec![
@@ -58,7 +58,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 regs: vals.to_vec(),
                 ..t.clone()
             }),
-            Lv::Smem(b) => Lv::Smem(b.clone()),
+            Lv::Smem(_) | Lv::TensorMap(_) | Lv::Bars { .. } => lv.clone(),
             Lv::Tensor(t) => {
                 let r = t.sizes.len();
                 let mut t = t.clone();

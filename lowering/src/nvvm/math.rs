@@ -203,7 +203,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                     ..t
                 })
             }
-            Lv::Tensor(_) | Lv::Smem(_) => return err(op, "'tile.convert' of a tensor"),
+            _ => return err(op, "'tile.convert' of a tensor"),
         };
         if let Some(&r) = op.results.first() {
             self.vals.insert(r, lv);

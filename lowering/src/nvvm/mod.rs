@@ -22,6 +22,7 @@ pub mod memory;
 pub mod plain;
 pub mod reduce;
 pub mod remap;
+pub mod tma;
 pub mod wgmma;
 pub mod writer;
 

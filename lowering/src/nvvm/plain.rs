@@ -66,6 +66,12 @@ pub(crate) enum Lv<'c, 'm> {
     Tensor(Tensor<'c, 'm>),
     /// A shared-memory buffer (`tile.smem_alloc`).
     Smem(super::wgmma::SmemBuf),
+    /// A kernel tensor passed as a `CUtensorMap` (a pointer to the byval parameter).
+    TensorMap(Value<'c, 'm>),
+    /// An mbarrier array at a byte offset of the dynamic shared memory.
+    Bars {
+        offset: u64,
+    },
 }
 
 /// The state of one kernel's lowering.
@@ -375,6 +381,10 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             K::WgmmaFence => self.w.wgmma_fence(),
             K::CommitGroup => self.w.wgmma_commit_group(),
             K::FenceProxyAsync => self.w.fence_proxy_async(),
+            K::MbarrierAlloc => self.lower_mbarrier_alloc(op)?,
+            K::MbarrierExpectTx => self.lower_expect_tx(op)?,
+            K::MbarrierWait => self.lower_mbarrier_wait(op)?,
+            K::TmaLoad => self.lower_tma_load(op)?,
             K::Barrier => self.w.barrier(),
             K::Yield | K::Return => {}
             k => {
@@ -423,9 +433,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                             v: t.regs[r],
                             t: ScalarType::I1,
                         },
-                        Lv::Tensor(_) | Lv::Smem(_) => {
-                            return err(op, "a tensor is not a condition")
-                        }
+                        _ => return err(op, "a tensor is not a condition"),
                     };
                     let x = V {
                         v: a.regs[r],
@@ -459,10 +467,23 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
 pub(super) fn lower_kernel(m: &TileModule, k: &Operation) -> R<(Manifest, (u32, u32))> {
     let (name, target, num_warps) = launch_of(k)?;
     let body = &k.regions[0];
+    let maps = tensor_maps(m, k)?;
     let mut params = vec![];
     for &a in &body.args {
         let an = m.name(a).unwrap_or("arg").to_string();
         match m.ty(a) {
+            TileType::Tensor { rank, elem } if maps.contains_key(&a) => {
+                params.push(Param::TensorMap {
+                    name: an,
+                    dtype: super::dtype_of(*elem),
+                    rank: *rank,
+                    box_: maps[&a].clone(),
+                    swizzle: crate::manifest::Swizzle::B128,
+                    fill: crate::manifest::Fill::Zero,
+                    interleave: crate::manifest::Interleave::None,
+                    l2_promotion: crate::manifest::L2Promotion::B256,
+                })
+            }
             TileType::Tensor { rank, elem } => params.push(Param::TensorPointer {
                 name: an,
                 dtype: super::dtype_of(*elem),
@@ -612,19 +633,34 @@ fn build_module<'c>(
         pending: vec![],
     };
     let kbody = &k.regions[0];
+    let maps = tensor_maps(m, k)?;
     let mut ptypes = vec![];
+    let mut arg_attrs = vec![];
     for &a in &kbody.args {
         match m.ty(a) {
+            TileType::Tensor { .. } if maps.contains_key(&a) => {
+                ptypes.push(w0.ptr_ty(0));
+                arg_attrs.push(
+                    "{llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, \
+                     nvvm.grid_constant}",
+                );
+            }
             TileType::Tensor { rank, .. } => {
                 ptypes.push(w0.ptr_ty(1));
                 for _ in 0..2 * rank {
                     ptypes.push(w0.ty(ScalarType::I64));
                 }
+                arg_attrs.extend(std::iter::repeat_n("{}", 1 + 2 * *rank as usize));
             }
-            TileType::Scalar(s) => ptypes.push(w0.ty(*s)),
+            TileType::Scalar(s) => {
+                ptypes.push(w0.ty(*s));
+                arg_attrs.push("{}");
+            }
             _ => {}
         }
     }
+    let arg_attrs = Attribute::parse(ctx, &format!("[{}]", arg_attrs.join(", ")))
+        .ok_or_else(|| Diagnostic::error(k.loc.clone(), "internal error: argument attributes"))?;
     let fty = llvm::r#type::function(llvm::r#type::void(ctx), &ptypes, false);
     let region = Region::new();
     let args: Vec<(Type, Location)> = ptypes.iter().map(|&t| (t, loc)).collect();
@@ -634,6 +670,7 @@ fn build_module<'c>(
         .add_attributes(&[
             (ident("sym_name"), StringAttribute::new(ctx, &fname).into()),
             (ident("function_type"), TypeAttribute::new(fty).into()),
+            (ident("arg_attrs"), arg_attrs),
             (ident("gpu.kernel"), Attribute::unit(ctx)),
             (ident("nvvm.kernel"), Attribute::unit(ctx)),
             (
@@ -679,6 +716,10 @@ fn build_module<'c>(
     };
     for &a in &kbody.args {
         match m.ty(a) {
+            TileType::Tensor { .. } if maps.contains_key(&a) => {
+                vals.insert(a, Lv::TensorMap(arg(i)));
+                i += 1;
+            }
             TileType::Tensor { rank, elem } => {
                 let ptr = arg(i);
                 let r = *rank as usize;
@@ -736,6 +777,69 @@ fn build_module<'c>(
     drop(lw);
     drop(w0);
     Ok((module, smem))
+}
+
+/// The tensors that `tile.tma_load` copies from, each with its TMA box (outermost first):
+/// they are passed as tensor maps.
+///
+/// # Errors
+/// A tensor copied with two boxes, one that is not a kernel argument, or one that another
+/// op also reads (it has no pointer), located at the op.
+fn tensor_maps(m: &TileModule, k: &Operation) -> R<HashMap<TileValue, Vec<u64>>> {
+    let mut maps: HashMap<TileValue, Vec<u64>> = HashMap::new();
+    let mut failed = None;
+    k.walk(&mut |o| {
+        if o.kind != OpKind::TmaLoad || failed.is_some() {
+            return;
+        }
+        let (Some(&t), Some(&ring)) = (o.operands.first(), o.operands.get(1)) else {
+            return;
+        };
+        let (Some(TileType::Tensor { rank, .. }), Some(TileType::Smem { shape, elem, .. })) =
+            (m.try_ty(t), m.try_ty(ring))
+        else {
+            return;
+        };
+        if shape.len() != 2 || !k.regions[0].args.contains(&t) {
+            failed = Some(Diagnostic::error(
+                o.loc.clone(),
+                "'tile.tma_load' in a kernel with a plain launch copies 2-D stages from a \
+                 kernel argument",
+            ));
+            return;
+        }
+        let b = super::tma::tma_box(*rank, [shape[0], shape[1]], *elem);
+        if maps.get(&t).is_some_and(|x| *x != b) {
+            failed = Some(Diagnostic::error(
+                o.loc.clone(),
+                "every 'tile.tma_load' of a tensor must copy the same box (one tensor map per \
+                 tensor)",
+            ));
+        }
+        maps.insert(t, b);
+    });
+    if let Some(d) = failed {
+        return Err(d);
+    }
+    k.walk(&mut |o| {
+        if o.kind != OpKind::TmaLoad && failed.is_none() {
+            if let Some(t) = o.operands.iter().find(|v| maps.contains_key(v)) {
+                failed = Some(Diagnostic::error(
+                    o.loc.clone(),
+                    format!(
+                        "'{}' reads '%{}', which 'tile.tma_load' copies and which is therefore \
+                         passed as a tensor map, not a pointer",
+                        o.kind.name(),
+                        m.name(*t).unwrap_or("?")
+                    ),
+                ));
+            }
+        }
+    });
+    match failed {
+        Some(d) => Err(d),
+        None => Ok(maps),
+    }
 }
 
 /// The predicate of a `tile.cmpi` (`None` for other ops).

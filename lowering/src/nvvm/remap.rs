@@ -39,7 +39,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 out.shape = shape;
                 out
             }
-            Lv::Tensor(_) | Lv::Smem(_) => return err(op, "a tensor cannot be broadcast"),
+            _ => return err(op, "a tensor cannot be broadcast"),
         };
         if let Some(&r) = op.results.first() {
             self.vals.insert(r, Lv::Tile(out));

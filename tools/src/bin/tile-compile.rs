@@ -3,7 +3,7 @@
 //! ```text
 //! tile-compile FILE --target sm_90a|sm_90|sm_100|sm_100a [-o DIR]
 //!              [--emit ptx|mlir|llvm|tile|cubin]
-//!              [--stages N] [--epilogue-store direct|tma] [--promote auto|on|off]
+//!              [--stages N] [--load-stages N] [--epilogue-store direct|tma] [--promote auto|on|off]
 //!              [--schedule static|clc|none|off] [--cluster C] [--group-m G] [--num-warps W]
 //!              [--kernel NAME] [--no-simplify] [-O 0-3]
 //!              [--ptxas] [--timing]
@@ -70,6 +70,11 @@ struct Cli {
     /// Shared-memory ring depth (2 to 8).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(2..=8))]
     stages: u32,
+    /// Ring depth of the TMA pipeline that a loop's loads staged in shared memory for wgmma
+    /// go through (tile-pipeline-loads; sm_90a; such a tensor becomes a tensor map): 2 to 8,
+    /// or 0 to keep those loads going through registers.
+    #[arg(long, default_value_t = 2, value_parser = load_stages)]
+    load_stages: u32,
     /// How the epilogue stores C: direct (from the accumulator registers, the default) or
     /// tma (staged in shared memory, stored with TMA; sm_90a; C becomes a tensor map).
     #[arg(
@@ -139,6 +144,13 @@ fn warps(s: &str) -> Result<u32, String> {
         .ok_or_else(|| format!("'{s}' is not 0, 1, 2, 4, 8, 16 or 32"))
 }
 
+fn load_stages(s: &str) -> Result<u32, String> {
+    s.parse::<u32>()
+        .ok()
+        .filter(|&n| n == 0 || (2..=8).contains(&n))
+        .ok_or_else(|| format!("'{s}' is not 0 or 2 to 8"))
+}
+
 fn parse_ptx_version(s: &str) -> Result<(u32, u32), String> {
     let bad = || format!("'{s}' is not a PTX ISA version like 8.1");
     let (a, b) = s.split_once('.').ok_or_else(bad)?;
@@ -203,6 +215,7 @@ fn run() -> i32 {
     }
     let mut opts = Options::new(cli.target)
         .with_stages(cli.stages)
+        .with_load_stages(cli.load_stages)
         .with_promote(cli.promote)
         .with_epilogue(cli.epilogue_store)
         .with_group_m(cli.group_m)

@@ -1,0 +1,734 @@
+//! `tile-pipeline-loads` — a loop's loads that only feed shared memory become TMA copies
+//! into a ring, issued `stages - 1` iterations ahead of the iteration that reads them.
+//!
+//! Software pipelining of a kernel with a plain launch (laid out by `tile-assign-layouts`;
+//! no `tile.warp_specialize`). It takes what `tile-dot-to-wgmma` leaves in a loop body:
+//!
+//! ```text
+//! %x = tile.load %T, %i0, ..., %iv_expr, ...  // [1, ..., 1, R, C]
+//! %y = tile.reshape %x                        // any reshapes and layout conversions
+//! tile.smem_store %y, %buf, %c0               // %buf: one stage, swizzle = 128
+//! tile.fence_proxy_async
+//! tile.barrier
+//! ... tile.mma ..., %buf, %c0, ...            // the only other readers of %buf
+//! ```
+//!
+//! and makes `%buf` a ring of `stages` stages filled by `cp.async.bulk.tensor` (TMA), whose
+//! completion each iteration awaits on an mbarrier of its own stage:
+//!
+//! ```text
+//! %full = tile.mbarrier_alloc {arrive_count = 1} : mbarrier<S>  // before the loop
+//! tile.if (lb + j·step < ub) {                // j = 0 .. S-2: the prologue
+//!   tile.mbarrier_expect_tx %full, j {bytes = R·C·size}
+//!   tile.tma_load %T, %buf, %full, j, <coordinates at iv = lb + j·step>
+//! }
+//! tile.for %iv = lb to ub step step {
+//!   %i = (iv - lb) / step;  %stage = i mod S;  %phase = (i / S) mod 2
+//!   tile.if (iv + (S-1)·step < ub) {          // the copy for iteration i + S - 1
+//!     tile.mbarrier_expect_tx %full, (i + S - 1) mod S {bytes = ...}
+//!     tile.tma_load %T, %buf, %full, (i + S - 1) mod S, <coordinates at iv + (S-1)·step>
+//!   }
+//!   tile.mbarrier_wait %full, %stage, %phase
+//!   ... tile.mma ..., %buf, %stage, ...
+//! }
+//! ```
+//!
+//! The copy for iteration `i + S - 1` overwrites the stage iteration `i - 1` read:
+//! `async-wait-placement` retires the wgmma groups that read it before the copy (an
+//! overwrite hazard, [`crate::async_model`]), with a CTA barrier where several warpgroups
+//! read it. The lowering issues the expect_tx and the copy from one thread
+//! (PTX ISA §9.7.9.25, `cp.async.bulk.tensor`; §9.7.13.15, mbarrier).
+//!
+//! A load is pipelined when:
+//! - it is directly in the body of a `tile.for`, and its value reaches only the
+//!   `tile.smem_store` (through `tile.reshape` / `tile.convert_layout`, each used once);
+//! - its tile is `[1, ..., 1, R, C]` with `[R, C]` the buffer's stage (R ≤ 256, the TMA box
+//!   limit), C spans whole 128-byte rows, and it reads zeros outside the tensor (no
+//!   `padding`): TMA's out-of-bounds fill;
+//! - the tensor is a kernel argument of rank 2 to 5 that the kernel never writes, and every
+//!   load of it is pipelined with the same box (one tensor map per tensor);
+//! - the buffer is one `tile.smem_alloc` stage read only by `tile.mma` ops in the loop;
+//! - its coordinates are computed from the induction variable, values defined outside the
+//!   loop, and scalar integer ops in the body (so they can be computed for a later iteration).
+//!
+//! The mbarriers are allocated (and initialised) right before the loop, so a loop run again
+//! (the tile loop of a persistent kernel around it) starts from phase 0. A tensor whose
+//! loads are pipelined is passed as a `CUtensorMap` (the manifest's `tensor_map` parameter):
+//! TMA needs its base 16-byte aligned and its strides multiples of 16 bytes.
+//!
+//! Options: `stages` (2 to 8, default 2). Statistics: `loads-pipelined`.
+
+use crate::pass::{OptionInfo, OptionKind, Pass, PassContext, PassInfo, PassOptions};
+use std::collections::{HashMap, HashSet};
+use tilec_dialect::{
+    Attribute, Block, Diagnostics, Location, Module, OpKind, Operation, Type, Value,
+};
+
+/// The registry entry.
+pub static INFO: PassInfo = PassInfo {
+    name: "tile-pipeline-loads",
+    summary: "Turn a loop's loads staged into shared memory into a TMA ring filled ahead",
+    description: "In a laid-out kernel, a 'tile.load' in a 'tile.for' body whose value is only \
+        stored into a one-stage shared-memory buffer (as 'tile-dot-to-wgmma' stages wgmma \
+        operands) becomes a 'tile.tma_load' into a ring of 'stages' stages, issued stages - 1 \
+        iterations ahead, with an mbarrier per stage that the reading iteration waits on. The \
+        tensor becomes a tensor map. Run 'async-wait-placement' after it.\n\n\
+        Example: tile-opt --pass-pipeline='tile-assign-layouts{target=sm_90a},\
+        tile-dot-to-wgmma,dce,tile-pipeline-loads{stages=2},async-wait-placement' \
+        examples/attention_fwd.tile",
+    options: &[OptionInfo {
+        name: "stages",
+        kind: OptionKind::UInt,
+        default: "2",
+        help: "Ring depth, 2 to 8: copies run up to stages - 1 iterations ahead",
+    }],
+};
+
+/// The largest TMA box dimension, in elements (PTX ISA §5.5.1, tensor-map box size).
+const MAX_BOX: u64 = 256;
+
+/// Bytes of one 128-byte-swizzled row: a stage's rows span whole ones.
+const SWIZZLE_BYTES: u64 = 128;
+
+/// The pass.
+pub struct PipelineLoads {
+    /// Ring depth.
+    pub stages: u64,
+}
+
+impl PipelineLoads {
+    /// From the pass options.
+    ///
+    /// # Errors
+    /// `stages` outside 2 to 8.
+    pub fn from_options(o: &PassOptions) -> Result<Self, String> {
+        let stages = o.uint("stages");
+        if !(2..=8).contains(&stages) {
+            return Err(format!(
+                "tile-pipeline-loads option 'stages' must be 2 to 8, found {stages}"
+            ));
+        }
+        Ok(PipelineLoads { stages })
+    }
+}
+
+impl Pass for PipelineLoads {
+    fn info(&self) -> &'static PassInfo {
+        &INFO
+    }
+    fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<(), Diagnostics> {
+        let mut kernels = std::mem::take(&mut m.ops);
+        let mut n = 0;
+        for k in &mut kernels {
+            if k.kind != OpKind::Kernel || k.regions.is_empty() || k.int_attr("num_warps").is_none()
+            {
+                continue;
+            }
+            let mut specialized = false;
+            k.walk(&mut |o| specialized |= o.kind == OpKind::WarpSpecialize);
+            if specialized {
+                continue;
+            }
+            let cands = candidates(m, k);
+            if cands.is_empty() {
+                continue;
+            }
+            n += cands.len() as u64;
+            let mut rw = Rewrite {
+                m,
+                stages: self.stages,
+                cands,
+                next_loop: 0,
+            };
+            let mut body = std::mem::take(&mut k.regions[0]);
+            rw.block(&mut body);
+            k.regions[0] = body;
+        }
+        m.ops = kernels;
+        cx.stat("loads-pipelined", n);
+        Ok(())
+    }
+}
+
+/// One load to pipeline.
+#[derive(Clone, Debug)]
+struct Cand {
+    /// The pre-order number of the `tile.for` whose body holds it.
+    lp: u32,
+    /// The load's result.
+    load: Value,
+    /// The values of the load, its reshapes and conversions, and the store's operand.
+    chain: HashSet<Value>,
+    /// The buffer.
+    buf: Value,
+    /// The tensor.
+    tensor: Value,
+    /// The load's offset operands.
+    coords: Vec<Value>,
+    /// Bytes of one stage.
+    bytes: u64,
+}
+
+/// The ops of a kernel by result, for the analysis.
+struct Index<'k> {
+    def: HashMap<Value, &'k Operation>,
+    uses: HashMap<Value, Vec<&'k Operation>>,
+    /// For each value, the pre-order numbers of the `tile.for` loops around its definition,
+    /// outermost first.
+    loops: HashMap<Value, Vec<u32>>,
+}
+
+impl<'k> Index<'k> {
+    fn build(k: &'k Operation) -> Self {
+        let mut ix = Index {
+            def: HashMap::new(),
+            uses: HashMap::new(),
+            loops: HashMap::new(),
+        };
+        ix.block(&k.regions[0], &mut vec![], &mut 0);
+        ix
+    }
+
+    fn block(&mut self, b: &'k Block, chain: &mut Vec<u32>, next: &mut u32) {
+        for &a in &b.args {
+            self.loops.insert(a, chain.clone());
+        }
+        for op in &b.ops {
+            for &v in &op.operands {
+                self.uses.entry(v).or_default().push(op);
+            }
+            for &r in &op.results {
+                self.def.insert(r, op);
+                self.loops.insert(r, chain.clone());
+            }
+            let is_for = op.kind == OpKind::For;
+            if is_for {
+                chain.push(*next);
+                *next += 1;
+            }
+            for r in &op.regions {
+                for &a in &r.args {
+                    self.def.insert(a, op);
+                }
+                self.block(r, chain, next);
+            }
+            if is_for {
+                chain.pop();
+            }
+        }
+    }
+
+    fn uses(&self, v: Value) -> &[&'k Operation] {
+        self.uses.get(&v).map_or(&[], Vec::as_slice)
+    }
+
+    /// Whether `v` is defined inside loop `lp`.
+    fn inside(&self, v: Value, lp: u32) -> bool {
+        self.loops.get(&v).is_some_and(|c| c.contains(&lp))
+    }
+
+    /// Whether `v` can be computed again for another iteration of loop `f` (number `lp`):
+    /// it is the induction variable, defined outside the loop, or a scalar integer op of
+    /// such values in the loop's body (not nested deeper).
+    fn recomputable(&self, v: Value, f: &Operation, lp: u32, depth: u32) -> bool {
+        if f.regions[0].args.first() == Some(&v) || !self.inside(v, lp) {
+            return true;
+        }
+        let Some(d) = self.def.get(&v) else {
+            return false;
+        };
+        depth < 32
+            && is_index_op(d.kind)
+            && f.regions[0].ops.iter().any(|o| std::ptr::eq(o, *d))
+            && d.operands
+                .iter()
+                .all(|&o| self.recomputable(o, f, lp, depth + 1))
+    }
+}
+
+/// Scalar integer ops whose results the pass may compute again.
+fn is_index_op(k: OpKind) -> bool {
+    matches!(
+        k,
+        OpKind::Constant
+            | OpKind::AddI
+            | OpKind::SubI
+            | OpKind::MulI
+            | OpKind::DivI
+            | OpKind::RemI
+            | OpKind::CeilDiv
+            | OpKind::MinI
+            | OpKind::MaxI
+            | OpKind::Dim
+            | OpKind::ProgramId
+            | OpKind::NumPrograms
+            | OpKind::CtaId
+            | OpKind::NumCtas
+    )
+}
+
+/// The loads of kernel `k` that the pass pipelines.
+fn candidates(m: &Module, k: &Operation) -> Vec<Cand> {
+    let ix = Index::build(k);
+    let args: HashSet<Value> = k.regions[0].args.iter().copied().collect();
+    let mut written = HashSet::new();
+    k.walk(&mut |o| {
+        if matches!(o.kind, OpKind::Store | OpKind::AtomicAdd | OpKind::TmaStore) {
+            written.extend(o.operands.first().copied());
+        }
+    });
+    let mut out = vec![];
+    let mut fors = vec![];
+    k.walk(&mut |o| {
+        if o.kind == OpKind::For {
+            fors.push(o);
+        }
+    });
+    for (lp, f) in fors.iter().enumerate() {
+        let body = &f.regions[0];
+        for (i, st) in body.ops.iter().enumerate() {
+            if st.kind != OpKind::SmemStore
+                || st.operands.len() != 3
+                || st.attr("col_offset").is_some()
+            {
+                continue;
+            }
+            let fenced = body.ops.get(i + 1).map(|o| o.kind) == Some(OpKind::FenceProxyAsync)
+                && body.ops.get(i + 2).map(|o| o.kind) == Some(OpKind::Barrier);
+            if !fenced {
+                continue;
+            }
+            if let Some(c) = candidate(m, &ix, f, lp as u32, st, &args, &written) {
+                out.push(c);
+            }
+        }
+    }
+    // One box per tensor map, and no other use of the tensor.
+    let mut boxes: HashMap<Value, Vec<Vec<u64>>> = HashMap::new();
+    for c in &out {
+        if let Some(Type::Tile { shape, .. }) = m.try_ty(c.load) {
+            boxes.entry(c.tensor).or_default().push(shape.clone());
+        }
+    }
+    out.retain(|c| {
+        let all = &boxes[&c.tensor];
+        let loads = ix.uses(c.tensor).len();
+        all.iter().all(|b| *b == all[0]) && loads == all.len()
+    });
+    out
+}
+
+/// The candidate of `smem_store` `st` in the body of loop `f` (number `lp`), if it fits.
+fn candidate(
+    m: &Module,
+    ix: &Index,
+    f: &Operation,
+    lp: u32,
+    st: &Operation,
+    args: &HashSet<Value>,
+    written: &HashSet<Value>,
+) -> Option<Cand> {
+    let (val, buf, stage) = (st.operands[0], st.operands[1], st.operands[2]);
+    let alloc = ix.def.get(&buf)?;
+    let (
+        Type::Smem {
+            stages: 1,
+            shape,
+            elem,
+        },
+        OpKind::SmemAlloc,
+    ) = (m.try_ty(buf)?, alloc.kind)
+    else {
+        return None;
+    };
+    if alloc.int_attr("swizzle") != Some(SWIZZLE_BYTES as i64)
+        || shape.len() != 2
+        || shape[0] > MAX_BOX
+        || (shape[1] * elem.size_bytes()) % SWIZZLE_BYTES != 0
+    {
+        return None;
+    }
+    let st_def = ix.def.get(&stage)?;
+    if st_def.kind != OpKind::Constant || st_def.int_attr("value") != Some(0) {
+        return None;
+    }
+    // The buffer: this store, and wgmma reads inside the loop.
+    let mut stores = 0;
+    for u in ix.uses(buf) {
+        match u.kind {
+            OpKind::SmemStore => stores += 1,
+            OpKind::Mma if u.results.first().is_some_and(|&r| ix.inside(r, lp)) => {}
+            _ => return None,
+        }
+    }
+    if stores != 1 {
+        return None;
+    }
+    // The value: a load through reshapes and conversions, each used once.
+    let mut chain = HashSet::from([val]);
+    let mut v = val;
+    let load = loop {
+        let d = ix.def.get(&v)?;
+        if ix.uses(v).len() != 1 || !f.regions[0].ops.iter().any(|o| std::ptr::eq(o, *d)) {
+            return None;
+        }
+        match d.kind {
+            OpKind::Reshape | OpKind::ConvertLayout => {
+                v = d.operands[0];
+                chain.insert(v);
+            }
+            OpKind::Load => break *d,
+            _ => return None,
+        }
+    };
+    let tensor = *load.operands.first()?;
+    let Some(Type::Tensor { rank, elem: te }) = m.try_ty(tensor) else {
+        return None;
+    };
+    let Some(Type::Tile { shape: ls, .. }) = m.try_ty(load.results[0]) else {
+        return None;
+    };
+    let r = ls.len();
+    let fits = args.contains(&tensor)
+        && !written.contains(&tensor)
+        && (2..=5).contains(rank)
+        && te == elem
+        && r == *rank as usize
+        && ls[r - 2..] == shape[..]
+        && ls[..r - 2].iter().all(|&d| d == 1)
+        && load.attr("padding").is_none()
+        && load.operands[1..]
+            .iter()
+            .all(|&c| ix.recomputable(c, f, lp, 0));
+    if !fits {
+        return None;
+    }
+    Some(Cand {
+        lp,
+        load: load.results[0],
+        chain,
+        buf,
+        tensor,
+        coords: load.operands[1..].to_vec(),
+        bytes: shape[0] * shape[1] * elem.size_bytes(),
+    })
+}
+
+/// The state of one kernel's rewrite.
+struct Rewrite<'a> {
+    m: &'a mut Module,
+    stages: u64,
+    cands: Vec<Cand>,
+    /// The pre-order number of the next `tile.for`.
+    next_loop: u32,
+}
+
+/// The ring of one pipelined load in its loop.
+struct Ring {
+    cand: Cand,
+    full: Value,
+    /// The stage the iteration reads.
+    stage: Option<Value>,
+}
+
+/// Appends ops to a list, making their results.
+struct Emit<'a, 'b> {
+    m: &'a mut Module,
+    out: &'b mut Vec<Operation>,
+    loc: Location,
+}
+
+impl Emit<'_, '_> {
+    fn op(&mut self, kind: OpKind, operands: &[Value], ty: Option<Type>) -> Option<Value> {
+        let mut o = Operation::new(kind, self.loc.clone());
+        o.operands = operands.to_vec();
+        let r = ty.map(|t| self.m.new_value(t, None));
+        o.results.extend(r);
+        self.out.push(o);
+        r
+    }
+
+    fn index(&mut self, kind: OpKind, a: Value, b: Value) -> Value {
+        self.op(kind, &[a, b], Some(Type::INDEX)).expect("a result")
+    }
+
+    fn constant(&mut self, x: i64) -> Value {
+        let v = self.m.new_value(Type::INDEX, None);
+        let mut o = Operation::new(OpKind::Constant, self.loc.clone());
+        o.attrs.insert("value".into(), Attribute::Int(x));
+        o.results.push(v);
+        self.out.push(o);
+        v
+    }
+
+    fn less(&mut self, a: Value, b: Value) -> Value {
+        let v = self.m.new_value(Type::I1, None);
+        let mut o = Operation::new(OpKind::CmpI, self.loc.clone());
+        o.operands = vec![a, b];
+        o.attrs
+            .insert("predicate".into(), Attribute::Str("slt".into()));
+        o.results.push(v);
+        self.out.push(o);
+        v
+    }
+}
+
+impl Rewrite<'_> {
+    fn block(&mut self, b: &mut Block) {
+        let ops = std::mem::take(&mut b.ops);
+        for mut op in ops {
+            let lp = (op.kind == OpKind::For).then(|| {
+                self.next_loop += 1;
+                self.next_loop - 1
+            });
+            for r in &mut op.regions {
+                self.block(r);
+            }
+            let mine: Vec<Cand> = self
+                .cands
+                .iter()
+                .filter(|c| Some(c.lp) == lp)
+                .cloned()
+                .collect();
+            if mine.is_empty() {
+                b.ops.push(op);
+            } else {
+                self.pipeline(&mut b.ops, op, mine);
+            }
+        }
+    }
+
+    /// Appends loop `f`, with the loads `cands` of its body pipelined, and its prologue to
+    /// `out`.
+    fn pipeline(&mut self, out: &mut Vec<Operation>, mut f: Operation, cands: Vec<Cand>) {
+        let loc = f.loc.clone();
+        let (lb, ub, step) = (f.operands[0], f.operands[1], f.operands[2]);
+        let iv = f.regions[0].args[0];
+        let s = self.stages;
+        let mut rings = vec![];
+        for c in cands {
+            let Type::Smem { shape, elem, .. } = self.m.ty(c.buf).clone() else {
+                continue;
+            };
+            self.m.values[c.buf.0 as usize].ty = Type::Smem {
+                stages: s,
+                shape,
+                elem,
+            };
+            let full = self.m.new_value(Type::Mbarrier { count: s }, None);
+            let mut a = Operation::new(OpKind::MbarrierAlloc, loc.clone());
+            a.attrs.insert("arrive_count".into(), Attribute::Int(1));
+            a.results.push(full);
+            out.push(a);
+            rings.push(Ring {
+                cand: c,
+                full,
+                stage: None,
+            });
+        }
+        // The prologue: the copies of iterations 0 .. S-2.
+        let body_ops = f.regions[0].ops.clone();
+        let mut e = Emit {
+            m: self.m,
+            out,
+            loc: loc.clone(),
+        };
+        for j in 0..s - 1 {
+            let cj = e.constant(j as i64);
+            let at = if j == 0 {
+                lb
+            } else {
+                let off = e.index(OpKind::MulI, cj, step);
+                e.index(OpKind::AddI, lb, off)
+            };
+            let go = e.less(at, ub);
+            for r in &rings {
+                copy(&mut e, &body_ops, iv, at, go, r, cj);
+            }
+        }
+        // The body: at each load, the copy S-1 iterations ahead and the wait for this one.
+        let ops = std::mem::take(&mut f.regions[0].ops);
+        let mut body = vec![];
+        let mut counter: Option<Iteration> = None;
+        let mut skip_sync = 0;
+        for o in ops {
+            if skip_sync > 0 && matches!(o.kind, OpKind::FenceProxyAsync | OpKind::Barrier) {
+                skip_sync -= 1;
+                continue;
+            }
+            skip_sync = 0;
+            if o.kind == OpKind::SmemStore && rings.iter().any(|r| r.cand.buf == o.operands[1]) {
+                skip_sync = 2;
+                continue;
+            }
+            let chained = o
+                .results
+                .first()
+                .is_some_and(|v| rings.iter().any(|r| r.cand.chain.contains(v)));
+            if o.kind != OpKind::Load && chained {
+                continue;
+            }
+            let Some(ri) = o
+                .results
+                .first()
+                .and_then(|&v| rings.iter().position(|r| r.cand.load == v))
+            else {
+                body.push(o);
+                continue;
+            };
+            let mut e = Emit {
+                m: self.m,
+                out: &mut body,
+                loc: o.loc.clone(),
+            };
+            let Iteration {
+                ahead,
+                stage,
+                phase,
+                next,
+            } = *counter.get_or_insert_with(|| Iteration::emit(&mut e, iv, lb, step, s));
+            let go = e.less(ahead, ub);
+            copy(&mut e, &body_ops, iv, ahead, go, &rings[ri], next);
+            e.op(OpKind::MbarrierWait, &[rings[ri].full, stage, phase], None);
+            rings[ri].stage = Some(stage);
+        }
+        f.regions[0].ops = body;
+        // The wgmma reads: each pipelined ring at its iteration's stage.
+        let stage_of: HashMap<Value, Value> = rings
+            .iter()
+            .filter_map(|r| Some((r.cand.buf, r.stage?)))
+            .collect();
+        let mut a_in_regs = HashSet::new();
+        f.walk(&mut |o| {
+            if let Some(p) = tilec_dialect::ops::mma_operands(o) {
+                if !matches!(self.m.try_ty(p.a), Some(Type::Smem { .. })) {
+                    a_in_regs.insert(p.a);
+                }
+            }
+        });
+        f.walk_mut(&mut |o| {
+            if o.kind != OpKind::Mma {
+                return;
+            }
+            let Some(p) = tilec_dialect::ops::mma_operands(o) else {
+                return;
+            };
+            let sb = stage_of.get(&p.b).copied().unwrap_or(p.stage_b);
+            let sa = match stage_of.get(&p.a) {
+                Some(&x) => x,
+                None if a_in_regs.contains(&p.a) => sb,
+                None => p.stage_a,
+            };
+            o.operands = if sa == sb {
+                vec![p.a, p.b, sa, p.acc]
+            } else {
+                vec![p.a, p.b, sa, sb, p.acc]
+            };
+        });
+        out.push(f);
+    }
+}
+
+/// What an iteration of a pipelined loop computes once, before its first copy.
+#[derive(Clone, Copy)]
+struct Iteration {
+    /// The induction variable `stages - 1` iterations on.
+    ahead: Value,
+    /// The stage this iteration reads: `i mod stages`, `i` the iteration's number.
+    stage: Value,
+    /// The parity of the phase its barrier completes: `(i / stages) mod 2`.
+    phase: Value,
+    /// The stage of the copy issued ahead: `(i + stages - 1) mod stages`.
+    next: Value,
+}
+
+impl Iteration {
+    fn emit(e: &mut Emit, iv: Value, lb: Value, step: Value, stages: u64) -> Self {
+        let d = e.index(OpKind::SubI, iv, lb);
+        let i = e.index(OpKind::DivI, d, step);
+        let k = e.constant(stages as i64 - 1);
+        let off = e.index(OpKind::MulI, k, step);
+        let ahead = e.index(OpKind::AddI, iv, off);
+        let cs = e.constant(stages as i64);
+        let c2 = e.constant(2);
+        let stage = e.index(OpKind::RemI, i, cs);
+        let round = e.index(OpKind::DivI, i, cs);
+        let phase = e.index(OpKind::RemI, round, c2);
+        let later = e.index(OpKind::AddI, i, k);
+        let next = e.index(OpKind::RemI, later, cs);
+        Iteration {
+            ahead,
+            stage,
+            phase,
+            next,
+        }
+    }
+}
+
+/// Appends `tile.if %go { expect_tx; tma_load }` of ring `r` into stage `stage`, with the
+/// load's coordinates computed for induction variable `at` (the loop's is `iv`).
+fn copy(e: &mut Emit, body: &[Operation], iv: Value, at: Value, go: Value, r: &Ring, stage: Value) {
+    let mut inner = vec![];
+    let mut memo = HashMap::from([(iv, at)]);
+    let mut coords = vec![];
+    {
+        let mut ie = Emit {
+            m: e.m,
+            out: &mut inner,
+            loc: e.loc.clone(),
+        };
+        for &c in &r.cand.coords {
+            coords.push(recompute(&mut ie, body, &mut memo, c));
+        }
+        let mut ex = Operation::new(OpKind::MbarrierExpectTx, ie.loc.clone());
+        ex.operands = vec![r.full, stage];
+        ex.attrs
+            .insert("bytes".into(), Attribute::Int(r.cand.bytes as i64));
+        ie.out.push(ex);
+        let mut operands = vec![r.cand.tensor, r.cand.buf, r.full, stage];
+        operands.extend(coords);
+        ie.op(OpKind::TmaLoad, &operands, None);
+        ie.op(OpKind::Yield, &[], None);
+    }
+    let mut o = Operation::new(OpKind::If, e.loc.clone());
+    o.operands = vec![go];
+    o.regions = vec![
+        Block {
+            args: vec![],
+            ops: inner,
+        },
+        Block {
+            args: vec![],
+            ops: vec![Operation::new(OpKind::Yield, e.loc.clone())],
+        },
+    ];
+    e.out.push(o);
+}
+
+/// `v` computed again with the substitutions of `memo` (the induction variable's): the
+/// ops of `body` that define it are cloned with fresh results.
+fn recompute(
+    e: &mut Emit,
+    body: &[Operation],
+    memo: &mut HashMap<Value, Value>,
+    v: Value,
+) -> Value {
+    if let Some(&x) = memo.get(&v) {
+        return x;
+    }
+    let Some(d) = body.iter().find(|o| o.results.contains(&v)) else {
+        return v;
+    };
+    let mut c = d.clone();
+    c.operands = d
+        .operands
+        .iter()
+        .map(|&o| recompute(e, body, memo, o))
+        .collect();
+    let ty = e.m.ty(v).clone();
+    let r = e.m.new_value(ty, None);
+    c.results = vec![r];
+    e.out.push(c);
+    memo.insert(v, r);
+    r
+}
