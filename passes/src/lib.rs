@@ -7,7 +7,8 @@
 //!
 //! Passes: [`assign_layouts`] (`tile-assign-layouts`), [`async_wait_placement`], [`cse`],
 //! [`dce`], [`dot_to_wgmma`] (`tile-dot-to-wgmma`), [`hoist_loads`] (`tile-hoist-loads`),
-//! [`persistent`], [`pipeline_loads`] (`tile-pipeline-loads`), [`simplify`] (`tile-simplify`), [`tile_to_gpu`], [`verify_async_waits`].
+//! [`persistent`], [`pipeline_loads`] (`tile-pipeline-loads`), [`simplify`]
+//! (`tile-simplify`), [`tile_to_gpu`], [`verify_async_waits`].
 //! [`async_model`] holds what the wait placement and the checker's path explorer agree a
 //! hazard is; [`async_sim`] is the checker's second half, an executable model of the group
 //! semantics that shares nothing with it.

@@ -3,7 +3,8 @@
 //! ```text
 //! tile-compile FILE --target sm_90a|sm_90|sm_100|sm_100a [-o DIR]
 //!              [--emit ptx|mlir|llvm|tile|cubin]
-//!              [--stages N] [--load-stages N] [--epilogue-store direct|tma] [--promote auto|on|off]
+//!              [--stages N] [--load-stages N] [--epilogue-store direct|tma]
+//!              [--promote auto|on|off]
 //!              [--schedule static|clc|none|off] [--cluster C] [--group-m G] [--num-warps W]
 //!              [--kernel NAME] [--no-simplify] [-O 0-3]
 //!              [--ptxas] [--timing]
