@@ -715,6 +715,7 @@ mod tests {
         for (k, v) in [
             ("target", "sm_100a"),
             ("stages", "6"),
+            ("load-stages", "3"),
             ("epilogue", "direct"),
             ("promote", "off"),
             ("emit", "mlir"),
@@ -732,6 +733,7 @@ mod tests {
         }
         let want = Options::new(Target::Sm100a)
             .with_stages(6)
+            .with_load_stages(3)
             .with_promote(Promote::Off)
             .with_emit(Emit::Mlir)
             .with_check_waits(false)
@@ -744,7 +746,7 @@ mod tests {
             .with_kernel("@gemm");
         assert_eq!(o, want);
         assert_eq!(o.validate(), Ok(()));
-        assert_eq!(Options::NAMES.len(), 14);
+        assert_eq!(Options::NAMES.len(), 15);
         let e = o.set("stage", "4").unwrap_err();
         assert!(
             e.reason

@@ -2359,13 +2359,90 @@ mod tests {
     #[test]
     fn gpu_ops_are_an_error() {
         let src = "tile.kernel @k() {grid = [1]} {
+  %c0 = tile.constant {value = 0} : index
   %b = tile.mbarrier_alloc {arrive_count = 1} : mbarrier<1>
+  tile.mbarrier_arrive %b, %c0
   tile.return
 }
 ";
         let m = parse(src, "t.tile").unwrap();
         let e = run(&m, "k", &mut []).unwrap_err();
         assert!(e.to_string().contains("level-1"), "{e}");
+    }
+
+    #[test]
+    fn tma_load_copies_its_box_with_zero_fill() {
+        // A 3x5 tensor; stage 1 of a [2][4] ring copied from (2, 3): rows 2-3, columns 3-6,
+        // of which only (2, 3) and (2, 4) are inside. The stage is then read back through
+        // a wgmma-form mma with an identity A.
+        let src = "tile.kernel @k(%X: tensor<?x?xf32>, %I: tensor<?x?xf32>, %O: tensor<?x?xf32>) \
+            {grid = [1]} {
+  %c0 = tile.constant {value = 0} : index
+  %c1 = tile.constant {value = 1} : index
+  %c2 = tile.constant {value = 2} : index
+  %c3 = tile.constant {value = 3} : index
+  %ring = tile.smem_alloc {swizzle = 128} : smem<2x2x4xf32>
+  %full = tile.mbarrier_alloc {arrive_count = 1} : mbarrier<2>
+  tile.mbarrier_expect_tx %full, %c1 {bytes = 32}
+  tile.tma_load %X, %ring, %full, %c1, %c2, %c3
+  tile.mbarrier_wait %full, %c1, %c0
+  %i = tile.load %I, %c0, %c0 : tile<2x2xf32>
+  %z = tile.zeros : tile<2x4xf32>
+  %r = tile.mma %i, %ring, %c1, %z {kind = \"wgmma\", precision = \"tf32\", zero_acc = true} \
+    : tile<2x4xf32>
+  tile.store %O, %c0, %c0, %r
+  tile.return
+}
+";
+        let m = parse(src, "t.tile").unwrap();
+        let x: Vec<f32> = (0..15).map(|i| i as f32).collect();
+        let mut args = [
+            ArgValue::Tensor(Tensor::from_f32(ScalarType::F32, &[3, 5], &x)),
+            ArgValue::Tensor(Tensor::from_f32(
+                ScalarType::F32,
+                &[2, 2],
+                &[1.0, 0.0, 0.0, 1.0],
+            )),
+            ArgValue::Tensor(Tensor::filled(ScalarType::F32, &[2, 4], f32::NAN)),
+        ];
+        run(&m, "k", &mut args).unwrap();
+        let o = args[2].tensor().unwrap().to_f32_vec().unwrap();
+        assert_eq!(o, [13.0, 14.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+    }
+
+    #[test]
+    fn ctas_launch_a_persistent_grid() {
+        // Each of 3 CTAs strides over 7 tiles; every tile writes its own number.
+        let src = "tile.kernel @k(%O: tensor<?xf32>) {grid = [7]} {
+  %c1 = tile.constant {value = 1} : index
+  %n = tile.constant {value = 7} : index
+  %cta = tile.ctaid {dim = 0} : index
+  %ncta = tile.nctaid {dim = 0} : index
+  tile.for %cta, %n, %ncta {
+  ^bb0(%t: index):
+    %v = tile.splat %ncta : tile<1xindex>
+    %w = tile.convert %v : tile<1xf32>
+    tile.store %O, %t, %w
+    tile.yield
+  }
+  tile.return
+}
+";
+        let m = parse(src, "t.tile").unwrap();
+        for (ctas, want) in [(None, 7), (Some(3), 3)] {
+            let mut args = [ArgValue::Tensor(Tensor::filled(
+                ScalarType::F32,
+                &[7],
+                -1.0,
+            ))];
+            let limits = Limits {
+                ctas,
+                ..Limits::default()
+            };
+            run_with(&m, "k", &mut args, limits).unwrap();
+            let o = args[0].tensor().unwrap().to_f32_vec().unwrap();
+            assert_eq!(o, [want as f32; 7], "{ctas:?}");
+        }
     }
 
     #[test]

@@ -583,11 +583,11 @@ impl Rewrite<'_> {
             };
             let Iteration {
                 ahead,
+                go,
                 stage,
                 phase,
                 next,
-            } = *counter.get_or_insert_with(|| Iteration::emit(&mut e, iv, lb, step, s));
-            let go = e.less(ahead, ub);
+            } = *counter.get_or_insert_with(|| Iteration::emit(&mut e, [iv, lb, ub, step], s));
             copy(&mut e, &body_ops, iv, ahead, go, &rings[ri], next);
             e.op(OpKind::MbarrierWait, &[rings[ri].full, stage, phase], None);
             rings[ri].stage = Some(stage);
@@ -634,6 +634,8 @@ impl Rewrite<'_> {
 struct Iteration {
     /// The induction variable `stages - 1` iterations on.
     ahead: Value,
+    /// Whether that iteration runs: `ahead < ub`.
+    go: Value,
     /// The stage this iteration reads: `i mod stages`, `i` the iteration's number.
     stage: Value,
     /// The parity of the phase its barrier completes: `(i / stages) mod 2`.
@@ -643,12 +645,16 @@ struct Iteration {
 }
 
 impl Iteration {
-    fn emit(e: &mut Emit, iv: Value, lb: Value, step: Value, stages: u64) -> Self {
+    /// Appends the computations; `loop_`: the induction variable, lower and upper bounds and
+    /// step.
+    fn emit(e: &mut Emit, loop_: [Value; 4], stages: u64) -> Self {
+        let [iv, lb, ub, step] = loop_;
         let d = e.index(OpKind::SubI, iv, lb);
         let i = e.index(OpKind::DivI, d, step);
         let k = e.constant(stages as i64 - 1);
         let off = e.index(OpKind::MulI, k, step);
         let ahead = e.index(OpKind::AddI, iv, off);
+        let go = e.less(ahead, ub);
         let cs = e.constant(stages as i64);
         let c2 = e.constant(2);
         let stage = e.index(OpKind::RemI, i, cs);
@@ -658,6 +664,7 @@ impl Iteration {
         let next = e.index(OpKind::RemI, later, cs);
         Iteration {
             ahead,
+            go,
             stage,
             phase,
             next,

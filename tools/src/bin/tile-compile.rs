@@ -114,7 +114,7 @@ struct Cli {
     )]
     opt_level: OptLevel,
     /// The LLVM pass pipeline at -O3, as `opt -passes=` reads it (default: tilec's, which
-    /// gives the same PTX as LLVM's `default<O3>` on the examples in less time).
+    /// gives the same PTX as LLVM's `default<O3>` on the examples but attention, in less time).
     #[arg(long, value_name = "PIPELINE")]
     llvm_passes: Option<String>,
     /// Skip tile-simplify.
