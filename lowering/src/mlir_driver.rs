@@ -97,23 +97,21 @@ pub struct TargetSpec {
 
 /// tilec's LLVM pass pipeline at -O3 (new pass manager syntax, as `opt -passes=` reads it).
 ///
-/// It is LLVM 22's `default<O3>` for the NVPTX target less the passes that change nothing
-/// in the writer's IR, and `tilec-split-aggregates` (`lowering/cpp/register.cpp`) last.
-/// Found by removing `default<O3>`'s passes one at a time, keeping a removal only when the
-/// PTX stayed byte-identical for every example on sm_90a, sm_90, sm_100 and sm_100a and
-/// for the option snapshots (`tests/precise`); `tests/ptxas.rs` compares it with
-/// `default<O3>` on every example. Since the TMA rings of `tile-pipeline-loads`, the
-/// attention examples on sm_90a differ by one compare at their key loop's exit, which this
-/// pipeline shares with the prefetch guard (listed in that test). `nvvm-reflect` and `nvvm-intr-range` (the ranges of
-/// `%tid`, `%ctaid` and the like, from the kernel's `maxntid`) are what the NVPTX target
-/// adds at the start of every default pipeline. `slp-vectorizer` and `loop-unroll` stay
-/// although only some targets or kernels need them: SLP forms `f32x2` arithmetic on
-/// sm_100 (`slp-max-vf` turns it off elsewhere), and a kernel's own short loops are
-/// unrolled. What is gone: the inliner and call-graph passes (a kernel is one function),
-/// coroutine, OpenMP and loop-vectorizer passes, SROA (the writer makes no allocas), DSE,
-/// MemCpyOpt, JumpThreading, VectorCombine, 3 of the 8 InstCombine runs and 6 of the 8
-/// SimplifyCFG runs.
-/// `tile-compile --llvm-passes 'default<O3>'` runs LLVM's own.
+/// It is LLVM 22's `default<O3>` for the NVPTX target less the passes that change nothing in the
+/// writer's IR, and `tilec-split-aggregates` (`lowering/cpp/register.cpp`) last. Found by removing
+/// `default<O3>`'s passes one at a time, keeping a removal only when the PTX stayed byte-identical
+/// for every example on sm_90a, sm_90, sm_100 and sm_100a and for the option snapshots
+/// (`tests/precise`); `tests/ptxas.rs` compares it with `default<O3>` on every example: the
+/// attention examples on sm_90a differ by one compare at their key loop's exit, which this pipeline
+/// shares with the TMA prefetch guard (listed in that test). `nvvm-reflect` and `nvvm-intr-range`
+/// (the ranges of `%tid`, `%ctaid` and the like, from the kernel's `maxntid`) are what the NVPTX
+/// target adds at the start of every default pipeline. `slp-vectorizer` and `loop-unroll` stay
+/// although only some targets or kernels need them: SLP forms `f32x2` arithmetic on sm_100
+/// (`slp-max-vf` turns it off elsewhere), and a kernel's own short loops are unrolled. What is
+/// gone: the inliner and call-graph passes (a kernel is one function), coroutine, OpenMP and
+/// loop-vectorizer passes, SROA (the writer makes no allocas), DSE, MemCpyOpt, JumpThreading,
+/// VectorCombine, 3 of the 8 InstCombine runs and 6 of the 8 SimplifyCFG runs. `tile-compile
+/// --llvm-passes 'default<O3>'` runs LLVM's own.
 pub const LLVM_PIPELINE: &str = concat!(
     "nvvm-reflect,",
     "function(nvvm-intr-range,early-cse<>),",
