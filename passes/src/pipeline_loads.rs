@@ -47,7 +47,10 @@
 //!   `padding`): TMA's out-of-bounds fill;
 //! - the tensor is a kernel argument of rank 2 to 5 that the kernel never writes, and every
 //!   load of it is pipelined with the same box (one tensor map per tensor);
-//! - the buffer is one `tile.smem_alloc` stage read only by `tile.mma` ops in the loop;
+//! - the buffer is one `tile.smem_alloc` stage read only by `tile.mma` ops directly in the
+//!   loop body after the store (so each iteration's wgmma, which the copy overwriting its
+//!   stage waits for, orders every thread's barrier wait before that copy re-arms the
+//!   barrier), and the store's fence and barrier are its own (no store before it);
 //! - its coordinates are computed from the induction variable, values defined outside the
 //!   loop, and scalar integer ops in the body (so they can be computed for a later iteration).
 //!
@@ -227,22 +230,23 @@ impl<'k> Index<'k> {
         self.loops.get(&v).is_some_and(|c| c.contains(&lp))
     }
 
-    /// Whether `v` can be computed again for another iteration of loop `f` (number `lp`):
-    /// it is the induction variable, defined outside the loop, or a scalar integer op of
-    /// such values in the loop's body (not nested deeper).
-    fn recomputable(&self, v: Value, f: &Operation, lp: u32, depth: u32) -> bool {
-        if f.regions[0].args.first() == Some(&v) || !self.inside(v, lp) {
-            return true;
+    /// The values of loop `f`'s body (number `lp`) that can be computed again for another
+    /// iteration: the induction variable, and the body's scalar integer ops (not nested
+    /// deeper) whose operands are such values or defined outside the loop. One pass over
+    /// the body, in order.
+    fn recomputable(&self, f: &Operation, lp: u32) -> HashSet<Value> {
+        let mut ok: HashSet<Value> = f.regions[0].args.first().copied().into_iter().collect();
+        for o in &f.regions[0].ops {
+            let fits = is_index_op(o.kind)
+                && o.regions.is_empty()
+                && o.operands
+                    .iter()
+                    .all(|v| ok.contains(v) || !self.inside(*v, lp));
+            if fits {
+                ok.extend(o.results.iter().copied());
+            }
         }
-        let Some(d) = self.def.get(&v) else {
-            return false;
-        };
-        depth < 32
-            && is_index_op(d.kind)
-            && f.regions[0].ops.iter().any(|o| std::ptr::eq(o, *d))
-            && d.operands
-                .iter()
-                .all(|&o| self.recomputable(o, f, lp, depth + 1))
+        ok
     }
 }
 
@@ -286,6 +290,7 @@ fn candidates(m: &Module, k: &Operation) -> Vec<Cand> {
     });
     for (lp, f) in fors.iter().enumerate() {
         let body = &f.regions[0];
+        let mut recomputable = None;
         for (i, st) in body.ops.iter().enumerate() {
             if st.kind != OpKind::SmemStore
                 || st.operands.len() != 3
@@ -293,12 +298,16 @@ fn candidates(m: &Module, k: &Operation) -> Vec<Cand> {
             {
                 continue;
             }
+            // The fence and barrier after the store are its own: no store before it relies
+            // on them.
             let fenced = body.ops.get(i + 1).map(|o| o.kind) == Some(OpKind::FenceProxyAsync)
-                && body.ops.get(i + 2).map(|o| o.kind) == Some(OpKind::Barrier);
+                && body.ops.get(i + 2).map(|o| o.kind) == Some(OpKind::Barrier)
+                && (i == 0 || body.ops[i - 1].kind != OpKind::SmemStore);
             if !fenced {
                 continue;
             }
-            if let Some(c) = candidate(m, &ix, f, lp as u32, st, &args, &written) {
+            let recomputable = recomputable.get_or_insert_with(|| ix.recomputable(f, lp as u32));
+            if let Some(c) = candidate(m, &ix, (f, lp as u32, i), recomputable, &args, &written) {
                 out.push(c);
             }
         }
@@ -322,12 +331,13 @@ fn candidates(m: &Module, k: &Operation) -> Vec<Cand> {
 fn candidate(
     m: &Module,
     ix: &Index,
-    f: &Operation,
-    lp: u32,
-    st: &Operation,
+    (f, lp, at): (&Operation, u32, usize),
+    recomputable: &HashSet<Value>,
     args: &HashSet<Value>,
     written: &HashSet<Value>,
 ) -> Option<Cand> {
+    let body = &f.regions[0].ops;
+    let st = &body[at];
     let (val, buf, stage) = (st.operands[0], st.operands[1], st.operands[2]);
     let alloc = ix.def.get(&buf)?;
     let (
@@ -352,24 +362,26 @@ fn candidate(
     if st_def.kind != OpKind::Constant || st_def.int_attr("value") != Some(0) {
         return None;
     }
-    // The buffer: this store, and wgmma reads inside the loop.
-    let mut stores = 0;
+    // The buffer: this store, and wgmma reads directly in the body after it. Each iteration
+    // then runs a wgmma on every stage it waits for, which the copy that overwrites the
+    // stage waits for in turn: no thread can still be polling a phase the copy re-arms.
+    let after = |u: &Operation| body[at + 1..].iter().any(|o| std::ptr::eq(o, u));
     for u in ix.uses(buf) {
-        match u.kind {
-            OpKind::SmemStore => stores += 1,
-            OpKind::Mma if u.results.first().is_some_and(|&r| ix.inside(r, lp)) => {}
-            _ => return None,
+        let ok = match u.kind {
+            OpKind::SmemStore => std::ptr::eq(*u, st),
+            OpKind::Mma => after(u),
+            _ => false,
+        };
+        if !ok {
+            return None;
         }
-    }
-    if stores != 1 {
-        return None;
     }
     // The value: a load through reshapes and conversions, each used once.
     let mut chain = HashSet::from([val]);
     let mut v = val;
     let load = loop {
         let d = ix.def.get(&v)?;
-        if ix.uses(v).len() != 1 || !f.regions[0].ops.iter().any(|o| std::ptr::eq(o, *d)) {
+        if ix.uses(v).len() != 1 || !body.iter().any(|o| std::ptr::eq(o, *d)) {
             return None;
         }
         match d.kind {
@@ -399,7 +411,7 @@ fn candidate(
         && load.attr("padding").is_none()
         && load.operands[1..]
             .iter()
-            .all(|&c| ix.recomputable(c, f, lp, 0));
+            .all(|c| recomputable.contains(c) || !ix.inside(*c, lp));
     if !fits {
         return None;
     }

@@ -139,6 +139,20 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 "'tile.tma_load' copies into a shared-memory ring ('tile.smem_alloc')",
             );
         };
+        if let (Type::Smem { stages, .. }, Type::Mbarrier { count }) =
+            (self.m.ty(op.operands[1]), self.m.ty(op.operands[2]))
+        {
+            if stages != count {
+                return err(
+                    op,
+                    format!(
+                        "'tile.tma_load' copies into a ring of {stages} stage(s) with {count} \
+                         mbarrier(s): a kernel with a plain launch completes stage s on \
+                         barrier s, so the counts must be equal"
+                    ),
+                );
+            }
+        }
         let bar = self.bar_addr(op, op.operands[2], op.operands[3])?;
         let rank = op.operands.len() - 4;
         let esize = buf.elem.size_bytes();
