@@ -2,8 +2,8 @@
 //! `examples/attention_fwd_causal.tile` run by the reference interpreter, as written and as
 //! laid out for every target by the default pipeline (GPU-level IR: register-A wgmma on
 //! sm_90a, K and V through TMA rings, mma.sync fragments elsewhere), and made persistent
-//! (the static schedule's tile loop around the pipelined KV loop, with Q's loads pipelined
-//! across tiles), against an f64 attention on the same bf16 inputs.
+//! (the static schedule's tile loop around the pipelined KV loop, its rings' barriers
+//! initialised again for each tile), against an f64 attention on the same bf16 inputs.
 //! For sm_100, which no machine here runs, this and ptxas (tests/precise.rs) are the check;
 //! the H200 runs are `tools/gpu/attention.py`.
 
@@ -161,7 +161,7 @@ fn attention_examples_match_an_f64_reference_as_written_and_laid_out() {
                 .run(&mut persistent, &mut |_, _, _| {})
                 .unwrap();
             let persistent = print_module(&persistent);
-            // Three CTAs: each runs several tiles, so the rings and their barriers carry over.
+            // Three CTAs: each runs several tiles, the rings' barriers initialised again for each.
             for (target, source, ctas) in [
                 (Target::Sm90a, &src, None),
                 (Target::Sm90, &src, None),
