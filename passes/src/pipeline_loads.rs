@@ -64,7 +64,7 @@
 use crate::pass::{OptionInfo, OptionKind, Pass, PassContext, PassInfo, PassOptions};
 use std::collections::{HashMap, HashSet};
 use tilec_dialect::{
-    Attribute, Block, Diagnostics, Location, Module, OpKind, Operation, Type, Value,
+    Attribute, Block, Diagnostics, Location, Module, OpClass, OpKind, Operation, Type, Value,
 };
 
 /// The registry entry.
@@ -252,23 +252,16 @@ impl<'k> Index<'k> {
 
 /// Scalar integer ops whose results the pass may compute again.
 fn is_index_op(k: OpKind) -> bool {
-    matches!(
-        k,
-        OpKind::Constant
-            | OpKind::AddI
-            | OpKind::SubI
-            | OpKind::MulI
-            | OpKind::DivI
-            | OpKind::RemI
-            | OpKind::CeilDiv
-            | OpKind::MinI
-            | OpKind::MaxI
-            | OpKind::Dim
-            | OpKind::ProgramId
-            | OpKind::NumPrograms
-            | OpKind::CtaId
-            | OpKind::NumCtas
-    )
+    k.class() == OpClass::IntBinary
+        || matches!(
+            k,
+            OpKind::Constant
+                | OpKind::Dim
+                | OpKind::ProgramId
+                | OpKind::NumPrograms
+                | OpKind::CtaId
+                | OpKind::NumCtas
+        )
 }
 
 /// The loads of kernel `k` that the pass pipelines.
@@ -538,8 +531,14 @@ impl Rewrite<'_> {
                 stage: None,
             });
         }
+        // The body's scalar integer ops, which the coordinates of a later iteration repeat.
+        let index_defs: HashMap<Value, Operation> = f.regions[0]
+            .ops
+            .iter()
+            .filter(|o| is_index_op(o.kind) && o.regions.is_empty())
+            .flat_map(|o| o.results.first().map(|&r| (r, o.clone())))
+            .collect();
         // The prologue: the copies of iterations 0 .. S-2.
-        let body_ops = f.regions[0].ops.clone();
         let mut e = Emit {
             m: self.m,
             out,
@@ -555,7 +554,7 @@ impl Rewrite<'_> {
             };
             let go = e.less(at, ub);
             for r in &rings {
-                copy(&mut e, &body_ops, iv, at, go, r, cj);
+                copy(&mut e, &index_defs, iv, at, go, r, cj);
             }
         }
         // The body: at each load, the copy S-1 iterations ahead and the wait for this one.
@@ -600,7 +599,7 @@ impl Rewrite<'_> {
                 phase,
                 next,
             } = *counter.get_or_insert_with(|| Iteration::emit(&mut e, [iv, lb, ub, step], s));
-            copy(&mut e, &body_ops, iv, ahead, go, &rings[ri], next);
+            copy(&mut e, &index_defs, iv, ahead, go, &rings[ri], next);
             e.op(OpKind::MbarrierWait, &[rings[ri].full, stage, phase], None);
             rings[ri].stage = Some(stage);
         }
@@ -686,7 +685,15 @@ impl Iteration {
 
 /// Appends `tile.if %go { expect_tx; tma_load }` of ring `r` into stage `stage`, with the
 /// load's coordinates computed for induction variable `at` (the loop's is `iv`).
-fn copy(e: &mut Emit, body: &[Operation], iv: Value, at: Value, go: Value, r: &Ring, stage: Value) {
+fn copy(
+    e: &mut Emit,
+    defs: &HashMap<Value, Operation>,
+    iv: Value,
+    at: Value,
+    go: Value,
+    r: &Ring,
+    stage: Value,
+) {
     let mut inner = vec![];
     let mut memo = HashMap::from([(iv, at)]);
     let mut coords = vec![];
@@ -697,7 +704,7 @@ fn copy(e: &mut Emit, body: &[Operation], iv: Value, at: Value, go: Value, r: &R
             loc: e.loc.clone(),
         };
         for &c in &r.cand.coords {
-            coords.push(recompute(&mut ie, body, &mut memo, c));
+            coords.push(recompute(&mut ie, defs, &mut memo, c));
         }
         let mut ex = Operation::new(OpKind::MbarrierExpectTx, ie.loc.clone());
         ex.operands = vec![r.full, stage];
@@ -725,24 +732,25 @@ fn copy(e: &mut Emit, body: &[Operation], iv: Value, at: Value, go: Value, r: &R
 }
 
 /// `v` computed again with the substitutions of `memo` (the induction variable's): the
-/// ops of `body` that define it are cloned with fresh results.
+/// ops of `defs` (the loop body's, by result) that define it are cloned with fresh results;
+/// other values are defined outside the loop and stay.
 fn recompute(
     e: &mut Emit,
-    body: &[Operation],
+    defs: &HashMap<Value, Operation>,
     memo: &mut HashMap<Value, Value>,
     v: Value,
 ) -> Value {
     if let Some(&x) = memo.get(&v) {
         return x;
     }
-    let Some(d) = body.iter().find(|o| o.results.contains(&v)) else {
+    let Some(d) = defs.get(&v) else {
         return v;
     };
     let mut c = d.clone();
     c.operands = d
         .operands
         .iter()
-        .map(|&o| recompute(e, body, memo, o))
+        .map(|&o| recompute(e, defs, memo, o))
         .collect();
     let ty = e.m.ty(v).clone();
     let r = e.m.new_value(ty, None);

@@ -19,7 +19,7 @@
 
 use super::plain::{err, Lowerer, Lv, R};
 use super::writer::{ICmp, V};
-use melior::ir::{attribute::DenseI32ArrayAttribute, Value};
+use melior::ir::Value;
 use tilec_dialect::{Operation, ScalarType, Type, Value as TileValue};
 
 /// Bytes of columns one TMA box copies: the 128-byte swizzle's span.
@@ -182,29 +182,13 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let boxes = buf.shape[1] / box_cols;
         let box_bytes = buf.shape[0] * BOX_BYTES;
         self.on_thread0(|l| {
-            let p7t = l.w.ptr_ty(7);
-            let segments =
-                DenseI32ArrayAttribute::new(l.w.ctx, &[1, 1, rank as i32, 1, 0, 0, 0, 0]).into();
-            let mode = l.w.attr("#nvvm.tma_load_mode<tile>");
-            let cta_only = l.w.attr("false");
             for j in 0..boxes {
                 let d = l.w.add_const(base, (j * box_bytes) as i64);
                 let p = l.w.smem_addr(d);
-                let p7 = l.w.cast("llvm.addrspacecast", p, p7t);
                 let inner = l.w.add_const(coords[0], (j * box_cols) as i64);
-                let mut operands = vec![p7, tm, inner.v];
-                operands.extend(coords[1..].iter().map(|c| c.v));
-                operands.push(bar);
-                l.w.op(
-                    "nvvm.cp.async.bulk.tensor.shared.cluster.global",
-                    &operands,
-                    &[],
-                    &[
-                        ("operandSegmentSizes", segments),
-                        ("mode", mode),
-                        ("isCTAOnly", cta_only),
-                    ],
-                );
+                let mut at = vec![inner.v];
+                at.extend(coords[1..].iter().map(|c| c.v));
+                l.w.tma_load_box(p, tm, &at, bar);
             }
             Ok(())
         })

@@ -776,6 +776,40 @@ impl<'c, 'm> Writer<'c, 'm> {
         );
     }
 
+    /// One TMA copy, `cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::
+    /// complete_tx::bytes` (PTX ISA §9.7.9.25.5.1): the box of tensor map `tmap` (a pointer to
+    /// the `CUtensorMap` parameter) at `coords` (i32 element coordinates, innermost first, N
+    /// of them) into shared memory at `dst` (an address-space-3 pointer), completing its bytes
+    /// on the mbarrier at `bar`.
+    pub fn tma_load_box(
+        &mut self,
+        dst: Value<'c, 'm>,
+        tmap: Value<'c, 'm>,
+        coords: &[Value<'c, 'm>],
+        bar: Value<'c, 'm>,
+    ) {
+        let p7t = self.ptr_ty(7);
+        let dst = self.cast("llvm.addrspacecast", dst, p7t);
+        let segments =
+            DenseI32ArrayAttribute::new(self.ctx, &[1, 1, coords.len() as i32, 1, 0, 0, 0, 0])
+                .into();
+        let mode = self.attr("#nvvm.tma_load_mode<tile>");
+        let cta_only = self.attr("false");
+        let mut operands = vec![dst, tmap];
+        operands.extend_from_slice(coords);
+        operands.push(bar);
+        self.op(
+            "nvvm.cp.async.bulk.tensor.shared.cluster.global",
+            &operands,
+            &[],
+            &[
+                ("operandSegmentSizes", segments),
+                ("mode", mode),
+                ("isCTAOnly", cta_only),
+            ],
+        );
+    }
+
     /// `wgmma.fence.sync.aligned` (PTX ISA §9.7.15.7.1).
     pub fn wgmma_fence(&mut self) {
         self.op("nvvm.wgmma.fence.aligned", &[], &[], &[]);

@@ -57,11 +57,6 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let inner32 = coords32[0];
         let boxes = ring.shape[1] / box_cols;
         let box_bytes = ring.shape[0] * span;
-        let p7t = self.w.ptr_ty(7);
-        let segments =
-            DenseI32ArrayAttribute::new(self.w.ctx, &[1, 1, rank as i32, 1, 0, 0, 0, 0]).into();
-        let mode = self.w.attr("#nvvm.tma_load_mode<tile>");
-        let cta_only = self.w.attr("false");
         for j in 0..boxes {
             let d = if j == 0 {
                 base
@@ -70,26 +65,15 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 self.bin("add", base, c)
             };
             let p = self.gep3(d);
-            let p7 = self.w.cast("llvm.addrspacecast", p, p7t);
             let ij = if j == 0 {
                 inner32
             } else {
                 let c = self.i32((box_cols * j) as i64);
                 self.bin("add", inner32, c)
             };
-            let mut operands = vec![p7, tm, ij.v];
-            operands.extend(coords32[1..].iter().map(|c| c.v));
-            operands.push(bar);
-            self.w.op(
-                "nvvm.cp.async.bulk.tensor.shared.cluster.global",
-                &operands,
-                &[],
-                &[
-                    ("operandSegmentSizes", segments),
-                    ("mode", mode),
-                    ("isCTAOnly", cta_only),
-                ],
-            );
+            let mut at = vec![ij.v];
+            at.extend(coords32[1..].iter().map(|c| c.v));
+            self.w.tma_load_box(p, tm, &at, bar);
         }
         Ok(())
     }
