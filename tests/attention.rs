@@ -3,7 +3,8 @@
 //! laid out for every target by the default pipeline (GPU-level IR: register-A wgmma on
 //! sm_90a, K and V through TMA rings, mma.sync fragments elsewhere), and made persistent
 //! (the static schedule's tile loop around the pipelined KV loop, its rings' barriers
-//! initialised again for each tile), against an f64 attention on the same bf16 inputs.
+//! initialised again for each tile; on sm_100 the clc schedule's work-stealing loop),
+//! against an f64 attention on the same bf16 inputs.
 //! For sm_100, which no machine here runs, this and ptxas (tests/precise.rs) are the check;
 //! the H200 runs are `tools/gpu/attention.py`.
 
@@ -81,8 +82,9 @@ fn reference(c: Case, qkv: &[Vec<f32>; 3], causal: bool) -> Vec<f64> {
     out
 }
 
-/// Runs `kernel` of `src` on case `c`; `ctas`: the persistent launch's CTA count.
-fn interpret(src: &str, kernel: &str, c: Case, qkv: &[Vec<f32>; 3], ctas: Option<i64>) -> Vec<f32> {
+/// Runs `kernel` of `src` on case `c` with `limits` (a persistent launch's CTA count, the
+/// try_cancel successes per CTA).
+fn interpret(src: &str, kernel: &str, c: Case, qkv: &[Vec<f32>; 3], limits: Limits) -> Vec<f32> {
     let m = parse(src, "attention.tile").unwrap_or_else(|d| panic!("{d}"));
     let t = |n: usize, s: usize, x: &[f32]| Tensor::from_f32(ScalarType::BF16, &[n, s, D], x);
     let mut args = [
@@ -101,10 +103,6 @@ fn interpret(src: &str, kernel: &str, c: Case, qkv: &[Vec<f32>; 3], ctas: Option
         ArgValue::Int(c.skv as i64),
         ArgValue::Float(1.0 / (D as f32).sqrt()),
     ];
-    let limits = Limits {
-        ctas,
-        ..Limits::default()
-    };
     run_with(&m, kernel, &mut args, limits).unwrap_or_else(|e| panic!("{kernel}: {e}"));
     args[3].tensor().unwrap().to_f32_vec().unwrap()
 }
@@ -151,22 +149,36 @@ fn attention_examples_match_an_f64_reference_as_written_and_laid_out() {
         for (i, &c) in cases.iter().enumerate() {
             let qkv = inputs(c, i as u64 + 1);
             let want = reference(c, &qkv, causal);
-            let written = interpret(&src, kernel, c, &qkv, None);
+            let written = interpret(&src, kernel, c, &qkv, Limits::default());
             let err = rel_err(&written, &want);
             // bf16 P and bf16 output: about 2e-3, as torch's bf16 SDPA on the H200.
             assert!(err < 6e-3, "{example} {c:?}: error {err:e} as written");
-            let mut persistent = parse(&src, "attention.tile").unwrap();
-            PassManager::parse("persistent{schedule=static group_m=8}")
-                .unwrap()
-                .run(&mut persistent, &mut |_, _, _| {})
-                .unwrap();
-            let persistent = print_module(&persistent);
-            // Three CTAs: each runs several tiles, the rings' barriers initialised again for each.
-            for (target, source, ctas) in [
-                (Target::Sm90a, &src, None),
-                (Target::Sm90, &src, None),
-                (Target::Sm100a, &src, None),
-                (Target::Sm90a, &persistent, Some(3)),
+            let persistent = |schedule: &str| {
+                let mut m = parse(&src, "attention.tile").unwrap();
+                PassManager::parse(&format!("persistent{{schedule={schedule} group_m=8}}"))
+                    .unwrap()
+                    .run(&mut m, &mut |_, _, _| {})
+                    .unwrap();
+                print_module(&m)
+            };
+            let (static_, clc) = (persistent("static"), persistent("clc"));
+            let ctas = |n| Limits {
+                ctas: Some(n),
+                ..Limits::default()
+            };
+            // Static: three CTAs, each running several tiles, the rings' barriers initialised
+            // again for each. clc: the whole grid launched, each CTA stealing two tiles
+            // (then its request fails), cancelled CTAs never launching.
+            let steals = Limits {
+                clc_steals: 2,
+                ..Limits::default()
+            };
+            for (target, source, limits) in [
+                (Target::Sm90a, &src, Limits::default()),
+                (Target::Sm90, &src, Limits::default()),
+                (Target::Sm100a, &src, Limits::default()),
+                (Target::Sm90a, &static_, ctas(3)),
+                (Target::Sm100, &clc, steals),
             ] {
                 let mut o = Options::new(target);
                 o.emit = Emit::Tile;
@@ -182,7 +194,7 @@ fn attention_examples_match_an_f64_reference_as_written_and_laid_out() {
                     let rings = k.text.matches("tile.tma_load").count();
                     assert!(rings >= 4, "{example}: K and V not pipelined:\n{}", k.text);
                 }
-                let laid = interpret(&k.text, kernel, c, &qkv, ctas);
+                let laid = interpret(&k.text, kernel, c, &qkv, limits);
                 assert_eq!(
                     laid, written,
                     "{example} {c:?} {target}: the laid-out kernel computes something else"

@@ -37,6 +37,14 @@
 //!   `tile.ctaid` / `tile.nctaid` are the program's coordinate and the grid's size along
 //!   `dim`, as PTX's `%ctaid` / `%nctaid`; [`Limits::ctas`] launches a persistent kernel's
 //!   smaller grid instead.
+//! - **Cluster launch control** (`persistent{schedule=clc}`): CTAs launch one after another
+//!   in linear order. A `tile.clc_try_cancel` succeeds while a CTA after the running one
+//!   has not launched: it cancels the last such CTA (which then never launches) and writes
+//!   its id into the response slot; otherwise, or once the running CTA has made
+//!   [`Limits::clc_steals`] successful requests, it fails. `tile.clc_query` reads the
+//!   slot's last response. The mbarrier ops are no-ops; `tile.cluster_cta_rank` is 0, and
+//!   a kernel with a cluster of more than one CTA is refused (its CTAs would have to run
+//!   together).
 //!
 //! `tile.convert_layout` (the one GPU-level op it runs) is the identity, and it ignores
 //! layouts, so it also checks `tile-assign-layouts`' output against its input.
@@ -475,6 +483,10 @@ pub struct Limits {
     /// `grid`: how a persistent kernel, whose `grid` is its tiles, is launched. `None` (the
     /// default): the `grid`.
     pub ctas: Option<i64>,
+    /// The most `tile.clc_try_cancel` requests of one CTA that succeed (see the module
+    /// docs); the next one fails, which ends a work-stealing loop. `u64::MAX` (the
+    /// default): every request succeeds while a CTA is left to cancel.
+    pub clc_steals: u64,
 }
 
 impl Default for Limits {
@@ -483,6 +495,7 @@ impl Default for Limits {
             max_ops: 1 << 32,
             max_tile_elems: 1 << 24,
             ctas: None,
+            clc_steals: u64::MAX,
         }
     }
 }
@@ -623,6 +636,14 @@ pub fn run_with(
         }
         grid = [n, 1, 1];
     }
+    if cluster_size(k) > 1 {
+        return Err(grid_err(
+            "a cluster launch (its CTAs run together, e.g. a multicast try_cancel) is not \
+             interpreted: the interpreter runs one CTA after another"
+                .into(),
+        ));
+    }
+    let total = grid[0].saturating_mul(grid[1]).saturating_mul(grid[2]);
     let mut mach = Machine {
         m,
         env,
@@ -631,16 +652,47 @@ pub fn run_with(
         grid,
         ops_left: limits.max_ops,
         limits,
+        launch: Launch {
+            current: 0,
+            end: total,
+            steals_left: limits.clc_steals,
+            responses: std::collections::HashMap::new(),
+        },
     };
-    for z in 0..grid[2] {
-        for y in 0..grid[1] {
-            for x in 0..grid[0] {
-                mach.pid = [x, y, z];
-                mach.block(body)?;
-            }
-        }
+    // CTAs launch in linear order (x fastest); those a try_cancel cancelled never do.
+    while mach.launch.current < mach.launch.end {
+        let c = mach.launch.current;
+        mach.pid = [
+            c % grid[0],
+            (c / grid[0]) % grid[1],
+            c / (grid[0] * grid[1]),
+        ];
+        mach.launch.steals_left = limits.clc_steals;
+        mach.launch.responses.clear();
+        mach.block(body)?;
+        mach.launch.current += 1;
     }
     Ok(())
+}
+
+/// CTAs per cluster of kernel `k` (`cluster = [x, y, z]`; 1 without one).
+fn cluster_size(k: &Operation) -> i64 {
+    k.attr("cluster")
+        .and_then(Attribute::as_array)
+        .map_or(1, |a| a.iter().filter_map(Attribute::as_int).product())
+}
+
+/// The launch state of the grid, for cluster launch control.
+struct Launch {
+    /// The running CTA's linear id.
+    current: i64,
+    /// CTAs `end..` were cancelled by try_cancel requests.
+    end: i64,
+    /// Successful requests the running CTA may still make ([`Limits::clc_steals`]).
+    steals_left: u64,
+    /// The responses written, by (response buffer, slot): the cancelled CTA's id, or
+    /// `None` for a failed request.
+    responses: std::collections::HashMap<(u32, i64), Option<[i64; 3]>>,
 }
 
 struct Machine<'a> {
@@ -651,6 +703,7 @@ struct Machine<'a> {
     grid: [i64; 3],
     ops_left: u64,
     limits: Limits,
+    launch: Launch,
 }
 
 type R<T> = Result<T, InterpError>;
@@ -822,6 +875,8 @@ impl Machine<'_> {
             OpClass::FloatBinary => self.elementwise(op, 2)?,
             OpClass::FloatUnary => self.elementwise(op, 1)?,
             // A layout change moves elements between threads; their values stay.
+            OpClass::Gpu if op.kind == OpKind::ClcQuery => return self.clc_query(op),
+            OpClass::Gpu if op.kind == OpKind::ClusterCtaRank => Val::Int(0),
             OpClass::Gpu if matches!(op.kind, OpKind::CtaId | OpKind::NumCtas) => {
                 let d = op
                     .int_attr("dim")
@@ -854,7 +909,9 @@ impl Machine<'_> {
                         | OpKind::MbarrierAlloc
                         | OpKind::MbarrierExpectTx
                         | OpKind::MbarrierWait
+                        | OpKind::MbarrierArrive
                         | OpKind::TmaLoad
+                        | OpKind::ClcTryCancel
                 ) =>
             {
                 return self.cta_op(op);
@@ -1309,9 +1366,12 @@ impl Machine<'_> {
                 let Type::Smem { stages, shape, .. } = self.result_type(op)?.clone() else {
                     return Err(op_err(op, "expects an smem result"));
                 };
-                let shape: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
+                let mut shape: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
+                if shape.len() == 1 {
+                    shape.insert(0, 1);
+                }
                 if shape.len() != 2 {
-                    return Err(op_err(op, "expects 2-D stages"));
+                    return Err(op_err(op, "expects 1-D or 2-D stages"));
                 }
                 let n = (stages as usize).saturating_mul(shape.iter().product());
                 if n as u64 > self.limits.max_tile_elems {
@@ -1360,6 +1420,27 @@ impl Machine<'_> {
                 self.set(op, r, Val::Int(0))
             }
             OpKind::TmaLoad => self.tma_load(op),
+            OpKind::ClcTryCancel => {
+                if op.attr("multicast").and_then(Attribute::as_bool) == Some(true) {
+                    return Err(op_err(
+                        op,
+                        "a multicast try_cancel needs the cluster's CTAs to run together, \
+                         which the interpreter does not do",
+                    ));
+                }
+                let (resp, slot) = (op.operands[0], self.int(op, 2)?);
+                let l = &mut self.launch;
+                let got = if l.steals_left > 0 && l.end > l.current + 1 {
+                    l.steals_left -= 1;
+                    l.end -= 1;
+                    let (gx, gy) = (self.grid[0], self.grid[1]);
+                    Some([l.end % gx, (l.end / gx) % gy, l.end / (gx * gy)])
+                } else {
+                    None
+                };
+                l.responses.insert((resp.0, slot), got);
+                Ok(())
+            }
             OpKind::WaitGroup => {
                 for (&a, &r) in op.operands.iter().zip(&op.results) {
                     let v = self.get(op, a)?;
@@ -1374,6 +1455,30 @@ impl Machine<'_> {
             }
             _ => Ok(()),
         }
+    }
+
+    /// `%ok, %x, %y, %z = tile.clc_query %resp, %slot`: the response the last request
+    /// into that slot got.
+    fn clc_query(&mut self, op: &Operation) -> R<()> {
+        let slot = self.int(op, 1)?;
+        let Some(&got) = self.launch.responses.get(&(op.operands[0].0, slot)) else {
+            return Err(op_err(
+                op,
+                format!("reads try_cancel response slot {slot}, which no request wrote"),
+            ));
+        };
+        let (ok, ids) = match got {
+            Some(ids) => (1, ids),
+            None => (0, [0; 3]),
+        };
+        if op.results.len() != 4 {
+            return Err(op_err(op, "expects four results"));
+        }
+        self.set(op, op.results[0], Val::Int(ok))?;
+        for (&r, id) in op.results[1..].iter().zip(ids) {
+            self.set(op, r, Val::Int(id))?;
+        }
+        Ok(())
     }
 
     /// `tile.tma_load %T, %ring, %bars, %stage, %coords...`: element `(i, j)` of the stage is
@@ -2442,6 +2547,53 @@ mod tests {
             run_with(&m, "k", &mut args, limits).unwrap();
             let o = args[0].tensor().unwrap().to_f32_vec().unwrap();
             assert_eq!(o, [want as f32; 7], "{ctas:?}");
+        }
+    }
+
+    #[test]
+    fn try_cancel_cancels_the_last_unlaunched_cta() {
+        // A work-stealing loop over 7 tiles; each tile records the CTA that ran it.
+        let src = "tile.kernel @k(%O: tensor<?xf32>) {grid = [7]} {
+  %resp = tile.smem_alloc : smem<2x4xi32>
+  %full = tile.mbarrier_alloc {arrive_count = 1} : mbarrier<2>
+  %c0 = tile.constant {value = 0} : index
+  %c1 = tile.constant {value = 1} : index
+  %c2 = tile.constant {value = 2} : index
+  %me = tile.ctaid {dim = 0} : index
+  %last, %done = tile.while %me, %c0 : index, index {
+  ^bb0(%t: index, %n: index):
+    %slot = tile.remi %n, %c2 : index
+    tile.clc_try_cancel %resp, %full, %slot
+    %v = tile.splat %me : tile<1xindex>
+    %w = tile.convert %v : tile<1xf32>
+    tile.store %O, %t, %w
+    %ok, %x, %y, %z = tile.clc_query %resp, %slot : i1, index, index, index
+    %n1 = tile.addi %n, %c1 : index
+    tile.yield %ok, %x, %n1
+  }
+  tile.return
+}
+";
+        let m = parse(src, "t.tile").unwrap();
+        crate::verify(&m).unwrap();
+        // Unbounded: CTA 0 runs tile 0, then steals 6, 5, ..., 1. Two steals per CTA: CTA 0
+        // runs 0, 6, 5; CTA 1 runs 1, 4, 3; CTA 2 runs 2 and its request fails.
+        for (steals, want) in [
+            (u64::MAX, [0.0; 7]),
+            (2, [0.0, 1.0, 2.0, 1.0, 1.0, 0.0, 0.0]),
+        ] {
+            let mut args = [ArgValue::Tensor(Tensor::filled(
+                ScalarType::F32,
+                &[7],
+                -1.0,
+            ))];
+            let limits = Limits {
+                clc_steals: steals,
+                ..Limits::default()
+            };
+            run_with(&m, "k", &mut args, limits).unwrap();
+            let o = args[0].tensor().unwrap().to_f32_vec().unwrap();
+            assert_eq!(o, want, "{steals}");
         }
     }
 

@@ -35,11 +35,17 @@
 //!
 //! The kernel gets `target`, `num_warps` and `block = [32·num_warps, 1, 1]`. With
 //! `num-warps=0` (the default) the pass picks the warps ([`auto_warps`]). Everything the
-//! generic lowering cannot take yet is refused here, at its op: `tile.while`,
-//! `tile.atomic_add`, `tile.log` (no lowering with a stated error bound yet), reshapes
-//! between shapes that are not powers of two, dots of other than bf16 or f16 into f32, and
+//! generic lowering cannot take yet is refused here, at its op: `tile.atomic_add`,
+//! `tile.log` (no lowering with a stated error bound yet), reshapes between shapes that
+//! are not powers of two, dots of other than bf16 or f16 into f32, and
 //! dots whose result has fewer m16n8 tiles than the warps. A tile that needs more than
 //! [`MAX_REGISTERS_PER_THREAD`] registers per thread is refused as a resource limit.
+//!
+//! GPU-level ops are refused, except those `persistent` writes into a level-1 kernel: the
+//! static schedule's `tile.ctaid`/`tile.nctaid`, and the clc schedule's work-stealing
+//! protocol (mbarriers, `tile.fence_proxy_async`, `tile.clc_try_cancel`, `tile.clc_query`,
+//! `tile.cluster_cta_rank`, and its unswizzled response buffer), which hold no tiles and
+//! are left as they are.
 //!
 //! Options: `target` (sm_90a), `num-warps` (0: choose). Statistics: `kernels-laid-out`,
 //! `layout-conversions`.
@@ -314,7 +320,8 @@ fn count_ops(k: &Operation) -> usize {
     n
 }
 
-/// Moves each `tile.convert_layout` at the top level of a `tile.for` body whose operand the
+/// Moves each `tile.convert_layout` at the top level of a `tile.for` or `tile.while` (a
+/// do-while: its body runs at least once) body whose operand the
 /// loop does not define to just before the loop (innermost loops first): a loop-invariant
 /// operand is converted once, not once per iteration.
 fn hoist_invariant_conversions(b: &mut Block) {
@@ -332,7 +339,7 @@ fn hoist_invariant_conversions(b: &mut Block) {
         for r in &mut op.regions {
             hoist_invariant_conversions(r);
         }
-        if op.kind == OpKind::For {
+        if matches!(op.kind, OpKind::For | OpKind::While) {
             let mut inside = std::collections::HashSet::new();
             defined(&op.regions[0], &mut inside);
             let body = std::mem::take(&mut op.regions[0].ops);
@@ -388,9 +395,6 @@ fn dot_unsupported(m: &Module, o: &Operation, num_warps: u64) -> Option<String> 
 fn unsupported(m: &Module, o: &Operation) -> Option<String> {
     let name = o.kind.name();
     match o.kind {
-        OpKind::While => Some(format!(
-            "'{name}' is not lowered in kernels without a 'tile.dot' yet (use 'tile.for')"
-        )),
         OpKind::AtomicAdd => Some(format!(
             "'{name}' is not lowered in kernels without a 'tile.dot' yet"
         )),
@@ -409,8 +413,21 @@ fn unsupported(m: &Module, o: &Operation) -> Option<String> {
                 )
             })
         }
-        // A persistent loop's bounds (`persistent` with the static schedule).
-        OpKind::CtaId | OpKind::NumCtas => None,
+        // A persistent loop's bounds (`persistent` with the static schedule), and the
+        // work-stealing protocol of its clc schedule: scalar and synchronisation ops that
+        // hold no tiles.
+        OpKind::CtaId
+        | OpKind::NumCtas
+        | OpKind::MbarrierAlloc
+        | OpKind::MbarrierWait
+        | OpKind::MbarrierExpectTx
+        | OpKind::MbarrierArrive
+        | OpKind::FenceProxyAsync
+        | OpKind::ClcTryCancel
+        | OpKind::ClcQuery
+        | OpKind::ClusterCtaRank => None,
+        // The try_cancel response slots: plain bytes, no swizzle.
+        OpKind::SmemAlloc if o.int_attr("swizzle").unwrap_or(0) == 0 => None,
         k if k.class() == OpClass::Gpu => Some(format!(
             "'{name}' is a GPU-level op; tile-assign-layouts takes level-1 kernels"
         )),
@@ -560,16 +577,23 @@ impl Assigner<'_> {
                     self.set(op.results[0], l.reshaped(&s));
                 }
             }
-            OpKind::For => {
-                // Operands: lb, ub, step, inits...; block args: iv, carried...
-                let inits: Vec<(usize, Value)> = op.operands[3..]
+            OpKind::For | OpKind::While => {
+                // tile.for: operands lb, ub, step, inits...; block args iv, carried...;
+                // yields carried.... tile.while: operands inits...; block args carried...;
+                // yields the continue flag, carried....
+                let (oo, ao, yo) = if op.kind == OpKind::For {
+                    (3, 1, 0)
+                } else {
+                    (0, 0, 1)
+                };
+                let inits: Vec<(usize, Value)> = op.operands[oo..]
                     .iter()
                     .copied()
                     .enumerate()
                     .filter(|&(_, v)| self.is_tile(v))
                     .collect();
                 let carry = |a: &mut Self, op: &mut Operation, j: usize, l: LinearLayout| {
-                    a.set(op.regions[0].args[1 + j], l.clone());
+                    a.set(op.regions[0].args[ao + j], l.clone());
                     a.set(op.results[j], l);
                 };
                 for &(j, init) in &inits {
@@ -577,13 +601,13 @@ impl Assigner<'_> {
                         carry(self, op, j, l);
                     }
                     if self.constructors.contains_key(&init) {
-                        self.soft.insert(op.regions[0].args[1 + j]);
+                        self.soft.insert(op.regions[0].args[ao + j]);
                     }
                 }
                 let original = op.regions[0].clone();
                 self.block(&mut op.regions[0]);
                 for &(j, _) in &inits {
-                    self.soft.remove(&op.regions[0].args[1 + j]);
+                    self.soft.remove(&op.regions[0].args[ao + j]);
                 }
                 // An init made by a constructor takes the layout the body yields (the body
                 // is laid out again with it), so the loop needs no conversion per iteration.
@@ -594,13 +618,13 @@ impl Assigner<'_> {
                     .unwrap_or_default();
                 let mut relaid = false;
                 for &(j, init) in &inits {
-                    let yielded = yields.get(j).and_then(|&y| self.layout(y));
+                    let yielded = yields.get(yo + j).and_then(|&y| self.layout(y));
                     match yielded {
                         Some(l)
                             if self.constructors.contains_key(&init)
                                 && self.layout(init).as_ref() != Some(&l) =>
                         {
-                            op.operands[3 + j] = self.convert(out, op, init, &l);
+                            op.operands[oo + j] = self.convert(out, op, init, &l);
                             carry(self, op, j, l);
                             relaid = true;
                         }
@@ -615,7 +639,7 @@ impl Assigner<'_> {
                     .iter()
                     .filter_map(|&(j, _)| Some((j, self.layout(op.results[j])?)))
                     .collect();
-                self.fix_yield(&mut op.regions[0], &want);
+                self.fix_yield(&mut op.regions[0], &want, yo);
             }
             OpKind::If => {
                 for r in &mut op.regions {
@@ -634,7 +658,7 @@ impl Assigner<'_> {
                     }
                 }
                 if op.regions.len() > 1 {
-                    self.fix_yield(&mut op.regions[1], &want);
+                    self.fix_yield(&mut op.regions[1], &want, 0);
                 }
             }
             OpKind::Store => {
@@ -696,13 +720,14 @@ impl Assigner<'_> {
         }
     }
 
-    /// Converts the yielded values at `want`'s positions to those layouts.
-    fn fix_yield(&mut self, b: &mut Block, want: &[(usize, LinearLayout)]) {
+    /// Converts the yielded values at `want`'s positions (after the first `skip`
+    /// operands) to those layouts.
+    fn fix_yield(&mut self, b: &mut Block, want: &[(usize, LinearLayout)], skip: usize) {
         let Some(mut y) = b.ops.pop() else { return };
         let mut out = vec![];
         for (j, l) in want {
-            if let Some(&v) = y.operands.get(*j) {
-                y.operands[*j] = self.convert(&mut out, &y, v, l);
+            if let Some(&v) = y.operands.get(skip + *j) {
+                y.operands[skip + *j] = self.convert(&mut out, &y, v, l);
             }
         }
         b.ops.extend(out);

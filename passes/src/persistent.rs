@@ -5,10 +5,11 @@
 //! only kernels in the main-loop form `tile-to-gpu` pipelines
 //! ([`crate::tile_to_gpu::pipelines`]) are made persistent; the others are left as they
 //! are: one program per CTA, as launched (`tile-assign-layouts` gives them a plain
-//! launch). Without it, the static schedule also applies to kernels with a plain launch
-//! (their tile loop is a `tile.for` over `tile.ctaid`/`tile.nctaid`, which the plain
-//! lowering takes); `clc` does not (its work-stealing loop is lowered by the GEMM pipeline
-//! only). The kernel's launch `grid` stays the *tile* grid; the
+//! launch). Without it, every schedule also applies to kernels with a plain launch
+//! (`tile-assign-layouts` keeps the static tile loop, a `tile.for` over
+//! `tile.ctaid`/`tile.nctaid`, and the clc work-stealing loop below; the plain lowering
+//! runs the `role = "scheduler"` ops on thread 0 and counts one `per_cta` arrival per warp).
+//! The kernel's launch `grid` stays the *tile* grid; the
 //! pass adds `schedule` and `group_m` attributes, which the manifest passes on to the
 //! launcher.
 //!

@@ -1,10 +1,13 @@
-//! `tile.for` and `tile.if` as blocks of the function's control-flow graph, carrying any
-//! values: a scalar is one block argument, a tile one per register.
+//! `tile.for`, `tile.while` and `tile.if` as blocks of the function's control-flow graph,
+//! carrying any values: a scalar is one block argument, a tile one per register.
 //!
 //! ```text
 //! tile.for %lb, %ub, %step, inits:  br ^header(lb, inits)
 //!                                   ^header(iv, carried): cond_br iv < ub, ^body, ^exit(carried)
 //!                                   ^body: ... br ^header(iv + step, yielded)
+//!                                   ^exit(results): ...
+//! tile.while inits:                 br ^body(inits)
+//!                                   ^body(carried): ... cond_br go, ^body(next), ^exit(next)
 //!                                   ^exit(results): ...
 //! tile.if %c:                       cond_br c, ^then, ^else
 //!                                   ^then: ... br ^join(yielded)
@@ -14,7 +17,7 @@
 
 use super::plain::{err, Lowerer, Lv, Tile, R};
 use super::writer::{ICmp, V};
-use melior::ir::{Type, Value};
+use melior::ir::{BlockRef, Type, Value};
 use tilec_dialect::{Block, Operation};
 
 impl<'c, 'm> Lowerer<'c, 'm, '_> {
@@ -23,7 +26,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         match lv {
             Lv::Scalar(s) => vec![s.v],
             Lv::Tile(t) => t.regs.clone(),
-            Lv::Smem(_) | Lv::TensorMap(_) | Lv::Bars { .. } => vec![],
+            Lv::Smem(_) | Lv::TensorMap(_) | Lv::Bars { .. } | Lv::RawSmem { .. } => vec![],
             Lv::Tensor(t) => {
                 let mut v = vec![t.ptr];
                 v.extend(t.sizes.iter().map(|s| s.v));
@@ -38,7 +41,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         match lv {
             Lv::Scalar(s) => vec![self.w.ty(s.t)],
             Lv::Tile(t) => vec![self.w.ty(t.elem); t.regs.len()],
-            Lv::Smem(_) | Lv::TensorMap(_) | Lv::Bars { .. } => vec![],
+            Lv::Smem(_) | Lv::TensorMap(_) | Lv::Bars { .. } | Lv::RawSmem { .. } => vec![],
             Lv::Tensor(t) => {
                 let mut v = vec![self.w.ptr_ty(1)];
                 v.extend(vec![
@@ -58,7 +61,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 regs: vals.to_vec(),
                 ..t.clone()
             }),
-            Lv::Smem(_) | Lv::TensorMap(_) | Lv::Bars { .. } => lv.clone(),
+            Lv::Smem(_) | Lv::TensorMap(_) | Lv::Bars { .. } | Lv::RawSmem { .. } => lv.clone(),
             Lv::Tensor(t) => {
                 let r = t.sizes.len();
                 let mut t = t.clone();
@@ -137,11 +140,23 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let region = &op.regions[0];
         self.vals.insert(region.args[0], Lv::Scalar(iv));
         self.bind(&region.args[1..], &inits, &hargs[1..]);
-        // The body's own prologue: the thread's lane and warp read again (a `mov` from
-        // %tid.x that LLVM may not hoist), and every thread coordinate the body needs
-        // computed from them there. Addresses and bounds built on thread coordinates then
-        // vary with the loop, so LLVM does not hoist one per element out of the loop and
-        // keep them all live through it (register pressure ptxas does not undo).
+        self.loop_body(body, &region.ops)?;
+        let mut next = vec![self.w.add(iv, step).v];
+        next.extend(self.yielded(region, &inits)?);
+        self.w.br(&header, &next);
+        self.w.block = exit;
+        let eargs = self.w.args(exit);
+        self.bind(&op.results, &inits, &eargs);
+        Ok(())
+    }
+
+    /// Lowers a loop body's `ops` from block `entry` on (the insertion block), one loop
+    /// deeper. The body gets its own prologue: the thread's lane and warp read again (a
+    /// `mov` from %tid.x that LLVM may not hoist), and every thread coordinate the body needs
+    /// computed from them there. Addresses and bounds built on thread coordinates then vary
+    /// with the loop, so LLVM does not hoist one per element out of the loop and keep them
+    /// all live through it (register pressure ptxas does not undo).
+    fn loop_body(&mut self, entry: BlockRef<'c, 'm>, ops: &[Operation]) -> R<()> {
         let saved = (
             self.prologue,
             self.lane,
@@ -161,21 +176,60 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let c5 = self.w.i32(5);
         self.lane = self.w.bin("and", tid, c31);
         self.warp = self.w.bin("lshr", tid, c5);
-        self.prologue = body;
+        self.prologue = entry;
         let first = self.w.new_block(&[]);
         self.w.block = first;
         self.loop_depth += 1;
-        let lowered = self.lower_block(&region.ops);
+        let lowered = self.lower_block(ops);
         self.loop_depth -= 1;
         let here = self.w.block;
-        self.w.block = body;
+        self.w.block = entry;
         self.w.br(&first, &[]);
         self.w.block = here;
         (self.prologue, self.lane, self.warp, self.thread_coords) = saved;
-        lowered?;
-        let mut next = vec![self.w.add(iv, step).v];
-        next.extend(self.yielded(region, &inits)?);
-        self.w.br(&header, &next);
+        lowered
+    }
+
+    /// `tile.while` as a do-while: `br ^body(inits)`; `^body(args)`: the body, then
+    /// `cond_br %continue, ^body(next), ^exit(next)` with the yield's first operand as
+    /// `%continue`.
+    pub(super) fn lower_while(&mut self, op: &Operation) -> R<()> {
+        let inits: Vec<Lv<'c, 'm>> = op
+            .operands
+            .iter()
+            .map(|&v| self.get(op, v))
+            .collect::<R<_>>()?;
+        let mut types = vec![];
+        let mut init_vals = vec![];
+        for lv in &inits {
+            types.extend(self.flat_types(lv));
+            init_vals.extend(Self::flatten(lv));
+        }
+        let region = &op.regions[0];
+        let Some(y) = region.ops.last().filter(|y| !y.operands.is_empty()) else {
+            return err(op, "'tile.while' yields its continue flag first");
+        };
+        let body = self.w.new_block(&types);
+        let exit = self.w.new_block(&types);
+        self.w.br(&body, &init_vals);
+        self.w.block = body;
+        let bargs = self.w.args(body);
+        self.bind(&region.args, &inits, &bargs);
+        self.loop_body(body, &region.ops)?;
+        let go = self.scalar(y, y.operands[0])?;
+        let mut next = vec![];
+        for (i, &v) in y.operands[1..].iter().enumerate() {
+            let lv = self.get(y, v)?;
+            let vals = Self::flatten(&lv);
+            if inits.get(i).map(|t| Self::flatten(t).len()) != Some(vals.len()) {
+                return err(
+                    y,
+                    "internal error: a carried value changes its register count",
+                );
+            }
+            next.extend(vals);
+        }
+        self.w.cond_br(go, &body, &next, &exit, &next);
         self.w.block = exit;
         let eargs = self.w.args(exit);
         self.bind(&op.results, &inits, &eargs);

@@ -14,6 +14,7 @@
 //! Both use `math::float_op` for elementwise float math, so an op has one lowering and
 //! one stated error bound wherever it appears.
 
+pub mod clc;
 pub mod control;
 pub mod dot;
 pub mod gemm;
@@ -219,6 +220,26 @@ pub(crate) fn sanitize(s: &str) -> String {
             }
         })
         .collect()
+}
+
+/// The kernel's cluster shape (`cluster = [x, y, z]`, set by `persistent{schedule=clc
+/// cluster=N}`; `[1, 1, 1]` without one).
+///
+/// # Errors
+/// A `cluster` attribute that is not three integers, located at the kernel.
+pub(crate) fn cluster_of(k: &Operation) -> Result<[i64; 3], Diagnostic> {
+    let c: Vec<i64> = k
+        .attr("cluster")
+        .and_then(Attribute::as_array)
+        .map(|a| a.iter().filter_map(Attribute::as_int).collect())
+        .unwrap_or_else(|| vec![1, 1, 1]);
+    match c[..] {
+        [x, y, z] if x >= 1 && y >= 1 && z >= 1 => Ok([x, y, z]),
+        _ => Err(Diagnostic::error(
+            k.loc.clone(),
+            "a kernel's 'cluster' is three positive integers",
+        )),
+    }
 }
 
 /// The kernel's grid for the manifest: x, y, z (missing dimensions are 1).

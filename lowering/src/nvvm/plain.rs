@@ -72,6 +72,12 @@ pub(crate) enum Lv<'c, 'm> {
     Bars {
         offset: u64,
     },
+    /// An unswizzled shared-memory buffer (`tile.smem_alloc` without `swizzle`): `stages`
+    /// slots of `stage_bytes` (16-byte aligned) from byte `offset`.
+    RawSmem {
+        offset: u64,
+        stage_bytes: u64,
+    },
 }
 
 /// The state of one kernel's lowering.
@@ -88,8 +94,15 @@ pub(crate) struct Lowerer<'c, 'm, 'k> {
     pub thread_coords: HashMap<LinearLayout, Vec<V<'c, 'm>>>,
     /// Bytes of dynamic shared memory the kernel needs (the regions of its round trips).
     pub smem_bytes: u64,
-    /// How many `tile.for` bodies enclose the op being lowered.
+    /// How many `tile.for` and `tile.while` bodies enclose the op being lowered.
     pub loop_depth: u32,
+    /// Warps per CTA.
+    pub num_warps: u64,
+    /// CTAs per cluster (1: no cluster launch).
+    pub cluster_size: i64,
+    /// Whether the op being lowered is the scheduler's, run by thread 0 alone
+    /// ([`super::clc`]).
+    pub scheduler: bool,
 }
 
 impl<'c, 'm> Lowerer<'c, 'm, '_> {
@@ -231,7 +244,11 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
     pub fn lower_block(&mut self, ops: &[Operation]) -> R<()> {
         for op in ops {
             self.w.at(&op.loc);
-            self.lower_op(op)?;
+            if op.str_attr("role") == Some("scheduler") && !self.scheduler {
+                self.lower_scheduler_op(op)?;
+            } else {
+                self.lower_op(op)?;
+            }
         }
         Ok(())
     }
@@ -242,7 +259,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         }
     }
 
-    fn lower_op(&mut self, op: &Operation) -> R<()> {
+    pub(super) fn lower_op(&mut self, op: &Operation) -> R<()> {
         use OpKind as K;
         let result_scalar = |m: &TileModule| {
             op.results
@@ -373,8 +390,16 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             K::Reduce => self.lower_reduce(op)?,
             K::Dot => self.lower_dot(op)?,
             K::For => self.lower_for(op)?,
+            K::While => self.lower_while(op)?,
             K::If => self.lower_if(op)?,
+            K::SmemAlloc if op.int_attr("swizzle").unwrap_or(0) == 0 => {
+                self.lower_raw_smem_alloc(op)?;
+            }
             K::SmemAlloc => self.lower_smem_alloc(op)?,
+            K::MbarrierArrive => self.lower_arrive(op)?,
+            K::ClcTryCancel => self.lower_try_cancel(op)?,
+            K::ClcQuery => self.lower_clc_query(op)?,
+            K::ClusterCtaRank => self.lower_cluster_cta_rank(op)?,
             K::SmemStore => self.lower_smem_store(op)?,
             K::Mma => self.lower_wgmma(op)?,
             K::WaitGroup => self.lower_wait_group(op)?,
@@ -518,6 +543,7 @@ pub(super) fn lower_kernel(m: &TileModule, k: &Operation) -> R<(Manifest, (u32, 
         params,
     );
     manifest.persistent = super::persistent_of(k);
+    manifest.cluster = super::cluster_of(k)?.map(|c| c as u32);
     Ok((manifest, ptx_version))
 }
 
@@ -666,7 +692,16 @@ fn build_module<'c>(
     let args: Vec<(Type, Location)> = ptypes.iter().map(|&t| (t, loc)).collect();
     region.append_block(Block::new(&args));
     let threads = 32 * num_warps as i32;
+    let cluster = super::cluster_of(k)?;
+    let cluster_size: i64 = cluster.iter().product();
+    let cluster_dim = (cluster_size > 1).then(|| {
+        (
+            ident("nvvm.cluster_dim"),
+            DenseI32ArrayAttribute::new(ctx, &cluster.map(|c| c as i32)).into(),
+        )
+    });
     let func = OperationBuilder::new("llvm.func", loc)
+        .add_attributes(&cluster_dim.into_iter().collect::<Vec<_>>())
         .add_attributes(&[
             (ident("sym_name"), StringAttribute::new(ctx, &fname).into()),
             (ident("function_type"), TypeAttribute::new(fty).into()),
@@ -766,8 +801,15 @@ fn build_module<'c>(
         thread_coords: HashMap::new(),
         smem_bytes: 0,
         loop_depth: 0,
+        num_warps,
+        cluster_size,
+        scheduler: false,
     };
     lw.lower_block(&kbody.ops)?;
+    if cluster_size > 1 {
+        // No CTA exits while a peer may still write into its shared memory.
+        lw.w.cluster_barrier(false);
+    }
     let ret = llvm::r#return(None, loc);
     lw.w.push(Ok(ret));
     lw.w.block = entry;

@@ -15,12 +15,14 @@
 //!   layout `tile.smem_store` writes and wgmma's descriptors read
 //!   ([`super::wgmma`]). The tensor is a `CUtensorMap` parameter whose box the manifest
 //!   records; TMA fills what lies outside the tensor with zeros.
-//! - `tile.mbarrier_wait`: every thread, `mbarrier.try_wait.parity` in a loop.
+//! - `tile.mbarrier_wait`: every thread that runs it (thread 0 alone in the scheduler's
+//!   code, [`super::clc`]), `mbarrier.try_wait.parity` in a loop.
+//! - An array `{per_cta = true}` and a cluster launch: see [`super::clc`].
 
 use super::plain::{err, Lowerer, Lv, R};
 use super::writer::{ICmp, V};
 use melior::ir::Value;
-use tilec_dialect::{Operation, ScalarType, Type, Value as TileValue};
+use tilec_dialect::{Attribute as TileAttr, Operation, ScalarType, Type, Value as TileValue};
 
 /// Bytes of columns one TMA box copies: the 128-byte swizzle's span.
 const BOX_BYTES: u64 = 128;
@@ -47,8 +49,12 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         })
     }
 
-    /// Runs `body` on thread 0 only.
-    fn on_thread0(&mut self, body: impl FnOnce(&mut Self) -> R<()>) -> R<()> {
+    /// Runs `body` on thread 0 only (as it is, in the scheduler's code, which only thread 0
+    /// runs).
+    pub(super) fn on_thread0(&mut self, body: impl FnOnce(&mut Self) -> R<()>) -> R<()> {
+        if self.scheduler {
+            return body(self);
+        }
         let t0 = self.thread0();
         let go = self.w.block(&[]);
         let cont = self.w.block(&[]);
@@ -68,7 +74,10 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         ) else {
             return err(op, "'tile.mbarrier_alloc' without an mbarrier result");
         };
-        let arrive = op.int_attr("arrive_count").unwrap_or(1);
+        let mut arrive = op.int_attr("arrive_count").unwrap_or(1);
+        if op.attr("per_cta").and_then(TileAttr::as_bool) == Some(true) {
+            arrive *= self.num_warps as i64;
+        }
         let offset = self.smem_region_aligned(8 * count, 8, &op.loc)?;
         if self.in_loop() {
             self.w.barrier();
@@ -83,6 +92,9 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             Ok(())
         })?;
         self.w.barrier();
+        if self.cluster_size > 1 && !self.in_loop() {
+            self.w.cluster_barrier(false);
+        }
         self.vals.insert(r, Lv::Bars { offset });
         Ok(())
     }
@@ -94,7 +106,12 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
     }
 
     /// The shared-memory pointer of barrier `idx` (an index value) of array `bars`.
-    fn bar_addr(&mut self, op: &Operation, bars: TileValue, idx: TileValue) -> R<Value<'c, 'm>> {
+    pub(super) fn bar_addr(
+        &mut self,
+        op: &Operation,
+        bars: TileValue,
+        idx: TileValue,
+    ) -> R<Value<'c, 'm>> {
         let Lv::Bars { offset } = self.get(op, bars)? else {
             return err(op, "expected an mbarrier array ('tile.mbarrier_alloc')");
         };

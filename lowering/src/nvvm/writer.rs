@@ -810,6 +810,86 @@ impl<'c, 'm> Writer<'c, 'm> {
         );
     }
 
+    /// `mbarrier.arrive.shared::cta.b64` on the barrier at `bar` (an address-space-3
+    /// pointer), or with `cta = Some(r)` on CTA `r`'s barrier at the same offset: `mapa`,
+    /// then an arrive with release semantics at cluster scope (PTX ISA §9.7.13.15.13).
+    pub fn mbarrier_arrive(&mut self, bar: Value<'c, 'm>, cta: Option<i64>) {
+        match cta {
+            None => {
+                self.op("nvvm.mbarrier.arrive", &[bar], &[], &[]);
+            }
+            Some(r) => {
+                let r = self.i32(r);
+                let p7 = self.ptr_ty(7);
+                let remote = self.op1("nvvm.mapa", &[bar, r.v], p7, &[]);
+                let scope = self.attr("#nvvm.mem_scope<cluster>");
+                self.op("nvvm.mbarrier.arrive", &[remote], &[], &[("scope", scope)]);
+            }
+        }
+    }
+
+    /// `barrier.cluster.arrive` (release) then `barrier.cluster.wait` (acquire), `.aligned`
+    /// when every thread of each warp runs it (PTX ISA §9.7.13.4).
+    pub fn cluster_barrier(&mut self, aligned: bool) {
+        let a: Vec<(&str, Attribute)> = if aligned {
+            vec![("aligned", Attribute::unit(self.ctx))]
+        } else {
+            vec![]
+        };
+        self.op("nvvm.cluster.arrive", &[], &[], &a);
+        self.op("nvvm.cluster.wait", &[], &[], &a);
+    }
+
+    /// `clusterlaunchcontrol.try_cancel.async.shared::cta.mbarrier::complete_tx::bytes.b128`
+    /// (PTX ISA 8.6, §9.7.13.16.1): request to cancel a not-yet-launched cluster; the 16-byte
+    /// response goes to the slot at `slot` (an address-space-3 pointer, 16-byte aligned) and
+    /// completes 16 transaction bytes on the mbarrier at `bar`. `multicast`: the
+    /// `.multicast::cluster::all` form, which writes the response into every CTA of the
+    /// cluster (sm_100a).
+    pub fn clc_try_cancel(&mut self, slot: Value<'c, 'm>, bar: Value<'c, 'm>, multicast: bool) {
+        let mc: Vec<(&str, Attribute)> = if multicast {
+            vec![("multicast", Attribute::unit(self.ctx))]
+        } else {
+            vec![]
+        };
+        self.op(
+            "nvvm.clusterlaunchcontrol.try.cancel",
+            &[slot, bar],
+            &[],
+            &mc,
+        );
+    }
+
+    /// Reads the try_cancel response at shared-memory address `slot` (i32, the shared
+    /// window's address): one `ld.shared.b128`, `query_cancel.is_canceled`, then `@p
+    /// get_first_ctaid` (PTX ISA 8.6, §9.7.13.16.2). Returns whether a cluster was cancelled
+    /// (i1) and the first CTA id of that cluster, x, y, z (i32; 0 when none was).
+    ///
+    /// Inline asm on purpose: the response lives in a `.b128` register scoped to the
+    /// statement. Written as an `llvm.load` of i128 and four
+    /// `nvvm.clusterlaunchcontrol.query.cancel` ops, it stays in two 64-bit registers across
+    /// the queries, and the sm_100 split-K GEMM spilled 4 bytes more.
+    pub fn clc_query(&mut self, slot: V<'c, 'm>) -> (V<'c, 'm>, [V<'c, 'm>; 3]) {
+        let asm = "{ .reg .b128 resp; .reg .pred canceled; .reg .b32 w; ld.shared.b128 resp, \
+                   [$4]; clusterlaunchcontrol.query_cancel.is_canceled.pred.b128 canceled, \
+                   resp; selp.u32 $0, 1, 0, canceled; mov.u32 $1, 0; mov.u32 $2, 0; mov.u32 \
+                   $3, 0; @canceled clusterlaunchcontrol.query_cancel.get_first_ctaid.v4.b32.\
+                   b128 {$1, $2, $3, w}, resp; }";
+        let i32t = self.ty(ScalarType::I32);
+        let st = self.struct_ty(&[i32t; 4]);
+        let r = self
+            .inline_asm(asm, "=r,=r,=r,=r,r", &[slot.v], Some(st), true)
+            .expect("a typed result");
+        let field = |w: &mut Self, i: usize| V {
+            v: w.extract(r, i, i32t),
+            t: ScalarType::I32,
+        };
+        let flag = field(self, 0);
+        let z = self.i32(0);
+        let ok = self.icmp(ICmp::Ne, flag, z);
+        (ok, [field(self, 1), field(self, 2), field(self, 3)])
+    }
+
     /// `wgmma.fence.sync.aligned` (PTX ISA §9.7.15.7.1).
     pub fn wgmma_fence(&mut self) {
         self.op("nvvm.wgmma.fence.aligned", &[], &[], &[]);

@@ -710,14 +710,7 @@ fn setup<'k>(m: &TileModule, k: &'k Operation) -> R<Setup<'k>> {
     if block.len() != 3 {
         return err(k, "kernel has no 'block' attribute (set by tile-to-gpu)");
     }
-    let cluster: Vec<i64> = k
-        .attr("cluster")
-        .and_then(TileAttr::as_array)
-        .map(|a| a.iter().filter_map(TileAttr::as_int).collect())
-        .unwrap_or_else(|| vec![1, 1, 1]);
-    if cluster.len() != 3 {
-        return err(k, "a kernel's 'cluster' has three dimensions");
-    }
+    let cluster = super::cluster_of(k)?;
     let analysis = analyze(m, k)?;
     let params = params_of(m, k, &analysis)?;
     let mut atomics = false;

@@ -94,16 +94,9 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         Ok(())
     }
 
-    /// `barrier.cluster.arrive` (release) then `barrier.cluster.wait` (acquire), `.aligned`
-    /// when every thread of each warp runs it.
+    /// A cluster barrier ([`crate::nvvm::writer::Writer::cluster_barrier`]).
     pub(super) fn cluster_barrier(&mut self, aligned: bool) {
-        let a: Vec<(&str, melior::ir::Attribute)> = if aligned {
-            vec![("aligned", melior::ir::Attribute::unit(self.w.ctx))]
-        } else {
-            vec![]
-        };
-        self.w.op("nvvm.cluster.arrive", &[], &[], &a);
-        self.w.op("nvvm.cluster.wait", &[], &[], &a);
+        self.w.cluster_barrier(aligned);
     }
 
     /// `nvvm.setmaxregister {action} {count}` (sm_90a, sm_100a).
@@ -154,21 +147,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let cont = self.w.block(&[]);
         self.w.cond_br(l0, &go, &[], &cont, &[]);
         self.w.place(go);
-        match op.int_attr("cta") {
-            None => {
-                self.w.op("nvvm.mbarrier.arrive", &[a], &[], &[]);
-            }
-            Some(cta) => {
-                // CTA `cta`'s barrier at the same offset, arrived on with release semantics
-                // at cluster scope.
-                let r = self.i32(cta);
-                let p7 = self.w.ptr_ty(7);
-                let remote = self.w.op1("nvvm.mapa", &[a, r.v], p7, &[]);
-                let scope = self.w.attr("#nvvm.mem_scope<cluster>");
-                self.w
-                    .op("nvvm.mbarrier.arrive", &[remote], &[], &[("scope", scope)]);
-            }
-        }
+        self.w.mbarrier_arrive(a, op.int_attr("cta"));
         self.w.br(&cont, &[]);
         self.w.place(cont);
         Ok(())
@@ -202,22 +181,12 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let p3 = self.w.ptr_ty(3);
         let slot = self.w.cast("llvm.inttoptr", slot.v, p3);
         let b = self.bar_addr(op, op.operands[1], op.operands[2])?;
-        let mc: Vec<(&str, melior::ir::Attribute)> =
-            if op.attr("multicast").and_then(TileAttr::as_bool) == Some(true) {
-                vec![("multicast", melior::ir::Attribute::unit(self.w.ctx))]
-            } else {
-                vec![]
-            };
-        self.w
-            .op("nvvm.clusterlaunchcontrol.try.cancel", &[slot, b], &[], &mc);
+        let multicast = op.attr("multicast").and_then(TileAttr::as_bool) == Some(true);
+        self.w.clc_try_cancel(slot, b, multicast);
         Ok(())
     }
 
-    /// One `ld.shared.b128` of the slot, `query_cancel.is_canceled`, then `@p
-    /// get_first_ctaid` (ids 0 when not canceled). Inline asm on purpose: the response
-    /// lives in a `.b128` register scoped to the statement. Written as `llvm.load` of i128
-    /// and four `nvvm.clusterlaunchcontrol.query.cancel` ops, it stays in two 64-bit
-    /// registers across the queries, and the sm_100 split-K kernel spilled 4 bytes more.
+    /// The response's flag and first CTA id ([`crate::nvvm::writer::Writer::clc_query`]).
     pub(super) fn lower_clc_query(&mut self, op: &Operation) -> R<()> {
         let bits = op.int_attr("load_bits").unwrap_or(128);
         if bits != 128 {
@@ -230,34 +199,10 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             );
         }
         let slot = self.clc_slot_addr(op)?;
-        let asm = "{ .reg .b128 resp; .reg .pred canceled; .reg .b32 w; ld.shared.b128 resp, \
-                   [$4]; clusterlaunchcontrol.query_cancel.is_canceled.pred.b128 canceled, \
-                   resp; selp.u32 $0, 1, 0, canceled; mov.u32 $1, 0; mov.u32 $2, 0; mov.u32 \
-                   $3, 0; @canceled clusterlaunchcontrol.query_cancel.get_first_ctaid.v4.b32.\
-                   b128 {$1, $2, $3, w}, resp; }";
-        let i32t = self.w.ty(ScalarType::I32);
-        let st = self.w.struct_ty(&[i32t; 4]);
-        let r = self
-            .w
-            .inline_asm(asm, "=r,=r,=r,=r,r", &[slot.v], Some(st), true)
-            .expect("a typed result");
-        let f = self.w.extract(r, 0, i32t);
-        let z = self.i32(0);
-        let ok = self.w.icmp(
-            ICmp::Ne,
-            V {
-                v: f,
-                t: ScalarType::I32,
-            },
-            z,
-        );
+        let (ok, ids) = self.w.clc_query(slot);
         self.vals.insert(op.results[0], Lv::Scalar(ok));
-        for d in 0..3 {
-            let x = self.w.extract(r, d + 1, i32t);
-            let x64 = self.zext64(V {
-                v: x,
-                t: ScalarType::I32,
-            });
+        for (d, x) in ids.into_iter().enumerate() {
+            let x64 = self.zext64(x);
             self.vals.insert(op.results[d + 1], Lv::Scalar(x64));
         }
         Ok(())
