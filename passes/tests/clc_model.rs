@@ -2,9 +2,16 @@
 //! PTX ISA 8.6), run on the persistent loop *as the passes emit it*: `persistent{schedule=clc}`
 //! then `tile-to-gpu` (sm_100, or sm_100a with clusters of 2 and 4), interpreted op by op.
 //!
+//! The same protocol in a kernel with a plain launch (`persistent{schedule=clc}` then
+//! `tile-assign-layouts`, 4 warps, as the plain lowering runs it) is checked the same way.
+//!
 //! **Agents.** Every CTA runs one producer agent (region 0 of `tile.warp_specialize`: the
 //! elected thread, the CTA's scheduler) and one agent per consumer warp (region 1; a warp's
 //! lanes run in lockstep, and `tile.mbarrier_arrive` is one arrive per warp, as lowered).
+//! In a plain launch every agent is a warp running the tile loop; warp 0 alone runs the
+//! `role = "scheduler"` ops (thread 0 is its lane 0), an array `{per_cta = true}` counts
+//! one arrival per warp, and a `tile.barrier` after each tile's store (as the lowering's
+//! own CTA barriers sit inside a tile) completes once every warp of the CTA reaches it.
 //! Scalar ops are evaluated; tile data is not (MMA, convert, … are no-ops).
 //!
 //! **Hardware.** The grid's clusters start un-launched. At each step the model picks, at
@@ -27,10 +34,12 @@
 //! one 128-bit load; the slot is rewritten only after a `fence.proxy.async` by the issuer;
 //! no barrier gets more arrivals than its count; every CTA terminates (no state in which
 //! nothing can move, no endless run). At least 10,000 schedules per run (`CLC_SCHEDULES`
-//! raises it). Each deliberately broken variant of the pass (`ClcFault`) must be caught.
+//! raises it; the plain launch runs a quarter as many). Each deliberately broken variant of
+//! the pass (`ClcFault`) must be caught, in both forms.
 
 use std::collections::{HashMap, HashSet};
 use tilec_dialect::{parse, verify, Module, OpKind, Operation, Target, Type, Value};
+use tilec_passes::assign_layouts::AssignLayouts;
 use tilec_passes::persistent::{ClcFault, Persistent};
 use tilec_passes::tile_to_gpu::TileToGpu;
 use tilec_passes::{Pass, PassContext};
@@ -52,10 +61,11 @@ impl Rng {
     }
 }
 
-/// A GEMM kernel of BM×256 tiles over a 1-, 2- or 3-D grid (the 3-D grid stacks batches of
-/// M rows; the 1-D grid linearises the tiles itself).
-fn kernel(rank: usize, bm: u64) -> String {
-    let (grid, pids) = match rank {
+/// The grid of BM×256 tiles over 1, 2 or 3 dimensions (the 3-D grid stacks batches of M
+/// rows; the 1-D grid linearises the tiles itself), and the ops that compute `%pid_n` and
+/// `%pid_m` from the program ids.
+fn grid_and_pids(rank: usize, bm: u64) -> (String, String) {
+    match rank {
         1 => (
             format!("[mul(ceildiv(%N, 256), ceildiv(%M, {bm}))]"),
             "%p = tile.program_id {dim = 0} : index\n  %c256n = tile.constant {value = \
@@ -80,7 +90,12 @@ fn kernel(rank: usize, bm: u64) -> String {
                     tile.muli %pb, %gm : index\n  %pid_m = tile.addi %pm, %off : index\n"
             ),
         ),
-    };
+    }
+}
+
+/// A GEMM kernel of BM×256 tiles ([`grid_and_pids`]).
+fn kernel(rank: usize, bm: u64) -> String {
+    let (grid, pids) = grid_and_pids(rank, bm);
     format!(
         "tile.kernel @k(%A: tensor<?x?xbf16>, %B: tensor<?x?xbf16>, %C: tensor<?x?xbf16>, %M: \
             index, %N: index, %K: index, %Bt: index) {{grid = {grid}}} {{
@@ -133,6 +148,75 @@ fn build(rank: usize, bm: u64, cluster: u64, fault: Option<ClcFault>) -> Module 
     }
     .run(&mut m, &mut cx)
     .expect("tile-to-gpu");
+    if fault.is_none() {
+        verify(&m).expect("the emitted kernel verifies");
+    }
+    m
+}
+
+/// Rows of a plain kernel's tile.
+const PLAIN_BM: u64 = 8;
+
+/// A kernel with a plain launch over the same grids: an elementwise op on BM×256 tiles
+/// (same argument positions as [`kernel`]'s).
+fn plain_kernel(rank: usize, bm: u64) -> String {
+    let (grid, pids) = grid_and_pids(rank, bm);
+    format!(
+        "tile.kernel @k(%A: tensor<?x?xf32>, %B: tensor<?x?xf32>, %C: tensor<?x?xf32>, %M: \
+            index, %N: index, %K: index, %Bt: index) {{grid = {grid}}} {{
+  {pids}  %cm = tile.constant {{value = {bm}}} : index
+  %c256 = tile.constant {{value = 256}} : index
+  %row = tile.muli %pid_m, %cm : index
+  %col = tile.muli %pid_n, %c256 : index
+  %x = tile.load %A, %row, %col : tile<{bm}x256xf32>
+  %y = tile.exp %x : tile<{bm}x256xf32>
+  tile.store %C, %row, %col, %y
+  tile.return
+}}
+"
+    )
+}
+
+/// Build the plain kernel: `persistent{schedule=clc cluster}` then `tile-assign-layouts`
+/// (4 warps), with a `tile.barrier` after each tile's store, as the lowering's own CTA
+/// barriers (a reduction's shared-memory round trip) sit inside a tile.
+fn build_plain(rank: usize, cluster: u64, fault: Option<ClcFault>) -> Module {
+    let mut m = parse(&plain_kernel(rank, PLAIN_BM), "clc_model_plain.tile").expect("parses");
+    verify(&m).expect("verifies");
+    let mut cx = PassContext::default();
+    Persistent {
+        schedule: "clc".into(),
+        group_m: 2,
+        cluster,
+        dot_kernels_only: false,
+        fault,
+    }
+    .run(&mut m, &mut cx)
+    .expect("persistent");
+    let target = if cluster > 1 {
+        Target::Sm100a
+    } else {
+        Target::Sm100
+    };
+    AssignLayouts {
+        target,
+        num_warps: 4,
+    }
+    .run(&mut m, &mut cx)
+    .expect("tile-assign-layouts");
+    let k = &mut m.ops[0];
+    let lp = k.regions[0]
+        .ops
+        .iter_mut()
+        .find(|o| o.kind == OpKind::While)
+        .expect("the clc loop");
+    let ops = &mut lp.regions[0].ops;
+    let at = ops
+        .iter()
+        .position(|o| o.kind == OpKind::Store)
+        .expect("a store");
+    let loc = ops[at].loc.clone();
+    ops.insert(at + 1, Operation::new(OpKind::Barrier, loc));
     if fault.is_none() {
         verify(&m).expect("the emitted kernel verifies");
     }
@@ -193,6 +277,8 @@ struct Agent<'m> {
     /// column).
     tiles: Vec<(i64, i64)>,
     pending_row: Option<i64>,
+    /// The CTA barrier generation this agent waits to complete (at a `tile.barrier`).
+    at_barrier: Option<u64>,
 }
 
 struct CtaState {
@@ -205,6 +291,10 @@ struct CtaState {
     failed_observed: bool,
     finished: bool,
     done_agents: usize,
+    /// `tile.barrier` (bar.sync over the CTA): completed generations, and the warps
+    /// waiting at the current one.
+    bar_gen: u64,
+    bar_waiting: usize,
 }
 
 enum Event {
@@ -235,6 +325,9 @@ struct World<'m> {
     head: &'m [Operation],
     regions: [&'m [Operation]; 2],
     consumer_warps: usize,
+    /// A kernel with a plain launch: every agent is a warp running the same code, warp 0
+    /// (thread 0's) also the scheduler.
+    plain: bool,
     clc_bars: HashSet<u32>,
     rng: Rng,
     steps: u64,
@@ -263,7 +356,11 @@ impl<'m> World<'m> {
                         let Type::Mbarrier { count } = self.m.ty(op.results[0]) else {
                             unreachable!()
                         };
-                        let n = op.int_attr("arrive_count").unwrap();
+                        let mut n = op.int_attr("arrive_count").unwrap();
+                        // Counted per CTA (a plain launch): one arrival per warp.
+                        if op.attr("per_cta").and_then(|x| x.as_bool()) == Some(true) {
+                            n *= (self.consumer_warps + 1) as i64;
+                        }
                         for i in 0..*count as i64 {
                             self.ctas[c].bars.insert(
                                 (op.results[0].0, i),
@@ -299,6 +396,7 @@ impl<'m> World<'m> {
                     fenced: false,
                     tiles: vec![],
                     pending_row: None,
+                    at_barrier: None,
                 });
             }
         }
@@ -348,6 +446,9 @@ impl<'m> World<'m> {
             return false;
         }
         let Some(op) = next_op(ag) else { return true };
+        if let Some(g) = ag.at_barrier {
+            return self.ctas[ag.cta].bar_gen > g;
+        }
         if op.kind == OpKind::MbarrierWait {
             let idx = ag.env[op.operands[1].0 as usize];
             let parity = ag.env[op.operands[2].0 as usize];
@@ -363,7 +464,35 @@ impl<'m> World<'m> {
         };
         let cta = self.agents[a].cta;
         let val = |ag: &Agent, i: usize| ag.env[op.operands[i].0 as usize];
+        // A plain launch: the scheduler's ops run on thread 0, in warp 0, alone.
+        if self.plain && self.agents[a].role != 0 && op.str_attr("role") == Some("scheduler") {
+            advance(&mut self.agents[a]);
+            return Ok(());
+        }
         match op.kind {
+            OpKind::Barrier => {
+                let per_cta = self.consumer_warps + 1;
+                let c = &mut self.ctas[cta];
+                let ag = &mut self.agents[a];
+                match ag.at_barrier {
+                    Some(_) => {
+                        ag.at_barrier = None;
+                        advance(ag);
+                    }
+                    None => {
+                        ag.at_barrier = Some(c.bar_gen);
+                        c.bar_waiting += 1;
+                        if c.bar_waiting == per_cta {
+                            c.bar_waiting = 0;
+                            c.bar_gen += 1;
+                        }
+                    }
+                }
+                return Ok(());
+            }
+            OpKind::MbarrierAlloc => {
+                return Err("an mbarrier allocated inside the tile loop is not modelled".into())
+            }
             OpKind::Yield | OpKind::Return => return self.terminator(a),
             OpKind::For => {
                 let ag = &mut self.agents[a];
@@ -793,13 +922,30 @@ fn run_schedules(
 ) -> Result<(), Violation> {
     let k = &module.ops[0];
     let body = &k.regions[0];
-    let ws_idx = body
-        .ops
-        .iter()
-        .position(|o| o.kind == OpKind::WarpSpecialize)
-        .expect("warp_specialize");
-    let ws = &body.ops[ws_idx];
-    let consumers = ws.int_attr("consumers").unwrap() as usize;
+    // The warp-specialized GEMM: the ops before `tile.warp_specialize` once per CTA, then a
+    // producer and 4 warps per consumer warpgroup. A plain launch: the ops before the tile
+    // loop once per CTA, then every warp runs the rest.
+    let plain = k.attr("num_warps").is_some();
+    let (head_len, regions, consumer_warps) = if plain {
+        let at = body
+            .ops
+            .iter()
+            .position(|o| o.kind == OpKind::While)
+            .expect("the clc tile loop");
+        let rest = &body.ops[at..];
+        let warps = k.int_attr("num_warps").unwrap() as usize;
+        (at, [rest, rest], warps - 1)
+    } else {
+        let at = body
+            .ops
+            .iter()
+            .position(|o| o.kind == OpKind::WarpSpecialize)
+            .expect("warp_specialize");
+        let ws = &body.ops[at];
+        let consumers = ws.int_attr("consumers").unwrap() as usize;
+        let regions = [&ws.regions[0].ops[..], &ws.regions[1].ops[..]];
+        (at, regions, 4 * consumers)
+    };
     let args = body.args.clone();
     let gx0 = (cfg.n + 255) / 256;
     let gy = (cfg.m + cfg.bm as i64 - 1) / cfg.bm as i64;
@@ -830,6 +976,8 @@ fn run_schedules(
                         failed_observed: false,
                         finished: false,
                         done_agents: 0,
+                        bar_gen: 0,
+                        bar_waiting: 0,
                     });
                 }
             }
@@ -851,9 +999,10 @@ fn run_schedules(
                 (args[5], cfg.k),
                 (args[6], cfg.batch),
             ],
-            head: &body.ops[..ws_idx],
-            regions: [&ws.regions[0].ops, &ws.regions[1].ops],
-            consumer_warps: 4 * consumers,
+            head: &body.ops[..head_len],
+            regions,
+            consumer_warps,
+            plain,
             clc_bars: HashSet::new(),
             rng,
             steps: 0,
@@ -867,7 +1016,7 @@ fn run_schedules(
         w.run()
             .map_err(|e| format!("schedule {s} (seed {seed}): {e}"))?;
         // Exactly once, per consumer warp; the producer matches its consumers.
-        let mut per_warp: Vec<HashMap<(i64, i64), u32>> = vec![HashMap::new(); 4 * consumers + 1];
+        let mut per_warp: Vec<HashMap<(i64, i64), u32>> = vec![HashMap::new(); consumer_warps + 1];
         for ag in &w.agents {
             for &t in &ag.tiles {
                 *per_warp[ag.role].entry(t).or_default() += 1;
@@ -880,11 +1029,10 @@ fn run_schedules(
                     "schedule {s} (seed {seed}): {} {role} handled {total} tiles \
                         ({} distinct), the grid has \
                         {ntiles}",
-                    if role == 0 {
+                    if role == 0 && !plain {
                         "producer"
                     } else {
-                        "consumer \
-                            warp"
+                        "warp"
                     },
                     seen.len()
                 ));
@@ -898,9 +1046,8 @@ fn run_schedules(
             for g in &mine[1..] {
                 if g.tiles != mine[0].tiles {
                     return Err(format!(
-                        "schedule {s} (seed {seed}): CTA {cta}: consumer warp {} \
-                            stored tiles {:?} but the producer loaded \
-                            {:?}",
+                        "schedule {s} (seed {seed}): CTA {cta}: warp {} stored tiles {:?} \
+                            but the producer (plain launch: warp 0) handled {:?}",
                         g.role, g.tiles, mine[0].tiles
                     ));
                 }
@@ -1017,5 +1164,87 @@ fn catches_narrow_response_loads() {
 fn catches_id_not_broadcast() {
     let e = caught(ClcFault::IdNotBroadcast, 1);
     eprintln!("caught: {e}");
+    assert!(e.contains("tiles") || e.contains("deadlock"), "{e}");
+}
+
+#[test]
+fn plain_launch_every_tile_exactly_once_under_random_schedules() {
+    // A quarter of the GEMM test's schedules: the same protocol, every warp a reader.
+    let total: usize = std::env::var("CLC_SCHEDULES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .map_or(2_500, |n: usize| n / 4);
+    let per_config = 40;
+    let mut rng = Rng(0x91a1 | 1);
+    let mut built: HashMap<(usize, u64), Module> = HashMap::new();
+    let mut ran = 0;
+    let mut i = 0;
+    while ran < total {
+        let rank = 1 + i % 3;
+        let cluster = if rank == 1 {
+            1
+        } else {
+            [1u64, 2, 4][(i / 3) % 3]
+        };
+        let cfg = Config {
+            rank,
+            bm: PLAIN_BM,
+            cluster,
+            m: 1 + rng.below(6 * PLAIN_BM as usize) as i64,
+            n: 1 + rng.below(3 * 256) as i64,
+            k: 1,
+            batch: 1 + rng.below(2) as i64,
+        };
+        let m = built
+            .entry((rank, cluster))
+            .or_insert_with(|| build_plain(rank, cluster, None));
+        run_schedules(m, &cfg, 1000 + i as u64, per_config).unwrap_or_else(|e| {
+            panic!(
+                "plain rank {rank} cluster {cluster} M={} N={} batch={}: {e}",
+                cfg.m, cfg.n, cfg.batch
+            )
+        });
+        ran += per_config;
+        i += 1;
+    }
+    assert!(
+        built.len() >= 3.min(i),
+        "configurations: {:?}",
+        built.keys()
+    );
+}
+
+/// Each broken variant must be caught in the plain launch too.
+fn caught_plain(fault: ClcFault, cluster: u64) -> String {
+    let cfg = Config {
+        rank: 2,
+        bm: PLAIN_BM,
+        cluster,
+        m: 40,
+        n: 600,
+        k: 1,
+        batch: 1,
+    };
+    let m = build_plain(2, cluster, Some(fault));
+    for seed in 0..50 {
+        if let Err(e) = run_schedules(&m, &cfg, seed, 20) {
+            return e;
+        }
+    }
+    panic!("the model did not catch {fault:?} in a plain launch");
+}
+
+#[test]
+fn plain_launch_catches_every_fault() {
+    let e = caught_plain(ClcFault::RequestAfterFailure, 1);
+    assert!(
+        e.contains("after it observed a failed one") || e.contains("after it exited"),
+        "{e}"
+    );
+    let e = caught_plain(ClcFault::MissingBarrierWait, 1);
+    assert!(e.contains("read before"), "{e}");
+    let e = caught_plain(ClcFault::NarrowLoads, 2);
+    assert!(e.contains("128-bit"), "{e}");
+    let e = caught_plain(ClcFault::IdNotBroadcast, 1);
     assert!(e.contains("tiles") || e.contains("deadlock"), "{e}");
 }
