@@ -163,15 +163,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             self.warp,
             std::mem::take(&mut self.thread_coords),
         );
-        let i32t = self.w.ty(tilec_dialect::ScalarType::I32);
-        let tid = self
-            .w
-            .inline_asm("mov.u32 $0, %tid.x;", "=r", &[], Some(i32t), true)
-            .expect("a result type was given");
-        let tid = V {
-            v: tid,
-            t: tilec_dialect::ScalarType::I32,
-        };
+        let tid = self.w.opaque_tid();
         let c31 = self.w.i32(31);
         let c5 = self.w.i32(5);
         self.lane = self.w.bin("and", tid, c31);

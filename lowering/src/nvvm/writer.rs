@@ -671,6 +671,19 @@ impl<'c, 'm> Writer<'c, 'm> {
         }
     }
 
+    /// `%tid.x` read by an asm statement with side effects (i32): LLVM neither hoists nor
+    /// merges it, so what is computed from it lives only from here.
+    pub fn opaque_tid(&mut self) -> V<'c, 'm> {
+        let i32t = self.ty(ScalarType::I32);
+        let tid = self
+            .inline_asm("mov.u32 $0, %tid.x;", "=r", &[], Some(i32t), true)
+            .expect("a result type was given");
+        V {
+            v: tid,
+            t: ScalarType::I32,
+        }
+    }
+
     /// The address of byte `offset` (i32) of the dynamic shared memory.
     pub fn smem_addr(&mut self, offset: V<'c, 'm>) -> Value<'c, 'm> {
         let p3 = self.ptr_ty(3);
