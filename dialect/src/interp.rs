@@ -2464,9 +2464,7 @@ mod tests {
     #[test]
     fn gpu_ops_are_an_error() {
         let src = "tile.kernel @k() {grid = [1]} {
-  %c0 = tile.constant {value = 0} : index
-  %b = tile.mbarrier_alloc {arrive_count = 1} : mbarrier<1>
-  tile.mbarrier_arrive %b, %c0
+  tile.bulk_commit_group
   tile.return
 }
 ";

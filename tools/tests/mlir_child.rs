@@ -126,9 +126,18 @@ fn a_hanging_child_is_killed_at_the_timeout() {
     let dir = std::env::temp_dir().join(format!("tilec-hang-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let hang = dir.join("hang.sh");
-    std::fs::write(&hang, "#!/bin/sh\necho started >&2\nexec sleep 30\n").unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&hang, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // Written by a shell, not by this process: a test thread that forks while this process
+    // holds the script open for writing would make its exec fail with ETXTBSY.
+    let made = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(
+            "printf '#!/bin/sh\\necho started >&2\\nexec sleep 30\\n' > \"$1\" && chmod 755 \"$1\"",
+        )
+        .arg("sh")
+        .arg(&hang)
+        .status()
+        .unwrap();
+    assert!(made.success());
     let start = std::time::Instant::now();
     let r = mlir_stage_in_child(
         FATAL,
