@@ -187,7 +187,10 @@ pub fn assign_layouts(
 ) -> Result<u64, Diagnostics> {
     let mut errors = vec![];
     k.walk(&mut |o| {
-        if let Some(msg) = unsupported(m, o).or_else(|| dot_unsupported(m, o, num_warps)) {
+        let msg = unsupported(m, o)
+            .or_else(|| dot_unsupported(m, o, num_warps))
+            .or_else(|| target_lacks(o, target));
+        if let Some(msg) = msg {
             errors.push(Diagnostic::error(o.loc.clone(), msg));
         }
     });
@@ -389,6 +392,29 @@ fn dot_unsupported(m: &Module, o: &Operation, num_warps: u64) -> Option<String> 
             sc[0], sa[1], sa[1], sc[1]
         )
     })
+}
+
+/// Why `target` cannot run `o` (the try_cancel protocol of `persistent{schedule=clc}`),
+/// if it cannot.
+fn target_lacks(o: &Operation, target: Target) -> Option<String> {
+    let name = o.kind.name();
+    match o.kind {
+        OpKind::ClcTryCancel | OpKind::ClcQuery if !target.has_try_cancel() => Some(format!(
+            "'{name}' (clusterlaunchcontrol, PTX ISA 8.6) is not available on {target}; \
+             targets that have it: sm_100, sm_100a (persistent{{schedule=clc}} is for those; \
+             use schedule=static here)"
+        )),
+        OpKind::ClcTryCancel
+            if o.attr("multicast").and_then(Attribute::as_bool) == Some(true)
+                && !target.has_try_cancel_multicast() =>
+        {
+            Some(format!(
+                "'{name}' with multicast = true (persistent{{schedule=clc cluster=N}} with N > \
+                 1) is not available on {target}; targets that have it: sm_100a"
+            ))
+        }
+        _ => None,
+    }
 }
 
 /// Why the generic lowering cannot take `o` yet, if it cannot.

@@ -258,10 +258,19 @@ impl Em<'_> {
     fn expr(&mut self, e: &Expr) -> Result<Value, String> {
         Ok(match e {
             Expr::Int(i) => self.cst(*i),
-            Expr::Arg(n) => *self
-                .args
-                .get(n)
-                .ok_or_else(|| format!("grid reads '%{n}', not an argument"))?,
+            Expr::Arg(n) => {
+                let a = *self
+                    .args
+                    .get(n)
+                    .ok_or_else(|| format!("grid reads '%{n}', not an argument"))?;
+                match self.m.ty(a) {
+                    Type::Scalar(s) if *s == tilec_dialect::ScalarType::Index => a,
+                    Type::Scalar(s) if s.is_int() && *s != tilec_dialect::ScalarType::I1 => {
+                        self.one(OpKind::Convert, &[a], &[], n)
+                    }
+                    t => return Err(format!("grid reads '%{n}' of type {t}, not an integer")),
+                }
+            }
             Expr::CeilDiv(a, b) | Expr::Mul(a, b) | Expr::Add(a, b) | Expr::Min(a, b) => {
                 let (x, y) = (self.expr(a)?, self.expr(b)?);
                 let k = match e {
@@ -381,22 +390,36 @@ fn make_persistent(m: &mut Module, k: &mut Operation, p: &Persistent) -> Result<
     let ret = body_ops
         .pop()
         .expect("verified kernel ends with tile.return");
+    // At any depth: a program id read inside a loop or branch is the tile's too.
     let mut repl: HashMap<Value, Value> = HashMap::new();
-    body_ops.retain(|o| match o.kind {
-        OpKind::ProgramId | OpKind::NumPrograms => {
-            let d = o.int_attr("dim").unwrap_or(0) as usize;
-            let v = if o.kind == OpKind::ProgramId {
-                pids.get(d)
-            } else {
-                gd.get(d)
-            };
-            if let Some(&v) = v {
-                repl.insert(o.results[0], v);
+    fn drop_ids(
+        ops: &mut Vec<Operation>,
+        pids: &[Value],
+        gd: &[Value],
+        repl: &mut HashMap<Value, Value>,
+    ) {
+        ops.retain(|o| match o.kind {
+            OpKind::ProgramId | OpKind::NumPrograms => {
+                let d = o.int_attr("dim").unwrap_or(0) as usize;
+                let v = if o.kind == OpKind::ProgramId {
+                    pids.get(d)
+                } else {
+                    gd.get(d)
+                };
+                if let Some(&v) = v {
+                    repl.insert(o.results[0], v);
+                }
+                false
             }
-            false
+            _ => true,
+        });
+        for o in ops.iter_mut() {
+            for r in &mut o.regions {
+                drop_ids(&mut r.ops, pids, gd, repl);
+            }
         }
-        _ => true,
-    });
+    }
+    drop_ids(&mut body_ops, &pids, &gd, &mut repl);
     for o in &mut body_ops {
         o.walk_mut(&mut |x| {
             for v in &mut x.operands {

@@ -22,10 +22,10 @@
 //!   zero-extended to `index`.
 //! - `tile.cluster_cta_rank`: `%cluster_ctarank`.
 //! - A kernel with `cluster = [x, y, z]` (more than one CTA) gets `nvvm.cluster_dim`; each
-//!   mbarrier array allocated outside every loop is followed by a cluster barrier (peers
-//!   arrive on it and multicast into this CTA's slots only once it is initialised), and
-//!   the kernel ends with one (no CTA exits while a peer may still write into its shared
-//!   memory).
+//!   mbarrier array allocated at the kernel's top level is followed by a cluster barrier
+//!   (peers arrive on it and multicast into this CTA's slots only once it is initialised;
+//!   a barrier peers touch must be allocated there, [`cluster_barriers`]), and the kernel
+//!   ends with one (no CTA exits while a peer may still write into its shared memory).
 //!
 //! [`Writer::clc_try_cancel`]: super::writer::Writer::clc_try_cancel
 //! [`Writer::clc_query`]: super::writer::Writer::clc_query
@@ -33,6 +33,58 @@
 use super::plain::{err, Lowerer, Lv, R};
 use super::writer::{ICmp, V};
 use tilec_dialect::{Attribute as TileAttr, OpClass, OpKind, Operation, ScalarType, Type};
+
+/// In a cluster launch (`cluster_size > 1`), the mbarrier arrays at the kernel's top level:
+/// those get a cluster barrier after their initialisation.
+///
+/// # Errors
+/// A barrier that peers touch (an arrive with `cta`, the barrier of a multicast try_cancel)
+/// allocated inside a loop or branch, where no cluster barrier can order its
+/// initialisation before the peers' accesses, located at the op that touches it.
+pub(super) fn cluster_barriers(
+    k: &Operation,
+    cluster_size: i64,
+) -> R<std::collections::HashSet<tilec_dialect::Value>> {
+    let body = &k.regions[0];
+    let top: std::collections::HashSet<_> = body
+        .ops
+        .iter()
+        .filter(|o| o.kind == OpKind::MbarrierAlloc)
+        .filter_map(|o| o.results.first().copied())
+        .collect();
+    if cluster_size <= 1 {
+        return Ok(Default::default());
+    }
+    let mut bad = None;
+    k.walk(&mut |o| {
+        let touched = match o.kind {
+            OpKind::MbarrierArrive if o.attr("cta").is_some() => o.operands.first(),
+            OpKind::ClcTryCancel
+                if o.attr("multicast").and_then(TileAttr::as_bool) == Some(true) =>
+            {
+                o.operands.get(1)
+            }
+            _ => None,
+        };
+        if let Some(b) = touched {
+            if !top.contains(b) && bad.is_none() {
+                bad = Some(o.clone());
+            }
+        }
+    });
+    match bad {
+        Some(o) => err(
+            &o,
+            format!(
+                "'{}' touches a peer CTA's mbarrier, which in a cluster launch must be \
+                 allocated at the kernel's top level (a cluster barrier then orders its \
+                 initialisation before every peer's access)",
+                o.kind.name()
+            ),
+        ),
+        None => Ok(top),
+    }
+}
 
 /// Bytes of one try_cancel response (PTX ISA 8.6: an opaque 16-byte value).
 const RESPONSE_BYTES: u64 = 16;

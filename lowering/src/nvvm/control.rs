@@ -90,6 +90,21 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         }
     }
 
+    /// Whether `a` and `b` may stand for one another when a loop or branch joins: values in
+    /// registers always; a shared-memory buffer, an mbarrier array or a tensor map (which
+    /// live at a fixed place, not in registers) only when they are the same one.
+    fn same_place(a: &Lv<'c, 'm>, b: &Lv<'c, 'm>) -> bool {
+        match (a, b) {
+            (Lv::Smem(x), Lv::Smem(y)) => x.offset == y.offset,
+            (Lv::RawSmem { offset: x, .. }, Lv::RawSmem { offset: y, .. })
+            | (Lv::Bars { offset: x }, Lv::Bars { offset: y }) => x == y,
+            (Lv::TensorMap(x), Lv::TensorMap(y)) => x == y,
+            (Lv::Smem(_) | Lv::RawSmem { .. } | Lv::Bars { .. } | Lv::TensorMap(_), _)
+            | (_, Lv::Smem(_) | Lv::RawSmem { .. } | Lv::Bars { .. } | Lv::TensorMap(_)) => false,
+            _ => true,
+        }
+    }
+
     /// The flattened values a region's `tile.yield` passes on, in `templates`' shapes.
     fn yielded(&mut self, b: &Block, templates: &[Lv<'c, 'm>]) -> R<Vec<Value<'c, 'm>>> {
         let Some(y) = b.ops.last() else {
@@ -98,6 +113,14 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let mut out = vec![];
         for (i, &v) in y.operands.iter().enumerate() {
             let lv = self.get(y, v)?;
+            if templates.get(i).is_some_and(|t| !Self::same_place(&lv, t)) {
+                return err(
+                    y,
+                    "a shared-memory buffer, mbarrier array or tensor map carried by a loop or \
+                     joined by 'tile.if' must be the same one on every path (it lives at a \
+                     fixed place, not in registers)",
+                );
+            }
             let (a, b) = (Self::flatten(&lv), templates.get(i).map(Self::flatten));
             if b.is_some_and(|b| b.len() != a.len()) {
                 return err(
@@ -212,6 +235,14 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let mut next = vec![];
         for (i, &v) in y.operands[1..].iter().enumerate() {
             let lv = self.get(y, v)?;
+            if inits.get(i).is_some_and(|t| !Self::same_place(&lv, t)) {
+                return err(
+                    y,
+                    "a shared-memory buffer, mbarrier array or tensor map carried by a loop \
+                     must be the same one on every iteration (it lives at a fixed place, not \
+                     in registers)",
+                );
+            }
             let vals = Self::flatten(&lv);
             if inits.get(i).map(|t| Self::flatten(t).len()) != Some(vals.len()) {
                 return err(

@@ -98,8 +98,9 @@ pub(crate) struct Lowerer<'c, 'm, 'k> {
     pub loop_depth: u32,
     /// Warps per CTA.
     pub num_warps: u64,
-    /// CTAs per cluster (1: no cluster launch).
-    pub cluster_size: i64,
+    /// In a cluster launch, the mbarrier arrays a cluster barrier follows
+    /// ([`super::clc::cluster_barriers`]).
+    pub cluster_visible: std::collections::HashSet<TileValue>,
     /// Whether the op being lowered is the scheduler's, run by thread 0 alone
     /// ([`super::clc`]).
     pub scheduler: bool,
@@ -802,7 +803,7 @@ fn build_module<'c>(
         smem_bytes: 0,
         loop_depth: 0,
         num_warps,
-        cluster_size,
+        cluster_visible: super::clc::cluster_barriers(k, cluster_size)?,
         scheduler: false,
     };
     lw.lower_block(&kbody.ops)?;

@@ -92,7 +92,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             Ok(())
         })?;
         self.w.barrier();
-        if self.cluster_size > 1 && !self.in_loop() {
+        if self.cluster_visible.contains(&r) {
             self.w.cluster_barrier(false);
         }
         self.vals.insert(r, Lv::Bars { offset });
