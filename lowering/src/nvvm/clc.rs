@@ -17,18 +17,15 @@
 //!   barrier at cluster scope (`mapa`). An mbarrier array `{per_cta = true}` counts
 //!   arrivals per CTA: its `arrive_count` is multiplied by the warps, the arrivals one CTA
 //!   makes.
-//! - `tile.clc_try_cancel` and `tile.clc_query`: [`Writer::clc_try_cancel`] and
-//!   [`Writer::clc_query`] on a 16-byte slot of the response buffer; the query's ids are
+//! - `tile.clc_try_cancel` and `tile.clc_query`: the writer's `clc_try_cancel` and
+//!   `clc_query` on a 16-byte slot of the response buffer; the query's ids are
 //!   zero-extended to `index`.
 //! - `tile.cluster_cta_rank`: `%cluster_ctarank`.
 //! - A kernel with `cluster = [x, y, z]` (more than one CTA) gets `nvvm.cluster_dim`; each
 //!   mbarrier array allocated at the kernel's top level is followed by a cluster barrier
 //!   (peers arrive on it and multicast into this CTA's slots only once it is initialised;
-//!   a barrier peers touch must be allocated there, [`cluster_barriers`]), and the kernel
+//!   a barrier peers touch must be allocated there), and the kernel
 //!   ends with one (no CTA exits while a peer may still write into its shared memory).
-//!
-//! [`Writer::clc_try_cancel`]: super::writer::Writer::clc_try_cancel
-//! [`Writer::clc_query`]: super::writer::Writer::clc_query
 
 use super::plain::{err, Lowerer, Lv, R};
 use super::writer::{ICmp, V};
