@@ -121,9 +121,14 @@ fn kernel(rank: usize, bm: u64) -> String {
     )
 }
 
-/// Build the GPU-level kernel: `persistent{schedule=clc cluster}` then `tile-to-gpu`.
-fn build(rank: usize, bm: u64, cluster: u64, fault: Option<ClcFault>) -> Module {
-    let mut m = parse(&kernel(rank, bm), "clc_model.tile").expect("parses");
+/// Parse `src` and run `persistent{schedule=clc cluster}` (with `fault`) on it; also the
+/// target a cluster of that size needs.
+fn persistent_clc(
+    src: &str,
+    cluster: u64,
+    fault: Option<ClcFault>,
+) -> (Module, PassContext, Target) {
+    let mut m = parse(src, "clc_model.tile").expect("parses");
     verify(&m).expect("verifies");
     let mut cx = PassContext::default();
     Persistent {
@@ -140,6 +145,12 @@ fn build(rank: usize, bm: u64, cluster: u64, fault: Option<ClcFault>) -> Module 
     } else {
         Target::Sm100
     };
+    (m, cx, target)
+}
+
+/// Build the GPU-level kernel: `persistent{schedule=clc cluster}` then `tile-to-gpu`.
+fn build(rank: usize, bm: u64, cluster: u64, fault: Option<ClcFault>) -> Module {
+    let (mut m, mut cx, target) = persistent_clc(&kernel(rank, bm), cluster, fault);
     TileToGpu {
         target,
         stages: 2,
@@ -181,23 +192,7 @@ fn plain_kernel(rank: usize, bm: u64) -> String {
 /// (4 warps), with a `tile.barrier` after each tile's store, as the lowering's own CTA
 /// barriers (a reduction's shared-memory round trip) sit inside a tile.
 fn build_plain(rank: usize, cluster: u64, fault: Option<ClcFault>) -> Module {
-    let mut m = parse(&plain_kernel(rank, PLAIN_BM), "clc_model_plain.tile").expect("parses");
-    verify(&m).expect("verifies");
-    let mut cx = PassContext::default();
-    Persistent {
-        schedule: "clc".into(),
-        group_m: 2,
-        cluster,
-        dot_kernels_only: false,
-        fault,
-    }
-    .run(&mut m, &mut cx)
-    .expect("persistent");
-    let target = if cluster > 1 {
-        Target::Sm100a
-    } else {
-        Target::Sm100
-    };
+    let (mut m, mut cx, target) = persistent_clc(&plain_kernel(rank, PLAIN_BM), cluster, fault);
     AssignLayouts {
         target,
         num_warps: 4,

@@ -42,16 +42,15 @@ pub(super) fn cluster_barriers(
     k: &Operation,
     cluster_size: i64,
 ) -> R<std::collections::HashSet<tilec_dialect::Value>> {
-    let body = &k.regions[0];
-    let top: std::collections::HashSet<_> = body
+    if cluster_size <= 1 {
+        return Ok(Default::default());
+    }
+    let top: std::collections::HashSet<_> = k.regions[0]
         .ops
         .iter()
         .filter(|o| o.kind == OpKind::MbarrierAlloc)
         .filter_map(|o| o.results.first().copied())
         .collect();
-    if cluster_size <= 1 {
-        return Ok(Default::default());
-    }
     let mut bad = None;
     k.walk(&mut |o| {
         let touched = match o.kind {
@@ -157,20 +156,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
 
     /// `tile.smem_alloc` without `swizzle`: `stages` slots of plain bytes, 16-byte aligned.
     pub(super) fn lower_raw_smem_alloc(&mut self, op: &Operation) -> R<()> {
-        let (
-            Some(&r),
-            Some(Type::Smem {
-                stages,
-                shape,
-                elem,
-            }),
-        ) = (
-            op.results.first(),
-            op.results.first().map(|&r| self.m.ty(r)),
-        )
-        else {
-            return err(op, "'tile.smem_alloc' without an smem result");
-        };
+        let (r, stages, shape, elem) = self.smem_result(op)?;
         let bytes = shape.iter().product::<u64>() * elem.size_bytes();
         let stage_bytes = bytes.div_ceil(16) * 16;
         let offset = self.smem_region_aligned(stages * stage_bytes, 16, &op.loc)?;

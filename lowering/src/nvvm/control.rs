@@ -75,6 +75,19 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         }
     }
 
+    /// Appends the MLIR types and values of each of `lvs` to `types` and `vals`.
+    fn flatten_all(
+        &self,
+        lvs: &[Lv<'c, 'm>],
+        types: &mut Vec<Type<'c>>,
+        vals: &mut Vec<Value<'c, 'm>>,
+    ) {
+        for lv in lvs {
+            types.extend(self.flat_types(lv));
+            vals.extend(Self::flatten(lv));
+        }
+    }
+
     /// Binds each of `vars` to the values of `vals` in the shapes of `templates`.
     fn bind(
         &mut self,
@@ -137,16 +150,9 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let lb = self.scalar(op, op.operands[0])?;
         let ub = self.scalar(op, op.operands[1])?;
         let step = self.scalar(op, op.operands[2])?;
-        let inits: Vec<Lv<'c, 'm>> = op.operands[3..]
-            .iter()
-            .map(|&v| self.get(op, v))
-            .collect::<R<_>>()?;
-        let mut types = vec![self.w.ty(lb.t)];
-        let mut init_vals = vec![lb.v];
-        for lv in &inits {
-            types.extend(self.flat_types(lv));
-            init_vals.extend(Self::flatten(lv));
-        }
+        let inits = self.gets(op, &op.operands[3..])?;
+        let (mut types, mut init_vals) = (vec![self.w.ty(lb.t)], vec![lb.v]);
+        self.flatten_all(&inits, &mut types, &mut init_vals);
         let header = self.w.new_block(&types);
         let body = self.w.new_block(&[]);
         let exit = self.w.new_block(&types[1..]);
@@ -209,17 +215,9 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
     /// `cond_br %continue, ^body(next), ^exit(next)` with the yield's first operand as
     /// `%continue`.
     pub(super) fn lower_while(&mut self, op: &Operation) -> R<()> {
-        let inits: Vec<Lv<'c, 'm>> = op
-            .operands
-            .iter()
-            .map(|&v| self.get(op, v))
-            .collect::<R<_>>()?;
-        let mut types = vec![];
-        let mut init_vals = vec![];
-        for lv in &inits {
-            types.extend(self.flat_types(lv));
-            init_vals.extend(Self::flatten(lv));
-        }
+        let inits = self.gets(op, &op.operands)?;
+        let (mut types, mut init_vals) = (vec![], vec![]);
+        self.flatten_all(&inits, &mut types, &mut init_vals);
         let region = &op.regions[0];
         let Some(y) = region.ops.last().filter(|y| !y.operands.is_empty()) else {
             return err(op, "'tile.while' yields its continue flag first");

@@ -128,11 +128,7 @@ pub(crate) fn float_op<'c, 'm>(
 
 impl<'c, 'm> Lowerer<'c, 'm, '_> {
     pub(super) fn lower_elementwise(&mut self, op: &Operation) -> R<()> {
-        let args: Vec<Lv<'c, 'm>> = op
-            .operands
-            .iter()
-            .map(|&v| self.get(op, v))
-            .collect::<R<_>>()?;
+        let args = self.gets(op, &op.operands)?;
         let lv = match args.first() {
             Some(Lv::Scalar(a)) => {
                 let t = a.t;

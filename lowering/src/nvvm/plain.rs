@@ -114,6 +114,11 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             .ok_or_else(|| Diagnostic::error(op.loc.clone(), "internal error: operand not lowered"))
     }
 
+    /// The lowered values of `vs`, in order.
+    pub fn gets(&self, op: &Operation, vs: &[TileValue]) -> R<Vec<Lv<'c, 'm>>> {
+        vs.iter().map(|&v| self.get(op, v)).collect()
+    }
+
     pub fn scalar(&self, op: &Operation, v: TileValue) -> R<V<'c, 'm>> {
         match self.get(op, v)? {
             Lv::Scalar(s) => Ok(s),

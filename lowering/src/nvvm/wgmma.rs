@@ -70,22 +70,29 @@ impl SmemBuf {
 }
 
 impl<'c, 'm> Lowerer<'c, 'm, '_> {
+    /// The result of `tile.smem_alloc` `op`, its stage count, a stage's shape and the
+    /// element type.
+    pub(super) fn smem_result(
+        &self,
+        op: &Operation,
+    ) -> R<(tilec_dialect::Value, u64, &'_ [u64], ScalarType)> {
+        match op.results.first().map(|&r| (r, self.m.ty(r))) {
+            Some((
+                r,
+                Type::Smem {
+                    stages,
+                    shape,
+                    elem,
+                },
+            )) => Ok((r, *stages, shape, *elem)),
+            _ => err(op, "'tile.smem_alloc' without an smem result"),
+        }
+    }
+
     /// `tile.smem_alloc`.
     pub(super) fn lower_smem_alloc(&mut self, op: &Operation) -> R<()> {
-        let (
-            Some(&r),
-            Some(Type::Smem {
-                stages,
-                shape,
-                elem,
-            }),
-        ) = (
-            op.results.first(),
-            op.results.first().map(|&r| self.m.ty(r)),
-        )
-        else {
-            return err(op, "'tile.smem_alloc' without an smem result");
-        };
+        let (r, stages, shape, elem) = self.smem_result(op)?;
+        let shape = shape.to_vec();
         let swizzle = op.int_attr("swizzle").unwrap_or(0);
         let esize = elem.size_bytes();
         let ok = swizzle == 128
@@ -114,7 +121,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             Lv::Smem(SmemBuf {
                 offset,
                 shape: [shape[0], shape[1]],
-                elem: *elem,
+                elem,
                 stage_bytes,
             }),
         );
