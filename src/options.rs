@@ -299,6 +299,12 @@ pub struct Options {
     /// (`tile-pipeline-loads` `stages`, sm_90a): 2 to 8, or 0 to keep those loads going
     /// through registers (default 2). A tensor so loaded is passed as a `CUtensorMap`.
     pub load_stages: u32,
+    /// Issue a loop's wgmma that reads only TMA rings and loop-invariant operands one
+    /// iteration ahead of its uses (`tile-pipeline-loads` `mma-lookahead`; needs
+    /// `load_stages`): in attention, the next key block's Q·Kᵀ runs under this block's
+    /// softmax (FlashAttention-3's intra-warpgroup overlap). Costs the registers of one
+    /// more result tile. Default false.
+    pub mma_lookahead: bool,
     /// How the epilogue stores C (default [`EpilogueStore::Direct`]).
     pub epilogue: EpilogueStore,
     /// Promotion of fp8 MMA results into the f32 sum (default [`Promote::Auto`]).
@@ -347,6 +353,7 @@ impl Options {
             target,
             stages: 4,
             load_stages: 2,
+            mma_lookahead: false,
             epilogue: EpilogueStore::Direct,
             promote: Promote::Auto,
             emit: Emit::Ptx,
@@ -367,6 +374,7 @@ impl Options {
     setters! {
         with_stages: stages: u32,
         with_load_stages: load_stages: u32,
+        with_mma_lookahead: mma_lookahead: bool,
         with_epilogue: epilogue: EpilogueStore,
         with_promote: promote: Promote,
         with_emit: emit: Emit,
@@ -404,6 +412,7 @@ impl Options {
         "target",
         "stages",
         "load_stages",
+        "mma_lookahead",
         "epilogue",
         "promote",
         "emit",
@@ -453,6 +462,7 @@ impl Options {
             }
             "stages" => self.stages = num("stages", value)?,
             "load_stages" => self.load_stages = num("load_stages", value)?,
+            "mma_lookahead" => self.mma_lookahead = flag("mma_lookahead", value)?,
             "epilogue" => self.epilogue = value.parse()?,
             "promote" => self.promote = value.parse()?,
             "emit" => self.emit = value.parse()?,
@@ -483,7 +493,8 @@ impl Options {
     ///
     /// # Errors
     /// The first option found wrong, with the reason:
-    /// - `stages` outside 2 to 8; `load_stages` neither 0 nor 2 to 8;
+    /// - `stages` outside 2 to 8; `load_stages` neither 0 nor 2 to 8; `mma_lookahead` with
+    ///   `load_stages` 0;
     /// - `schedule` `clc` on a target without `clusterlaunchcontrol.try_cancel` (sm_90,
     ///   sm_90a);
     /// - `cluster` other than 1, 2 or 4 along x; more than 1 without the `clc` schedule, or
@@ -499,6 +510,12 @@ impl Options {
             return err(
                 "stages",
                 format!("{} is out of range: 2 to 8 ring slots", self.stages),
+            );
+        }
+        if self.mma_lookahead && self.load_stages == 0 {
+            return err(
+                "mma_lookahead",
+                "a wgmma is issued ahead only from TMA rings, and load_stages is 0 (none)".into(),
             );
         }
         if self.load_stages != 0 && !(2..=8).contains(&self.load_stages) {
@@ -641,8 +658,13 @@ impl Options {
         // iterations.
         if self.load_stages != 0 {
             p.push_str(&format!(
-                ",tile-pipeline-loads{{stages={}}}",
-                self.load_stages
+                ",tile-pipeline-loads{{stages={}{}}}",
+                self.load_stages,
+                if self.mma_lookahead {
+                    " mma-lookahead=true"
+                } else {
+                    ""
+                }
             ));
         }
         if tilec_passes::lookup("async-wait-placement").is_some() {

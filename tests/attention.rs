@@ -173,14 +173,18 @@ fn attention_examples_match_an_f64_reference_as_written_and_laid_out() {
                 clc_steals: 2,
                 ..Limits::default()
             };
-            for (target, source, limits) in [
-                (Target::Sm90a, &src, Limits::default()),
-                (Target::Sm90, &src, Limits::default()),
-                (Target::Sm100a, &src, Limits::default()),
-                (Target::Sm90a, &static_, ctas(3)),
-                (Target::Sm100, &clc, steals),
+            // With mma_lookahead, Q·Kᵀ of the next key block is issued before this block's
+            // softmax, and the loop carries it.
+            for (target, source, limits, ahead) in [
+                (Target::Sm90a, &src, Limits::default(), false),
+                (Target::Sm90a, &src, Limits::default(), true),
+                (Target::Sm90, &src, Limits::default(), false),
+                (Target::Sm100a, &src, Limits::default(), false),
+                (Target::Sm90a, &static_, ctas(3), false),
+                (Target::Sm90a, &static_, ctas(3), true),
+                (Target::Sm100, &clc, steals, false),
             ] {
-                let mut o = Options::new(target);
+                let mut o = Options::new(target).with_mma_lookahead(ahead);
                 o.emit = Emit::Tile;
                 let k = compile(
                     Input::Text {
@@ -193,6 +197,8 @@ fn attention_examples_match_an_f64_reference_as_written_and_laid_out() {
                 if target == Target::Sm90a {
                     let rings = k.text.matches("tile.tma_load").count();
                     assert!(rings >= 4, "{example}: K and V not pipelined:\n{}", k.text);
+                    let pending_one = k.text.contains("{pending = 1}");
+                    assert_eq!(pending_one, ahead, "{example}: waits\n{}", k.text);
                 }
                 let laid = interpret(&k.text, kernel, c, &qkv, limits);
                 assert_eq!(

@@ -300,6 +300,9 @@ pub(crate) struct Facts<'k> {
     pub scope_ends: HashMap<OpId, BTreeSet<Slot>>,
     /// The A-fragment slots of the register-A wgmmas.
     fragments: BTreeSet<Slot>,
+    /// For each loop `tile.yield`, the (yielded value, carried argument) pairs it copies:
+    /// the argument is used after the value's definition, so the two cannot share registers.
+    yield_copies: HashMap<OpId, Vec<(Value, Value)>>,
 }
 
 thread_local! {
@@ -389,6 +392,7 @@ impl<'k> Facts<'k> {
             kernel_warpgroups: 1,
             scope_ends: HashMap::new(),
             fragments: BTreeSet::new(),
+            yield_copies: HashMap::new(),
         };
         kernel.walk(&mut |o| {
             let id = f.ops.len() as OpId;
@@ -446,15 +450,29 @@ impl<'k> Facts<'k> {
                     // keeps one set for all its positions: copying it would need a wait.)
                     let mut inits = HashSet::new();
                     for (i, &r) in o.results.iter().enumerate() {
+                        let a = b.args.get(arg_at + i).copied();
+                        let yv = y.and_then(|y| y.operands.get(yield_at + i)).copied();
+                        // A carried argument still used after the body defines the value
+                        // yielded into it lives beside that value: the back edge copies
+                        // the value into the argument's registers (the yield reads one
+                        // and writes the other).
+                        let copied = match (a, yv) {
+                            (Some(a), Some(yv)) if interferes(b, a, yv) => {
+                                let yi = f.id(y.expect("a yield"));
+                                f.yield_copies.entry(yi).or_default().push((yv, a));
+                                Some(a)
+                            }
+                            _ => None,
+                        };
                         if let Some(&init) = o.operands.get(init_at + i) {
                             if inits.insert(init) || !settled.contains(&init) {
-                                uf.union(r, init);
+                                uf.union(copied.unwrap_or(r), init);
                             }
                         }
-                        if let Some(&a) = b.args.get(arg_at + i) {
+                        if let (Some(a), None) = (a, copied) {
                             uf.union(r, a);
                         }
-                        if let Some(&yv) = y.and_then(|y| y.operands.get(yield_at + i)) {
+                        if let Some(yv) = yv {
                             uf.union(r, yv);
                         }
                     }
@@ -915,6 +933,15 @@ impl<'k> Facts<'k> {
         }
         match op.kind {
             OpKind::Mma if self.groups.contains_key(&id) => a.wgmma = Some(id),
+            OpKind::Yield if self.yield_copies.contains_key(&id) => {
+                for &(yv, arg) in &self.yield_copies[&id] {
+                    for v in [yv, arg] {
+                        if self.is_reg(v) {
+                            a.regs.insert(self.slot(v));
+                        }
+                    }
+                }
+            }
             OpKind::Yield
             | OpKind::For
             | OpKind::While
@@ -1113,4 +1140,38 @@ mod tests {
             assert!(StageSym::Below(4).may_alias(prev));
         });
     }
+}
+
+/// Whether carried argument `arg` of loop body `b` is used (at any depth) by an op after
+/// the top-level op that defines `yielded`. Values are followed through `tile.wait_group`
+/// ties, which share registers (so the answer is the same before and after waits are
+/// placed): `yielded` back to the value it ties, and `arg` forward to every tie of it. A
+/// value defined outside the body, or yielded from an argument, does not interfere.
+fn interferes(b: &Block, arg: Value, yielded: Value) -> bool {
+    let mut tied: HashMap<Value, Value> = HashMap::new();
+    for o in &b.ops {
+        o.walk(&mut |x| {
+            if x.kind == OpKind::WaitGroup {
+                tied.extend(x.results.iter().copied().zip(x.operands.iter().copied()));
+            }
+        });
+    }
+    let origin = |mut v: Value| {
+        while let Some(&w) = tied.get(&v) {
+            v = w;
+        }
+        v
+    };
+    let y = origin(yielded);
+    let Some(d) = b.ops.iter().position(|o| o.results.contains(&y)) else {
+        return false;
+    };
+    let mut used = false;
+    for o in &b.ops[d + 1..] {
+        if o.kind == OpKind::Yield {
+            break;
+        }
+        o.walk(&mut |x| used |= x.operands.iter().any(|&v| origin(v) == arg));
+    }
+    used
 }

@@ -130,6 +130,9 @@ pub struct Simulator<'m> {
     /// values are all defined in it or below it and which it does not yield: they are free
     /// after it.
     frees: FxHashMap<usize, FxHashSet<u32>>,
+    /// For each loop `tile.yield` (by address), the (yielded, carried argument) pairs whose
+    /// registers differ: the back edge copies one into the other.
+    copies: FxHashMap<usize, Vec<(Value, Value)>>,
     /// The rings each barrier guards (none known: every ring).
     bar_ring: FxHashMap<Value, Vec<Value>>,
     /// Stage count of every ring.
@@ -401,7 +404,7 @@ impl<'m> Simulator<'m> {
                 overwritten.insert(r);
             }
         }
-        let slot = register_sets(&ops);
+        let (slot, copies) = register_sets(&ops);
         let frees = kernel
             .regions
             .first()
@@ -410,6 +413,7 @@ impl<'m> Simulator<'m> {
         Simulator {
             exact,
             frees,
+            copies,
             small: (0..1024).map(|v| Rc::new(Expr::K(v))).collect(),
             m,
             live,
@@ -530,7 +534,7 @@ impl<'m> Simulator<'m> {
 }
 
 /// Register sets (see the module docs), as a map from value to set id.
-fn register_sets(ops: &[&Operation]) -> FxHashMap<Value, u32> {
+fn register_sets(ops: &[&Operation]) -> RegisterSets {
     let mut p: HashMap<Value, Value> = HashMap::new();
     fn find(p: &mut HashMap<Value, Value>, v: Value) -> Value {
         let mut r = v;
@@ -549,6 +553,7 @@ fn register_sets(ops: &[&Operation]) -> FxHashMap<Value, u32> {
             p.insert(ra, rb);
         }
     };
+    let mut copies: FxHashMap<usize, Vec<(Value, Value)>> = FxHashMap::default();
     let mut settled = HashSet::new();
     for o in ops {
         if is_settled(o) {
@@ -591,17 +596,25 @@ fn register_sets(ops: &[&Operation]) -> FxHashMap<Value, u32> {
                     ys.get(1..).unwrap_or(&[])
                 };
                 let mut seen = HashSet::new();
+                let live = live_after_def(&o.regions[0]);
                 for (k, &arg) in args.iter().enumerate() {
                     if let Some(&init) = inits.get(k) {
                         if seen.insert(init) || !settled.contains(&init) {
                             union(&mut p, init, arg);
                         }
                     }
-                    if let Some(&y) = ys.get(k) {
-                        union(&mut p, arg, y);
+                    let y = ys.get(k).copied();
+                    let apart = y.is_some_and(|y| live(arg, y));
+                    if let (Some(y), Some(last)) = (y, o.regions[0].ops.last()) {
+                        if apart {
+                            let at = last as *const Operation as usize;
+                            copies.entry(at).or_insert_with(Vec::new).push((y, arg));
+                        } else {
+                            union(&mut p, arg, y);
+                        }
                     }
                     if let Some(&r) = o.results.get(k) {
-                        union(&mut p, arg, r);
+                        union(&mut p, if apart { y.unwrap_or(arg) } else { arg }, r);
                     }
                 }
             }
@@ -628,7 +641,52 @@ fn register_sets(ops: &[&Operation]) -> FxHashMap<Value, u32> {
             all.extend(b.args.iter().copied());
         }
     }
-    all.into_iter().map(|v| (v, find(&mut p, v).0)).collect()
+    let slots = all.into_iter().map(|v| (v, find(&mut p, v).0)).collect();
+    (slots, copies)
+}
+
+/// Register sets by value, and the back-edge copies of each loop yield (by address).
+type RegisterSets = (
+    FxHashMap<Value, u32>,
+    FxHashMap<usize, Vec<(Value, Value)>>,
+);
+
+/// For a loop body: whether a carried argument is still read once the value yielded into it
+/// exists, so that the two need registers of their own. Reads are looked for in the ops
+/// after the one defining the yielded value; both values are taken through the waits that
+/// tie them (a wait's results are its operands' registers).
+fn live_after_def(body: &Block) -> impl Fn(Value, Value) -> bool + '_ {
+    let mut through: HashMap<Value, Value> = HashMap::new();
+    for o in &body.ops {
+        o.walk(&mut |x| {
+            if x.kind == OpKind::WaitGroup {
+                for (&r, &a) in x.results.iter().zip(&x.operands) {
+                    through.insert(r, a);
+                }
+            }
+        });
+    }
+    move |arg: Value, y: Value| {
+        let root = |v: Value| {
+            let mut v = v;
+            while let Some(&a) = through.get(&v) {
+                v = a;
+            }
+            v
+        };
+        let y = root(y);
+        let Some(def) = body.ops.iter().position(|o| o.results.contains(&y)) else {
+            return false;
+        };
+        let mut read = false;
+        for o in body.ops[def + 1..]
+            .iter()
+            .take_while(|o| o.kind != OpKind::Yield)
+        {
+            o.walk(&mut |x| read |= x.operands.iter().any(|&v| root(v) == arg));
+        }
+        read
+    }
 }
 
 /// Which rings each barrier guards: those a TMA copy fills after a wait on the barrier, in
@@ -954,6 +1012,7 @@ impl Run<'_, '_> {
                     self.op(w)?;
                 }
                 self.fragments_end(b, op)?;
+                self.back_edge_copies(op)?;
                 return Ok(op.operands.clone());
             }
             match self.change(op) {
@@ -1430,6 +1489,34 @@ impl Run<'_, '_> {
             a,
             stages,
         });
+        Ok(())
+    }
+
+    /// At a loop's `tile.yield`: the copies from yielded values into carried arguments
+    /// that do not share their registers read and write both.
+    fn back_edge_copies(&mut self, y: &Operation) -> Res<()> {
+        let Some(pairs) = self.s.copies.get(&(y as *const Operation as usize)).cloned() else {
+            return Ok(());
+        };
+        for (v, arg) in pairs {
+            for x in [v, arg] {
+                if !self.is_tile(x) {
+                    continue;
+                }
+                let s = self.s.slot[&x];
+                if let Some(g) = self.q.pending().find(|g| g.acc == s || g.a == Some(s)) {
+                    return Err((
+                        y.loc.clone(),
+                        format!(
+                            "the loop's back edge copies registers of the wgmma group of {} \
+                                while it is pending",
+                            self.group_at(g.op)
+                        ),
+                    ));
+                }
+                self.q.dirty.insert(s);
+            }
+        }
         Ok(())
     }
 

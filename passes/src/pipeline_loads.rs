@@ -79,12 +79,22 @@ pub static INFO: PassInfo = PassInfo {
         Example: tile-opt --pass-pipeline='tile-assign-layouts{target=sm_90a},\
         tile-dot-to-wgmma,dce,tile-pipeline-loads{stages=2},async-wait-placement' \
         examples/attention_fwd.tile",
-    options: &[OptionInfo {
-        name: "stages",
-        kind: OptionKind::UInt,
-        default: "2",
-        help: "Ring depth, 2 to 8: copies run up to stages - 1 iterations ahead",
-    }],
+    options: &[
+        OptionInfo {
+            name: "stages",
+            kind: OptionKind::UInt,
+            default: "2",
+            help: "Ring depth, 2 to 8: copies run up to stages - 1 iterations ahead",
+        },
+        OptionInfo {
+            name: "mma-lookahead",
+            kind: OptionKind::Bool,
+            default: "false",
+            help: "Issue a wgmma that reads only rings and loop-invariant operands one \
+                iteration ahead of its uses, carrying its result (FlashAttention-3's \
+                intra-warpgroup overlap)",
+        },
+    ],
 };
 
 /// The largest TMA box dimension, in elements (PTX ISA §5.5.1, tensor-map box size).
@@ -97,6 +107,8 @@ const SWIZZLE_BYTES: u64 = 128;
 pub struct PipelineLoads {
     /// Ring depth.
     pub stages: u64,
+    /// Whether wgmmas that qualify are issued one iteration ahead (see the module docs).
+    pub mma_lookahead: bool,
 }
 
 impl PipelineLoads {
@@ -111,7 +123,10 @@ impl PipelineLoads {
                 "tile-pipeline-loads option 'stages' must be 2 to 8, found {stages}"
             ));
         }
-        Ok(PipelineLoads { stages })
+        Ok(PipelineLoads {
+            stages,
+            mma_lookahead: o.bool("mma-lookahead"),
+        })
     }
 }
 
@@ -121,7 +136,7 @@ impl Pass for PipelineLoads {
     }
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<(), Diagnostics> {
         let mut kernels = std::mem::take(&mut m.ops);
-        let mut n = 0;
+        let (mut n, mut ahead) = (0, 0);
         for k in &mut kernels {
             if k.kind != OpKind::Kernel || k.regions.is_empty() || k.int_attr("num_warps").is_none()
             {
@@ -140,15 +155,19 @@ impl Pass for PipelineLoads {
             let mut rw = Rewrite {
                 m,
                 stages: self.stages,
+                lookahead: self.mma_lookahead,
+                issued_ahead: 0,
                 cands,
                 next_loop: 0,
             };
             let mut body = std::mem::take(&mut k.regions[0]);
             rw.block(&mut body);
             k.regions[0] = body;
+            ahead += rw.issued_ahead;
         }
         m.ops = kernels;
         cx.stat("loads-pipelined", n);
+        cx.stat("mmas-issued-ahead", ahead);
         Ok(())
     }
 }
@@ -423,6 +442,10 @@ fn candidate(
 struct Rewrite<'a> {
     m: &'a mut Module,
     stages: u64,
+    /// The `mma-lookahead` option.
+    lookahead: bool,
+    /// How many wgmmas were issued ahead.
+    issued_ahead: u64,
     cands: Vec<Cand>,
     /// The pre-order number of the next `tile.for`.
     next_loop: u32,
@@ -531,6 +554,13 @@ impl Rewrite<'_> {
                 stage: None,
             });
         }
+        // The wgmmas issued one iteration ahead, and the rings only they read.
+        let ahead = if self.lookahead {
+            lookahead_mmas(self.m, &f, &rings)
+        } else {
+            vec![]
+        };
+        let ahead_ring = |ri: usize| ahead.iter().any(|a| a.rings.contains(&ri));
         // The body's scalar integer ops, which the coordinates of a later iteration repeat.
         let index_defs: HashMap<Value, Operation> = f.regions[0]
             .ops
@@ -538,13 +568,20 @@ impl Rewrite<'_> {
             .filter(|o| is_index_op(o.kind) && o.regions.is_empty())
             .flat_map(|o| o.results.first().map(|&r| (r, o.clone())))
             .collect();
-        // The prologue: the copies of iterations 0 .. S-2.
+        // The prologue: the copies of iterations 0 .. S-2, and S-1 for the rings of wgmmas
+        // issued ahead (whose copies run one iteration further ahead).
         let mut e = Emit {
             m: self.m,
             out,
             loc: loc.clone(),
         };
-        for j in 0..s - 1 {
+        for j in 0..s {
+            let now: Vec<usize> = (0..rings.len())
+                .filter(|&ri| j + 1 < s || ahead_ring(ri))
+                .collect();
+            if now.is_empty() {
+                continue;
+            }
             let cj = e.constant(j as i64);
             let at = if j == 0 {
                 lb
@@ -553,16 +590,57 @@ impl Rewrite<'_> {
                 e.index(OpKind::AddI, lb, off)
             };
             let go = e.less(at, ub);
-            for r in &rings {
-                copy(&mut e, &index_defs, iv, at, go, r, cj);
+            for ri in now {
+                copy(&mut e, &index_defs, iv, at, go, &rings[ri], cj);
             }
         }
-        // The body: at each load, the copy S-1 iterations ahead and the wait for this one.
+        // Iteration 0's issue of each wgmma issued ahead. Its barrier waits are skipped when
+        // the loop runs no iteration (no copy was issued); the wgmma then reads a stage no
+        // copy writes, and its result is not used.
+        let mut inits = vec![];
+        if !ahead.is_empty() {
+            let c0 = e.constant(0);
+            let go = e.less(lb, ub);
+            for a in &ahead {
+                let waits: Vec<Operation> = a
+                    .rings
+                    .iter()
+                    .map(|&ri| wait_op(&e.loc, rings[ri].full, c0, c0))
+                    .collect();
+                guarded(&mut e, go, waits);
+                let p = tilec_dialect::ops::mma_operands(&a.op).expect("an mma");
+                let acc = match &a.zeros {
+                    Some(z) => {
+                        let r = e.m.new_value(e.m.ty(p.acc).clone(), None);
+                        let mut z = z.clone();
+                        z.results = vec![r];
+                        e.out.push(z);
+                        r
+                    }
+                    None => p.acc,
+                };
+                inits.push(issue(&mut e, a, &rings, c0, acc));
+            }
+        }
+        // The body: at each load, the copy S-1 iterations ahead and the wait for this one;
+        // at a wgmma issued ahead, the next iteration's issue, and after the first use of
+        // this iteration's (carried) result, the copies into the stages it read.
+        let carried: Vec<Value> = ahead
+            .iter()
+            .map(|a| self.m.new_value(self.m.ty(a.op.results[0]).clone(), None))
+            .collect();
+        let subst: HashMap<Value, Value> = ahead
+            .iter()
+            .zip(&carried)
+            .map(|(a, &c)| (a.op.results[0], c))
+            .collect();
+        let mut next = vec![None; ahead.len()];
+        let mut pending: Vec<(usize, Iteration)> = vec![];
         let ops = std::mem::take(&mut f.regions[0].ops);
         let mut body = vec![];
         let mut counter: Option<Iteration> = None;
         let mut skip_sync = 0;
-        for o in ops {
+        for mut o in ops {
             if skip_sync > 0 && matches!(o.kind, OpKind::FenceProxyAsync | OpKind::Barrier) {
                 skip_sync -= 1;
                 continue;
@@ -579,29 +657,95 @@ impl Rewrite<'_> {
             if o.kind != OpKind::Load && chained {
                 continue;
             }
+            if let Some(ai) = ahead.iter().position(|a| o.results == a.op.results) {
+                let mut e = Emit {
+                    m: self.m,
+                    out: &mut body,
+                    loc: o.loc.clone(),
+                };
+                let nx = e.index(OpKind::AddI, iv, step);
+                let go = e.less(nx, ub);
+                let it = Iteration::emit(&mut e, [nx, lb, ub, step], s);
+                let waits: Vec<Operation> = ahead[ai]
+                    .rings
+                    .iter()
+                    .map(|&ri| wait_op(&e.loc, rings[ri].full, it.stage, it.phase))
+                    .collect();
+                guarded(&mut e, go, waits);
+                let acc = tilec_dialect::ops::mma_operands(&o).expect("an mma").acc;
+                next[ai] = Some(issue(&mut e, &ahead[ai], &rings, it.stage, acc));
+                pending.push((ai, it));
+                continue;
+            }
+            o.walk_mut(&mut |x| {
+                for v in &mut x.operands {
+                    if let Some(&c) = subst.get(v) {
+                        *v = c;
+                    }
+                }
+            });
+            if o.kind == OpKind::Yield {
+                let mut e = Emit {
+                    m: self.m,
+                    out: &mut body,
+                    loc: o.loc.clone(),
+                };
+                for (ai, it) in std::mem::take(&mut pending) {
+                    refill(&mut e, &index_defs, iv, &rings, &ahead[ai], it);
+                }
+                o.operands.extend(next.iter().flatten());
+                body.push(o);
+                continue;
+            }
             let Some(ri) = o
                 .results
                 .first()
                 .and_then(|&v| rings.iter().position(|r| r.cand.load == v))
             else {
+                let mut used = HashSet::new();
+                o.walk(&mut |x| used.extend(x.operands.iter().copied()));
+                let loc = o.loc.clone();
                 body.push(o);
+                let (now, later): (Vec<_>, Vec<_>) = std::mem::take(&mut pending)
+                    .into_iter()
+                    .partition(|(ai, _)| used.contains(&carried[*ai]));
+                pending = later;
+                let mut e = Emit {
+                    m: self.m,
+                    out: &mut body,
+                    loc,
+                };
+                for (ai, it) in now {
+                    refill(&mut e, &index_defs, iv, &rings, &ahead[ai], it);
+                }
                 continue;
             };
+            if ahead_ring(ri) {
+                continue;
+            }
             let mut e = Emit {
                 m: self.m,
                 out: &mut body,
                 loc: o.loc.clone(),
             };
             let Iteration {
-                ahead,
+                ahead: at,
                 go,
                 stage,
                 phase,
                 next,
             } = *counter.get_or_insert_with(|| Iteration::emit(&mut e, [iv, lb, ub, step], s));
-            copy(&mut e, &index_defs, iv, ahead, go, &rings[ri], next);
+            copy(&mut e, &index_defs, iv, at, go, &rings[ri], next);
             e.op(OpKind::MbarrierWait, &[rings[ri].full, stage, phase], None);
             rings[ri].stage = Some(stage);
+        }
+        self.issued_ahead += ahead.len() as u64;
+        f.operands.extend(inits);
+        f.regions[0].args.extend(carried.iter().copied());
+        for a in &ahead {
+            let ty = self.m.ty(a.op.results[0]).clone();
+            let r = self.m.new_value(ty, None);
+            f.results.push(r);
         }
         f.regions[0].ops = body;
         // The wgmma reads: each pipelined ring at its iteration's stage.
@@ -758,4 +902,154 @@ fn recompute(
     e.out.push(c);
     memo.insert(v, r);
     r
+}
+
+/// A wgmma the `mma-lookahead` option issues one iteration ahead.
+struct Ahead {
+    /// The op, as in the body.
+    op: Operation,
+    /// The rings it reads (indices into the loop's rings), which no other op reads.
+    rings: Vec<usize>,
+    /// The `tile.zeros` of the body that is its accumulator, if that is where it comes from.
+    zeros: Option<Operation>,
+}
+
+/// The wgmmas of loop `f`'s body that can be issued one iteration ahead of their uses: each
+/// is directly in the body, reads at least one of `rings` and nothing else from the body (its
+/// other operands are defined outside the loop, and no op in the loop writes a buffer among
+/// them; its accumulator may be a `tile.zeros` of the body), and is the only reader of each
+/// ring it reads.
+fn lookahead_mmas(m: &Module, f: &Operation, rings: &[Ring]) -> Vec<Ahead> {
+    let mut inside = HashSet::new();
+    let mut written = HashSet::new();
+    let mut readers: HashMap<Value, usize> = HashMap::new();
+    for r in &f.regions {
+        inside.extend(r.args.iter().copied());
+        for o in &r.ops {
+            o.walk(&mut |x| {
+                inside.extend(x.results.iter().copied());
+                for g in &x.regions {
+                    inside.extend(g.args.iter().copied());
+                }
+                match x.kind {
+                    OpKind::SmemStore | OpKind::TmaLoad => {
+                        written.extend(x.operands.get(1).copied());
+                    }
+                    OpKind::Mma => {
+                        if let Some(p) = tilec_dialect::ops::mma_operands(x) {
+                            *readers.entry(p.a).or_default() += 1;
+                            if p.b != p.a {
+                                *readers.entry(p.b).or_default() += 1;
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            });
+        }
+    }
+    let zeros: HashMap<Value, &Operation> = f.regions[0]
+        .ops
+        .iter()
+        .filter(|o| o.kind == OpKind::Zeros && o.operands.is_empty())
+        .flat_map(|o| o.results.first().map(|&r| (r, o)))
+        .collect();
+    let mut out = vec![];
+    for o in &f.regions[0].ops {
+        let Some(p) = tilec_dialect::ops::mma_operands(o).filter(|_| o.kind == OpKind::Mma) else {
+            continue;
+        };
+        if o.results.len() != 1 || !o.regions.is_empty() {
+            continue;
+        }
+        let ring_of = |v: Value| rings.iter().position(|r| r.cand.buf == v);
+        let mut mine = vec![];
+        let mut ok = true;
+        for (v, stage) in [(p.a, p.stage_a), (p.b, p.stage_b)] {
+            match ring_of(v) {
+                Some(ri) => {
+                    ok &= readers.get(&v) == Some(&1);
+                    if !mine.contains(&ri) {
+                        mine.push(ri);
+                    }
+                }
+                None => {
+                    let smem = matches!(m.try_ty(v), Some(Type::Smem { .. }));
+                    ok &= !inside.contains(&v)
+                        && !(smem && written.contains(&v))
+                        && !(smem && inside.contains(&stage));
+                }
+            }
+        }
+        let zero = zeros.get(&p.acc).map(|z| (*z).clone());
+        ok &= zero.is_some() || !inside.contains(&p.acc);
+        if ok && !mine.is_empty() {
+            out.push(Ahead {
+                op: o.clone(),
+                rings: mine,
+                zeros: zero,
+            });
+        }
+    }
+    out
+}
+
+/// `tile.mbarrier_wait %full, %stage, %phase`.
+fn wait_op(loc: &Location, full: Value, stage: Value, phase: Value) -> Operation {
+    let mut o = Operation::new(OpKind::MbarrierWait, loc.clone());
+    o.operands = vec![full, stage, phase];
+    o
+}
+
+/// Appends `tile.if %go { ops }`.
+fn guarded(e: &mut Emit, go: Value, mut ops: Vec<Operation>) {
+    ops.push(Operation::new(OpKind::Yield, e.loc.clone()));
+    let mut o = Operation::new(OpKind::If, e.loc.clone());
+    o.operands = vec![go];
+    o.regions = vec![
+        Block { args: vec![], ops },
+        Block {
+            args: vec![],
+            ops: vec![Operation::new(OpKind::Yield, e.loc.clone())],
+        },
+    ];
+    e.out.push(o);
+}
+
+/// Appends wgmma `a` reading its rings at `stage`, with accumulator `acc`; returns its result.
+fn issue(e: &mut Emit, a: &Ahead, rings: &[Ring], stage: Value, acc: Value) -> Value {
+    let p = tilec_dialect::ops::mma_operands(&a.op).expect("an mma");
+    let at = |v: Value, s: Value| {
+        if a.rings.iter().any(|&ri| rings[ri].cand.buf == v) {
+            stage
+        } else {
+            s
+        }
+    };
+    let (sa, sb) = (at(p.a, p.stage_a), at(p.b, p.stage_b));
+    let mut o = a.op.clone();
+    o.operands = if sa == sb {
+        vec![p.a, p.b, sa, acc]
+    } else {
+        vec![p.a, p.b, sa, sb, acc]
+    };
+    let r = e.m.new_value(e.m.ty(a.op.results[0]).clone(), None);
+    o.results = vec![r];
+    e.out.push(o);
+    r
+}
+
+/// Appends the copies into the stages wgmma `a` read this iteration: each of its rings,
+/// `stages` iterations ahead (`it` is the next iteration's [`Iteration`]).
+fn refill(
+    e: &mut Emit,
+    defs: &HashMap<Value, Operation>,
+    iv: Value,
+    rings: &[Ring],
+    a: &Ahead,
+    it: Iteration,
+) {
+    for &ri in &a.rings {
+        copy(e, defs, iv, it.ahead, it.go, &rings[ri], it.next);
+    }
 }

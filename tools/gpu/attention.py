@@ -19,9 +19,11 @@ Per case:
     (where torch runs them), against the same reference; the check passes when tilec's
     error is at most 1.01 times the larger of theirs (and at most 2e-2 when neither runs).
 
---time also times (4, 32, 4096, D) non-causal and causal against torch's bf16 SDPA
-(cuDNN) with run.py's `time_events` (CUDA events, 5 warm-up launches, median of 20) and
-prints TFLOP/s (4·B·H·SQ·SKV·D, halved when causal). Exit status 1 if any check fails.
+--time also times each kernel on the shapes of SHAPES with its head dim (#19's: B, H, S, D),
+against torch's bf16 SDPA with the cuDNN and the flash (FA2) backends, with run.py's
+`time_events` (CUDA events, 5 warm-up launches, median of 20), and prints TFLOP/s
+(4·B·H·S²·D, halved when causal) and tilec's speed relative to each. Exit status 1 if any
+check fails.
 """
 import argparse
 import math
@@ -102,18 +104,32 @@ def check(kern, d, causal, case, seed):
     return ok
 
 
+# #19's shapes (B, H, S, D); each kernel is timed on those of its head dim.
+SHAPES = [(4, 32, 4096, 128), (8, 16, 2048, 128), (16, 16, 1024, 64), (2, 16, 8192, 128),
+          (2, 16, 8192, 256)]
+
+
 def bench(kern, d, causal):
-    case = (4, 32, 32, 4096, 4096)
-    b, h, hkv, sq, skv = case
-    q, k, v = inputs(case, d, 0)
-    out = torch.empty(b * h, sq, d, device=DEV, dtype=torch.bfloat16)
-    launch = run_kernel(kern, q, k, v, out)
-    flop = 4 * b * h * sq * skv * d / (2 if causal else 1)
-    ours = time_events(launch, 20)
-    cud = time_events(lambda: sdpa(q, k, v, causal, SDPBackend.CUDNN_ATTENTION), 20)
-    print("  time %s d=%d %s: tilec %.3f ms (%.0f TFLOP/s), cudnn %.3f ms (%.0f TFLOP/s)" % (
-        case, d, "causal" if causal else "non-causal", ours, flop / ours / 1e9, cud,
-        flop / cud / 1e9), flush=True)
+    for (b, h, s, dd) in SHAPES:
+        if dd != d:
+            continue
+        case = (b, h, h, s, s)
+        q, k, v = inputs(case, d, 0)
+        out = torch.empty(b * h, s, d, device=DEV, dtype=torch.bfloat16)
+        launch = run_kernel(kern, q, k, v, out)
+        flop = 4 * b * h * s * s * d / (2 if causal else 1)
+        ours = time_events(launch, 20)
+        line = "  time %s d=%d %s: tilec %.3f ms (%.0f TFLOP/s)" % (
+            (b, h, s, d), d, "causal" if causal else "non-causal", ours, flop / ours / 1e9)
+        for name, be in (("cudnn", SDPBackend.CUDNN_ATTENTION),
+                         ("fa2", SDPBackend.FLASH_ATTENTION)):
+            try:
+                t = time_events(lambda: sdpa(q, k, v, causal, be), 20)
+                line += ", %s %.3f ms (%.0f TFLOP/s, tilec %.2fx)" % (
+                    name, t, flop / t / 1e9, t / ours)
+            except RuntimeError:
+                line += ", %s n/a" % name
+        print(line, flush=True)
 
 
 def main():

@@ -12,7 +12,8 @@
 # OUT/TARGET/NAME.ptxas. OUT/sm_90a-persistent/ holds D = 64 and 128 made persistent
 # (`persistent{schedule=static group_m=8}` before `tile-assign-layouts`, through tile-opt):
 # the launcher starts min(tiles, SMs) CTAs, each looping over (query block, head, batch)
-# tiles.
+# tiles. OUT/sm_90a-lookahead/ and OUT/sm_90a-persistent-lookahead/ are the same builds with
+# `--mma-lookahead true` (the next key block's Q·Kᵀ issued before this block's softmax).
 #
 # Usage: tools/gpu/build_attention.sh [OUT] (after `cargo build --release`; uses
 # target/release/tile-compile, or TILE_COMPILE).
@@ -33,6 +34,10 @@ for e in attention_fwd attention_fwd_causal; do
                 >"$tmp/p" 2>&1 || { cat "$tmp/p"; exit 1; }
             mv "$tmp/p" "$out/$t/${e}_d$d.ptxas"
         done
+        mkdir -p "$out/sm_90a-lookahead"
+        "$tc" "$tmp/${e}_d$d.tile" --target sm_90a -o "$out/sm_90a-lookahead" --emit cubin \
+            --ptxas --mma-lookahead true >"$tmp/p" 2>&1 || { cat "$tmp/p"; exit 1; }
+        mv "$tmp/p" "$out/sm_90a-lookahead/${e}_d$d.ptxas"
     done
 done
 to=${TILE_OPT:-target/release/tile-opt}
@@ -43,6 +48,9 @@ for e in attention_fwd attention_fwd_causal; do
             --pass-pipeline='persistent{schedule=static group_m=8},tile-assign-layouts{target=sm_90a}'
         "$tc" "$tmp/p.tile" --target sm_90a -o "$out/sm_90a-persistent" --emit cubin --ptxas \
             >"$out/sm_90a-persistent/${e}_d$d.ptxas" 2>&1
+        mkdir -p "$out/sm_90a-persistent-lookahead"
+        "$tc" "$tmp/p.tile" --target sm_90a -o "$out/sm_90a-persistent-lookahead" --emit cubin \
+            --ptxas --mma-lookahead true >"$out/sm_90a-persistent-lookahead/${e}_d$d.ptxas" 2>&1
     done
 done
 grep -H "spill stores\|Used" "$out"/*/*.ptxas

@@ -3,7 +3,8 @@
 //! ```text
 //! tile-compile FILE --target sm_90a|sm_90|sm_100|sm_100a [-o DIR]
 //!              [--emit ptx|mlir|llvm|tile|cubin]
-//!              [--stages N] [--load-stages N] [--epilogue-store direct|tma]
+//!              [--stages N] [--load-stages N] [--mma-lookahead BOOL]
+//!              [--epilogue-store direct|tma]
 //!              [--promote auto|on|off]
 //!              [--schedule static|clc|none|off] [--cluster C] [--group-m G] [--num-warps W]
 //!              [--kernel NAME] [--no-simplify] [-O 0-3]
@@ -76,6 +77,11 @@ struct Cli {
     /// or 0 to keep those loads going through registers.
     #[arg(long, default_value_t = 2, value_parser = load_stages)]
     load_stages: u32,
+    /// Issue a loop's wgmma that reads only TMA rings and loop-invariant operands one
+    /// iteration ahead of its uses, so that it runs under the rest of the body (attention:
+    /// the next Q·Kᵀ under this block's softmax; tile-pipeline-loads mma-lookahead).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_name = "BOOL")]
+    mma_lookahead: bool,
     /// How the epilogue stores C: direct (from the accumulator registers, the default) or
     /// tma (staged in shared memory, stored with TMA; sm_90a; C becomes a tensor map).
     #[arg(
@@ -217,6 +223,7 @@ fn run() -> i32 {
     let mut opts = Options::new(cli.target)
         .with_stages(cli.stages)
         .with_load_stages(cli.load_stages)
+        .with_mma_lookahead(cli.mma_lookahead)
         .with_promote(cli.promote)
         .with_epilogue(cli.epilogue_store)
         .with_group_m(cli.group_m)
