@@ -329,6 +329,12 @@ fn front_end(
             }
         }
     }
+    if opts.ftz {
+        for k in &mut module.ops {
+            k.attrs
+                .insert("ftz".into(), tilec_dialect::Attribute::Bool(true));
+        }
+    }
     timings.push(("parse+verify", t.elapsed()));
     let t = Instant::now();
     let mut pm = PassManager::parse(&opts.pipeline()).map_err(Error::Pipeline)?;

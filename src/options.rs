@@ -305,6 +305,11 @@ pub struct Options {
     /// softmax (FlashAttention-3's intra-warpgroup overlap). Costs the registers of one
     /// more result tile. Default false.
     pub mma_lookahead: bool,
+    /// Flush f32 subnormals to zero on the GPU (sets every kernel's `ftz` attribute; PTX's
+    /// `.ftz`, nvcc's `-ftz=true`): `exp2` becomes one `ex2.approx.ftz.f32` instead of that
+    /// instruction with a subnormal fix-up (three more instructions). Results that would
+    /// be subnormal (below 2⁻¹²⁶ in magnitude) become zero. Default false.
+    pub ftz: bool,
     /// How the epilogue stores C (default [`EpilogueStore::Direct`]).
     pub epilogue: EpilogueStore,
     /// Promotion of fp8 MMA results into the f32 sum (default [`Promote::Auto`]).
@@ -354,6 +359,7 @@ impl Options {
             stages: 4,
             load_stages: 2,
             mma_lookahead: false,
+            ftz: false,
             epilogue: EpilogueStore::Direct,
             promote: Promote::Auto,
             emit: Emit::Ptx,
@@ -375,6 +381,7 @@ impl Options {
         with_stages: stages: u32,
         with_load_stages: load_stages: u32,
         with_mma_lookahead: mma_lookahead: bool,
+        with_ftz: ftz: bool,
         with_epilogue: epilogue: EpilogueStore,
         with_promote: promote: Promote,
         with_emit: emit: Emit,
@@ -413,6 +420,7 @@ impl Options {
         "stages",
         "load_stages",
         "mma_lookahead",
+        "ftz",
         "epilogue",
         "promote",
         "emit",
@@ -463,6 +471,7 @@ impl Options {
             "stages" => self.stages = num("stages", value)?,
             "load_stages" => self.load_stages = num("load_stages", value)?,
             "mma_lookahead" => self.mma_lookahead = flag("mma_lookahead", value)?,
+            "ftz" => self.ftz = flag("ftz", value)?,
             "epilogue" => self.epilogue = value.parse()?,
             "promote" => self.promote = value.parse()?,
             "emit" => self.emit = value.parse()?,
@@ -738,6 +747,8 @@ mod tests {
             ("target", "sm_100a"),
             ("stages", "6"),
             ("load-stages", "3"),
+            ("mma-lookahead", "true"),
+            ("ftz", "true"),
             ("epilogue", "direct"),
             ("promote", "off"),
             ("emit", "mlir"),
@@ -756,6 +767,8 @@ mod tests {
         let want = Options::new(Target::Sm100a)
             .with_stages(6)
             .with_load_stages(3)
+            .with_mma_lookahead(true)
+            .with_ftz(true)
             .with_promote(Promote::Off)
             .with_emit(Emit::Mlir)
             .with_check_waits(false)
@@ -768,7 +781,7 @@ mod tests {
             .with_kernel("@gemm");
         assert_eq!(o, want);
         assert_eq!(o.validate(), Ok(()));
-        assert_eq!(Options::NAMES.len(), 15);
+        assert_eq!(Options::NAMES.len(), 17);
         let e = o.set("stage", "4").unwrap_err();
         assert!(
             e.reason
@@ -791,6 +804,9 @@ mod tests {
         assert_eq!(opt(base().with_load_stages(9)), Err("load_stages"));
         assert_eq!(opt(base().with_load_stages(0)), Ok(()));
         assert_eq!(opt(base().with_load_stages(3)), Ok(()));
+        let ahead = base().with_mma_lookahead(true);
+        assert_eq!(opt(ahead.clone()), Ok(()));
+        assert_eq!(opt(ahead.with_load_stages(0)), Err("mma_lookahead"));
         assert_eq!(opt(base().with_schedule(Schedule::Clc)), Err("schedule"));
         assert_eq!(opt(base().with_cluster(ClusterShape::x(2))), Err("cluster"));
         let clc = |t| Options::new(t).with_schedule(Schedule::Clc);

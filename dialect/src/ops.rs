@@ -66,7 +66,12 @@ define_ops! {
     // ---- structure -------------------------------------------------------------------
     Kernel = "tile.kernel", Structure,
         "A GPU kernel: named arguments, a launch grid expression, one body region ending in \
-            `tile.return`.", "";
+            `tile.return`.",
+        "A GPU kernel: named arguments, a launch grid expression (`grid`), one body region \
+            ending in `tile.return`. With `ftz = true`, f32 arithmetic on the GPU may flush \
+            subnormal inputs and results to a zero of the same sign (PTX's `.ftz`, nvcc's \
+            `-ftz=true`): `ex2.approx.ftz.f32` then needs no subnormal fix-up. The interpreter \
+            computes without flushing.";
     Return = "tile.return", Terminator, "Ends a kernel body.", "";
     For = "tile.for", Structure,
         "Counted loop `for %i = lb to ub step s` with loop-carried values (operands lb, ub, step, \

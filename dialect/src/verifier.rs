@@ -1079,6 +1079,9 @@ impl Verifier<'_> {
                 );
             }
         }
+        if let Some(f) = op.attr("ftz").filter(|a| a.as_bool().is_none()) {
+            self.error(op, format!("'ftz' must be true or false, found {f}"));
+        }
         if let Some(s) = op
             .symbol
             .as_deref()

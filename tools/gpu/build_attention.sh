@@ -13,7 +13,8 @@
 # (`persistent{schedule=static group_m=8}` before `tile-assign-layouts`, through tile-opt):
 # the launcher starts min(tiles, SMs) CTAs, each looping over (query block, head, batch)
 # tiles. OUT/sm_90a-lookahead/ and OUT/sm_90a-persistent-lookahead/ are the same builds with
-# `--mma-lookahead true` (the next key block's Q·Kᵀ issued before this block's softmax).
+# `--mma-lookahead true` (the next key block's Q·Kᵀ issued before this block's softmax);
+# OUT/sm_90a-ftz/ and OUT/sm_90a-ftz-lookahead/ add `--ftz` (f32 subnormals flushed).
 #
 # Usage: tools/gpu/build_attention.sh [OUT] (after `cargo build --release`; uses
 # target/release/tile-compile, or TILE_COMPILE).
@@ -34,10 +35,14 @@ for e in attention_fwd attention_fwd_causal; do
                 >"$tmp/p" 2>&1 || { cat "$tmp/p"; exit 1; }
             mv "$tmp/p" "$out/$t/${e}_d$d.ptxas"
         done
-        mkdir -p "$out/sm_90a-lookahead"
-        "$tc" "$tmp/${e}_d$d.tile" --target sm_90a -o "$out/sm_90a-lookahead" --emit cubin \
-            --ptxas --mma-lookahead true >"$tmp/p" 2>&1 || { cat "$tmp/p"; exit 1; }
-        mv "$tmp/p" "$out/sm_90a-lookahead/${e}_d$d.ptxas"
+        for v in "lookahead --mma-lookahead true" "ftz --ftz" \
+            "ftz-lookahead --ftz --mma-lookahead true"; do
+            set -- $v
+            mkdir -p "$out/sm_90a-$1"
+            "$tc" "$tmp/${e}_d$d.tile" --target sm_90a -o "$out/sm_90a-$1" --emit cubin \
+                --ptxas "${@:2}" >"$tmp/p" 2>&1 || { cat "$tmp/p"; exit 1; }
+            mv "$tmp/p" "$out/sm_90a-$1/${e}_d$d.ptxas"
+        done
     done
 done
 to=${TILE_OPT:-target/release/tile-opt}

@@ -25,6 +25,12 @@
 //! errors sit just above |x| = 0.3, where the cancellation in 1 − q multiplies q's error
 //! by about 2.4; `sqrt` was correctly rounded (0.50 ulp) in every range.
 //!
+//! In a kernel with `ftz = true` the function carries LLVM's `denormal-fp-math-f32 =
+//! preserve-sign`, so NVPTX selects the `.ftz` forms: subnormal f32 inputs and results
+//! become zeros of the same sign, and the bounds above hold for normal results only.
+//! `exp2` is then one `ex2.approx.ftz.f32`, without the subnormal fix-up ptxas adds to
+//! `ex2.approx.f32` (a compare and two multiplies).
+//!
 //! Conversions: between float types through f32 (f16 → bf16 rounds once, at the end);
 //! integer → float as the interpreter does (to f32, then rounded to the result type;
 //! `i1` unsigned); between integers by sign extension or truncation (`i1` zero-extends).

@@ -222,6 +222,22 @@ pub(crate) fn sanitize(s: &str) -> String {
         .collect()
 }
 
+/// The `llvm.func` attribute of a kernel with `ftz = true`: f32 denormals flushed,
+/// sign preserved (LLVM's `denormal-fp-math-f32`), so NVPTX selects the `.ftz` forms
+/// (`ex2.approx.ftz.f32`, `add.ftz.f32`, ...). Empty otherwise.
+pub(crate) fn denormal_attrs<'c>(
+    ctx: &'c Context,
+    k: &Operation,
+) -> Vec<(melior::ir::Identifier<'c>, melior::ir::Attribute<'c>)> {
+    if k.attr("ftz").and_then(|a| a.as_bool()) != Some(true) {
+        return vec![];
+    }
+    vec![(
+        melior::ir::Identifier::new(ctx, "denormal_fp_math_f32"),
+        melior::ir::attribute::StringAttribute::new(ctx, "preserve-sign").into(),
+    )]
+}
+
 /// The kernel's cluster shape (`cluster = [x, y, z]`, set by `persistent{schedule=clc
 /// cluster=N}`; `[1, 1, 1]` without one).
 ///

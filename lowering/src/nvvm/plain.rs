@@ -708,6 +708,7 @@ fn build_module<'c>(
     });
     let func = OperationBuilder::new("llvm.func", loc)
         .add_attributes(&cluster_dim.into_iter().collect::<Vec<_>>())
+        .add_attributes(&super::denormal_attrs(ctx, k))
         .add_attributes(&[
             (ident("sym_name"), StringAttribute::new(ctx, &fname).into()),
             (ident("function_type"), TypeAttribute::new(fty).into()),

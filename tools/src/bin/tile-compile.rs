@@ -3,7 +3,7 @@
 //! ```text
 //! tile-compile FILE --target sm_90a|sm_90|sm_100|sm_100a [-o DIR]
 //!              [--emit ptx|mlir|llvm|tile|cubin]
-//!              [--stages N] [--load-stages N] [--mma-lookahead BOOL]
+//!              [--stages N] [--load-stages N] [--mma-lookahead BOOL] [--ftz]
 //!              [--epilogue-store direct|tma]
 //!              [--promote auto|on|off]
 //!              [--schedule static|clc|none|off] [--cluster C] [--group-m G] [--num-warps W]
@@ -82,6 +82,10 @@ struct Cli {
     /// the next Q·Kᵀ under this block's softmax; tile-pipeline-loads mma-lookahead).
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_name = "BOOL")]
     mma_lookahead: bool,
+    /// Flush f32 subnormals to zero (PTX .ftz, as nvcc -ftz=true): exp2 becomes one
+    /// ex2.approx.ftz.f32; results below 2^-126 in magnitude become zero.
+    #[arg(long)]
+    ftz: bool,
     /// How the epilogue stores C: direct (from the accumulator registers, the default) or
     /// tma (staged in shared memory, stored with TMA; sm_90a; C becomes a tensor map).
     #[arg(
@@ -224,6 +228,7 @@ fn run() -> i32 {
         .with_stages(cli.stages)
         .with_load_stages(cli.load_stages)
         .with_mma_lookahead(cli.mma_lookahead)
+        .with_ftz(cli.ftz)
         .with_promote(cli.promote)
         .with_epilogue(cli.epilogue_store)
         .with_group_m(cli.group_m)

@@ -971,6 +971,7 @@ fn build_module<'c>(
             IntegerAttribute::new(i32t, 1).into(),
         )),
     }
+    fattrs.extend(super::denormal_attrs(ctx, k));
     let cluster_size: i64 = shape.cluster.iter().product();
     if cluster_size > 1 {
         let c = shape.cluster.map(|c| c as i32);
