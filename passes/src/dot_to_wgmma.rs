@@ -44,10 +44,11 @@
 //! not all along M (M ≠ 16 · warps), N above 256, B not a power-of-two tile or its
 //! contiguous dimension under 128 bytes (one swizzle row).
 //!
-//! Options: none. Statistics: `dots-to-wgmma`, `dots-on-mma-sync` (dots left for mma.sync
-//! on a wgmma target).
+//! Options: `stage-invariant-a` (default true; false keeps such an A in registers, the
+//! RS form, where its layout allows). Statistics: `dots-to-wgmma`, `dots-on-mma-sync`
+//! (dots left for mma.sync on a wgmma target).
 
-use crate::pass::{Pass, PassContext, PassInfo};
+use crate::pass::{OptionInfo, OptionKind, Pass, PassContext, PassInfo, PassOptions};
 use std::collections::{HashMap, HashSet};
 use tilec_dialect::{
     Attribute, Block, Diagnostics, LinearLayout, Location, Module, OpKind, Operation, ScalarType,
@@ -66,7 +67,13 @@ pub static INFO: PassInfo = PassInfo {
         'async-wait-placement' after it.\n\n\
         Example: tile-opt --pass-pipeline='tile-assign-layouts{target=sm_90a},\
         tile-dot-to-wgmma,dce,async-wait-placement' examples/attention_fwd.tile",
-    options: &[],
+    options: &[OptionInfo {
+        name: "stage-invariant-a",
+        kind: OptionKind::Bool,
+        default: "true",
+        help: "Stage an A defined outside the loop around its dot in shared memory (the SS \
+            form); false keeps it in registers (the RS form) where its layout allows",
+    }],
 };
 
 /// Bytes of one row of the 128-byte swizzle: a staged operand's contiguous dimension spans
@@ -74,7 +81,19 @@ pub static INFO: PassInfo = PassInfo {
 const SWIZZLE_BYTES: u64 = 128;
 
 /// The pass.
-pub struct DotToWgmma;
+pub struct DotToWgmma {
+    /// The `stage-invariant-a` option.
+    pub stage_invariant_a: bool,
+}
+
+impl DotToWgmma {
+    /// From the pass options.
+    pub fn from_options(o: &PassOptions) -> Self {
+        DotToWgmma {
+            stage_invariant_a: o.bool("stage-invariant-a"),
+        }
+    }
+}
 
 impl Pass for DotToWgmma {
     fn info(&self) -> &'static PassInfo {
@@ -91,7 +110,7 @@ impl Pass for DotToWgmma {
             if k.kind != OpKind::Kernel || !t.has_wgmma() || k.regions.is_empty() {
                 continue;
             }
-            let (done, left) = rewrite_kernel(m, k, w as u64);
+            let (done, left) = rewrite_kernel(m, k, w as u64, self.stage_invariant_a);
             cx.stat("dots-to-wgmma", done);
             cx.stat("dots-on-mma-sync", left);
         }
@@ -176,7 +195,12 @@ impl Defs {
 }
 
 /// Rewrites the fitting dots of kernel `k`; returns (rewritten, left).
-fn rewrite_kernel(m: &mut Module, k: &mut Operation, warps: u64) -> (u64, u64) {
+fn rewrite_kernel(
+    m: &mut Module,
+    k: &mut Operation,
+    warps: u64,
+    stage_invariant_a: bool,
+) -> (u64, u64) {
     let mut defs = Defs::default();
     k.walk(&mut |o| match o.kind {
         OpKind::Zeros => defs.zeros.extend(o.results.first().copied()),
@@ -196,7 +220,7 @@ fn rewrite_kernel(m: &mut Module, k: &mut Operation, warps: u64) -> (u64, u64) {
     let (mut staged, mut plans) = (HashSet::new(), HashMap::new());
     k.walk(&mut |o| {
         if o.kind == OpKind::Dot {
-            if let Some(p) = plan(m, o, warps, &defs) {
+            if let Some(p) = plan(m, o, warps, &defs, stage_invariant_a) {
                 plans.insert(o.results[0], p);
                 if p.a_smem {
                     staged.insert(defs.source(o.operands[0]));
@@ -431,7 +455,13 @@ fn laid_out(m: &Module, v: Value) -> Option<(&[u64], ScalarType, &LinearLayout)>
 }
 
 /// How `op` becomes a wgmma at `warps` warps, if it fits (the module docs' conditions).
-fn plan(m: &Module, op: &Operation, warps: u64, defs: &Defs) -> Option<Plan> {
+fn plan(
+    m: &Module,
+    op: &Operation,
+    warps: u64,
+    defs: &Defs,
+    stage_invariant_a: bool,
+) -> Option<Plan> {
     if op.operands.len() != 3 || op.results.len() != 1 {
         return None;
     }
@@ -453,7 +483,8 @@ fn plan(m: &Module, op: &Operation, warps: u64, defs: &Defs) -> Option<Plan> {
     let (n, kk) = (lc.dims[1], la.dims[1]);
     // A in shared memory: read again in every iteration of the loop around the dot, so one
     // store outside it frees A's registers for the whole loop.
-    let a_smem = defs.loop_invariant(op.operands[0], op.results[0])
+    let a_smem = stage_invariant_a
+        && defs.loop_invariant(op.operands[0], op.results[0])
         && la.dims == sa
         && sa.iter().all(|d| d.is_power_of_two())
         && sa[1] * ea.size_bytes() >= SWIZZLE_BYTES

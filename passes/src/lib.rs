@@ -63,7 +63,7 @@ static REGISTRY: &[RegistryEntry] = &[
     },
     RegistryEntry {
         info: &dot_to_wgmma::INFO,
-        build: |_| Ok(Box::new(dot_to_wgmma::DotToWgmma)),
+        build: |o| Ok(Box::new(dot_to_wgmma::DotToWgmma::from_options(o))),
     },
     RegistryEntry {
         info: &hoist_loads::INFO,
