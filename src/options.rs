@@ -310,6 +310,10 @@ pub struct Options {
     /// instruction with a subnormal fix-up (three more instructions). Results that would
     /// be subnormal (below 2⁻¹²⁶ in magnitude) become zero. Default false.
     pub ftz: bool,
+    /// Run `tile-specialize-masks` before layouts: a select on an index-range mask (a
+    /// bounds or causal mask) gets a uniform branch for blocks where the mask is all true,
+    /// which then run no compare and no select. Default false.
+    pub specialize_masks: bool,
     /// How the epilogue stores C (default [`EpilogueStore::Direct`]).
     pub epilogue: EpilogueStore,
     /// Promotion of fp8 MMA results into the f32 sum (default [`Promote::Auto`]).
@@ -360,6 +364,7 @@ impl Options {
             load_stages: 2,
             mma_lookahead: false,
             ftz: false,
+            specialize_masks: false,
             epilogue: EpilogueStore::Direct,
             promote: Promote::Auto,
             emit: Emit::Ptx,
@@ -382,6 +387,7 @@ impl Options {
         with_load_stages: load_stages: u32,
         with_mma_lookahead: mma_lookahead: bool,
         with_ftz: ftz: bool,
+        with_specialize_masks: specialize_masks: bool,
         with_epilogue: epilogue: EpilogueStore,
         with_promote: promote: Promote,
         with_emit: emit: Emit,
@@ -421,6 +427,7 @@ impl Options {
         "load_stages",
         "mma_lookahead",
         "ftz",
+        "specialize_masks",
         "epilogue",
         "promote",
         "emit",
@@ -472,6 +479,7 @@ impl Options {
             "load_stages" => self.load_stages = num("load_stages", value)?,
             "mma_lookahead" => self.mma_lookahead = flag("mma_lookahead", value)?,
             "ftz" => self.ftz = flag("ftz", value)?,
+            "specialize_masks" => self.specialize_masks = flag("specialize_masks", value)?,
             "epilogue" => self.epilogue = value.parse()?,
             "promote" => self.promote = value.parse()?,
             "emit" => self.emit = value.parse()?,
@@ -651,6 +659,9 @@ impl Options {
                 Promote::Auto => "",
             }
         ));
+        if self.specialize_masks {
+            p.push_str(",tile-specialize-masks");
+        }
         // Kernels without a dot (tile-to-gpu leaves them): layouts and a plain launch.
         // (`tile-hoist-loads` is not in the default pipeline: on the H200 it left RMSNorm
         // as fast and made LayerNorm 22% slower, from the registers the early loads hold;
@@ -749,6 +760,7 @@ mod tests {
             ("load-stages", "3"),
             ("mma-lookahead", "true"),
             ("ftz", "true"),
+            ("specialize-masks", "true"),
             ("epilogue", "direct"),
             ("promote", "off"),
             ("emit", "mlir"),
@@ -769,6 +781,7 @@ mod tests {
             .with_load_stages(3)
             .with_mma_lookahead(true)
             .with_ftz(true)
+            .with_specialize_masks(true)
             .with_promote(Promote::Off)
             .with_emit(Emit::Mlir)
             .with_check_waits(false)
@@ -781,7 +794,7 @@ mod tests {
             .with_kernel("@gemm");
         assert_eq!(o, want);
         assert_eq!(o.validate(), Ok(()));
-        assert_eq!(Options::NAMES.len(), 17);
+        assert_eq!(Options::NAMES.len(), 18);
         let e = o.set("stage", "4").unwrap_err();
         assert!(
             e.reason

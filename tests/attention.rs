@@ -175,6 +175,7 @@ fn attention_examples_match_an_f64_reference_as_written_and_laid_out() {
             };
             // With mma_lookahead, Q·Kᵀ of the next key block is issued before this block's
             // softmax, and the loop carries it.
+            // With specialize_masks, blocks whose mask is all true skip it (a tile.if).
             for (target, source, limits, ahead) in [
                 (Target::Sm90a, &src, Limits::default(), false),
                 (Target::Sm90a, &src, Limits::default(), true),
@@ -184,7 +185,10 @@ fn attention_examples_match_an_f64_reference_as_written_and_laid_out() {
                 (Target::Sm90a, &static_, ctas(3), true),
                 (Target::Sm100, &clc, steals, false),
             ] {
-                let mut o = Options::new(target).with_mma_lookahead(ahead);
+                // The lookahead builds also specialise the masks.
+                let mut o = Options::new(target)
+                    .with_mma_lookahead(ahead)
+                    .with_specialize_masks(ahead);
                 o.emit = Emit::Tile;
                 let k = compile(
                     Input::Text {
@@ -199,6 +203,8 @@ fn attention_examples_match_an_f64_reference_as_written_and_laid_out() {
                     assert!(rings >= 4, "{example}: K and V not pipelined:\n{}", k.text);
                     let pending_one = k.text.contains("{pending = 1}");
                     assert_eq!(pending_one, ahead, "{example}: waits\n{}", k.text);
+                    let versioned = k.text.contains("= tile.if");
+                    assert_eq!(versioned, ahead, "{example}: masks\n{}", k.text);
                 }
                 let laid = interpret(&k.text, kernel, c, &qkv, limits);
                 assert_eq!(

@@ -1049,6 +1049,40 @@ pub(crate) fn scalar_only(m: &Module, op: &Operation) -> bool {
             .all(|&v| matches!(m.ty(v), tilec_dialect::Type::Scalar(_)))
 }
 
+/// Whether carried argument `arg` of loop body `b` is used (at any depth) by an op after
+/// the top-level op that defines `yielded`. Values are followed through `tile.wait_group`
+/// ties, which share registers (so the answer is the same before and after waits are
+/// placed): `yielded` back to the value it ties, and `arg` forward to every tie of it. A
+/// value defined outside the body, or yielded from an argument, does not interfere.
+fn interferes(b: &Block, arg: Value, yielded: Value) -> bool {
+    let mut tied: HashMap<Value, Value> = HashMap::new();
+    for o in &b.ops {
+        o.walk(&mut |x| {
+            if x.kind == OpKind::WaitGroup {
+                tied.extend(x.results.iter().copied().zip(x.operands.iter().copied()));
+            }
+        });
+    }
+    let origin = |mut v: Value| {
+        while let Some(&w) = tied.get(&v) {
+            v = w;
+        }
+        v
+    };
+    let y = origin(yielded);
+    let Some(d) = b.ops.iter().position(|o| o.results.contains(&y)) else {
+        return false;
+    };
+    let mut used = false;
+    for o in &b.ops[d + 1..] {
+        if o.kind == OpKind::Yield {
+            break;
+        }
+        o.walk(&mut |x| used |= x.operands.iter().any(|&v| origin(v) == arg));
+    }
+    used
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1140,38 +1174,4 @@ mod tests {
             assert!(StageSym::Below(4).may_alias(prev));
         });
     }
-}
-
-/// Whether carried argument `arg` of loop body `b` is used (at any depth) by an op after
-/// the top-level op that defines `yielded`. Values are followed through `tile.wait_group`
-/// ties, which share registers (so the answer is the same before and after waits are
-/// placed): `yielded` back to the value it ties, and `arg` forward to every tie of it. A
-/// value defined outside the body, or yielded from an argument, does not interfere.
-fn interferes(b: &Block, arg: Value, yielded: Value) -> bool {
-    let mut tied: HashMap<Value, Value> = HashMap::new();
-    for o in &b.ops {
-        o.walk(&mut |x| {
-            if x.kind == OpKind::WaitGroup {
-                tied.extend(x.results.iter().copied().zip(x.operands.iter().copied()));
-            }
-        });
-    }
-    let origin = |mut v: Value| {
-        while let Some(&w) = tied.get(&v) {
-            v = w;
-        }
-        v
-    };
-    let y = origin(yielded);
-    let Some(d) = b.ops.iter().position(|o| o.results.contains(&y)) else {
-        return false;
-    };
-    let mut used = false;
-    for o in &b.ops[d + 1..] {
-        if o.kind == OpKind::Yield {
-            break;
-        }
-        o.walk(&mut |x| used |= x.operands.iter().any(|&v| origin(v) == arg));
-    }
-    used
 }

@@ -608,7 +608,7 @@ fn register_sets(ops: &[&Operation]) -> RegisterSets {
                     if let (Some(y), Some(last)) = (y, o.regions[0].ops.last()) {
                         if apart {
                             let at = last as *const Operation as usize;
-                            copies.entry(at).or_insert_with(Vec::new).push((y, arg));
+                            copies.entry(at).or_default().push((y, arg));
                         } else {
                             union(&mut p, arg, y);
                         }
@@ -646,10 +646,7 @@ fn register_sets(ops: &[&Operation]) -> RegisterSets {
 }
 
 /// Register sets by value, and the back-edge copies of each loop yield (by address).
-type RegisterSets = (
-    FxHashMap<Value, u32>,
-    FxHashMap<usize, Vec<(Value, Value)>>,
-);
+type RegisterSets = (FxHashMap<Value, u32>, FxHashMap<usize, Vec<(Value, Value)>>);
 
 /// For a loop body: whether a carried argument is still read once the value yielded into it
 /// exists, so that the two need registers of their own. Reads are looked for in the ops
@@ -1495,7 +1492,12 @@ impl Run<'_, '_> {
     /// At a loop's `tile.yield`: the copies from yielded values into carried arguments
     /// that do not share their registers read and write both.
     fn back_edge_copies(&mut self, y: &Operation) -> Res<()> {
-        let Some(pairs) = self.s.copies.get(&(y as *const Operation as usize)).cloned() else {
+        let Some(pairs) = self
+            .s
+            .copies
+            .get(&(y as *const Operation as usize))
+            .cloned()
+        else {
             return Ok(());
         };
         for (v, arg) in pairs {

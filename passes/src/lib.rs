@@ -8,7 +8,8 @@
 //! Passes: [`assign_layouts`] (`tile-assign-layouts`), [`async_wait_placement`], [`cse`],
 //! [`dce`], [`dot_to_wgmma`] (`tile-dot-to-wgmma`), [`hoist_loads`] (`tile-hoist-loads`),
 //! [`persistent`], [`pipeline_loads`] (`tile-pipeline-loads`), [`simplify`]
-//! (`tile-simplify`), [`tile_to_gpu`], [`verify_async_waits`].
+//! (`tile-simplify`), [`specialize_masks`] (`tile-specialize-masks`), [`tile_to_gpu`],
+//! [`verify_async_waits`].
 //! [`async_model`] holds what the wait placement and the checker's path explorer agree a
 //! hazard is; [`async_sim`] is the checker's second half, an executable model of the group
 //! semantics that shares nothing with it.
@@ -35,6 +36,7 @@ pub mod persistent;
 pub mod pipeline;
 pub mod pipeline_loads;
 pub mod simplify;
+pub mod specialize_masks;
 pub mod tile_to_gpu;
 pub mod verify_async_waits;
 
@@ -84,6 +86,10 @@ static REGISTRY: &[RegistryEntry] = &[
                 options: simplify::SimplifyOptions::from_options(o),
             }))
         },
+    },
+    RegistryEntry {
+        info: &specialize_masks::INFO,
+        build: |_| Ok(Box::new(specialize_masks::SpecializeMasks)),
     },
     RegistryEntry {
         info: &tile_to_gpu::INFO,

@@ -974,10 +974,11 @@ fn lookahead_mmas(m: &Module, f: &Operation, rings: &[Ring]) -> Vec<Ahead> {
                     }
                 }
                 None => {
+                    // Defined outside the loop; a buffer also unwritten in it, at a stage
+                    // from outside.
                     let smem = matches!(m.try_ty(v), Some(Type::Smem { .. }));
-                    ok &= !inside.contains(&v)
-                        && !(smem && written.contains(&v))
-                        && !(smem && inside.contains(&stage));
+                    let changes = smem && (written.contains(&v) || inside.contains(&stage));
+                    ok &= !inside.contains(&v) && !changes;
                 }
             }
         }

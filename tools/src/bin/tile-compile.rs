@@ -4,6 +4,7 @@
 //! tile-compile FILE --target sm_90a|sm_90|sm_100|sm_100a [-o DIR]
 //!              [--emit ptx|mlir|llvm|tile|cubin]
 //!              [--stages N] [--load-stages N] [--mma-lookahead BOOL] [--ftz]
+//!              [--specialize-masks]
 //!              [--epilogue-store direct|tma]
 //!              [--promote auto|on|off]
 //!              [--schedule static|clc|none|off] [--cluster C] [--group-m G] [--num-warps W]
@@ -86,6 +87,10 @@ struct Cli {
     /// ex2.approx.ftz.f32; results below 2^-126 in magnitude become zero.
     #[arg(long)]
     ftz: bool,
+    /// Give a select on an index-range mask (bounds, causal) a uniform branch for the
+    /// blocks where the mask is all true (tile-specialize-masks).
+    #[arg(long)]
+    specialize_masks: bool,
     /// How the epilogue stores C: direct (from the accumulator registers, the default) or
     /// tma (staged in shared memory, stored with TMA; sm_90a; C becomes a tensor map).
     #[arg(
@@ -229,6 +234,7 @@ fn run() -> i32 {
         .with_load_stages(cli.load_stages)
         .with_mma_lookahead(cli.mma_lookahead)
         .with_ftz(cli.ftz)
+        .with_specialize_masks(cli.specialize_masks)
         .with_promote(cli.promote)
         .with_epilogue(cli.epilogue_store)
         .with_group_m(cli.group_m)
