@@ -312,7 +312,8 @@ pub struct Options {
     pub ftz: bool,
     /// Run `tile-specialize-masks` before layouts: a select on an index-range mask (a
     /// bounds or causal mask) gets a uniform branch for blocks where the mask is all true,
-    /// which then run no compare and no select. Default false.
+    /// which then run no compare and no select (exact: the same values either way).
+    /// Default true.
     pub specialize_masks: bool,
     /// How the epilogue stores C (default [`EpilogueStore::Direct`]).
     pub epilogue: EpilogueStore,
@@ -364,7 +365,7 @@ impl Options {
             load_stages: 2,
             mma_lookahead: false,
             ftz: false,
-            specialize_masks: false,
+            specialize_masks: true,
             epilogue: EpilogueStore::Direct,
             promote: Promote::Auto,
             emit: Emit::Ptx,
@@ -760,7 +761,7 @@ mod tests {
             ("load-stages", "3"),
             ("mma-lookahead", "true"),
             ("ftz", "true"),
-            ("specialize-masks", "true"),
+            ("specialize-masks", "false"),
             ("epilogue", "direct"),
             ("promote", "off"),
             ("emit", "mlir"),
@@ -781,7 +782,7 @@ mod tests {
             .with_load_stages(3)
             .with_mma_lookahead(true)
             .with_ftz(true)
-            .with_specialize_masks(true)
+            .with_specialize_masks(false)
             .with_promote(Promote::Off)
             .with_emit(Emit::Mlir)
             .with_check_waits(false)

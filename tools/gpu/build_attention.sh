@@ -15,7 +15,7 @@
 # tiles. OUT/sm_90a-lookahead/ and OUT/sm_90a-persistent-lookahead/ are the same builds with
 # `--mma-lookahead true` (the next key block's Q·Kᵀ issued before this block's softmax);
 # OUT/sm_90a-ftz/ and OUT/sm_90a-ftz-lookahead/ add `--ftz` (f32 subnormals flushed), and
-# OUT/sm_90a-ftz-masks[-lookahead]/ `--specialize-masks` (no mask work in all-true blocks).
+# OUT/sm_90a-ftz-nomasks/ `--specialize-masks false` (masks applied in every block).
 #
 # Usage: tools/gpu/build_attention.sh [OUT] (after `cargo build --release`; uses
 # target/release/tile-compile, or TILE_COMPILE).
@@ -37,8 +37,7 @@ for e in attention_fwd attention_fwd_causal; do
             mv "$tmp/p" "$out/$t/${e}_d$d.ptxas"
         done
         for v in "lookahead --mma-lookahead true" "ftz --ftz" \
-            "ftz-lookahead --ftz --mma-lookahead true" "ftz-masks --ftz --specialize-masks" \
-            "ftz-masks-lookahead --ftz --specialize-masks --mma-lookahead true"; do
+            "ftz-lookahead --ftz --mma-lookahead true" "ftz-nomasks --ftz --specialize-masks false"; do
             set -- $v
             mkdir -p "$out/sm_90a-$1"
             "$tc" "$tmp/${e}_d$d.tile" --target sm_90a -o "$out/sm_90a-$1" --emit cubin \

@@ -4,7 +4,7 @@
 //! tile-compile FILE --target sm_90a|sm_90|sm_100|sm_100a [-o DIR]
 //!              [--emit ptx|mlir|llvm|tile|cubin]
 //!              [--stages N] [--load-stages N] [--mma-lookahead BOOL] [--ftz]
-//!              [--specialize-masks]
+//!              [--specialize-masks BOOL]
 //!              [--epilogue-store direct|tma]
 //!              [--promote auto|on|off]
 //!              [--schedule static|clc|none|off] [--cluster C] [--group-m G] [--num-warps W]
@@ -88,8 +88,8 @@ struct Cli {
     #[arg(long)]
     ftz: bool,
     /// Give a select on an index-range mask (bounds, causal) a uniform branch for the
-    /// blocks where the mask is all true (tile-specialize-masks).
-    #[arg(long)]
+    /// blocks where the mask is all true (tile-specialize-masks; default true).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     specialize_masks: bool,
     /// How the epilogue stores C: direct (from the accumulator registers, the default) or
     /// tma (staged in shared memory, stored with TMA; sm_90a; C becomes a tensor map).
