@@ -64,7 +64,10 @@ pub use tilec_passes as passes;
 
 use std::time::{Duration, Instant};
 use tilec_dialect::{parse, verify, Diagnostics, Module, VerifiedModule};
-use tilec_lowering::{convert_tile_to_nvvm, mlir_stage_in_child, Manifest, Product, TargetSpec};
+use tilec_lowering::{
+    convert_tile_to_nvvm, mlir_stage_in_child, prepare_tile_to_nvvm, BuildError, Manifest, Product,
+    TargetSpec,
+};
 use tilec_passes::PassManager;
 
 mod options;
@@ -269,7 +272,7 @@ pub fn compile(input: Input<'_>, opts: &Options) -> Result<Kernel, Error> {
 /// As [`compile`]'s.
 pub fn check(input: Input<'_>, opts: &Options) -> Result<(), Error> {
     let mut kernel = None;
-    front_end(input, opts, &mut kernel)
+    front_end(input, opts, &mut kernel, false)
         .map(|_| ())
         .map_err(|e| with_kernel(e, &kernel))
 }
@@ -295,11 +298,13 @@ fn with_kernel(e: Error, kernel: &Option<String>) -> Error {
 type FrontEnd = (VerifiedModule, String, Vec<(&'static str, Duration)>);
 
 /// Options, parse, verify, kernel choice, the tilec passes; `kernel` is set to the chosen
-/// kernel's symbol once it is known.
+/// kernel's symbol once it is known. With `defer_wait_check`, the pipeline's closing
+/// `verify-async-waits` is left to the caller ([`check_waits`]).
 fn front_end(
     input: Input<'_>,
     opts: &Options,
     kernel: &mut Option<String>,
+    defer_wait_check: bool,
 ) -> Result<FrontEnd, Error> {
     opts.validate()?;
     let mut timings = vec![];
@@ -337,23 +342,78 @@ fn front_end(
     }
     timings.push(("parse+verify", t.elapsed()));
     let t = Instant::now();
-    let mut pm = PassManager::parse(&opts.pipeline()).map_err(Error::Pipeline)?;
+    let pipeline = if defer_wait_check {
+        opts.transforming_pipeline()
+    } else {
+        opts.pipeline()
+    };
+    let mut pm = PassManager::parse(&pipeline).map_err(Error::Pipeline)?;
     pm.run(&mut module, &mut |_, _, _| {})?;
     timings.push(("tilec passes", t.elapsed()));
     Ok((VerifiedModule::new(module)?, file, timings))
 }
 
+/// `verify-async-waits` (default budgets) on `m`, and the time it took.
+fn check_waits(m: &tilec_dialect::Module) -> (Result<(), Error>, Duration) {
+    let t = Instant::now();
+    let r = tilec_passes::verify_async_waits::verify_async_waits(
+        m,
+        &tilec_passes::verify_async_waits::CheckOptions::default(),
+    );
+    // As the pass reports it: a broken async protocol is invalid IR, whoever wrote it.
+    let r = r
+        .map(|_| ())
+        .map_err(|d| Error::Diagnostics(d.with_kind(tilec_dialect::DiagKind::InvalidIr)));
+    (r, t.elapsed())
+}
+
 /// [`compile`]'s work; `kernel` is set to the chosen kernel's symbol once it is known.
+///
+/// The wait check (`verify-async-waits`, the pipeline's last pass, which only reads the
+/// module) runs on a second thread beside the lowering and the MLIR stage; its errors are
+/// reported before any of theirs, as if it had run first, and nothing is returned until it
+/// has passed.
 fn compile_kernel(
     input: Input<'_>,
     opts: &Options,
     kernel: &mut Option<String>,
 ) -> Result<Kernel, Error> {
-    let (vm, file, mut timings) = front_end(input, opts, kernel)?;
+    let defer = opts.checks_waits();
+    let (vm, file, mut timings) = front_end(input, opts, kernel, defer)?;
+    std::thread::scope(|s| {
+        let check = defer.then(|| s.spawn(|| check_waits(vm.module())));
+        let lowered = lower(&vm, &file, opts, &mut timings);
+        if let Some(h) = check {
+            let (r, time) = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+            r?;
+            timings.push(("verify-async-waits (second thread)", time));
+        }
+        let mut k = lowered?;
+        k.timings = timings;
+        Ok(k)
+    })
+}
+
+/// The lowering, the MLIR stage and ptxas of a module the tilec passes produced; the
+/// stage timings are appended to `timings` (the returned kernel's are empty).
+fn lower(
+    vm: &VerifiedModule,
+    file: &str,
+    opts: &Options,
+    timings: &mut Vec<(&'static str, Duration)>,
+) -> Result<Kernel, Error> {
     let t = Instant::now();
-    let lowered = convert_tile_to_nvvm(&vm).map_err(Diagnostics::from)?;
-    let Some(k) = lowered.into_iter().next() else {
-        let loc = tilec_dialect::Location::new(std::sync::Arc::from(file.as_str()), 1, 1);
+    // PTX in-process: the module is built once, in the MLIR driver's context
+    // (`build_ptx`); the other outputs build it from a trial-built kernel.
+    let one_build = matches!(opts.emit, Emit::Ptx | Emit::Cubin) && opts.mlir_child.is_none();
+    let lowered = if one_build {
+        prepare_tile_to_nvvm(vm)
+    } else {
+        convert_tile_to_nvvm(vm)
+    };
+    let lowered = lowered.map_err(Diagnostics::from)?;
+    let Some(mut k) = lowered.into_iter().next() else {
+        let loc = tilec_dialect::Location::new(std::sync::Arc::from(file), 1, 1);
         return Err(Error::Diagnostics(Diagnostics(vec![
             tilec_dialect::Diagnostic::error(loc, "the module holds no kernel"),
         ])));
@@ -392,7 +452,10 @@ fn compile_kernel(
                     opts.mlir_child_timeout,
                 )?,
                 None => {
-                    let (p, steps) = k.to_ptx(&spec)?;
+                    let (p, steps) = k.build_ptx(&spec).map_err(|e| match e {
+                        BuildError::Lowering(d) => Error::Diagnostics(Diagnostics(vec![*d])),
+                        BuildError::Mlir(e) => Error::Mlir(e),
+                    })?;
                     mlir_timings = steps;
                     p
                 }
@@ -413,7 +476,7 @@ fn compile_kernel(
         ptx,
         cubin,
         manifest: k.manifest,
-        timings,
+        timings: vec![],
         mlir_timings,
     })
 }

@@ -631,6 +631,24 @@ impl Options {
 
     /// The tilec pass pipeline these options select, as `tile-opt` text.
     pub fn pipeline(&self) -> String {
+        let mut p = self.transforming_pipeline();
+        if self.checks_waits() {
+            p.push_str(",verify-async-waits");
+        }
+        p
+    }
+
+    /// Whether [`Options::pipeline`] ends with `verify-async-waits`.
+    pub(crate) fn checks_waits(&self) -> bool {
+        self.check_waits
+            && tilec_passes::lookup("async-wait-placement").is_some()
+            && tilec_passes::lookup("verify-async-waits").is_some()
+    }
+
+    /// [`Options::pipeline`] without its closing `verify-async-waits`: the passes that
+    /// change the module. [`crate::compile`] runs the check on a second thread, beside the
+    /// lowering and the MLIR stage, which only read the module.
+    pub(crate) fn transforming_pipeline(&self) -> String {
         let mut p = String::new();
         if self.simplify && tilec_passes::lookup("tile-simplify").is_some() {
             p.push_str("tile-simplify,");
@@ -690,9 +708,6 @@ impl Options {
         }
         if tilec_passes::lookup("async-wait-placement").is_some() {
             p.push_str(",async-wait-placement");
-            if self.check_waits && tilec_passes::lookup("verify-async-waits").is_some() {
-                p.push_str(",verify-async-waits");
-            }
         }
         p
     }

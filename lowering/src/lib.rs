@@ -47,7 +47,7 @@
 pub mod mlir_driver;
 pub mod nvvm;
 
-pub use nvvm::{convert_tile_to_nvvm, LoweredKernel};
+pub use nvvm::{convert_tile_to_nvvm, prepare_tile_to_nvvm, BuildError, LoweredKernel};
 pub use tilec_manifest as manifest;
 pub use tilec_manifest::{Manifest, Param, SCHEMA_VERSION};
 

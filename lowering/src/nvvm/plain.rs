@@ -490,12 +490,18 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
     }
 }
 
-/// Lowers kernel `k` (laid out by `tile-assign-layouts`) to an MLIR module and its manifest.
+/// Lowers kernel `k` (laid out by `tile-assign-layouts`): with `trial`, builds its MLIR
+/// module once, to report what the lowering cannot take; describes its launch. Without
+/// `trial` the manifest's shared memory is 0, to be raised to what the build lays out.
 ///
 /// # Errors
 /// A located diagnostic for what the lowering cannot take, and for kernels whose
 /// parameters overflow the PTX parameter space.
-pub(super) fn lower_kernel(m: &TileModule, k: &Operation) -> R<(Manifest, (u32, u32))> {
+pub(super) fn lower_kernel(
+    m: &TileModule,
+    k: &Operation,
+    trial: bool,
+) -> R<(Manifest, (u32, u32))> {
     let (name, target, num_warps) = launch_of(k)?;
     let body = &k.regions[0];
     let maps = tensor_maps(m, k)?;
@@ -534,9 +540,13 @@ pub(super) fn lower_kernel(m: &TileModule, k: &Operation) -> R<(Manifest, (u32, 
     }
     let ptx_version = super::param_space(k, &params, target.min_ptx_version())?;
     let threads = 32 * num_warps;
-    let smem_bytes = crate::mlir_driver::with_builder_context(|ctx| {
-        build_module(ctx, m, k, &name, num_warps, target).map(|(_, bytes)| bytes)
-    })?;
+    let smem_bytes = if trial {
+        crate::mlir_driver::with_builder_context(|ctx| {
+            build_module(ctx, m, k, &name, num_warps, target).map(|(_, bytes)| bytes)
+        })?
+    } else {
+        0
+    };
     let dims = super::grid_of(k);
     let (maj, min) = ptx_version;
     let mut manifest = Manifest::new(

@@ -206,7 +206,7 @@ fn parse_target(s: &str) -> Result<Target, String> {
 }
 
 fn main() {
-    std::process::exit(run());
+    exit_now(run());
 }
 
 fn run() -> i32 {

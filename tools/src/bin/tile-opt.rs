@@ -133,7 +133,7 @@ fn cli() -> Command {
 const LOWER: &str = "convert-tile-to-nvvm";
 
 fn main() {
-    std::process::exit(run());
+    exit_now(run());
 }
 
 /// Splits a trailing `convert-tile-to-nvvm` off a textual pipeline: the tile passes before

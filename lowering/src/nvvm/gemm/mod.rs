@@ -747,13 +747,19 @@ pub(super) fn build<'c>(ctx: &'c Context, m: &TileModule, k: &Operation) -> R<(M
     build_module(ctx, m, k, &s.shape, &s.analysis)
 }
 
-/// Lowers kernel `k` (made by `tile-to-gpu`): builds its MLIR module once, to report what
-/// the lowering cannot take, and describes its launch.
+/// Lowers kernel `k` (made by `tile-to-gpu`): with `trial`, builds its MLIR module once, to
+/// report what the lowering cannot take; describes its launch. Without `trial` the
+/// manifest's shared memory is the kernel's `smem_bytes` (0 without one), to be raised to
+/// the end of the shared memory the build lays out.
 ///
 /// # Errors
 /// A located diagnostic for what the lowering cannot take, and for kernels whose
 /// parameters overflow the PTX parameter space.
-pub(super) fn lower_kernel(m: &TileModule, k: &Operation) -> R<(Manifest, (u32, u32))> {
+pub(super) fn lower_kernel(
+    m: &TileModule,
+    k: &Operation,
+    trial: bool,
+) -> R<(Manifest, (u32, u32))> {
     let Setup {
         shape,
         analysis,
@@ -765,13 +771,19 @@ pub(super) fn lower_kernel(m: &TileModule, k: &Operation) -> R<(Manifest, (u32, 
     let target = shape.target;
     let block = shape.block;
     let cluster = shape.cluster;
-    let smem_end = crate::mlir_driver::with_builder_context(|ctx| {
-        build_module(ctx, m, k, &shape, &analysis).map(|(_, end)| end)
-    })?;
+    let smem_end = if trial {
+        crate::mlir_driver::with_builder_context(|ctx| {
+            build_module(ctx, m, k, &shape, &analysis).map(|(_, end)| end)
+        })?
+    } else {
+        0
+    };
 
     let grid = k.attr("grid").and_then(TileAttr::as_array).unwrap_or(&[]);
     let dims = super::grid_of(k);
-    let smem_bytes = k.int_attr("smem_bytes").unwrap_or(smem_end as i64) as u64;
+    let smem_bytes = k
+        .int_attr("smem_bytes")
+        .map_or(smem_end, |b| b.max(0) as u64);
     let (maj, min) = ptx_version;
     let persistent = super::persistent_of(k);
     let mut manifest = Manifest::new(
