@@ -30,7 +30,9 @@
 //! forms modulo D) stops there. The regions of a `tile.warp_specialize` are enumerated apart
 //! (their choices add instead of multiplying), and a producer region that issues no group
 //! is not run. gemm_bf16 (persistent, two consumer warpgroups) takes 572 runs in all, about
-//! 6 ms. Besides the runs, one simulation makes at most [`MAX_OP_STEPS`] op executions.
+//! 3 ms on a 2-core x86 host (scalars live in a per-run arena that is reused, and a state's
+//! key is built in reused buffers). Besides the runs, one simulation makes at most
+//! [`MAX_OP_STEPS`] op executions.
 //!
 //! **Register sets**, fixed by the lowering's contract: an accumulator operand and the
 //! wgmma result chained on it (not with `zero_acc`), a wait's operands and results, a
@@ -66,7 +68,6 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
-use std::rc::Rc;
 use tilec_dialect::{Block, Location, Module, OpKind, Operation, Type, Value};
 
 /// The default budget: runs per simulation.
@@ -154,8 +155,6 @@ pub struct Simulator<'m> {
     overwritten: FxHashSet<Value>,
     /// Whether every remainder modulus divides the domain (else states are not cut).
     exact: bool,
-    /// Shared constants 0..1024 (most stage arithmetic), so that runs do not allocate them.
-    small: Vec<Rc<Expr>>,
     /// Whether a producer phase can meet a hazard: some group is issued before the
     /// `tile.warp_specialize` or inside its producer region (without one, that warpgroup
     /// has nothing pending, ever).
@@ -163,13 +162,15 @@ pub struct Simulator<'m> {
 }
 
 /// A scalar: a constant, an unknown chosen on demand, or linear arithmetic over them.
+/// Operands are indices into the run's arena ([`Run::arena`]).
+#[derive(Clone, Copy)]
 enum Expr {
     K(i64),
     Leaf(usize),
-    Add(Rc<Expr>, Rc<Expr>),
-    Sub(Rc<Expr>, Rc<Expr>),
-    Mul(Rc<Expr>, i64),
-    Rem(Rc<Expr>, i64),
+    Add(u32, u32),
+    Sub(u32, u32),
+    Mul(u32, i64),
+    Rem(u32, i64),
 }
 
 #[derive(Clone, Debug)]
@@ -197,7 +198,39 @@ struct Queues {
     bulk_open: Vec<Store>,
     bulk_unsynced: Vec<Store>,
     fenced: bool,
-    dirty: FxHashSet<u32>,
+    dirty: SlotSet,
+}
+
+/// A set of register-set ids (small integers), as a bit set: iterated in increasing order.
+#[derive(Clone, Debug, Default)]
+struct SlotSet(Vec<u64>);
+
+impl SlotSet {
+    fn insert(&mut self, s: u32) {
+        let (w, b) = (s as usize / 64, s % 64);
+        if w >= self.0.len() {
+            self.0.resize(w + 1, 0);
+        }
+        self.0[w] |= 1 << b;
+    }
+    fn contains(&self, s: u32) -> bool {
+        self.0
+            .get(s as usize / 64)
+            .is_some_and(|w| w >> (s % 64) & 1 == 1)
+    }
+    fn clear(&mut self) {
+        self.0.fill(0);
+    }
+    fn len(&self) -> usize {
+        self.0.iter().map(|w| w.count_ones() as usize).sum()
+    }
+    fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.0.iter().enumerate().flat_map(|(i, &w)| {
+            (0..64u32)
+                .filter(move |b| w >> b & 1 == 1)
+                .map(move |b| i as u32 * 64 + b)
+        })
+    }
 }
 
 impl Queues {
@@ -212,24 +245,28 @@ impl Queues {
 /// An affine form: (leaf, coefficient) terms and a constant.
 type Affine = (Vec<(usize, i64)>, i64);
 
-/// Scalar values by value number.
+/// Scalar values by value number: an arena index, [`Env::NONE`] for none.
 #[derive(Default)]
-struct Env(Vec<Option<Rc<Expr>>>);
+struct Env(Vec<u32>);
 
 impl Env {
-    fn get(&self, v: &Value) -> Option<&Rc<Expr>> {
-        self.0.get(v.0 as usize).and_then(Option::as_ref)
+    const NONE: u32 = u32::MAX;
+    fn get(&self, v: &Value) -> Option<u32> {
+        self.0
+            .get(v.0 as usize)
+            .copied()
+            .filter(|&e| e != Self::NONE)
     }
-    fn insert(&mut self, v: Value, e: Rc<Expr>) {
+    fn insert(&mut self, v: Value, e: u32) {
         let i = v.0 as usize;
         if i >= self.0.len() {
-            self.0.resize(i + 1, None);
+            self.0.resize(i + 1, Self::NONE);
         }
-        self.0[i] = Some(e);
+        self.0[i] = e;
     }
     fn remove(&mut self, v: &Value) {
         if let Some(x) = self.0.get_mut(v.0 as usize) {
-            *x = None;
+            *x = Self::NONE;
         }
     }
 }
@@ -244,6 +281,8 @@ struct Run<'s, 'm> {
     s: &'s Simulator<'m>,
     changes: &'s HashMap<u32, Change>,
     env: Env,
+    /// The scalar expressions of this run ([`Expr`] operands index it).
+    arena: Vec<Expr>,
     leaves: Vec<Option<i64>>,
     q: Queues,
     wg: u64,
@@ -261,10 +300,74 @@ struct Run<'s, 'm> {
     /// Each state with the choices that led to it (a run with the same choices is still
     /// exploring its continuations).
     seen: &'s RefCell<FxHashMap<Vec<i64>, Vec<usize>>>,
+    /// Buffers of [`Run::seen_before`], kept across the runs of an enumeration.
+    scratch: &'s RefCell<Scratch>,
     /// The enclosing loop iterations (loop, trips, iteration) and deferred ops.
     ctx: Vec<i64>,
     /// Op executions of this enumeration so far (see [`MAX_OP_STEPS`]).
     steps: &'s std::cell::Cell<u64>,
+}
+
+/// Working buffers of [`Run::seen_before`].
+#[derive(Default)]
+struct Scratch {
+    key: Vec<i64>,
+    /// The terms of the live scalars' affine forms, one range per form.
+    terms: Vec<(usize, i64)>,
+    /// Per live scalar: its terms' range and its constant, if it is affine.
+    forms: Vec<Option<(usize, usize, i64)>>,
+    /// Per leaf: how many live forms hold it.
+    count: Vec<u32>,
+    ranks: Ranks,
+}
+
+/// Leaves numbered in order of first appearance in a state key (-1: not yet).
+#[derive(Default)]
+struct Ranks {
+    of: Vec<i64>,
+    next: i64,
+}
+
+impl Ranks {
+    fn reset(&mut self, leaves: usize) {
+        self.of.clear();
+        self.of.resize(leaves, -1);
+        self.next = 0;
+    }
+    /// The rank of leaf `l`, given it now if it has none.
+    fn of(&mut self, l: usize) -> i64 {
+        if self.of[l] < 0 {
+            self.of[l] = self.next;
+            self.next += 1;
+        }
+        self.of[l]
+    }
+}
+
+/// Sorts `terms[start..]` by leaf, adds up the coefficients of each leaf modulo `d` and
+/// drops the zero ones; returns the end of the normalised range (the vector's new length).
+fn normalize(terms: &mut Vec<(usize, i64)>, start: usize, d: i64) -> usize {
+    terms[start..].sort_unstable();
+    let mut w = start;
+    for r in start..terms.len() {
+        let (l, a) = terms[r];
+        if w > start && terms[w - 1].0 == l {
+            terms[w - 1].1 = (terms[w - 1].1 + a).rem_euclid(d);
+        } else {
+            terms[w] = (l, a);
+            w += 1;
+        }
+    }
+    terms.truncate(w);
+    let mut k = start;
+    for r in start..w {
+        if terms[r].1 != 0 {
+            terms[k] = terms[r];
+            k += 1;
+        }
+    }
+    terms.truncate(k);
+    k
 }
 
 fn gcd(a: i64, b: i64) -> i64 {
@@ -414,7 +517,6 @@ impl<'m> Simulator<'m> {
             exact,
             frees,
             copies,
-            small: (0..1024).map(|v| Rc::new(Expr::K(v))).collect(),
             m,
             live,
             producer_issues,
@@ -475,14 +577,21 @@ impl<'m> Simulator<'m> {
     fn enumerate(&self, changes: &HashMap<u32, Change>, budget: u64, producer: bool) -> Outcome {
         let mut choices: Vec<usize> = vec![];
         let seen = RefCell::new(FxHashMap::default());
+        let scratch = RefCell::new(Scratch::default());
         let steps = std::cell::Cell::new(0u64);
+        // Each run's scalar environment and expression arena, kept across runs.
+        let (mut env, mut arena) = (
+            Env(vec![Env::NONE; self.m.values.len()]),
+            Vec::with_capacity(256),
+        );
         let mut runs = 0;
         while runs < budget {
             runs += 1;
             let mut r = Run {
                 s: self,
                 changes,
-                env: Env::default(),
+                env: std::mem::take(&mut env),
+                arena: std::mem::take(&mut arena),
                 leaves: vec![],
                 q: Queues::default(),
                 wg: self.warpgroups,
@@ -493,6 +602,7 @@ impl<'m> Simulator<'m> {
                 producer,
                 stop: false,
                 seen: &seen,
+                scratch: &scratch,
                 ctx: vec![],
                 steps: &steps,
             };
@@ -525,6 +635,10 @@ impl<'m> Simulator<'m> {
                 }
             }
             choices = c;
+            env = std::mem::take(&mut r.env);
+            env.0.fill(Env::NONE);
+            arena = std::mem::take(&mut r.arena);
+            arena.clear();
         }
         Outcome {
             verdict: Verdict::Budget,
@@ -858,51 +972,54 @@ impl Run<'_, '_> {
         c
     }
 
-    /// The constant `v`.
-    fn k(&self, v: i64) -> Rc<Expr> {
-        match usize::try_from(v) {
-            Ok(i) if i < self.s.small.len() => self.s.small[i].clone(),
-            _ => Rc::new(Expr::K(v)),
-        }
+    /// `e` in the arena.
+    fn node(&mut self, e: Expr) -> u32 {
+        self.arena.push(e);
+        (self.arena.len() - 1) as u32
     }
 
-    fn leaf(&mut self) -> Rc<Expr> {
+    /// The constant `v`.
+    fn k(&mut self, v: i64) -> u32 {
+        self.node(Expr::K(v))
+    }
+
+    fn leaf(&mut self) -> u32 {
         self.leaves.push(None);
-        Rc::new(Expr::Leaf(self.leaves.len() - 1))
+        self.node(Expr::Leaf(self.leaves.len() - 1))
     }
 
     /// The scalar `v` (a fresh unknown the first time an undefined value is read).
-    fn expr(&mut self, v: Value) -> Rc<Expr> {
+    fn expr(&mut self, v: Value) -> u32 {
         if let Some(e) = self.env.get(&v) {
-            return e.clone();
+            return e;
         }
         let e = self.leaf();
-        self.env.insert(v, e.clone());
+        self.env.insert(v, e);
         e
     }
 
-    fn force(&mut self, e: &Expr) -> i64 {
-        match e {
-            Expr::K(v) => *v,
-            Expr::Leaf(i) => match self.leaves[*i] {
+    fn force(&mut self, e: u32) -> i64 {
+        match self.arena[e as usize] {
+            Expr::K(v) => v,
+            Expr::Leaf(i) => match self.leaves[i] {
                 Some(v) => v,
                 None => {
                     let v = self.choose(self.s.domain as usize) as i64;
-                    self.leaves[*i] = Some(v);
+                    self.leaves[i] = Some(v);
                     v
                 }
             },
             Expr::Add(a, b) => self.force(a).wrapping_add(self.force(b)),
             Expr::Sub(a, b) => self.force(a).wrapping_sub(self.force(b)),
-            Expr::Mul(a, c) => self.force(a).wrapping_mul(*c),
-            Expr::Rem(a, c) => self.force(a).wrapping_rem(*c),
+            Expr::Mul(a, c) => self.force(a).wrapping_mul(c),
+            Expr::Rem(a, c) => self.force(a).wrapping_rem(c),
         }
     }
 
     /// The value of scalar `v`, chosen where unknown.
     fn int(&mut self, v: Value) -> i64 {
         let e = self.expr(v);
-        self.force(&e)
+        self.force(e)
     }
 
     /// Stage `v` of `ring` (an index the verifier keeps in `0..stages`).
@@ -915,9 +1032,8 @@ impl Run<'_, '_> {
             return;
         };
         let (x, y) = (self.expr(*a), self.expr(*b));
-        let e = match (&*x, &*y, op.kind) {
+        let e = match (self.arena[x as usize], self.arena[y as usize], op.kind) {
             (Expr::K(p), Expr::K(q), kind) => {
-                let (p, q) = (*p, *q);
                 let v = match kind {
                     OpKind::AddI => Some(p.wrapping_add(q)),
                     OpKind::SubI => Some(p.wrapping_sub(q)),
@@ -934,11 +1050,11 @@ impl Run<'_, '_> {
                 };
                 v.map(|v| self.k(v))
             }
-            (_, _, OpKind::AddI) => Some(Rc::new(Expr::Add(x.clone(), y.clone()))),
-            (_, _, OpKind::SubI) => Some(Rc::new(Expr::Sub(x.clone(), y.clone()))),
-            (_, Expr::K(c), OpKind::MulI) => Some(Rc::new(Expr::Mul(x.clone(), *c))),
-            (Expr::K(c), _, OpKind::MulI) => Some(Rc::new(Expr::Mul(y.clone(), *c))),
-            (_, Expr::K(c), OpKind::RemI) if *c > 0 => Some(Rc::new(Expr::Rem(x.clone(), *c))),
+            (_, _, OpKind::AddI) => Some(self.node(Expr::Add(x, y))),
+            (_, _, OpKind::SubI) => Some(self.node(Expr::Sub(x, y))),
+            (_, Expr::K(c), OpKind::MulI) => Some(self.node(Expr::Mul(x, c))),
+            (Expr::K(c), _, OpKind::MulI) => Some(self.node(Expr::Mul(y, c))),
+            (_, Expr::K(c), OpKind::RemI) if c > 0 => Some(self.node(Expr::Rem(x, c))),
             _ => None,
         };
         let e = e.unwrap_or_else(|| self.leaf());
@@ -1078,11 +1194,11 @@ impl Run<'_, '_> {
         Ok(())
     }
 
-    fn set_carried(&mut self, args: &[Value], vals: &[Option<Rc<Expr>>]) {
+    fn set_carried(&mut self, args: &[Value], vals: &[Option<u32>]) {
         for (a, v) in args.iter().zip(vals) {
             match v {
                 Some(e) => {
-                    self.env.insert(*a, e.clone());
+                    self.env.insert(*a, *e);
                 }
                 None => {
                     self.env.remove(a);
@@ -1091,7 +1207,7 @@ impl Run<'_, '_> {
         }
     }
 
-    fn scalars(&mut self, vs: &[Value]) -> Vec<Option<Rc<Expr>>> {
+    fn scalars(&mut self, vs: &[Value]) -> Vec<Option<u32>> {
         vs.iter()
             .map(|&v| self.is_scalar(v).then(|| self.expr(v)))
             .collect()
@@ -1180,13 +1296,20 @@ impl Run<'_, '_> {
         if !self.s.exact {
             return false;
         }
-        let mut key = self.ctx.clone();
+        let mut guard = self.scratch.borrow_mut();
+        let Scratch {
+            key,
+            terms,
+            forms,
+            count,
+            ranks,
+        } = &mut *guard;
+        key.clear();
+        key.extend_from_slice(&self.ctx);
         key.push(self.wg as i64);
         key.push(self.q.fenced as i64);
-        let mut dirty: Vec<i64> = self.q.dirty.iter().map(|&d| d as i64).collect();
-        dirty.sort();
-        key.push(dirty.len() as i64);
-        key.extend(dirty);
+        key.push(self.q.dirty.len() as i64);
+        key.extend(self.q.dirty.iter().map(i64::from));
         let wgmma = |key: &mut Vec<i64>, g: &Wgmma| {
             key.extend([g.op as i64, g.stages.len() as i64]);
             for (r, st) in &g.stages {
@@ -1201,7 +1324,7 @@ impl Run<'_, '_> {
         {
             key.push(-1);
             for g in grp {
-                wgmma(&mut key, g);
+                wgmma(key, g);
             }
         }
         for grp in self
@@ -1220,118 +1343,126 @@ impl Run<'_, '_> {
         // A value holding an unknown that no other live value holds, with a unit
         // coefficient, takes every residue in the future whatever else it holds: it is
         // written as such.
-        let mut ranks: FxHashMap<usize, i64> = FxHashMap::default();
-        let empty = vec![];
-        let live = self.s.live.get(&id).unwrap_or(&empty);
-        let forms: Vec<Option<Affine>> = live
-            .iter()
-            .map(|v| self.env.get(v).and_then(|e| self.affine(e)))
-            .collect();
-        let mut count: FxHashMap<usize, u32> = FxHashMap::default();
-        for (v, f) in live.iter().zip(&forms) {
+        let live = self.s.live.get(&id).map_or(&[][..], |v| &v[..]);
+        terms.clear();
+        forms.clear();
+        for v in live {
+            let form = self.env.get(v).and_then(|e| {
+                let start = terms.len();
+                match self.affine_into(e, 1, 1, terms) {
+                    Some(c) => Some((start, normalize(terms, start, self.s.domain), c)),
+                    None => {
+                        terms.truncate(start);
+                        None
+                    }
+                }
+            });
+            forms.push(form);
+        }
+        count.clear();
+        count.resize(self.leaves.len(), 0);
+        for (v, f) in live.iter().zip(forms.iter()) {
             match f {
-                Some((terms, _)) => {
-                    for &(l, _) in terms {
-                        *count.entry(l).or_default() += 1;
+                Some((a, b, _)) => {
+                    for &(l, _) in &terms[*a..*b] {
+                        count[l] += 1;
                     }
                 }
                 None => {
                     if let Some(e) = self.env.get(v) {
-                        self.unforced(e, &mut |l| *count.entry(l).or_default() += 1);
+                        self.unforced(e, &mut |l| count[l] += 1);
                     }
                 }
             }
         }
+        ranks.reset(self.leaves.len());
         let d = self.s.domain;
-        for (v, f) in live.iter().zip(&forms) {
+        for (v, f) in live.iter().zip(forms.iter()) {
             match (f, self.env.get(v)) {
                 (_, None) => key.push(-4),
-                (Some((terms, c)), _) => {
-                    if terms
-                        .iter()
-                        .any(|&(l, a)| count[&l] == 1 && gcd(a.rem_euclid(d), d) == 1)
-                    {
+                (Some((a, b, c)), _) => {
+                    let t = &terms[*a..*b];
+                    if t.iter().any(|&(l, a)| count[l] == 1 && gcd(a, d) == 1) {
                         key.push(-11);
                         continue;
                     }
-                    key.extend([-12, c.rem_euclid(d), terms.len() as i64]);
-                    for &(l, a) in terms {
-                        let n = ranks.len() as i64;
-                        key.extend([*ranks.entry(l).or_insert(n), a.rem_euclid(d)]);
+                    key.extend([-12, c.rem_euclid(d), t.len() as i64]);
+                    for &(l, a) in t {
+                        key.extend([ranks.of(l), a]);
                     }
                 }
-                (None, Some(e)) => {
-                    let e = e.clone();
-                    self.serialize(&e, &mut ranks, &mut key);
-                }
+                (None, Some(e)) => self.serialize(e, ranks, key),
             }
         }
         let prefix = &self.choices[..self.used];
         let mut seen = self.seen.borrow_mut();
-        match seen.get(&key) {
+        match seen.get(&key[..]) {
             Some(p) => p[..] != *prefix,
             None => {
-                seen.insert(key, prefix.to_vec());
+                seen.insert(key.clone(), prefix.to_vec());
                 false
             }
         }
     }
 
-    /// `e` as `Σ a·leaf + c` over the leaves not chosen yet, if it is affine.
-    fn affine(&self, e: &Expr) -> Option<Affine> {
+    /// `e` as `Σ a·leaf + c` over the leaves not chosen yet, if it is affine: the
+    /// coefficients reduced modulo the domain (sorted by leaf, none zero), the constant in
+    /// wrapping arithmetic.
+    fn affine(&self, e: u32) -> Option<Affine> {
         let d = self.s.domain;
-        let norm = |mut t: Vec<(usize, i64)>| {
-            t.sort();
-            let mut out: Vec<(usize, i64)> = vec![];
-            for (l, a) in t {
-                match out.last_mut() {
-                    Some((m, b)) if *m == l => *b = b.wrapping_add(a).rem_euclid(d),
-                    _ => out.push((l, a.rem_euclid(d))),
+        let mut terms = vec![];
+        let c = self.affine_into(e, 1, 1, &mut terms)?;
+        normalize(&mut terms, 0, d);
+        Some((terms, c))
+    }
+
+    /// Adds `coef · e` to `terms` (coefficients modulo the domain: `coef` reduced, `raw`
+    /// the same coefficient in wrapping arithmetic) and returns `raw ·` its constant.
+    fn affine_into(
+        &self,
+        e: u32,
+        coef: i64,
+        raw: i64,
+        terms: &mut Vec<(usize, i64)>,
+    ) -> Option<i64> {
+        let d = self.s.domain;
+        let node = self.arena[e as usize];
+        Some(match node {
+            Expr::K(v) => raw.wrapping_mul(v),
+            Expr::Leaf(i) => match self.leaves[i] {
+                Some(v) => raw.wrapping_mul(v),
+                None => {
+                    terms.push((i, coef));
+                    0
                 }
-            }
-            out.retain(|&(_, a)| a != 0);
-            out
-        };
-        Some(match e {
-            Expr::K(v) => (vec![], *v),
-            Expr::Leaf(i) => match self.leaves[*i] {
-                Some(v) => (vec![], v),
-                None => (vec![(*i, 1)], 0),
             },
             Expr::Add(a, b) | Expr::Sub(a, b) => {
-                let (ta, ca) = self.affine(a)?;
-                let (tb, cb) = self.affine(b)?;
-                let s: i64 = if matches!(e, Expr::Sub(..)) { -1 } else { 1 };
-                let terms = ta
-                    .into_iter()
-                    .chain(tb.into_iter().map(|(l, x)| (l, s.wrapping_mul(x))));
-                (norm(terms.collect()), ca.wrapping_add(s.wrapping_mul(cb)))
+                let ca = self.affine_into(a, coef, raw, terms)?;
+                let (cb, rb) = if matches!(node, Expr::Sub(..)) {
+                    ((d - coef) % d, raw.wrapping_neg())
+                } else {
+                    (coef, raw)
+                };
+                ca.wrapping_add(self.affine_into(b, cb, rb, terms)?)
             }
             Expr::Mul(a, c) => {
-                let (t, k) = self.affine(a)?;
-                (
-                    norm(
-                        t.into_iter()
-                            .map(|(l, x)| (l, x.wrapping_mul(*c)))
-                            .collect(),
-                    ),
-                    k.wrapping_mul(*c),
-                )
+                let cm = (coef * c.rem_euclid(d)).rem_euclid(d);
+                self.affine_into(a, cm, raw.wrapping_mul(c), terms)?
             }
             Expr::Rem(a, c) => match self.affine(a)? {
-                (t, k) if t.is_empty() => (vec![], k.wrapping_rem(*c)),
+                (t, k) if t.is_empty() => raw.wrapping_mul(k.wrapping_rem(c)),
                 _ => return None,
             },
         })
     }
 
     /// Calls `f` on each leaf of `e` not chosen yet.
-    fn unforced(&self, e: &Expr, f: &mut dyn FnMut(usize)) {
-        match e {
+    fn unforced(&self, e: u32, f: &mut dyn FnMut(usize)) {
+        match self.arena[e as usize] {
             Expr::K(_) => {}
             Expr::Leaf(i) => {
-                if self.leaves[*i].is_none() {
-                    f(*i)
+                if self.leaves[i].is_none() {
+                    f(i)
                 }
             }
             Expr::Add(a, b) | Expr::Sub(a, b) => {
@@ -1342,23 +1473,32 @@ impl Run<'_, '_> {
         }
     }
 
-    fn serialize(&self, e: &Expr, ranks: &mut FxHashMap<usize, i64>, key: &mut Vec<i64>) {
-        match e {
+    fn serialize(&self, e: u32, ranks: &mut Ranks, key: &mut Vec<i64>) {
+        let node = self.arena[e as usize];
+        match node {
             Expr::K(v) => key.extend([-5, v.rem_euclid(self.s.domain)]),
-            Expr::Leaf(i) => match self.leaves[*i] {
+            Expr::Leaf(i) => match self.leaves[i] {
                 Some(v) => key.extend([-5, v.rem_euclid(self.s.domain)]),
-                None => {
-                    let n = ranks.len() as i64;
-                    key.extend([-6, *ranks.entry(*i).or_insert(n)]);
-                }
+                None => key.extend([-6, ranks.of(i)]),
             },
             Expr::Add(a, b) | Expr::Sub(a, b) => {
-                key.push(if matches!(e, Expr::Add(..)) { -7 } else { -8 });
+                key.push(if matches!(node, Expr::Add(..)) {
+                    -7
+                } else {
+                    -8
+                });
                 self.serialize(a, ranks, key);
                 self.serialize(b, ranks, key);
             }
             Expr::Mul(a, c) | Expr::Rem(a, c) => {
-                key.extend([if matches!(e, Expr::Mul(..)) { -9 } else { -10 }, *c]);
+                key.extend([
+                    if matches!(node, Expr::Mul(..)) {
+                        -9
+                    } else {
+                        -10
+                    },
+                    c,
+                ]);
                 self.serialize(a, ranks, key);
             }
         }
@@ -1416,11 +1556,12 @@ impl Run<'_, '_> {
         let start = self.leaf();
         for t in 0..trips {
             if let (true, Some(step), Some(&iv)) = (is_for, &step, body.args.first()) {
-                let off = match &**step {
+                let off = match self.arena[*step as usize] {
                     Expr::K(c) => self.k(c.wrapping_mul(t)),
-                    _ => Rc::new(Expr::Mul(step.clone(), t)),
+                    _ => self.node(Expr::Mul(*step, t)),
                 };
-                self.env.insert(iv, Rc::new(Expr::Add(start.clone(), off)));
+                let e = self.node(Expr::Add(start, off));
+                self.env.insert(iv, e);
             }
             self.set_carried(args, &carried);
             self.ctx.extend([id as i64, trips - t]);
@@ -1451,8 +1592,8 @@ impl Run<'_, '_> {
         let acc = self.s.slot[&res];
         let a = self.is_tile(p.a).then(|| self.s.slot[&p.a]);
         if !self.q.fenced
-            || self.q.dirty.contains(&acc)
-            || a.is_some_and(|a| self.q.dirty.contains(&a))
+            || self.q.dirty.contains(acc)
+            || a.is_some_and(|a| self.q.dirty.contains(a))
         {
             return Err((
                 op.loc.clone(),
