@@ -381,17 +381,55 @@ fn compile_kernel(
     let defer = opts.checks_waits();
     let (vm, file, mut timings) = front_end(input, opts, kernel, defer)?;
     std::thread::scope(|s| {
-        let check = defer.then(|| s.spawn(|| check_waits(vm.module())));
-        let lowered = lower(&vm, &file, opts, &mut timings);
-        if let Some(h) = check {
-            let (r, time) = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-            r?;
-            timings.push(("verify-async-waits (second thread)", time));
+        let check = defer.then(|| {
+            deep_stack(s, "tilec-check-waits", || check_waits(vm.module()))
+                .ok_or_else(|| check_waits(vm.module()))
+        });
+        let lower_here = || {
+            let mut t = vec![];
+            let r = lower(&vm, &file, opts, &mut t);
+            (r, t)
+        };
+        let (lowered, steps) = match deep_stack(s, "tilec-lower", lower_here) {
+            Some(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            None => lower_here(),
+        };
+        timings.extend(steps);
+        match check {
+            Some(Ok(h)) => {
+                let (r, time) = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+                r?;
+                timings.push(("verify-async-waits (second thread)", time));
+            }
+            Some(Err((r, time))) => {
+                r?;
+                timings.push(("verify-async-waits", time));
+            }
+            None => {}
         }
         let mut k = lowered?;
         k.timings = timings;
         Ok(k)
     })
+}
+
+/// The stack reserved for a compile's threads, in bytes (virtual memory, committed only as
+/// it is used): the lowering evaluates a GEMM epilogue's chain of tile ops recursively, about
+/// 1 KiB of stack per op, so a 10,000-op epilogue needs more than a main thread's 8 MiB.
+const COMPILE_STACK: usize = 1 << 30;
+
+/// `f` on a scoped thread named `name` with a [`COMPILE_STACK`] stack; `None` where the
+/// thread cannot be started (then the caller runs `f` itself).
+fn deep_stack<'s, 'e, T: Send + 's>(
+    s: &'s std::thread::Scope<'s, 'e>,
+    name: &str,
+    f: impl FnOnce() -> T + Send + 's,
+) -> Option<std::thread::ScopedJoinHandle<'s, T>> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .stack_size(COMPILE_STACK)
+        .spawn_scoped(s, f)
+        .ok()
 }
 
 /// The lowering, the MLIR stage and ptxas of a module the tilec passes produced; the
