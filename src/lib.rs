@@ -109,7 +109,8 @@ pub struct Kernel {
     pub cubin: Vec<u8>,
     /// The launch manifest.
     pub manifest: Manifest,
-    /// Wall time per stage (parse+verify, tilec passes, lowering to MLIR, MLIR to the output).
+    /// Wall time per stage (parse+verify, tilec passes, lowering to MLIR, MLIR to the output,
+    /// then `verify-async-waits`, which runs on a second thread beside the last two).
     pub timings: Vec<(&'static str, Duration)>,
     /// The steps of the MLIR stage when emitting PTX (setup, parse+verify, then each MLIR
     /// pass; see `tilec_lowering::StageTimings`); empty for the other outputs.
