@@ -134,3 +134,17 @@ fn a_long_kernel_name_gets_a_short_file_name() {
         "and keeps the kernel's name"
     );
 }
+
+/// `--ptxas` with an output ptxas does not take is a usage error (exit 2) found before any
+/// work: no output file is written.
+#[test]
+fn ptxas_with_a_non_ptx_emit_is_refused_before_writing() {
+    let (code, stderr, out) = compile(
+        "ptxas_mlir",
+        &example(),
+        &["--target", "sm_90a", "--emit", "mlir", "--ptxas"],
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(stderr, "error: --ptxas needs --emit ptx or cubin\n");
+    assert!(!out.exists(), "an output folder was created");
+}

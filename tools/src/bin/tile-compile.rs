@@ -221,6 +221,10 @@ fn run() -> i32 {
             return if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
         }
     };
+    if cli.ptxas && !matches!(cli.emit, Emit::Ptx | Emit::Cubin) {
+        eprintln!("error: --ptxas needs --emit ptx or cubin");
+        return EXIT_USAGE;
+    }
     let (name, src) = match read_source(&cli.file) {
         Ok(x) => x,
         Err(code) => return code,
@@ -313,10 +317,6 @@ fn run() -> i32 {
     eprintln!("wrote {}", written.join(", "));
     let mut status = EXIT_OK;
     if cli.ptxas {
-        if !matches!(cli.emit, Emit::Ptx | Emit::Cubin) {
-            eprintln!("error: --ptxas needs --emit ptx or cubin");
-            return EXIT_USAGE;
-        }
         status = run_ptxas(&out, cli.target);
     }
     if cli.timing {
