@@ -74,6 +74,24 @@ impl Operation {
         }
     }
 
+    /// `tile.if %cond { ops } else { tile.yield }` with no results, at `loc`: the
+    /// then-region is `ops`, closed by a `tile.yield` unless they already end with one.
+    pub fn if_then(cond: Value, mut ops: Vec<Operation>, loc: Location) -> Self {
+        if ops.last().is_none_or(|o| o.kind != OpKind::Yield) {
+            ops.push(Operation::new(OpKind::Yield, loc.clone()));
+        }
+        let mut o = Operation::new(OpKind::If, loc.clone());
+        o.operands = vec![cond];
+        o.regions = vec![
+            Block { args: vec![], ops },
+            Block {
+                args: vec![],
+                ops: vec![Operation::new(OpKind::Yield, loc)],
+            },
+        ];
+        o
+    }
+
     /// The attribute `name`.
     pub fn attr(&self, name: &str) -> Option<&Attribute> {
         self.attrs.get(name)

@@ -1643,23 +1643,30 @@ impl Run<'_, '_> {
         };
         for (v, arg) in pairs {
             for x in [v, arg] {
-                if !self.is_tile(x) {
-                    continue;
-                }
-                let s = self.s.slot[&x];
-                if let Some(g) = self.q.pending().find(|g| g.acc == s || g.a == Some(s)) {
-                    return Err((
-                        y.loc.clone(),
-                        format!(
-                            "the loop's back edge copies registers of the wgmma group of {} \
-                                while it is pending",
-                            self.group_at(g.op)
-                        ),
-                    ));
-                }
-                self.q.dirty.insert(s);
+                self.access(x, &y.loc, |g| {
+                    format!(
+                        "the loop's back edge copies registers of the wgmma group of {g} while \
+                            it is pending"
+                    )
+                })?;
             }
         }
+        Ok(())
+    }
+
+    /// An access, by an op other than a wgmma, to the registers of `v` if it is a tile: a
+    /// hazard (at `loc`, `message` given the pending group's description) while a pending
+    /// group holds them as its accumulator or A fragment; otherwise they are dirty until the
+    /// next fence.
+    fn access(&mut self, v: Value, loc: &Location, message: impl Fn(String) -> String) -> Res<()> {
+        if !self.is_tile(v) {
+            return Ok(());
+        }
+        let s = self.s.slot[&v];
+        if let Some(g) = self.q.pending().find(|g| g.acc == s || g.a == Some(s)) {
+            return Err((loc.clone(), message(self.group_at(g.op))));
+        }
+        self.q.dirty.insert(s);
         Ok(())
     }
 
@@ -1667,21 +1674,9 @@ impl Run<'_, '_> {
     fn other(&mut self, op: &Operation, id: u32) -> Res<()> {
         let name = op.kind.name();
         for &v in op.operands.iter().chain(&op.results) {
-            if !self.is_tile(v) {
-                continue;
-            }
-            let s = self.s.slot[&v];
-            if let Some(g) = self.q.pending().find(|g| g.acc == s || g.a == Some(s)) {
-                return Err((
-                    op.loc.clone(),
-                    format!(
-                        "'{name}' accesses registers of the wgmma group of {} while it is \
-                            pending",
-                        self.group_at(g.op)
-                    ),
-                ));
-            }
-            self.q.dirty.insert(s);
+            self.access(v, &op.loc, |g| {
+                format!("'{name}' accesses registers of the wgmma group of {g} while it is pending")
+            })?;
         }
         match op.kind {
             OpKind::TmaLoad if op.operands.len() >= 4 => {

@@ -521,19 +521,10 @@ fn role_op(
 fn scheduler_if(em: &mut Em, cond: Value, then: &mut dyn FnMut(&mut Em)) {
     let before = std::mem::take(&mut em.ops);
     then(em);
-    let mut ops = std::mem::replace(&mut em.ops, before);
-    ops.push(Operation::new(OpKind::Yield, em.loc.clone()));
-    let mut op = Operation::new(OpKind::If, em.loc.clone());
-    op.operands = vec![cond];
+    let ops = std::mem::replace(&mut em.ops, before);
+    let mut op = Operation::if_then(cond, ops, em.loc.clone());
     op.attrs
         .insert("role".into(), Attribute::Str("scheduler".into()));
-    op.regions = vec![
-        Block { args: vec![], ops },
-        Block {
-            args: vec![],
-            ops: vec![Operation::new(OpKind::Yield, em.loc.clone())],
-        },
-    ];
     em.ops.push(op);
 }
 

@@ -860,19 +860,7 @@ fn copy(
         ie.op(OpKind::TmaLoad, &operands, None);
         ie.op(OpKind::Yield, &[], None);
     }
-    let mut o = Operation::new(OpKind::If, e.loc.clone());
-    o.operands = vec![go];
-    o.regions = vec![
-        Block {
-            args: vec![],
-            ops: inner,
-        },
-        Block {
-            args: vec![],
-            ops: vec![Operation::new(OpKind::Yield, e.loc.clone())],
-        },
-    ];
-    e.out.push(o);
+    e.out.push(Operation::if_then(go, inner, e.loc.clone()));
 }
 
 /// `v` computed again with the substitutions of `memo` (the induction variable's): the
@@ -1003,18 +991,8 @@ fn wait_op(loc: &Location, full: Value, stage: Value, phase: Value) -> Operation
 }
 
 /// Appends `tile.if %go { ops }`.
-fn guarded(e: &mut Emit, go: Value, mut ops: Vec<Operation>) {
-    ops.push(Operation::new(OpKind::Yield, e.loc.clone()));
-    let mut o = Operation::new(OpKind::If, e.loc.clone());
-    o.operands = vec![go];
-    o.regions = vec![
-        Block { args: vec![], ops },
-        Block {
-            args: vec![],
-            ops: vec![Operation::new(OpKind::Yield, e.loc.clone())],
-        },
-    ];
-    e.out.push(o);
+fn guarded(e: &mut Emit, go: Value, ops: Vec<Operation>) {
+    e.out.push(Operation::if_then(go, ops, e.loc.clone()));
 }
 
 /// Appends wgmma `a` reading its rings at `stage`, with accumulator `acc`; returns its result.

@@ -1443,14 +1443,21 @@ pub fn async_waits_are_safe(m: &Module, max_steps: u64) -> Option<bool> {
     all
 }
 
+/// [`verify_async_waits`] as the pass reports it: a broken async protocol is invalid IR,
+/// whoever wrote it, so every diagnostic has [`tilec_dialect::DiagKind::InvalidIr`].
+///
+/// # Errors
+/// As [`verify_async_waits`].
+pub fn check_module(m: &Module, options: &CheckOptions) -> Result<CheckReport, Diagnostics> {
+    verify_async_waits(m, options).map_err(|d| d.with_kind(tilec_dialect::DiagKind::InvalidIr))
+}
+
 impl Pass for VerifyAsyncWaits {
     fn info(&self) -> &'static PassInfo {
         &INFO
     }
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<(), Diagnostics> {
-        // A broken async protocol is invalid IR, whoever wrote it.
-        let r = verify_async_waits(m, &self.options)
-            .map_err(|d| d.with_kind(tilec_dialect::DiagKind::InvalidIr))?;
+        let r = check_module(m, &self.options)?;
         cx.stat("waits-checked", r.waits);
         cx.stat("path-steps", r.steps);
         cx.stat("sim-runs", r.sim_runs);
