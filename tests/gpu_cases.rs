@@ -1,4 +1,5 @@
-//! GEMM epilogues checked against the reference interpreter, for a GPU run.
+//! GEMM epilogues and GPU-level ops checked against the reference interpreter, for a GPU
+//! run.
 //!
 //! Each case is a kernel (from a lit test or written here), a shape and its arguments. On
 //! the CPU (every `cargo test`): the interpreter runs it on pseudo-random bf16 inputs, every
@@ -12,7 +13,8 @@
 //! to run on a GPU. The cases: the row sums (atomic) and column maxima of
 //! `tests/lit/lowering/epilogue_reduce.tile`, the float-to-int and scalar conversions of
 //! `tests/lit/lowering/epilogue_converts.tile`, and column and row masks from `tile.iota`,
-//! `tile.cmpi` and `tile.select`.
+//! `tile.cmpi` and `tile.select`; and a laid-out kernel with a cp.async ring and
+//! shared-memory views (`tile.cp_async`, `tile.smem_load` with `offsets` and `transpose`).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -64,6 +66,50 @@ const MASKS: &str = "tile.kernel @gemm_masks(%A: tensor<?x?xbf16>, %B: tensor<?x
 }
 ";
 
+/// A hand-written laid-out kernel (sm_90a, replaced per target): a two-stage cp.async
+/// ring over the columns of A (the waits are async-wait-placement's), each stage read with
+/// `tile.smem_load` and summed; then a copy at column 4 (not 16-byte aligned: the guarded
+/// element path) and stage views: transposed, an aligned row slice, an unaligned window.
+const CP_ASYNC: &str = "tile.kernel @cp_async_views(%A: tensor<?x?xbf16>, %O: tensor<?x?xf32>, \
+    %P: tensor<?x?xf32>, %n: index) {block = [128, 1, 1], grid = [1], num_warps = 4, target = \
+    \"sm_90a\"} {
+  %c0 = tile.constant {value = 0} : index
+  %c1 = tile.constant {value = 1} : index
+  %c2 = tile.constant {value = 2} : index
+  %c4 = tile.constant {value = 4} : index
+  %c5 = tile.constant {value = 5} : index
+  %c64 = tile.constant {value = 64} : index
+  %ring = tile.smem_alloc {swizzle = 128} : smem<2x64x64xbf16>
+  %zero = tile.zeros : tile<64x64xf32, #linear<register = [[0, 1], [0, 2], [0, 4], [16, 0], [32, 0]], lane = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warp = [[4, 0], [8, 0]]>>
+  tile.cp_async %A, %ring, %c0, %c0, %c0
+  %acc = tile.for %c0, %n, %c1, %zero : tile<64x64xf32, #linear<register = [[0, 1], [0, 2], [0, 4], [16, 0], [32, 0]], lane = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warp = [[4, 0], [8, 0]]>> {
+  ^bb0(%i: index, %a: tile<64x64xf32, #linear<register = [[0, 1], [0, 2], [0, 4], [16, 0], [32, 0]], lane = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warp = [[4, 0], [8, 0]]>>):
+    %i1 = tile.addi %i, %c1 : index
+    %s1 = tile.remi %i1, %c2 : index
+    %k1 = tile.muli %i1, %c64 : index
+    tile.cp_async %A, %ring, %s1, %c0, %k1
+    %s = tile.remi %i, %c2 : index
+    %t = tile.smem_load %ring, %s : tile<64x64xbf16, #linear<register = [[0, 1], [0, 2], [0, 4], [16, 0], [32, 0]], lane = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warp = [[4, 0], [8, 0]]>>
+    %f = tile.convert %t : tile<64x64xf32, #linear<register = [[0, 1], [0, 2], [0, 4], [16, 0], [32, 0]], lane = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warp = [[4, 0], [8, 0]]>>
+    %a2 = tile.add %a, %f : tile<64x64xf32, #linear<register = [[0, 1], [0, 2], [0, 4], [16, 0], [32, 0]], lane = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warp = [[4, 0], [8, 0]]>>
+    tile.barrier
+    tile.yield %a2
+  }
+  tile.cp_async %A, %ring, %c1, %c5, %c4
+  %u = tile.smem_load %ring, %c1 {transpose = true} : tile<64x64xbf16, #linear<register = [[0, 1], [0, 2], [0, 4], [16, 0], [32, 0]], lane = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warp = [[4, 0], [8, 0]]>>
+  %h = tile.smem_load %ring, %c1 {offsets = [32, 0]} : tile<32x64xbf16, #linear<register = [[0, 1], [0, 2], [0, 4], [16, 0]], lane = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warp = [[4, 0], [8, 0]]>>
+  %g = tile.smem_load %ring, %c1 {offsets = [3, 8]} : tile<32x32xbf16, #linear<register = [[0, 1], [0, 2], [0, 4], [16, 0]], lane = [[0, 8], [0, 16], [1, 0], [2, 0], [4, 0]], warp = [[8, 0], [0, 0]]>>
+  %uf = tile.convert %u : tile<64x64xf32, #linear<register = [[0, 1], [0, 2], [0, 4], [16, 0], [32, 0]], lane = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warp = [[4, 0], [8, 0]]>>
+  %r = tile.add %acc, %uf : tile<64x64xf32, #linear<register = [[0, 1], [0, 2], [0, 4], [16, 0], [32, 0]], lane = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warp = [[4, 0], [8, 0]]>>
+  tile.store %O, %c0, %c0, %r
+  %hf = tile.convert %h : tile<32x64xf32, #linear<register = [[0, 1], [0, 2], [0, 4], [16, 0]], lane = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warp = [[4, 0], [8, 0]]>>
+  tile.store %O, %c64, %c0, %hf
+  %gf = tile.convert %g : tile<32x32xf32, #linear<register = [[0, 1], [0, 2], [0, 4], [16, 0]], lane = [[0, 8], [0, 16], [1, 0], [2, 0], [4, 0]], warp = [[8, 0], [0, 0]]>>
+  tile.store %P, %c0, %c0, %gf
+  tile.return
+}
+";
+
 struct Case {
     name: String,
     source: String,
@@ -73,6 +119,9 @@ struct Case {
     shape: (usize, usize, usize),
     /// Scalar arguments besides M, N, K, by name.
     scalars: Vec<(&'static str, i64)>,
+    /// The source names its target (a laid-out kernel): "sm_90a" is replaced by each
+    /// target's name.
+    per_target: bool,
 }
 
 fn lit(file: &str) -> String {
@@ -94,6 +143,7 @@ fn cases() -> Vec<Case> {
             kernel: "gemm_reduce",
             shape,
             scalars: vec![],
+            per_target: false,
         });
         out.push(Case {
             name: name("to_int"),
@@ -102,6 +152,7 @@ fn cases() -> Vec<Case> {
             kernel: "to_int",
             shape,
             scalars: vec![],
+            per_target: false,
         });
         out.push(Case {
             name: name("gemm_masks"),
@@ -110,6 +161,19 @@ fn cases() -> Vec<Case> {
             kernel: "gemm_masks",
             shape,
             scalars: vec![("lim", (shape.1 as i64) * 2 / 3), ("first", 17)],
+            per_target: false,
+        });
+    }
+    // A's columns: ragged in the last box (150, 200), or exactly three boxes (192).
+    for k in [150, 192, 200] {
+        out.push(Case {
+            name: format!("cp_async_views-96x64x{k}"),
+            source: CP_ASYNC.to_string(),
+            file: "cp_async_views.tile",
+            kernel: "cp_async_views",
+            shape: (96, 64, k),
+            scalars: vec![("n", 3)],
+            per_target: true,
         });
     }
     out
@@ -162,6 +226,7 @@ fn gemm_epilogues_against_the_interpreter() {
                         "S" => [mm, 1],
                         // One row of column maxima per 128-row block.
                         "X" => [mm.div_ceil(128), nn],
+                        "P" => [32, 32],
                         _ => [mm, nn],
                     };
                     let n = shape[0] * shape[1];
@@ -224,9 +289,14 @@ fn gemm_epilogues_against_the_interpreter() {
         for target in [Target::Sm90a, Target::Sm90] {
             let mut o = Options::new(target);
             o.kernel = Some(c.kernel.to_string());
+            let source = if c.per_target {
+                c.source.replace("sm_90a", target.name())
+            } else {
+                c.source.clone()
+            };
             let lowered = compile(
                 Input::Text {
-                    source: &c.source,
+                    source: &source,
                     file: c.file,
                 },
                 &o,

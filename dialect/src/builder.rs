@@ -976,6 +976,31 @@ impl<'m> Builder<'m> {
         self.reshaped(OpKind::Reshape, a, shape)
     }
 
+    /// `tile.extract_slice %a {offsets}` of shape `sizes`: element `c` of the result is
+    /// element `offsets + c` of `a` (MLIR's `tensor.extract_slice`, unit strides).
+    ///
+    /// # Errors
+    /// Not a tile, or a slice that does not fit in `a` (from the verifier, at the end).
+    pub fn extract_slice(
+        &mut self,
+        a: Value,
+        offsets: &[u64],
+        sizes: &[u64],
+    ) -> BuildResult<Value> {
+        let t = self.peek(OpKind::ExtractSlice, 0, a)?;
+        let elem = t.elem().unwrap_or(ScalarType::F32);
+        let offs = offsets
+            .iter()
+            .map(|&o| Attribute::Int(i64::try_from(o).unwrap_or(i64::MAX)))
+            .collect();
+        self.one(
+            OpKind::ExtractSlice,
+            &[a],
+            vec![("offsets", Attribute::Array(offs))],
+            Type::tile(sizes, elem),
+        )
+    }
+
     /// `tile.broadcast %a` to `shape`: each dimension of `a` is 1 or `shape`'s, or `a` is a
     /// scalar.
     ///

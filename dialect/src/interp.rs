@@ -912,6 +912,10 @@ impl Machine<'_> {
                         | OpKind::MbarrierArrive
                         | OpKind::TmaLoad
                         | OpKind::ClcTryCancel
+                        | OpKind::CpAsync
+                        | OpKind::CpAsyncCommitGroup
+                        | OpKind::CpAsyncWaitGroup
+                        | OpKind::SmemLoad
                 ) =>
             {
                 return self.cta_op(op);
@@ -1066,6 +1070,28 @@ impl Machine<'_> {
                     let (r, c) = (a.shape[0], a.shape[1]);
                     let data = gather(&a.data, r * c, |i| (i % r) * c + i / r);
                     tile_val(shape, elem, data)
+                }
+                OpKind::ExtractSlice => {
+                    let a = self.tile(op, 0)?;
+                    let (shape, elem) = self.result_tile(op)?;
+                    let offs = view_offsets(op, a.shape.len())?;
+                    if shape.len() != a.shape.len()
+                        || (0..shape.len()).any(|d| offs[d] + shape[d] > a.shape[d])
+                    {
+                        return Err(op_err(op, "the slice lies outside the tile"));
+                    }
+                    let n: usize = shape.iter().product();
+                    let mut idx = vec![0usize; shape.len()];
+                    let mut at = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        let mut flat = 0;
+                        for d in 0..shape.len() {
+                            flat = flat * a.shape[d] + idx[d] + offs[d];
+                        }
+                        at.push(flat);
+                        step_index(&mut idx, &shape);
+                    }
+                    tile_val(shape, elem, gather(&a.data, n, |i| at[i]))
                 }
                 OpKind::Reshape => {
                     let a = self.tile(op, 0)?;
@@ -1398,6 +1424,14 @@ impl Machine<'_> {
                 let Data::Float(x) = &t.data else {
                     return Err(op_err(op, "expects a float tile"));
                 };
+                if op.attr("offsets").is_some() || op.attr("transpose").is_some() {
+                    let mut b = buf.borrow_mut();
+                    let at = stage_view(op, &b, stage, &t.shape)?;
+                    for (i, &a) in at.iter().enumerate() {
+                        b.data[a] = x[i];
+                    }
+                    return Ok(());
+                }
                 let mut b = buf.borrow_mut();
                 let (r, c) = (b.shape[0], b.shape[1]);
                 let at = stage * r * c;
@@ -1419,7 +1453,22 @@ impl Machine<'_> {
                 let r = *op.results.first().ok_or_else(|| op_err(op, "no result"))?;
                 self.set(op, r, Val::Int(0))
             }
-            OpKind::TmaLoad => self.tma_load(op),
+            OpKind::TmaLoad => self.copy_box(op, 3, 4),
+            OpKind::CpAsync => self.copy_box(op, 2, 3),
+            OpKind::SmemLoad => {
+                let Val::Smem(buf) = self.get(op, op.operands[0])? else {
+                    return Err(op_err(op, "expects a buffer"));
+                };
+                let stage =
+                    usize::try_from(self.int(op, 1)?).map_err(|_| op_err(op, "negative stage"))?;
+                let (shape, elem) = self.result_tile(op)?;
+                let b = buf.borrow();
+                let at = stage_view(op, &b, stage, &shape)?;
+                let data = Data::Float(at.iter().map(|&a| b.data[a]).collect());
+                drop(b);
+                let r = *op.results.first().ok_or_else(|| op_err(op, "no result"))?;
+                self.set(op, r, tile_val(shape, elem, data))
+            }
             OpKind::ClcTryCancel => {
                 if op.attr("multicast").and_then(Attribute::as_bool) == Some(true) {
                     return Err(op_err(
@@ -1484,16 +1533,20 @@ impl Machine<'_> {
     /// `tile.tma_load %T, %ring, %bars, %stage, %coords...`: element `(i, j)` of the stage is
     /// the tensor's at the coordinates with `i` added to the second-to-last and `j` to the
     /// last, or zero outside the tensor.
-    fn tma_load(&mut self, op: &Operation) -> R<()> {
+    /// `tile.tma_load` and `tile.cp_async`: the box of the ring's stage shape at the
+    /// coordinates (operands from `coords_at`) into stage operand `stage_at`, at once,
+    /// elements outside the tensor as zero.
+    fn copy_box(&mut self, op: &Operation, stage_at: usize, coords_at: usize) -> R<()> {
         let t = self.tensor(op)?;
         let rank = t.shape.len();
-        if op.operands.len() != 4 + rank || rank < 2 {
+        if op.operands.len() != coords_at + rank || rank < 2 {
             return Err(op_err(op, "expects one coordinate per tensor dimension"));
         }
-        let coords = (4..4 + rank)
+        let coords = (coords_at..coords_at + rank)
             .map(|i| self.int(op, i))
             .collect::<R<Vec<i64>>>()?;
-        let stage = usize::try_from(self.int(op, 3)?).map_err(|_| op_err(op, "negative stage"))?;
+        let stage =
+            usize::try_from(self.int(op, stage_at)?).map_err(|_| op_err(op, "negative stage"))?;
         let Val::Smem(buf) = self.get(op, op.operands[1])? else {
             return Err(op_err(op, "expects a buffer"));
         };
@@ -1763,6 +1816,46 @@ fn matmul(
         }
     }
     out
+}
+
+/// The `offsets` attribute of `op` (zeros when absent), `rank` of them.
+fn view_offsets(op: &Operation, rank: usize) -> R<Vec<usize>> {
+    let Some(a) = op.attr("offsets") else {
+        return Ok(vec![0; rank]);
+    };
+    a.as_array()
+        .and_then(|xs| {
+            xs.iter()
+                .map(|x| x.as_int().and_then(|i| usize::try_from(i).ok()))
+                .collect::<Option<Vec<usize>>>()
+        })
+        .filter(|v| v.len() == rank)
+        .ok_or_else(|| op_err(op, "bad 'offsets'"))
+}
+
+/// The buffer indices, in row-major order of a `shape` tile, of the view of `stage` that
+/// `op`'s `offsets` and `transpose` name (tile element (i, j) is stage element
+/// (r + i, c + j), or (r + j, c + i) transposed).
+fn stage_view(op: &Operation, b: &SmemVal, stage: usize, shape: &[usize]) -> R<Vec<usize>> {
+    let offs = view_offsets(op, 2)?;
+    let t = op.attr("transpose").and_then(Attribute::as_bool) == Some(true);
+    let (r, c) = (b.shape[0], b.shape[1]);
+    let at = stage * r * c;
+    if shape.len() != 2 || at + r * c > b.data.len() {
+        return Err(op_err(op, "tile and stage shapes differ"));
+    }
+    let mut out = Vec::with_capacity(shape[0] * shape[1]);
+    for i in 0..shape[0] {
+        for j in 0..shape[1] {
+            let (x, y) = if t { (j, i) } else { (i, j) };
+            let (x, y) = (x + offs[0], y + offs[1]);
+            if x >= r || y >= c {
+                return Err(op_err(op, "the view lies outside the stage"));
+            }
+            out.push(at + x * c + y);
+        }
+    }
+    Ok(out)
 }
 
 fn tile_val(shape: Vec<usize>, elem: ScalarType, data: Data) -> Val {

@@ -314,6 +314,42 @@ impl LinearLayout {
         }
     }
 
+    /// The layout of the slice at `offsets` of `sizes` (`tile.extract_slice`) in which
+    /// every thread already holds its elements: the lane and warp bases, and the register
+    /// bases that stay inside the slice's power-of-two window, kept; register bases that
+    /// only choose among windows dropped. `None` unless every offset is a multiple of its
+    /// padded size and every lane, warp and register basis lies either inside the window or
+    /// (registers only) wholly outside it: the slice then needs data from other threads.
+    pub fn sliced(&self, offsets: &[u64], sizes: &[u64]) -> Option<LinearLayout> {
+        let window = padded(sizes);
+        let rank = self.dims.len();
+        if offsets.len() != rank || window.len() != rank {
+            return None;
+        }
+        if (0..rank).any(|d| !offsets[d].is_multiple_of(window[d]) || window[d] > self.dims[d]) {
+            return None;
+        }
+        let inside = |b: &[u64]| (0..rank).all(|d| b[d] < window[d]);
+        let outside = |b: &[u64]| (0..rank).all(|d| b[d].is_multiple_of(window[d]));
+        if !self.lane.iter().chain(&self.warp).all(|b| inside(b)) {
+            return None;
+        }
+        let mut register = vec![];
+        for b in &self.register {
+            if inside(b) {
+                register.push(b.clone());
+            } else if !outside(b) {
+                return None;
+            }
+        }
+        Some(LinearLayout {
+            dims: window,
+            register,
+            lane: self.lane.clone(),
+            warp: self.warp.clone(),
+        })
+    }
+
     /// The layout of the transpose of a 2-D tile: the same threads and registers, with the
     /// two coordinates swapped.
     pub fn transposed(&self) -> LinearLayout {

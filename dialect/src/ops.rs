@@ -165,6 +165,12 @@ define_ops! {
         "`%i = tile.iota {dim = d} : tile<S x i32>`: element c holds `c[d]` (Triton's `arange`, \
             MLIR's `stablehlo.iota`); with `tile.cmpi` and `tile.select` it masks the ragged \
             end of a tile.";
+    ExtractSlice = "tile.extract_slice", Other,
+        "A static slice of a tile (MLIR's `tensor.extract_slice`, unit strides).",
+        "`%y = tile.extract_slice %x {offsets = [o0, o1, ...]} : tile<S x T>`: element c \
+            of the result is element o + c of `%x` (the result's shape gives the sizes; \
+            o + S must fit in `%x`'s shape). In registers where the slice is whole register \
+            bits of `%x`'s layout, else through shared memory.";
     Splat = "tile.splat", Other, "A tile with every element equal to a scalar operand.", "";
     Zeros = "tile.zeros", Other, "A tile of zeros.", "";
     // ---- GPU level (produced by tile-to-gpu) -------------------------------------------
@@ -260,6 +266,33 @@ define_ops! {
             elected thread: returns once at most N bulk groups are pending; with `{read = true}` \
             only their reads of shared memory must be complete (the staging slot may be \
             rewritten, after a barrier), otherwise their writes too.";
+    CpAsync = "tile.cp_async", Gpu,
+        "Copies a box global→shared with per-thread `cp.async` (an async-group of its own).",
+        "`cp.async.cg.shared.global` of one ring stage: operands (tensor, ring, stage, \
+            coords...) as `tile.tma_load`'s without the barrier; the box (the stage's shape over \
+            the tensor's last two dimensions) at `coords` is split into 16-byte chunks among \
+            all threads of the CTA, each written where `tile.smem_store` puts it, elements \
+            outside the tensor as zero. Each thread's chunks join its open cp.async group \
+            (closed by `tile.cp_async_commit_group`); the copy is complete for the thread \
+            after its `tile.cp_async_wait_group`, and for other threads after a `tile.barrier` \
+            that follows their waits (with a `tile.fence_proxy_async` before that barrier \
+            where wgmma or TMA reads or rewrites the stage). Not inside \
+            `tile.warp_specialize`.";
+    CpAsyncCommitGroup = "tile.cp_async_commit_group", Gpu,
+        "`cp.async.commit_group`: closes the thread's cp.async group.", "";
+    CpAsyncWaitGroup = "tile.cp_async_wait_group", Gpu,
+        "Waits until at most `pending` cp.async groups are pending (`cp.async.wait_group`).",
+        "`cp.async.wait_group N` with N = `pending` (0 to 7): returns once at most N of the \
+            thread's cp.async groups are pending (cp.async groups count separately from wgmma \
+            and bulk groups).";
+    SmemLoad = "tile.smem_load", Gpu,
+        "Reads a view of a shared-memory stage into registers (generic proxy).",
+        "`%t = tile.smem_load %ring, %stage {offsets = [r, c], transpose = b} : tile<...>`: \
+            the view of stage `stage` that starts at element (r, c) (default (0, 0)) and has \
+            the result's shape, or, with `transpose = true`, its transpose (result element \
+            (i, j) is stage element (r + j, c + i)); the stage is laid out as \
+            `tile.smem_store` writes it. Every thread reads its registers of the result's \
+            layout (`ld.shared`). `tile.smem_store` takes the same view attributes.";
     NamedBarrier = "tile.named_barrier", Gpu,
         "Named barrier over `threads` threads (`bar.sync id, threads`).",
         "`bar.sync id, threads` over `threads` threads (a multiple of 32); `id` 1 to 15 (0 is the \

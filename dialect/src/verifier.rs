@@ -53,7 +53,7 @@ use crate::ir::{Block, Module, Operation, Value};
 use crate::location::Location;
 use crate::ops::{CmpPredicate, OpClass, OpKind, Precision, ReduceKind};
 use crate::target::Target;
-use crate::types::{ScalarType, Type};
+use crate::types::{ScalarType, Type, MAX_DIM};
 use std::collections::{HashMap, HashSet};
 
 /// Verify a module; `Ok` if it satisfies every invariant in the module doc.
@@ -1054,7 +1054,55 @@ impl Verifier<'_> {
                     self.error(op, "'tile.warp_specialize' takes no operands");
                 }
                 self.int_attr_in(op, "consumers", 1, 3);
+                for r in &op.regions {
+                    for o in &r.ops {
+                        o.walk(&mut |x| {
+                            if x.kind == OpKind::CpAsync {
+                                self.error(
+                                    x,
+                                    "'tile.cp_async' splits its box among all the CTA's threads \
+                                     and needs a CTA barrier after its wait; inside \
+                                     'tile.warp_specialize' copy with 'tile.tma_load'",
+                                );
+                            }
+                        });
+                    }
+                }
             }
+            OpKind::ExtractSlice if self.count(op, 1, 1) => match (&ots[0], &rts[0]) {
+                (
+                    Type::Tile {
+                        shape: a, elem: e1, ..
+                    },
+                    Type::Tile {
+                        shape: b, elem: e2, ..
+                    },
+                ) if e1 == e2 && a.len() == b.len() => {
+                    let offs = self.offsets_attr(op, a.len(), true);
+                    if let Some(offs) = offs {
+                        if let Some(d) = (0..a.len()).find(|&d| offs[d] + b[d] > a[d]) {
+                            self.error(
+                                op,
+                                format!(
+                                    "'tile.extract_slice' elements {} to {} of dimension {d} \
+                                     lie outside the source's {}",
+                                    offs[d],
+                                    offs[d] + b[d] - 1,
+                                    a[d]
+                                ),
+                            );
+                        }
+                    }
+                }
+                _ => self.error(
+                    op,
+                    format!(
+                        "'tile.extract_slice' takes a tile to a tile of the same rank and \
+                         element type, found {} -> {}",
+                        ots[0], rts[0]
+                    ),
+                ),
+            },
             OpKind::If if (ots.len() != 1 || ots[0] != Type::I1) => {
                 self.error(
                     op,
@@ -1062,6 +1110,82 @@ impl Verifier<'_> {
                 );
             }
             _ => {}
+        }
+    }
+
+    /// The `offsets` attribute of `op`: `rank` non-negative integers below 2^20; absent
+    /// means zeros unless `required`. `None` after an error.
+    fn offsets_attr(&mut self, op: &Operation, rank: usize, required: bool) -> Option<Vec<u64>> {
+        let name = op.kind.name();
+        let Some(a) = op.attr("offsets") else {
+            if required {
+                self.error(op, format!("'{name}' requires attribute 'offsets'"));
+                return None;
+            }
+            return Some(vec![0; rank]);
+        };
+        let vals: Option<Vec<u64>> = a.as_array().and_then(|xs| {
+            xs.iter()
+                .map(|x| {
+                    x.as_int()
+                        .filter(|&i| (0..MAX_DIM as i64).contains(&i))
+                        .map(|i| i as u64)
+                })
+                .collect()
+        });
+        match vals {
+            Some(v) if v.len() == rank => Some(v),
+            _ => {
+                self.error(
+                    op,
+                    format!(
+                        "'{name}' attribute 'offsets' must be {rank} non-negative integers \
+                         below {MAX_DIM}, found {a}"
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    /// The view attributes of `tile.smem_load` / `tile.smem_store` (`offsets`,
+    /// `transpose`): a view of the tile's shape, transposed or not, must lie inside a stage.
+    fn check_view(&mut self, op: &Operation, tile: &[u64], stage: &[u64]) {
+        let name = op.kind.name();
+        let transpose = match op.attr("transpose") {
+            None => false,
+            Some(Attribute::Bool(b)) => *b,
+            Some(a) => {
+                self.error(
+                    op,
+                    format!("'{name}' attribute 'transpose' must be true or false, found {a}"),
+                );
+                return;
+            }
+        };
+        if tile.len() != 2 || stage.len() != 2 {
+            self.error(op, format!("'{name}' views take 2-D tiles and stages"));
+            return;
+        }
+        let Some(offs) = self.offsets_attr(op, 2, false) else {
+            return;
+        };
+        let window = if transpose {
+            [tile[1], tile[0]]
+        } else {
+            [tile[0], tile[1]]
+        };
+        if let Some(d) = (0..2).find(|&d| offs[d] + window[d] > stage[d]) {
+            self.error(
+                op,
+                format!(
+                    "'{name}': the view's rows/columns {} to {} along stage dimension {d} lie \
+                     outside the stage's {}",
+                    offs[d],
+                    offs[d] + window[d] - 1,
+                    stage[d]
+                ),
+            );
         }
     }
 
@@ -1518,6 +1642,8 @@ impl Verifier<'_> {
             OpKind::Mma if op.operands.len() == 5 => &[(0, 2), (1, 3)],
             OpKind::Mma => &[(0, 2), (1, 2)],
             OpKind::SmemStore => &[(1, 2)],
+            OpKind::SmemLoad => &[(0, 1)],
+            OpKind::CpAsync => &[(1, 2)],
             OpKind::TmaStore => &[(1, 2)],
             OpKind::ClcTryCancel => &[(0, 2), (1, 2)],
             OpKind::ClcQuery => &[(0, 1)],
@@ -1837,6 +1963,43 @@ impl Verifier<'_> {
                                 elem: re,
                                 ..
                             },
+                        ) if ts.len() == 2
+                            && rs.len() == 2
+                            && ots[2] == Type::INDEX
+                            && (op.attr("offsets").is_some() || op.attr("transpose").is_some()) =>
+                        {
+                            if te != re {
+                                self.error(
+                                    op,
+                                    format!(
+                                        "'{name}' stores a {te} tile into a {re} ring; convert \
+                                         the tile first (the element types must match)"
+                                    ),
+                                );
+                            }
+                            if op.attr("col_offset").is_some() {
+                                self.error(
+                                    op,
+                                    format!(
+                                        "'{name}' takes either a view of the stage ('offsets', \
+                                         'transpose') or 'col_offset', not both"
+                                    ),
+                                );
+                            }
+                            let (ts, rs) = (ts.clone(), rs.clone());
+                            self.check_view(op, &ts, &rs);
+                        }
+                        (
+                            Type::Tile {
+                                shape: ts,
+                                elem: te,
+                                ..
+                            },
+                            Type::Smem {
+                                shape: rs,
+                                elem: re,
+                                ..
+                            },
                         ) if ts.len() == 2 && rs.len() == 2 && ots[2] == Type::INDEX => {
                             if te != re {
                                 self.error(
@@ -1946,6 +2109,105 @@ impl Verifier<'_> {
                             ),
                         );
                     }
+                }
+            }
+            OpKind::CpAsync => {
+                // tensor, ring, stage, coords...
+                let ok = ots.len() >= 5
+                    && matches!(ots[0], Type::Tensor { .. })
+                    && want_smem(&ots[1])
+                    && ots[2..].iter().all(|t| *t == Type::INDEX);
+                if !ok || !rts.is_empty() {
+                    self.error(
+                        op,
+                        format!(
+                            "'{name}' expects (tensor, smem ring, stage: index, coords: \
+                             index...) and no results, found ({})",
+                            list(ots)
+                        ),
+                    );
+                } else if let (
+                    Type::Tensor { rank, elem },
+                    Type::Smem {
+                        shape, elem: re, ..
+                    },
+                ) = (&ots[0], &ots[1])
+                {
+                    if ots.len() != 3 + *rank as usize {
+                        self.error(
+                            op,
+                            format!(
+                                "'{name}' of a rank-{rank} tensor takes {rank} coordinate(s), \
+                                 found {}",
+                                ots.len() - 3
+                            ),
+                        );
+                    }
+                    if shape.len() != 2 {
+                        self.error(
+                            op,
+                            format!(
+                                "'{name}' copies 2-D stages (over the tensor's last two \
+                                 dimensions), found a rank-{} stage",
+                                shape.len()
+                            ),
+                        );
+                    }
+                    if elem != re {
+                        self.error(
+                            op,
+                            format!(
+                                "'{name}' copies a {elem} tensor into a {re} ring; the element \
+                                 types must match"
+                            ),
+                        );
+                    }
+                }
+            }
+            OpKind::SmemLoad if self.count(op, 2, 1) => match (&ots[0], &rts[0]) {
+                (
+                    Type::Smem {
+                        shape: rs,
+                        elem: re,
+                        ..
+                    },
+                    Type::Tile {
+                        shape: ts,
+                        elem: te,
+                        ..
+                    },
+                ) if ots[1] == Type::INDEX => {
+                    if te != re {
+                        self.error(
+                            op,
+                            format!(
+                                "'{name}' reads a {re} ring into a {te} tile; the element types \
+                                 must match"
+                            ),
+                        );
+                    }
+                    let (ts, rs) = (ts.clone(), rs.clone());
+                    self.check_view(op, &ts, &rs);
+                }
+                _ => self.error(
+                    op,
+                    format!(
+                        "'{name}' expects (smem ring, stage: index) and a tile result, found \
+                         ({}) -> {}",
+                        list(ots),
+                        rts[0]
+                    ),
+                ),
+            },
+            OpKind::CpAsyncCommitGroup => {
+                self.count(op, 0, 0);
+            }
+            OpKind::CpAsyncWaitGroup => {
+                self.count(op, 0, 0);
+                if op.attr("pending").is_none() {
+                    self.error(op, format!("'{name}' needs attribute 'pending' (0 to 7)"));
+                } else {
+                    self.int_attr_in(op, "pending", 0, 7);
                 }
             }
             OpKind::BulkCommitGroup => {

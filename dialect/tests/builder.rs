@@ -79,6 +79,11 @@ fn every_op() -> BuildResult<Module> {
         let yt = b.transpose(y)?;
         let flat = b.reshape(yt, &[256])?;
         let back = b.reshape(flat, &[16, 16])?;
+        let half = b.extract_slice(back, &[0, 8], &[16, 8])?;
+        let back = b.transpose(half)?;
+        let back = b.reshape(back, &[16, 8])?;
+        let col = b.extract_slice(back, &[0, 0], &[16, 1])?;
+        let back = b.broadcast(col, &[16, 16])?;
         let s = b.reduce(back, 1, ReduceKind::Max)?;
         let s = b.broadcast(s, &[16, 16])?;
         let cols = b.iota(&[16, 16], Index, 1)?;

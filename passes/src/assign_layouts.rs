@@ -18,6 +18,8 @@
 //! - **Propagation.** Elementwise ops, `tile.convert` and `tile.select` take the layout of
 //!   their first tile operand that is not a constructor; `tile.reduce` the slice of its
 //!   operand's ([`LinearLayout::slice`]); `tile.transpose` the transposed layout;
+//!   `tile.extract_slice` its operand's layout restricted to the slice where every thread
+//!   holds its elements already ([`LinearLayout::sliced`]), else the blocked layout;
 //!   loop-carried values the layout of their initial value, or, when a constructor made it,
 //!   the layout the loop body yields; `tile.if` results that of the then-region's yield.
 //!   Constructors are `tile.splat`, `tile.zeros`, `tile.iota`, `tile.broadcast` and
@@ -590,6 +592,28 @@ impl Assigner<'_> {
                     return;
                 };
                 self.set(op.results[0], l.slice(d as usize));
+            }
+            OpKind::ExtractSlice => {
+                // The source's layout restricted to the slice where each thread holds its
+                // elements already (no data moves), else blocked (through shared memory).
+                let Some(s) = op.results.first().and_then(|&r| shape_of(self.m, r)) else {
+                    return;
+                };
+                let offsets: Vec<u64> = op
+                    .attr("offsets")
+                    .and_then(|a| a.as_array())
+                    .map(|xs| {
+                        xs.iter()
+                            .filter_map(|x| x.as_int())
+                            .map(|x| x as u64)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let l = self
+                    .layout(op.operands[0])
+                    .and_then(|l| l.sliced(&offsets, &s))
+                    .unwrap_or_else(|| self.blocked(&s));
+                self.set(op.results[0], l);
             }
             OpKind::Transpose => {
                 if let Some(l) = self.layout(op.operands[0]) {

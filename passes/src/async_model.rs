@@ -48,6 +48,17 @@
 //!   `tile.named_barrier` (or `tile.barrier`) follows the wait, whatever the number of
 //!   warpgroups. No fences are placed for bulk groups (the `fence.proxy.async` before a
 //!   store's read is `tile-to-gpu`'s, part of the op sequence it emits).
+//! - **cp.async groups** (`GroupKind::CpAsync`, the third kind): every `tile.cp_async` is
+//!   one asynchronous copy *writing* a ring stage, each thread its chunks, closed by
+//!   `tile.cp_async_commit_group` and retired by `tile.cp_async_wait_group {pending = N}`.
+//!   Hazards for a pending cp.async group `g` at `X`: `X` reads (`tile.smem_load`,
+//!   `tile.mma`, `tile.tma_store`) or writes (`tile.smem_store`, `tile.tma_load`, another
+//!   `tile.cp_async`) a stage `g` writes that may alias, or `X` ends the CTA. A wait
+//!   completes only the waiting thread's chunks, so a retired group's stage counts as still
+//!   written (unsynced) until a `tile.barrier` follows the wait. Where wgmma or TMA (the
+//!   async proxy) reads or rewrites a ring that `tile.cp_async` writes, the placement puts a
+//!   `tile.fence_proxy_async` between such a wait and its barrier; the fence is checked by
+//!   `verify-async-waits`' simulation, not by this model.
 //! - **Warpgroups**: groups are per warpgroup. The number of warpgroups that run an op
 //!   (and so read a buffer it overwrites) is `consumers` inside region 1 of a
 //!   `tile.warp_specialize` and in the kernel code after it, 1 in its region 0, and the
@@ -88,14 +99,70 @@ pub(crate) enum StageSym {
     /// Some stage in `0..modulus`, which one forgotten (a remainder whose loop ended or
     /// whose base changed).
     Below(i64),
+    /// Known stage `c` of a group that was pending when the loops of `rel` (each a
+    /// `tile.for` with a constant lower bound and step) started, with what is known of
+    /// each such loop's induction variable in its current iteration: `iv + off ≡ c (mod
+    /// period)`, `period` a common multiple of the kernel's remainder moduli and ring
+    /// sizes. It compares exactly with those loops' own `(iv + k) mod S` stages (S
+    /// dividing `period`) as well as with constants, and takes at most `period` forms per
+    /// loop, so loop states still repeat. Unused entries of `rel` are [`NO_LOOP`].
+    Entered {
+        c: i64,
+        rel: [(OpId, i64); 3],
+        period: i64,
+    },
     /// Anything else: may alias every stage.
     Unknown,
 }
 
+/// An unused relation of [`StageSym::Entered`].
+pub(crate) const NO_LOOP: OpId = OpId::MAX;
+
 impl StageSym {
+    /// Known stage `c` (`self` is `Const(c)`) with `rel` less loop `lp`'s relation: a
+    /// constant once none is left.
+    fn entered_without(self, mut rel: [(OpId, i64); 3], lp: OpId, period: i64) -> StageSym {
+        let StageSym::Const(c) = self else {
+            return self;
+        };
+        for r in rel.iter_mut().filter(|r| r.0 == lp) {
+            *r = (NO_LOOP, 0);
+        }
+        if rel.iter().all(|r| r.0 == NO_LOOP) {
+            return self;
+        }
+        StageSym::Entered { c, rel, period }
+    }
+
     /// Whether the two stages may be the same stage.
     pub(crate) fn may_alias(self, o: StageSym) -> bool {
         match (self, o) {
+            (StageSym::Entered { c, .. }, StageSym::Entered { c: d, .. }) => c == d,
+            (
+                StageSym::Entered { c, rel, period },
+                StageSym::Rel {
+                    lp: Some(l2),
+                    base: None,
+                    off: o2,
+                    modulus,
+                },
+            )
+            | (
+                StageSym::Rel {
+                    lp: Some(l2),
+                    base: None,
+                    off: o2,
+                    modulus,
+                },
+                StageSym::Entered { c, rel, period },
+            ) if period % modulus == 0 && rel.iter().any(|r| r.0 == l2) => {
+                // iv ≡ c - off (mod period), so (iv + o2) mod modulus is known.
+                let off = rel.iter().find(|r| r.0 == l2).map_or(0, |r| r.1);
+                (c - off + o2).rem_euclid(modulus) == c
+            }
+            (StageSym::Entered { c, .. }, x) | (x, StageSym::Entered { c, .. }) => {
+                StageSym::Const(c).may_alias(x)
+            }
             (StageSym::Const(a), StageSym::Const(b)) => a == b,
             (
                 StageSym::Rel {
@@ -154,7 +221,8 @@ impl GroupDesc {
 pub(crate) enum Hazard {
     /// Reads or writes the group's accumulator or A-fragment registers.
     Registers,
-    /// Overwrites a shared-memory stage the group reads.
+    /// Overwrites a shared-memory stage the group reads (a cp.async group: reads or writes
+    /// a stage the group writes).
     Overwrite,
     /// Releases a stage the group reads to its producer.
     Release,
@@ -173,6 +241,8 @@ pub(crate) struct Access {
     pub regs: BTreeSet<Slot>,
     /// (ring, stage) it overwrites; ring `None` = unknown ring.
     pub writes: Vec<(Option<Value>, StageSym)>,
+    /// (ring, stage) it reads (kept for cp.async groups only, which write their stage).
+    pub reads: Vec<(Option<Value>, StageSym)>,
     /// (rings, stage) it releases; rings `None` = every ring.
     pub releases: Vec<(Option<BTreeSet<Value>>, StageSym)>,
     /// It ends the warpgroup.
@@ -188,6 +258,7 @@ impl Access {
         self.wgmma.is_none()
             && self.regs.is_empty()
             && self.writes.is_empty()
+            && self.reads.is_empty()
             && self.releases.is_empty()
             && self.ends.is_empty()
             && !self.exit
@@ -204,6 +275,14 @@ pub(crate) enum GroupKind {
     /// `cp.async.bulk` store groups: `tile.tma_store`, `tile.bulk_commit_group`,
     /// `tile.bulk_wait_group`, `tile.named_barrier` after a wait.
     Bulk,
+    /// `cp.async` groups: `tile.cp_async`, `tile.cp_async_commit_group`,
+    /// `tile.cp_async_wait_group`, `tile.barrier` after a wait.
+    CpAsync,
+}
+
+impl GroupKind {
+    /// Every kind, in the order the passes take them.
+    pub(crate) const ALL: [GroupKind; 3] = [GroupKind::Wgmma, GroupKind::Bulk, GroupKind::CpAsync];
 }
 
 /// The register slot of a bulk group (it has no registers; never in any op's accesses).
@@ -215,6 +294,7 @@ impl GroupKind {
         match self {
             GroupKind::Wgmma => is_wgmma(op),
             GroupKind::Bulk => op.kind == OpKind::TmaStore,
+            GroupKind::CpAsync => op.kind == OpKind::CpAsync,
         }
     }
     /// The op that closes a group.
@@ -222,6 +302,7 @@ impl GroupKind {
         match self {
             GroupKind::Wgmma => OpKind::CommitGroup,
             GroupKind::Bulk => OpKind::BulkCommitGroup,
+            GroupKind::CpAsync => OpKind::CpAsyncCommitGroup,
         }
     }
     /// The op that waits for groups.
@@ -229,13 +310,14 @@ impl GroupKind {
         match self {
             GroupKind::Wgmma => OpKind::WaitGroup,
             GroupKind::Bulk => OpKind::BulkWaitGroup,
+            GroupKind::CpAsync => OpKind::CpAsyncWaitGroup,
         }
     }
     /// The barrier the placement puts after a wait where other threads still may read
     /// (wgmma) or are about to write (bulk) the retired groups' buffers.
     pub(crate) fn barrier_op(self) -> OpKind {
         match self {
-            GroupKind::Wgmma => OpKind::Barrier,
+            GroupKind::Wgmma | GroupKind::CpAsync => OpKind::Barrier,
             GroupKind::Bulk => OpKind::NamedBarrier,
         }
     }
@@ -243,21 +325,23 @@ impl GroupKind {
     /// unsynced set).
     pub(crate) fn is_barrier(self, op: &Operation) -> bool {
         match self {
-            GroupKind::Wgmma => op.kind == OpKind::Barrier,
+            GroupKind::Wgmma | GroupKind::CpAsync => op.kind == OpKind::Barrier,
             GroupKind::Bulk => matches!(op.kind, OpKind::Barrier | OpKind::NamedBarrier),
         }
     }
     /// Whether a wait leaves retired groups' buffers in use by other threads until a
     /// barrier: with `warpgroups` warpgroups running the code (wgmma: other warpgroups'
-    /// groups; bulk: always, the waiting thread is one of the warpgroup's 128 writers).
+    /// groups; bulk: always, the waiting thread is one of the warpgroup's 128 writers;
+    /// cp.async: always, every thread copies its own chunks).
     pub(crate) fn shared(self, warpgroups: u64) -> bool {
-        self == GroupKind::Bulk || warpgroups >= 2
+        self != GroupKind::Wgmma || warpgroups >= 2
     }
     /// The name used in messages.
     pub(crate) fn what(self) -> &'static str {
         match self {
             GroupKind::Wgmma => "wgmma",
             GroupKind::Bulk => "bulk store",
+            GroupKind::CpAsync => "cp.async",
         }
     }
     /// The op issuing a group, for messages.
@@ -265,6 +349,7 @@ impl GroupKind {
         match self {
             GroupKind::Wgmma => "tile.mma",
             GroupKind::Bulk => "tile.tma_store",
+            GroupKind::CpAsync => "tile.cp_async",
         }
     }
 }
@@ -303,7 +388,16 @@ pub(crate) struct Facts<'k> {
     /// For each loop `tile.yield`, the (yielded value, carried argument) pairs it copies:
     /// the argument is used after the value's definition, so the two cannot share registers.
     yield_copies: HashMap<OpId, Vec<(Value, Value)>>,
+    /// For each `tile.for`, the rings that ops inside it take as operands or release.
+    loop_rings: HashMap<OpId, BTreeSet<Value>>,
+    /// The least common multiple of the ring sizes and the constant `tile.remi` moduli up
+    /// to [`MAX_MODULUS`], when it is at most [`MAX_PERIOD`] ([`StageSym::Entered`]).
+    period: Option<i64>,
 }
+
+/// The largest period of [`StageSym::Entered`] stages: a loop state with a group from
+/// before the loop repeats after at most this many iterations.
+pub(crate) const MAX_PERIOD: i64 = 64;
 
 thread_local! {
     static FORGET_FRAGMENTS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
@@ -393,6 +487,8 @@ impl<'k> Facts<'k> {
             scope_ends: HashMap::new(),
             fragments: BTreeSet::new(),
             yield_copies: HashMap::new(),
+            loop_rings: HashMap::new(),
+            period: None,
         };
         kernel.walk(&mut |o| {
             let id = f.ops.len() as OpId;
@@ -541,8 +637,8 @@ impl<'k> Facts<'k> {
         }
         // Groups.
         for (id, o) in f.ops.clone().into_iter().enumerate() {
-            if kind == GroupKind::Bulk {
-                if o.kind == OpKind::TmaStore && o.operands.len() >= 3 {
+            if kind != GroupKind::Wgmma {
+                if kind.is_group_op(o) && o.operands.len() >= 3 {
                     let smem = vec![(o.operands[1], f.stage(o.operands[2]))];
                     f.groups.insert(
                         id as OpId,
@@ -589,6 +685,45 @@ impl<'k> Facts<'k> {
         // Which rings a barrier guards: rings loaded by TMA after a wait on it.
         if let Some(b) = kernel.regions.first() {
             f.scan_barriers(b, &BTreeSet::new());
+        }
+        let all_rings: BTreeSet<Value> = f.rings.keys().copied().collect();
+        let mut period = Some(1i64);
+        let mut moduli: Vec<i64> = f.rings.values().map(|&n| n as i64).collect();
+        for o in &f.ops {
+            if o.kind == OpKind::RemI && o.operands.len() == 2 {
+                if let Lin::Const(k) = f.lin(o.operands[1], 0) {
+                    moduli.extend(Some(k).filter(|k| (1..=MAX_MODULUS).contains(k)));
+                }
+            }
+        }
+        for k in moduli {
+            period = period
+                .map(|p| p / gcd(p, k) * k)
+                .filter(|&p| p <= MAX_PERIOD);
+        }
+        f.period = period;
+        for (id, o) in f.ops.iter().enumerate() {
+            if o.kind != OpKind::For {
+                continue;
+            }
+            let mut rings = BTreeSet::new();
+            for b in &o.regions {
+                for x in &b.ops {
+                    x.walk(&mut |y| {
+                        rings.extend(
+                            y.operands
+                                .iter()
+                                .copied()
+                                .filter(|v| f.rings.contains_key(v)),
+                        );
+                        if y.kind == OpKind::MbarrierArrive {
+                            let released = y.operands.first().and_then(|b| f.bar_rings.get(b));
+                            rings.extend(released.unwrap_or(&all_rings).iter().copied());
+                        }
+                    });
+                }
+            }
+            f.loop_rings.insert(id as OpId, rings);
         }
         if let Some(dims) = kernel.attr("block").and_then(|a| a.as_array()) {
             let threads: i64 = dims.iter().filter_map(|d| d.as_int()).product();
@@ -868,6 +1003,15 @@ impl<'k> Facts<'k> {
                 },
                 None => StageSym::Below(modulus),
             },
+            StageSym::Entered { c, mut rel, period } if rel.iter().any(|r| r.0 == lp) => {
+                let Some(step) = self.step(lp) else {
+                    return StageSym::Const(c).entered_without(rel, lp, period);
+                };
+                for r in rel.iter_mut().filter(|r| r.0 == lp) {
+                    r.1 = (r.1 - step).rem_euclid(period);
+                }
+                StageSym::Entered { c, rel, period }
+            }
             s => s,
         }
     }
@@ -875,6 +1019,9 @@ impl<'k> Facts<'k> {
     /// `s` seen after loop `lp` ended.
     fn stage_after_loop(&self, s: StageSym, lp: OpId) -> StageSym {
         match s {
+            StageSym::Entered { c, rel, period } if rel.iter().any(|r| r.0 == lp) => {
+                StageSym::Const(c).entered_without(rel, lp, period)
+            }
             StageSym::Rel {
                 lp: Some(l),
                 modulus,
@@ -886,6 +1033,42 @@ impl<'k> Facts<'k> {
                 ..
             } if self.defined_in(b, lp) => StageSym::Below(modulus),
             s => s,
+        }
+    }
+
+    /// `s`, a stage of `ring` known before loop `lp`, seen from the loop's first
+    /// iteration: a known stage of a ring the loop accesses (or releases), in a
+    /// `tile.for` with a constant lower bound `lb` and step, gains the relation
+    /// `iv + (c - lb) ≡ c` ([`StageSym::Entered`]), so that it compares exactly with the
+    /// loop's own `(iv + k) mod S` stages.
+    fn stage_entering_loop(&self, ring: Value, s: StageSym, lp: OpId) -> StageSym {
+        let o = self.ops[lp as usize];
+        let (c, mut rel) = match s {
+            StageSym::Const(c) => (c, [(NO_LOOP, 0); 3]),
+            StageSym::Entered { c, rel, .. } => (c, rel),
+            _ => return s,
+        };
+        let (OpKind::For, Some(&n), Some(period)) = (o.kind, self.rings.get(&ring), self.period)
+        else {
+            return s;
+        };
+        let Some(Lin::Const(lb)) = o.operands.first().map(|&v| self.lin(v, 0)) else {
+            return s;
+        };
+        let touched = self.loop_rings.get(&lp).is_some_and(|r| r.contains(&ring));
+        if !touched || !(0..n as i64).contains(&c) || self.step(lp).is_none() {
+            return s;
+        }
+        // The innermost loops matter most: the outermost relation gives way.
+        rel.rotate_right(1);
+        rel[0] = (lp, (c - lb).rem_euclid(period));
+        StageSym::Entered { c, rel, period }
+    }
+
+    /// The stages of `i`, pending when loop `lp` starts, seen from its first iteration.
+    pub(crate) fn enter_loop(&self, i: &mut Inst, lp: OpId) {
+        for (ring, s) in &mut i.stages {
+            *s = self.stage_entering_loop(*ring, *s, lp);
         }
     }
 
@@ -919,6 +1102,10 @@ impl<'k> Facts<'k> {
             ends: self.scope_ends.get(&id).cloned().unwrap_or_default(),
             ..Access::default()
         };
+        if self.kind == GroupKind::CpAsync {
+            self.cp_async_access(op, id, &mut a);
+            return a;
+        }
         if self.kind == GroupKind::Bulk {
             match op.kind {
                 OpKind::TmaStore if self.groups.contains_key(&id) => a.wgmma = Some(id),
@@ -977,6 +1164,45 @@ impl<'k> Facts<'k> {
         a
     }
 
+    /// The shared-memory accesses of `op` that matter to cp.async groups (which write
+    /// stages): its reads and writes of ring stages; a `tile.cp_async` is a group member
+    /// and a write.
+    fn cp_async_access(&self, op: &Operation, id: OpId, a: &mut Access) {
+        let at = |f: &Self, ring: Value, stage: Value| {
+            (f.rings.contains_key(&ring).then_some(ring), f.stage(stage))
+        };
+        match op.kind {
+            OpKind::CpAsync if op.operands.len() >= 3 => {
+                if self.groups.contains_key(&id) {
+                    a.wgmma = Some(id);
+                }
+                a.writes.push(at(self, op.operands[1], op.operands[2]));
+            }
+            OpKind::TmaLoad if op.operands.len() >= 4 => {
+                a.writes.push(at(self, op.operands[1], op.operands[3]));
+            }
+            OpKind::SmemStore if op.operands.len() == 3 => {
+                a.writes.push(at(self, op.operands[1], op.operands[2]));
+            }
+            OpKind::SmemLoad if op.operands.len() == 2 => {
+                a.reads.push(at(self, op.operands[0], op.operands[1]));
+            }
+            OpKind::TmaStore if op.operands.len() >= 3 => {
+                a.reads.push(at(self, op.operands[1], op.operands[2]));
+            }
+            OpKind::Mma => {
+                if let Some(p) = tilec_dialect::ops::mma_operands(op) {
+                    for (v, s) in [(p.a, p.stage_a), (p.b, p.stage_b)] {
+                        if self.rings.contains_key(&v) {
+                            a.reads.push(at(self, v, s));
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// Whether `x` must not run while `g` is pending, and why.
     pub(crate) fn conflict(&self, x: &Access, g: &Inst) -> Option<Hazard> {
         if x.exit {
@@ -1011,9 +1237,10 @@ impl<'k> Facts<'k> {
     }
 
     /// Whether `x` overwrites a stage `g` reads (the hazard that needs a CTA barrier when
-    /// several warpgroups read the buffer).
+    /// several warpgroups read the buffer); for a cp.async group, whether `x` reads or
+    /// writes a stage `g` writes.
     pub(crate) fn overwrites(&self, x: &Access, g: &Inst) -> bool {
-        x.writes.iter().any(|(ring, st)| {
+        x.writes.iter().chain(&x.reads).any(|(ring, st)| {
             g.stages
                 .iter()
                 .any(|(r, gs)| ring.is_none_or(|x| x == *r) && st.may_alias(*gs))
@@ -1032,6 +1259,14 @@ impl<'k> Facts<'k> {
             .iter()
             .map(|(r, _)| *r)
             .find(|r| self.rings.get(r) == Some(&1) && touched(r))
+    }
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    if b == 0 {
+        a.abs()
+    } else {
+        gcd(b, a % b)
     }
 }
 

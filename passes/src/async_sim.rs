@@ -17,7 +17,7 @@
 //! D the least common multiple of the rings' and barrier arrays' sizes and of the constant
 //! moduli of `tile.remi` (at most 64; with a larger modulus no state is cut, see Cost):
 //! kernel arguments, special registers, loads, the first induction value of each loop
-//! instance, and every `tile.divi`, `tile.ceildiv`, `tile.mini`, `tile.maxi`, non-constant
+//! instance whose lower bound is not a constant, and every `tile.divi`, `tile.ceildiv`, `tile.mini`, `tile.maxi`, non-constant
 //! product or remainder. Only sums, differences, products by a constant and remainders by
 //! a constant are computed. That is the precision the wait contract promises (DESIGN.md,
 //! "Async groups and tight waits": a stage is known up to its loop's iteration), so that a
@@ -58,8 +58,19 @@
 //! - a `tile.smem_store` into a staging slot that a pending `tile.tma_store` reads, or that
 //!   a retired one read with no `tile.named_barrier` (or `tile.barrier`) since its wait
 //!   (the elected thread waits; all 128 threads write);
+//! - `cp.async` groups (`tile.cp_async`, `tile.cp_async_commit_group`,
+//!   `tile.cp_async_wait_group`), which *write* a stage, each thread its own chunks: any
+//!   access of that stage (`tile.smem_load`, `tile.smem_store`, `tile.cp_async`,
+//!   `tile.tma_load`, `tile.tma_store`, `tile.mma`) while the group is pending; after the
+//!   wait, a generic-proxy access (`ld`/`st.shared`, `ldmatrix`, another `cp.async`) before
+//!   a `tile.barrier`, or an async-proxy access (wgmma, TMA) before a `tile.barrier` that
+//!   follows a `tile.fence_proxy_async` executed after the wait (the PTX memory model's
+//!   proxy rule: the writes must be fenced into the async proxy before the barrier that
+//!   publishes them);
+//! - a `tile.smem_store`, `tile.cp_async` or `tile.tma_load` into a stage this thread read
+//!   with `tile.smem_load` with no `tile.barrier` since (other threads may still read it);
 //! - the end of a warpgroup (`tile.return`, the end of a producer region) with any group
-//!   of either kind pending;
+//!   of any kind pending;
 //! - the end of a block (its `tile.yield`) that defines a pending register-A wgmma's A
 //!   fragment and does not yield it: the fragment's registers are free from there on.
 //!
@@ -99,6 +110,11 @@ pub struct Hazard {
     /// The choices of the run, e.g. "the loop at f:14:3 ran 2 times, else-branch of the if
     /// at f:15:5".
     pub run: String,
+    /// A hazard only this model looks for (a missing proxy fence before the async proxy
+    /// reads copied data; a stage rewritten while other threads may still read it with
+    /// `tile.smem_load`): the path explorer does not check these, so meeting one is no
+    /// disagreement between the two.
+    pub unmodelled: bool,
 }
 
 /// What a simulation found.
@@ -181,10 +197,22 @@ struct Wgmma {
     stages: Vec<(Value, i64)>,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 struct Store {
     op: u32,
     slot: (Value, i64),
+}
+
+/// A cp.async group's copy retired by this thread's wait, not yet visible to every access.
+#[derive(Clone, Debug, PartialEq)]
+struct Retired {
+    copy: Store,
+    /// A `tile.fence_proxy_async` ran since the wait.
+    fenced: bool,
+    /// A `tile.barrier` ran since the wait: other threads' generic accesses see the copy.
+    generic: bool,
+    /// A `tile.barrier` ran after such a fence: the async proxy sees the copy too.
+    proxy: bool,
 }
 
 /// One warpgroup's queues.
@@ -197,6 +225,12 @@ struct Queues {
     bulk_committed: Vec<Vec<Store>>,
     bulk_open: Vec<Store>,
     bulk_unsynced: Vec<Store>,
+    cp_committed: Vec<Vec<Store>>,
+    cp_open: Vec<Store>,
+    cp_retired: Vec<Retired>,
+    /// Stages this thread read with `tile.smem_load` since the last `tile.barrier`: other
+    /// threads may still be reading them.
+    loaded: Vec<(Value, i64)>,
     fenced: bool,
     dirty: SlotSet,
 }
@@ -239,6 +273,9 @@ impl Queues {
     }
     fn bulk_pending(&self) -> impl Iterator<Item = &Store> {
         self.bulk_committed.iter().flatten().chain(&self.bulk_open)
+    }
+    fn cp_pending(&self) -> impl Iterator<Item = &Store> {
+        self.cp_committed.iter().flatten().chain(&self.cp_open)
     }
 }
 
@@ -306,6 +343,8 @@ struct Run<'s, 'm> {
     ctx: Vec<i64>,
     /// Op executions of this enumeration so far (see [`MAX_OP_STEPS`]).
     steps: &'s std::cell::Cell<u64>,
+    /// The hazard met is one the path explorer does not model ([`Hazard::unmodelled`]).
+    unmodelled: std::cell::Cell<bool>,
 }
 
 /// Working buffers of [`Run::seen_before`].
@@ -482,7 +521,7 @@ impl<'m> Simulator<'m> {
         let issues = |o: &Operation| {
             let mut any = false;
             o.walk(&mut |x| {
-                any |= x.kind == OpKind::TmaStore
+                any |= matches!(x.kind, OpKind::TmaStore | OpKind::CpAsync)
                     || (x.kind == OpKind::Mma && x.str_attr("kind") == Some("wgmma"))
             });
             any
@@ -500,7 +539,7 @@ impl<'m> Simulator<'m> {
         let mut overwritten = FxHashSet::default();
         for (i, o) in ops.iter().enumerate() {
             let ring = match o.kind {
-                OpKind::TmaLoad | OpKind::SmemStore => o.operands.get(1),
+                OpKind::TmaLoad | OpKind::SmemStore | OpKind::CpAsync => o.operands.get(1),
                 _ => None,
             };
             if let (Some(&r), false) = (ring, producer_only.contains(&(i as u32))) {
@@ -605,12 +644,18 @@ impl<'m> Simulator<'m> {
                 scratch: &scratch,
                 ctx: vec![],
                 steps: &steps,
+                unmodelled: std::cell::Cell::new(false),
             };
             let body = &self.ops[0].regions[0];
             if let Err((loc, message)) = r.block(body).map(|_| ()) {
                 let run = r.describe();
                 return Outcome {
-                    verdict: Verdict::Hazard(Hazard { loc, message, run }),
+                    verdict: Verdict::Hazard(Hazard {
+                        loc,
+                        message,
+                        run,
+                        unmodelled: r.unmodelled.get(),
+                    }),
                     runs,
                 };
             }
@@ -1191,6 +1236,15 @@ impl Run<'_, '_> {
                 ),
             ));
         }
+        if let Some(g) = self.q.cp_pending().next() {
+            return Err((
+                loc.clone(),
+                format!(
+                    "{what} while the cp.async group of the 'tile.cp_async' at {} is pending",
+                    self.loc_of(g.op)
+                ),
+            ));
+        }
         Ok(())
     }
 
@@ -1252,7 +1306,12 @@ impl Run<'_, '_> {
                 let vals = self.scalars(&ys);
                 self.set_carried(&op.results, &vals);
             }
-            OpKind::Mma if op.str_attr("kind") == Some("wgmma") => self.wgmma(op, id)?,
+            OpKind::Mma if op.str_attr("kind") == Some("wgmma") => {
+                for (st, proxy) in self.stage_accesses(op) {
+                    self.copied(op, st, proxy)?;
+                }
+                self.wgmma(op, id)?
+            }
             OpKind::CommitGroup => {
                 let g = std::mem::take(&mut self.q.open);
                 self.q.committed.push(g);
@@ -1261,7 +1320,18 @@ impl Run<'_, '_> {
                 let g = std::mem::take(&mut self.q.bulk_open);
                 self.q.bulk_committed.push(g);
             }
-            OpKind::WaitGroup | OpKind::BulkWaitGroup => {
+            OpKind::CpAsyncCommitGroup => {
+                let g = std::mem::take(&mut self.q.cp_open);
+                self.q.cp_committed.push(g);
+            }
+            OpKind::FenceProxyAsync => {
+                if self.change(op) != Some(Change::Delete) {
+                    for r in &mut self.q.cp_retired {
+                        r.fenced = true;
+                    }
+                }
+            }
+            OpKind::WaitGroup | OpKind::BulkWaitGroup | OpKind::CpAsyncWaitGroup => {
                 let n = match self.change(op) {
                     Some(Change::Delete) => return Ok(()),
                     Some(Change::Pending(n)) => n,
@@ -1279,6 +1349,12 @@ impl Run<'_, '_> {
                 if self.change(op) != Some(Change::Delete) {
                     if op.kind == OpKind::Barrier {
                         self.q.unsynced.clear();
+                        for r in &mut self.q.cp_retired {
+                            r.generic = true;
+                            r.proxy |= r.fenced;
+                        }
+                        self.q.cp_retired.retain(|r| !r.proxy);
+                        self.q.loaded.clear();
                     }
                     self.q.bulk_unsynced.clear();
                 }
@@ -1337,6 +1413,24 @@ impl Run<'_, '_> {
             for g in grp {
                 key.extend([g.op as i64, g.slot.0 .0 as i64, g.slot.1]);
             }
+        }
+        for grp in self.q.cp_committed.iter().chain([&self.q.cp_open]) {
+            key.push(-4);
+            for g in grp {
+                key.extend([g.op as i64, g.slot.0 .0 as i64, g.slot.1]);
+            }
+        }
+        for (r, st) in &self.q.loaded {
+            key.extend([-6, r.0 as i64, *st]);
+        }
+        for r in &self.q.cp_retired {
+            key.extend([
+                -5,
+                r.copy.op as i64,
+                r.copy.slot.0 .0 as i64,
+                r.copy.slot.1,
+                i64::from(r.fenced) | i64::from(r.generic) << 1,
+            ]);
         }
         key.push(-3);
         // Live scalars, as affine forms over the unknowns not chosen yet (mod the domain).
@@ -1519,6 +1613,20 @@ impl Run<'_, '_> {
                     }
                 }
             }
+        } else if op.kind == OpKind::CpAsyncWaitGroup {
+            let retire = self.q.cp_committed.len().saturating_sub(n);
+            let done: Vec<Store> = self.q.cp_committed.drain(..retire).flatten().collect();
+            for copy in done {
+                let r = Retired {
+                    copy,
+                    fenced: false,
+                    generic: false,
+                    proxy: false,
+                };
+                if !self.q.cp_retired.contains(&r) {
+                    self.q.cp_retired.push(r);
+                }
+            }
         } else {
             let retire = self.q.bulk_committed.len().saturating_sub(n);
             let done: Vec<Store> = self.q.bulk_committed.drain(..retire).flatten().collect();
@@ -1553,7 +1661,17 @@ impl Run<'_, '_> {
         };
         let mut carried = self.scalars(inits);
         let step = op.operands.get(2).map(|&s| self.expr(s));
-        let start = self.leaf();
+        // A constant lower bound is known (as the path explorer knows it, for the stages
+        // that enter the loop); any other start is chosen.
+        let lb = op
+            .operands
+            .first()
+            .filter(|_| is_for)
+            .map(|&v| self.expr(v));
+        let start = match lb.map(|e| self.arena[e as usize]) {
+            Some(Expr::K(_)) => lb.unwrap_or_default(),
+            _ => self.leaf(),
+        };
         for t in 0..trips {
             if let (true, Some(step), Some(&iv)) = (is_for, &step, body.args.first()) {
                 let off = match self.arena[*step as usize] {
@@ -1678,14 +1796,47 @@ impl Run<'_, '_> {
                 format!("'{name}' accesses registers of the wgmma group of {g} while it is pending")
             })?;
         }
+        let accessed = self.stage_accesses(op);
+        for &(st, proxy) in &accessed {
+            self.copied(op, st, proxy)?;
+        }
+        let writes = matches!(
+            op.kind,
+            OpKind::SmemStore | OpKind::CpAsync | OpKind::TmaLoad
+        );
+        if let Some(&st) = self
+            .q
+            .loaded
+            .iter()
+            .find(|&&st| writes && accessed.iter().any(|&(x, _)| x == st))
+        {
+            self.unmodelled.set(true);
+            return Err((
+                op.loc.clone(),
+                format!(
+                    "'{name}' overwrites stage {} of a ring that other threads may still read \
+                        with 'tile.smem_load': no 'tile.barrier' since",
+                    st.1
+                ),
+            ));
+        }
+        if op.kind == OpKind::SmemLoad && op.operands.len() == 2 {
+            let st = self.stage(op.operands[0], op.operands[1]);
+            if !self.q.loaded.contains(&st) {
+                self.q.loaded.push(st);
+            }
+        }
         match op.kind {
             OpKind::TmaLoad if op.operands.len() >= 4 => {
                 let st = self.stage(op.operands[1], op.operands[3]);
                 self.overwrite(op, st)?;
             }
-            OpKind::SmemStore if op.operands.len() == 3 => {
+            OpKind::SmemStore | OpKind::CpAsync if op.operands.len() >= 3 => {
                 let st = self.stage(op.operands[1], op.operands[2]);
                 self.overwrite(op, st)?;
+                if op.kind == OpKind::CpAsync {
+                    self.q.cp_open.push(Store { op: id, slot: st });
+                }
                 let bulk = self
                     .q
                     .bulk_pending()
@@ -1741,6 +1892,75 @@ impl Run<'_, '_> {
             if self.is_scalar(r) {
                 self.env.remove(&r);
             }
+        }
+        Ok(())
+    }
+
+    /// The ring stages `op` reads or writes, each with whether the async proxy (wgmma,
+    /// TMA) accesses it.
+    fn stage_accesses(&mut self, op: &Operation) -> Vec<((Value, i64), bool)> {
+        let o = &op.operands;
+        match op.kind {
+            OpKind::TmaLoad if o.len() >= 4 => vec![(self.stage(o[1], o[3]), true)],
+            OpKind::TmaStore if o.len() >= 3 => vec![(self.stage(o[1], o[2]), true)],
+            OpKind::SmemStore | OpKind::CpAsync if o.len() >= 3 => {
+                vec![(self.stage(o[1], o[2]), false)]
+            }
+            OpKind::SmemLoad if o.len() == 2 => vec![(self.stage(o[0], o[1]), false)],
+            OpKind::Mma => {
+                let wgmma = op.str_attr("kind") == Some("wgmma");
+                let Some(p) = tilec_dialect::ops::mma_operands(op) else {
+                    return vec![];
+                };
+                [(p.a, p.stage_a), (p.b, p.stage_b)]
+                    .into_iter()
+                    .filter(|(v, _)| self.s.stages.contains_key(v))
+                    .map(|(v, i)| (self.stage(v, i), wgmma))
+                    .collect()
+            }
+            _ => vec![],
+        }
+    }
+
+    /// An access of stage `st` (by the async proxy if `proxy`): a hazard while a cp.async
+    /// group writing it is pending, or retired by this thread's wait but not yet published
+    /// to the accessing proxy by a `tile.barrier` (after a `tile.fence_proxy_async`).
+    fn copied(&self, op: &Operation, st: (Value, i64), proxy: bool) -> Res<()> {
+        let name = op.kind.name();
+        if let Some(g) = self.q.cp_pending().find(|g| g.slot == st) {
+            return Err((
+                op.loc.clone(),
+                format!(
+                    "'{name}' accesses stage {} of a ring that the cp.async group of the \
+                        'tile.cp_async' at {} writes while it is pending",
+                    st.1,
+                    self.loc_of(g.op)
+                ),
+            ));
+        }
+        let r = self
+            .q
+            .cp_retired
+            .iter()
+            .find(|r| r.copy.slot == st && !(r.generic && (r.proxy || !proxy)));
+        if let Some(r) = r {
+            self.unmodelled.set(r.generic);
+            let why = if r.generic {
+                "no 'tile.fence_proxy_async' came between the wait and the 'tile.barrier' that \
+                    published it, and the async proxy reads it"
+            } else {
+                "the wait completed only this thread's chunks, and no 'tile.barrier' since \
+                    publishes the other threads'"
+            };
+            return Err((
+                op.loc.clone(),
+                format!(
+                    "'{name}' accesses stage {} of a ring that the cp.async group of the \
+                        'tile.cp_async' at {} wrote: {why}",
+                    st.1,
+                    self.loc_of(r.copy.op)
+                ),
+            ));
         }
         Ok(())
     }

@@ -141,6 +141,12 @@ pub struct PlacementStats {
     pub bulk_commits: u64,
     /// Named barriers inserted after bulk waits.
     pub named_barriers: u64,
+    /// cp.async waits (`tile.cp_async_wait_group`) by their `pending` value.
+    pub cp_async_waits: [u64; 8],
+    /// cp.async commits (`tile.cp_async_commit_group`) inserted.
+    pub cp_async_commits: u64,
+    /// `tile.fence_proxy_async`s inserted before the barriers of cp.async waits.
+    pub proxy_fences: u64,
 }
 
 /// Place fences, commits and waits in every kernel of `m`. Remarks (single-stage rings
@@ -180,12 +186,17 @@ fn strip_block(b: &mut Block, repl: &mut HashMap<Value, Value>, kind: GroupKind)
         let was_wait = after_wait;
         after_wait = false;
         match (kind, o.kind) {
-            (GroupKind::Wgmma, OpKind::WgmmaFence | OpKind::CommitGroup)
-            | (GroupKind::Bulk, OpKind::BulkCommitGroup) => continue,
-            (GroupKind::Wgmma, OpKind::WaitGroup) | (GroupKind::Bulk, OpKind::BulkWaitGroup) => {
+            (_, k) if k == kind.commit_op() => continue,
+            (GroupKind::Wgmma, OpKind::WgmmaFence) => continue,
+            (_, k) if k == kind.wait_op() => {
                 for (&r, &a) in o.results.iter().zip(&o.operands) {
                     repl.insert(r, a);
                 }
+                after_wait = true;
+                continue;
+            }
+            // The proxy fence placed between a cp.async wait and its barrier.
+            (GroupKind::CpAsync, OpKind::FenceProxyAsync) if was_wait => {
                 after_wait = true;
                 continue;
             }
@@ -401,7 +412,8 @@ impl Analysis<'_, '_> {
     /// that flows on is then the least fixpoint with the decisions frozen (monotone, so
     /// plain iteration from the entry reaches it), not that cover: a group the loop's own
     /// wait retires on every trip must not seem to leave the loop.
-    fn run_loop(&mut self, op: &Operation, id: OpId, entry: State, ctx: &Ctx) -> State {
+    fn run_loop(&mut self, op: &Operation, id: OpId, mut entry: State, ctx: &Ctx) -> State {
+        entry.map_insts(|i| self.f.enter_loop(i, id));
         if !self.frozen {
             let mut head = entry.clone();
             let mut iter = 0;
@@ -804,6 +816,7 @@ fn sink_targets(body: &Block, f: &Facts<'_>, id: OpId, operands: &[Value]) -> Op
     match op.kind {
         k if k.is_terminator() => None,
         OpKind::WarpSpecialize => None,
+        OpKind::FenceProxyAsync if f.kind == GroupKind::CpAsync => None,
         _ if f.kind.is_barrier(op) => None,
         OpKind::If => {
             if b.ops[i..].iter().any(reads) || op.regions.iter().any(|r| r.ops.is_empty()) {
@@ -958,6 +971,9 @@ fn wait_operands(
 
 struct Rewriter<'a> {
     kind: GroupKind,
+    /// A `tile.fence_proxy_async` goes before each barrier placed (cp.async groups whose
+    /// rings the async proxy also accesses).
+    proxy_fence: bool,
     m: &'a mut Module,
     decisions: HashMap<OpId, Decision>,
     operands: HashMap<OpId, Vec<Value>>,
@@ -1006,7 +1022,12 @@ impl Rewriter<'_> {
                     match self.kind {
                         GroupKind::Wgmma => self.stats.waits[n as usize] += 1,
                         GroupKind::Bulk => self.stats.bulk_waits[n as usize] += 1,
+                        GroupKind::CpAsync => self.stats.cp_async_waits[n as usize] += 1,
                     }
+                }
+                if d.barrier && self.proxy_fence {
+                    out.push(Operation::new(OpKind::FenceProxyAsync, loc.clone()));
+                    self.stats.proxy_fences += 1;
                 }
                 if d.barrier {
                     let mut b = Operation::new(self.kind.barrier_op(), loc.clone());
@@ -1051,6 +1072,7 @@ impl Rewriter<'_> {
                 match self.kind {
                     GroupKind::Wgmma => self.stats.commits += 1,
                     GroupKind::Bulk => self.stats.bulk_commits += 1,
+                    GroupKind::CpAsync => self.stats.cp_async_commits += 1,
                 }
             }
         }
@@ -1135,8 +1157,36 @@ fn place_kernel(
     stats: &mut PlacementStats,
     remarks: &mut Vec<Diagnostic>,
 ) {
-    place_kernel_kind(m, k, stats, remarks, GroupKind::Wgmma);
-    place_kernel_kind(m, k, stats, remarks, GroupKind::Bulk);
+    for kind in GroupKind::ALL {
+        place_kernel_kind(m, k, stats, remarks, kind);
+    }
+}
+
+/// Whether wgmma or TMA (the async proxy) reads or writes a ring that `tile.cp_async`
+/// writes in kernel `k`: then a cp.async wait's barrier needs a `tile.fence_proxy_async`
+/// before it.
+fn cp_async_rings_meet_async_proxy(m: &Module, k: &Operation) -> bool {
+    let mut copied = BTreeSet::new();
+    k.walk(&mut |o| {
+        if o.kind == OpKind::CpAsync {
+            copied.extend(o.operands.get(1).copied());
+        }
+    });
+    let mut hit = false;
+    k.walk(&mut |o| {
+        let rings: Vec<Value> = match o.kind {
+            OpKind::TmaLoad | OpKind::TmaStore => o.operands.get(1).copied().into_iter().collect(),
+            OpKind::Mma if crate::async_model::is_wgmma(o) => o
+                .operands
+                .iter()
+                .copied()
+                .filter(|&v| matches!(m.ty(v), tilec_dialect::Type::Smem { .. }))
+                .collect(),
+            _ => vec![],
+        };
+        hit |= rings.iter().any(|r| copied.contains(r));
+    });
+    hit
 }
 
 fn place_kernel_kind(
@@ -1197,8 +1247,10 @@ fn place_kernel_kind(
         (a.decisions, operands, wgmma, loops)
     };
     stats.in_flight.extend(loops);
+    let proxy_fence = kind == GroupKind::CpAsync && cp_async_rings_meet_async_proxy(m, k);
     let mut rw = Rewriter {
         kind,
+        proxy_fence,
         m,
         decisions,
         operands,
@@ -1235,6 +1287,16 @@ impl Pass for AsyncWaitPlacement {
             }
             cx.stat("bulk-commits", s.bulk_commits);
             cx.stat("named-barriers", s.named_barriers);
+        }
+        if s.cp_async_commits > 0 {
+            cx.stat("cp-async-waits-placed", s.cp_async_waits.iter().sum());
+            for (n, &c) in s.cp_async_waits.iter().enumerate() {
+                if c > 0 {
+                    cx.stat(&format!("cp-async-waits-N{n}"), c);
+                }
+            }
+            cx.stat("cp-async-commits", s.cp_async_commits);
+            cx.stat("proxy-fences", s.proxy_fences);
         }
         for (loc, n) in &s.in_flight {
             cx.stat(&format!("groups-in-flight (loop at {loc})"), *n);

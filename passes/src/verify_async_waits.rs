@@ -402,7 +402,8 @@ impl Explorer<'_, '_> {
             let mut skipped = t.clone();
             skipped.steps.push(Step::Ran(id, 0));
             add(&mut out, q.clone(), skipped);
-            let mut t = t;
+            let (mut q, mut t) = (q, t);
+            q.map_sets(&|i: &mut Inst| self.f.enter_loop(i, id));
             t.steps.push(Step::Iter(id, 1));
             add(&mut frontier, q, t);
         }
@@ -523,6 +524,15 @@ impl Explorer<'_, '_> {
                                     'tile.tma_store' at {} read: only the warpgroup's elected \
                                     thread waited for it, and no 'tile.named_barrier' follows \
                                     that wait, on the path: {}",
+                                op.kind.name(),
+                                e.loc(g.mma),
+                                e.path(&t)
+                            ),
+                            GroupKind::CpAsync => format!(
+                                "'{}' accesses a shared-memory stage that the cp.async group of \
+                                    the 'tile.cp_async' at {} writes: the wait completed only \
+                                    this thread's chunks, and no 'tile.barrier' follows it, on \
+                                    the path: {}",
                                 op.kind.name(),
                                 e.loc(g.mma),
                                 e.path(&t)
@@ -654,6 +664,10 @@ impl Explorer<'_, '_> {
             Hazard::Registers => format!(
                 "'{x}' accesses the registers of the {what} group of the \
                     '{issuer}' at {at}, which may still be pending"
+            ),
+            Hazard::Overwrite if self.f.kind == GroupKind::CpAsync => format!(
+                "'{x}' accesses a shared-memory stage that the {what} group of the \
+                    '{issuer}' at {at} writes, which may still be pending"
             ),
             Hazard::Overwrite => format!(
                 "'{x}' overwrites a shared-memory stage that the {what} \
@@ -1034,8 +1048,10 @@ fn tightness(
             match next.kind {
                 k if k.is_terminator() => false,
                 // A barrier right after the wait belongs to it; a fence, to the wgmma
-                // after it. A loop is passed whole, like a plain op.
+                // after it (a proxy fence, to a cp.async wait before it). A loop is passed
+                // whole, like a plain op.
                 OpKind::WarpSpecialize | OpKind::WgmmaFence => false,
+                OpKind::FenceProxyAsync if kind == GroupKind::CpAsync => false,
                 _ if kind.is_barrier(next) => false,
                 OpKind::If => {
                     if ops.iter().any(|o| uses_any(o, &results)) {
@@ -1110,7 +1126,12 @@ fn tightness(
             continue;
         }
         let id = i as OpId;
-        let after_wait = i > 0 && f.ops[i - 1].kind == kind.wait_op();
+        let before = |j: usize| j > 0 && f.ops[j - 1].kind == kind.wait_op();
+        let after_wait = before(i)
+            || (kind == GroupKind::CpAsync
+                && i > 1
+                && f.ops[i - 1].kind == OpKind::FenceProxyAsync
+                && before(i - 1));
         if !after_wait {
             continue;
         }
@@ -1127,6 +1148,10 @@ fn tightness(
                     GroupKind::Bulk => {
                         "'tile.named_barrier' after the bulk wait is not needed: no \
                             staging slot a retired group read is written before the next barrier"
+                    }
+                    GroupKind::CpAsync => {
+                        "'tile.barrier' after the cp.async wait is not needed: no stage a \
+                            retired copy wrote is accessed before the next barrier"
                     }
                 };
                 out.push(Diagnostic::error(o.loc.clone(), msg));
@@ -1232,7 +1257,7 @@ pub fn verify_async_waits(m: &Module, options: &CheckOptions) -> Result<CheckRep
     }
     for k in m.kernels().filter(|k| !k.regions.is_empty()) {
         let before = errors.len();
-        for kind in [GroupKind::Wgmma, GroupKind::Bulk] {
+        for kind in GroupKind::ALL {
             explore_kind(m, k, kind, max_steps, &mut report, &mut errors);
         }
         if errors.len() == before && options.sim_runs > 0 {
@@ -1328,6 +1353,9 @@ fn simulate(
                 | OpKind::WaitGroup
                 | OpKind::BulkCommitGroup
                 | OpKind::BulkWaitGroup
+                | OpKind::CpAsyncCommitGroup
+                | OpKind::CpAsyncWaitGroup
+                | OpKind::CpAsync
         ) || o.kind == OpKind::TmaStore
             || is_wgmma(o)
     });
@@ -1340,14 +1368,16 @@ fn simulate(
     report.sim_runs += o.runs;
     match o.verdict {
         Verdict::Hazard(h) => {
-            errors.push(Diagnostic::error(
-                h.loc,
+            let msg = if h.unmodelled {
+                format!("{} on the run: {}", h.message, h.run)
+            } else {
                 format!(
                     "the concrete simulation of verify-async-waits meets a hazard that its path \
                         explorer accepted (the two models disagree): {} on the run: {}",
                     h.message, h.run
-                ),
-            ));
+                )
+            };
+            errors.push(Diagnostic::error(h.loc, msg));
             return;
         }
         Verdict::Budget => {
@@ -1364,7 +1394,7 @@ fn simulate(
         for b in &o.regions {
             for (i, x) in b.ops.iter().enumerate() {
                 match x.kind {
-                    OpKind::WaitGroup | OpKind::BulkWaitGroup => {
+                    OpKind::WaitGroup | OpKind::BulkWaitGroup | OpKind::CpAsyncWaitGroup => {
                         let n = x.int_attr("pending").unwrap_or(0);
                         // Not past an op that uses the wait's results (the explorer's
                         // moves keep the IR well-formed, so it never tries those), nor
@@ -1376,6 +1406,7 @@ fn simulate(
                                 OpKind::Yield
                                 | OpKind::Return
                                 | OpKind::WgmmaFence
+                                | OpKind::FenceProxyAsync
                                 | OpKind::Barrier
                                 | OpKind::NamedBarrier,
                             ) => false,
@@ -1389,6 +1420,13 @@ fn simulate(
                         }
                     }
                     OpKind::WgmmaFence => checks.push((x, Change::Delete)),
+                    // A proxy fence after a cp.async wait: needed only where the async
+                    // proxy reads or rewrites the copied stages.
+                    OpKind::FenceProxyAsync
+                        if i > 0 && b.ops[i - 1].kind == OpKind::CpAsyncWaitGroup =>
+                    {
+                        checks.push((x, Change::Delete))
+                    }
                     _ => {}
                 }
             }
@@ -1432,7 +1470,7 @@ pub fn async_waits_are_safe(m: &Module, max_steps: u64) -> Option<bool> {
     for (k, kind) in m
         .kernels()
         .filter(|k| !k.regions.is_empty())
-        .flat_map(|k| [(k, GroupKind::Wgmma), (k, GroupKind::Bulk)])
+        .flat_map(|k| GroupKind::ALL.map(|kind| (k, kind)))
     {
         match explore(m, k, kind, Mode::Quick, max_steps).safe() {
             Some(false) => return Some(false),

@@ -393,6 +393,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 );
             }
             K::Broadcast | K::ConvertLayout => self.lower_remap(op)?,
+            K::ExtractSlice => self.lower_extract_slice(op)?,
             K::Reduce => self.lower_reduce(op)?,
             K::Dot => self.lower_dot(op)?,
             K::For => self.lower_for(op)?,
@@ -407,6 +408,12 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             K::ClcQuery => self.lower_clc_query(op)?,
             K::ClusterCtaRank => self.lower_cluster_cta_rank(op)?,
             K::SmemStore => self.lower_smem_store(op)?,
+            K::SmemLoad => self.lower_smem_load(op)?,
+            K::CpAsync => self.lower_cp_async(op)?,
+            K::CpAsyncCommitGroup => self.w.cp_async_commit_group(),
+            K::CpAsyncWaitGroup => self
+                .w
+                .cp_async_wait_group(op.int_attr("pending").unwrap_or(0)),
             K::Mma => self.lower_wgmma(op)?,
             K::WaitGroup => self.lower_wait_group(op)?,
             K::WgmmaFence => self.w.wgmma_fence(),

@@ -345,7 +345,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             layout: t.layout.slice(d),
         };
         if out.layout != rlayout {
-            out = self.remap(op, out, &rlayout, &[])?;
+            out = self.remap(op, out, &rlayout, &[], &[])?;
         }
         if let Some(&r) = op.results.first() {
             self.vals.insert(r, super::plain::Lv::Tile(out));

@@ -1,18 +1,20 @@
-//! Moving a tile's elements between layouts: `tile.convert_layout` and `tile.broadcast`.
+//! Moving a tile's elements between layouts: `tile.convert_layout`, `tile.broadcast` and
+//! `tile.extract_slice`.
 //!
-//! Both are one map: destination element `c` takes the source element `proj(c)`, where
-//! `proj` zeroes the broadcast dimensions (none for a conversion). Derived from the two
-//! layouts alone:
+//! All three are one map: destination element `c` takes the source element `proj(c) + o`,
+//! where `proj` zeroes the broadcast dimensions (none for a conversion or a slice) and `o`
+//! is the slice's offsets (zero otherwise). Derived from the two layouts alone:
 //!
 //! - **registers only**, when every lane and warp basis of the destination, projected, is
 //!   the source's basis for that bit: then each destination register's element is in the
 //!   same thread, in the source register whose coordinate is the projected one — a
 //!   renaming, no instruction (a reduction's slice broadcast back over its dimension is
-//!   this case);
+//!   this case; so is a slice along register bits, where adding `o` carries into no
+//!   thread bit);
 //! - **a shared-memory round trip** otherwise: every thread writes its source registers
 //!   at their row-major offsets of the (padded) source shape, with each row padded by 4
 //!   bytes so that a column's elements fall in different banks, a barrier, every thread
-//!   reads its destination elements; inside a loop, a barrier before the next iteration
+//!   reads its destination elements (at `o` further on); inside a loop, a barrier before the next iteration
 //!   writes the region again (each op has a region of its own).
 //!   Threads that hold copies of one element write the same value.
 
@@ -35,7 +37,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 let bcast: Vec<usize> = (0..shape.len())
                     .filter(|&d| t.shape[d] == 1 && shape[d] > 1)
                     .collect();
-                let mut out = self.remap(op, t, &layout, &bcast)?;
+                let mut out = self.remap(op, t, &layout, &bcast, &[])?;
                 out.shape = shape;
                 out
             }
@@ -47,15 +49,48 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         Ok(())
     }
 
+    /// `tile.extract_slice`: the source's elements from `offsets` on, in the result's
+    /// layout (see the module docs).
+    pub(super) fn lower_extract_slice(&mut self, op: &Operation) -> R<()> {
+        let (shape, _, layout) = self.result_layout(op, 0)?;
+        let t = self.tile(op, op.operands[0])?;
+        let offsets: Vec<u64> = op
+            .attr("offsets")
+            .and_then(|a| a.as_array())
+            .map(|xs| {
+                xs.iter()
+                    .filter_map(|x| x.as_int())
+                    .map(|x| x as u64)
+                    .collect()
+            })
+            .unwrap_or_default();
+        if offsets.len() != shape.len() {
+            return err(op, "'tile.extract_slice' needs one offset per dimension");
+        }
+        let mut out = self.remap(op, t, &layout, &[], &offsets)?;
+        out.shape = shape;
+        if let Some(&r) = op.results.first() {
+            self.vals.insert(r, Lv::Tile(out));
+        }
+        Ok(())
+    }
+
     /// `src` in layout `dst` (of `src`'s rank), the dimensions `bcast` broadcast from size
-    /// 1 (see the module docs).
+    /// 1, destination element `c` taken from source element `c + shift` (`shift` empty:
+    /// zero; see the module docs).
     pub(super) fn remap(
         &mut self,
         op: &Operation,
         src: Tile<'c, 'm>,
         dst: &LinearLayout,
         bcast: &[usize],
+        shift: &[u64],
     ) -> R<Tile<'c, 'm>> {
+        let rank = dst.dims.len();
+        let shift: Vec<u64> = (0..rank)
+            .map(|d| shift.get(d).copied().unwrap_or(0))
+            .collect();
+        let shifted = shift.iter().any(|&x| x != 0);
         let proj = |c: &[u64]| -> Vec<u64> {
             let mut c = c.to_vec();
             for &d in bcast {
@@ -64,6 +99,10 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             c
         };
         let sl = &src.layout;
+        // The coordinate bits a thread's lane and warp can set, per dimension.
+        let thread_mask: Vec<u64> = (0..rank)
+            .map(|d| sl.lane.iter().chain(&sl.warp).fold(0, |m, b| m | b[d]))
+            .collect();
         let same_threads = dst.lane.iter().zip(&sl.lane).all(|(a, b)| proj(a) == *b)
             && dst.warp.iter().zip(&sl.warp).all(|(a, b)| proj(a) == *b)
             && dst.lane.len() == sl.lane.len()
@@ -74,9 +113,15 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 .collect();
             let regs: Option<Vec<_>> = (0..dst.num_registers())
                 .map(|r| {
-                    by_coord
-                        .get(&proj(&dst.register_coord(r)))
-                        .map(|&i| src.regs[i])
+                    let k = proj(&dst.register_coord(r));
+                    let key: Vec<u64> = k.iter().zip(&shift).map(|(a, b)| a + b).collect();
+                    // thread + k + shift is thread ⊕ (k + shift) only where neither k nor
+                    // k + shift shares a bit with what the thread sets.
+                    let carry_free =
+                        !shifted || (0..rank).all(|d| (k[d] | key[d]) & thread_mask[d] == 0);
+                    carry_free
+                        .then(|| by_coord.get(&key).map(|&i| src.regs[i]))
+                        .flatten()
                 })
                 .collect();
             if let Some(regs) = regs {
@@ -91,7 +136,16 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let bytes = src.elem.size_bytes();
         // Rows padded by 4 bytes (rank ≥ 2): consecutive rows start one bank apart, so a
         // warp reading or writing down a column touches 32 different banks.
-        let mut pitched = sl.dims.clone();
+        // Large enough for the destination's (padded) window at its shift too.
+        let mut pitched: Vec<u64> = (0..rank)
+            .map(|d| {
+                if bcast.contains(&d) {
+                    sl.dims[d]
+                } else {
+                    sl.dims[d].max(shift[d] + dst.dims[d])
+                }
+            })
+            .collect();
         let pad = if pitched.len() >= 2 {
             (4 / bytes).max(1)
         } else {
@@ -113,11 +167,12 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             self.w.store(x, p, bytes);
         }
         self.w.barrier();
+        let shift_bytes: u64 = shift.iter().zip(&strides).map(|(o, s)| o * s).sum::<u64>() * bytes;
         let mut dst_strides = strides;
         for &d in bcast {
             dst_strides[d] = 0;
         }
-        let at = self.smem_placement(dst, dst_strides, bytes, region);
+        let at = self.smem_placement(dst, dst_strides, bytes, region + shift_bytes);
         let mut regs = Vec::with_capacity(dst.num_registers() as usize);
         for r in 0..dst.num_registers() {
             let p = self.smem_address(&at, dst, r);

@@ -12,6 +12,9 @@
 //!   coordinate bits (R a power of two), so it is the thread's offset, computed once, XOR a
 //!   constant per register (an add, folded into the address, where the two share no bit).
 //!   Runs of registers contiguous along C go out as one vector of up to 16 bytes.
+//!   `tile.smem_load %buf, %stage` reads the same layout back into any register layout;
+//!   both take a view of the stage (`offsets`, `transpose`): the stage coordinate is the
+//!   tile's (swapped when transposed) plus the offsets.
 //! - `tile.mma {kind = "wgmma"}`: `wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16}`,
 //!   all k16 steps in one asm statement, D as the warp's f32 accumulator registers in the
 //!   order of [`LinearLayout::dot_accumulator`] and B by a shared-memory descriptor
@@ -67,6 +70,44 @@ impl SmemBuf {
             + (((cb / 16) ^ (r % 8)) * 16)
             + cb % 16
     }
+}
+
+/// A view of a stage (`tile.smem_load` / `tile.smem_store`): tile element (i, j) is stage
+/// element `offsets + (i, j)`, or `offsets + (j, i)` transposed.
+#[derive(Clone, Copy, Debug)]
+struct StageView {
+    offsets: [u64; 2],
+    transpose: bool,
+}
+
+/// [`SmemBuf::offset_of`] on i32 values: the byte offset in a stage of element (r, c).
+fn stage_offset<'c, 'm>(
+    w: &mut super::writer::Writer<'c, 'm>,
+    buf: &SmemBuf,
+    r: V<'c, 'm>,
+    c: V<'c, 'm>,
+) -> V<'c, 'm> {
+    let esize = buf.elem.size_bytes();
+    let per_box = (SWIZZLE_BYTES / esize) as i64;
+    let cbox = w.i32(per_box);
+    let bx = w.bin("udiv", c, cbox);
+    let cin = w.bin("urem", c, cbox);
+    let ce = w.i32(esize as i64);
+    let cb = w.mul(cin, ce);
+    let box_bytes = w.i32((buf.shape[0] * SWIZZLE_BYTES) as i64);
+    let o1 = w.mul(bx, box_bytes);
+    let c128 = w.i32(SWIZZLE_BYTES as i64);
+    let o2 = w.mul(r, c128);
+    let c16 = w.i32(16);
+    let q = w.bin("udiv", cb, c16);
+    let c7 = w.i32(7);
+    let r8 = w.bin("and", r, c7);
+    let qs = w.bin("xor", q, r8);
+    let o3 = w.mul(qs, c16);
+    let o4 = w.bin("urem", cb, c16);
+    let s1 = w.add(o1, o2);
+    let s2 = w.add(s1, o3);
+    w.add(s2, o4)
 }
 
 impl<'c, 'm> Lowerer<'c, 'm, '_> {
@@ -135,66 +176,123 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         }
     }
 
-    /// `tile.smem_store %t, %buf, %stage` (the whole tile into one stage).
-    pub(super) fn lower_smem_store(&mut self, op: &Operation) -> R<()> {
-        let t = self.tile(op, op.operands[0])?;
-        let buf = self.smem_buf(op, op.operands[1])?;
-        let stage = self.scalar(op, op.operands[2])?;
-        let col = op.int_attr("col_offset").unwrap_or(0);
-        if col != 0 || t.shape != buf.shape || t.layout.dims != buf.shape || t.elem != buf.elem {
+    /// The view of a stage that `op` names (`offsets`, `transpose`) for a tile of `shape`:
+    /// a located error unless it lies inside the stage.
+    fn stage_view(&self, op: &Operation, shape: &[u64], buf: &SmemBuf) -> R<StageView> {
+        let offsets: Vec<u64> = op
+            .attr("offsets")
+            .and_then(TileAttr::as_array)
+            .map(|xs| {
+                xs.iter()
+                    .filter_map(TileAttr::as_int)
+                    .map(|x| x as u64)
+                    .collect()
+            })
+            .unwrap_or_else(|| vec![0, 0]);
+        let transpose = op.attr("transpose").and_then(TileAttr::as_bool) == Some(true);
+        let window = match (shape, transpose) {
+            (&[a, b], false) => [a, b],
+            (&[a, b], true) => [b, a],
+            _ => return err(op, "a stage view takes a 2-D tile"),
+        };
+        if offsets.len() != 2 || (0..2).any(|d| offsets[d] + window[d] > buf.shape[d]) {
             return err(
                 op,
-                "'tile.smem_store' in a kernel with a plain launch stores a whole tile of the \
-                 stage's power-of-two shape and element type (no col_offset)",
+                format!(
+                    "the view at {offsets:?} of {}x{} elements{} does not fit in the {}x{} stage",
+                    window[0],
+                    window[1],
+                    if transpose { " (transposed)" } else { "" },
+                    buf.shape[0],
+                    buf.shape[1]
+                ),
             );
         }
-        let l = t.layout.clone();
-        let esize = t.elem.size_bytes();
-        let off = |c: &[u64]| buf.offset_of(c[0], c[1]);
-        // Bits the thread part of an offset may have.
-        let thread_mask = l.lane.iter().chain(&l.warp).fold(0u64, |m, b| m | off(b));
-        // Registers contiguous along C, within a 16-byte chunk and not split by a thread.
-        let run = l
-            .contiguous_register_bits()
-            .min((16 / esize).trailing_zeros() as usize);
-        let vlen = 1u64 << run;
-        let run = if thread_mask & (vlen * esize - 1) == 0 {
-            vlen
-        } else {
-            1
+        Ok(StageView {
+            offsets: [offsets[0], offsets[1]],
+            transpose,
+        })
+    }
+
+    /// The shared-memory address of each run of registers of a tile in layout `l` in the
+    /// view `v` of stage `stage` of `buf`, and the run length (registers contiguous along
+    /// the stage's columns, within a 16-byte chunk and not split by a thread; 1 for a
+    /// transposed view). The byte offset of stage element (r, c) is
+    /// [`SmemBuf::offset_of`], linear over GF(2) in the coordinate bits; with the view's
+    /// offsets multiples of its padded extents, it is the thread's part (computed once),
+    /// XOR a constant per register. Other offsets take the formula per register.
+    ///
+    /// `each` gets the address of each run, with its first register and length, in
+    /// register order (each access right after its address).
+    fn view_runs(
+        &mut self,
+        l: &LinearLayout,
+        elem: ScalarType,
+        buf: &SmemBuf,
+        stage: V<'c, 'm>,
+        v: StageView,
+        mut each: impl FnMut(&mut Self, Value<'c, 'm>, usize, usize),
+    ) {
+        let esize = elem.size_bytes();
+        let to_stage = |c: &[u64]| -> [u64; 2] {
+            if v.transpose {
+                [c[1], c[0]]
+            } else {
+                [c[0], c[1]]
+            }
         };
-        let tc = self.thread_coord(&l);
-        let base = buf.offset;
-        let thread = self.in_prologue(|w| {
-            // The thread's byte offset: the formula of SmemBuf::offset_of on i32 values.
-            let per_box = (SWIZZLE_BYTES / esize) as i64;
-            let (r, c) = (tc[0], tc[1]);
-            let cbox = w.i32(per_box);
-            let bx = w.bin("udiv", c, cbox);
-            let cin = w.bin("urem", c, cbox);
-            let ce = w.i32(esize as i64);
-            let cb = w.mul(cin, ce);
-            let box_bytes = w.i32((buf.shape[0] * SWIZZLE_BYTES) as i64);
-            let o1 = w.mul(bx, box_bytes);
-            let c128 = w.i32(SWIZZLE_BYTES as i64);
-            let o2 = w.mul(r, c128);
-            let c16 = w.i32(16);
-            let q = w.bin("udiv", cb, c16);
-            let c7 = w.i32(7);
-            let r8 = w.bin("and", r, c7);
-            let qs = w.bin("xor", q, r8);
-            let o3 = w.mul(qs, c16);
-            let o4 = w.bin("urem", cb, c16);
-            let s1 = w.add(o1, o2);
-            let s2 = w.add(s1, o3);
-            w.add(s2, o4)
-        });
+        let window = to_stage(&l.dims);
+        let aligned = (0..2).all(|d| v.offsets[d].is_multiple_of(window[d].next_power_of_two()));
+        let off = |c: &[u64]| {
+            let s = to_stage(c);
+            buf.offset_of(s[0], s[1])
+        };
         let sb = self.w.i32(buf.stage_bytes as i64);
         let st32 = self.w.trunc(stage, ScalarType::I32);
         let so = self.w.mul(st32, sb);
+        let tc = self.thread_coord(l);
+        let (tr, tcol) = if v.transpose {
+            (tc[1], tc[0])
+        } else {
+            (tc[0], tc[1])
+        };
+        let base = buf.offset;
+        let n = l.num_registers();
+        if !aligned {
+            for r in 0..n {
+                let k = to_stage(&l.register_coord(r));
+                let row = self.w.xor_const(tr, k[0] as i64);
+                let row = self.w.add_const(row, v.offsets[0] as i64);
+                let col = self.w.xor_const(tcol, k[1] as i64);
+                let col = self.w.add_const(col, v.offsets[1] as i64);
+                let o = stage_offset(&mut self.w, buf, row, col);
+                let o = self.w.add(o, so);
+                let at = self.w.add_const(o, base as i64);
+                let p = self.w.smem_addr(at);
+                each(self, p, r as usize, 1);
+            }
+            return;
+        }
+        // Bits the thread part of an offset may have.
+        let thread_mask = l.lane.iter().chain(&l.warp).fold(0u64, |m, b| m | off(b));
+        let run = if v.transpose {
+            1
+        } else {
+            let run = l
+                .contiguous_register_bits()
+                .min((16 / esize).trailing_zeros() as usize);
+            let vlen = 1u64 << run;
+            if thread_mask & (vlen * esize - 1) == 0 {
+                vlen
+            } else {
+                1
+            }
+        };
+        let view_base = buf.offset_of(v.offsets[0], v.offsets[1]);
+        let thread = self.in_prologue(|w| stage_offset(w, buf, tr, tcol));
         let thread = self.w.add(thread, so);
-        for r in (0..t.regs.len() as u64).step_by(run as usize) {
-            let g = off(&l.register_coord(r));
+        for r in (0..n).step_by(run as usize) {
+            let g = off(&l.register_coord(r)) ^ view_base;
             let at = if g & thread_mask == 0 {
                 self.w.add_const(thread, (g + base) as i64)
             } else {
@@ -202,8 +300,253 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 self.w.add_const(x, base as i64)
             };
             let p = self.w.smem_addr(at);
-            self.w
-                .store_run(&t.regs[r as usize..(r + run) as usize], p, esize);
+            each(self, p, r as usize, run as usize);
+        }
+    }
+
+    /// `tile.smem_store %t, %buf, %stage`: the whole tile into a view of one stage (the
+    /// whole stage by default; `offsets`, `transpose`).
+    pub(super) fn lower_smem_store(&mut self, op: &Operation) -> R<()> {
+        let t = self.tile(op, op.operands[0])?;
+        let buf = self.smem_buf(op, op.operands[1])?;
+        let stage = self.scalar(op, op.operands[2])?;
+        let col = op.int_attr("col_offset").unwrap_or(0);
+        if col != 0 || t.layout.dims != t.shape || t.elem != buf.elem {
+            return err(
+                op,
+                "'tile.smem_store' in a kernel with a plain launch stores a whole tile of \
+                 power-of-two shape and the stage's element type (no col_offset)",
+            );
+        }
+        let v = self.stage_view(op, &t.shape, &buf)?;
+        let esize = t.elem.size_bytes();
+        let layout = t.layout.clone();
+        self.view_runs(&layout, t.elem, &buf, stage, v, |me, p, r, run| {
+            me.w.store_run(&t.regs[r..r + run], p, esize);
+        });
+        Ok(())
+    }
+
+    /// `tile.cp_async %tensor, %buf, %stage, %coords...`: the box of the stage's shape at
+    /// `coords` (over the tensor's last two dimensions) copied into the stage, laid out as
+    /// `tile.smem_store` writes it, elements outside the tensor as zero. The box is split
+    /// into 16-byte chunks, chunk q (row q / (C/v), columns v·(q mod C/v) on, v elements
+    /// of 16 bytes) to thread q mod T of the CTA's T threads, so a warp reads contiguous
+    /// global memory. Where the tensor allows it (last stride 1; base, other strides and the
+    /// column coordinate 16-byte aligned), each chunk is one `cp.async.cg` of 16 bytes whose
+    /// source size cuts it at the tensor's edge (0 outside). Otherwise each element is a
+    /// guarded `ld.global` and `st.shared` (synchronous; complete at the wait all the same).
+    pub(super) fn lower_cp_async(&mut self, op: &Operation) -> R<()> {
+        use super::writer::ICmp;
+        let t = self.tensor(op, op.operands[0])?;
+        let buf = self.smem_buf(op, op.operands[1])?;
+        let stage = self.scalar(op, op.operands[2])?;
+        let rank = t.sizes.len();
+        if rank < 2 || op.operands.len() != 3 + rank || t.elem != buf.elem {
+            return err(
+                op,
+                "'tile.cp_async' takes a tensor of rank 2 or more, one coordinate per \
+                 dimension, and the ring's element type",
+            );
+        }
+        let elem = t.elem;
+        let esize = elem.size_bytes();
+        let v = 16 / esize;
+        let [rows, cols] = buf.shape;
+        if cols % v != 0 {
+            return err(
+                op,
+                "'tile.cp_async' needs stage rows of whole 16-byte chunks",
+            );
+        }
+        let per_row = cols / v;
+        let chunks = rows * per_row;
+        let threads = self.num_warps * 32;
+        let coords: Vec<V<'c, 'm>> = op.operands[3..]
+            .iter()
+            .map(|&o| {
+                self.scalar(op, o)
+                    .map(|x| self.w.int_cast(x, ScalarType::I64))
+            })
+            .collect::<R<_>>()?;
+        let (rd, cd) = (rank - 2, rank - 1);
+        // The leading coordinates are in bounds, and their part of the element index.
+        let zero = self.w.i64(0);
+        let mut lead_ok = self.w.int(1, ScalarType::I1);
+        let mut lead = zero;
+        for (d, &x) in coords.iter().enumerate().take(rd) {
+            let ge = self.w.icmp(ICmp::Sge, x, zero);
+            let lt = self.w.icmp(ICmp::Slt, x, t.sizes[d]);
+            let both = self.w.and(ge, lt);
+            lead_ok = self.w.and(lead_ok, both);
+            let term = self.w.mul(x, t.strides[d]);
+            lead = self.w.add(lead, term);
+        }
+        // The fast path's condition.
+        let one = self.w.i64(1);
+        let mut fast = self.w.icmp(ICmp::Eq, t.strides[cd], one);
+        let mask = self.w.i64(v as i64 - 1);
+        for d in 0..cd {
+            let r = self.w.bin("and", t.strides[d], mask);
+            let c = self.w.icmp(ICmp::Eq, r, zero);
+            fast = self.w.and(fast, c);
+        }
+        let r = self.w.bin("and", coords[cd], mask);
+        let c = self.w.icmp(ICmp::Eq, r, zero);
+        fast = self.w.and(fast, c);
+        let i64t = self.w.ty(ScalarType::I64);
+        let addr = V {
+            v: self.w.op1("llvm.ptrtoint", &[t.ptr], i64t, &[]),
+            t: ScalarType::I64,
+        };
+        let m16 = self.w.i64(15);
+        let r = self.w.bin("and", addr, m16);
+        let c = self.w.icmp(ICmp::Eq, r, zero);
+        fast = self.w.and(fast, c);
+        // The stage's base (i32 bytes) and this thread's index.
+        let sb = self.w.i32(buf.stage_bytes as i64);
+        let st32 = self.w.trunc(stage, ScalarType::I32);
+        let so = self.w.mul(st32, sb);
+        let stage_base = self.w.add_const(so, buf.offset as i64);
+        let (lane, warp) = (self.lane, self.warp);
+        let tid = self.in_prologue(|w| {
+            let c5 = w.i32(5);
+            let wv = w.bin("shl", warp, c5);
+            w.bin("or", wv, lane)
+        });
+        let fast_b = self.w.new_block(&[]);
+        let slow_b = self.w.new_block(&[]);
+        let join = self.w.new_block(&[]);
+        self.w.cond_br(fast, &fast_b, &[], &slow_b, &[]);
+        let ety = self.w.ty(elem);
+        let p1 = self.w.ptr_ty(1);
+        for fast_path in [true, false] {
+            self.w.block = if fast_path { fast_b } else { slow_b };
+            for j in 0..chunks.div_ceil(threads) {
+                let q = self.w.add_const(tid, (j * threads) as i64);
+                let guarded = (j + 1) * threads > chunks;
+                let after = guarded.then(|| {
+                    let body = self.w.new_block(&[]);
+                    let next = self.w.new_block(&[]);
+                    let n = self.w.i32(chunks as i64);
+                    let inside = self.w.icmp(ICmp::Ult, q, n);
+                    self.w.cond_br(inside, &body, &[], &next, &[]);
+                    self.w.block = body;
+                    next
+                });
+                let pr = self.w.i32(per_row as i64);
+                let row = self.w.bin("udiv", q, pr);
+                let cc = self.w.bin("urem", q, pr);
+                let vv = self.w.i32(v as i64);
+                let col = self.w.mul(cc, vv);
+                let o = stage_offset(&mut self.w, &buf, row, col);
+                let o = self.w.add(o, stage_base);
+                let dst = self.w.smem_addr(o);
+                let row64 = self.w.int_cast(row, ScalarType::I64);
+                let col64 = self.w.int_cast(col, ScalarType::I64);
+                let grow = self.w.add(coords[rd], row64);
+                let gcol = self.w.add(coords[cd], col64);
+                let ge = self.w.icmp(ICmp::Sge, grow, zero);
+                let lt = self.w.icmp(ICmp::Slt, grow, t.sizes[rd]);
+                let row_ok = self.w.and(ge, lt);
+                let row_ok = self.w.and(row_ok, lead_ok);
+                let rterm = self.w.mul(grow, t.strides[rd]);
+                let index = self.w.add(lead, rterm);
+                if fast_path {
+                    // Elements of the chunk inside the tensor: clamp(size - gcol, 0, v).
+                    let rem = self.w.bin("sub", t.sizes[cd], gcol);
+                    let vmax = self.w.i64(v as i64);
+                    let lo = self.w.icmp(ICmp::Slt, rem, zero);
+                    let rem = self.w.select(lo, zero, rem);
+                    let hi = self.w.icmp(ICmp::Sgt, rem, vmax);
+                    let rem = self.w.select(hi, vmax, rem);
+                    let rem = self.w.select(row_ok, rem, zero);
+                    let some = self.w.icmp(ICmp::Sgt, rem, zero);
+                    let at = self.w.add(index, gcol);
+                    let at = self.w.select(some, at, zero);
+                    let src = self.w.gep(t.ptr, at, ety, p1);
+                    let eb = self.w.i64(esize as i64);
+                    let bytes = self.w.mul(rem, eb);
+                    let bytes = self.w.int_cast(bytes, ScalarType::I32);
+                    self.w.cp_async_16(dst, src, bytes);
+                } else {
+                    for e in 0..v {
+                        let ge_col = self.w.add_const(gcol, e as i64);
+                        let c0 = self.w.icmp(ICmp::Sge, ge_col, zero);
+                        let c1 = self.w.icmp(ICmp::Slt, ge_col, t.sizes[cd]);
+                        let inb = self.w.and(c0, c1);
+                        let inb = self.w.and(inb, row_ok);
+                        let ld = self.w.new_block(&[]);
+                        let next = self.w.new_block(&[ety]);
+                        let z = if elem.is_float() {
+                            self.w.float(0.0, elem)
+                        } else {
+                            self.w.int(0, elem)
+                        };
+                        self.w.cond_br(inb, &ld, &[], &next, &[z.v]);
+                        self.w.block = ld;
+                        let cterm = self.w.mul(ge_col, t.strides[cd]);
+                        let at = self.w.add(index, cterm);
+                        let p = self.w.gep(t.ptr, at, ety, p1);
+                        let x = self.w.load(p, ety, esize);
+                        self.w.br(&next, &[x]);
+                        self.w.block = next;
+                        let x = self.w.args(next)[0];
+                        let oe = self.w.add_const(o, (e * esize) as i64);
+                        let pe = self.w.smem_addr(oe);
+                        self.w.store(x, pe, esize);
+                    }
+                }
+                if let Some(next) = after {
+                    self.w.br(&next, &[]);
+                    self.w.block = next;
+                }
+            }
+            self.w.br(&join, &[]);
+        }
+        self.w.block = join;
+        Ok(())
+    }
+
+    /// `tile.smem_load %buf, %stage`: a view of one stage into registers of the result's
+    /// layout (`ld.shared`, vectors where runs allow).
+    pub(super) fn lower_smem_load(&mut self, op: &Operation) -> R<()> {
+        let buf = self.smem_buf(op, op.operands[0])?;
+        let stage = self.scalar(op, op.operands[1])?;
+        let (shape, elem, layout) = self.result_layout(op, 0)?;
+        if layout.dims != shape || elem != buf.elem {
+            return err(
+                op,
+                "'tile.smem_load' in a kernel with a plain launch reads a tile of power-of-two \
+                 shape and the stage's element type",
+            );
+        }
+        let v = self.stage_view(op, &shape, &buf)?;
+        let esize = elem.size_bytes();
+        let ety = self.w.ty(elem);
+        let mut regs = Vec::with_capacity(layout.num_registers() as usize);
+        self.view_runs(&layout, elem, &buf, stage, v, |me, p, _, run| {
+            if run == 1 {
+                regs.push(me.w.load(p, ety, esize));
+                return;
+            }
+            let vt = me.w.vector_ty(run as u64, ety);
+            let x = me.w.load(p, vt, esize * run as u64);
+            for j in 0..run {
+                let jj = me.w.i32(j as i64);
+                regs.push(me.w.extract_element(x, jj, ety));
+            }
+        });
+        if let Some(&r) = op.results.first() {
+            self.vals.insert(
+                r,
+                Lv::Tile(Tile {
+                    regs,
+                    elem,
+                    shape,
+                    layout,
+                }),
+            );
         }
         Ok(())
     }

@@ -908,6 +908,33 @@ impl<'c, 'm> Writer<'c, 'm> {
         self.op("nvvm.wgmma.fence.aligned", &[], &[], &[]);
     }
 
+    /// `cp.async.cg.shared.global [dst], [src], 16, src_bytes` (PTX ISA, "Data Movement
+    /// and Conversion Instructions: cp.async"): copies `src_bytes` (0 to 16) bytes from
+    /// global `src` to shared `dst` asynchronously, zero-filling the rest of the 16; both
+    /// addresses 16-byte aligned. Joins the thread's open cp.async group.
+    pub fn cp_async_16(&mut self, dst: Value<'c, 'm>, src: Value<'c, 'm>, src_bytes: V<'c, 'm>) {
+        let size = self.attr("16 : i32");
+        let modifier = self.attr("#nvvm<load_cache_modifier cg>");
+        self.op(
+            "nvvm.cp.async.shared.global",
+            &[dst, src, src_bytes.v],
+            &[],
+            &[("size", size), ("modifier", modifier)],
+        );
+    }
+
+    /// `cp.async.commit_group`: closes the thread's open cp.async group.
+    pub fn cp_async_commit_group(&mut self) {
+        self.op("nvvm.cp.async.commit.group", &[], &[], &[]);
+    }
+
+    /// `cp.async.wait_group n`: returns once at most `n` of the thread's cp.async groups
+    /// are pending.
+    pub fn cp_async_wait_group(&mut self, n: i64) {
+        let n = self.attr(&format!("{n} : i32"));
+        self.op("nvvm.cp.async.wait.group", &[], &[], &[("n", n)]);
+    }
+
     /// `wgmma.commit_group.sync.aligned` (PTX ISA §9.7.15.7.2).
     pub fn wgmma_commit_group(&mut self) {
         self.op("nvvm.wgmma.commit.group.sync.aligned", &[], &[], &[]);
