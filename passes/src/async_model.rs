@@ -28,7 +28,8 @@
 //!   kernel's `(kbase + kt) mod S`, `kbase` carried by the tile loop, is of this form.
 //! - **Hazards** for a pending group `g` at an op `X`: `X` is not a wgmma of `g`'s chain
 //!   and reads or writes `g`'s accumulator or A-fragment registers; `X` is a
-//!   `tile.tma_load` into a stage of a ring `g` reads that may alias; `X` is a
+//!   `tile.tma_load`, `tile.smem_store` or `tile.cp_async` into a stage of a ring `g` reads
+//!   that may alias; `X` is a
 //!   `tile.mbarrier_arrive %bar, %i` whose barrier guards a ring `g` reads (the rings the
 //!   producer loads after waiting on `%bar`; every ring when none is known) at a stage
 //!   that may alias `%i`; `X` is `tile.return` (or the end of the producer region of a
@@ -41,8 +42,8 @@
 //!   closed by `tile.bulk_commit_group` and retired by `tile.bulk_wait_group {pending = N,
 //!   read = true}`; these count separately from wgmma groups (PTX keeps separate bulk
 //!   async-group counters), so each kind is analysed on its own, with its own commits and
-//!   waits. Hazards for a pending bulk group `g` at `X`: `X` is a `tile.smem_store` into a
-//!   slot `g` reads that may alias (slots compared like ring stages), or `X` ends the
+//!   waits. Hazards for a pending bulk group `g` at `X`: `X` is a `tile.smem_store` or
+//!   `tile.cp_async` into a slot `g` reads that may alias (slots compared like ring stages), or `X` ends the
 //!   warpgroup. The elected thread issues and waits; all 128 threads of the warpgroup
 //!   write the slot, so a retired group's slot counts as still read (unsynced) until a
 //!   `tile.named_barrier` (or `tile.barrier`) follows the wait, whatever the number of
@@ -247,6 +248,9 @@ pub(crate) struct Access {
     pub releases: Vec<(Option<BTreeSet<Value>>, StageSym)>,
     /// It ends the warpgroup.
     pub exit: bool,
+    /// Its accesses of ring stages go through the async proxy (wgmma, TMA); kept for
+    /// cp.async groups, whose copies the async proxy sees only after a proxy fence.
+    pub async_proxy: bool,
     /// A-fragment slots whose values go out of scope here (a `tile.yield` that does not
     /// carry them): a wgmma still reading one would read registers that may be reused.
     pub ends: BTreeSet<Slot>,
@@ -1109,7 +1113,7 @@ impl<'k> Facts<'k> {
         if self.kind == GroupKind::Bulk {
             match op.kind {
                 OpKind::TmaStore if self.groups.contains_key(&id) => a.wgmma = Some(id),
-                OpKind::SmemStore if op.operands.len() == 3 => {
+                OpKind::SmemStore | OpKind::CpAsync if op.operands.len() >= 3 => {
                     let ring = op.operands[1];
                     let known = self.rings.contains_key(&ring).then_some(ring);
                     a.writes.push((known, self.stage(op.operands[2])));
@@ -1150,7 +1154,7 @@ impl<'k> Facts<'k> {
                 let known = self.rings.contains_key(&ring).then_some(ring);
                 a.writes.push((known, self.stage(op.operands[3])));
             }
-            OpKind::SmemStore if op.operands.len() == 3 => {
+            OpKind::SmemStore | OpKind::CpAsync if op.operands.len() >= 3 => {
                 let ring = op.operands[1];
                 let known = self.rings.contains_key(&ring).then_some(ring);
                 a.writes.push((known, self.stage(op.operands[2])));
@@ -1180,6 +1184,7 @@ impl<'k> Facts<'k> {
             }
             OpKind::TmaLoad if op.operands.len() >= 4 => {
                 a.writes.push(at(self, op.operands[1], op.operands[3]));
+                a.async_proxy = true;
             }
             OpKind::SmemStore if op.operands.len() == 3 => {
                 a.writes.push(at(self, op.operands[1], op.operands[2]));
@@ -1189,8 +1194,10 @@ impl<'k> Facts<'k> {
             }
             OpKind::TmaStore if op.operands.len() >= 3 => {
                 a.reads.push(at(self, op.operands[1], op.operands[2]));
+                a.async_proxy = true;
             }
             OpKind::Mma => {
+                a.async_proxy = is_wgmma(op);
                 if let Some(p) = tilec_dialect::ops::mma_operands(op) {
                     for (v, s) in [(p.a, p.stage_a), (p.b, p.stage_b)] {
                         if self.rings.contains_key(&v) {
@@ -1268,6 +1275,19 @@ fn gcd(a: i64, b: i64) -> i64 {
     } else {
         gcd(b, a % b)
     }
+}
+
+/// Whether `op` is one of the ops the placement puts before a hazard besides barriers: a
+/// wait of any kind, or a proxy fence. A wait does not move past one, nor split at a join
+/// in front of one: the ops before a hazard stay together, whichever kind each serves.
+pub(crate) fn placed_sync(op: &Operation) -> bool {
+    matches!(
+        op.kind,
+        OpKind::WaitGroup
+            | OpKind::BulkWaitGroup
+            | OpKind::CpAsyncWaitGroup
+            | OpKind::FenceProxyAsync
+    )
 }
 
 /// Whether `op` is pure, holds no regions, and reads and defines scalars only (index arithmetic,

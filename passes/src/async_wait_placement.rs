@@ -96,7 +96,7 @@
 //! release of the last stage), and the epilogue reads the wait's result.
 
 use crate::async_model::{
-    scalar_only, Facts, GroupKind, Hazard, Inst, OpId, Slot, C_CAP, MAX_PENDING,
+    placed_sync, scalar_only, Facts, GroupKind, Hazard, Inst, OpId, Slot, C_CAP, MAX_PENDING,
 };
 use crate::pass::{Pass, PassContext, PassInfo};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -221,6 +221,11 @@ struct State {
     /// Instances retired by this warpgroup's wait but not yet followed by a CTA barrier
     /// (other warpgroups may still read their stages).
     unsynced: BTreeSet<Inst>,
+    /// cp.async groups of `unsynced` that a `tile.fence_proxy_async` has covered since.
+    proxy_fenced: BTreeSet<Inst>,
+    /// cp.async groups a barrier published to other threads' generic accesses with no
+    /// proxy fence before it: wgmma and TMA may not access their stages yet.
+    proxy_unpublished: BTreeSet<Inst>,
     /// Register slots of wgmma operands accessed by other ops since the last fence.
     dirty: BTreeSet<Slot>,
     /// Some path reaches here with no fence yet.
@@ -234,6 +239,14 @@ impl State {
             *e = (*e).min(c);
         }
         self.unsynced.extend(o.unsynced.iter().cloned());
+        // Fenced only where every path fenced it.
+        self.proxy_fenced = self
+            .proxy_fenced
+            .intersection(&o.proxy_fenced)
+            .cloned()
+            .collect();
+        self.proxy_unpublished
+            .extend(o.proxy_unpublished.iter().cloned());
         self.dirty.extend(o.dirty.iter().copied());
         self.unfenced |= o.unfenced;
     }
@@ -245,13 +258,19 @@ impl State {
             let e = self.pending.entry(i).or_insert(c);
             *e = (*e).min(c);
         }
-        self.unsynced = std::mem::take(&mut self.unsynced)
-            .into_iter()
-            .map(|mut i| {
-                f(&mut i);
-                i
-            })
-            .collect();
+        for set in [
+            &mut self.unsynced,
+            &mut self.proxy_fenced,
+            &mut self.proxy_unpublished,
+        ] {
+            *set = std::mem::take(set)
+                .into_iter()
+                .map(|mut i| {
+                    f(&mut i);
+                    i
+                })
+                .collect();
+        }
     }
 
     /// A wait with `pending = n`; `shared`: other warpgroups run the same code, so the
@@ -271,6 +290,26 @@ impl State {
         }
     }
 
+    /// A `tile.fence_proxy_async`: the copies retired so far are fenced into the async
+    /// proxy (published to it by the next barrier).
+    fn proxy_fence(&mut self) {
+        self.proxy_fenced.extend(self.unsynced.iter().cloned());
+        self.proxy_fenced
+            .extend(self.proxy_unpublished.iter().cloned());
+    }
+
+    /// A barrier (after a proxy fence if `fenced`): retired groups are published to the
+    /// other threads; cp.async copies to the async proxy only where a fence covered them.
+    fn sync(&mut self, fenced: bool) {
+        if fenced {
+            self.proxy_fence();
+        }
+        let unsynced = std::mem::take(&mut self.unsynced);
+        self.proxy_unpublished.extend(unsynced);
+        let fenced = std::mem::take(&mut self.proxy_fenced);
+        self.proxy_unpublished.retain(|g| !fenced.contains(g));
+    }
+
     fn commit(&mut self, inst: Inst) {
         for c in self.pending.values_mut() {
             *c = (*c + 1).min(C_CAP);
@@ -284,6 +323,9 @@ impl State {
 struct Decision {
     wait: Option<u8>,
     barrier: bool,
+    /// A `tile.fence_proxy_async` before the barrier (cp.async groups whose stage the op
+    /// accesses through the async proxy).
+    proxy_fence: bool,
     fence: bool,
     /// Slots of the groups in flight just before the wait.
     in_flight: BTreeSet<Slot>,
@@ -503,7 +545,7 @@ impl Analysis<'_, '_> {
     fn refine(&mut self, kernel: &Operation) {
         let body = &kernel.regions[0];
         for _ in 0..REFINE_ROUNDS {
-            let before: Vec<(OpId, Option<u8>, bool)> = self.decision_summary();
+            let before = self.decision_summary();
             self.drop_unneeded(body);
             self.drop_fences(body);
             self.sink_waits(kernel);
@@ -523,12 +565,12 @@ impl Analysis<'_, '_> {
     }
 
     /// The waits and barriers decided, in op order (to detect a fixpoint of `refine`).
-    fn decision_summary(&self) -> Vec<(OpId, Option<u8>, bool)> {
+    fn decision_summary(&self) -> Vec<(OpId, Option<u8>, bool, bool)> {
         let mut v: Vec<_> = self
             .decisions
             .iter()
-            .filter(|(_, d)| d.wait.is_some() || d.barrier)
-            .map(|(&id, d)| (id, d.wait, d.barrier))
+            .filter(|(_, d)| d.wait.is_some() || d.barrier || d.proxy_fence)
+            .map(|(&id, d)| (id, d.wait, d.barrier, d.proxy_fence))
             .collect();
         v.sort_unstable();
         v
@@ -582,6 +624,19 @@ impl Analysis<'_, '_> {
             self.decisions.get_mut(&id).expect("decision").barrier = false;
             if !self.frozen_safe(body) {
                 self.decisions.get_mut(&id).expect("decision").barrier = true;
+            }
+        }
+        let mut fences: Vec<OpId> = self
+            .decisions
+            .iter()
+            .filter(|(_, d)| d.proxy_fence)
+            .map(|(&id, _)| id)
+            .collect();
+        fences.sort_unstable_by(|a, b| b.cmp(a));
+        for &id in &fences {
+            self.decisions.get_mut(&id).expect("decision").proxy_fence = false;
+            if !self.frozen_safe(body) {
+                self.decisions.get_mut(&id).expect("decision").proxy_fence = true;
             }
         }
     }
@@ -693,14 +748,22 @@ impl Analysis<'_, '_> {
             if let Some(n) = d.wait {
                 self.frozen_wait(id, n, st, ctx);
             }
+            if d.proxy_fence {
+                st.proxy_fence();
+            }
             if d.barrier {
-                st.unsynced.clear();
+                st.sync(false);
             }
             if !x.is_empty() {
                 let pending_conflict = st.pending.keys().any(|g| self.f.conflict(&x, g).is_some());
                 let unsynced_conflict = self.f.kind.shared(ctx.warpgroups)
                     && st.unsynced.iter().any(|g| self.f.overwrites(&x, g));
-                self.violations += u64::from(pending_conflict || unsynced_conflict);
+                let unpublished = x.async_proxy
+                    && st
+                        .proxy_unpublished
+                        .iter()
+                        .any(|g| self.f.overwrites(&x, g));
+                self.violations += u64::from(pending_conflict || unsynced_conflict || unpublished);
             }
             if x.wgmma.is_some() && self.f.kind == GroupKind::Wgmma && !d.fence {
                 let gd = &self.f.groups[&id];
@@ -737,9 +800,18 @@ impl Analysis<'_, '_> {
                     d.single_stage = None;
                 }
             }
-            if self.f.kind.shared(ctx.warpgroups) && (overwrite_pending || overwrite_unsynced) {
+            // wgmma and TMA see a copy only after a proxy fence and a barrier.
+            let unpublished = x.async_proxy
+                && st
+                    .proxy_unpublished
+                    .iter()
+                    .any(|g| self.f.overwrites(&x, g));
+            if self.f.kind.shared(ctx.warpgroups)
+                && (overwrite_pending || overwrite_unsynced || unpublished)
+            {
                 d.barrier = true;
-                st.unsynced.clear();
+                d.proxy_fence = self.f.kind == GroupKind::CpAsync && x.async_proxy;
+                st.sync(d.proxy_fence);
             }
         }
         if x.wgmma.is_some() && self.f.kind == GroupKind::Wgmma {
@@ -774,7 +846,8 @@ impl Analysis<'_, '_> {
         fence: bool,
     ) {
         match op.kind {
-            _ if self.f.kind.is_barrier(op) => st.unsynced.clear(),
+            _ if self.f.kind.is_barrier(op) => st.sync(false),
+            OpKind::FenceProxyAsync if self.f.kind == GroupKind::CpAsync => st.proxy_fence(),
             _ if x.wgmma.is_some() => {
                 if fence {
                     st.unfenced = false;
@@ -808,7 +881,8 @@ fn locate<'b>(b: &'b Block, f: &Facts<'_>, id: OpId) -> Option<(&'b Block, usize
 /// moves it: after a plain op or a loop that reads none of the wait's `operands`, the op
 /// that follows; before a `tile.if` whose block reads none of them after the wait, the first
 /// op of each branch. `None` where it cannot move: before a terminator, a
-/// `tile.warp_specialize`, a barrier, or an op that reads what the wait returns.
+/// `tile.warp_specialize`, a barrier, another wait or a proxy fence, an op that reads what
+/// the wait returns, or an op followed by a barrier of this kind.
 fn sink_targets(body: &Block, f: &Facts<'_>, id: OpId, operands: &[Value]) -> Option<Vec<OpId>> {
     let (b, i) = locate(body, f, id)?;
     let op = &b.ops[i];
@@ -816,8 +890,7 @@ fn sink_targets(body: &Block, f: &Facts<'_>, id: OpId, operands: &[Value]) -> Op
     match op.kind {
         k if k.is_terminator() => None,
         OpKind::WarpSpecialize => None,
-        OpKind::FenceProxyAsync if f.kind == GroupKind::CpAsync => None,
-        _ if f.kind.is_barrier(op) => None,
+        _ if placed_sync(op) || f.kind.is_barrier(op) => None,
         OpKind::If => {
             if b.ops[i..].iter().any(reads) || op.regions.iter().any(|r| r.ops.is_empty()) {
                 return None;
@@ -825,10 +898,13 @@ fn sink_targets(body: &Block, f: &Facts<'_>, id: OpId, operands: &[Value]) -> Op
             Some(op.regions.iter().map(|r| f.id(&r.ops[0])).collect())
         }
         _ => {
-            if reads(op) {
+            // Not onto a barrier of this kind: the pass takes a barrier right after its
+            // wait for its own, so a second placement would strip the program's.
+            let next = b.ops.get(i + 1)?;
+            if reads(op) || f.kind.is_barrier(next) {
                 return None;
             }
-            b.ops.get(i + 1).map(|next| vec![f.id(next)])
+            Some(vec![f.id(next)])
         }
     }
 }
@@ -840,7 +916,7 @@ fn sink_targets(body: &Block, f: &Facts<'_>, id: OpId, operands: &[Value]) -> Op
 fn join_sites(m: &Module, body: &Block, f: &Facts<'_>, id: OpId) -> Option<(Vec<OpId>, OpId)> {
     let (b, i) = locate(body, f, id)?;
     let x = &b.ops[i];
-    if x.kind.is_terminator() || !x.regions.is_empty() || f.kind.is_barrier(x) {
+    if x.kind.is_terminator() || !x.regions.is_empty() || f.kind.is_barrier(x) || placed_sync(x) {
         return None;
     }
     let after = f.id(b.ops.get(i + 1)?);
@@ -971,9 +1047,6 @@ fn wait_operands(
 
 struct Rewriter<'a> {
     kind: GroupKind,
-    /// A `tile.fence_proxy_async` goes before each barrier placed (cp.async groups whose
-    /// rings the async proxy also accesses).
-    proxy_fence: bool,
     m: &'a mut Module,
     decisions: HashMap<OpId, Decision>,
     operands: HashMap<OpId, Vec<Value>>,
@@ -987,7 +1060,7 @@ impl Rewriter<'_> {
     /// replacements in force at its end.
     fn block(&mut self, b: &mut Block, repl: &HashMap<Value, Value>) -> HashMap<Value, Value> {
         let mut repl = repl.clone();
-        let mut out = Vec::with_capacity(b.ops.len() + 4);
+        let mut out: Vec<Operation> = Vec::with_capacity(b.ops.len() + 4);
         let ops = std::mem::take(&mut b.ops);
         // Values used by each op's successors in this block (nested regions included).
         let mut later: Vec<std::collections::HashSet<Value>> = vec![Default::default(); ops.len()];
@@ -1001,6 +1074,32 @@ impl Rewriter<'_> {
             self.next_id += 1;
             let loc = op.loc.clone();
             if let Some(d) = self.decisions.get(&id).cloned() {
+                // What goes before the op. cp.async groups are placed after wgmma groups:
+                // their ops go before the wgmma waits, barrier and fence already there, so
+                // that placing again (on stripped IR) puts them the same way; a cp.async
+                // wait that needs a barrier shares the wgmma waits' barrier instead.
+                let mut at = out.len();
+                let mut share_barrier = false;
+                if self.kind == GroupKind::CpAsync {
+                    let mut j = at;
+                    if j > 0 && out[j - 1].kind == OpKind::WgmmaFence {
+                        j -= 1;
+                    }
+                    let barrier = j > 1
+                        && out[j - 1].kind == OpKind::Barrier
+                        && out[j - 2].kind == OpKind::WaitGroup;
+                    let mut k = if barrier { j - 1 } else { j };
+                    while k > 0 && out[k - 1].kind == OpKind::WaitGroup {
+                        k -= 1;
+                    }
+                    if barrier && d.barrier && d.wait.is_some() {
+                        at = j - 1;
+                        share_barrier = true;
+                    } else {
+                        at = k;
+                    }
+                }
+                let mut pre = vec![];
                 if let Some(n) = d.wait {
                     let mut w = Operation::new(self.kind.wait_op(), loc.clone());
                     w.attrs
@@ -1018,18 +1117,18 @@ impl Rewriter<'_> {
                         w.results.push(r);
                         repl.insert(v, r);
                     }
-                    out.push(w);
+                    pre.push(w);
                     match self.kind {
                         GroupKind::Wgmma => self.stats.waits[n as usize] += 1,
                         GroupKind::Bulk => self.stats.bulk_waits[n as usize] += 1,
                         GroupKind::CpAsync => self.stats.cp_async_waits[n as usize] += 1,
                     }
                 }
-                if d.barrier && self.proxy_fence {
-                    out.push(Operation::new(OpKind::FenceProxyAsync, loc.clone()));
+                if d.proxy_fence {
+                    pre.push(Operation::new(OpKind::FenceProxyAsync, loc.clone()));
                     self.stats.proxy_fences += 1;
                 }
-                if d.barrier {
+                if d.barrier && !share_barrier {
                     let mut b = Operation::new(self.kind.barrier_op(), loc.clone());
                     if self.kind == GroupKind::Bulk {
                         // The warpgroup's own barrier: its 128 threads wait for the elected
@@ -1041,12 +1140,13 @@ impl Rewriter<'_> {
                     } else {
                         self.stats.barriers += 1;
                     }
-                    out.push(b);
+                    pre.push(b);
                 }
                 if d.fence {
-                    out.push(Operation::new(OpKind::WgmmaFence, loc.clone()));
+                    pre.push(Operation::new(OpKind::WgmmaFence, loc.clone()));
                     self.stats.fences += 1;
                 }
+                out.splice(at..at, pre);
             }
             for v in &mut op.operands {
                 if let Some(&r) = repl.get(v) {
@@ -1157,36 +1257,15 @@ fn place_kernel(
     stats: &mut PlacementStats,
     remarks: &mut Vec<Diagnostic>,
 ) {
+    // Every kind's ops are stripped before any is placed, so that each kind is placed on
+    // the same IR whether or not the kernel was placed before (placing twice changes
+    // nothing).
+    for kind in GroupKind::ALL {
+        strip(k, kind);
+    }
     for kind in GroupKind::ALL {
         place_kernel_kind(m, k, stats, remarks, kind);
     }
-}
-
-/// Whether wgmma or TMA (the async proxy) reads or writes a ring that `tile.cp_async`
-/// writes in kernel `k`: then a cp.async wait's barrier needs a `tile.fence_proxy_async`
-/// before it.
-fn cp_async_rings_meet_async_proxy(m: &Module, k: &Operation) -> bool {
-    let mut copied = BTreeSet::new();
-    k.walk(&mut |o| {
-        if o.kind == OpKind::CpAsync {
-            copied.extend(o.operands.get(1).copied());
-        }
-    });
-    let mut hit = false;
-    k.walk(&mut |o| {
-        let rings: Vec<Value> = match o.kind {
-            OpKind::TmaLoad | OpKind::TmaStore => o.operands.get(1).copied().into_iter().collect(),
-            OpKind::Mma if crate::async_model::is_wgmma(o) => o
-                .operands
-                .iter()
-                .copied()
-                .filter(|&v| matches!(m.ty(v), tilec_dialect::Type::Smem { .. }))
-                .collect(),
-            _ => vec![],
-        };
-        hit |= rings.iter().any(|r| copied.contains(r));
-    });
-    hit
 }
 
 fn place_kernel_kind(
@@ -1196,7 +1275,6 @@ fn place_kernel_kind(
     remarks: &mut Vec<Diagnostic>,
     kind: GroupKind,
 ) {
-    strip(k, kind);
     let (decisions, operands, wgmma, loops) = {
         let f = Facts::of_kind(m, k, kind);
         if f.groups.is_empty() {
@@ -1247,10 +1325,8 @@ fn place_kernel_kind(
         (a.decisions, operands, wgmma, loops)
     };
     stats.in_flight.extend(loops);
-    let proxy_fence = kind == GroupKind::CpAsync && cp_async_rings_meet_async_proxy(m, k);
     let mut rw = Rewriter {
         kind,
-        proxy_fence,
         m,
         decisions,
         operands,

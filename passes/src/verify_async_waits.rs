@@ -84,7 +84,7 @@
 //! ```
 
 use crate::async_model::{
-    is_wgmma, scalar_only, Facts, GroupKind, Hazard, Inst, OpId, Slot, MAX_PENDING,
+    is_wgmma, placed_sync, scalar_only, Facts, GroupKind, Hazard, Inst, OpId, Slot, MAX_PENDING,
 };
 use crate::pass::{OptionInfo, OptionKind, Pass, PassContext, PassInfo};
 use std::collections::{BTreeMap, BTreeSet};
@@ -901,7 +901,7 @@ fn split_at_join(
         let Some(x) = ops.get(i + 1) else {
             return false;
         };
-        if x.kind.is_terminator() || !x.regions.is_empty() || kind.is_barrier(x) {
+        if x.kind.is_terminator() || !x.regions.is_empty() || kind.is_barrier(x) || placed_sync(x) {
             return false;
         }
         let Some(j) = (0..i).rev().find(|&j| !scalar_only(m, &ops[j])) else {
@@ -1051,7 +1051,9 @@ fn tightness(
                 // after it (a proxy fence, to a cp.async wait before it). A loop is passed
                 // whole, like a plain op.
                 OpKind::WarpSpecialize | OpKind::WgmmaFence => false,
-                OpKind::FenceProxyAsync if kind == GroupKind::CpAsync => false,
+                // Nor past another wait or a proxy fence: the ops the placement puts before
+                // a hazard stay together, whichever kind each serves.
+                _ if placed_sync(next) => false,
                 _ if kind.is_barrier(next) => false,
                 OpKind::If => {
                     if ops.iter().any(|o| uses_any(o, &results)) {
@@ -1067,6 +1069,9 @@ fn tightness(
                     }
                     true
                 }
+                // Not onto a barrier of this kind (placement takes a barrier right after
+                // its wait for its own).
+                _ if ops.get(i + 2).is_some_and(|y| kind.is_barrier(y)) => false,
                 _ => {
                     if uses_any(next, &results) {
                         return false;
@@ -1139,7 +1144,15 @@ fn tightness(
             ops.remove(i);
             true
         }) {
-            if safe(&k) {
+            // The barrier also publishes fenced copies to the async proxy, which only the
+            // simulation models: it must find no hazard without the barrier either.
+            let unneeded = safe(&k)
+                && (kind != GroupKind::CpAsync || {
+                    let sim = crate::async_sim::Simulator::new(m, &k);
+                    let o = sim.run(&Default::default(), crate::async_sim::DEFAULT_RUNS);
+                    o.verdict == crate::async_sim::Verdict::NoHazard
+                });
+            if unneeded {
                 let msg = match kind {
                     GroupKind::Wgmma => {
                         "'tile.barrier' after the wait is not needed: no stage \
@@ -1407,10 +1420,18 @@ fn simulate(
                                 | OpKind::Return
                                 | OpKind::WgmmaFence
                                 | OpKind::FenceProxyAsync
+                                | OpKind::WaitGroup
+                                | OpKind::BulkWaitGroup
+                                | OpKind::CpAsyncWaitGroup
                                 | OpKind::Barrier
                                 | OpKind::NamedBarrier,
                             ) => false,
-                            _ => next.is_some_and(|y| !uses_any(y, &x.results)),
+                            _ => {
+                                next.is_some_and(|y| !uses_any(y, &x.results))
+                                    && !b.ops.get(i + 2).is_some_and(|y| {
+                                        matches!(y.kind, OpKind::Barrier | OpKind::NamedBarrier)
+                                    })
+                            }
                         };
                         if n < MAX_PENDING as i64 {
                             checks.push((x, Change::Pending(n + 1)));

@@ -1,7 +1,8 @@
 //! Property test of `async-wait-placement` against its independent checker
 //! `verify-async-waits`: random structured kernels (sequences, branches, nested loops,
-//! several accumulators, several rings, register-A wgmmas, 1–2 warpgroups, with or without
-//! warp specialization) → placement → the checker accepts (safe and tight); for each
+//! several accumulators, several rings, register-A wgmmas, cp.async copies and
+//! `tile.smem_load` reads of ring stages, 1–2 warpgroups, with or without warp
+//! specialization) → placement → the checker accepts (safe and tight); for each
 //! placed wait, raising its `pending` by one or deleting it makes the checker reject; and
 //! placing again changes nothing. The checker is two analyses: a path explorer over
 //! `async_model.rs`'s symbolic facts, and `async_sim`, an executable model written apart from
@@ -81,6 +82,18 @@ enum Stmt {
         ring: u8,
         stage: StageE,
     },
+    /// A cp.async copy into a stage (a third group kind; not under warp specialization,
+    /// where the verifier refuses it).
+    Copy {
+        ring: u8,
+        stage: StageE,
+    },
+    /// A `tile.smem_load` of a stage, then a `tile.barrier` (other threads may still be
+    /// reading the stage, a race outside the group model); not under warp specialization.
+    Read {
+        ring: u8,
+        stage: StageE,
+    },
     If(Vec<Stmt>, Vec<Stmt>),
     For(Vec<Stmt>),
 }
@@ -126,6 +139,8 @@ fn stmt() -> impl Strategy<Value = Stmt> {
         1 => (0..MAX_ACCS as u8).prop_map(|acc| Stmt::Reset { acc }),
         2 => (0..MAX_RINGS as u8, stage()).prop_map(|(ring, stage)| Stmt::Load { ring, stage }),
         2 => (0..MAX_RINGS as u8, stage()).prop_map(|(ring, stage)| Stmt::Release { ring, stage }),
+        2 => (0..MAX_RINGS as u8, stage()).prop_map(|(ring, stage)| Stmt::Copy { ring, stage }),
+        2 => (0..MAX_RINGS as u8, stage()).prop_map(|(ring, stage)| Stmt::Read { ring, stage }),
     ];
     leaf.prop_recursive(3, 24, 5, |inner| {
         prop_oneof![
@@ -261,6 +276,21 @@ impl Emit<'_> {
                 let r = *ring as usize % nr;
                 let st = self.stage(r, stage);
                 self.line(&format!("tile.mbarrier_arrive %empty{r}, {st}"));
+            }
+            Stmt::Copy { .. } | Stmt::Read { .. } if self.p.consumers > 0 => {}
+            Stmt::Copy { ring, stage } => {
+                let r = *ring as usize % nr;
+                let st = self.stage(r, stage);
+                self.line(&format!("tile.cp_async %A, %ring{r}, {st}, %c0, %c0"));
+            }
+            Stmt::Read { ring, stage } => {
+                let r = *ring as usize % nr;
+                let st = self.stage(r, stage);
+                let t = self.fresh("read");
+                self.line(&format!(
+                    "{t} = tile.smem_load %ring{r}, {st} : tile<64x64xbf16>"
+                ));
+                self.line("tile.barrier");
             }
             Stmt::If(t, e) => {
                 let before = self.accs.clone();
@@ -402,7 +432,7 @@ fn with_wait(m: &Module, k: usize, f: impl FnOnce(&mut Block, usize) -> Rewire) 
         f: &mut Option<F>,
     ) -> Option<Rewire> {
         for i in 0..b.ops.len() {
-            if b.ops[i].kind == OpKind::WaitGroup {
+            if is_wait(&b.ops[i]) {
                 if *k == 0 {
                     let f = f.take().expect("applied once");
                     return Some(f(b, i));
@@ -442,10 +472,15 @@ fn with_wait(m: &Module, k: usize, f: impl FnOnce(&mut Block, usize) -> Rewire) 
     m
 }
 
+/// The wait kinds the test mutates: wgmma and cp.async waits.
+fn is_wait(o: &Operation) -> bool {
+    matches!(o.kind, OpKind::WaitGroup | OpKind::CpAsyncWaitGroup)
+}
+
 fn waits(m: &Module) -> Vec<i64> {
     let mut out = vec![];
     m.walk(&mut |o| {
-        if o.kind == OpKind::WaitGroup {
+        if is_wait(o) {
             out.push(o.int_attr("pending").unwrap_or(0));
         }
     });
@@ -555,7 +590,7 @@ fn fragment_operands(m: &Module, k: usize) -> Vec<usize> {
     let mut found = vec![];
     let mut seen = 0;
     m.walk(&mut |o| {
-        if o.kind == OpKind::WaitGroup {
+        if is_wait(o) {
             if seen == k {
                 found = o
                     .operands
