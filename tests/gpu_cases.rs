@@ -14,7 +14,8 @@
 //! `tests/lit/lowering/epilogue_reduce.tile`, the float-to-int and scalar conversions of
 //! `tests/lit/lowering/epilogue_converts.tile`, and column and row masks from `tile.iota`,
 //! `tile.cmpi` and `tile.select`; and a laid-out kernel with a cp.async ring and
-//! shared-memory views (`tile.cp_async`, `tile.smem_load` with `offsets` and `transpose`).
+//! shared-memory views (`tile.cp_async`, `tile.smem_load` with `offsets` and `transpose`),
+//! and register slices (`tile.extract_slice`, in registers and through shared memory).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -66,50 +67,6 @@ const MASKS: &str = "tile.kernel @gemm_masks(%A: tensor<?x?xbf16>, %B: tensor<?x
 }
 ";
 
-/// A hand-written laid-out kernel (sm_90a, replaced per target): a two-stage cp.async
-/// ring over the columns of A (the waits are async-wait-placement's), each stage read with
-/// `tile.smem_load` and summed; then a copy at column 4 (not 16-byte aligned: the guarded
-/// element path) and stage views: transposed, an aligned row slice, an unaligned window.
-const CP_ASYNC: &str = "tile.kernel @cp_async_views(%A: tensor<?x?xbf16>, %O: tensor<?x?xf32>, \
-    %P: tensor<?x?xf32>, %n: index) {block = [128, 1, 1], grid = [1], num_warps = 4, target = \
-    \"sm_90a\"} {
-  %c0 = tile.constant {value = 0} : index
-  %c1 = tile.constant {value = 1} : index
-  %c2 = tile.constant {value = 2} : index
-  %c4 = tile.constant {value = 4} : index
-  %c5 = tile.constant {value = 5} : index
-  %c64 = tile.constant {value = 64} : index
-  %ring = tile.smem_alloc {swizzle = 128} : smem<2x64x64xbf16>
-  %zero = tile.zeros : tile<64x64xf32, #linear<register = [[0, 1], [0, 2], [0, 4], [16, 0], [32, 0]], lane = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warp = [[4, 0], [8, 0]]>>
-  tile.cp_async %A, %ring, %c0, %c0, %c0
-  %acc = tile.for %c0, %n, %c1, %zero : tile<64x64xf32, #linear<register = [[0, 1], [0, 2], [0, 4], [16, 0], [32, 0]], lane = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warp = [[4, 0], [8, 0]]>> {
-  ^bb0(%i: index, %a: tile<64x64xf32, #linear<register = [[0, 1], [0, 2], [0, 4], [16, 0], [32, 0]], lane = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warp = [[4, 0], [8, 0]]>>):
-    %i1 = tile.addi %i, %c1 : index
-    %s1 = tile.remi %i1, %c2 : index
-    %k1 = tile.muli %i1, %c64 : index
-    tile.cp_async %A, %ring, %s1, %c0, %k1
-    %s = tile.remi %i, %c2 : index
-    %t = tile.smem_load %ring, %s : tile<64x64xbf16, #linear<register = [[0, 1], [0, 2], [0, 4], [16, 0], [32, 0]], lane = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warp = [[4, 0], [8, 0]]>>
-    %f = tile.convert %t : tile<64x64xf32, #linear<register = [[0, 1], [0, 2], [0, 4], [16, 0], [32, 0]], lane = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warp = [[4, 0], [8, 0]]>>
-    %a2 = tile.add %a, %f : tile<64x64xf32, #linear<register = [[0, 1], [0, 2], [0, 4], [16, 0], [32, 0]], lane = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warp = [[4, 0], [8, 0]]>>
-    tile.barrier
-    tile.yield %a2
-  }
-  tile.cp_async %A, %ring, %c1, %c5, %c4
-  %u = tile.smem_load %ring, %c1 {transpose = true} : tile<64x64xbf16, #linear<register = [[0, 1], [0, 2], [0, 4], [16, 0], [32, 0]], lane = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warp = [[4, 0], [8, 0]]>>
-  %h = tile.smem_load %ring, %c1 {offsets = [32, 0]} : tile<32x64xbf16, #linear<register = [[0, 1], [0, 2], [0, 4], [16, 0]], lane = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warp = [[4, 0], [8, 0]]>>
-  %g = tile.smem_load %ring, %c1 {offsets = [3, 8]} : tile<32x32xbf16, #linear<register = [[0, 1], [0, 2], [0, 4], [16, 0]], lane = [[0, 8], [0, 16], [1, 0], [2, 0], [4, 0]], warp = [[8, 0], [0, 0]]>>
-  %uf = tile.convert %u : tile<64x64xf32, #linear<register = [[0, 1], [0, 2], [0, 4], [16, 0], [32, 0]], lane = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warp = [[4, 0], [8, 0]]>>
-  %r = tile.add %acc, %uf : tile<64x64xf32, #linear<register = [[0, 1], [0, 2], [0, 4], [16, 0], [32, 0]], lane = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warp = [[4, 0], [8, 0]]>>
-  tile.store %O, %c0, %c0, %r
-  %hf = tile.convert %h : tile<32x64xf32, #linear<register = [[0, 1], [0, 2], [0, 4], [16, 0]], lane = [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], warp = [[4, 0], [8, 0]]>>
-  tile.store %O, %c64, %c0, %hf
-  %gf = tile.convert %g : tile<32x32xf32, #linear<register = [[0, 1], [0, 2], [0, 4], [16, 0]], lane = [[0, 8], [0, 16], [1, 0], [2, 0], [4, 0]], warp = [[8, 0], [0, 0]]>>
-  tile.store %P, %c0, %c0, %gf
-  tile.return
-}
-";
-
 struct Case {
     name: String,
     source: String,
@@ -132,6 +89,7 @@ fn lit(file: &str) -> String {
 fn cases() -> Vec<Case> {
     let reduce = lit("epilogue_reduce.tile");
     let converts = lit("epilogue_converts.tile");
+    let cp_async = lit("cp_async_views.tile");
     let mut out = vec![];
     for shape in [(129, 257, 72), (300, 520, 128), (64, 1000, 64)] {
         let tag = format!("{}x{}x{}", shape.0, shape.1, shape.2);
@@ -164,11 +122,20 @@ fn cases() -> Vec<Case> {
             per_target: false,
         });
     }
+    out.push(Case {
+        name: "extract_slice-64x64".into(),
+        source: lit("extract_slice.tile"),
+        file: "extract_slice.tile",
+        kernel: "slices",
+        shape: (64, 64, 64),
+        scalars: vec![],
+        per_target: false,
+    });
     // A's columns: ragged in the last box (150, 200), or exactly three boxes (192).
     for k in [150, 192, 200] {
         out.push(Case {
             name: format!("cp_async_views-96x64x{k}"),
-            source: CP_ASYNC.to_string(),
+            source: cp_async.clone(),
             file: "cp_async_views.tile",
             kernel: "cp_async_views",
             shape: (96, 64, k),
@@ -227,6 +194,8 @@ fn gemm_epilogues_against_the_interpreter() {
                         // One row of column maxima per 128-row block.
                         "X" => [mm.div_ceil(128), nn],
                         "P" => [32, 32],
+                        "Hi" => [32, 64],
+                        "Win" => [24, 40],
                         _ => [mm, nn],
                     };
                     let n = shape[0] * shape[1];

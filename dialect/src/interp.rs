@@ -2607,6 +2607,44 @@ mod tests {
     }
 
     #[test]
+    fn cp_async_views_and_slices() {
+        // A 3x5 tensor of 0..15; a [4][4] stage copied from (1, 2) by cp.async: rows 1-2
+        // and columns 2-4 inside, zeros elsewhere. Read back transposed from (0, 1) as a
+        // 3x2 tile, then the 2x1 slice of it at (1, 1).
+        let src = "tile.kernel @k(%X: tensor<?x?xf32>, %O: tensor<?x?xf32>, %P: tensor<?x?xf32>) \
+            {grid = [1]} {
+  %c0 = tile.constant {value = 0} : index
+  %c1 = tile.constant {value = 1} : index
+  %c2 = tile.constant {value = 2} : index
+  %ring = tile.smem_alloc {swizzle = 128} : smem<2x4x4xf32>
+  tile.cp_async %X, %ring, %c1, %c1, %c2
+  tile.cp_async_commit_group
+  tile.cp_async_wait_group {pending = 0}
+  tile.barrier
+  %t = tile.smem_load %ring, %c1 {offsets = [0, 1], transpose = true} : tile<3x2xf32>
+  tile.store %O, %c0, %c0, %t
+  %s = tile.extract_slice %t {offsets = [1, 1]} : tile<2x1xf32>
+  tile.store %P, %c0, %c0, %s
+  tile.return
+}
+";
+        let m = parse(src, "t.tile").unwrap();
+        let x: Vec<f32> = (0..15).map(|i| i as f32).collect();
+        let mut args = [
+            ArgValue::Tensor(Tensor::from_f32(ScalarType::F32, &[3, 5], &x)),
+            ArgValue::Tensor(Tensor::filled(ScalarType::F32, &[3, 2], f32::NAN)),
+            ArgValue::Tensor(Tensor::filled(ScalarType::F32, &[2, 1], f32::NAN)),
+        ];
+        run(&m, "k", &mut args).unwrap();
+        // The stage: row 0 = X[1][2..6] = 7 8 9 0; row 1 = X[2][2..6] = 12 13 14 0; rows
+        // 2-3 zeros. Transposed from column 1: t[i][j] = stage[j][1 + i].
+        let o = args[1].tensor().unwrap().to_f32_vec().unwrap();
+        assert_eq!(o, [8.0, 13.0, 9.0, 14.0, 0.0, 0.0]);
+        let p = args[2].tensor().unwrap().to_f32_vec().unwrap();
+        assert_eq!(p, [14.0, 0.0]);
+    }
+
+    #[test]
     fn ctas_launch_a_persistent_grid() {
         // Each of 3 CTAs strides over 7 tiles; every tile writes its own number.
         let src = "tile.kernel @k(%O: tensor<?xf32>) {grid = [7]} {

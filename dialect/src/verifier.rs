@@ -2113,7 +2113,7 @@ impl Verifier<'_> {
             }
             OpKind::CpAsync => {
                 // tensor, ring, stage, coords...
-                let ok = ots.len() >= 5
+                let ok = ots.len() >= 4
                     && matches!(ots[0], Type::Tensor { .. })
                     && want_smem(&ots[1])
                     && ots[2..].iter().all(|t| *t == Type::INDEX);
