@@ -57,15 +57,31 @@
 //! iteration: one fence there whenever that leaves fewer inside (a body whose own accesses
 //! need a fence per iteration for one chain keeps that one, and no other).
 //!
+//! **Other group kinds**, placed by the same analysis, each with its own counters: bulk
+//! store groups (`tile.tma_store`; `tile.bulk_commit_group`, `tile.bulk_wait_group {read =
+//! true}` and the warpgroup's named barrier) and cp.async groups (`tile.cp_async`;
+//! `tile.cp_async_commit_group`, `tile.cp_async_wait_group`). A cp.async copy *writes* its
+//! stage, each thread its own chunks: every access of the stage waits for it, and a
+//! `tile.barrier` follows the wait (the other threads' chunks). Where wgmma or TMA (the
+//! async proxy) accesses a copied stage, a `tile.fence_proxy_async` goes before that
+//! barrier — also with no wait, where a barrier already published the copy to `ld.shared`
+//! but no fence covered it. The cp.async ops go before the wgmma waits and fence already
+//! placed before the same op, sharing the wgmma waits' barrier. No wait moves past, or
+//! splits at a join in front of, another wait or a proxy fence, nor sinks onto a barrier
+//! of its kind.
+//!
 //! The pass owns these ops: it first deletes every `tile.wgmma_fence`,
-//! `tile.commit_group` and `tile.wait_group` (and a `tile.barrier` directly after a wait)
-//! in the input, so running it twice gives the same IR. A ring of one stage that must be
+//! `tile.commit_group` and `tile.wait_group`, the other kinds' commits and waits (and a
+//! barrier directly after a wait, and a proxy fence between a cp.async wait and it) in the
+//! input, all kinds before any is placed, so running it twice gives the same IR. A ring of one stage that must be
 //! drained (`pending = 0`) before it is refilled or released gets a remark: a second stage
 //! would let one group stay in flight.
 //!
 //! Options: none. Statistics: `waits-placed`, `waits-N0` … `waits-N7` (waits by their N),
 //! `fences`, `commits`, `barriers`, and per loop with groups in flight at its back edge
-//! `groups-in-flight (loop at FILE:LINE:COL)`.
+//! `groups-in-flight (loop at FILE:LINE:COL)`; with bulk stores `bulk-waits-placed`,
+//! `bulk-waits-N*`, `bulk-commits`, `named-barriers`; with cp.async copies
+//! `cp-async-waits-placed`, `cp-async-waits-N*`, `cp-async-commits`, `proxy-fences`.
 //!
 //! Example (`tile-opt examples/gemm_bf16.tile --tile-to-gpu --async-wait-placement`), the
 //! consumer region (stage arithmetic elided):
@@ -113,7 +129,9 @@ pub static INFO: PassInfo = PassInfo {
         before every hazard (accumulator use, stage overwrite or release, exit) with the \
         largest N safe on every path, across branches, loops and warp specialization; adds \
         a tile.barrier after the wait where several warpgroups read a stage about to \
-        be overwritten.\n\nExample: tile-opt examples/gemm_bf16.tile --tile-to-gpu \
+        be overwritten. Bulk TMA-store groups and cp.async groups are placed alike, each kind \
+        with its own commits and waits (a cp.async wait gets a barrier, and a proxy fence \
+        before it where wgmma or TMA reads the copied stage).\n\nExample: tile-opt examples/gemm_bf16.tile --tile-to-gpu \
         --async-wait-placement --pass-statistics",
     options: &[],
 };

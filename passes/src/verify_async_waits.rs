@@ -30,7 +30,16 @@
 //! warpgroup's exit, and a retired group's slot may be rewritten only after a
 //! `tile.named_barrier` follows the wait (the elected thread waits; all 128 threads
 //! write). The tightness rules are the same, with `tile.named_barrier` in the place of
-//! `tile.barrier`. Before any exploration, each block is checked for the staging hand-off:
+//! `tile.barrier`. cp.async groups (`tile.cp_async` / `tile.cp_async_commit_group` /
+//! `tile.cp_async_wait_group`) are the third kind: a copy writes its stage, so any access
+//! of the stage is a hazard while it is pending, and until a `tile.barrier` follows the
+//! wait (each thread waits for its own chunks). The simulation also checks what the
+//! explorer leaves out: that a `tile.fence_proxy_async` comes between the wait and the
+//! barrier that publishes a copy before wgmma or TMA reads or rewrites the stage (and
+//! flags a proxy fence that could be deleted), and that a stage read with
+//! `tile.smem_load` is not rewritten before a barrier; a barrier after a cp.async wait is
+//! reported unneeded only if the simulation agrees. Before any exploration, each block is
+//! checked for the staging hand-off:
 //! between the `tile.smem_store` that writes a slot and the `tile.tma_store` that reads it,
 //! a `tile.fence_proxy_async` and the warpgroup's `tile.named_barrier` (`threads` = 128).
 //!
@@ -101,8 +110,9 @@ pub static INFO: PassInfo = PassInfo {
         rejects a hazard that can see a pending group, a missing fence or CTA barrier, and a \
         wait whose pending could be larger, that is redundant, or that could move later. Then \
         runs an executable model that shares nothing with the explorer's (async_sim: concrete \
-        runs, every branch and trip-count choice) and rejects any disagreement. Changes \
-        nothing.\n\nExample: tile-opt k.tile --async-wait-placement \
+        runs, every branch and trip-count choice) and rejects any disagreement. Bulk store \
+        and cp.async groups are checked alike (for cp.async, the simulation also checks the \
+        proxy fence before wgmma or TMA reads a copy). Changes nothing.\n\nExample: tile-opt k.tile --async-wait-placement \
         --verify-async-waits",
     options: &[
         OptionInfo {
