@@ -66,7 +66,8 @@
 //! async proxy) accesses a copied stage, a `tile.fence_proxy_async` goes before that
 //! barrier — also with no wait, where a barrier already published the copy to `ld.shared`
 //! but no fence covered it. The cp.async ops go before the wgmma waits and fence already
-//! placed before the same op, sharing the wgmma waits' barrier. No wait moves past, or
+//! placed before the same op; a cp.async wait that needs a barrier goes after the other
+//! kinds' waits, and its CTA barrier replaces theirs. No wait moves past, or
 //! splits at a join in front of, another wait or a proxy fence, nor sinks onto a barrier
 //! of its kind.
 //!
@@ -1092,27 +1093,46 @@ impl Rewriter<'_> {
             self.next_id += 1;
             let loc = op.loc.clone();
             if let Some(d) = self.decisions.get(&id).cloned() {
-                // What goes before the op. cp.async groups are placed after wgmma groups:
-                // their ops go before the wgmma waits, barrier and fence already there, so
-                // that placing again (on stripped IR) puts them the same way; a cp.async
-                // wait that needs a barrier shares the wgmma waits' barrier instead.
+                // What goes before the op. cp.async groups are placed after the other kinds:
+                // their ops go before the waits, barriers and wgmma fence already placed
+                // there, so that placing again (on stripped IR) puts them the same way; a
+                // cp.async wait that needs a barrier goes after those waits instead, and its
+                // CTA barrier replaces theirs (one barrier serves every kind).
                 let mut at = out.len();
-                let mut share_barrier = false;
                 if self.kind == GroupKind::CpAsync {
-                    let mut j = at;
-                    if j > 0 && out[j - 1].kind == OpKind::WgmmaFence {
-                        j -= 1;
-                    }
-                    let barrier = j > 1
-                        && out[j - 1].kind == OpKind::Barrier
-                        && out[j - 2].kind == OpKind::WaitGroup;
-                    let mut k = if barrier { j - 1 } else { j };
-                    while k > 0 && out[k - 1].kind == OpKind::WaitGroup {
+                    let is_wait =
+                        |o: &Operation| matches!(o.kind, OpKind::WaitGroup | OpKind::BulkWaitGroup);
+                    let mut k = at;
+                    if k > 0 && out[k - 1].kind == OpKind::WgmmaFence {
                         k -= 1;
                     }
-                    if barrier && d.barrier && d.wait.is_some() {
-                        at = j - 1;
-                        share_barrier = true;
+                    let fence_at = k;
+                    while k > 0 {
+                        let o = &out[k - 1];
+                        let placed_barrier =
+                            matches!(o.kind, OpKind::Barrier | OpKind::NamedBarrier)
+                                && k > 1
+                                && is_wait(&out[k - 2]);
+                        if is_wait(o) || placed_barrier {
+                            k -= 1;
+                        } else {
+                            break;
+                        }
+                    }
+                    let has_barrier = out[k..fence_at]
+                        .iter()
+                        .any(|o| matches!(o.kind, OpKind::Barrier | OpKind::NamedBarrier));
+                    if has_barrier && d.barrier && d.wait.is_some() {
+                        let mut kept = Vec::with_capacity(fence_at - k);
+                        for o in out.drain(k..fence_at) {
+                            match o.kind {
+                                OpKind::Barrier => self.stats.barriers -= 1,
+                                OpKind::NamedBarrier => self.stats.named_barriers -= 1,
+                                _ => kept.push(o),
+                            }
+                        }
+                        at = k + kept.len();
+                        out.splice(k..k, kept);
                     } else {
                         at = k;
                     }
@@ -1146,7 +1166,7 @@ impl Rewriter<'_> {
                     pre.push(Operation::new(OpKind::FenceProxyAsync, loc.clone()));
                     self.stats.proxy_fences += 1;
                 }
-                if d.barrier && !share_barrier {
+                if d.barrier {
                     let mut b = Operation::new(self.kind.barrier_op(), loc.clone());
                     if self.kind == GroupKind::Bulk {
                         // The warpgroup's own barrier: its 128 threads wait for the elected
