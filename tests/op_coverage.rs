@@ -190,6 +190,12 @@ fn cases() -> Vec<Case> {
         "%tt = tile.transpose %t : tile<@T@xf32>\n%out = tile.transpose %tt : tile<@S@xf32>",
     );
     add(
+        K::ExtractSlice,
+        "",
+        "%r = tile.extract_slice %t {offsets = [0, 0]} : tile<@1C@xf32>\n\
+         %out = tile.broadcast %r : tile<@S@xf32>",
+    );
+    add(
         K::Reshape,
         "",
         "%r = tile.reshape %t : tile<@N@xf32>\n%out = tile.reshape %r : tile<@S@xf32>",
