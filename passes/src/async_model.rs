@@ -43,9 +43,10 @@
 //!   read = true}`; these count separately from wgmma groups (PTX keeps separate bulk
 //!   async-group counters), so each kind is analysed on its own, with its own commits and
 //!   waits. Hazards for a pending bulk group `g` at `X`: `X` is a `tile.smem_store` or
-//!   `tile.cp_async` into a slot `g` reads that may alias (slots compared like ring stages), or `X` ends the
-//!   warpgroup. The elected thread issues and waits; all 128 threads of the warpgroup
-//!   write the slot, so a retired group's slot counts as still read (unsynced) until a
+//!   `tile.cp_async` into a slot `g` reads that may alias (slots compared like ring
+//!   stages), or `X` ends the warpgroup. The elected thread issues and waits; all 128
+//!   threads of the warpgroup write the slot, so a retired group's slot counts as still read
+//!   (unsynced) until a
 //!   `tile.named_barrier` (or `tile.barrier`) follows the wait, whatever the number of
 //!   warpgroups. No fences are placed for bulk groups (the `fence.proxy.async` before a
 //!   store's read is `tile-to-gpu`'s, part of the op sequence it emits).

@@ -17,9 +17,10 @@
 //! D the least common multiple of the rings' and barrier arrays' sizes and of the constant
 //! moduli of `tile.remi` (at most 64; with a larger modulus no state is cut, see Cost):
 //! kernel arguments, special registers, loads, the first induction value of each loop
-//! instance whose lower bound is not a constant, and every `tile.divi`, `tile.ceildiv`, `tile.mini`, `tile.maxi`, non-constant
-//! product or remainder. Only sums, differences, products by a constant and remainders by
-//! a constant are computed. That is the precision the wait contract promises (DESIGN.md,
+//! instance whose lower bound is not a constant, and every `tile.divi`, `tile.ceildiv`,
+//! `tile.mini`, `tile.maxi`, non-constant product or remainder. Only sums, differences,
+//! products by a constant and remainders by a constant are computed. That is the precision the
+//! wait contract promises (DESIGN.md,
 //! "Async groups and tight waits": a stage is known up to its loop's iteration), so that a
 //! wait found tight here is tight there, and not tighter than a symbolic analysis can be.
 //!

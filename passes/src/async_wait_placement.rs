@@ -74,9 +74,9 @@
 //! The pass owns these ops: it first deletes every `tile.wgmma_fence`,
 //! `tile.commit_group` and `tile.wait_group`, the other kinds' commits and waits (and a
 //! barrier directly after a wait, and a proxy fence between a cp.async wait and it) in the
-//! input, all kinds before any is placed, so running it twice gives the same IR. A ring of one stage that must be
-//! drained (`pending = 0`) before it is refilled or released gets a remark: a second stage
-//! would let one group stay in flight.
+//! input, all kinds before any is placed, so running it twice gives the same IR. A ring
+//! of one stage that must be drained (`pending = 0`) before it is refilled or released
+//! gets a remark: a second stage would let one group stay in flight.
 //!
 //! Options: none. Statistics: `waits-placed`, `waits-N0` … `waits-N7` (waits by their N),
 //! `fences`, `commits`, `barriers`, and per loop with groups in flight at its back edge
@@ -132,7 +132,8 @@ pub static INFO: PassInfo = PassInfo {
         a tile.barrier after the wait where several warpgroups read a stage about to \
         be overwritten. Bulk TMA-store groups and cp.async groups are placed alike, each kind \
         with its own commits and waits (a cp.async wait gets a barrier, and a proxy fence \
-        before it where wgmma or TMA reads the copied stage).\n\nExample: tile-opt examples/gemm_bf16.tile --tile-to-gpu \
+        before it where wgmma or TMA reads the copied stage).\n\nExample: tile-opt \
+        examples/gemm_bf16.tile --tile-to-gpu \
         --async-wait-placement --pass-statistics",
     options: &[],
 };

@@ -112,7 +112,8 @@ pub static INFO: PassInfo = PassInfo {
         runs an executable model that shares nothing with the explorer's (async_sim: concrete \
         runs, every branch and trip-count choice) and rejects any disagreement. Bulk store \
         and cp.async groups are checked alike (for cp.async, the simulation also checks the \
-        proxy fence before wgmma or TMA reads a copy). Changes nothing.\n\nExample: tile-opt k.tile --async-wait-placement \
+        proxy fence before wgmma or TMA reads a copy). Changes nothing.\n\nExample: \
+        tile-opt k.tile --async-wait-placement \
         --verify-async-waits",
     options: &[
         OptionInfo {

@@ -14,8 +14,8 @@
 //! - **a shared-memory round trip** otherwise: every thread writes its source registers
 //!   at their row-major offsets of the (padded) source shape, with each row padded by 4
 //!   bytes so that a column's elements fall in different banks, a barrier, every thread
-//!   reads its destination elements (at `o` further on); inside a loop, a barrier before the next iteration
-//!   writes the region again (each op has a region of its own).
+//!   reads its destination elements (at `o` further on); inside a loop, a barrier before
+//!   the next iteration writes the region again (each op has a region of its own).
 //!   Threads that hold copies of one element write the same value.
 
 use super::plain::{err, Lowerer, Lv, Tile, R};
