@@ -523,6 +523,20 @@ pub fn mma_operands(op: &crate::Operation) -> Option<MmaOperands> {
     }
 }
 
+/// The `offsets` attribute of `op` (`tile.extract_slice`, stage views): its non-negative
+/// integers in order, empty when absent (the verifier checks count and range).
+pub fn offsets(op: &crate::Operation) -> Vec<u64> {
+    op.attr("offsets")
+        .and_then(crate::Attribute::as_array)
+        .map(|xs| {
+            xs.iter()
+                .filter_map(crate::Attribute::as_int)
+                .filter_map(|x| u64::try_from(x).ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The value a `tile.load` reads for elements outside the tensor: its `padding` attribute
 /// (a number, or `"inf"`, `"-inf"`, `"nan"`), 0 without one.
 ///

@@ -599,16 +599,7 @@ impl Assigner<'_> {
                 let Some(s) = op.results.first().and_then(|&r| shape_of(self.m, r)) else {
                     return;
                 };
-                let offsets: Vec<u64> = op
-                    .attr("offsets")
-                    .and_then(|a| a.as_array())
-                    .map(|xs| {
-                        xs.iter()
-                            .filter_map(|x| x.as_int())
-                            .map(|x| x as u64)
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                let offsets = tilec_dialect::ops::offsets(op);
                 let l = self
                     .layout(op.operands[0])
                     .and_then(|l| l.sliced(&offsets, &s))

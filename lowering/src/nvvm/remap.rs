@@ -54,16 +54,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
     pub(super) fn lower_extract_slice(&mut self, op: &Operation) -> R<()> {
         let (shape, _, layout) = self.result_layout(op, 0)?;
         let t = self.tile(op, op.operands[0])?;
-        let offsets: Vec<u64> = op
-            .attr("offsets")
-            .and_then(|a| a.as_array())
-            .map(|xs| {
-                xs.iter()
-                    .filter_map(|x| x.as_int())
-                    .map(|x| x as u64)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let offsets = tilec_dialect::ops::offsets(op);
         if offsets.len() != shape.len() {
             return err(op, "'tile.extract_slice' needs one offset per dimension");
         }
