@@ -750,6 +750,18 @@ impl PyBuilder {
         self.one(py, &[a], |b, v| b.broadcast(v[0], &shape))
     }
 
+    /// `tile.extract_slice`: the `sizes` box of `a` that starts at the constant `offsets`
+    /// (one per dimension; the box must lie inside `a`).
+    fn extract_slice(
+        &self,
+        py: Python<'_>,
+        a: &Bound<'_, PyAny>,
+        offsets: Vec<u64>,
+        sizes: Vec<u64>,
+    ) -> PyResult<PyValue> {
+        self.one(py, &[a], |b, v| b.extract_slice(v[0], &offsets, &sizes))
+    }
+
     /// `tile.splat` of a scalar to a `shape` tile.
     fn splat(&self, py: Python<'_>, s: &Bound<'_, PyAny>, shape: Vec<u64>) -> PyResult<PyValue> {
         self.one(py, &[s], |b, v| b.splat(v[0], &shape))

@@ -75,11 +75,14 @@ def test_values_carry_their_types():
         t = b.load(X, [c, c], [16, 32])
         seen["t"], seen["r"], seen["X"] = t, b.reduce(t, 0, "max"), X
         seen["T"] = b.transpose(t)
+        seen["s"] = b.extract_slice(t, [8, 16], [8, 16])
         b.store(X, [c, c], t)
 
     assert seen["t"].type == "tile<16x32xf32>"
     assert seen["r"].type == "tile<1x32xf32>"
     assert seen["T"].type == "tile<32x16xf32>"
+    assert seen["s"].type == "tile<8x16xf32>"
+    assert "tile.extract_slice" in str(b) and "offsets = [8, 16]" in str(b)
     assert seen["X"].type == "tensor<?x?xf32>"
     assert seen["t"] == seen["t"] and seen["t"] != seen["r"]
     assert b.kernels == ["k"]
