@@ -471,9 +471,12 @@ impl Analysis<'_, '_> {
     /// the previous trip may reach a hazard retires that very group), so the head state
     /// may oscillate; after `PLAIN_ITERATIONS` it is joined instead of replaced, which
     /// ends at a state covering every head state seen — sound for the decisions. The state
-    /// that flows on is then the least fixpoint with the decisions frozen (monotone, so
-    /// plain iteration from the entry reaches it), not that cover: a group the loop's own
-    /// wait retires on every trip must not seem to leave the loop.
+    /// that flows on is then the fixpoint with the decisions frozen, by plain iteration
+    /// from the entry, not that cover: a group the loop's own wait retires on every trip
+    /// must not seem to leave the loop. With frozen decisions the step is monotone except
+    /// for proxy fences (a fence publishes every copy unpublished so far, so a head state
+    /// with more unpublished copies can leave fewer); that iteration may then cycle, and it
+    /// too is joined after `PLAIN_ITERATIONS`.
     fn run_loop(&mut self, op: &Operation, id: OpId, mut entry: State, ctx: &Ctx) -> State {
         entry.map_insts(|i| self.f.enter_loop(i, id));
         if !self.frozen {
@@ -500,6 +503,7 @@ impl Analysis<'_, '_> {
         }
         let was = std::mem::replace(&mut self.frozen, true);
         let mut head = entry.clone();
+        let mut iter = 0;
         loop {
             let mut s = head.clone();
             let mut c = *ctx;
@@ -514,10 +518,14 @@ impl Analysis<'_, '_> {
             self.in_flight.insert(id, depth);
             let mut next = entry.clone();
             next.join(&s);
+            if iter >= PLAIN_ITERATIONS {
+                next.join(&head);
+            }
             if next == head {
                 break;
             }
             head = next;
+            iter += 1;
         }
         self.frozen = was;
         head.map_insts(|i| self.f.after_loop(i, id));

@@ -1,8 +1,8 @@
 //! Property test of `async-wait-placement` against its independent checker
 //! `verify-async-waits`: random structured kernels (sequences, branches, nested loops,
-//! several accumulators, several rings, register-A wgmmas, cp.async copies and
-//! `tile.smem_load` reads of ring stages, 1–2 warpgroups, with or without warp
-//! specialization) → placement → the checker accepts (safe and tight); for each
+//! several accumulators, several rings, register-A wgmmas, cp.async copies,
+//! `tile.smem_load` reads of ring stages and bulk stores from them, 1–2 warpgroups, with
+//! or without warp specialization) → placement → the checker accepts (safe and tight); for each
 //! placed wait, raising its `pending` by one or deleting it makes the checker reject; and
 //! placing again changes nothing. The checker is two analyses: a path explorer over
 //! `async_model.rs`'s symbolic facts, and `async_sim`, an executable model written apart from
@@ -18,8 +18,10 @@
 //! ```
 //!
 //! Each check explores at most `STEPS` (path, op) steps; a program whose safety needs more
-//! is discarded (none in 1,000 cases). `ASYNC_PROP_DEBUG=1` prints the time of each case
-//! and every failure as it happens (before shrinking).
+//! is discarded (none in 1,000 cases). `ASYNC_PROP_DEBUG=1` prints the time of each case,
+//! the program of each slow one and every failure as it happens (before shrinking);
+//! `ASYNC_PROP_DEBUG=all` also prints each program before it is checked (run the test with
+//! `--nocapture`).
 
 use proptest::prelude::*;
 use std::fmt::Write;
@@ -94,6 +96,13 @@ enum Stmt {
         ring: u8,
         stage: StageE,
     },
+    /// A bulk (TMA) store of a stage: `tile.smem_store` of a register tile into it, the
+    /// proxy fence and the warpgroup's named barrier, then `tile.tma_store` (a bulk store
+    /// group); one warpgroup, not under warp specialization.
+    Store {
+        ring: u8,
+        stage: StageE,
+    },
     If(Vec<Stmt>, Vec<Stmt>),
     For(Vec<Stmt>),
 }
@@ -141,6 +150,7 @@ fn stmt() -> impl Strategy<Value = Stmt> {
         2 => (0..MAX_RINGS as u8, stage()).prop_map(|(ring, stage)| Stmt::Release { ring, stage }),
         2 => (0..MAX_RINGS as u8, stage()).prop_map(|(ring, stage)| Stmt::Copy { ring, stage }),
         2 => (0..MAX_RINGS as u8, stage()).prop_map(|(ring, stage)| Stmt::Read { ring, stage }),
+        2 => (0..MAX_RINGS as u8, stage()).prop_map(|(ring, stage)| Stmt::Store { ring, stage }),
     ];
     leaf.prop_recursive(3, 24, 5, |inner| {
         prop_oneof![
@@ -278,6 +288,15 @@ impl Emit<'_> {
                 self.line(&format!("tile.mbarrier_arrive %empty{r}, {st}"));
             }
             Stmt::Copy { .. } | Stmt::Read { .. } if self.p.consumers > 0 => {}
+            Stmt::Store { .. } if self.p.consumers > 0 || self.p.warpgroups > 1 => {}
+            Stmt::Store { ring, stage } => {
+                let r = *ring as usize % nr;
+                let st = self.stage(r, stage);
+                self.line(&format!("tile.smem_store %out, %ring{r}, {st}"));
+                self.line("tile.fence_proxy_async");
+                self.line("tile.named_barrier {id = 1, threads = 128}");
+                self.line(&format!("tile.tma_store %A, %ring{r}, {st}, %c0, %c0"));
+            }
             Stmt::Copy { ring, stage } => {
                 let r = *ring as usize % nr;
                 let st = self.stage(r, stage);
@@ -376,6 +395,7 @@ fn render(p: &Program) -> String {
     for a in 0..p.accs {
         e.line(&format!("%z{a} = tile.zeros : {ACC}"));
     }
+    e.line("%out = tile.zeros : tile<64x64xbf16>");
     e.accs = (0..p.accs).map(|a| format!("%z{a}")).collect();
     if p.consumers > 0 {
         let res: Vec<String> = (0..p.accs).map(|a| format!("%ws{a}")).collect();
@@ -472,9 +492,12 @@ fn with_wait(m: &Module, k: usize, f: impl FnOnce(&mut Block, usize) -> Rewire) 
     m
 }
 
-/// The wait kinds the test mutates: wgmma and cp.async waits.
+/// The wait kinds the test mutates: wgmma, bulk store and cp.async waits.
 fn is_wait(o: &Operation) -> bool {
-    matches!(o.kind, OpKind::WaitGroup | OpKind::CpAsyncWaitGroup)
+    matches!(
+        o.kind,
+        OpKind::WaitGroup | OpKind::BulkWaitGroup | OpKind::CpAsyncWaitGroup
+    )
 }
 
 fn waits(m: &Module) -> Vec<i64> {
@@ -488,9 +511,20 @@ fn waits(m: &Module) -> Vec<i64> {
 }
 
 fn check(p: &Program) -> Result<(), TestCaseError> {
+    if std::env::var("ASYNC_PROP_DEBUG").as_deref() == Ok("all") {
+        eprintln!("case:\n{}", render(p));
+    }
+    let t0 = std::time::Instant::now();
     let r = check_inner(p);
-    if let (Err(e), Some(_)) = (&r, std::env::var_os("ASYNC_PROP_DEBUG")) {
-        eprintln!("FAILED: {e}");
+    if std::env::var_os("ASYNC_PROP_DEBUG").is_some() {
+        if let Err(e) = &r {
+            eprintln!("FAILED: {e}");
+        }
+        let t = t0.elapsed();
+        eprintln!("case {t:?}");
+        if t.as_secs_f64() > 2.0 {
+            eprintln!("slow case:\n{}", render(p));
+        }
     }
     r
 }
