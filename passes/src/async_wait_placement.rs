@@ -258,13 +258,20 @@ impl State {
             let e = self.pending.entry(i.clone()).or_insert(c);
             *e = (*e).min(c);
         }
-        self.unsynced.extend(o.unsynced.iter().cloned());
-        // Fenced only where every path fenced it.
-        self.proxy_fenced = self
+        // Fenced where every path on which the copy is retired and unpublished fenced it (on
+        // a path where it is still pending, its wait comes later and the fence after that).
+        let unfenced_on = |st: &State, g: &Inst| {
+            !st.proxy_fenced.contains(g)
+                && (st.unsynced.contains(g) || st.proxy_unpublished.contains(g))
+        };
+        let fenced: BTreeSet<Inst> = self
             .proxy_fenced
-            .intersection(&o.proxy_fenced)
+            .union(&o.proxy_fenced)
+            .filter(|g| !unfenced_on(self, g) && !unfenced_on(o, g))
             .cloned()
             .collect();
+        self.proxy_fenced = fenced;
+        self.unsynced.extend(o.unsynced.iter().cloned());
         self.proxy_unpublished
             .extend(o.proxy_unpublished.iter().cloned());
         self.dirty.extend(o.dirty.iter().copied());
@@ -304,6 +311,8 @@ impl State {
             .collect();
         for i in retired {
             self.pending.remove(&i);
+            // A fence before this wait does not cover the copy it retires.
+            self.proxy_fenced.remove(&i);
             if shared && !i.stages.is_empty() {
                 self.unsynced.insert(i);
             }
