@@ -980,6 +980,13 @@ fn uses_any(op: &Operation, vs: &[Value]) -> bool {
     hit
 }
 
+/// Whether the executable model finds no hazard in `kernel` (within its default runs).
+fn sim_finds_no_hazard(m: &Module, kernel: &Operation) -> bool {
+    let sim = crate::async_sim::Simulator::new(m, kernel);
+    let o = sim.run(&Default::default(), crate::async_sim::DEFAULT_RUNS);
+    o.verdict == crate::async_sim::Verdict::NoHazard
+}
+
 /// Run the tightness checks on a safe kernel. Waits are taken last to first; one found
 /// redundant is deleted from the copy the later checks look at, so the waits reported
 /// redundant can all be deleted together.
@@ -998,8 +1005,14 @@ fn tightness(
         .filter(|(_, o)| o.kind == kind.wait_op())
         .map(|(i, o)| (i as OpId, *o))
         .collect();
-    // A change is reported only when it is proven safe (within the budget).
-    let safe = |k: &Operation| explore(m, k, kind, Mode::Quick, budget).safe() == Some(true);
+    // A change is reported only when it is proven safe (within the budget). The explorer
+    // does not model publication to the async proxy (a proxy fence after the wait that
+    // retires a copy, then a barrier): for cp.async groups the simulation must also find no
+    // hazard.
+    let safe = |k: &Operation| {
+        explore(m, k, kind, Mode::Quick, budget).safe() == Some(true)
+            && (kind != GroupKind::CpAsync || sim_finds_no_hazard(m, k))
+    };
     let mut cur = kernel.clone();
     for &(id, w) in waits.iter().rev() {
         let n = w.int_attr("pending").unwrap_or(0);
@@ -1155,14 +1168,7 @@ fn tightness(
             ops.remove(i);
             true
         }) {
-            // The barrier also publishes fenced copies to the async proxy, which only the
-            // simulation models: it must find no hazard without the barrier either.
-            let unneeded = safe(&k)
-                && (kind != GroupKind::CpAsync || {
-                    let sim = crate::async_sim::Simulator::new(m, &k);
-                    let o = sim.run(&Default::default(), crate::async_sim::DEFAULT_RUNS);
-                    o.verdict == crate::async_sim::Verdict::NoHazard
-                });
+            let unneeded = safe(&k);
             if unneeded {
                 let msg = match kind {
                     GroupKind::Wgmma => {
@@ -1496,18 +1502,24 @@ fn simulate(
 
 /// Whether every kernel of `m` is safe (no hazard can see a pending group; fences and
 /// barriers present), tightness not checked: `Some(true)` proven, `Some(false)` an
-/// unsafe path found, `None` the budget of `max_steps` ran out first.
+/// unsafe path found, `None` the budget of `max_steps` ran out first. The path explorer
+/// decides; for a kernel with cp.async groups, whose publication to the async proxy (a
+/// proxy fence after the retiring wait, then a barrier) only the executable model follows,
+/// a hazard that model meets (within its default runs) also makes it `Some(false)`.
 pub fn async_waits_are_safe(m: &Module, max_steps: u64) -> Option<bool> {
     let mut all = Some(true);
-    for (k, kind) in m
-        .kernels()
-        .filter(|k| !k.regions.is_empty())
-        .flat_map(|k| GroupKind::ALL.map(|kind| (k, kind)))
-    {
-        match explore(m, k, kind, Mode::Quick, max_steps).safe() {
-            Some(false) => return Some(false),
-            None => all = None,
-            Some(true) => {}
+    for k in m.kernels().filter(|k| !k.regions.is_empty()) {
+        for kind in GroupKind::ALL {
+            match explore(m, k, kind, Mode::Quick, max_steps).safe() {
+                Some(false) => return Some(false),
+                None => all = None,
+                Some(true) => {}
+            }
+        }
+        let mut copies = false;
+        k.walk(&mut |o| copies |= GroupKind::CpAsync.is_group_op(o));
+        if copies && !sim_finds_no_hazard(m, k) {
+            return Some(false);
         }
     }
     all
