@@ -1820,16 +1820,13 @@ fn matmul(
 
 /// The `offsets` attribute of `op` (zeros when absent), `rank` of them.
 fn view_offsets(op: &Operation, rank: usize) -> R<Vec<usize>> {
-    let Some(a) = op.attr("offsets") else {
+    if op.attr("offsets").is_none() {
         return Ok(vec![0; rank]);
-    };
-    a.as_array()
-        .and_then(|xs| {
-            xs.iter()
-                .map(|x| x.as_int().and_then(|i| usize::try_from(i).ok()))
-                .collect::<Option<Vec<usize>>>()
-        })
-        .filter(|v| v.len() == rank)
+    }
+    let offs = crate::ops::offsets(op);
+    (offs.len() == rank)
+        .then(|| offs.iter().map(|&o| usize::try_from(o).ok()).collect())
+        .flatten()
         .ok_or_else(|| op_err(op, "bad 'offsets'"))
 }
 

@@ -229,6 +229,84 @@ fn is_float_like(t: &Type) -> bool {
 }
 
 impl Verifier<'_> {
+    /// `tile.tma_store %tensor, %ring, %slot, %coords...` (a ring slot to the tensor) or
+    /// `tile.cp_async %tensor, %ring, %stage, %coords...` (the tensor into a 2-D ring stage):
+    /// operand kinds, one coordinate per tensor dimension, the ring's rank, one element type.
+    fn ring_copy(&mut self, op: &Operation, ots: &[Type], rts: &[Type]) {
+        let name = op.kind.name();
+        let store = op.kind == OpKind::TmaStore;
+        let index = if store { "slot" } else { "stage" };
+        let want_smem = |t: &Type| matches!(t, Type::Smem { .. });
+        let ok = ots.len() >= 4
+            && matches!(ots[0], Type::Tensor { .. })
+            && want_smem(&ots[1])
+            && ots[2..].iter().all(|t| *t == Type::INDEX);
+        if !ok || !rts.is_empty() {
+            return self.ring_copy_operands(op, ots, index);
+        }
+        let (
+            Type::Tensor { rank, elem },
+            Type::Smem {
+                shape, elem: re, ..
+            },
+        ) = (&ots[0], &ots[1])
+        else {
+            return;
+        };
+        let rank = *rank as usize;
+        if ots.len() != 3 + rank {
+            self.error(
+                op,
+                format!(
+                    "'{name}' of a rank-{rank} tensor takes {rank} coordinate(s), found {}",
+                    ots.len() - 3
+                ),
+            );
+        }
+        if store && shape.len() != rank {
+            self.error(
+                op,
+                format!(
+                    "'{name}': a slot of rank {} cannot be stored into a rank-{rank} tensor",
+                    shape.len()
+                ),
+            );
+        }
+        if !store && shape.len() != 2 {
+            self.error(
+                op,
+                format!(
+                    "'{name}' copies 2-D stages (over the tensor's last two dimensions), \
+                     found a rank-{} stage",
+                    shape.len()
+                ),
+            );
+        }
+        if elem != re {
+            let (from, to) = if store {
+                (format!("a {re} ring"), format!("a {elem} tensor"))
+            } else {
+                (format!("a {elem} tensor"), format!("a {re} ring"))
+            };
+            self.error(
+                op,
+                format!("'{name}' copies {from} into {to}; the element types must match"),
+            );
+        }
+    }
+
+    fn ring_copy_operands(&mut self, op: &Operation, ots: &[Type], index: &str) {
+        self.error(
+            op,
+            format!(
+                "'{}' expects (tensor, smem ring, {index}: index, coords: index...) and no \
+                 results, found ({})",
+                op.kind.name(),
+                list(ots)
+            ),
+        );
+    }
+
     fn error(&mut self, op: &Operation, msg: impl Into<String>) {
         let mut d = Diagnostic::error(op.loc.clone(), msg);
         d.kernel = self.kernel.clone();
@@ -2059,111 +2137,7 @@ impl Verifier<'_> {
                         ),
                     }
                 }
-            OpKind::TmaStore => {
-                // tensor, ring, slot, coords...
-                let ok = ots.len() >= 4
-                    && matches!(ots[0], Type::Tensor { .. })
-                    && want_smem(&ots[1])
-                    && ots[2..].iter().all(|t| *t == Type::INDEX);
-                if !ok || !rts.is_empty() {
-                    self.error(
-                        op,
-                        format!(
-                            "'{name}' expects (tensor, smem ring, slot: index, \
-                                coords: index...) and no results"
-                        ),
-                    );
-                } else if let (
-                    Type::Tensor { rank, elem },
-                    Type::Smem {
-                        shape, elem: re, ..
-                    },
-                ) = (&ots[0], &ots[1])
-                {
-                    if ots.len() != 3 + *rank as usize {
-                        self.error(
-                            op,
-                            format!(
-                                "'{name}' of a rank-{rank} tensor takes {rank} \
-                                    coordinate(s), found {}",
-                                ots.len() - 3
-                            ),
-                        );
-                    }
-                    if shape.len() != *rank as usize {
-                        self.error(
-                            op,
-                            format!(
-                                "'{name}': a slot of rank {} cannot be stored into \
-                                    a rank-{rank} tensor",
-                                shape.len()
-                            ),
-                        );
-                    }
-                    if elem != re {
-                        self.error(
-                            op,
-                            format!(
-                                "'{name}' copies a {re} ring into a {elem} tensor; \
-                                    the element types must match"
-                            ),
-                        );
-                    }
-                }
-            }
-            OpKind::CpAsync => {
-                // tensor, ring, stage, coords...
-                let ok = ots.len() >= 4
-                    && matches!(ots[0], Type::Tensor { .. })
-                    && want_smem(&ots[1])
-                    && ots[2..].iter().all(|t| *t == Type::INDEX);
-                if !ok || !rts.is_empty() {
-                    self.error(
-                        op,
-                        format!(
-                            "'{name}' expects (tensor, smem ring, stage: index, coords: \
-                             index...) and no results, found ({})",
-                            list(ots)
-                        ),
-                    );
-                } else if let (
-                    Type::Tensor { rank, elem },
-                    Type::Smem {
-                        shape, elem: re, ..
-                    },
-                ) = (&ots[0], &ots[1])
-                {
-                    if ots.len() != 3 + *rank as usize {
-                        self.error(
-                            op,
-                            format!(
-                                "'{name}' of a rank-{rank} tensor takes {rank} coordinate(s), \
-                                 found {}",
-                                ots.len() - 3
-                            ),
-                        );
-                    }
-                    if shape.len() != 2 {
-                        self.error(
-                            op,
-                            format!(
-                                "'{name}' copies 2-D stages (over the tensor's last two \
-                                 dimensions), found a rank-{} stage",
-                                shape.len()
-                            ),
-                        );
-                    }
-                    if elem != re {
-                        self.error(
-                            op,
-                            format!(
-                                "'{name}' copies a {elem} tensor into a {re} ring; the element \
-                                 types must match"
-                            ),
-                        );
-                    }
-                }
-            }
+            OpKind::TmaStore | OpKind::CpAsync => self.ring_copy(op, ots, rts),
             OpKind::SmemLoad if self.count(op, 2, 1) => match (&ots[0], &rts[0]) {
                 (
                     Type::Smem {

@@ -1821,19 +1821,25 @@ impl Run<'_, '_> {
                 ),
             ));
         }
-        if op.kind == OpKind::SmemLoad && op.operands.len() == 2 {
-            let st = self.stage(op.operands[0], op.operands[1]);
+        // The one stage a copy, store or shared-memory load accesses.
+        let one = match op.kind {
+            OpKind::TmaLoad
+            | OpKind::TmaStore
+            | OpKind::SmemStore
+            | OpKind::CpAsync
+            | OpKind::SmemLoad => accessed.first().map(|&(st, _)| st),
+            _ => None,
+        };
+        if let (OpKind::SmemLoad, Some(st)) = (op.kind, one) {
             if !self.q.loaded.contains(&st) {
                 self.q.loaded.push(st);
             }
         }
-        match op.kind {
-            OpKind::TmaLoad if op.operands.len() >= 4 => {
-                let st = self.stage(op.operands[1], op.operands[3]);
+        match (op.kind, one) {
+            (OpKind::TmaLoad, Some(st)) => {
                 self.overwrite(op, st)?;
             }
-            OpKind::SmemStore | OpKind::CpAsync if op.operands.len() >= 3 => {
-                let st = self.stage(op.operands[1], op.operands[2]);
+            (OpKind::SmemStore | OpKind::CpAsync, Some(st)) => {
                 self.overwrite(op, st)?;
                 if op.kind == OpKind::CpAsync {
                     self.q.cp_open.push(Store { op: id, slot: st });
@@ -1861,7 +1867,7 @@ impl Run<'_, '_> {
                     ));
                 }
             }
-            OpKind::MbarrierArrive if op.operands.len() == 2 => {
+            (OpKind::MbarrierArrive, _) if op.operands.len() == 2 => {
                 let i = self.int(op.operands[1]);
                 let rings: Vec<Value> = match self.s.bar_ring.get(&op.operands[0]) {
                     Some(r) => r.clone(),
@@ -1882,8 +1888,7 @@ impl Run<'_, '_> {
                     }
                 }
             }
-            OpKind::TmaStore if op.operands.len() >= 3 => {
-                let slot = self.stage(op.operands[1], op.operands[2]);
+            (OpKind::TmaStore, Some(slot)) => {
                 self.q.bulk_open.push(Store { op: id, slot });
             }
             _ => {}

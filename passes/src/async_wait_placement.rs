@@ -69,7 +69,11 @@
 //! placed before the same op; a cp.async wait that needs a barrier goes after the other
 //! kinds' waits, and its CTA barrier replaces theirs. No wait moves past, or
 //! splits at a join in front of, another wait or a proxy fence, nor sinks onto a barrier
-//! of its kind.
+//! of its kind. The kinds are placed in turn (wgmma, bulk, cp.async), each seeing the ops
+//! of the kinds placed before it; then each is placed again, alone, with every other
+//! kind's ops in the IR (a later kind's barrier can make an earlier kind's barrier
+//! redundant), for up to three rounds or until nothing changes. That result is kept when
+//! every kind's placement, read back from the IR, is safe with the others; else the first.
 //!
 //! The pass owns these ops: it first deletes every `tile.wgmma_fence`,
 //! `tile.commit_group` and `tile.wait_group`, the other kinds' commits and waits (and a
@@ -169,6 +173,24 @@ pub struct PlacementStats {
     pub proxy_fences: u64,
 }
 
+impl PlacementStats {
+    /// Adds `o`'s counts (another kernel's) to these.
+    fn add(&mut self, o: &PlacementStats) {
+        let sum = |a: &mut [u64; 8], b: &[u64; 8]| a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+        sum(&mut self.waits, &o.waits);
+        sum(&mut self.bulk_waits, &o.bulk_waits);
+        sum(&mut self.cp_async_waits, &o.cp_async_waits);
+        self.fences += o.fences;
+        self.commits += o.commits;
+        self.barriers += o.barriers;
+        self.bulk_commits += o.bulk_commits;
+        self.named_barriers += o.named_barriers;
+        self.cp_async_commits += o.cp_async_commits;
+        self.proxy_fences += o.proxy_fences;
+        self.in_flight.extend(o.in_flight.iter().cloned());
+    }
+}
+
 /// Place fences, commits and waits in every kernel of `m`. Remarks (single-stage rings
 /// drained to zero) go to `remarks`.
 pub fn place_async_waits(m: &mut Module, remarks: &mut Vec<Diagnostic>) -> PlacementStats {
@@ -188,7 +210,7 @@ pub fn place_async_waits(m: &mut Module, remarks: &mut Vec<Diagnostic>) -> Place
 fn strip(k: &mut Operation, kind: GroupKind) {
     let mut repl = HashMap::new();
     for b in &mut k.regions {
-        strip_block(b, &mut repl, kind);
+        strip_block(b, &mut repl, kind, false);
     }
     k.walk_mut(&mut |o| {
         for v in &mut o.operands {
@@ -199,34 +221,52 @@ fn strip(k: &mut Operation, kind: GroupKind) {
     });
 }
 
-fn strip_block(b: &mut Block, repl: &mut HashMap<Value, Value>, kind: GroupKind) {
+/// Strips the ops of `kind` from `b`; with `mark`, each stripped wait, barrier or fence
+/// leaves a mark (`MARK_*`) on the op that follows it.
+fn strip_block(b: &mut Block, repl: &mut HashMap<Value, Value>, kind: GroupKind, mark: bool) {
     let mut kept = Vec::with_capacity(b.ops.len());
     let mut after_wait = false;
+    let mut marks: Vec<(&str, Attribute)> = vec![];
     for mut o in std::mem::take(&mut b.ops) {
         let was_wait = after_wait;
         after_wait = false;
-        match (kind, o.kind) {
-            (_, k) if k == kind.commit_op() => continue,
-            (GroupKind::Wgmma, OpKind::WgmmaFence) => continue,
+        let placed = match (kind, o.kind) {
+            (_, k) if k == kind.commit_op() => None,
+            (GroupKind::Wgmma, OpKind::WgmmaFence) => Some(MARK_FENCE),
             (_, k) if k == kind.wait_op() => {
                 for (&r, &a) in o.results.iter().zip(&o.operands) {
                     repl.insert(r, a);
                 }
                 after_wait = true;
-                continue;
+                Some(MARK_WAIT)
             }
             // The proxy fence placed between a cp.async wait and its barrier.
             (GroupKind::CpAsync, OpKind::FenceProxyAsync) if was_wait => {
                 after_wait = true;
+                Some(MARK_PROXY_FENCE)
+            }
+            (_, k) if was_wait && k == kind.barrier_op() => Some(MARK_BARRIER),
+            _ => {
+                for r in &mut o.regions {
+                    strip_block(r, repl, kind, mark);
+                }
+                if mark {
+                    for (name, a) in marks.drain(..) {
+                        o.attrs.insert(name.into(), a);
+                    }
+                }
+                kept.push(o);
                 continue;
             }
-            (_, k) if was_wait && k == kind.barrier_op() => continue,
-            _ => {}
+        };
+        if let (true, Some(name)) = (mark, placed) {
+            let value = if name == MARK_WAIT {
+                Attribute::Int(o.int_attr("pending").unwrap_or(0))
+            } else {
+                Attribute::Bool(true)
+            };
+            marks.push((name, value));
         }
-        for r in &mut o.regions {
-            strip_block(r, repl, kind);
-        }
-        kept.push(o);
     }
     b.ops = kept;
 }
@@ -1093,6 +1133,49 @@ struct Rewriter<'a> {
 }
 
 impl Rewriter<'_> {
+    /// Where a cp.async decision's ops go among `out`, the ops already rewritten before
+    /// the op it guards. cp.async groups are placed after the other kinds: their ops go
+    /// before the waits, barriers and wgmma fence already placed there, so that placing
+    /// again (on stripped IR) puts them the same way; a cp.async wait that needs a barrier
+    /// goes after those waits instead, and its CTA barrier replaces theirs (removed from
+    /// `out` here: one barrier serves every kind).
+    fn cp_async_insertion_point(&mut self, out: &mut Vec<Operation>, d: &Decision) -> usize {
+        let is_wait = |o: &Operation| matches!(o.kind, OpKind::WaitGroup | OpKind::BulkWaitGroup);
+        let mut k = out.len();
+        if k > 0 && out[k - 1].kind == OpKind::WgmmaFence {
+            k -= 1;
+        }
+        let fence_at = k;
+        while k > 0 {
+            let o = &out[k - 1];
+            let placed_barrier = matches!(o.kind, OpKind::Barrier | OpKind::NamedBarrier)
+                && k > 1
+                && is_wait(&out[k - 2]);
+            if is_wait(o) || placed_barrier {
+                k -= 1;
+            } else {
+                break;
+            }
+        }
+        let has_barrier = out[k..fence_at]
+            .iter()
+            .any(|o| matches!(o.kind, OpKind::Barrier | OpKind::NamedBarrier));
+        if !(has_barrier && d.barrier && d.wait.is_some()) {
+            return k;
+        }
+        let mut kept = Vec::with_capacity(fence_at - k);
+        for o in out.drain(k..fence_at) {
+            match o.kind {
+                OpKind::Barrier => self.stats.barriers -= 1,
+                OpKind::NamedBarrier => self.stats.named_barriers -= 1,
+                _ => kept.push(o),
+            }
+        }
+        let at = k + kept.len();
+        out.splice(k..k, kept);
+        at
+    }
+
     /// Rewrites `b` with the replacements `repl` of the scope around it; returns the
     /// replacements in force at its end.
     fn block(&mut self, b: &mut Block, repl: &HashMap<Value, Value>) -> HashMap<Value, Value> {
@@ -1111,50 +1194,11 @@ impl Rewriter<'_> {
             self.next_id += 1;
             let loc = op.loc.clone();
             if let Some(d) = self.decisions.get(&id).cloned() {
-                // What goes before the op. cp.async groups are placed after the other kinds:
-                // their ops go before the waits, barriers and wgmma fence already placed
-                // there, so that placing again (on stripped IR) puts them the same way; a
-                // cp.async wait that needs a barrier goes after those waits instead, and its
-                // CTA barrier replaces theirs (one barrier serves every kind).
-                let mut at = out.len();
-                if self.kind == GroupKind::CpAsync {
-                    let is_wait =
-                        |o: &Operation| matches!(o.kind, OpKind::WaitGroup | OpKind::BulkWaitGroup);
-                    let mut k = at;
-                    if k > 0 && out[k - 1].kind == OpKind::WgmmaFence {
-                        k -= 1;
-                    }
-                    let fence_at = k;
-                    while k > 0 {
-                        let o = &out[k - 1];
-                        let placed_barrier =
-                            matches!(o.kind, OpKind::Barrier | OpKind::NamedBarrier)
-                                && k > 1
-                                && is_wait(&out[k - 2]);
-                        if is_wait(o) || placed_barrier {
-                            k -= 1;
-                        } else {
-                            break;
-                        }
-                    }
-                    let has_barrier = out[k..fence_at]
-                        .iter()
-                        .any(|o| matches!(o.kind, OpKind::Barrier | OpKind::NamedBarrier));
-                    if has_barrier && d.barrier && d.wait.is_some() {
-                        let mut kept = Vec::with_capacity(fence_at - k);
-                        for o in out.drain(k..fence_at) {
-                            match o.kind {
-                                OpKind::Barrier => self.stats.barriers -= 1,
-                                OpKind::NamedBarrier => self.stats.named_barriers -= 1,
-                                _ => kept.push(o),
-                            }
-                        }
-                        at = k + kept.len();
-                        out.splice(k..k, kept);
-                    } else {
-                        at = k;
-                    }
-                }
+                let at = if self.kind == GroupKind::CpAsync {
+                    self.cp_async_insertion_point(&mut out, &d)
+                } else {
+                    out.len()
+                };
                 let mut pre = vec![];
                 if let Some(n) = d.wait {
                     let mut w = Operation::new(self.kind.wait_op(), loc.clone());
@@ -1319,9 +1363,147 @@ fn place_kernel(
     for kind in GroupKind::ALL {
         strip(k, kind);
     }
+    let mut first = PlacementStats::default();
     for kind in GroupKind::ALL {
-        place_kernel_kind(m, k, stats, remarks, kind);
+        place_kernel_kind(m, k, &mut first, remarks, kind);
     }
+    // Each kind was placed with the ops of the kinds before it in the IR, not those after:
+    // a barrier a later kind placed may make an earlier kind's barrier redundant (and its
+    // wait free to move). Each kind is placed again, alone, with every other kind's ops in
+    // place, until nothing changes; the result is kept if it is safe for every kind (with
+    // each kind's decisions read back from the IR), else the first placement.
+    let placed = k.clone();
+    let mut in_flight = first.in_flight.clone();
+    for _ in 0..REPLACE_ROUNDS {
+        let before = k.clone();
+        for kind in GroupKind::ALL {
+            strip(k, kind);
+            let mut s = PlacementStats::default();
+            place_kernel_kind(m, k, &mut s, &mut vec![], kind);
+            if kind == GroupKind::Wgmma {
+                in_flight = s.in_flight;
+            }
+        }
+        if *k == before {
+            break;
+        }
+    }
+    if !GroupKind::ALL
+        .iter()
+        .all(|&kind| frozen_safe_as_placed(m, k, kind))
+    {
+        *k = placed;
+        in_flight = first.in_flight;
+    }
+    let mut counted = count_placed(k);
+    counted.in_flight = in_flight;
+    stats.add(&counted);
+}
+
+/// Rounds of placing each kind again (see `place_kernel`).
+const REPLACE_ROUNDS: usize = 3;
+
+/// Marks the placed ops of `kind` leave on the op they stood before, once stripped.
+const MARK_WAIT: &str = "__placed_wait";
+const MARK_BARRIER: &str = "__placed_barrier";
+const MARK_PROXY_FENCE: &str = "__placed_proxy_fence";
+const MARK_FENCE: &str = "__placed_fence";
+
+/// The ops the pass owns in `k`, counted (all but `in_flight`).
+fn count_placed(k: &Operation) -> PlacementStats {
+    fn block(b: &Block, s: &mut PlacementStats) {
+        let is_wait = |o: &Operation| {
+            matches!(
+                o.kind,
+                OpKind::WaitGroup | OpKind::BulkWaitGroup | OpKind::CpAsyncWaitGroup
+            )
+        };
+        for (i, o) in b.ops.iter().enumerate() {
+            let n = usize::try_from(o.int_attr("pending").unwrap_or(0))
+                .unwrap_or(7)
+                .min(7);
+            let after_wait = (i > 0 && is_wait(&b.ops[i - 1]))
+                || (i > 1
+                    && b.ops[i - 1].kind == OpKind::FenceProxyAsync
+                    && b.ops[i - 2].kind == OpKind::CpAsyncWaitGroup);
+            match o.kind {
+                OpKind::WaitGroup => s.waits[n] += 1,
+                OpKind::BulkWaitGroup => s.bulk_waits[n] += 1,
+                OpKind::CpAsyncWaitGroup => s.cp_async_waits[n] += 1,
+                OpKind::CommitGroup => s.commits += 1,
+                OpKind::BulkCommitGroup => s.bulk_commits += 1,
+                OpKind::CpAsyncCommitGroup => s.cp_async_commits += 1,
+                OpKind::WgmmaFence => s.fences += 1,
+                OpKind::FenceProxyAsync
+                    if i > 0 && b.ops[i - 1].kind == OpKind::CpAsyncWaitGroup =>
+                {
+                    s.proxy_fences += 1
+                }
+                OpKind::Barrier if after_wait => s.barriers += 1,
+                OpKind::NamedBarrier if after_wait => s.named_barriers += 1,
+                _ => {}
+            }
+            for r in &o.regions {
+                block(r, s);
+            }
+        }
+    }
+    let mut s = PlacementStats::default();
+    for r in &k.regions {
+        block(r, &mut s);
+    }
+    s
+}
+
+/// Whether the ops of `kind` placed in `k` are safe: they are stripped, each leaving its
+/// decision as a mark on the op it stood before, and the analysis runs with those
+/// decisions frozen.
+fn frozen_safe_as_placed(m: &Module, k: &Operation, kind: GroupKind) -> bool {
+    let mut c = k.clone();
+    let mut repl = HashMap::new();
+    for b in &mut c.regions {
+        strip_block(b, &mut repl, kind, true);
+    }
+    c.walk_mut(&mut |o| {
+        for v in &mut o.operands {
+            while let Some(&r) = repl.get(v) {
+                *v = r;
+            }
+        }
+    });
+    let f = Facts::of_kind(m, &c, kind);
+    if f.groups.is_empty() {
+        return true;
+    }
+    let mut decisions = HashMap::new();
+    for (id, o) in f.ops.iter().enumerate() {
+        let marked = |name: &str| o.attr(name).is_some();
+        if ![MARK_WAIT, MARK_BARRIER, MARK_PROXY_FENCE, MARK_FENCE]
+            .iter()
+            .any(|n| marked(n))
+        {
+            continue;
+        }
+        let d = Decision {
+            wait: o
+                .int_attr(MARK_WAIT)
+                .map(|n| u8::try_from(n).unwrap_or(MAX_PENDING)),
+            barrier: marked(MARK_BARRIER),
+            proxy_fence: marked(MARK_PROXY_FENCE),
+            fence: marked(MARK_FENCE),
+            ..Decision::default()
+        };
+        decisions.insert(id as OpId, d);
+    }
+    let mut a = Analysis {
+        m,
+        f: &f,
+        frozen: true,
+        violations: 0,
+        decisions,
+        in_flight: HashMap::new(),
+    };
+    a.frozen_safe(&c.regions[0])
 }
 
 fn place_kernel_kind(

@@ -179,16 +179,10 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
     /// The view of a stage that `op` names (`offsets`, `transpose`) for a tile of `shape`:
     /// a located error unless it lies inside the stage.
     fn stage_view(&self, op: &Operation, shape: &[u64], buf: &SmemBuf) -> R<StageView> {
-        let offsets: Vec<u64> = op
-            .attr("offsets")
-            .and_then(TileAttr::as_array)
-            .map(|xs| {
-                xs.iter()
-                    .filter_map(TileAttr::as_int)
-                    .map(|x| x as u64)
-                    .collect()
-            })
-            .unwrap_or_else(|| vec![0, 0]);
+        let offsets = match op.attr("offsets") {
+            Some(_) => tilec_dialect::ops::offsets(op),
+            None => vec![0, 0],
+        };
         let transpose = op.attr("transpose").and_then(TileAttr::as_bool) == Some(true);
         let window = match (shape, transpose) {
             (&[a, b], false) => [a, b],
