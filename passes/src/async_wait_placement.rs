@@ -77,8 +77,9 @@
 //!
 //! The pass owns these ops: it first deletes every `tile.wgmma_fence`,
 //! `tile.commit_group` and `tile.wait_group`, the other kinds' commits and waits (and a
-//! barrier directly after a wait, and a proxy fence between a cp.async wait and it) in the
-//! input, all kinds before any is placed, so running it twice gives the same IR. A ring
+//! barrier directly after a wait, and a proxy fence between a cp.async wait and its
+//! barrier) in the input, all kinds before any is placed, so running it twice gives the
+//! same IR. A ring
 //! of one stage that must be drained (`pending = 0`) before it is refilled or released
 //! gets a remark: a second stage would let one group stay in flight.
 //!
@@ -227,9 +228,12 @@ fn strip_block(b: &mut Block, repl: &mut HashMap<Value, Value>, kind: GroupKind,
     let mut kept = Vec::with_capacity(b.ops.len());
     let mut after_wait = false;
     let mut marks: Vec<(&str, Attribute)> = vec![];
-    for mut o in std::mem::take(&mut b.ops) {
+    let ops = std::mem::take(&mut b.ops);
+    let kinds: Vec<OpKind> = ops.iter().map(|o| o.kind).collect();
+    for (i, mut o) in ops.into_iter().enumerate() {
         let was_wait = after_wait;
         after_wait = false;
+        let next = kinds.get(i + 1).copied();
         let placed = match (kind, o.kind) {
             (_, k) if k == kind.commit_op() => None,
             (GroupKind::Wgmma, OpKind::WgmmaFence) => Some(MARK_FENCE),
@@ -240,8 +244,11 @@ fn strip_block(b: &mut Block, repl: &mut HashMap<Value, Value>, kind: GroupKind,
                 after_wait = true;
                 Some(MARK_WAIT)
             }
-            // The proxy fence placed between a cp.async wait and its barrier.
-            (GroupKind::CpAsync, OpKind::FenceProxyAsync) if was_wait => {
+            // The proxy fence placed between a cp.async wait and its barrier (a proxy fence
+            // directly after a wait but not before a barrier is the input's).
+            (GroupKind::CpAsync, OpKind::FenceProxyAsync)
+                if was_wait && next == Some(kind.barrier_op()) =>
+            {
                 after_wait = true;
                 Some(MARK_PROXY_FENCE)
             }
@@ -1374,8 +1381,15 @@ fn place_kernel(
     // each kind's decisions read back from the IR), else the first placement.
     let placed = k.clone();
     let mut in_flight = first.in_flight.clone();
-    for _ in 0..REPLACE_ROUNDS {
-        let before = k.clone();
+    let mut kinds = 0;
+    for kind in GroupKind::ALL {
+        let mut has = false;
+        k.walk(&mut |o| has |= kind.is_group_op(o));
+        kinds += usize::from(has);
+    }
+    let rounds = if kinds > 1 { REPLACE_ROUNDS } else { 0 };
+    for _ in 0..rounds {
+        let before = placed_shape(k);
         for kind in GroupKind::ALL {
             strip(k, kind);
             let mut s = PlacementStats::default();
@@ -1384,13 +1398,15 @@ fn place_kernel(
                 in_flight = s.in_flight;
             }
         }
-        if *k == before {
+        if placed_shape(k) == before {
             break;
         }
     }
-    if !GroupKind::ALL
-        .iter()
-        .all(|&kind| frozen_safe_as_placed(m, k, kind))
+    // Unchanged, it is the first placement, safe by construction.
+    if placed_shape(k) != placed_shape(&placed)
+        && !GroupKind::ALL
+            .iter()
+            .all(|&kind| frozen_safe_as_placed(m, k, kind))
     {
         *k = placed;
         in_flight = first.in_flight;
@@ -1398,6 +1414,14 @@ fn place_kernel(
     let mut counted = count_placed(k);
     counted.in_flight = in_flight;
     stats.add(&counted);
+}
+
+/// The ops of `k` in order with their `pending` (what a placement changes; wait results
+/// are fresh values each time).
+fn placed_shape(k: &Operation) -> Vec<(OpKind, Option<i64>)> {
+    let mut v = vec![];
+    k.walk(&mut |o| v.push((o.kind, o.int_attr("pending"))));
+    v
 }
 
 /// Rounds of placing each kind again (see `place_kernel`).
