@@ -1291,6 +1291,22 @@ pub(crate) fn placed_sync(op: &Operation) -> bool {
     )
 }
 
+/// Whether a cp.async wait placed before `ops[from]` would stand directly before a
+/// `tile.fence_proxy_async`, other kinds' waits aside: the placement takes a proxy fence
+/// right after its cp.async wait for its own, so a wait may not land there (a second
+/// placement would strip the program's fence).
+pub(crate) fn fence_ahead(ops: &[Operation], from: usize) -> bool {
+    ops.iter()
+        .skip(from)
+        .find(|o| {
+            !matches!(
+                o.kind,
+                OpKind::WaitGroup | OpKind::BulkWaitGroup | OpKind::CpAsyncWaitGroup
+            )
+        })
+        .is_some_and(|o| o.kind == OpKind::FenceProxyAsync)
+}
+
 /// Whether `op` is pure, holds no regions, and reads and defines scalars only (index arithmetic,
 /// constants, compares): it touches no register tile, shared memory or barrier, so a wait
 /// may move across it. Placement and `verify-async-waits` both use it to find the hazard

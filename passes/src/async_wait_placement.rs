@@ -69,7 +69,8 @@
 //! placed before the same op; a cp.async wait that needs a barrier goes after the other
 //! kinds' waits, and its CTA barrier replaces theirs. No wait moves past, or
 //! splits at a join in front of, another wait or a proxy fence, nor sinks onto a barrier
-//! of its kind. The kinds are placed in turn (wgmma, bulk, cp.async), each seeing the ops
+//! of its kind (a cp.async wait, nor onto a proxy fence: the pass owns those after its
+//! waits). The kinds are placed in turn (wgmma, bulk, cp.async), each seeing the ops
 //! of the kinds placed before it; then each is placed again, alone, with every other
 //! kind's ops in the IR (a later kind's barrier can make an earlier kind's barrier
 //! redundant), for up to three rounds or until nothing changes. That result is kept when
@@ -118,7 +119,8 @@
 //! release of the last stage), and the epilogue reads the wait's result.
 
 use crate::async_model::{
-    placed_sync, scalar_only, Facts, GroupKind, Hazard, Inst, OpId, Slot, C_CAP, MAX_PENDING,
+    fence_ahead, placed_sync, scalar_only, Facts, GroupKind, Hazard, Inst, OpId, Slot, C_CAP,
+    MAX_PENDING,
 };
 use crate::pass::{Pass, PassContext, PassInfo};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -228,12 +230,9 @@ fn strip_block(b: &mut Block, repl: &mut HashMap<Value, Value>, kind: GroupKind,
     let mut kept = Vec::with_capacity(b.ops.len());
     let mut after_wait = false;
     let mut marks: Vec<(&str, Attribute)> = vec![];
-    let ops = std::mem::take(&mut b.ops);
-    let kinds: Vec<OpKind> = ops.iter().map(|o| o.kind).collect();
-    for (i, mut o) in ops.into_iter().enumerate() {
+    for mut o in std::mem::take(&mut b.ops) {
         let was_wait = after_wait;
         after_wait = false;
-        let next = kinds.get(i + 1).copied();
         let placed = match (kind, o.kind) {
             (_, k) if k == kind.commit_op() => None,
             (GroupKind::Wgmma, OpKind::WgmmaFence) => Some(MARK_FENCE),
@@ -244,11 +243,8 @@ fn strip_block(b: &mut Block, repl: &mut HashMap<Value, Value>, kind: GroupKind,
                 after_wait = true;
                 Some(MARK_WAIT)
             }
-            // The proxy fence placed between a cp.async wait and its barrier (a proxy fence
-            // directly after a wait but not before a barrier is the input's).
-            (GroupKind::CpAsync, OpKind::FenceProxyAsync)
-                if was_wait && next == Some(kind.barrier_op()) =>
-            {
+            // The proxy fence placed after a cp.async wait (before its barrier, if any).
+            (GroupKind::CpAsync, OpKind::FenceProxyAsync) if was_wait => {
                 after_wait = true;
                 Some(MARK_PROXY_FENCE)
             }
@@ -971,12 +967,18 @@ fn sink_targets(body: &Block, f: &Facts<'_>, id: OpId, operands: &[Value]) -> Op
     let (b, i) = locate(body, f, id)?;
     let op = &b.ops[i];
     let reads = |o: &Operation| operands.iter().any(|&v| used_in(o, v));
+    let cp = f.kind == GroupKind::CpAsync;
     match op.kind {
         k if k.is_terminator() => None,
         OpKind::WarpSpecialize => None,
         _ if placed_sync(op) || f.kind.is_barrier(op) => None,
         OpKind::If => {
-            if b.ops[i..].iter().any(reads) || op.regions.iter().any(|r| r.ops.is_empty()) {
+            if b.ops[i..].iter().any(reads)
+                || op
+                    .regions
+                    .iter()
+                    .any(|r| r.ops.is_empty() || (cp && fence_ahead(&r.ops, 0)))
+            {
                 return None;
             }
             Some(op.regions.iter().map(|r| f.id(&r.ops[0])).collect())
@@ -985,7 +987,7 @@ fn sink_targets(body: &Block, f: &Facts<'_>, id: OpId, operands: &[Value]) -> Op
             // Not onto a barrier of this kind: the pass takes a barrier right after its
             // wait for its own, so a second placement would strip the program's.
             let next = b.ops.get(i + 1)?;
-            if reads(op) || f.kind.is_barrier(next) {
+            if reads(op) || f.kind.is_barrier(next) || (cp && fence_ahead(&b.ops, i + 1)) {
                 return None;
             }
             Some(vec![f.id(next)])

@@ -93,7 +93,8 @@
 //! ```
 
 use crate::async_model::{
-    is_wgmma, placed_sync, scalar_only, Facts, GroupKind, Hazard, Inst, OpId, Slot, MAX_PENDING,
+    fence_ahead, is_wgmma, placed_sync, scalar_only, Facts, GroupKind, Hazard, Inst, OpId, Slot,
+    MAX_PENDING,
 };
 use crate::pass::{OptionInfo, OptionKind, Pass, PassContext, PassInfo};
 use std::collections::{BTreeMap, BTreeSet};
@@ -1064,6 +1065,7 @@ fn tightness(
             !o.complete || o.offending.contains(&id)
         });
         let mut moved_past: Option<(Location, String)> = None;
+        let cp = kind == GroupKind::CpAsync;
         let later = edit(&cur, id, |ops, i| {
             let Some(next) = ops.get(i + 1) else {
                 return false;
@@ -1080,7 +1082,9 @@ fn tightness(
                 _ if placed_sync(next) => false,
                 _ if kind.is_barrier(next) => false,
                 OpKind::If => {
-                    if ops.iter().any(|o| uses_any(o, &results)) {
+                    if ops.iter().any(|o| uses_any(o, &results))
+                        || next.regions.iter().any(|r| cp && fence_ahead(&r.ops, 0))
+                    {
                         return false;
                     }
                     moved_past = Some((
@@ -1093,9 +1097,13 @@ fn tightness(
                     }
                     true
                 }
-                // Not onto a barrier of this kind (placement takes a barrier right after
-                // its wait for its own).
-                _ if ops.get(i + 2).is_some_and(|y| kind.is_barrier(y)) => false,
+                // Not onto a barrier of this kind, nor a cp.async wait onto a proxy fence
+                // (placement takes those right after its wait for its own).
+                _ if ops.get(i + 2).is_some_and(|y| kind.is_barrier(y))
+                    || (cp && fence_ahead(ops, i + 2)) =>
+                {
+                    false
+                }
                 _ => {
                     if uses_any(next, &results) {
                         return false;
