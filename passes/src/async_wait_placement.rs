@@ -71,9 +71,9 @@
 //! splits at a join in front of, another wait or a proxy fence, nor sinks onto a barrier
 //! of its kind (a cp.async wait, nor onto a proxy fence: the pass owns those after its
 //! waits). The kinds are placed in turn (wgmma, bulk, cp.async), each seeing the ops
-//! of the kinds placed before it; then each is placed again, alone, with every other
-//! kind's ops in the IR (a later kind's barrier can make an earlier kind's barrier
-//! redundant), for up to three rounds or until nothing changes. That result is kept when
+//! of the kinds placed before it; where a later kind's barrier has made an earlier kind's
+//! barrier redundant, each is placed again, alone, with every other kind's ops in the
+//! IR, for up to three rounds or until nothing changes. That result is kept when
 //! every kind's placement, read back from the IR, is safe with the others; else the first.
 //!
 //! The pass owns these ops: it first deletes every `tile.wgmma_fence`,
@@ -1378,9 +1378,10 @@ fn place_kernel(
     }
     // Each kind was placed with the ops of the kinds before it in the IR, not those after:
     // a barrier a later kind placed may make an earlier kind's barrier redundant (and its
-    // wait free to move). Each kind is placed again, alone, with every other kind's ops in
-    // place, until nothing changes; the result is kept if it is safe for every kind (with
-    // each kind's decisions read back from the IR), else the first placement.
+    // wait free to move). Where one has, each kind is placed again, alone, with every
+    // other kind's ops in place, until nothing changes; the result is kept if it is safe
+    // for every kind (with each kind's decisions read back from the IR), else the first
+    // placement.
     let placed = k.clone();
     let mut in_flight = first.in_flight.clone();
     let mut kinds = 0;
@@ -1389,7 +1390,11 @@ fn place_kernel(
         k.walk(&mut |o| has |= kind.is_group_op(o));
         kinds += usize::from(has);
     }
-    let rounds = if kinds > 1 { REPLACE_ROUNDS } else { 0 };
+    let rounds = if kinds > 1 && has_shadowed_barrier(m, k) {
+        REPLACE_ROUNDS
+    } else {
+        0
+    };
     for _ in 0..rounds {
         let before = placed_shape(k);
         for kind in GroupKind::ALL {
@@ -1416,6 +1421,62 @@ fn place_kernel(
     let mut counted = count_placed(k);
     counted.in_flight = in_flight;
     stats.add(&counted);
+}
+
+/// Whether some barrier right after a wait in `k` can go with every kind's placement
+/// (read back from the IR) still safe: a later kind's barrier made it redundant.
+fn has_shadowed_barrier(m: &Module, k: &Operation) -> bool {
+    let mut sites = vec![];
+    for (r, b) in k.regions.iter().enumerate() {
+        barrier_sites(b, &mut vec![r], &mut sites);
+    }
+    sites.iter().any(|path| {
+        let mut without = k.clone();
+        remove_at(&mut without, path).is_some()
+            && GroupKind::ALL
+                .iter()
+                .all(|&kind| frozen_safe_as_placed(m, &without, kind))
+    })
+}
+
+/// The paths (region index, then op index and region index per level, then the op index)
+/// of the barriers under `b` that directly follow a wait (or a cp.async wait and its proxy
+/// fence), in op order.
+fn barrier_sites(b: &Block, path: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
+    let is_wait = |o: &Operation| {
+        matches!(
+            o.kind,
+            OpKind::WaitGroup | OpKind::BulkWaitGroup | OpKind::CpAsyncWaitGroup
+        )
+    };
+    for (i, o) in b.ops.iter().enumerate() {
+        let after_wait = (i > 0 && is_wait(&b.ops[i - 1]))
+            || (i > 1
+                && b.ops[i - 1].kind == OpKind::FenceProxyAsync
+                && b.ops[i - 2].kind == OpKind::CpAsyncWaitGroup);
+        if after_wait && matches!(o.kind, OpKind::Barrier | OpKind::NamedBarrier) {
+            let mut p = path.clone();
+            p.push(i);
+            out.push(p);
+        }
+        for (r, region) in o.regions.iter().enumerate() {
+            path.extend([i, r]);
+            barrier_sites(region, path, out);
+            path.truncate(path.len() - 2);
+        }
+    }
+}
+
+/// Removes the op at `path` (as [`barrier_sites`] gives it) from `k`.
+fn remove_at(k: &mut Operation, path: &[usize]) -> Option<Operation> {
+    let (&last, inner) = path.split_last()?;
+    let (&r, rest) = inner.split_first()?;
+    let mut b = k.regions.get_mut(r)?;
+    for step in rest.chunks(2) {
+        let [i, r] = *step else { return None };
+        b = b.ops.get_mut(i)?.regions.get_mut(r)?;
+    }
+    (last < b.ops.len()).then(|| b.ops.remove(last))
 }
 
 /// The ops of `k` in order with their `pending` (what a placement changes; wait results

@@ -10,11 +10,12 @@
 //! no hazard in the placement and a hazard with each wait raised by one. Bugs seeded in the
 //! shared model are caught by the checker (`seeded_*`).
 //!
-//! Cases: 256 by default (about 20 s in a debug build on two cores). More with the
-//! environment variable, e.g. the 10,000-case run (about 16 minutes):
+//! Cases: 256 by default (about 10 s in a release build on two cores). More with the
+//! environment variable, e.g. the 10,000-case run (release runs on two cores checked about
+//! 450 cases a minute):
 //!
 //! ```sh
-//! PROPTEST_CASES=10000 cargo test -p tilec-passes --test async_waits_prop
+//! PROPTEST_CASES=10000 cargo test --release -p tilec-passes --test async_waits_prop
 //! ```
 //!
 //! Each check explores at most `STEPS` (path, op) steps; a program whose safety needs more
@@ -855,4 +856,54 @@ fn seeded_merged_accumulators_are_caught_by_the_checker() {
         e.contains("is not tight by the concrete simulation") && e.contains("with pending = 1,"),
         "{e}"
     );
+}
+
+/// A copy and a bulk store of the same stage two trips ahead, the store under a branch
+/// (the property run's shrunk case of a placement the checker found not tight; passes).
+#[test]
+fn copy_then_store_under_branch() {
+    check(&copy_then_store(false)).unwrap();
+}
+
+/// The same after a TMA load of stage 0 on each trip: a known miss. The first placement
+/// keeps a bulk named barrier that the cp.async barrier at the top of the next trip makes
+/// redundant; placing the bulk kind again puts its wait in the branch, where the checker
+/// can move it past the `tile.smem_store`. Run with `--ignored`.
+#[test]
+#[ignore = "known miss of tightness with bulk, cp.async and TMA ops on one stage"]
+fn load_copy_then_store_under_branch() {
+    check(&copy_then_store(true)).unwrap();
+}
+
+fn copy_then_store(load: bool) -> Program {
+    let iv2 = || StageE::Iv { up: 0, off: 2 };
+    let mut body = vec![
+        Stmt::Copy {
+            ring: 0,
+            stage: iv2(),
+        },
+        Stmt::If(
+            vec![Stmt::Store {
+                ring: 0,
+                stage: iv2(),
+            }],
+            vec![],
+        ),
+    ];
+    if load {
+        body.insert(
+            0,
+            Stmt::Load {
+                ring: 0,
+                stage: StageE::Const(0),
+            },
+        );
+    }
+    Program {
+        accs: 1,
+        rings: vec![2],
+        consumers: 0,
+        warpgroups: 1,
+        body: vec![Stmt::For(body)],
+    }
 }
