@@ -1119,6 +1119,12 @@ impl<'k> Facts<'k> {
                     let known = self.rings.contains_key(&ring).then_some(ring);
                     a.writes.push((known, self.stage(op.operands[2])));
                 }
+                // A TMA load into a staging slot overwrites what a pending store reads.
+                OpKind::TmaLoad if op.operands.len() >= 4 => {
+                    let ring = op.operands[1];
+                    let known = self.rings.contains_key(&ring).then_some(ring);
+                    a.writes.push((known, self.stage(op.operands[3])));
+                }
                 _ => {}
             }
             return a;

@@ -1836,10 +1836,7 @@ impl Run<'_, '_> {
             }
         }
         match (op.kind, one) {
-            (OpKind::TmaLoad, Some(st)) => {
-                self.overwrite(op, st)?;
-            }
-            (OpKind::SmemStore | OpKind::CpAsync, Some(st)) => {
+            (OpKind::SmemStore | OpKind::CpAsync | OpKind::TmaLoad, Some(st)) => {
                 self.overwrite(op, st)?;
                 if op.kind == OpKind::CpAsync {
                     self.q.cp_open.push(Store { op: id, slot: st });
