@@ -1304,13 +1304,17 @@ pub(crate) fn placed_sync(op: &Operation) -> bool {
 pub(crate) fn fence_ahead(ops: &[Operation], from: usize) -> bool {
     ops.iter()
         .skip(from)
-        .find(|o| {
-            !matches!(
-                o.kind,
-                OpKind::WaitGroup | OpKind::BulkWaitGroup | OpKind::CpAsyncWaitGroup
-            )
-        })
+        .find(|o| !is_group_wait(o))
         .is_some_and(|o| o.kind == OpKind::FenceProxyAsync)
+}
+
+/// Whether `op` is a wait of any group kind (`tile.wait_group`, `tile.bulk_wait_group`,
+/// `tile.cp_async_wait_group`).
+pub(crate) fn is_group_wait(op: &Operation) -> bool {
+    matches!(
+        op.kind,
+        OpKind::WaitGroup | OpKind::BulkWaitGroup | OpKind::CpAsyncWaitGroup
+    )
 }
 
 /// Whether `op` is pure, holds no regions, and reads and defines scalars only (index arithmetic,

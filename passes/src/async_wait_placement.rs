@@ -119,8 +119,8 @@
 //! release of the last stage), and the epilogue reads the wait's result.
 
 use crate::async_model::{
-    fence_ahead, placed_sync, scalar_only, Facts, GroupKind, Hazard, Inst, OpId, Slot, C_CAP,
-    MAX_PENDING,
+    fence_ahead, is_group_wait, placed_sync, scalar_only, Facts, GroupKind, Hazard, Inst, OpId,
+    Slot, C_CAP, MAX_PENDING,
 };
 use crate::pass::{Pass, PassContext, PassInfo};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -211,9 +211,15 @@ pub fn place_async_waits(m: &mut Module, remarks: &mut Vec<Diagnostic>) -> Place
 // ---- stripping the ops the pass owns ----------------------------------------------------
 
 fn strip(k: &mut Operation, kind: GroupKind) {
+    strip_marking(k, kind, false);
+}
+
+/// Strips the ops of `kind` from `k`; with `mark`, each leaves its decision as a mark on
+/// the op it stood before (see `strip_block`).
+fn strip_marking(k: &mut Operation, kind: GroupKind, mark: bool) {
     let mut repl = HashMap::new();
     for b in &mut k.regions {
-        strip_block(b, &mut repl, kind, false);
+        strip_block(b, &mut repl, kind, mark);
     }
     k.walk_mut(&mut |o| {
         for v in &mut o.operands {
@@ -1443,18 +1449,9 @@ fn has_shadowed_barrier(m: &Module, k: &Operation) -> bool {
 /// of the barriers under `b` that directly follow a wait (or a cp.async wait and its proxy
 /// fence), in op order.
 fn barrier_sites(b: &Block, path: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
-    let is_wait = |o: &Operation| {
-        matches!(
-            o.kind,
-            OpKind::WaitGroup | OpKind::BulkWaitGroup | OpKind::CpAsyncWaitGroup
-        )
-    };
     for (i, o) in b.ops.iter().enumerate() {
-        let after_wait = (i > 0 && is_wait(&b.ops[i - 1]))
-            || (i > 1
-                && b.ops[i - 1].kind == OpKind::FenceProxyAsync
-                && b.ops[i - 2].kind == OpKind::CpAsyncWaitGroup);
-        if after_wait && matches!(o.kind, OpKind::Barrier | OpKind::NamedBarrier) {
+        if after_placed_wait(&b.ops, i) && matches!(o.kind, OpKind::Barrier | OpKind::NamedBarrier)
+        {
             let mut p = path.clone();
             p.push(i);
             out.push(p);
@@ -1465,6 +1462,15 @@ fn barrier_sites(b: &Block, path: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
             path.truncate(path.len() - 2);
         }
     }
+}
+
+/// Whether `ops[i]` directly follows a wait of any kind, or a cp.async wait and its proxy
+/// fence: where the pass puts the barrier of a wait.
+fn after_placed_wait(ops: &[Operation], i: usize) -> bool {
+    (i > 0 && is_group_wait(&ops[i - 1]))
+        || (i > 1
+            && ops[i - 1].kind == OpKind::FenceProxyAsync
+            && ops[i - 2].kind == OpKind::CpAsyncWaitGroup)
 }
 
 /// Removes the op at `path` (as [`barrier_sites`] gives it) from `k`.
@@ -1499,20 +1505,11 @@ const MARK_FENCE: &str = "__placed_fence";
 /// The ops the pass owns in `k`, counted (all but `in_flight`).
 fn count_placed(k: &Operation) -> PlacementStats {
     fn block(b: &Block, s: &mut PlacementStats) {
-        let is_wait = |o: &Operation| {
-            matches!(
-                o.kind,
-                OpKind::WaitGroup | OpKind::BulkWaitGroup | OpKind::CpAsyncWaitGroup
-            )
-        };
         for (i, o) in b.ops.iter().enumerate() {
             let n = usize::try_from(o.int_attr("pending").unwrap_or(0))
                 .unwrap_or(7)
                 .min(7);
-            let after_wait = (i > 0 && is_wait(&b.ops[i - 1]))
-                || (i > 1
-                    && b.ops[i - 1].kind == OpKind::FenceProxyAsync
-                    && b.ops[i - 2].kind == OpKind::CpAsyncWaitGroup);
+            let after_wait = after_placed_wait(&b.ops, i);
             match o.kind {
                 OpKind::WaitGroup => s.waits[n] += 1,
                 OpKind::BulkWaitGroup => s.bulk_waits[n] += 1,
@@ -1547,17 +1544,7 @@ fn count_placed(k: &Operation) -> PlacementStats {
 /// decisions frozen.
 fn frozen_safe_as_placed(m: &Module, k: &Operation, kind: GroupKind) -> bool {
     let mut c = k.clone();
-    let mut repl = HashMap::new();
-    for b in &mut c.regions {
-        strip_block(b, &mut repl, kind, true);
-    }
-    c.walk_mut(&mut |o| {
-        for v in &mut o.operands {
-            while let Some(&r) = repl.get(v) {
-                *v = r;
-            }
-        }
-    });
+    strip_marking(&mut c, kind, true);
     let f = Facts::of_kind(m, &c, kind);
     if f.groups.is_empty() {
         return true;
