@@ -1152,8 +1152,10 @@ impl Rewriter<'_> {
     /// the op it guards. cp.async groups are placed after the other kinds: their ops go
     /// before the waits, barriers and wgmma fence already placed there, so that placing
     /// again (on stripped IR) puts them the same way; a cp.async wait that needs a barrier
-    /// goes after those waits instead, and its CTA barrier replaces theirs (removed from
-    /// `out` here: one barrier serves every kind).
+    /// goes after those waits instead, so that its CTA barrier serves them too (another
+    /// kind's wait placed with no barrier of its own, where a re-placement round found
+    /// this one covering it) and replaces their own barriers (removed from `out` here:
+    /// one barrier serves every kind).
     fn cp_async_insertion_point(&mut self, out: &mut Vec<Operation>, d: &Decision) -> usize {
         let is_wait = |o: &Operation| matches!(o.kind, OpKind::WaitGroup | OpKind::BulkWaitGroup);
         let mut k = out.len();
@@ -1172,10 +1174,7 @@ impl Rewriter<'_> {
                 break;
             }
         }
-        let has_barrier = out[k..fence_at]
-            .iter()
-            .any(|o| matches!(o.kind, OpKind::Barrier | OpKind::NamedBarrier));
-        if !(has_barrier && d.barrier && d.wait.is_some()) {
+        if !(d.barrier && d.wait.is_some()) {
             return k;
         }
         let mut kept = Vec::with_capacity(fence_at - k);

@@ -904,3 +904,49 @@ fn copy_then_store(load: bool) -> Program {
         body: vec![Stmt::For(body)],
     }
 }
+
+/// A bulk store and then a loop of TMA loads into the next staging slot, after a loop that
+/// may copy with cp.async (the 10,000-case run's first failure on 222aacf: the checker
+/// found the bulk named barrier not needed).
+#[test]
+fn store_then_loads_after_copy_loop() {
+    let p = Program {
+        accs: 1,
+        rings: vec![1, 2],
+        consumers: 0,
+        warpgroups: 1,
+        body: vec![
+            Stmt::For(vec![Stmt::If(
+                vec![],
+                vec![Stmt::Copy {
+                    ring: 0,
+                    stage: StageE::Const(0),
+                }],
+            )]),
+            Stmt::If(
+                vec![
+                    Stmt::Store {
+                        ring: 1,
+                        stage: StageE::Iv { up: 0, off: 0 },
+                    },
+                    Stmt::For(vec![
+                        Stmt::Load {
+                            ring: 1,
+                            stage: StageE::Iv { up: 0, off: 1 },
+                        },
+                        Stmt::Mma {
+                            acc: 0,
+                            ring: 0,
+                            stage: StageE::Const(0),
+                            rs: false,
+                            zero: false,
+                            b: None,
+                        },
+                    ]),
+                ],
+                vec![],
+            ),
+        ],
+    };
+    check(&p).unwrap();
+}
