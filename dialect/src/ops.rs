@@ -236,7 +236,8 @@ define_ops! {
         "Orders generic-proxy before async-proxy shared accesses (`fence.proxy.async`).",
         "`fence.proxy.async.shared::cta`: orders this thread's generic-proxy shared-memory \
             accesses before later async-proxy ones (a response buffer read with `ld.shared` before \
-            `try_cancel` rewrites it).";
+            `try_cancel` rewrites it). `placed = true` marks one that `async-wait-placement` \
+            placed with no wait before it (the pass deletes it when it runs again).";
     SmemStore = "tile.smem_store", Gpu,
         "Writes a tile's columns into a shared-memory slot (generic proxy).",
         "Write columns [`col_offset`, `col_offset` + W) of an R×N tile into slot `slot` of a \

@@ -1921,6 +1921,13 @@ impl Verifier<'_> {
                 }
             OpKind::FenceProxyAsync => {
                 self.count(op, 0, 0);
+                match op.attr("placed") {
+                    None | Some(Attribute::Bool(_)) => {}
+                    Some(a) => self.error(
+                        op,
+                        format!("'{name}' attribute 'placed' must be true or false, found {a}"),
+                    ),
+                }
             }
             OpKind::ClcTryCancel | OpKind::ClcQuery => {
                 let is_query = op.kind == OpKind::ClcQuery;

@@ -65,7 +65,8 @@
 //! `tile.barrier` follows the wait (the other threads' chunks). Where wgmma or TMA (the
 //! async proxy) accesses a copied stage, a `tile.fence_proxy_async` goes before that
 //! barrier — also with no wait, where a barrier already published the copy to `ld.shared`
-//! but no fence covered it. The cp.async ops go before the wgmma waits and fence already
+//! but no fence covered it; such a fence has no wait to stand after, so it carries
+//! `{placed = true}` for the pass to know it as its own. The cp.async ops go before the wgmma waits and fence already
 //! placed before the same op; a cp.async wait that needs a barrier goes after the other
 //! kinds' waits, and its CTA barrier replaces theirs. No wait moves past, or
 //! splits at a join in front of, another wait or a proxy fence, nor sinks onto a barrier
@@ -78,8 +79,8 @@
 //!
 //! The pass owns these ops: it first deletes every `tile.wgmma_fence`,
 //! `tile.commit_group` and `tile.wait_group`, the other kinds' commits and waits (and a
-//! barrier directly after a wait, and a proxy fence between a cp.async wait and its
-//! barrier) in the input, all kinds before any is placed, so running it twice gives the
+//! barrier directly after a wait, a proxy fence between a cp.async wait and its
+//! barrier, and a `{placed = true}` proxy fence and the barrier after it) in the input, all kinds before any is placed, so running it twice gives the
 //! same IR. A ring
 //! of one stage that must be drained (`pending = 0`) before it is refilled or released
 //! gets a remark: a second stage would let one group stay in flight.
@@ -249,8 +250,9 @@ fn strip_block(b: &mut Block, repl: &mut HashMap<Value, Value>, kind: GroupKind,
                 after_wait = true;
                 Some(MARK_WAIT)
             }
-            // The proxy fence placed after a cp.async wait (before its barrier, if any).
-            (GroupKind::CpAsync, OpKind::FenceProxyAsync) if was_wait => {
+            // The proxy fence placed after a cp.async wait (before its barrier, if any), or
+            // with no wait (marked).
+            (GroupKind::CpAsync, OpKind::FenceProxyAsync) if was_wait || is_placed_fence(&o) => {
                 after_wait = true;
                 Some(MARK_PROXY_FENCE)
             }
@@ -1239,7 +1241,11 @@ impl Rewriter<'_> {
                     }
                 }
                 if d.proxy_fence {
-                    pre.push(Operation::new(OpKind::FenceProxyAsync, loc.clone()));
+                    let mut f = Operation::new(OpKind::FenceProxyAsync, loc.clone());
+                    if d.wait.is_none() {
+                        f.attrs.insert(PLACED.into(), Attribute::Bool(true));
+                    }
+                    pre.push(f);
                     self.stats.proxy_fences += 1;
                 }
                 if d.barrier {
@@ -1466,10 +1472,18 @@ fn barrier_sites(b: &Block, path: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
 /// Whether `ops[i]` directly follows a wait of any kind, or a cp.async wait and its proxy
 /// fence: where the pass puts the barrier of a wait.
 fn after_placed_wait(ops: &[Operation], i: usize) -> bool {
-    (i > 0 && is_group_wait(&ops[i - 1]))
+    (i > 0 && (is_group_wait(&ops[i - 1]) || is_placed_fence(&ops[i - 1])))
         || (i > 1
             && ops[i - 1].kind == OpKind::FenceProxyAsync
             && ops[i - 2].kind == OpKind::CpAsyncWaitGroup)
+}
+
+/// The attribute on a proxy fence the pass places with no wait before it.
+const PLACED: &str = "placed";
+
+/// Whether `op` is a proxy fence the pass placed with no wait before it.
+fn is_placed_fence(op: &Operation) -> bool {
+    op.kind == OpKind::FenceProxyAsync && op.attr(PLACED).is_some()
 }
 
 /// Removes the op at `path` (as [`barrier_sites`] gives it) from `k`.
@@ -1518,7 +1532,8 @@ fn count_placed(k: &Operation) -> PlacementStats {
                 OpKind::CpAsyncCommitGroup => s.cp_async_commits += 1,
                 OpKind::WgmmaFence => s.fences += 1,
                 OpKind::FenceProxyAsync
-                    if i > 0 && b.ops[i - 1].kind == OpKind::CpAsyncWaitGroup =>
+                    if is_placed_fence(o)
+                        || (i > 0 && b.ops[i - 1].kind == OpKind::CpAsyncWaitGroup) =>
                 {
                     s.proxy_fences += 1
                 }

@@ -950,3 +950,51 @@ fn store_then_loads_after_copy_loop() {
     };
     check(&p).unwrap();
 }
+
+/// A copy and a bulk store under nested branches, then a loop copying into a 3-stage ring
+/// under a branch (the 10,000-case run's first failure on 257cd88: placing twice changed
+/// the IR).
+#[test]
+fn copies_in_branches_place_once() {
+    let p = Program {
+        accs: 1,
+        rings: vec![3, 1],
+        consumers: 0,
+        warpgroups: 1,
+        body: vec![
+            Stmt::If(
+                vec![Stmt::If(
+                    vec![],
+                    vec![
+                        Stmt::Copy {
+                            ring: 1,
+                            stage: StageE::Const(0),
+                        },
+                        Stmt::Store {
+                            ring: 0,
+                            stage: StageE::Const(0),
+                        },
+                    ],
+                )],
+                vec![],
+            ),
+            Stmt::For(vec![Stmt::If(
+                vec![
+                    Stmt::Copy {
+                        ring: 0,
+                        stage: StageE::Iv { up: 0, off: 2 },
+                    },
+                    Stmt::Load {
+                        ring: 1,
+                        stage: StageE::Const(0),
+                    },
+                ],
+                vec![Stmt::Copy {
+                    ring: 0,
+                    stage: StageE::Const(3),
+                }],
+            )]),
+        ],
+    };
+    check(&p).unwrap();
+}
