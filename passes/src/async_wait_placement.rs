@@ -69,9 +69,9 @@
 //! `{placed = true}` for the pass to know it as its own. The cp.async ops go before the wgmma waits and fence already
 //! placed before the same op; a cp.async wait that needs a barrier goes after the other
 //! kinds' waits, and its CTA barrier replaces theirs. No wait moves past, or
-//! splits at a join in front of, another wait or a proxy fence, nor sinks onto a barrier
-//! of its kind (a cp.async wait, nor onto a proxy fence: the pass owns those after its
-//! waits). The kinds are placed in turn (wgmma, bulk, cp.async), each seeing the ops
+//! splits at a join in front of, another wait or a proxy fence, nor sinks (or, split at
+//! a join, leaves its copy) onto a barrier of its kind (a cp.async wait, nor onto a proxy
+//! fence: the pass owns those after its waits). The kinds are placed in turn (wgmma, bulk, cp.async), each seeing the ops
 //! of the kinds placed before it; where a later kind's barrier has made an earlier kind's
 //! barrier redundant, each is placed again, alone, with every other kind's ops in the
 //! IR, for up to three rounds or until nothing changes. That result is kept when
@@ -992,10 +992,8 @@ fn sink_targets(body: &Block, f: &Facts<'_>, id: OpId, operands: &[Value]) -> Op
             Some(op.regions.iter().map(|r| f.id(&r.ops[0])).collect())
         }
         _ => {
-            // Not onto a barrier of this kind: the pass takes a barrier right after its
-            // wait for its own, so a second placement would strip the program's.
             let next = b.ops.get(i + 1)?;
-            if reads(op) || f.kind.is_barrier(next) || (cp && fence_ahead(&b.ops, i + 1)) {
+            if reads(op) || !may_stand_before(&b.ops, i + 1, f.kind) {
                 return None;
             }
             Some(vec![f.id(next)])
@@ -1003,10 +1001,19 @@ fn sink_targets(body: &Block, f: &Facts<'_>, id: OpId, operands: &[Value]) -> Op
     }
 }
 
+/// Whether a wait of `kind` may stand right before `ops[j]`: not before a barrier of its
+/// kind, nor (cp.async) before a proxy fence, other kinds' waits aside. The pass takes a
+/// barrier (and a cp.async proxy fence) right after its wait for its own, so a second
+/// placement would strip the program's.
+fn may_stand_before(ops: &[Operation], j: usize, kind: GroupKind) -> bool {
+    !(kind.is_barrier(&ops[j]) || (kind == GroupKind::CpAsync && fence_ahead(ops, j)))
+}
+
 /// For a wait before op `id` (a plain op, not a terminator or barrier) that stands after a
 /// `tile.if` with only [`scalar_only`] ops in between: the terminators of the branches
 /// (where the wait may go instead) and the op after `id` (where a copy keeps what
-/// follows as it was). `None` otherwise.
+/// follows as it was; not a barrier the pass would take for its own, see
+/// [`may_stand_before`]). `None` otherwise.
 fn join_sites(m: &Module, body: &Block, f: &Facts<'_>, id: OpId) -> Option<(Vec<OpId>, OpId)> {
     let (b, i) = locate(body, f, id)?;
     let x = &b.ops[i];
@@ -1014,6 +1021,9 @@ fn join_sites(m: &Module, body: &Block, f: &Facts<'_>, id: OpId) -> Option<(Vec<
         return None;
     }
     let after = f.id(b.ops.get(i + 1)?);
+    if !may_stand_before(&b.ops, i + 1, f.kind) {
+        return None;
+    }
     let j = (0..i).rev().find(|&j| !scalar_only(m, &b.ops[j]))?;
     let cond = &b.ops[j];
     if cond.kind != OpKind::If || cond.regions.len() != 2 {

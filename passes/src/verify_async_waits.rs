@@ -890,7 +890,9 @@ fn delete_wait(kernel: &Operation, id: OpId) -> Option<Operation> {
 /// [`scalar_only`] ops in between, before a plain op `X` (not a terminator or barrier):
 /// the wait deleted, `wait n` at the end of each branch but `wait n + 1` at the end of
 /// branch `raised`, and `wait n` right after `X` (so only `X` sees the difference). With
-/// the `tile.if`'s location; `None` where the wait does not stand so.
+/// the `tile.if`'s location; `None` where the wait does not stand so, or where the op
+/// after `X` is one the placement would take for its own after that copy (a barrier of
+/// the kind; a proxy fence, for cp.async).
 fn split_at_join(
     m: &Module,
     kernel: &Operation,
@@ -914,6 +916,13 @@ fn split_at_join(
             return false;
         };
         if x.kind.is_terminator() || !x.regions.is_empty() || kind.is_barrier(x) || placed_sync(x) {
+            return false;
+        }
+        // The copy after X may not stand before a barrier of this kind, nor a cp.async wait
+        // before a proxy fence (placement takes those right after its wait for its own).
+        if ops.get(i + 2).is_some_and(|y| kind.is_barrier(y))
+            || (kind == GroupKind::CpAsync && fence_ahead(ops, i + 2))
+        {
             return false;
         }
         let Some(j) = (0..i).rev().find(|&j| !scalar_only(m, &ops[j])) else {

@@ -998,3 +998,29 @@ fn copies_in_branches_place_once() {
     };
     check(&p).unwrap();
 }
+
+/// A copy under a branch and a read of the next stage on each trip (the 10,000-case run's
+/// first failure on fbbef79: placing twice changed the IR).
+#[test]
+fn copy_under_branch_then_read_place_once() {
+    let p = Program {
+        accs: 1,
+        rings: vec![3],
+        consumers: 0,
+        warpgroups: 1,
+        body: vec![Stmt::For(vec![
+            Stmt::If(
+                vec![],
+                vec![Stmt::Copy {
+                    ring: 0,
+                    stage: StageE::Iv { up: 0, off: 0 },
+                }],
+            ),
+            Stmt::Read {
+                ring: 0,
+                stage: StageE::Iv { up: 0, off: 1 },
+            },
+        ])],
+    };
+    check(&p).unwrap();
+}
