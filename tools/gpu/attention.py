@@ -24,6 +24,12 @@ against torch's bf16 SDPA with the cuDNN and the flash (FA2) backends, with run.
 `time_events` (CUDA events, 5 warm-up launches, median of 20), and prints TFLOP/s
 (4·B·H·S²·D, halved when causal) and tilec's speed relative to each. Exit status 1 if any
 check fails.
+
+--launch B,H,S only launches each kernel of head dim D twice on that shape (random inputs,
+no checks, no timing): for a profiler, e.g.
+
+    ncu --clock-control none --launch-skip 1 --launch-count 1 -k regex:attention_fwd \
+        python3 tools/gpu/attention.py DIR --launch 4,32,4096
 """
 import argparse
 import math
@@ -137,7 +143,17 @@ def main():
     ap.add_argument("dirs", nargs="+")
     ap.add_argument("--time", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--launch", metavar="B,H,S",
+                    help="only launch each kernel twice on this shape (for a profiler)")
     args = ap.parse_args()
+    shape = None
+    if args.launch:
+        try:
+            shape = tuple(int(x) for x in args.launch.split(","))
+        except ValueError:
+            shape = ()
+        if len(shape) != 3 or min(shape) < 1:
+            ap.error("--launch takes B,H,S: three positive integers, found %r" % args.launch)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     failed = 0
@@ -148,6 +164,16 @@ def main():
                 continue
             causal, d = mt.group(1) is not None, int(mt.group(2))
             kern = Kernel(os.path.join(d_, f))
+            if shape:
+                b, h, s = shape
+                q, k, v = inputs((b, h, h, s, s), d, args.seed)
+                out = torch.empty(b * h, s, d, device=DEV, dtype=torch.bfloat16)
+                launch = run_kernel(kern, q, k, v, out)
+                launch()
+                launch()
+                torch.cuda.synchronize()
+                print("%s: launched twice on %s" % (os.path.join(d_, f), (b, h, s, d)), flush=True)
+                continue
             print("%s (%d registers)" % (os.path.join(d_, f), kern.num_regs), flush=True)
             for i, case in enumerate(CASES):
                 failed += not check(kern, d, causal, case, args.seed + i)
