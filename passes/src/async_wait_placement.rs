@@ -329,7 +329,21 @@ impl State {
         self.unfenced |= o.unfenced;
     }
 
+    /// Applies `f` to every instance (stages seen from another iteration or scope). Two
+    /// instances `f` maps onto one stay fenced only if both were.
     fn map_insts(&mut self, f: impl Fn(&mut Inst)) {
+        let mapped = |g: &Inst| {
+            let mut g = g.clone();
+            f(&mut g);
+            g
+        };
+        let unfenced: BTreeSet<Inst> = self
+            .unsynced
+            .iter()
+            .chain(&self.proxy_unpublished)
+            .filter(|g| !self.proxy_fenced.contains(*g))
+            .map(mapped)
+            .collect();
         let pending = std::mem::take(&mut self.pending);
         for (mut i, c) in pending {
             f(&mut i);
@@ -349,6 +363,7 @@ impl State {
                 })
                 .collect();
         }
+        self.proxy_fenced.retain(|g| !unfenced.contains(g));
     }
 
     /// A wait with `pending = n`; `shared`: other warpgroups run the same code, so the

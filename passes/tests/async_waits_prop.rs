@@ -1024,3 +1024,50 @@ fn copy_under_branch_then_read_place_once() {
     };
     check(&p).unwrap();
 }
+
+/// A copy and a read of stage 0, a loop of register-A wgmmas and TMA loads into the ring,
+/// then a TMA load under a branch, in two warpgroups (the 10,000-case run's first failure
+/// on c83d9f9: the checker found no proxy fence before the TMA load where the loop was
+/// skipped).
+#[test]
+fn copy_read_then_loads_in_two_warpgroups() {
+    let iv = |off| StageE::Iv { up: 0, off };
+    let p = Program {
+        accs: 1,
+        rings: vec![3],
+        consumers: 0,
+        warpgroups: 2,
+        body: vec![
+            Stmt::Copy {
+                ring: 0,
+                stage: StageE::Const(0),
+            },
+            Stmt::Read {
+                ring: 0,
+                stage: StageE::Const(0),
+            },
+            Stmt::For(vec![
+                Stmt::Mma {
+                    acc: 0,
+                    ring: 0,
+                    stage: StageE::Const(0),
+                    rs: true,
+                    zero: false,
+                    b: Some((0, iv(1))),
+                },
+                Stmt::Load {
+                    ring: 0,
+                    stage: iv(2),
+                },
+            ]),
+            Stmt::If(
+                vec![],
+                vec![Stmt::Load {
+                    ring: 0,
+                    stage: iv(0),
+                }],
+            ),
+        ],
+    };
+    check(&p).unwrap();
+}
