@@ -4,7 +4,8 @@
     python3 tools/gpu/attention.py DIR [DIR ...] [--time] [--seed 0]
 
 Each DIR holds tools/gpu/build_attention.sh outputs for one target
-(attention_fwd[_causal]_dD.{ptx,json}). Every manifest is loaded with run.py's `Kernel`
+(attention_fwd[_causal]_dD.{ptx,json}), or tools/gpu/attention_blocks.py's variants
+(attention_fwd[_causal]_qBQ_kBK_dD). Every manifest is loaded with run.py's `Kernel`
 and run on each case (B, H, HKV, SQ, SKV): ragged sequence lengths (not multiples of the
 64-row block), grouped-query attention (HKV < H), causal (top-left, as torch's
 is_causal) for the `_causal` kernels.
@@ -159,7 +160,7 @@ def main():
     failed = 0
     for d_ in args.dirs:
         for f in sorted(os.listdir(d_)):
-            mt = re.fullmatch(r"attention_fwd(_causal)?_d(\d+)\.json", f)
+            mt = re.fullmatch(r"attention_fwd(_causal)?(?:_q\d+_k\d+)?_d(\d+)\.json", f)
             if not mt:
                 continue
             causal, d = mt.group(1) is not None, int(mt.group(2))
