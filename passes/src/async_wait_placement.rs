@@ -66,12 +66,13 @@
 //! async proxy) accesses a copied stage, a `tile.fence_proxy_async` goes before that
 //! barrier — also with no wait, where a barrier already published the copy to `ld.shared`
 //! but no fence covered it; such a fence has no wait to stand after, so it carries
-//! `{placed = true}` for the pass to know it as its own. The cp.async ops go before the wgmma waits and fence already
-//! placed before the same op; a cp.async wait that needs a barrier goes after the other
-//! kinds' waits, and its CTA barrier replaces theirs. No wait moves past, or
-//! splits at a join in front of, another wait or a proxy fence, nor sinks (or, split at
-//! a join, leaves its copy) onto a barrier of its kind (a cp.async wait, nor onto a proxy
-//! fence: the pass owns those after its waits). The kinds are placed in turn (wgmma, bulk, cp.async), each seeing the ops
+//! `{placed = true}` for the pass to know it as its own. The cp.async ops go before the
+//! wgmma waits and fence already placed before the same op; a cp.async wait that needs a
+//! barrier goes after the other kinds' waits (whose barriers its CTA barrier replaces and
+//! serves). No wait moves past, or splits at a join in front of, another wait or a proxy
+//! fence, nor sinks (or, split at a join, leaves its copy) onto a barrier of its kind (a
+//! cp.async wait, nor onto a proxy fence: the pass owns those after its waits). The kinds
+//! are placed in turn (wgmma, bulk, cp.async), each seeing the ops
 //! of the kinds placed before it; where a later kind's barrier has made an earlier kind's
 //! barrier redundant, each is placed again, alone, with every other kind's ops in the
 //! IR, for up to three rounds or until nothing changes. That result is kept when
@@ -80,10 +81,10 @@
 //! The pass owns these ops: it first deletes every `tile.wgmma_fence`,
 //! `tile.commit_group` and `tile.wait_group`, the other kinds' commits and waits (and a
 //! barrier directly after a wait, a proxy fence between a cp.async wait and its
-//! barrier, and a `{placed = true}` proxy fence and the barrier after it) in the input, all kinds before any is placed, so running it twice gives the
-//! same IR. A ring
-//! of one stage that must be drained (`pending = 0`) before it is refilled or released
-//! gets a remark: a second stage would let one group stay in flight.
+//! barrier, and a `{placed = true}` proxy fence and the barrier after it) in the input,
+//! all kinds before any is placed, so running it twice gives the same IR. A ring of one
+//! stage that must be drained (`pending = 0`) before it is refilled or released gets a
+//! remark: a second stage would let one group stay in flight.
 //!
 //! Options: none. Statistics: `waits-placed`, `waits-N0` … `waits-N7` (waits by their N),
 //! `fences`, `commits`, `barriers`, and per loop with groups in flight at its back edge
