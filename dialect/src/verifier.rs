@@ -565,6 +565,23 @@ impl Verifier<'_> {
         op.operands.iter().map(|&v| self.ty(v).cloned()).collect()
     }
 
+    /// The optional `placed` attribute of a barrier or proxy fence: the group kind whose
+    /// placement put it there with no wait before it (`async-wait-placement`).
+    fn placed_attr(&mut self, op: &Operation) {
+        match op.attr("placed") {
+            None => {}
+            Some(Attribute::Str(k)) if ["wgmma", "bulk", "cp_async"].contains(&k.as_str()) => {}
+            Some(a) => self.error(
+                op,
+                format!(
+                    "'{}' attribute 'placed' must be \"wgmma\", \"bulk\" or \"cp_async\", \
+                        found {a}",
+                    op.kind.name()
+                ),
+            ),
+        }
+    }
+
     fn count(&mut self, op: &Operation, operands: usize, results: usize) -> bool {
         let mut ok = true;
         if op.operands.len() != operands {
@@ -1921,13 +1938,7 @@ impl Verifier<'_> {
                 }
             OpKind::FenceProxyAsync => {
                 self.count(op, 0, 0);
-                match op.attr("placed") {
-                    None | Some(Attribute::Bool(_)) => {}
-                    Some(a) => self.error(
-                        op,
-                        format!("'{name}' attribute 'placed' must be true or false, found {a}"),
-                    ),
-                }
+                self.placed_attr(op);
             }
             OpKind::ClcTryCancel | OpKind::ClcQuery => {
                 let is_query = op.kind == OpKind::ClcQuery;
@@ -2211,6 +2222,7 @@ impl Verifier<'_> {
             }
             OpKind::NamedBarrier => {
                 self.count(op, 0, 0);
+                self.placed_attr(op);
                 if op.attr("id").is_none() || op.attr("threads").is_none() {
                     self.error(
                         op,
@@ -2234,8 +2246,12 @@ impl Verifier<'_> {
                     }
                 }
             }
-            OpKind::WgmmaFence | OpKind::CommitGroup | OpKind::Barrier => {
+            OpKind::WgmmaFence | OpKind::CommitGroup => {
                 self.count(op, 0, 0);
+            }
+            OpKind::Barrier => {
+                self.count(op, 0, 0);
+                self.placed_attr(op);
             }
             OpKind::Mma => {
                 // a ring (or, for wgmma's register-A form, an A-fragment tile), b ring, a

@@ -341,6 +341,15 @@ impl GroupKind {
     pub(crate) fn shared(self, warpgroups: u64) -> bool {
         self != GroupKind::Wgmma || warpgroups >= 2
     }
+    /// The value of the `placed` attribute that marks a barrier or proxy fence the
+    /// placement put with no wait of this kind right before it.
+    pub(crate) fn mark(self) -> &'static str {
+        match self {
+            GroupKind::Wgmma => "wgmma",
+            GroupKind::Bulk => "bulk",
+            GroupKind::CpAsync => "cp_async",
+        }
+    }
     /// The name used in messages.
     pub(crate) fn what(self) -> &'static str {
         match self {

@@ -65,8 +65,9 @@
 //! `tile.barrier` follows the wait (the other threads' chunks). Where wgmma or TMA (the
 //! async proxy) accesses a copied stage, a `tile.fence_proxy_async` goes before that
 //! barrier — also with no wait, where a barrier already published the copy to `ld.shared`
-//! but no fence covered it; such a fence has no wait to stand after, so it carries
-//! `{placed = true}` for the pass to know it as its own. The cp.async ops go before the
+//! but no fence covered it. A proxy fence or barrier placed with no wait right before it
+//! carries `{placed = "KIND"}` (`wgmma`, `bulk`, `cp_async`), for the pass to know it as
+//! its own. The cp.async ops go before the
 //! wgmma waits and fence already placed before the same op; a cp.async wait that needs a
 //! barrier goes after the other kinds' waits (whose barriers its CTA barrier replaces and
 //! serves). No wait moves past, or splits at a join in front of, another wait or a proxy
@@ -81,7 +82,7 @@
 //! The pass owns these ops: it first deletes every `tile.wgmma_fence`,
 //! `tile.commit_group` and `tile.wait_group`, the other kinds' commits and waits (and a
 //! barrier directly after a wait, a proxy fence between a cp.async wait and its
-//! barrier, and a `{placed = true}` proxy fence and the barrier after it) in the input,
+//! barrier, and a `placed` proxy fence or barrier with the barrier after it) in the input,
 //! all kinds before any is placed, so running it twice gives the same IR. A ring of one
 //! stage that must be drained (`pending = 0`) before it is refilled or released gets a
 //! remark: a second stage would let one group stay in flight.
@@ -253,11 +254,13 @@ fn strip_block(b: &mut Block, repl: &mut HashMap<Value, Value>, kind: GroupKind,
             }
             // The proxy fence placed after a cp.async wait (before its barrier, if any), or
             // with no wait (marked).
-            (GroupKind::CpAsync, OpKind::FenceProxyAsync) if was_wait || is_placed_fence(&o) => {
+            (GroupKind::CpAsync, OpKind::FenceProxyAsync) if was_wait || placed_by(&o, kind) => {
                 after_wait = true;
                 Some(MARK_PROXY_FENCE)
             }
-            (_, k) if was_wait && k == kind.barrier_op() => Some(MARK_BARRIER),
+            (_, k) if (was_wait || placed_by(&o, kind)) && k == kind.barrier_op() => {
+                Some(MARK_BARRIER)
+            }
             _ => {
                 for r in &mut o.regions {
                     strip_block(r, repl, kind, mark);
@@ -1269,13 +1272,18 @@ impl Rewriter<'_> {
                 if d.proxy_fence {
                     let mut f = Operation::new(OpKind::FenceProxyAsync, loc.clone());
                     if d.wait.is_none() {
-                        f.attrs.insert(PLACED.into(), Attribute::Bool(true));
+                        f.attrs
+                            .insert(PLACED.into(), Attribute::Str(self.kind.mark().into()));
                     }
                     pre.push(f);
                     self.stats.proxy_fences += 1;
                 }
                 if d.barrier {
                     let mut b = Operation::new(self.kind.barrier_op(), loc.clone());
+                    if d.wait.is_none() && !d.proxy_fence {
+                        b.attrs
+                            .insert(PLACED.into(), Attribute::Str(self.kind.mark().into()));
+                    }
                     if self.kind == GroupKind::Bulk {
                         // The warpgroup's own barrier: its 128 threads wait for the elected
                         // thread's wait before they write the slot again.
@@ -1481,7 +1489,8 @@ fn has_shadowed_barrier(m: &Module, k: &Operation) -> bool {
 /// fence), in op order.
 fn barrier_sites(b: &Block, path: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
     for (i, o) in b.ops.iter().enumerate() {
-        if after_placed_wait(&b.ops, i) && matches!(o.kind, OpKind::Barrier | OpKind::NamedBarrier)
+        if (after_placed_wait(&b.ops, i) || is_placed(o))
+            && matches!(o.kind, OpKind::Barrier | OpKind::NamedBarrier)
         {
             let mut p = path.clone();
             p.push(i);
@@ -1498,18 +1507,24 @@ fn barrier_sites(b: &Block, path: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
 /// Whether `ops[i]` directly follows a wait of any kind, or a cp.async wait and its proxy
 /// fence: where the pass puts the barrier of a wait.
 fn after_placed_wait(ops: &[Operation], i: usize) -> bool {
-    (i > 0 && (is_group_wait(&ops[i - 1]) || is_placed_fence(&ops[i - 1])))
+    (i > 0 && (is_group_wait(&ops[i - 1]) || is_placed(&ops[i - 1])))
         || (i > 1
             && ops[i - 1].kind == OpKind::FenceProxyAsync
             && ops[i - 2].kind == OpKind::CpAsyncWaitGroup)
 }
 
-/// The attribute on a proxy fence the pass places with no wait before it.
+/// The attribute on a proxy fence or barrier the pass places with no wait before it: the
+/// kind that placed it ([`GroupKind::mark`]).
 const PLACED: &str = "placed";
 
-/// Whether `op` is a proxy fence the pass placed with no wait before it.
-fn is_placed_fence(op: &Operation) -> bool {
-    op.kind == OpKind::FenceProxyAsync && op.attr(PLACED).is_some()
+/// Whether `op` is a proxy fence or barrier the pass placed with no wait before it.
+fn is_placed(op: &Operation) -> bool {
+    op.attr(PLACED).is_some()
+}
+
+/// Whether `op` carries the `placed` mark of `kind`.
+fn placed_by(op: &Operation, kind: GroupKind) -> bool {
+    matches!(op.attr(PLACED), Some(Attribute::Str(k)) if k == kind.mark())
 }
 
 /// Removes the op at `path` (as [`barrier_sites`] gives it) from `k`.
@@ -1558,13 +1573,12 @@ fn count_placed(k: &Operation) -> PlacementStats {
                 OpKind::CpAsyncCommitGroup => s.cp_async_commits += 1,
                 OpKind::WgmmaFence => s.fences += 1,
                 OpKind::FenceProxyAsync
-                    if is_placed_fence(o)
-                        || (i > 0 && b.ops[i - 1].kind == OpKind::CpAsyncWaitGroup) =>
+                    if is_placed(o) || (i > 0 && b.ops[i - 1].kind == OpKind::CpAsyncWaitGroup) =>
                 {
                     s.proxy_fences += 1
                 }
-                OpKind::Barrier if after_wait => s.barriers += 1,
-                OpKind::NamedBarrier if after_wait => s.named_barriers += 1,
+                OpKind::Barrier if after_wait || is_placed(o) => s.barriers += 1,
+                OpKind::NamedBarrier if after_wait || is_placed(o) => s.named_barriers += 1,
                 _ => {}
             }
             for r in &o.regions {

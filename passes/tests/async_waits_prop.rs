@@ -1078,3 +1078,41 @@ fn copy_read_then_loads_in_two_warpgroups() {
     };
     check(&p).unwrap();
 }
+
+/// Under warp specialization, a wgmma under a nested branch, then a release and a TMA load
+/// of one stage (the 10,000-case run's first failure on 5b1e5a1: placing twice changed
+/// the IR).
+#[test]
+fn release_after_nested_branch_place_once() {
+    let p = Program {
+        accs: 1,
+        rings: vec![2],
+        consumers: 2,
+        warpgroups: 1,
+        body: vec![Stmt::If(
+            vec![
+                Stmt::If(
+                    vec![Stmt::Mma {
+                        acc: 0,
+                        ring: 0,
+                        stage: StageE::Iv { up: 0, off: 0 },
+                        rs: false,
+                        zero: false,
+                        b: None,
+                    }],
+                    vec![],
+                ),
+                Stmt::Release {
+                    ring: 0,
+                    stage: StageE::Const(2),
+                },
+                Stmt::Load {
+                    ring: 0,
+                    stage: StageE::Const(2),
+                },
+            ],
+            vec![],
+        )],
+    };
+    check(&p).unwrap();
+}
