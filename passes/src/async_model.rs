@@ -1073,9 +1073,18 @@ impl<'k> Facts<'k> {
         if !touched || !(0..n as i64).contains(&c) || self.step(lp).is_none() {
             return s;
         }
-        // The innermost loops matter most: the outermost relation gives way.
-        rel.rotate_right(1);
-        rel[0] = (lp, (c - lb).rem_euclid(period));
+        // Innermost first: a relation to `lp` from an earlier entry goes, the others move
+        // one slot out (over free slots), and with every slot taken the outermost gives way.
+        let mut kept: Vec<(OpId, i64)> = rel
+            .iter()
+            .copied()
+            .filter(|r| r.0 != NO_LOOP && r.0 != lp)
+            .collect();
+        kept.insert(0, (lp, (c - lb).rem_euclid(period)));
+        rel = [(NO_LOOP, 0); 3];
+        for (slot, r) in rel.iter_mut().zip(kept) {
+            *slot = r;
+        }
         StageSym::Entered { c, rel, period }
     }
 

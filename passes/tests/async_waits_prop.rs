@@ -1116,3 +1116,39 @@ fn release_after_nested_branch_place_once() {
     };
     check(&p).unwrap();
 }
+
+/// Nested loops of wgmmas and TMA loads, then a use or a wgmma under a branch, after a
+/// wgmma under a branch (the 10,000-case run's first failure on 288add6: the checker found
+/// a wait with pending = 2 that could be 3).
+#[test]
+fn nested_loops_then_branchy_use() {
+    let mma = |stage, rs| Stmt::Mma {
+        acc: 0,
+        ring: 0,
+        stage,
+        rs,
+        zero: false,
+        b: None,
+    };
+    let p = Program {
+        accs: 1,
+        rings: vec![3],
+        consumers: 0,
+        warpgroups: 1,
+        body: vec![
+            Stmt::If(vec![mma(StageE::Iv { up: 0, off: 0 }, false)], vec![]),
+            Stmt::For(vec![
+                Stmt::For(vec![mma(StageE::Const(0), true)]),
+                Stmt::For(vec![Stmt::Load {
+                    ring: 0,
+                    stage: StageE::Iv { up: 1, off: 1 },
+                }]),
+                Stmt::If(
+                    vec![Stmt::Use { acc: 0 }],
+                    vec![mma(StageE::Iv { up: 0, off: 1 }, false)],
+                ),
+            ]),
+        ],
+    };
+    check(&p).unwrap();
+}
