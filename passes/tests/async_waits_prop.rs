@@ -912,17 +912,28 @@ fn copy_then_store(load: bool) -> Program {
     }
 }
 
+/// A program with one accumulator: `rings` stage counts, `consumers` consumer warpgroups
+/// under warp specialization (0: none) and `warpgroups` without it.
+fn fixed(rings: &[u8], consumers: u8, warpgroups: u8, body: Vec<Stmt>) -> Program {
+    Program {
+        accs: 1,
+        rings: rings.to_vec(),
+        consumers,
+        warpgroups,
+        body,
+    }
+}
+
 /// A bulk store and then a loop of TMA loads into the next staging slot, after a loop that
 /// may copy with cp.async (the 10,000-case run's first failure on 222aacf: the checker
 /// found the bulk named barrier not needed).
 #[test]
 fn store_then_loads_after_copy_loop() {
-    let p = Program {
-        accs: 1,
-        rings: vec![1, 2],
-        consumers: 0,
-        warpgroups: 1,
-        body: vec![
+    let p = fixed(
+        &[1, 2],
+        0,
+        1,
+        vec![
             Stmt::For(vec![Stmt::If(
                 vec![],
                 vec![Stmt::Copy {
@@ -954,7 +965,7 @@ fn store_then_loads_after_copy_loop() {
                 vec![],
             ),
         ],
-    };
+    );
     check(&p).unwrap();
 }
 
@@ -963,12 +974,11 @@ fn store_then_loads_after_copy_loop() {
 /// the IR).
 #[test]
 fn copies_in_branches_place_once() {
-    let p = Program {
-        accs: 1,
-        rings: vec![3, 1],
-        consumers: 0,
-        warpgroups: 1,
-        body: vec![
+    let p = fixed(
+        &[3, 1],
+        0,
+        1,
+        vec![
             Stmt::If(
                 vec![Stmt::If(
                     vec![],
@@ -1002,7 +1012,7 @@ fn copies_in_branches_place_once() {
                 }],
             )]),
         ],
-    };
+    );
     check(&p).unwrap();
 }
 
@@ -1010,12 +1020,11 @@ fn copies_in_branches_place_once() {
 /// first failure on fbbef79: placing twice changed the IR).
 #[test]
 fn copy_under_branch_then_read_place_once() {
-    let p = Program {
-        accs: 1,
-        rings: vec![3],
-        consumers: 0,
-        warpgroups: 1,
-        body: vec![Stmt::For(vec![
+    let p = fixed(
+        &[3],
+        0,
+        1,
+        vec![Stmt::For(vec![
             Stmt::If(
                 vec![],
                 vec![Stmt::Copy {
@@ -1028,7 +1037,7 @@ fn copy_under_branch_then_read_place_once() {
                 stage: StageE::Iv { up: 0, off: 1 },
             },
         ])],
-    };
+    );
     check(&p).unwrap();
 }
 
@@ -1039,12 +1048,11 @@ fn copy_under_branch_then_read_place_once() {
 #[test]
 fn copy_read_then_loads_in_two_warpgroups() {
     let iv = |off| StageE::Iv { up: 0, off };
-    let p = Program {
-        accs: 1,
-        rings: vec![3],
-        consumers: 0,
-        warpgroups: 2,
-        body: vec![
+    let p = fixed(
+        &[3],
+        0,
+        2,
+        vec![
             Stmt::Copy {
                 ring: 0,
                 stage: StageE::Const(0),
@@ -1075,7 +1083,7 @@ fn copy_read_then_loads_in_two_warpgroups() {
                 }],
             ),
         ],
-    };
+    );
     check(&p).unwrap();
 }
 
@@ -1084,12 +1092,11 @@ fn copy_read_then_loads_in_two_warpgroups() {
 /// the IR).
 #[test]
 fn release_after_nested_branch_place_once() {
-    let p = Program {
-        accs: 1,
-        rings: vec![2],
-        consumers: 2,
-        warpgroups: 1,
-        body: vec![Stmt::If(
+    let p = fixed(
+        &[2],
+        2,
+        1,
+        vec![Stmt::If(
             vec![
                 Stmt::If(
                     vec![Stmt::Mma {
@@ -1113,7 +1120,7 @@ fn release_after_nested_branch_place_once() {
             ],
             vec![],
         )],
-    };
+    );
     check(&p).unwrap();
 }
 
@@ -1130,12 +1137,11 @@ fn nested_loops_then_branchy_use() {
         zero: false,
         b: None,
     };
-    let p = Program {
-        accs: 1,
-        rings: vec![3],
-        consumers: 0,
-        warpgroups: 1,
-        body: vec![
+    let p = fixed(
+        &[3],
+        0,
+        1,
+        vec![
             Stmt::If(vec![mma(StageE::Iv { up: 0, off: 0 }, false)], vec![]),
             Stmt::For(vec![
                 Stmt::For(vec![mma(StageE::Const(0), true)]),
@@ -1149,6 +1155,6 @@ fn nested_loops_then_branchy_use() {
                 ),
             ]),
         ],
-    };
+    );
     check(&p).unwrap();
 }
