@@ -101,15 +101,17 @@ pub(crate) enum StageSym {
     /// Some stage in `0..modulus`, which one forgotten (a remainder whose loop ended or
     /// whose base changed).
     Below(i64),
-    /// Known stage `c` of a group that was pending when the loops of `rel` (each a
-    /// `tile.for` with a constant lower bound and step) started, with what is known of
-    /// each such loop's induction variable in its current iteration: `iv + off ≡ c (mod
-    /// period)`, `period` a common multiple of the kernel's remainder moduli and ring
-    /// sizes. It compares exactly with those loops' own `(iv + k) mod S` stages (S
-    /// dividing `period`) as well as with constants, and takes at most `period` forms per
-    /// loop, so loop states still repeat. Unused entries of `rel` are [`NO_LOOP`].
+    /// A stage in `c..c + w` (known stage `c` where `w` is 1; some stage below `w`, a
+    /// [`StageSym::Below`], where `c` is 0) of a group that was pending when the loops of
+    /// `rel` (each a `tile.for` with a constant lower bound and step) started, with what
+    /// is known of each such loop's induction variable in its current iteration: `iv +
+    /// off ≡ c (mod period)`, `period` a common multiple of the kernel's remainder moduli
+    /// and ring sizes. It compares exactly with those loops' own `(iv + k) mod S` stages
+    /// (S dividing `period`) as well as with constants, and takes at most `period` forms
+    /// per loop, so loop states still repeat. Unused entries of `rel` are [`NO_LOOP`].
     Entered {
         c: i64,
+        w: i64,
         rel: [(OpId, i64); 3],
         period: i64,
     },
@@ -121,27 +123,36 @@ pub(crate) enum StageSym {
 pub(crate) const NO_LOOP: OpId = OpId::MAX;
 
 impl StageSym {
-    /// Known stage `c` (`self` is `Const(c)`) with `rel` less loop `lp`'s relation: a
-    /// constant once none is left.
-    fn entered_without(self, mut rel: [(OpId, i64); 3], lp: OpId, period: i64) -> StageSym {
-        let StageSym::Const(c) = self else {
-            return self;
-        };
+    /// The stages `c..c + w` (see [`StageSym::Entered`]) with `rel` less loop `lp`'s
+    /// relation: a constant (or `Below(w)`) once none is left.
+    fn entered_without(c: i64, w: i64, mut rel: [(OpId, i64); 3], lp: OpId, period: i64) -> Self {
         for r in rel.iter_mut().filter(|r| r.0 == lp) {
             *r = (NO_LOOP, 0);
         }
         if rel.iter().all(|r| r.0 == NO_LOOP) {
-            return self;
+            return StageSym::span(c, w);
         }
-        StageSym::Entered { c, rel, period }
+        StageSym::Entered { c, w, rel, period }
+    }
+
+    /// The stages `c..c + w` with nothing known of any loop: `Const(c)` where `w` is 1,
+    /// else `Below(w)` (`c` is then 0).
+    fn span(c: i64, w: i64) -> Self {
+        if w == 1 {
+            StageSym::Const(c)
+        } else {
+            StageSym::Below(w)
+        }
     }
 
     /// Whether the two stages may be the same stage.
     pub(crate) fn may_alias(self, o: StageSym) -> bool {
         match (self, o) {
-            (StageSym::Entered { c, .. }, StageSym::Entered { c: d, .. }) => c == d,
+            (StageSym::Entered { c, w, .. }, StageSym::Entered { c: d, w: v, .. }) => {
+                c < d + v && d < c + w
+            }
             (
-                StageSym::Entered { c, rel, period },
+                StageSym::Entered { c, w, rel, period },
                 StageSym::Rel {
                     lp: Some(l2),
                     base: None,
@@ -156,14 +167,14 @@ impl StageSym {
                     off: o2,
                     modulus,
                 },
-                StageSym::Entered { c, rel, period },
+                StageSym::Entered { c, w, rel, period },
             ) if period % modulus == 0 && rel.iter().any(|r| r.0 == l2) => {
                 // iv ≡ c - off (mod period), so (iv + o2) mod modulus is known.
                 let off = rel.iter().find(|r| r.0 == l2).map_or(0, |r| r.1);
-                (c - off + o2).rem_euclid(modulus) == c
+                (c..c + w).contains(&(c - off + o2).rem_euclid(modulus))
             }
-            (StageSym::Entered { c, .. }, x) | (x, StageSym::Entered { c, .. }) => {
-                StageSym::Const(c).may_alias(x)
+            (StageSym::Entered { c, w, .. }, x) | (x, StageSym::Entered { c, w, .. }) => {
+                StageSym::span(c, w).may_alias(x)
             }
             (StageSym::Const(a), StageSym::Const(b)) => a == b,
             (
@@ -1017,14 +1028,19 @@ impl<'k> Facts<'k> {
                 },
                 None => StageSym::Below(modulus),
             },
-            StageSym::Entered { c, mut rel, period } if rel.iter().any(|r| r.0 == lp) => {
+            StageSym::Entered {
+                c,
+                w,
+                mut rel,
+                period,
+            } if rel.iter().any(|r| r.0 == lp) => {
                 let Some(step) = self.step(lp) else {
-                    return StageSym::Const(c).entered_without(rel, lp, period);
+                    return StageSym::entered_without(c, w, rel, lp, period);
                 };
                 for r in rel.iter_mut().filter(|r| r.0 == lp) {
                     r.1 = (r.1 - step).rem_euclid(period);
                 }
-                StageSym::Entered { c, rel, period }
+                StageSym::Entered { c, w, rel, period }
             }
             s => s,
         }
@@ -1033,8 +1049,8 @@ impl<'k> Facts<'k> {
     /// `s` seen after loop `lp` ended.
     fn stage_after_loop(&self, s: StageSym, lp: OpId) -> StageSym {
         match s {
-            StageSym::Entered { c, rel, period } if rel.iter().any(|r| r.0 == lp) => {
-                StageSym::Const(c).entered_without(rel, lp, period)
+            StageSym::Entered { c, w, rel, period } if rel.iter().any(|r| r.0 == lp) => {
+                StageSym::entered_without(c, w, rel, lp, period)
             }
             StageSym::Rel {
                 lp: Some(l),
@@ -1051,15 +1067,16 @@ impl<'k> Facts<'k> {
     }
 
     /// `s`, a stage of `ring` known before loop `lp`, seen from the loop's first
-    /// iteration: a known stage of a ring the loop accesses (or releases), in a
-    /// `tile.for` with a constant lower bound `lb` and step, gains the relation
-    /// `iv + (c - lb) ≡ c` ([`StageSym::Entered`]), so that it compares exactly with the
-    /// loop's own `(iv + k) mod S` stages.
+    /// iteration: a known stage `c` (or one below `w`, with `c` = 0) of a ring the loop
+    /// accesses (or releases), in a `tile.for` with a constant lower bound `lb` and step,
+    /// gains the relation `iv + (c - lb) ≡ c` ([`StageSym::Entered`]), so that it compares
+    /// exactly with the loop's own `(iv + k) mod S` stages.
     fn stage_entering_loop(&self, ring: Value, s: StageSym, lp: OpId) -> StageSym {
         let o = self.ops[lp as usize];
-        let (c, mut rel) = match s {
-            StageSym::Const(c) => (c, [(NO_LOOP, 0); 3]),
-            StageSym::Entered { c, rel, .. } => (c, rel),
+        let (c, w, mut rel) = match s {
+            StageSym::Const(c) => (c, 1, [(NO_LOOP, 0); 3]),
+            StageSym::Below(w) => (0, w, [(NO_LOOP, 0); 3]),
+            StageSym::Entered { c, w, rel, .. } => (c, w, rel),
             _ => return s,
         };
         let (OpKind::For, Some(&n), Some(period)) = (o.kind, self.rings.get(&ring), self.period)
@@ -1070,7 +1087,7 @@ impl<'k> Facts<'k> {
             return s;
         };
         let touched = self.loop_rings.get(&lp).is_some_and(|r| r.contains(&ring));
-        if !touched || !(0..n as i64).contains(&c) || self.step(lp).is_none() {
+        if !touched || c < 0 || w < 1 || c + w > n as i64 || self.step(lp).is_none() {
             return s;
         }
         // Innermost first: a relation to `lp` from an earlier entry goes, the others move
@@ -1085,7 +1102,7 @@ impl<'k> Facts<'k> {
         for (slot, r) in rel.iter_mut().zip(kept) {
             *slot = r;
         }
-        StageSym::Entered { c, rel, period }
+        StageSym::Entered { c, w, rel, period }
     }
 
     /// The stages of `i`, pending when loop `lp` starts, seen from its first iteration.

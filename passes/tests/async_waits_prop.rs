@@ -1158,3 +1158,38 @@ fn nested_loops_then_branchy_use() {
     );
     check(&p).unwrap();
 }
+
+/// A loop of wgmmas with a nested loop of five-operand wgmmas, then releases in a loop
+/// under a branch (the 10,000-case run's first failure on 4840bf0: the checker's two halves
+/// disagreed on whether a wait could move one op later).
+#[test]
+fn nested_wgmma_loops_then_releases() {
+    let mma = |rs, b| Stmt::Mma {
+        acc: 0,
+        ring: 0,
+        stage: StageE::Const(0),
+        rs,
+        zero: false,
+        b,
+    };
+    let p = fixed(
+        &[2, 3],
+        0,
+        1,
+        vec![
+            Stmt::For(vec![
+                mma(true, None),
+                mma(false, None),
+                Stmt::For(vec![mma(false, Some((0, StageE::Iv { up: 0, off: 0 })))]),
+            ]),
+            Stmt::If(
+                vec![Stmt::For(vec![Stmt::Release {
+                    ring: 1,
+                    stage: StageE::Iv { up: 0, off: 2 },
+                }])],
+                vec![],
+            ),
+        ],
+    );
+    check(&p).unwrap();
+}
