@@ -1253,13 +1253,25 @@ impl Rewriter<'_> {
                         // Only the slot's reads must be done before it is rewritten.
                         w.attrs.insert("read".into(), Attribute::Bool(true));
                     }
-                    for v in self.operands.get(&id).cloned().unwrap_or_default() {
+                    // Two values may stand for one here (a branch yielding the same value);
+                    // the wait takes it once, and both are replaced by its result.
+                    let mut taken: HashMap<Value, Value> = HashMap::new();
+                    let vs = self.operands.get(&id).cloned().unwrap_or_default();
+                    // The result is named after the value the wait takes where it is one of
+                    // them (so a second placement, which sees only that one, names it alike).
+                    let named = |v: Value, cur: Value| if vs.contains(&cur) { cur } else { v };
+                    for &v in &vs {
                         let cur = repl.get(&v).copied().unwrap_or(v);
+                        if let Some(&r) = taken.get(&cur) {
+                            repl.insert(v, r);
+                            continue;
+                        }
                         let ty = self.m.ty(cur).clone();
-                        let name = self.m.name(v).map(|s| format!("{s}_w"));
+                        let name = self.m.name(named(v, cur)).map(|s| format!("{s}_w"));
                         let r = self.m.new_value(ty, name);
                         w.operands.push(cur);
                         w.results.push(r);
+                        taken.insert(cur, r);
                         repl.insert(v, r);
                     }
                     pre.push(w);
