@@ -1256,18 +1256,16 @@ impl Rewriter<'_> {
                     // Two values may stand for one here (a branch yielding the same value);
                     // the wait takes it once, and both are replaced by its result.
                     let mut taken: HashMap<Value, Value> = HashMap::new();
-                    let vs = self.operands.get(&id).cloned().unwrap_or_default();
-                    // The result is named after the value the wait takes where it is one of
-                    // them (so a second placement, which sees only that one, names it alike).
-                    let named = |v: Value, cur: Value| if vs.contains(&cur) { cur } else { v };
-                    for &v in &vs {
+                    // The result is named after the value the wait takes (a second
+                    // placement, which sees only that one, names it alike).
+                    for v in self.operands.get(&id).cloned().unwrap_or_default() {
                         let cur = repl.get(&v).copied().unwrap_or(v);
                         if let Some(&r) = taken.get(&cur) {
                             repl.insert(v, r);
                             continue;
                         }
                         let ty = self.m.ty(cur).clone();
-                        let name = self.m.name(named(v, cur)).map(|s| format!("{s}_w"));
+                        let name = self.m.name(cur).map(|s| format!("{s}_w"));
                         let r = self.m.new_value(ty, name);
                         w.operands.push(cur);
                         w.results.push(r);
