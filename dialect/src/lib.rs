@@ -50,6 +50,11 @@ pub mod target;
 pub mod types;
 pub mod verifier;
 
+/// The values of the `placed` attribute of `tile.barrier`, `tile.named_barrier` and
+/// `tile.fence_proxy_async`: the group kind (wgmma, bulk store, cp.async) whose
+/// `async-wait-placement` put the op there with no wait right before it.
+pub const PLACED_KINDS: [&str; 3] = ["wgmma", "bulk", "cp_async"];
+
 pub use attr::{Attribute, Expr};
 pub use builder::{BuildResult, Builder};
 pub use diag::{DiagKind, Diagnostic, Diagnostics, Severity};

@@ -570,7 +570,7 @@ impl Verifier<'_> {
     fn placed_attr(&mut self, op: &Operation) {
         match op.attr("placed") {
             None => {}
-            Some(Attribute::Str(k)) if ["wgmma", "bulk", "cp_async"].contains(&k.as_str()) => {}
+            Some(Attribute::Str(k)) if crate::PLACED_KINDS.contains(&k.as_str()) => {}
             Some(a) => self.error(
                 op,
                 format!(

@@ -355,10 +355,11 @@ impl GroupKind {
     /// The value of the `placed` attribute that marks a barrier or proxy fence the
     /// placement put with no wait of this kind right before it.
     pub(crate) fn mark(self) -> &'static str {
+        let [wgmma, bulk, cp_async] = tilec_dialect::PLACED_KINDS;
         match self {
-            GroupKind::Wgmma => "wgmma",
-            GroupKind::Bulk => "bulk",
-            GroupKind::CpAsync => "cp_async",
+            GroupKind::Wgmma => wgmma,
+            GroupKind::Bulk => bulk,
+            GroupKind::CpAsync => cp_async,
         }
     }
     /// The name used in messages.
@@ -1341,6 +1342,16 @@ pub(crate) fn fence_ahead(ops: &[Operation], from: usize) -> bool {
         .skip(from)
         .find(|o| !is_group_wait(o))
         .is_some_and(|o| o.kind == OpKind::FenceProxyAsync)
+}
+
+/// Whether a wait of `kind` may stand right before `ops[j]` (or end the block): not before
+/// a barrier of its kind, nor (cp.async) before a proxy fence, other kinds' waits aside.
+/// The placement takes a barrier (and a cp.async proxy fence) right after its wait for its
+/// own, so a second placement would strip the program's; `verify-async-waits` moves waits
+/// only where the placement could put them.
+pub(crate) fn wait_may_stand_before(ops: &[Operation], j: usize, kind: GroupKind) -> bool {
+    !(ops.get(j).is_some_and(|o| kind.is_barrier(o))
+        || (kind == GroupKind::CpAsync && fence_ahead(ops, j)))
 }
 
 /// Whether `op` is a wait of any group kind (`tile.wait_group`, `tile.bulk_wait_group`,

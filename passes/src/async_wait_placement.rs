@@ -122,8 +122,8 @@
 //! release of the last stage), and the epilogue reads the wait's result.
 
 use crate::async_model::{
-    fence_ahead, is_group_wait, placed_sync, scalar_only, Facts, GroupKind, Hazard, Inst, OpId,
-    Slot, C_CAP, MAX_PENDING,
+    fence_ahead, is_group_wait, placed_sync, scalar_only, wait_may_stand_before, Facts, GroupKind,
+    Hazard, Inst, OpId, Slot, C_CAP, MAX_PENDING,
 };
 use crate::pass::{Pass, PassContext, PassInfo};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -1012,7 +1012,7 @@ fn sink_targets(body: &Block, f: &Facts<'_>, id: OpId, operands: &[Value]) -> Op
         }
         _ => {
             let next = b.ops.get(i + 1)?;
-            if reads(op) || !may_stand_before(&b.ops, i + 1, f.kind) {
+            if reads(op) || !wait_may_stand_before(&b.ops, i + 1, f.kind) {
                 return None;
             }
             Some(vec![f.id(next)])
@@ -1020,19 +1020,11 @@ fn sink_targets(body: &Block, f: &Facts<'_>, id: OpId, operands: &[Value]) -> Op
     }
 }
 
-/// Whether a wait of `kind` may stand right before `ops[j]`: not before a barrier of its
-/// kind, nor (cp.async) before a proxy fence, other kinds' waits aside. The pass takes a
-/// barrier (and a cp.async proxy fence) right after its wait for its own, so a second
-/// placement would strip the program's.
-fn may_stand_before(ops: &[Operation], j: usize, kind: GroupKind) -> bool {
-    !(kind.is_barrier(&ops[j]) || (kind == GroupKind::CpAsync && fence_ahead(ops, j)))
-}
-
 /// For a wait before op `id` (a plain op, not a terminator or barrier) that stands after a
 /// `tile.if` with only [`scalar_only`] ops in between: the terminators of the branches
 /// (where the wait may go instead) and the op after `id` (where a copy keeps what
 /// follows as it was; not a barrier the pass would take for its own, see
-/// [`may_stand_before`]). `None` otherwise.
+/// [`wait_may_stand_before`]). `None` otherwise.
 fn join_sites(m: &Module, body: &Block, f: &Facts<'_>, id: OpId) -> Option<(Vec<OpId>, OpId)> {
     let (b, i) = locate(body, f, id)?;
     let x = &b.ops[i];
@@ -1040,7 +1032,7 @@ fn join_sites(m: &Module, body: &Block, f: &Facts<'_>, id: OpId) -> Option<(Vec<
         return None;
     }
     let after = f.id(b.ops.get(i + 1)?);
-    if !may_stand_before(&b.ops, i + 1, f.kind) {
+    if !wait_may_stand_before(&b.ops, i + 1, f.kind) {
         return None;
     }
     let j = (0..i).rev().find(|&j| !scalar_only(m, &b.ops[j]))?;

@@ -93,8 +93,8 @@
 //! ```
 
 use crate::async_model::{
-    fence_ahead, is_wgmma, placed_sync, scalar_only, Facts, GroupKind, Hazard, Inst, OpId, Slot,
-    MAX_PENDING,
+    fence_ahead, is_wgmma, placed_sync, scalar_only, wait_may_stand_before, Facts, GroupKind,
+    Hazard, Inst, OpId, Slot, MAX_PENDING,
 };
 use crate::pass::{OptionInfo, OptionKind, Pass, PassContext, PassInfo};
 use std::collections::{BTreeMap, BTreeSet};
@@ -918,11 +918,8 @@ fn split_at_join(
         if x.kind.is_terminator() || !x.regions.is_empty() || kind.is_barrier(x) || placed_sync(x) {
             return false;
         }
-        // The copy after X may not stand before a barrier of this kind, nor a cp.async wait
-        // before a proxy fence (placement takes those right after its wait for its own).
-        if ops.get(i + 2).is_some_and(|y| kind.is_barrier(y))
-            || (kind == GroupKind::CpAsync && fence_ahead(ops, i + 2))
-        {
+        // Where the placement could put the copy after X.
+        if !wait_may_stand_before(ops, i + 2, kind) {
             return false;
         }
         let Some(j) = (0..i).rev().find(|&j| !scalar_only(m, &ops[j])) else {
@@ -1108,11 +1105,7 @@ fn tightness(
                 }
                 // Not onto a barrier of this kind, nor a cp.async wait onto a proxy fence
                 // (placement takes those right after its wait for its own).
-                _ if ops.get(i + 2).is_some_and(|y| kind.is_barrier(y))
-                    || (cp && fence_ahead(ops, i + 2)) =>
-                {
-                    false
-                }
+                _ if !wait_may_stand_before(ops, i + 2, kind) => false,
                 _ => {
                     if uses_any(next, &results) {
                         return false;
