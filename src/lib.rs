@@ -48,6 +48,11 @@
 //! `convert-nvvm-to-llvm`, `nvvm-attach-target`, and MLIR's NVVM serializer to PTX with
 //! tilec's LLVM pass pipeline (`tilec::lowering::LLVM_PIPELINE`).
 //!
+//! Kernels may declare compile-time constants (`tile.kernel @gemm<BM = 128, BN = 256>`):
+//! [`Options::with_constant`] binds them, and [`auto_tile`] lets the tile heuristic
+//! ([`gemm_heuristic`]) bind a GEMM's `BM`, `BN`, `BK` and choose its stages, schedule and
+//! epilogue store for a problem shape.
+//!
 //! Modules hold any number of kernels: [`Options::kernel`] names the one to compile.
 //! [`TargetInfo`] answers which GEMM tiles a target lowers without any IR.
 //! `examples/rust_frontend.rs` runs such a sweep over kernels built without text by
@@ -63,19 +68,22 @@ pub use tilec_lowering as lowering;
 pub use tilec_passes as passes;
 
 use std::time::{Duration, Instant};
-use tilec_dialect::{parse, verify, Diagnostics, Module, VerifiedModule};
+use tilec_dialect::{
+    parse_with_constants, verify, Diagnostics, Module, ScalarType, VerifiedModule,
+};
 use tilec_lowering::{
     convert_tile_to_nvvm, mlir_stage_in_child, prepare_tile_to_nvvm, BuildError, Manifest, Product,
     TargetSpec,
 };
 use tilec_passes::PassManager;
 
+pub mod gemm_heuristic;
 mod options;
 pub mod ptxas;
 mod target_info;
 pub use options::{
-    ClusterShape, Emit, EpilogueStore, OptLevel, Options, OptionsError, Promote, Schedule,
-    NUM_WARPS,
+    parse_define, ClusterShape, Emit, EpilogueStore, OptLevel, Options, OptionsError, Promote,
+    Schedule, NUM_WARPS,
 };
 pub use target_info::{TargetInfo, MAX_STAGES};
 
@@ -135,6 +143,9 @@ pub enum Error {
     /// `ptxas` did not assemble the PTX ([`Emit::Cubin`]).
     #[error("{0}")]
     Ptxas(#[from] ptxas::PtxasError),
+    /// The tile heuristic has no answer ([`auto_tile`]).
+    #[error("{0}")]
+    Heuristic(#[from] gemm_heuristic::HeuristicError),
 }
 
 impl From<Diagnostics> for Error {
@@ -184,6 +195,215 @@ fn check_source_level(m: &tilec_dialect::Module) -> Result<(), Error> {
             Diagnostics(ds).with_kind(tilec_dialect::DiagKind::InvalidIr),
         ))
     }
+}
+
+/// The element type of the first `tile.dot`'s A operand in the kernel `opts` selects,
+/// parsed with `opts.constants` and the defaults: what [`gemm_heuristic::GemmProblem`]'s
+/// `elem` is for that kernel.
+///
+/// # Errors
+/// A parse or verifier error, no such kernel, or a kernel without a `tile.dot` (located at
+/// the kernel).
+pub fn dot_operand_type(input: Input<'_>, opts: &Options) -> Result<ScalarType, Error> {
+    let module = selected_kernel(input, opts)?;
+    let k = module.kernels().next().expect("selected");
+    let mut elem = None;
+    k.walk(&mut |o| {
+        if elem.is_none() && o.kind == tilec_dialect::OpKind::Dot {
+            elem = o.operands.first().and_then(|&a| module.ty(a).elem());
+        }
+    });
+    elem.ok_or_else(|| {
+        Error::Diagnostics(Diagnostics(vec![tilec_dialect::Diagnostic::error(
+            k.loc.clone(),
+            format!(
+                "kernel '@{}' has no tile.dot: the GEMM tile heuristic chooses a dot's tile",
+                k.symbol.as_deref().unwrap_or("?")
+            ),
+        )]))
+    })
+}
+
+/// `input` parsed with `opts.constants`, verified, and cut down to the kernel `opts`
+/// selects.
+fn selected_kernel(input: Input<'_>, opts: &Options) -> Result<Module, Error> {
+    let (mut module, file) = match input {
+        Input::Text { source, file } => (
+            parse_with_constants(source, file, &opts.constants)?,
+            file.to_string(),
+        ),
+        Input::Module(m) => (m.clone(), "<module>".to_string()),
+    };
+    verify(&module)?;
+    select_kernel(&mut module, opts.kernel.as_deref(), &file)?;
+    if module.kernels().next().is_none() {
+        return Err(Error::Diagnostics(Diagnostics(vec![
+            tilec_dialect::Diagnostic::error(
+                tilec_dialect::Location::new(std::sync::Arc::from(file.as_str()), 1, 1),
+                "the module holds no kernel",
+            ),
+        ])));
+    }
+    Ok(module)
+}
+
+/// Chooses the tile configuration of a GEMM kernel for `problem` ([`gemm_heuristic`]) and
+/// checks it with [`check`]: `base` with the chosen constants `BM`, `BN`, `BK`, stages,
+/// schedule and epilogue store, ready for [`compile`]. Where the passes refuse the model's
+/// first choice (a fused epilogue that the TMA store does not take, a tile the operand
+/// majors do not allow), the next candidate in the model's order is tried, and the returned
+/// choice's `reason` says what was refused.
+///
+/// ```no_run
+/// use tilec::gemm_heuristic::{GemmProblem, Machine};
+/// use tilec::{auto_tile, compile, dialect::{ScalarType, Target}, Input, Options};
+/// let src = std::fs::read_to_string("examples/gemm_bf16.tile").unwrap();
+/// let input = Input::Text { source: &src, file: "gemm_bf16.tile" };
+/// let p = GemmProblem::new(128, 4096, 4096, ScalarType::BF16);
+/// let (opts, choice) =
+///     auto_tile(input, &Options::new(Target::Sm90a), &p, &Machine::H200).unwrap();
+/// println!("{}: {}", choice.config.tile_name(), choice.reason);
+/// let kernel = compile(input, &opts).unwrap();
+/// assert_eq!(kernel.manifest.constants["BM"], 64);
+/// ```
+///
+/// # Errors
+/// [`Error::Heuristic`] for a problem the heuristic has no answer for; otherwise, when no
+/// candidate passes, the first candidate's error (a kernel that does not declare `BM`,
+/// `BN` and `BK` is one: [`check`] names what it declares).
+pub fn auto_tile(
+    input: Input<'_>,
+    base: &Options,
+    problem: &gemm_heuristic::GemmProblem,
+    machine: &gemm_heuristic::Machine,
+) -> Result<(Options, gemm_heuristic::GemmChoice), Error> {
+    let mut choice = gemm_heuristic::choose_gemm(problem, base.target, machine)?;
+    if let Input::Text { .. } = input {
+        let m = selected_kernel(input, base)?;
+        let k = m.kernels().next().expect("selected");
+        let declared = k
+            .attr("constants")
+            .and_then(tilec_dialect::Attribute::as_dict);
+        let missing: Vec<&str> = ["BM", "BN", "BK"]
+            .into_iter()
+            .filter(|c| declared.is_none_or(|d| !d.contains_key(*c)))
+            .collect();
+        if !missing.is_empty() {
+            return Err(Error::Diagnostics(Diagnostics(vec![
+                tilec_dialect::Diagnostic::error(
+                    k.loc.clone(),
+                    format!(
+                        "the tile heuristic binds the constants BM, BN and BK, and kernel '@{}' \
+                     does not declare {}: write its tile sizes as constants (tile.kernel \
+                     @{}<BM = 128, BN = 256, BK = 64>(...), as examples/gemm_bf16.tile does)",
+                        k.symbol.as_deref().unwrap_or("?"),
+                        missing.join(", "),
+                        k.symbol.as_deref().unwrap_or("k"),
+                    ),
+                ),
+            ])));
+        }
+    } else {
+        return Err(Error::Options(OptionsError::new(
+            "define",
+            "the tile heuristic binds kernel constants, which only text input has (a built \
+             Module is concrete)",
+        )));
+    }
+    let mut first_err = None;
+    let mut refused = vec![];
+    // Each candidate, then the same with the direct store where the TMA store is refused
+    // (an f32 C, say).
+    let tries = choice.ranked.clone().into_iter().flat_map(|(c, e)| {
+        let direct = gemm_heuristic::GemmConfig {
+            epilogue: EpilogueStore::Direct,
+            ..c
+        };
+        std::iter::once((c, e)).chain((c.epilogue != EpilogueStore::Direct).then_some((direct, e)))
+    });
+    for (config, estimate) in tries {
+        let opts = config.apply(base.clone());
+        match check(input, &opts) {
+            Ok(()) => {
+                if !refused.is_empty() {
+                    choice.reason = format!(
+                        "{} (the passes refused {})",
+                        if config == choice.config {
+                            choice.reason.clone()
+                        } else {
+                            format!(
+                                "{} with the {} store, next in the model's order",
+                                config.tile_name(),
+                                config.epilogue
+                            )
+                        },
+                        refused.join("; ")
+                    );
+                }
+                choice.config = config;
+                choice.estimate = estimate;
+                return Ok((opts, choice));
+            }
+            Err(e) => {
+                refused.push(format!(
+                    "{} with the {} store: {}",
+                    config.tile_name(),
+                    config.epilogue,
+                    first_line(&e)
+                ));
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    Err(first_err.expect("at least one candidate"))
+}
+
+/// The first line of an error's text.
+fn first_line(e: &Error) -> String {
+    e.to_string().lines().next().unwrap_or("").to_string()
+}
+
+/// Every bound constant must be one the kernel to compile declares.
+///
+/// # Errors
+/// The first binding the kernel lacks, at the kernel, naming what it declares.
+fn check_bindings(
+    m: &tilec_dialect::Module,
+    constants: &std::collections::BTreeMap<String, i64>,
+    file: &str,
+) -> Result<(), Error> {
+    use tilec_dialect::{Attribute, Diagnostic, Location};
+    let Some(k) = m.kernels().next() else {
+        return Ok(());
+    };
+    let declared = k.attr("constants").and_then(Attribute::as_dict);
+    let Some(n) = constants
+        .keys()
+        .find(|n| declared.is_none_or(|d| !d.contains_key(*n)))
+    else {
+        return Ok(());
+    };
+    let have = match declared {
+        Some(d) if !d.is_empty() => {
+            format!(
+                "it declares {}",
+                d.keys().cloned().collect::<Vec<_>>().join(", ")
+            )
+        }
+        _ => "it declares none".to_string(),
+    };
+    let loc = if k.loc.line > 0 {
+        k.loc.clone()
+    } else {
+        Location::new(std::sync::Arc::from(file), 1, 1)
+    };
+    Err(Error::Diagnostics(Diagnostics(vec![Diagnostic::error(
+        loc,
+        format!(
+            "constant '{n}' is bound, but kernel '@{}' does not declare it ({have})",
+            k.symbol.as_deref().unwrap_or("?")
+        ),
+    )])))
 }
 
 /// Keep only the kernel to compile: `name`, or the module's only kernel.
@@ -311,11 +531,26 @@ fn front_end(
     let mut timings = vec![];
     let t = Instant::now();
     let (mut module, file) = match input {
-        Input::Text { source, file } => (parse(source, file)?, file.to_string()),
-        Input::Module(m) => (m.clone(), "<module>".to_string()),
+        Input::Text { source, file } => (
+            parse_with_constants(source, file, &opts.constants)?,
+            file.to_string(),
+        ),
+        Input::Module(m) => {
+            if let Some(n) = opts.constants.keys().next() {
+                return Err(Error::Options(OptionsError::new(
+                    "define",
+                    format!(
+                        "constant '{n}' is bound, but the input is a built Module, whose \
+                         kernels are concrete: constants are bound when text is parsed"
+                    ),
+                )));
+            }
+            (m.clone(), "<module>".to_string())
+        }
     };
     verify(&module)?;
     select_kernel(&mut module, opts.kernel.as_deref(), &file)?;
+    check_bindings(&module, &opts.constants, &file)?;
     *kernel = module.kernels().next().and_then(|k| k.symbol.clone());
     check_source_level(&module)?;
     // Input already lowered to GPU-level ops carries its target: it must be the one asked

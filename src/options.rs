@@ -5,6 +5,7 @@
 //! [`Options::validate`] rejects combinations that do not go together; [`crate::compile`]
 //! calls it first.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -22,7 +23,7 @@ pub struct OptionsError {
 }
 
 impl OptionsError {
-    fn new(option: &'static str, reason: impl Into<String>) -> Self {
+    pub(crate) fn new(option: &'static str, reason: impl Into<String>) -> Self {
         OptionsError {
             option,
             reason: reason.into(),
@@ -354,6 +355,11 @@ pub struct Options {
     /// How long the child of `mlir_child` may run before it is killed and the compile fails
     /// with `MlirError::Child` (default `tilec::lowering::CHILD_TIMEOUT`, 120 s).
     pub mlir_child_timeout: Duration,
+    /// Values for the kernel's compile-time constants (`tile.kernel @gemm<BM = 128>`:
+    /// `tilec::dialect::parser`'s "Kernel constants"), by name; a constant not named here
+    /// takes its default. Each name must be one the compiled kernel declares. Text input
+    /// only: a [`crate::Input::Module`] is already concrete. Default empty.
+    pub constants: BTreeMap<String, i64>,
 }
 
 impl Options {
@@ -380,6 +386,7 @@ impl Options {
             kernel: None,
             mlir_child: None,
             mlir_child_timeout: tilec_lowering::CHILD_TIMEOUT,
+            constants: BTreeMap::new(),
         }
     }
 
@@ -415,6 +422,11 @@ impl Options {
         self.kernel = Some(name.into());
         self
     }
+    /// Binds the kernel constant `name` to `value` ([`Options::constants`]).
+    pub fn with_constant(mut self, name: impl Into<String>, value: i64) -> Self {
+        self.constants.insert(name.into(), value);
+        self
+    }
     /// Sets [`Options::mlir_child`].
     pub fn with_mlir_child(mut self, exe: impl Into<PathBuf>) -> Self {
         self.mlir_child = Some(exe.into());
@@ -441,12 +453,14 @@ impl Options {
         "llvm_passes",
         "num_warps",
         "kernel",
+        "define",
     ];
 
     /// Sets one option from text, as a frontend with string-keyed options (Python keyword
     /// arguments, a config file) has them: `name` is a field's name (`-` may stand for `_`),
     /// `value` its spelling (`"clc"`, `"2"`, `"true"`, ...). Setting `target` keeps the other
-    /// fields; the schedule stays as it was.
+    /// fields; the schedule stays as it was. `define` takes `NAME=VALUE` and binds one kernel
+    /// constant ([`Options::constants`]; `tile-compile -D`), keeping the others.
     ///
     /// # Errors
     /// An unknown name, or a value that does not parse for it. Combinations are checked by
@@ -493,6 +507,10 @@ impl Options {
             "llvm_passes" => self.llvm_passes = Some(value.to_string()),
             "num_warps" => self.num_warps = num("num_warps", value)?,
             "kernel" => self.kernel = Some(value.to_string()),
+            "define" => {
+                let (n, v) = parse_define(value)?;
+                self.constants.insert(n, v);
+            }
             _ => {
                 return Err(OptionsError {
                     option: "?",
@@ -520,7 +538,9 @@ impl Options {
     /// - `epilogue` `tma` without wgmma (sm_90a only);
     /// - `num_warps` not in [`NUM_WARPS`];
     /// - `llvm_passes` with an optimisation level below 3 (it would not run), or empty;
-    /// - `kernel` empty; `mlir_child_timeout` zero.
+    /// - `kernel` empty; `mlir_child_timeout` zero;
+    /// - `define`: a [`Options::constants`] name that no kernel could declare (see
+    ///   [`tilec_dialect::is_constant_name`]).
     pub fn validate(&self) -> Result<(), OptionsError> {
         let t = self.target;
         let err = |option, reason: String| Err(OptionsError::new(option, reason));
@@ -620,6 +640,13 @@ impl Options {
         {
             return err("kernel", "the kernel name is empty".into());
         }
+        if let Some(n) = self
+            .constants
+            .keys()
+            .find(|n| !tilec_dialect::is_constant_name(n))
+        {
+            return err("define", bad_constant_name(n));
+        }
         if self.mlir_child.is_some() && self.mlir_child_timeout.is_zero() {
             return err(
                 "mlir_child_timeout",
@@ -713,6 +740,35 @@ impl Options {
     }
 }
 
+/// The reason for a constant name that no kernel could declare.
+fn bad_constant_name(n: &str) -> String {
+    format!(
+        "'{n}' is not a constant name: a capital letter, then capitals, digits and '_' (BM, \
+         BLOCK_K)"
+    )
+}
+
+/// `NAME=VALUE`, as `tile-compile -D` and [`Options::set`]'s `define` spell a binding.
+///
+/// # Errors
+/// No `=`, a name no kernel could declare, or a value that is not a 64-bit integer.
+pub fn parse_define(text: &str) -> Result<(String, i64), OptionsError> {
+    let Some((n, v)) = text.split_once('=') else {
+        return Err(OptionsError::new(
+            "define",
+            format!("'{text}' is not NAME=VALUE (e.g. BM=128)"),
+        ));
+    };
+    let (n, v) = (n.trim(), v.trim());
+    if !tilec_dialect::is_constant_name(n) {
+        return Err(OptionsError::new("define", bad_constant_name(n)));
+    }
+    let v = v
+        .parse::<i64>()
+        .map_err(|_| OptionsError::new("define", format!("'{v}' (for {n}) is not an integer")))?;
+    Ok((n.to_string(), v))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -789,6 +845,7 @@ mod tests {
             ("llvm_passes", "default<O3>"),
             ("num_warps", "8"),
             ("kernel", "@gemm"),
+            ("define", "BM=64"),
         ] {
             o.set(k, v).unwrap_or_else(|e| panic!("{k}={v}: {e}"));
         }
@@ -807,10 +864,11 @@ mod tests {
             .with_simplify(false)
             .with_llvm_passes("default<O3>")
             .with_num_warps(8)
-            .with_kernel("@gemm");
+            .with_kernel("@gemm")
+            .with_constant("BM", 64);
         assert_eq!(o, want);
         assert_eq!(o.validate(), Ok(()));
-        assert_eq!(Options::NAMES.len(), 18);
+        assert_eq!(Options::NAMES.len(), 19);
         let e = o.set("stage", "4").unwrap_err();
         assert!(
             e.reason

@@ -99,3 +99,138 @@ fn target_info_agrees_with_the_passes() {
     );
     assert!(!tiles.is_empty());
 }
+
+#[test]
+fn kernel_constants_bind_like_written_sizes() {
+    let src = std::fs::read_to_string(format!("{}/examples/gemm.tile", env!("CARGO_MANIFEST_DIR")))
+        .unwrap();
+    let input = Input::Text {
+        source: &src,
+        file: "gemm.tile",
+    };
+    // Bound constants give the PTX of the same program written with those sizes.
+    let o = Options::new(Target::Sm90a)
+        .with_constant("BM", 64)
+        .with_constant("BN", 128);
+    let bound = tilec::compile(input, &o).unwrap();
+    let written = common::gemm_source(64, 128, 64, false, false);
+    let plain = tilec::compile(
+        Input::Text {
+            source: &written,
+            file: "g.tile",
+        },
+        &Options::new(Target::Sm90a),
+    )
+    .unwrap();
+    assert_eq!(bound.ptx.replace("gemm", "g"), plain.ptx);
+    let want: std::collections::BTreeMap<String, i64> = [("BK", 64), ("BM", 64), ("BN", 128)]
+        .map(|(k, v)| (k.to_string(), v))
+        .into();
+    assert_eq!(bound.manifest.constants, want);
+    assert!(plain.manifest.constants.is_empty());
+    // `Options::set` spells a binding as tile-compile's -D does.
+    let mut s = Options::new(Target::Sm90a);
+    s.set("define", "BM=64").unwrap();
+    s.set("define", "BN = 128").unwrap();
+    assert_eq!(s.constants, o.constants);
+    assert_eq!(s.set("define", "BM").unwrap_err().option, "define");
+    assert_eq!(s.set("define", "bm=1").unwrap_err().option, "define");
+    assert_eq!(s.set("define", "BM=x").unwrap_err().option, "define");
+    // A constant the kernel does not declare is a located error naming what it declares.
+    let Err(Error::Diagnostics(d)) = check(input, &o.clone().with_constant("BX", 1)) else {
+        panic!("an undeclared binding checked")
+    };
+    assert_eq!(d.0[0].loc.line, 7, "{}", d.0[0]);
+    assert!(
+        d.0[0].message.contains("constant 'BX' is bound") && d.0[0].message.contains("BK, BM, BN"),
+        "{}",
+        d.0[0]
+    );
+    // A bad name is refused by validate; a built module has no constants to bind.
+    let bad = Options::new(Target::Sm90a).with_constant("bm", 1);
+    assert_eq!(bad.validate().unwrap_err().option, "define");
+    let m = tilec::dialect::parse(&written, "g.tile").unwrap();
+    let Err(Error::Options(e)) = check(Input::Module(&m), &o) else {
+        panic!("a module with bindings checked")
+    };
+    assert_eq!(e.option, "define");
+    // A size the target cannot lower is the passes' located error, as if written.
+    let Err(Error::Diagnostics(d)) = check(input, &o.clone().with_constant("BM", 96)) else {
+        panic!("BM = 96 checked")
+    };
+    assert!(d.0[0].message.contains("found 96"), "{}", d.0[0]);
+}
+
+#[test]
+fn auto_tile_binds_the_heuristic_choice_and_checks_it() {
+    use tilec::gemm_heuristic::{GemmProblem, Machine};
+    use tilec::{auto_tile, EpilogueStore, Schedule};
+    let root = env!("CARGO_MANIFEST_DIR");
+    let src = std::fs::read_to_string(format!("{root}/examples/gemm.tile")).unwrap();
+    let input = Input::Text {
+        source: &src,
+        file: "gemm.tile",
+    };
+    let base = Options::new(Target::Sm90a);
+    let p = GemmProblem::new(16, 4096, 4096, ScalarType::BF16);
+    assert_eq!(
+        tilec::dot_operand_type(input, &base).unwrap(),
+        ScalarType::BF16
+    );
+    let (o, c) = auto_tile(input, &base, &p, &Machine::H200).unwrap();
+    assert_eq!((c.config.bm, c.config.bn, c.config.bk), (64, 64, 64));
+    assert_eq!(
+        (o.stages, o.schedule, o.epilogue),
+        (8, Schedule::None, EpilogueStore::Tma)
+    );
+    let k = tilec::compile(input, &o).unwrap();
+    assert_eq!(k.manifest.constants["BM"], 64);
+    assert_eq!(k.manifest.block, [256, 1, 1]);
+    // An f32 C: the TMA store takes 16-bit elements only, so the direct store is next.
+    let f32_src = src
+        .replace("%C: tensor<?x?xbf16>", "%C: tensor<?x?xf32>")
+        .replace("  %out = tile.convert %acc : tile<BMxBNxbf16>\n", "")
+        .replace(
+            "tile.store %C, %row, %col, %out",
+            "tile.store %C, %row, %col, %acc",
+        );
+    let f32_in = Input::Text {
+        source: &f32_src,
+        file: "f32.tile",
+    };
+    let p = GemmProblem::new(8192, 8192, 8192, ScalarType::BF16);
+    let (o, c) = auto_tile(f32_in, &base, &p, &Machine::H200).unwrap();
+    assert_eq!((c.config.bm, c.config.bn), (128, 256));
+    assert_eq!(o.epilogue, EpilogueStore::Direct);
+    assert!(
+        c.reason
+            .contains("the passes refused 128x256x64 with the tma store"),
+        "{}",
+        c.reason
+    );
+    // A kernel with fixed sizes declares no constants to bind: a located error.
+    let fixed = std::fs::read_to_string(format!("{root}/examples/gemm_bf16.tile")).unwrap();
+    let fixed_in = Input::Text {
+        source: &fixed,
+        file: "gemm_bf16.tile",
+    };
+    let Err(Error::Diagnostics(d)) = auto_tile(fixed_in, &base, &p, &Machine::H200) else {
+        panic!("a kernel without constants tiled")
+    };
+    assert_eq!(d.0[0].loc.line, 4);
+    assert!(
+        d.0[0].message.contains("does not declare BM, BN, BK"),
+        "{}",
+        d.0[0]
+    );
+    // A kernel without a dot has no operand type for the heuristic.
+    let vadd = std::fs::read_to_string(format!("{root}/examples/vadd.tile")).unwrap();
+    let v_in = Input::Text {
+        source: &vadd,
+        file: "vadd.tile",
+    };
+    let Err(Error::Diagnostics(d)) = tilec::dot_operand_type(v_in, &base) else {
+        panic!("vadd has a dot?")
+    };
+    assert!(d.0[0].message.contains("has no tile.dot"), "{}", d.0[0]);
+}

@@ -22,6 +22,9 @@ pub enum Attribute {
     Symbol(String),
     /// An expression over the kernel's scalar arguments (`ceildiv(%N, 256)`), used for grids.
     Expr(Expr),
+    /// A dictionary (`{BK = 64, BM = 128}`), keys in order; MLIR's `DictionaryAttr`. A
+    /// kernel's `constants` are one.
+    Dict(std::collections::BTreeMap<String, Attribute>),
 }
 
 impl Attribute {
@@ -58,6 +61,13 @@ impl Attribute {
     pub fn as_bool(&self) -> Option<bool> {
         match self {
             Attribute::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+    /// The entries, if this is a dictionary.
+    pub fn as_dict(&self) -> Option<&std::collections::BTreeMap<String, Attribute>> {
+        match self {
+            Attribute::Dict(d) => Some(d),
             _ => None,
         }
     }
@@ -226,6 +236,16 @@ impl fmt::Display for Attribute {
             Attribute::Type(t) => write!(f, "{t}"),
             Attribute::Symbol(s) => write!(f, "@{s}"),
             Attribute::Expr(e) => write!(f, "{e}"),
+            Attribute::Dict(d) => {
+                f.write_str("{")?;
+                for (i, (k, v)) in d.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{k} = {v}")?;
+                }
+                f.write_str("}")
+            }
         }
     }
 }

@@ -24,7 +24,7 @@ pub enum Tok {
     Float(f64),
     /// A string literal (escapes resolved).
     Str(String),
-    /// Punctuation: `= , : ( ) { } [ ] ->`.
+    /// Punctuation: `= , : ( ) { } [ ] < > ->`.
     Punct(&'static str),
     /// End of input.
     Eof,
@@ -228,9 +228,11 @@ pub fn lex(src: &str, file: &Arc<str>, first_line: u32) -> Result<Vec<Token>, Di
                     return Err(err(line, col, format!("malformed number '{text}'")));
                 }
             }
-            b'=' | b',' | b':' | b'(' | b')' | b'{' | b'}' | b'[' | b']' => {
+            b'=' | b',' | b':' | b'(' | b')' | b'{' | b'}' | b'[' | b']' | b'<' | b'>' => {
                 i += 1;
                 Tok::Punct(match c {
+                    b'<' => "<",
+                    b'>' => ">",
                     b'=' => "=",
                     b',' => ",",
                     b':' => ":",

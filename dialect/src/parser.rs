@@ -1,18 +1,31 @@
 //! The parser: IR text to a [`Module`]. Grammar (one statement per op):
 //!
 //! ```text
-//! op       ::= [value-list '='] op-name [symbol ['(' arg-list ')']] [value-list]
+//! op       ::= [value-list '='] op-name [symbol [consts] ['(' arg-list ')']] [value-list]
 //!              [attr-dict] [':' type-list] region*
+//! consts   ::= '<' CONST ['=' int] (',' CONST ['=' int])* '>'
 //! region   ::= '{' ['^' label '(' arg-list ')' ':'] op* '}'
 //! arg-list ::= %name ':' type (',' %name ':' type)*
 //! attr-dict::= '{' key '=' attr (',' key '=' attr)* '}'
-//! attr     ::= int | float | string | true | false | '[' attr,* ']' | type | @sym | expr
-//! expr     ::= int | %arg | ('ceildiv'|'mul'|'add'|'min') '(' expr ',' expr ')'
+//! attr     ::= int | CONST | float | string | true | false | '[' attr,* ']'
+//!            | '{' key '=' attr,* '}' | type | @sym | expr
+//! expr     ::= int | CONST | %arg | ('ceildiv'|'mul'|'add'|'min') '(' expr ',' expr ')'
 //! ```
 //!
 //! The operands of an op start on the line of its name. The parser checks names: a use
 //! before its definition and a second definition of a name are errors. It does not check
 //! types; run [`crate::verify`] next.
+//!
+//! **Kernel constants.** `tile.kernel @gemm<BM = 128, BN = 256, BK = 64>(...)` declares
+//! compile-time constants (Triton's `constexpr`, a C++ template's non-type parameters),
+//! each with an optional default. A `CONST` name is a capital letter, then capitals, digits
+//! and `_`. In the kernel, a constant stands for its integer wherever an integer goes: an
+//! attribute (`{value = BM}`), a grid expression (`ceildiv(%N, BN)`), and a dimension of a
+//! type (`tile<BMxBKxbf16>`, `smem<2xBKxBNxbf16>`). [`parse_with_constants`] binds them;
+//! an unbound constant takes its default, and one with neither is an error at its
+//! declaration. The parsed kernel is concrete: its types hold the values, and its
+//! `constants` attribute (a dictionary, `{BK = 64, BM = 128, BN = 256}`) records them, so
+//! that the printed kernel parses back to itself and the launch manifest can report them.
 
 use crate::attr::{Attribute, Expr};
 use crate::diag::{DiagKind, Diagnostic, Diagnostics};
@@ -21,7 +34,7 @@ use crate::lexer::{lex, Tok, Token};
 use crate::location::Location;
 use crate::ops::OpKind;
 use crate::types::{ScalarType, Type};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 /// The deepest region nesting the parser accepts (deeper input is an error, not a stack
@@ -33,7 +46,25 @@ pub const MAX_NESTING: usize = 128;
 /// # Errors
 /// The first syntax or naming error, with its location.
 pub fn parse(src: &str, file: &str) -> Result<Module, Diagnostics> {
-    parse_chunk(src, &Arc::from(file), 1).map_err(|d| d.with_kind(DiagKind::InvalidIr))
+    parse_with_constants(src, file, &BTreeMap::new())
+}
+
+/// Parse a whole file, binding kernel constants (see the module docs): each kernel that
+/// declares a constant named in `constants` takes that value instead of its default. A
+/// binding no kernel declares is not an error here (a caller that wants one checks the
+/// kernels' `constants` attributes).
+///
+/// # Errors
+/// As [`parse`]; also a declared constant with no binding and no default, an undeclared
+/// constant used in the kernel, and a type that a bound value makes malformed (a zero
+/// dimension), each at its location.
+pub fn parse_with_constants(
+    src: &str,
+    file: &str,
+    constants: &BTreeMap<String, i64>,
+) -> Result<Module, Diagnostics> {
+    parse_chunk_with_constants(src, &Arc::from(file), 1, constants)
+        .map_err(|d| d.with_kind(DiagKind::InvalidIr))
 }
 
 /// Parse raw bytes: like [`parse`], but invalid UTF-8 is an error at its position.
@@ -85,6 +116,20 @@ pub fn split_input(src: &str) -> Vec<(&str, u32)> {
 /// # Errors
 /// As [`parse`].
 pub fn parse_chunk(src: &str, file: &Arc<str>, first_line: u32) -> Result<Module, Diagnostics> {
+    parse_chunk_with_constants(src, file, first_line, &BTreeMap::new())
+}
+
+/// Parse one piece of a file whose first line is `first_line`, binding kernel constants
+/// as [`parse_with_constants`] does.
+///
+/// # Errors
+/// As [`parse_with_constants`].
+pub fn parse_chunk_with_constants(
+    src: &str,
+    file: &Arc<str>,
+    first_line: u32,
+    constants: &BTreeMap<String, i64>,
+) -> Result<Module, Diagnostics> {
     let toks = lex(src, file, first_line)?;
     let mut p = Parser {
         toks,
@@ -92,23 +137,88 @@ pub fn parse_chunk(src: &str, file: &Arc<str>, first_line: u32) -> Result<Module
         file: file.clone(),
         module: Module::new(),
         scopes: vec![],
+        bindings: constants,
+        consts: BTreeMap::new(),
     };
     p.module_body().map_err(Diagnostics::from)?;
     Ok(p.module)
 }
 
-struct Parser {
+struct Parser<'b> {
     toks: Vec<Token>,
     pos: usize,
     file: Arc<str>,
     module: Module,
     /// Name scopes, innermost last.
     scopes: Vec<HashMap<String, Value>>,
+    /// The caller's values for kernel constants.
+    bindings: &'b BTreeMap<String, i64>,
+    /// The constants of the kernel being parsed, with their values.
+    consts: BTreeMap<String, i64>,
+}
+
+/// Whether `s` names a kernel constant: a capital letter, then capitals, digits and `_`.
+pub fn is_constant_name(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b[0].is_ascii_uppercase()
+        && b.iter()
+            .all(|&c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == b'_')
+}
+
+/// `text` (a whole angle type) with each constant that names one of its dimensions
+/// replaced by its value, and the `NAME = value` bindings used (for messages). The layout
+/// after a tile's `,` is left alone.
+fn substitute_constants(
+    text: &str,
+    consts: &BTreeMap<String, i64>,
+) -> Result<(String, Vec<String>), String> {
+    let Some((head, rest)) = text.split_once('<') else {
+        return Ok((text.to_string(), vec![]));
+    };
+    let (dims, tail) = match rest.find(',') {
+        Some(i) => rest.split_at(i),
+        None => match rest.strip_suffix('>') {
+            Some(d) => (d, ">"),
+            None => (rest, ""),
+        },
+    };
+    let mut used = vec![];
+    let mut pieces = vec![];
+    for piece in dims.split('x') {
+        let name = piece.trim();
+        if !is_constant_name(name) {
+            pieces.push(piece.to_string());
+            continue;
+        }
+        let Some(v) = consts.get(name) else {
+            return Err(unknown_constant(name, consts));
+        };
+        used.push(format!("{name} = {v}"));
+        pieces.push(v.to_string());
+    }
+    Ok((format!("{head}<{}{tail}", pieces.join("x")), used))
+}
+
+/// The message for a constant name the kernel does not declare.
+fn unknown_constant(name: &str, consts: &BTreeMap<String, i64>) -> String {
+    if consts.is_empty() {
+        format!(
+            "unknown constant '{name}': the kernel declares none (tile.kernel @k<{name} = \
+             VALUE>(...))"
+        )
+    } else {
+        let have: Vec<&str> = consts.keys().map(String::as_str).collect();
+        format!(
+            "unknown constant '{name}': the kernel declares {}",
+            have.join(", ")
+        )
+    }
 }
 
 type PResult<T> = Result<T, Diagnostic>;
 
-impl Parser {
+impl Parser<'_> {
     fn peek(&self) -> &Tok {
         &self.toks[self.pos].tok
     }
@@ -237,8 +347,20 @@ impl Parser {
         let mut op = Operation::new(kind, loc.clone());
         // Symbol and signature.
         let mut sig_args: Option<Vec<(String, Type, Location)>> = None;
+        let mut declared = None;
         if let Tok::Symbol(s) = self.peek().clone() {
             self.bump();
+            if self.is_punct("<") {
+                if kind != OpKind::Kernel {
+                    return self.err(format!(
+                        "only 'tile.kernel' declares constants, not '{}'",
+                        kind.name()
+                    ));
+                }
+                let c = self.constant_decls(&s)?;
+                self.consts.clone_from(&c);
+                declared = Some(c);
+            }
             op.symbol = Some(s);
             if self.is_punct("(") {
                 sig_args = Some(self.arg_list()?);
@@ -259,6 +381,17 @@ impl Parser {
             && matches!(self.peek_at(2), Tok::Punct("="))
         {
             op.attrs = self.attr_dict()?;
+        }
+        if let Some(c) = declared {
+            if op.attrs.contains_key("constants") {
+                return Err(Diagnostic::error(
+                    loc,
+                    "the kernel declares constants (<...>) and has a 'constants' attribute; \
+                     give them one way",
+                ));
+            }
+            let dict = c.into_iter().map(|(k, v)| (k, Attribute::Int(v))).collect();
+            op.attrs.insert("constants".into(), Attribute::Dict(dict));
         }
         // Result types.
         let mut types = vec![];
@@ -302,7 +435,88 @@ impl Parser {
             let v = self.define(n, t, &l)?;
             op.results.push(v);
         }
+        if kind == OpKind::Kernel {
+            self.consts.clear();
+        }
         Ok(op)
+    }
+
+    /// `<NAME [= int], ...>` after a kernel's symbol: each constant's value, the binding's
+    /// or else the default.
+    fn constant_decls(&mut self, kernel: &str) -> PResult<BTreeMap<String, i64>> {
+        self.expect_punct("<")?;
+        let mut out = BTreeMap::new();
+        loop {
+            let l = self.loc();
+            let name = match self.bump() {
+                Tok::Ident(n) if is_constant_name(&n) => n,
+                Tok::Ident(n) => {
+                    return Err(Diagnostic::error(
+                        l,
+                        format!(
+                            "constant name '{n}' must be a capital letter, then capitals, \
+                             digits and '_' (BM, BLOCK_K), so that it reads unambiguously \
+                             in a type's dimensions (tile<BMxBKxbf16>)"
+                        ),
+                    ))
+                }
+                t => {
+                    return Err(Diagnostic::error(
+                        l,
+                        format!("expected a constant name, found {}", t.describe()),
+                    ))
+                }
+            };
+            let default = if self.eat_punct("=") {
+                let vl = self.loc();
+                match self.bump() {
+                    Tok::Int(v) => Some(v),
+                    t => {
+                        return Err(Diagnostic::error(
+                            vl,
+                            format!(
+                                "expected an integer default for constant '{name}', found {}",
+                                t.describe()
+                            ),
+                        ))
+                    }
+                }
+            } else {
+                None
+            };
+            let value = match (self.bindings.get(&name), default) {
+                (Some(&v), _) | (None, Some(v)) => v,
+                (None, None) => {
+                    return Err(Diagnostic::error(
+                        l,
+                        format!(
+                            "constant '{name}' of @{kernel} has no value: bind it \
+                             (tile-compile -D {name}=VALUE, Options::with_constant) or give \
+                             it a default (<{name} = VALUE>)"
+                        ),
+                    ))
+                }
+            };
+            if out.insert(name.clone(), value).is_some() {
+                return Err(Diagnostic::error(
+                    l,
+                    format!("constant '{name}' is declared twice"),
+                ));
+            }
+            if !self.eat_punct(",") {
+                break;
+            }
+        }
+        self.expect_punct(">")?;
+        Ok(out)
+    }
+
+    /// The value of the constant `name` at `l`, or the error for an undeclared one.
+    fn constant(&self, name: &str, l: &Location) -> PResult<i64> {
+        self.consts
+            .get(name)
+            .copied()
+            .ok_or_else(|| Diagnostic::error(l.clone(), unknown_constant(name, &self.consts)))
     }
 
     fn arg_list(&mut self) -> PResult<Vec<(String, Type, Location)>> {
@@ -431,6 +645,38 @@ impl Parser {
                 self.bump();
                 Attribute::Bool(w == "true")
             }
+            Tok::Ident(w) if is_constant_name(&w) => {
+                self.bump();
+                Attribute::Int(self.constant(&w, &l)?)
+            }
+            Tok::Punct("{") => {
+                self.bump();
+                let mut d = BTreeMap::new();
+                if !self.eat_punct("}") {
+                    loop {
+                        let kl = self.loc();
+                        let key = match self.bump() {
+                            Tok::Ident(k) => k,
+                            t => {
+                                return Err(Diagnostic::error(
+                                    kl,
+                                    format!("expected a dictionary key, found {}", t.describe()),
+                                ))
+                            }
+                        };
+                        self.expect_punct("=")?;
+                        let v = self.attr(depth + 1)?;
+                        if d.insert(key.clone(), v).is_some() {
+                            return Err(Diagnostic::error(kl, format!("duplicate key '{key}'")));
+                        }
+                        if !self.eat_punct(",") {
+                            break;
+                        }
+                    }
+                    self.expect_punct("}")?;
+                }
+                Attribute::Dict(d)
+            }
             Tok::Punct("[") => {
                 self.bump();
                 let mut v = vec![];
@@ -468,6 +714,7 @@ impl Parser {
         let l = self.loc();
         match self.bump() {
             Tok::Int(i) => Ok(Expr::Int(i)),
+            Tok::Ident(c) if is_constant_name(&c) => Ok(Expr::Int(self.constant(&c, &l)?)),
             Tok::ValueRef(n) => Ok(Expr::Arg(n)),
             Tok::Ident(f) if Expr::FUNCTIONS.contains(&f.as_str()) => {
                 self.expect_punct("(")?;
@@ -493,10 +740,20 @@ impl Parser {
                 Some(s) => Ok(Type::Scalar(s)),
                 None => bad(format!("unknown type '{w}'")),
             },
-            Tok::AngleType(text) => match parse_angle_type(&text) {
-                Ok(t) => Ok(t),
-                Err(m) => bad(format!("malformed type '{text}': {m}")),
-            },
+            Tok::AngleType(text) => {
+                let (spelled, used) = match substitute_constants(&text, &self.consts) {
+                    Ok(s) => s,
+                    Err(m) => return bad(m),
+                };
+                match parse_angle_type(&spelled) {
+                    Ok(t) => Ok(t),
+                    Err(m) if used.is_empty() => bad(format!("malformed type '{text}': {m}")),
+                    Err(m) => bad(format!(
+                        "malformed type '{text}' with {}: {m}",
+                        used.join(", ")
+                    )),
+                }
+            }
             t => bad(format!("expected a type, found {}", t.describe())),
         }
     }

@@ -1449,6 +1449,21 @@ impl Verifier<'_> {
                 ),
             }
         }
+        if let Some(c) = op.attr("constants") {
+            match c.as_dict() {
+                Some(d)
+                    if d.iter().all(|(k, v)| {
+                        crate::parser::is_constant_name(k) && v.as_int().is_some()
+                    }) => {}
+                _ => self.error(
+                    op,
+                    format!(
+                        "kernel attribute 'constants' must be a dictionary from constant names \
+                         to integers (e.g. {{BM = 128, BN = 256}}), found {c}"
+                    ),
+                ),
+            }
+        }
         let grid_rank = op
             .attr("grid")
             .and_then(Attribute::as_array)

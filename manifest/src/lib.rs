@@ -32,6 +32,7 @@
 #![deny(missing_docs)]
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// The schema version this crate reads and writes.
@@ -571,6 +572,11 @@ pub struct Manifest {
     /// for a sum). Empty (and absent from the JSON) for a kernel without atomics.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub atomic_outputs: Vec<String>,
+    /// The kernel's compile-time constants as they were bound (`tile.kernel
+    /// @gemm<BM = 128, BN = 256>`, `tile-compile -D BM=64`), by name. Empty (and absent
+    /// from the JSON) for a kernel that declares none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub constants: BTreeMap<String, i64>,
 }
 
 fn default_grid_limits() -> [u64; 3] {
@@ -609,6 +615,7 @@ impl Manifest {
             params,
             split_k: None,
             atomic_outputs: vec![],
+            constants: BTreeMap::new(),
         }
     }
 

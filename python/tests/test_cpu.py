@@ -462,3 +462,20 @@ def test_dlpack_producers_without_torch():
 
     with pytest.raises(tilec.ArgumentError, match="no unconsumed \"dltensor\" capsule"):
         vadd.check(Consumed(0x10000, 2, 32, [5000]), y, z, 5000)
+
+
+def test_constants_bind_kernel_constants():
+    src = example("gemm.tile")
+    k = tilec.compile(src, target="sm_90a", constants={"BM": 64, "BN": 128}, cache=False)
+    assert k.manifest["constants"] == {"BK": 64, "BM": 64, "BN": 128}
+    assert k.manifest["block"] == [256, 1, 1]
+    default = tilec.compile(src, target="sm_90a", cache=False)
+    assert default.manifest["constants"] == {"BK": 64, "BM": 128, "BN": 256}
+    fixed = tilec.compile(GEMM, target="sm_90a", cache=False)
+    assert "constants" not in fixed.manifest
+    with pytest.raises(tilec.CompileError, match="constant 'BX' is bound, but kernel '@gemm'"):
+        tilec.compile(src, target="sm_90a", constants={"BX": 1}, cache=False)
+    with pytest.raises(TypeError, match="constant 'BM' must be an int"):
+        tilec.compile(src, target="sm_90a", constants={"BM": "64"})
+    with pytest.raises(TypeError, match="constants must be a dict"):
+        tilec.compile(src, target="sm_90a", constants=[("BM", 64)])

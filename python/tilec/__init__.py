@@ -101,6 +101,14 @@ def _find_ptxas() -> None:
 def _options(target: str, options: Dict[str, Any]) -> list:
     out = [("target", str(target))]
     for name, value in options.items():
+        if name == "constants":
+            if not isinstance(value, dict):
+                raise TypeError(f"constants must be a dict of name: int, found {value!r}")
+            for k, v in sorted(value.items()):
+                if isinstance(v, bool) or not isinstance(v, int):
+                    raise TypeError(f"constant {k!r} must be an int, found {v!r}")
+                out.append(("define", f"{k}={v}"))
+            continue
         if isinstance(value, bool):
             value = "true" if value else "false"
         elif value is None:
@@ -124,7 +132,9 @@ def compile(
 
     ``options`` are ``tilec::Options``' fields by name: ``kernel`` (which kernel of a
     module), ``stages``, ``epilogue`` (``direct`` or ``tma``), ``promote``, ``schedule``,
-    ``cluster``, ``group_m``, ``num_warps``, ``opt_level``, ``simplify``. ``cubin=True``
+    ``cluster``, ``group_m``, ``num_warps``, ``opt_level``, ``simplify``, and
+    ``constants`` (a dict binding kernel constants, ``{"BM": 64}``, as ``tile-compile -D``
+    does; the manifest's ``constants`` records them). ``cubin=True``
     assembles the PTX with ptxas (the ``nvidia-cuda-nvcc`` wheel, or ``$PTXAS``) so that
     loading skips the driver's JIT. ``file`` names the source in diagnostics (a
     Builder's ops are located where they were built instead).

@@ -216,11 +216,17 @@ fn lower_kernels(vm: &VerifiedModule, trial: bool) -> Result<Vec<LoweredKernel>,
         .enumerate()
         .map(|(index, k)| {
             refuse_fp8(m, k)?;
-            let (manifest, ptx_version) = if k.attr("num_warps").is_some() {
+            let (mut manifest, ptx_version) = if k.attr("num_warps").is_some() {
                 plain::lower_kernel(m, k, trial)?
             } else {
                 gemm::lower_kernel(m, k, trial)?
             };
+            if let Some(c) = k.attr("constants").and_then(Attribute::as_dict) {
+                manifest.constants = c
+                    .iter()
+                    .filter_map(|(n, v)| Some((n.clone(), v.as_int()?)))
+                    .collect();
+            }
             let target = Target::from_name(&manifest.target).ok_or_else(|| {
                 Diagnostic::error(k.loc.clone(), "internal error: the manifest's target")
             })?;

@@ -8,9 +8,16 @@
 //!              [--epilogue-store direct|tma]
 //!              [--promote auto|on|off]
 //!              [--schedule static|clc|none|off] [--cluster C] [--group-m G] [--num-warps W]
-//!              [--kernel NAME] [--no-simplify] [-O 0-3]
+//!              [--kernel NAME] [-D NAME=VALUE]... [--no-simplify] [-O 0-3]
+//!              [--tile auto --problem M=..,N=..,K=..[,BATCH=..] [--sms N]]
 //!              [--ptxas] [--timing]
 //! ```
+//! `-D BM=64` binds the kernel constant `BM` (`tile.kernel @gemm<BM = 128, ...>`; the
+//! parser's "Kernel constants"); the manifest's `constants` records every constant's value.
+//! `--tile auto` lets tilec choose a GEMM kernel's tile for the problem (`tilec::auto_tile`,
+//! the model of `tilec::gemm_heuristic`): it binds the constants `BM`, `BN` and `BK` (the
+//! kernel must declare them) and sets the stages, the schedule and the epilogue store, and
+//! prints the choice and its reason; those options are then not given by hand.
 //! Writes `DIR/NAME.ptx` (or `.mlir`, `.ll`, `.tile` with `--emit`) and `DIR/NAME.json`.
 //! `--emit cubin` also writes `DIR/NAME.cubin` (`ptxas -arch=TARGET` of the PTX), which the
 //! manifest's `cubin_file` names. `--ptxas` assembles the PTX with `ptxas -v` and reports
@@ -34,8 +41,10 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Instant;
 use tilec::dialect::Target;
+use tilec::gemm_heuristic::{GemmProblem, Machine};
 use tilec::{
-    compile, ClusterShape, Emit, EpilogueStore, Error, Input, OptLevel, Options, Promote, Schedule,
+    auto_tile, compile, ClusterShape, Emit, EpilogueStore, Error, Input, OptLevel, Options,
+    Promote, Schedule,
 };
 
 /// A flag whose values are one of tilec's choice enums: clap lists `names` in `--help` and
@@ -138,6 +147,21 @@ struct Cli {
     /// The kernel to compile when the file holds several (its symbol, with or without '@').
     #[arg(long, value_name = "NAME")]
     kernel: Option<String>,
+    /// Bind a kernel constant (tile.kernel @k<BM = 128>): NAME=VALUE, repeatable; a constant
+    /// not bound takes its default.
+    #[arg(short = 'D', long = "define", value_name = "NAME=VALUE", value_parser = define)]
+    defines: Vec<(String, i64)>,
+    /// Let tilec choose the GEMM tile for --problem: binds BM, BN, BK and sets --stages,
+    /// --schedule and --epilogue-store (tilec::gemm_heuristic).
+    #[arg(long, value_parser = ["auto"], requires = "problem",
+          conflicts_with_all = ["stages", "schedule", "epilogue_store"])]
+    tile: Option<String>,
+    /// The problem --tile auto chooses for: M=..,N=..,K=..[,BATCH=..].
+    #[arg(long, value_name = "M=..,N=..,K=..", value_parser = problem, requires = "tile")]
+    problem: Option<[u64; 4]>,
+    /// SMs of the GPU that --tile auto chooses for (132: H100 SXM, H200).
+    #[arg(long, default_value_t = 132, value_parser = clap::value_parser!(u32).range(1..))]
+    sms: u32,
     /// Run ptxas -v on the PTX and report registers, shared memory, spills and warnings.
     #[arg(long)]
     ptxas: bool,
@@ -151,6 +175,36 @@ struct Cli {
     /// The PTX ISA version for --mlir-stage, e.g. 8.1 (default: the target's minimum).
     #[arg(long, value_name = "M.m", requires = "mlir_stage", value_parser = parse_ptx_version)]
     ptx_version: Option<(u32, u32)>,
+}
+
+/// `M=..,N=..,K=..[,BATCH=..]` as [M, N, K, batch].
+fn problem(s: &str) -> Result<[u64; 4], String> {
+    let mut out = [0, 0, 0, 1];
+    let mut seen = [false; 4];
+    for part in s.split(',') {
+        let (k, v) = part
+            .split_once('=')
+            .ok_or_else(|| format!("'{part}' is not NAME=VALUE (M=16,N=4096,K=4096)"))?;
+        let i = ["M", "N", "K", "BATCH"]
+            .iter()
+            .position(|n| n.eq_ignore_ascii_case(k.trim()))
+            .ok_or_else(|| format!("unknown dimension '{k}' (M, N, K, BATCH)"))?;
+        out[i] = v
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|&x| x > 0)
+            .ok_or_else(|| format!("'{v}' ({k}) is not a positive integer"))?;
+        seen[i] = true;
+    }
+    if !seen[..3].iter().all(|&x| x) {
+        return Err("M, N and K are all needed (M=16,N=4096,K=4096)".into());
+    }
+    Ok(out)
+}
+
+fn define(s: &str) -> Result<(String, i64), String> {
+    tilec::parse_define(s).map_err(|e| e.reason)
 }
 
 fn warps(s: &str) -> Result<u32, String> {
@@ -251,22 +305,63 @@ fn run() -> i32 {
         opts.schedule = s;
     }
     opts.kernel = cli.kernel.clone();
+    opts.constants = cli.defines.iter().cloned().collect();
     opts.llvm_passes = cli.llvm_passes.clone();
     if let Err(e) = opts.validate() {
         let flag = match e.option {
             "epilogue" => "epilogue-store".to_string(),
+            "define" => "define".to_string(),
             o => o.replace('_', "-"),
         };
         eprintln!("error: --{flag}: {}", e.reason);
         return EXIT_USAGE;
     }
-    let k = match compile(
-        Input::Text {
-            source: src,
-            file: &name,
-        },
-        &opts,
-    ) {
+    let input = Input::Text {
+        source: src,
+        file: &name,
+    };
+    if let Some([m, n, kk, batch]) = cli.problem {
+        if let Some(c) = ["BM", "BN", "BK"]
+            .iter()
+            .find(|c| opts.constants.contains_key(**c))
+        {
+            eprintln!("error: -D {c} conflicts with --tile auto, which binds BM, BN and BK");
+            return EXIT_USAGE;
+        }
+        let chosen = tilec::dot_operand_type(input, &opts).and_then(|elem| {
+            let p = GemmProblem {
+                m,
+                n,
+                k: kk,
+                batch,
+                elem,
+            };
+            auto_tile(input, &opts, &p, &Machine::H200.with_sms(cli.sms))
+        });
+        match chosen {
+            Ok((o, c)) => {
+                let f = &c.config;
+                eprintln!(
+                    "tile auto: {} with {} stages, schedule {}, epilogue {}: {}",
+                    f.tile_name(),
+                    f.stages,
+                    f.schedule,
+                    f.epilogue,
+                    c.reason
+                );
+                opts = o;
+            }
+            Err(Error::Diagnostics(d)) => {
+                eprint_diags(&d, Some(src));
+                return EXIT_DIAGNOSTICS;
+            }
+            Err(e) => {
+                eprintln!("{name}: error: {e}");
+                return EXIT_DIAGNOSTICS;
+            }
+        }
+    }
+    let k = match compile(input, &opts) {
         Ok(k) => k,
         Err(Error::Diagnostics(d)) => {
             eprint_diags(&d, Some(src));

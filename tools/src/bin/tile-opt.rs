@@ -5,8 +5,10 @@
 //!          [--split-input-file] [--verify-diagnostics] [--print-ir-after-all]
 //!          [--print-ir-before=PASS] [--print-ir-after=PASS] [--timing]
 //!          [--pass-statistics] [--verify-each=false] [--list-passes]
-//!          [--convert-tile-to-nvvm]
+//!          [--convert-tile-to-nvvm] [-D NAME=VALUE]...
 //! ```
+//! `-D BM=64` binds the kernel constant `BM` (`tile.kernel @k<BM = 128>`), as
+//! `tile-compile -D` does.
 //! `--convert-tile-to-nvvm` (or a pipeline ending in `convert-tile-to-nvvm`) runs the
 //! lowering after the passes and prints the MLIR module of each kernel (`gpu`, `nvvm` and
 //! `llvm` dialects) instead of tile IR; the input must then be GPU-level IR (after
@@ -83,6 +85,15 @@ fn cli() -> Command {
                 .value_name("PASS")
                 .action(ArgAction::Append)
                 .help("Print the IR to stderr after PASS"),
+        )
+        .arg(
+            Arg::new("define")
+                .short('D')
+                .long("define")
+                .value_name("NAME=VALUE")
+                .action(ArgAction::Append)
+                .value_parser(|s: &str| tilec::parse_define(s).map_err(|e| e.reason))
+                .help("Bind a kernel constant (tile.kernel @k<BM = 128>); repeatable"),
         )
         .arg(
             Arg::new("timing")
@@ -253,6 +264,13 @@ fn run() -> i32 {
         statistics: m.get_flag("pass-statistics"),
         verify_each: *m.get_one::<bool>("verify-each").expect("default"),
         lower,
+        constants: m
+            .get_many::<(String, i64)>("define")
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect(),
+        declared: Default::default(),
     };
     let chunks = if m.get_flag("split-input-file") {
         parser::split_input(src)
@@ -276,6 +294,15 @@ fn run() -> i32 {
             Err(()) => failed = true,
         }
     }
+    let declared = opts.declared.borrow();
+    for n in opts.constants.keys().filter(|n| !declared.contains(*n)) {
+        eprintln!(
+            "{name}: error: constant '{n}' is bound (-D) but no kernel of the input declares it"
+        );
+        failed = true;
+        outputs.clear();
+    }
+    drop(declared);
     let t0 = Instant::now();
     let text = outputs.join("// -----\n");
     // Nothing is written when nothing succeeded (an `-o` file is not created empty), nor
@@ -307,6 +334,11 @@ struct RunOpts {
     after: Vec<String>,
     statistics: bool,
     verify_each: bool,
+    /// `-D` bindings of kernel constants.
+    constants: std::collections::BTreeMap<String, i64>,
+    /// The constants declared by the kernels parsed so far: a `-D` that none declares is
+    /// an error once every piece is read.
+    declared: std::cell::RefCell<std::collections::BTreeSet<String>>,
 }
 
 #[derive(Default)]
@@ -358,10 +390,18 @@ fn process(
 ) -> Result<Option<String>, ()> {
     let mut produced: Vec<Diagnostic> = vec![];
     let t0 = Instant::now();
-    let parsed = parser::parse_chunk(chunk, file, first_line);
+    let parsed = parser::parse_chunk_with_constants(chunk, file, first_line, &o.constants);
     timing.parse += t0.elapsed();
     let result: Result<Module, Diagnostics> = (|| {
         let mut module = parsed?;
+        for k in module.kernels() {
+            if let Some(d) = k
+                .attr("constants")
+                .and_then(tilec_dialect::Attribute::as_dict)
+            {
+                o.declared.borrow_mut().extend(d.keys().cloned());
+            }
+        }
         let t1 = Instant::now();
         let v = verify(&module);
         timing.verify += t1.elapsed();

@@ -1,0 +1,529 @@
+//! The GEMM tile heuristic: from a problem's M, N, K (and batch), its element type, the
+//! target and the machine, which tile configuration to compile, with the reason and an
+//! estimate, as cuBLAS picks its kernels from the shape. `tile-compile --tile auto` and
+//! `tile-choose` use it; [`crate::auto_tile`] applies it to a kernel and checks the choice
+//! against the passes.
+//!
+//! # Candidates
+//! [`configs`] lists, per target and element type, the configurations whose steady
+//! throughput has been measured: a tile (BM × BN, stepping K by BK), its ring depth, its
+//! `persistent` schedule and its epilogue store, each with the rate it reached on large
+//! squares. The sm_90a rates are the H200's of `docs/bench-2026-11-29-s5-h200.json` (the
+//! 8192³ and 16384³ rows); a configuration without a measurement is not a candidate, so the
+//! heuristic never prefers a tile nobody has timed. sm_90, sm_100 and sm_100a lower one tile
+//! (128 × 256 on mma.sync), which is then the choice.
+//!
+//! # The model
+//! For each candidate, with T = ⌈M/BM⌉·⌈N/BN⌉·batch output tiles over S SMs, one CTA per SM
+//! (the rings take most of shared memory):
+//! - **waves**: W = ⌈T / S⌉; the last wave's idle SMs are paid for;
+//! - **compute per CTA**: 2·BM·BN·K flops at the configuration's measured rate over S SMs
+//!   (padding rows and columns past M and N cost as much as real ones);
+//! - **streaming per CTA**: (BM + BN)·K operand bytes at [`Machine::cta_stream_bytes_per_s`],
+//!   the rate one CTA's ring pulls from L2 (fitted on the M = 16 and M = 128 rows of the same
+//!   benchmark, where few CTAs run);
+//! - **DRAM**: the compulsory bytes, A, B and C once each (grouped tile order keeps the
+//!   panels in L2), at [`Machine::dram_bytes_per_s`];
+//! - estimate = max(W · max(compute, streaming), DRAM) + [`Machine::launch_us`].
+//!
+//! The smallest estimate wins; candidates within [`TIE`] of it count as equal, and among
+//! those the one that computes the fewest padding elements wins, then the larger tile.
+//! Split-K is not chosen (split = 1): measured on the H200, the separate zeroing and
+//! conversion launches cost more than the extra CTAs saved on every shape tried
+//! (docs/performance.md, "split-K on the H200"); stream-K with an in-kernel fix-up is the
+//! open step (#17).
+
+use crate::options::{EpilogueStore, Options, Schedule};
+use tilec_dialect::{ScalarType, Target};
+
+/// Estimates within this fraction of the best count as ties.
+pub const TIE: f64 = 0.03;
+
+/// One GEMM problem: C[batch, M, N] = A[batch, M, K] · B[batch, K, N].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemmProblem {
+    /// Rows of C.
+    pub m: u64,
+    /// Columns of C.
+    pub n: u64,
+    /// The reduction length.
+    pub k: u64,
+    /// Independent problems of the same shape (1 for a plain GEMM).
+    pub batch: u64,
+    /// The element type of A and B (`bf16`, `f16`).
+    pub elem: ScalarType,
+}
+
+impl GemmProblem {
+    /// A plain (batch 1) problem.
+    pub fn new(m: u64, n: u64, k: u64, elem: ScalarType) -> Self {
+        GemmProblem {
+            m,
+            n,
+            k,
+            batch: 1,
+            elem,
+        }
+    }
+
+    /// 2·M·N·K·batch.
+    pub fn flops(&self) -> f64 {
+        2.0 * self.m as f64 * self.n as f64 * self.k as f64 * self.batch as f64
+    }
+}
+
+/// The machine the estimate is for.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Machine {
+    /// Streaming multiprocessors.
+    pub sms: u32,
+    /// DRAM bandwidth a streaming kernel reaches, bytes/s.
+    pub dram_bytes_per_s: f64,
+    /// What one CTA's ring pulls from L2 when few CTAs run, bytes/s.
+    pub cta_stream_bytes_per_s: f64,
+    /// A launch's fixed cost, µs.
+    pub launch_us: f64,
+}
+
+impl Machine {
+    /// An NVIDIA H200 (SXM): 132 SMs; 4.0 TB/s reached of its 4.8 TB/s HBM3e; 80 GB/s per
+    /// CTA (fitted, see the module docs); 2 µs per launch.
+    pub const H200: Machine = Machine {
+        sms: 132,
+        dram_bytes_per_s: 4.0e12,
+        cta_stream_bytes_per_s: 80e9,
+        launch_us: 2.0,
+    };
+
+    /// [`Machine::H200`] with another SM count (an H100 SXM has 132, an H100 PCIe 114).
+    pub fn with_sms(self, sms: u32) -> Self {
+        Machine { sms, ..self }
+    }
+}
+
+/// A tile configuration: what [`GemmConfig::apply`] sets.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GemmConfig {
+    /// Rows of C per CTA (the kernel constant `BM`).
+    pub bm: u64,
+    /// Columns of C per CTA (`BN`).
+    pub bn: u64,
+    /// K per step (`BK`).
+    pub bk: u64,
+    /// Ring depth ([`Options::stages`]).
+    pub stages: u32,
+    /// The `persistent` schedule.
+    pub schedule: Schedule,
+    /// The epilogue store.
+    pub epilogue: EpilogueStore,
+    /// The steady rate measured on large squares, TFLOP/s; `None` where never measured.
+    pub tflops: Option<f64>,
+}
+
+/// [`configs`]' table: (target has wgmma, measured).
+const WGMMA_16BIT: [GemmConfig; 4] = [
+    cfg(128, 256, 4, Schedule::Static, 655.0),
+    cfg(128, 128, 4, Schedule::Static, 630.0),
+    cfg(64, 128, 6, Schedule::None, 495.0),
+    cfg(64, 64, 8, Schedule::None, 372.0),
+];
+
+const fn cfg(bm: u64, bn: u64, stages: u32, schedule: Schedule, tflops: f64) -> GemmConfig {
+    GemmConfig {
+        bm,
+        bn,
+        bk: 64,
+        stages,
+        schedule,
+        epilogue: EpilogueStore::Tma,
+        tflops: Some(tflops),
+    }
+}
+
+/// The candidate configurations for `elem` on `target` (see the module docs), best rate
+/// first; empty where none is known.
+pub fn configs(target: Target, elem: ScalarType) -> Vec<GemmConfig> {
+    if !matches!(elem, ScalarType::BF16 | ScalarType::F16) {
+        return vec![];
+    }
+    if target.has_wgmma() {
+        return WGMMA_16BIT.to_vec();
+    }
+    vec![GemmConfig {
+        bm: 128,
+        bn: 256,
+        bk: 64,
+        stages: 4,
+        schedule: Schedule::default_for(target),
+        epilogue: EpilogueStore::Direct,
+        // The sm_90 PTX on the H200 (docs/performance.md, 2026-11-29); never on sm_100.
+        tflops: (target == Target::Sm90).then_some(448.0),
+    }]
+}
+
+/// What the model says of one configuration on one problem.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Estimate {
+    /// Output tiles, batch included.
+    pub tiles: u64,
+    /// ⌈tiles / SMs⌉.
+    pub waves: u64,
+    /// One CTA's MMA time, µs.
+    pub compute_us: f64,
+    /// One CTA's operand streaming time, µs.
+    pub stream_us: f64,
+    /// The compulsory DRAM traffic's time, µs.
+    pub dram_us: f64,
+    /// The estimate, µs.
+    pub total_us: f64,
+    /// Elements computed past M and N, as a fraction of M·N·batch.
+    pub padding: f64,
+}
+
+impl Estimate {
+    /// What bounds the estimate: `"compute"`, `"streaming"` or `"DRAM"`.
+    pub fn bound(&self) -> &'static str {
+        let wave = self.compute_us.max(self.stream_us) * self.waves as f64;
+        if self.dram_us > wave {
+            "DRAM"
+        } else if self.compute_us >= self.stream_us {
+            "compute"
+        } else {
+            "streaming"
+        }
+    }
+}
+
+/// The model's estimate of `c` on `p` (module docs); `None` for a configuration without a
+/// measured rate.
+pub fn estimate(p: &GemmProblem, c: &GemmConfig, machine: &Machine) -> Option<Estimate> {
+    let rate = c.tflops? * 1e12;
+    let sms = u64::from(machine.sms.max(1));
+    let (tm, tn) = (p.m.div_ceil(c.bm), p.n.div_ceil(c.bn));
+    let tiles = tm * tn * p.batch;
+    let waves = tiles.div_ceil(sms);
+    let k = p.k as f64;
+    let compute_us = 2.0 * (c.bm * c.bn) as f64 * k / (rate / sms as f64) * 1e6;
+    let bytes = p.elem.size_bytes() as f64;
+    let stream_us = (c.bm + c.bn) as f64 * k * bytes / machine.cta_stream_bytes_per_s * 1e6;
+    let (m, n, b) = (p.m as f64, p.n as f64, p.batch as f64);
+    let dram_us = b * (m * k + k * n + m * n) * bytes / machine.dram_bytes_per_s * 1e6;
+    let total_us = (waves as f64 * compute_us.max(stream_us)).max(dram_us) + machine.launch_us;
+    let computed = (tm * c.bm * tn * c.bn * p.batch) as f64;
+    let padding = computed / (m * n * b).max(1.0) - 1.0;
+    Some(Estimate {
+        tiles,
+        waves,
+        compute_us,
+        stream_us,
+        dram_us,
+        total_us,
+        padding,
+    })
+}
+
+/// The heuristic's answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GemmChoice {
+    /// The chosen configuration.
+    pub config: GemmConfig,
+    /// Its estimate (`None` when the target's only tile has no measured rate).
+    pub estimate: Option<Estimate>,
+    /// Why, in one line.
+    pub reason: String,
+    /// Every candidate with its estimate, in the order the heuristic prefers them (the
+    /// choice first): [`crate::auto_tile`] falls back along it when the passes refuse one.
+    pub ranked: Vec<(GemmConfig, Option<Estimate>)>,
+}
+
+impl GemmConfig {
+    /// `BMxBNxBK`.
+    pub fn tile_name(&self) -> String {
+        format!("{}x{}x{}", self.bm, self.bn, self.bk)
+    }
+
+    /// `opts` with this configuration: the constants `BM`, `BN`, `BK`, the stages, the
+    /// schedule and the epilogue store.
+    pub fn apply(&self, opts: Options) -> Options {
+        let to_i64 = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        opts.with_constant("BM", to_i64(self.bm))
+            .with_constant("BN", to_i64(self.bn))
+            .with_constant("BK", to_i64(self.bk))
+            .with_stages(self.stages)
+            .with_schedule(self.schedule)
+            .with_epilogue(self.epilogue)
+    }
+}
+
+/// Why the heuristic has no answer.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum HeuristicError {
+    /// M, N, K or the batch is zero.
+    #[error("the problem {0} has an empty dimension: M, N, K and the batch must be positive")]
+    Empty(String),
+    /// No configuration is known for the element type on the target.
+    #[error(
+        "no measured GEMM tile configuration for {elem} on {target} (the heuristic knows bf16 \
+         and f16)"
+    )]
+    NoConfig {
+        /// The element type.
+        elem: ScalarType,
+        /// The target.
+        target: Target,
+    },
+}
+
+/// Choose the configuration for `p` on `target` and `machine` (module docs).
+///
+/// # Errors
+/// An empty problem, or an element type without known configurations on the target.
+pub fn choose_gemm(
+    p: &GemmProblem,
+    target: Target,
+    machine: &Machine,
+) -> Result<GemmChoice, HeuristicError> {
+    if p.m == 0 || p.n == 0 || p.k == 0 || p.batch == 0 {
+        return Err(HeuristicError::Empty(shape(p)));
+    }
+    let mut cands = configs(target, p.elem);
+    // A TMA store needs C's rows 16-byte aligned (docs/manifest.md): N·size a multiple of 16.
+    if !(p.n * p.elem.size_bytes()).is_multiple_of(16) {
+        for c in &mut cands {
+            c.epilogue = EpilogueStore::Direct;
+        }
+    }
+    if cands.is_empty() {
+        return Err(HeuristicError::NoConfig {
+            elem: p.elem,
+            target,
+        });
+    }
+    let mut ranked: Vec<(GemmConfig, Option<Estimate>)> = cands
+        .iter()
+        .map(|c| (*c, estimate(p, c, machine)))
+        .collect();
+    if ranked.len() == 1 {
+        let (config, estimate) = ranked[0];
+        let reason = format!(
+            "{} is the only tile {target} lowers ({})",
+            config.tile_name(),
+            if target.has_wgmma() {
+                "wgmma"
+            } else {
+                "mma.sync"
+            }
+        );
+        return Ok(GemmChoice {
+            config,
+            estimate,
+            reason,
+            ranked,
+        });
+    }
+    let t = |e: &Option<Estimate>| e.map_or(f64::INFINITY, |e| e.total_us);
+    ranked.sort_by(|a, b| t(&a.1).total_cmp(&t(&b.1)));
+    let best = t(&ranked[0].1);
+    let ties = ranked
+        .iter()
+        .take_while(|(_, e)| t(e) <= best * (1.0 + TIE))
+        .count();
+    // Among ties: least padding, then the larger tile; the rest stay in estimate order.
+    let pad = |e: &Option<Estimate>| e.map_or(f64::INFINITY, |e| e.padding);
+    ranked[..ties].sort_by(|a, b| {
+        pad(&a.1)
+            .total_cmp(&pad(&b.1))
+            .then((b.0.bm * b.0.bn).cmp(&(a.0.bm * a.0.bn)))
+    });
+    let (config, est) = ranked[0];
+    let e = est.expect("ranked candidates are measured");
+    let mut reason = format!(
+        "{} tiles of {}x{} = {:.2} waves on {} SMs; {}-bound ({:.1} µs compute, {:.1} µs \
+         streaming per CTA, {:.1} µs DRAM); est. {:.1} µs, {:.0} TFLOP/s",
+        e.tiles,
+        config.bm,
+        config.bn,
+        e.tiles as f64 / f64::from(machine.sms.max(1)),
+        machine.sms,
+        e.bound(),
+        e.compute_us,
+        e.stream_us,
+        e.dram_us,
+        e.total_us,
+        p.flops() / e.total_us / 1e6,
+    );
+    if ties > 1 {
+        reason.push_str(&format!(
+            "; tied within {:.0}% with {} (least padding wins: {:.0}%)",
+            TIE * 100.0,
+            ranked[1..ties]
+                .iter()
+                .map(|(c, _)| format!("{}x{}", c.bm, c.bn))
+                .collect::<Vec<_>>()
+                .join(", "),
+            e.padding * 100.0
+        ));
+    } else if let Some((c, Some(n))) = ranked.get(1) {
+        reason.push_str(&format!("; next {}x{} at {:.1} µs", c.bm, c.bn, n.total_us));
+    }
+    Ok(GemmChoice {
+        config,
+        estimate: est,
+        reason,
+        ranked,
+    })
+}
+
+fn shape(p: &GemmProblem) -> String {
+    if p.batch == 1 {
+        format!("{}x{}x{}", p.m, p.n, p.k)
+    } else {
+        format!("{}x{}x{}x{}", p.batch, p.m, p.n, p.k)
+    }
+}
+
+/// The 21 (M, N, K) shapes of `tools/gpu/bench.py`: five squares, and M = 16, 128, 1024, 8192
+/// with the (N, K) of Llama-3-8B's projections and its 128,256-entry vocabulary.
+pub const BENCHMARK_SHAPES: [(u64, u64, u64); 21] = {
+    const SQ: [u64; 5] = [1024, 2048, 4096, 8192, 16384];
+    const NK: [(u64, u64); 4] = [(4096, 4096), (14336, 4096), (4096, 14336), (128256, 4096)];
+    const MS: [u64; 4] = [16, 128, 1024, 8192];
+    let mut out = [(0, 0, 0); 21];
+    let mut i = 0;
+    while i < 5 {
+        out[i] = (SQ[i], SQ[i], SQ[i]);
+        i += 1;
+    }
+    let mut j = 0;
+    while j < 16 {
+        out[5 + j] = (MS[j % 4], NK[j / 4].0, NK[j / 4].1);
+        j += 1;
+    }
+    out
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn choose(m: u64, n: u64, k: u64) -> GemmChoice {
+        let p = GemmProblem::new(m, n, k, ScalarType::BF16);
+        choose_gemm(&p, Target::Sm90a, &Machine::H200).unwrap()
+    }
+
+    /// The benchmark shapes and the tile chosen for each on sm_90a. Against the H200
+    /// measurements the rates come from (docs/bench-2026-11-29-s5-h200.json), each choice is
+    /// the fastest measured tile or within 3% of it (1024x14336x4096: 128x128 at 591 TFLOP/s
+    /// against 128x256 at 609; 1024x128256x4096: 128x256 at 630 against 128x128 at 634).
+    #[test]
+    fn benchmark_shapes_choose_the_expected_tiles() {
+        let want = [
+            "64x128", "128x256", "128x256", "128x256", "128x256", // squares
+            "64x64", "64x64", "128x256", "128x256", // N, K = 4096
+            "64x128", "128x128", "128x128", "128x256", // N = 14336
+            "64x64", "64x64", "128x256", "128x256", // K = 14336
+            "64x128", "128x256", "128x256", "128x256", // N = 128256
+        ];
+        for (&(m, n, k), want) in BENCHMARK_SHAPES.iter().zip(want) {
+            let c = choose(m, n, k);
+            let got = format!("{}x{}", c.config.bm, c.config.bn);
+            assert_eq!(got, want, "{m}x{n}x{k}: {}", c.reason);
+            assert_eq!(c.ranked[0].0, c.config);
+            assert_eq!(c.ranked.len(), 4);
+        }
+    }
+
+    #[test]
+    fn the_model_counts_waves_bounds_and_padding() {
+        // 8192³ on 128x256: 2048 tiles, 16 waves, compute-bound.
+        let c = choose(8192, 8192, 8192);
+        let e = c.estimate.unwrap();
+        assert_eq!((e.tiles, e.waves, e.bound()), (2048, 16, "compute"));
+        assert_eq!(e.padding, 0.0);
+        // 2·128·256·8192 flops at 655 TFLOP/s over 132 SMs.
+        let per_cta = 2.0 * 128.0 * 256.0 * 8192.0 / (655e12 / 132.0) * 1e6;
+        assert!((e.compute_us - per_cta).abs() < 1e-9);
+        assert!((e.total_us - (16.0 * per_cta + 2.0)).abs() < 1e-6);
+        assert!(c
+            .reason
+            .starts_with("2048 tiles of 128x256 = 15.52 waves on 132 SMs"));
+        // M = 16 on 64-row tiles computes 3 padding rows for each real one.
+        let e = choose(16, 4096, 4096).estimate.unwrap();
+        assert_eq!(e.padding, 3.0);
+        assert_eq!(e.bound(), "streaming");
+        // Few SMs: more waves, so the largest tile's rate wins sooner.
+        let p = GemmProblem::new(1024, 1024, 1024, ScalarType::BF16);
+        let few = choose_gemm(&p, Target::Sm90a, &Machine::H200.with_sms(16)).unwrap();
+        assert_eq!((few.config.bm, few.config.bn), (128, 256), "{}", few.reason);
+    }
+
+    #[test]
+    fn ties_prefer_less_padding() {
+        // 16x128256x4096 is DRAM-bound on every tile: the 64-row tiles pad less.
+        let c = choose(16, 128256, 4096);
+        assert_eq!((c.config.bm, c.config.bn), (64, 128));
+        assert!(c.reason.contains("tied within 3%"), "{}", c.reason);
+    }
+
+    #[test]
+    fn batches_multiply_the_tiles() {
+        let one = choose(128, 4096, 4096);
+        let p = GemmProblem {
+            batch: 16,
+            ..GemmProblem::new(128, 4096, 4096, ScalarType::BF16)
+        };
+        let many = choose_gemm(&p, Target::Sm90a, &Machine::H200).unwrap();
+        assert_eq!((one.config.bm, one.config.bn), (64, 64));
+        assert_eq!(
+            (many.config.bm, many.config.bn),
+            (128, 256),
+            "{}",
+            many.reason
+        );
+        assert_eq!(many.estimate.unwrap().tiles, 16 * 16);
+    }
+
+    #[test]
+    fn unaligned_rows_of_c_get_the_direct_store() {
+        assert_eq!(choose(1024, 4096, 4096).config.epilogue, EpilogueStore::Tma);
+        // 4100 bf16 columns: 8200-byte rows, not a multiple of 16.
+        assert_eq!(
+            choose(1024, 4100, 4096).config.epilogue,
+            EpilogueStore::Direct
+        );
+    }
+
+    #[test]
+    fn targets_with_one_tile_and_unknown_types() {
+        for t in [Target::Sm90, Target::Sm100, Target::Sm100a] {
+            let p = GemmProblem::new(16, 4096, 4096, ScalarType::F16);
+            let c = choose_gemm(&p, t, &Machine::H200).unwrap();
+            assert_eq!((c.config.bm, c.config.bn, c.config.bk), (128, 256, 64));
+            assert_eq!(c.config.schedule, Schedule::default_for(t));
+            assert_eq!(c.estimate.is_some(), t == Target::Sm90);
+            assert!(c.reason.contains("only tile"), "{}", c.reason);
+        }
+        let p = GemmProblem::new(16, 16, 16, ScalarType::E4M3);
+        let e = choose_gemm(&p, Target::Sm90a, &Machine::H200).unwrap_err();
+        assert!(matches!(e, HeuristicError::NoConfig { .. }), "{e}");
+        let p = GemmProblem::new(0, 16, 16, ScalarType::BF16);
+        let e = choose_gemm(&p, Target::Sm90a, &Machine::H200).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the problem 0x16x16 has an empty dimension: M, N, K and the batch must be positive"
+        );
+    }
+
+    #[test]
+    fn apply_sets_the_constants_and_options() {
+        let c = choose(16, 4096, 4096).config;
+        let o = c.apply(Options::new(Target::Sm90a));
+        assert_eq!(o.constants["BM"], 64);
+        assert_eq!(o.constants["BN"], 64);
+        assert_eq!(o.constants["BK"], 64);
+        assert_eq!(
+            (o.stages, o.schedule, o.epilogue),
+            (8, Schedule::None, EpilogueStore::Tma)
+        );
+    }
+}

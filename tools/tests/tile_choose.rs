@@ -1,0 +1,82 @@
+//! `tile-choose`: the heuristic's table for the benchmark shapes and for given ones, and
+//! its usage errors.
+
+use std::process::Command;
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_tile-choose"))
+        .args(args)
+        .output()
+        .expect("tile-choose runs");
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// The tile column of each data row.
+fn tiles(table: &str) -> Vec<String> {
+    table
+        .lines()
+        .skip(2)
+        .map(|l| l.split('|').nth(5).unwrap_or("").trim().to_string())
+        .collect()
+}
+
+#[test]
+fn the_benchmark_table_has_a_row_per_shape() {
+    let (code, out, err) = run(&[]);
+    assert_eq!(code, 0, "{err}");
+    let rows = tiles(&out);
+    assert_eq!(rows.len(), 21, "{out}");
+    assert_eq!(rows[0], "64x128x64", "{out}");
+    assert_eq!(rows[3], "128x256x64", "{out}");
+    assert_eq!(rows[5], "64x64x64", "{out}");
+    let first = out.lines().nth(2).unwrap();
+    assert!(first.starts_with("| 1 | 1024 | 1024 | 1024 | 64x128x64 | 6 | none | tma | 0.97 |"));
+    assert!(
+        first.contains("128 tiles of 64x128 = 0.97 waves on 132 SMs"),
+        "{first}"
+    );
+}
+
+#[test]
+fn given_shapes_targets_and_sms() {
+    let (code, out, _) = run(&["16x4096x4096", "8x128x4096x4096", "--dtype", "f16"]);
+    assert_eq!(code, 0);
+    assert_eq!(tiles(&out), ["64x64x64", "128x256x64"]);
+    assert!(out
+        .lines()
+        .nth(3)
+        .unwrap()
+        .starts_with("| 8 | 128 | 4096 | 4096 |"));
+    let (code, out, _) = run(&["--target", "sm_100", "16x4096x4096"]);
+    assert_eq!(code, 0);
+    let row = out.lines().nth(2).unwrap();
+    assert!(
+        row.contains("| 128x256x64 | 4 | clc | direct | - | - | - | - |"),
+        "{row}"
+    );
+    assert!(
+        row.contains("the only tile sm_100 lowers (mma.sync)"),
+        "{row}"
+    );
+    let (_, out, _) = run(&["--sms", "16", "1024x1024x1024"]);
+    assert_eq!(tiles(&out), ["128x256x64"]);
+}
+
+#[test]
+fn bad_usage_exits_2() {
+    for args in [
+        &["16x4096"][..],
+        &["0x16x16"],
+        &["--target", "sm_80"],
+        &["--dtype", "f32"],
+        &["--sms", "0"],
+    ] {
+        let (code, _, err) = run(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains("error:"), "{err}");
+    }
+}
