@@ -2,11 +2,13 @@
 """The tile heuristic's regret: for each shape of a tools/gpu/bench.py JSON, the TFLOP/s of
 the tile `tile-choose` picks against the fastest candidate measured in the same run.
 
-    python3 tools/gpu/regret.py BENCH.json CHOICES.md [--markdown]
+    python3 tools/gpu/regret.py BENCH.json CHOICES.md [--markdown] [--cublas cublas-nt]
 
 BENCH.json comes from `bench.py --tilec t128x256=... --tilec t128x128=... ...` on the
 outputs of tools/gpu/build_tiles.sh (labels `tBMxBN`); CHOICES.md is `tile-choose`'s table
-for the same shapes (`tile-choose > CHOICES.md`). Needs no GPU. Prints, per shape, the
+for the same shapes (`tile-choose > CHOICES.md`). For x · Wᵀ, build_tiles.sh's NT outputs
+timed with `--layout tBMxBN=nt --cublas-layouts nt` compare with `--cublas cublas-nt`.
+Needs no GPU. Prints, per shape, the
 chosen tile, its TFLOP/s, the fastest tile and its TFLOP/s, the ratio (the regret is
 1 - ratio), the chosen tile's ratio to cuBLAS, then how many shapes are within 5% of their
 fastest candidate and the geometric mean over shapes of the chosen tile's ratio to cuBLAS.
@@ -35,6 +37,7 @@ def main():
     ap.add_argument("bench")
     ap.add_argument("choices")
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--cublas", default="cublas", help="the bench backend to compare with")
     a = ap.parse_args()
     d = json.load(open(a.bench))
     ch = choices(a.choices)
@@ -53,7 +56,7 @@ def main():
         best = max(res, key=lambda b: res[b]["tflops"])
         ratio = res[c]["tflops"] / res[best]["tflops"]
         within += ratio >= 0.95
-        cub = r["results"].get("cublas", {}).get("tflops")
+        cub = r["results"].get(a.cublas, {}).get("tflops")
         vs = res[c]["tflops"] / cub if cub else float("nan")
         if cub:
             ratios.append(vs)
