@@ -263,6 +263,16 @@ fn main() {
     exit_now(run());
 }
 
+/// Prints a compile error (located diagnostics with their source lines) and gives the exit
+/// code for it.
+fn report(e: &Error, name: &str, src: &str) -> i32 {
+    match e {
+        Error::Diagnostics(d) => eprint_diags(d, Some(src)),
+        e => eprintln!("{name}: error: {e}"),
+    }
+    EXIT_DIAGNOSTICS
+}
+
 fn run() -> i32 {
     let t0 = Instant::now();
     // An LLVM fatal error (a tilec bug: such input must be refused before MLIR) ends the
@@ -351,26 +361,12 @@ fn run() -> i32 {
                 );
                 opts = o;
             }
-            Err(Error::Diagnostics(d)) => {
-                eprint_diags(&d, Some(src));
-                return EXIT_DIAGNOSTICS;
-            }
-            Err(e) => {
-                eprintln!("{name}: error: {e}");
-                return EXIT_DIAGNOSTICS;
-            }
+            Err(e) => return report(&e, &name, src),
         }
     }
     let k = match compile(input, &opts) {
         Ok(k) => k,
-        Err(Error::Diagnostics(d)) => {
-            eprint_diags(&d, Some(src));
-            return EXIT_DIAGNOSTICS;
-        }
-        Err(e) => {
-            eprintln!("{name}: error: {e}");
-            return EXIT_DIAGNOSTICS;
-        }
+        Err(e) => return report(&e, &name, src),
     };
     if let Err(e) = std::fs::create_dir_all(&cli.out_dir) {
         eprintln!(
