@@ -39,6 +39,9 @@ use tilec_dialect::{ScalarType, Target};
 /// Estimates within this fraction of the best count as ties.
 pub const TIE: f64 = 0.03;
 
+/// The largest M, N, K or batch [`choose_gemm`] takes: 2^31 - 1, CUDA's grid limit along x.
+pub const MAX_DIM: u64 = (1 << 31) - 1;
+
 /// One GEMM problem: C[batch, M, N] = A[batch, M, K] · B[batch, K, N].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GemmProblem {
@@ -200,7 +203,7 @@ pub fn estimate(p: &GemmProblem, c: &GemmConfig, machine: &Machine) -> Option<Es
     let rate = c.tflops? * 1e12;
     let sms = u64::from(machine.sms.max(1));
     let (tm, tn) = (p.m.div_ceil(c.bm), p.n.div_ceil(c.bn));
-    let tiles = tm * tn * p.batch;
+    let tiles = tm.saturating_mul(tn).saturating_mul(p.batch);
     let waves = tiles.div_ceil(sms);
     let k = p.k as f64;
     let compute_us = 2.0 * (c.bm * c.bn) as f64 * k / (rate / sms as f64) * 1e6;
@@ -209,7 +212,7 @@ pub fn estimate(p: &GemmProblem, c: &GemmConfig, machine: &Machine) -> Option<Es
     let (m, n, b) = (p.m as f64, p.n as f64, p.batch as f64);
     let dram_us = b * (m * k + k * n + m * n) * bytes / machine.dram_bytes_per_s * 1e6;
     let total_us = (waves as f64 * compute_us.max(stream_us)).max(dram_us) + machine.launch_us;
-    let computed = (tm * c.bm * tn * c.bn * p.batch) as f64;
+    let computed = (tm * c.bm) as f64 * (tn * c.bn) as f64 * p.batch as f64;
     let padding = computed / (m * n * b).max(1.0) - 1.0;
     Some(Estimate {
         tiles,
@@ -261,6 +264,9 @@ pub enum HeuristicError {
     /// M, N, K or the batch is zero.
     #[error("the problem {0} has an empty dimension: M, N, K and the batch must be positive")]
     Empty(String),
+    /// M, N, K or the batch is over [`MAX_DIM`].
+    #[error("the problem {0} has a dimension over 2^31 - 1 (CUDA's grid limit)")]
+    TooLarge(String),
     /// No configuration is known for the element type on the target.
     #[error(
         "no measured GEMM tile configuration for {elem} on {target} (the heuristic knows bf16 \
@@ -277,7 +283,8 @@ pub enum HeuristicError {
 /// Choose the configuration for `p` on `target` and `machine` (module docs).
 ///
 /// # Errors
-/// An empty problem, or an element type without known configurations on the target.
+/// An empty problem, a dimension over [`MAX_DIM`], or an element type without known
+/// configurations on the target.
 pub fn choose_gemm(
     p: &GemmProblem,
     target: Target,
@@ -285,6 +292,9 @@ pub fn choose_gemm(
 ) -> Result<GemmChoice, HeuristicError> {
     if p.m == 0 || p.n == 0 || p.k == 0 || p.batch == 0 {
         return Err(HeuristicError::Empty(shape(p)));
+    }
+    if [p.m, p.n, p.k, p.batch].iter().any(|&d| d > MAX_DIM) {
+        return Err(HeuristicError::TooLarge(shape(p)));
     }
     let mut cands = configs(target, p.elem);
     // A TMA store needs C's rows 16-byte aligned (docs/manifest.md): N·size a multiple of 16.
@@ -506,6 +516,9 @@ mod tests {
         let p = GemmProblem::new(16, 16, 16, ScalarType::E4M3);
         let e = choose_gemm(&p, Target::Sm90a, &Machine::H200).unwrap_err();
         assert!(matches!(e, HeuristicError::NoConfig { .. }), "{e}");
+        let p = GemmProblem::new(16, u64::MAX, 16, ScalarType::BF16);
+        let e = choose_gemm(&p, Target::Sm90a, &Machine::H200).unwrap_err();
+        assert!(matches!(e, HeuristicError::TooLarge(_)), "{e}");
         let p = GemmProblem::new(0, 16, 16, ScalarType::BF16);
         let e = choose_gemm(&p, Target::Sm90a, &Machine::H200).unwrap_err();
         assert_eq!(

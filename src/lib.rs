@@ -143,9 +143,6 @@ pub enum Error {
     /// `ptxas` did not assemble the PTX ([`Emit::Cubin`]).
     #[error("{0}")]
     Ptxas(#[from] ptxas::PtxasError),
-    /// The tile heuristic has no answer ([`auto_tile`]).
-    #[error("{0}")]
-    Heuristic(#[from] gemm_heuristic::HeuristicError),
 }
 
 impl From<Diagnostics> for Error {
@@ -199,13 +196,15 @@ fn check_source_level(m: &tilec_dialect::Module) -> Result<(), Error> {
 
 /// The element type of the first `tile.dot`'s A operand in the kernel `opts` selects,
 /// parsed with `opts.constants` and the defaults: what [`gemm_heuristic::GemmProblem`]'s
-/// `elem` is for that kernel.
+/// `elem` is for that kernel. `BM`, `BN` and `BK`, where neither bound nor given a default,
+/// read as 64 for this query (the element type does not depend on the tile sizes), so that
+/// a kernel whose tile sizes have no defaults can be asked before they are chosen.
 ///
 /// # Errors
 /// A parse or verifier error, no such kernel, or a kernel without a `tile.dot` (located at
 /// the kernel).
 pub fn dot_operand_type(input: Input<'_>, opts: &Options) -> Result<ScalarType, Error> {
-    let module = selected_kernel(input, opts)?;
+    let module = selected_kernel(input, &provisional_tile(opts))?;
     let k = module.kernels().next().expect("selected");
     let mut elem = None;
     k.walk(&mut |o| {
@@ -224,12 +223,29 @@ pub fn dot_operand_type(input: Input<'_>, opts: &Options) -> Result<ScalarType, 
     })
 }
 
+/// `opts` with `BM`, `BN` and `BK` bound to 64 where they are not bound.
+fn provisional_tile(opts: &Options) -> Options {
+    let mut o = opts.clone();
+    for c in ["BM", "BN", "BK"] {
+        o.constants.entry(c.to_string()).or_insert(64);
+    }
+    o
+}
+
+/// The bindings `opts` gives the parser: its constants, for the kernel it selects.
+fn bindings(opts: &Options) -> tilec_dialect::ConstantBindings {
+    tilec_dialect::ConstantBindings {
+        values: opts.constants.clone(),
+        kernel: opts.kernel.clone(),
+    }
+}
+
 /// `input` parsed with `opts.constants`, verified, and cut down to the kernel `opts`
 /// selects.
 fn selected_kernel(input: Input<'_>, opts: &Options) -> Result<Module, Error> {
     let (mut module, file) = match input {
         Input::Text { source, file } => (
-            parse_with_constants(source, file, &opts.constants)?,
+            parse_with_constants(source, file, &bindings(opts))?,
             file.to_string(),
         ),
         Input::Module(m) => (m.clone(), "<module>".to_string()),
@@ -257,8 +273,8 @@ fn selected_kernel(input: Input<'_>, opts: &Options) -> Result<Module, Error> {
 /// ```no_run
 /// use tilec::gemm_heuristic::{GemmProblem, Machine};
 /// use tilec::{auto_tile, compile, dialect::{ScalarType, Target}, Input, Options};
-/// let src = std::fs::read_to_string("examples/gemm_bf16.tile").unwrap();
-/// let input = Input::Text { source: &src, file: "gemm_bf16.tile" };
+/// let src = std::fs::read_to_string("examples/gemm.tile").unwrap();
+/// let input = Input::Text { source: &src, file: "gemm.tile" };
 /// let p = GemmProblem::new(128, 4096, 4096, ScalarType::BF16);
 /// let (opts, choice) =
 ///     auto_tile(input, &Options::new(Target::Sm90a), &p, &Machine::H200).unwrap();
@@ -268,18 +284,20 @@ fn selected_kernel(input: Input<'_>, opts: &Options) -> Result<Module, Error> {
 /// ```
 ///
 /// # Errors
-/// [`Error::Heuristic`] for a problem the heuristic has no answer for; otherwise, when no
-/// candidate passes, the first candidate's error (a kernel that does not declare `BM`,
-/// `BN` and `BK` is one: [`check`] names what it declares).
+/// [`Error::Options`] for a built module (it has no constants to bind); a located error at
+/// the kernel when it does not declare `BM`, `BN` and `BK`, or when the heuristic has no
+/// answer for the problem ([`gemm_heuristic::HeuristicError`]: an empty or oversized
+/// dimension, an element type without measured configurations); otherwise, when no
+/// candidate passes, the first candidate's error.
 pub fn auto_tile(
     input: Input<'_>,
     base: &Options,
     problem: &gemm_heuristic::GemmProblem,
     machine: &gemm_heuristic::Machine,
 ) -> Result<(Options, gemm_heuristic::GemmChoice), Error> {
-    let mut choice = gemm_heuristic::choose_gemm(problem, base.target, machine)?;
+    let mut choice;
     if let Input::Text { .. } = input {
-        let m = selected_kernel(input, base)?;
+        let m = selected_kernel(input, &provisional_tile(base))?;
         let k = m.kernels().next().expect("selected");
         let declared = k
             .attr("constants")
@@ -295,7 +313,7 @@ pub fn auto_tile(
                     format!(
                         "the tile heuristic binds the constants BM, BN and BK, and kernel '@{}' \
                      does not declare {}: write its tile sizes as constants (tile.kernel \
-                     @{}<BM = 128, BN = 256, BK = 64>(...), as examples/gemm_bf16.tile does)",
+                     @{}<BM = 128, BN = 256, BK = 64>(...), as examples/gemm.tile does)",
                         k.symbol.as_deref().unwrap_or("?"),
                         missing.join(", "),
                         k.symbol.as_deref().unwrap_or("k"),
@@ -303,6 +321,12 @@ pub fn auto_tile(
                 ),
             ])));
         }
+        let heuristic = gemm_heuristic::choose_gemm(problem, base.target, machine);
+        choice = heuristic.map_err(|e| {
+            let mut d = tilec_dialect::Diagnostic::error(k.loc.clone(), e.to_string());
+            d.kind = tilec_dialect::DiagKind::Unsupported;
+            Error::Diagnostics(Diagnostics(vec![d]))
+        })?;
     } else {
         return Err(Error::Options(OptionsError::new(
             "define",
@@ -532,7 +556,7 @@ fn front_end(
     let t = Instant::now();
     let (mut module, file) = match input {
         Input::Text { source, file } => (
-            parse_with_constants(source, file, &opts.constants)?,
+            parse_with_constants(source, file, &bindings(opts))?,
             file.to_string(),
         ),
         Input::Module(m) => {

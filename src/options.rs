@@ -763,9 +763,14 @@ pub fn parse_define(text: &str) -> Result<(String, i64), OptionsError> {
     if !tilec_dialect::is_constant_name(n) {
         return Err(OptionsError::new("define", bad_constant_name(n)));
     }
-    let v = v
-        .parse::<i64>()
-        .map_err(|_| OptionsError::new("define", format!("'{v}' (for {n}) is not an integer")))?;
+    let v = v.parse::<i64>().map_err(|_| {
+        let why = if v.parse::<i128>().is_ok() {
+            "is out of the 64-bit integer range"
+        } else {
+            "is not an integer"
+        };
+        OptionsError::new("define", format!("'{v}' (for {n}) {why}"))
+    })?;
     Ok((n.to_string(), v))
 }
 

@@ -132,7 +132,7 @@ impl Expr {
                 if b <= 0 {
                     return None;
                 }
-                (a + b - 1).div_euclid(b)
+                a.div_euclid(b) + i64::from(a.rem_euclid(b) != 0)
             }
             Expr::Mul(a, b) => a.eval(arg)?.checked_mul(b.eval(arg)?)?,
             Expr::Add(a, b) => a.eval(arg)?.checked_add(b.eval(arg)?)?,

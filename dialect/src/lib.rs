@@ -62,7 +62,9 @@ pub use ir::{AttrMap, Block, Module, Operation, Value, ValueInfo};
 pub use layout::LinearLayout;
 pub use location::Location;
 pub use ops::{CmpPredicate, OpClass, OpKind, Precision, ReduceKind};
-pub use parser::{is_constant_name, parse, parse_bytes, parse_with_constants, split_input};
+pub use parser::{
+    is_constant_name, parse, parse_bytes, parse_with_constants, split_input, ConstantBindings,
+};
 pub use printer::{print_module, print_op};
 pub use target::{mma_k, GemmTile, Target, TileRefusal, MMA_K_BYTES};
 pub use types::{ScalarType, Type};

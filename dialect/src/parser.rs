@@ -46,22 +46,52 @@ pub const MAX_NESTING: usize = 128;
 /// # Errors
 /// The first syntax or naming error, with its location.
 pub fn parse(src: &str, file: &str) -> Result<Module, Diagnostics> {
-    parse_with_constants(src, file, &BTreeMap::new())
+    parse_with_constants(src, file, &ConstantBindings::default())
+}
+
+/// Values for kernel constants (`-D NAME=VALUE`), and the kernel they are for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ConstantBindings {
+    /// Each constant's value, by name.
+    pub values: BTreeMap<String, i64>,
+    /// The kernel (its symbol, without `@`) that takes them; `None`: every kernel that
+    /// declares them.
+    pub kernel: Option<String>,
+}
+
+impl ConstantBindings {
+    /// `values` for every kernel.
+    pub fn new(values: BTreeMap<String, i64>) -> Self {
+        ConstantBindings {
+            values,
+            kernel: None,
+        }
+    }
+
+    /// The bindings that apply to the kernel `symbol`.
+    fn for_kernel(&self, symbol: &str) -> Option<&BTreeMap<String, i64>> {
+        match &self.kernel {
+            Some(k) if k.trim_start_matches('@') != symbol => None,
+            _ => Some(&self.values),
+        }
+    }
 }
 
 /// Parse a whole file, binding kernel constants (see the module docs): each kernel that
-/// declares a constant named in `constants` takes that value instead of its default. A
-/// binding no kernel declares is not an error here (a caller that wants one checks the
-/// kernels' `constants` attributes).
+/// declares a constant named in `constants` (the one kernel `constants.kernel` names, if
+/// any) takes that value instead of its default. A binding no kernel declares is not an
+/// error here (a caller that wants one checks the kernels' `constants` attributes).
 ///
 /// # Errors
 /// As [`parse`]; also a declared constant with no binding and no default, an undeclared
-/// constant used in the kernel, and a type that a bound value makes malformed (a zero
-/// dimension), each at its location.
+/// constant used in the kernel, a type that a bound value makes malformed (a zero
+/// dimension), and a binding for a kernel that is already concrete (its `constants`
+/// attribute, as the printer writes it, records the constant: there is nothing to bind),
+/// each at its location.
 pub fn parse_with_constants(
     src: &str,
     file: &str,
-    constants: &BTreeMap<String, i64>,
+    constants: &ConstantBindings,
 ) -> Result<Module, Diagnostics> {
     parse_chunk_with_constants(src, &Arc::from(file), 1, constants)
         .map_err(|d| d.with_kind(DiagKind::InvalidIr))
@@ -116,7 +146,7 @@ pub fn split_input(src: &str) -> Vec<(&str, u32)> {
 /// # Errors
 /// As [`parse`].
 pub fn parse_chunk(src: &str, file: &Arc<str>, first_line: u32) -> Result<Module, Diagnostics> {
-    parse_chunk_with_constants(src, file, first_line, &BTreeMap::new())
+    parse_chunk_with_constants(src, file, first_line, &ConstantBindings::default())
 }
 
 /// Parse one piece of a file whose first line is `first_line`, binding kernel constants
@@ -128,7 +158,7 @@ pub fn parse_chunk_with_constants(
     src: &str,
     file: &Arc<str>,
     first_line: u32,
-    constants: &BTreeMap<String, i64>,
+    constants: &ConstantBindings,
 ) -> Result<Module, Diagnostics> {
     let toks = lex(src, file, first_line)?;
     let mut p = Parser {
@@ -152,7 +182,7 @@ struct Parser<'b> {
     /// Name scopes, innermost last.
     scopes: Vec<HashMap<String, Value>>,
     /// The caller's values for kernel constants.
-    bindings: &'b BTreeMap<String, i64>,
+    bindings: &'b ConstantBindings,
     /// The constants of the kernel being parsed, with their values.
     consts: BTreeMap<String, i64>,
 }
@@ -183,18 +213,28 @@ fn substitute_constants(
             None => (rest, ""),
         },
     };
-    let mut used = vec![];
+    let mut used: Vec<String> = vec![];
     let mut pieces = vec![];
-    for piece in dims.split('x') {
+    let all: Vec<&str> = dims.split('x').collect();
+    for (i, piece) in all.iter().enumerate() {
         let name = piece.trim();
         if !is_constant_name(name) {
             pieces.push(piece.to_string());
             continue;
         }
+        if i + 1 == all.len() && head != "mbarrier" {
+            return Err(format!(
+                "constant '{name}' stands where the element type goes: constants are \
+                 integers, for dimensions"
+            ));
+        }
         let Some(v) = consts.get(name) else {
             return Err(unknown_constant(name, consts));
         };
-        used.push(format!("{name} = {v}"));
+        let b = format!("{name} = {v}");
+        if !used.contains(&b) {
+            used.push(b);
+        }
         pieces.push(v.to_string());
     }
     Ok((format!("{head}<{}{tail}", pieces.join("x")), used))
@@ -348,6 +388,7 @@ impl Parser<'_> {
         // Symbol and signature.
         let mut sig_args: Option<Vec<(String, Type, Location)>> = None;
         let mut declared = None;
+        let outer_consts = (kind == OpKind::Kernel).then(|| self.consts.clone());
         if let Tok::Symbol(s) = self.peek().clone() {
             self.bump();
             if self.is_punct("<") {
@@ -381,6 +422,24 @@ impl Parser<'_> {
             && matches!(self.peek_at(2), Tok::Punct("="))
         {
             op.attrs = self.attr_dict()?;
+        }
+        if declared.is_none() && kind == OpKind::Kernel {
+            let symbol = op.symbol.as_deref().unwrap_or("");
+            let recorded = op.attrs.get("constants").and_then(Attribute::as_dict);
+            let bound = self.bindings.for_kernel(symbol);
+            if let (Some(r), Some(b)) = (recorded, bound) {
+                if let Some((n, v)) = r.iter().find(|(n, _)| b.contains_key(*n)) {
+                    return Err(Diagnostic::error(
+                        loc,
+                        format!(
+                            "constant '{n}' of @{symbol} is already bound to {v}: the kernel \
+                             is concrete (its 'constants' attribute records the values it was \
+                             compiled with); bind constants in the source that declares them \
+                             (tile.kernel @{symbol}<{n} = ...>)"
+                        ),
+                    ));
+                }
+            }
         }
         if let Some(c) = declared {
             if op.attrs.contains_key("constants") {
@@ -435,8 +494,8 @@ impl Parser<'_> {
             let v = self.define(n, t, &l)?;
             op.results.push(v);
         }
-        if kind == OpKind::Kernel {
-            self.consts.clear();
+        if let Some(outer) = outer_consts {
+            self.consts = outer;
         }
         Ok(op)
     }
@@ -484,7 +543,8 @@ impl Parser<'_> {
             } else {
                 None
             };
-            let value = match (self.bindings.get(&name), default) {
+            let bound = self.bindings.for_kernel(kernel).and_then(|b| b.get(&name));
+            let value = match (bound, default) {
                 (Some(&v), _) | (None, Some(v)) => v,
                 (None, None) => {
                     return Err(Diagnostic::error(

@@ -295,7 +295,8 @@ impl Type {
                 dims(shape, "a ring stage")?;
                 let bytes = shape
                     .iter()
-                    .try_fold(stages * elem.size_bytes(), |acc, &d| acc.checked_mul(d));
+                    .try_fold(elem.size_bytes(), |acc, &d| acc.checked_mul(d))
+                    .and_then(|b| b.checked_mul(*stages));
                 match bytes {
                     Some(_) => Ok(()),
                     None => Err("the ring's size in bytes does not fit in 64 bits".into()),

@@ -1359,6 +1359,24 @@ impl Verifier<'_> {
                             constant = Attribute::Int(*n);
                             &constant
                         }
+                        // An expression of constants only (kernel constants bound in it)
+                        // is checked as its value.
+                        Attribute::Expr(e) if e.args().is_empty() => match e.eval(&|_| None) {
+                            Some(n) => {
+                                constant = Attribute::Int(n);
+                                &constant
+                            }
+                            None => {
+                                self.error(
+                                    op,
+                                    format!(
+                                        "grid dimension {i} is {e}, which overflows 64 bits or \
+                                         divides by zero"
+                                    ),
+                                );
+                                continue;
+                            }
+                        },
                         _ => d,
                     };
                     let e = match d {

@@ -35,7 +35,7 @@ struct Cli {
     #[arg(long, default_value = "bf16", value_parser = ["bf16", "f16"])]
     dtype: String,
     /// SMs of the GPU (132: H100 SXM, H200).
-    #[arg(long, default_value_t = 132, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 132, value_parser = clap::value_parser!(u32).range(1..=4096))]
     sms: u32,
 }
 

@@ -160,7 +160,8 @@ struct Cli {
     #[arg(long, value_name = "M=..,N=..,K=..", value_parser = problem, requires = "tile")]
     problem: Option<[u64; 4]>,
     /// SMs of the GPU that --tile auto chooses for (132: H100 SXM, H200).
-    #[arg(long, default_value_t = 132, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 132, requires = "tile",
+          value_parser = clap::value_parser!(u32).range(1..=4096))]
     sms: u32,
     /// Run ptxas -v on the PTX and report registers, shared memory, spills and warnings.
     #[arg(long)]
@@ -189,6 +190,9 @@ fn problem(s: &str) -> Result<[u64; 4], String> {
             .iter()
             .position(|n| n.eq_ignore_ascii_case(k.trim()))
             .ok_or_else(|| format!("unknown dimension '{k}' (M, N, K, BATCH)"))?;
+        if seen[i] {
+            return Err(format!("{} is given twice", ["M", "N", "K", "BATCH"][i]));
+        }
         out[i] = v
             .trim()
             .parse::<u64>()
@@ -315,6 +319,12 @@ fn run() -> i32 {
         opts.schedule = s;
     }
     opts.kernel = cli.kernel.clone();
+    for (i, (n, _)) in cli.defines.iter().enumerate() {
+        if cli.defines[..i].iter().any(|(m, _)| m == n) {
+            eprintln!("error: -D {n} is given twice");
+            return EXIT_USAGE;
+        }
+    }
     opts.constants = cli.defines.iter().cloned().collect();
     opts.llvm_passes = cli.llvm_passes.clone();
     if let Err(e) = opts.validate() {

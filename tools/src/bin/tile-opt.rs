@@ -295,7 +295,14 @@ fn run() -> i32 {
         }
     }
     let declared = opts.declared.borrow();
-    for n in opts.constants.keys().filter(|n| !declared.contains(*n)) {
+    // After a piece that failed (or whose errors were expected) the declarations it held
+    // are unknown: its errors stand alone.
+    let check = !failed && !opts.verify_diagnostics;
+    let undeclared = opts
+        .constants
+        .keys()
+        .filter(|n| check && !declared.contains(*n));
+    for n in undeclared.collect::<Vec<_>>() {
         eprintln!(
             "{name}: error: constant '{n}' is bound (-D) but no kernel of the input declares it"
         );
@@ -390,7 +397,8 @@ fn process(
 ) -> Result<Option<String>, ()> {
     let mut produced: Vec<Diagnostic> = vec![];
     let t0 = Instant::now();
-    let parsed = parser::parse_chunk_with_constants(chunk, file, first_line, &o.constants);
+    let bindings = tilec_dialect::ConstantBindings::new(o.constants.clone());
+    let parsed = parser::parse_chunk_with_constants(chunk, file, first_line, &bindings);
     timing.parse += t0.elapsed();
     let result: Result<Module, Diagnostics> = (|| {
         let mut module = parsed?;
