@@ -16,9 +16,11 @@
 //! # The model
 //! For each candidate, with T = ⌈M/BM⌉·⌈N/BN⌉·batch output tiles over S SMs, one CTA per SM
 //! (the rings take most of shared memory):
-//! - **waves**: W = ⌈T / S⌉; the last wave's idle SMs are paid for;
-//! - **compute per CTA**: 2·BM·BN·K flops at the configuration's measured rate over S SMs
-//!   (padding rows and columns past M and N cost as much as real ones);
+//! - **waves**: W = ⌈T / S⌉ rounds; the last round's idle SMs are paid for (the reason and
+//!   `tile-choose` print T / S, the fraction of full waves);
+//! - **compute per CTA**: 2·BM·BN·K flops at one SM's share of the configuration's measured
+//!   rate (the rate over the [`RATE_SMS`] SMs it was measured on; padding rows and columns
+//!   past M and N cost as much as real ones);
 //! - **streaming per CTA**: (BM + BN)·K operand bytes at [`Machine::cta_stream_bytes_per_s`],
 //!   the rate one CTA's ring pulls from L2 (fitted on the M = 16 and M = 128 rows of the same
 //!   benchmark, where few CTAs run);
@@ -38,6 +40,10 @@ use tilec_dialect::{ScalarType, Target};
 
 /// Estimates within this fraction of the best count as ties.
 pub const TIE: f64 = 0.03;
+
+/// The SMs of the GPU the rates of [`configs`] were measured on (the H200's 132): one SM's
+/// rate is the measured rate over this many.
+pub const RATE_SMS: f64 = 132.0;
 
 /// The largest M, N, K or batch [`choose_gemm`] takes: 2^31 - 1, CUDA's grid limit along x.
 pub const MAX_DIM: u64 = (1 << 31) - 1;
@@ -206,7 +212,7 @@ pub fn estimate(p: &GemmProblem, c: &GemmConfig, machine: &Machine) -> Option<Es
     let tiles = tm.saturating_mul(tn).saturating_mul(p.batch);
     let waves = tiles.div_ceil(sms);
     let k = p.k as f64;
-    let compute_us = 2.0 * (c.bm * c.bn) as f64 * k / (rate / sms as f64) * 1e6;
+    let compute_us = 2.0 * (c.bm * c.bn) as f64 * k / (rate / RATE_SMS) * 1e6;
     let bytes = p.elem.size_bytes() as f64;
     let stream_us = (c.bm + c.bn) as f64 * k * bytes / machine.cta_stream_bytes_per_s * 1e6;
     let (m, n, b) = (p.m as f64, p.n as f64, p.batch as f64);
@@ -364,7 +370,7 @@ pub fn choose_gemm(
     );
     if ties > 1 {
         reason.push_str(&format!(
-            "; tied within {:.0}% with {} (least padding wins: {:.0}%)",
+            "; tied within {:.0}% with {} (least padding wins; this tile pads {:.0}%)",
             TIE * 100.0,
             ranked[1..ties]
                 .iter()
@@ -451,7 +457,7 @@ mod tests {
         assert_eq!((e.tiles, e.waves, e.bound()), (2048, 16, "compute"));
         assert_eq!(e.padding, 0.0);
         // 2·128·256·8192 flops at 655 TFLOP/s over 132 SMs.
-        let per_cta = 2.0 * 128.0 * 256.0 * 8192.0 / (655e12 / 132.0) * 1e6;
+        let per_cta = 2.0 * 128.0 * 256.0 * 8192.0 / (655e12 / RATE_SMS) * 1e6;
         assert!((e.compute_us - per_cta).abs() < 1e-9);
         assert!((e.total_us - (16.0 * per_cta + 2.0)).abs() < 1e-6);
         assert!(c
@@ -461,9 +467,22 @@ mod tests {
         let e = choose(16, 4096, 4096).estimate.unwrap();
         assert_eq!(e.padding, 3.0);
         assert_eq!(e.bound(), "streaming");
-        // Few SMs: more waves, so the largest tile's rate wins sooner.
+        // Few SMs: more waves, so the largest tile's rate wins sooner; an SM is no faster.
         let p = GemmProblem::new(1024, 1024, 1024, ScalarType::BF16);
+        let all = choose_gemm(&p, Target::Sm90a, &Machine::H200).unwrap();
         let few = choose_gemm(&p, Target::Sm90a, &Machine::H200.with_sms(16)).unwrap();
+        let (a, f) = (all.estimate.unwrap(), few.estimate.unwrap());
+        assert_eq!((all.config.bm, all.config.bn), (64, 128));
+        assert!(f.total_us > a.total_us, "{f:?} {a:?}");
+        let c128 = |ch: &GemmChoice| {
+            ch.ranked
+                .iter()
+                .find(|r| r.0.bm == 128 && r.0.bn == 256)
+                .and_then(|r| r.1)
+                .unwrap()
+                .compute_us
+        };
+        assert_eq!(c128(&all), c128(&few));
         assert_eq!((few.config.bm, few.config.bn), (128, 256), "{}", few.reason);
     }
 

@@ -321,6 +321,33 @@ pub fn auto_tile(
                 ),
             ])));
         }
+        let located = |msg: String| {
+            Error::Diagnostics(Diagnostics(vec![tilec_dialect::Diagnostic::error(
+                k.loc.clone(),
+                msg,
+            )]))
+        };
+        let elem = dot_operand_type(input, base)?;
+        if elem != problem.elem {
+            return Err(located(format!(
+                "the problem's element type is {}, but kernel '@{}' multiplies {elem}",
+                problem.elem,
+                k.symbol.as_deref().unwrap_or("?")
+            )));
+        }
+        let grid_rank = k
+            .attr("grid")
+            .and_then(tilec_dialect::Attribute::as_array)
+            .map_or(0, <[_]>::len);
+        if problem.batch > 1 && grid_rank < 3 {
+            return Err(located(format!(
+                "the problem has a batch of {}, but kernel '@{}' has a {grid_rank}-D grid: a \
+                 batched kernel walks the batch with a third grid dimension \
+                 (examples/batched_gemm.tile)",
+                problem.batch,
+                k.symbol.as_deref().unwrap_or("?")
+            )));
+        }
         let heuristic = gemm_heuristic::choose_gemm(problem, base.target, machine);
         choice = heuristic.map_err(|e| {
             let mut d = tilec_dialect::Diagnostic::error(k.loc.clone(), e.to_string());
@@ -350,19 +377,25 @@ pub fn auto_tile(
         match check(input, &opts) {
             Ok(()) => {
                 if !refused.is_empty() {
-                    choice.reason = format!(
-                        "{} (the passes refused {})",
-                        if config == choice.config {
-                            choice.reason.clone()
-                        } else {
-                            format!(
-                                "{} with the {} store, next in the model's order",
-                                config.tile_name(),
-                                config.epilogue
-                            )
-                        },
-                        refused.join("; ")
-                    );
+                    let first = choice.config;
+                    let same_tile =
+                        (config.bm, config.bn, config.bk) == (first.bm, first.bn, first.bk);
+                    choice.reason = if same_tile {
+                        format!(
+                            "{}; with the {} store, as the passes refused {}",
+                            choice.reason,
+                            config.epilogue,
+                            refused.join("; ")
+                        )
+                    } else {
+                        format!(
+                            "{} with the {} store, next in the model's order (the passes \
+                             refused {})",
+                            config.tile_name(),
+                            config.epilogue,
+                            refused.join("; ")
+                        )
+                    };
                 }
                 choice.config = config;
                 choice.estimate = estimate;

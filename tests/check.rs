@@ -208,6 +208,14 @@ fn auto_tile_binds_the_heuristic_choice_and_checks_it() {
         "{}",
         c.reason
     );
+    // The problem's element type must be the kernel's.
+    let f16 = GemmProblem::new(64, 64, 64, ScalarType::F16);
+    let Err(Error::Diagnostics(d)) = auto_tile(input, &base, &f16, &Machine::H200) else {
+        panic!("an f16 problem tiled a bf16 kernel")
+    };
+    assert!(d.0[0]
+        .message
+        .contains("element type is f16, but kernel '@gemm' multiplies bf16"));
     // A kernel with fixed sizes declares no constants to bind: a located error.
     let fixed = std::fs::read_to_string(format!("{root}/examples/gemm_bf16.tile")).unwrap();
     let fixed_in = Input::Text {
