@@ -204,7 +204,11 @@ fn check_source_level(m: &tilec_dialect::Module) -> Result<(), Error> {
 /// A parse or verifier error, no such kernel, or a kernel without a `tile.dot` (located at
 /// the kernel).
 pub fn dot_operand_type(input: Input<'_>, opts: &Options) -> Result<ScalarType, Error> {
-    let module = selected_kernel(input, &provisional_tile(opts))?;
+    dot_elem(&selected_kernel(input, &provisional_tile(opts))?)
+}
+
+/// [`dot_operand_type`] of a module cut down to one kernel ([`selected_kernel`]).
+fn dot_elem(module: &Module) -> Result<ScalarType, Error> {
     let k = module.kernels().next().expect("selected");
     let mut elem = None;
     k.walk(&mut |o| {
@@ -240,16 +244,21 @@ fn bindings(opts: &Options) -> tilec_dialect::ConstantBindings {
     }
 }
 
-/// `input` parsed with `opts.constants`, verified, and cut down to the kernel `opts`
-/// selects.
-fn selected_kernel(input: Input<'_>, opts: &Options) -> Result<Module, Error> {
-    let (mut module, file) = match input {
+/// `input` as a module, text parsed with `opts`' bindings, and its name for locations.
+fn parsed(input: Input<'_>, opts: &Options) -> Result<(Module, String), Error> {
+    Ok(match input {
         Input::Text { source, file } => (
             parse_with_constants(source, file, &bindings(opts))?,
             file.to_string(),
         ),
         Input::Module(m) => (m.clone(), "<module>".to_string()),
-    };
+    })
+}
+
+/// `input` parsed with `opts.constants`, verified, and cut down to the kernel `opts`
+/// selects.
+fn selected_kernel(input: Input<'_>, opts: &Options) -> Result<Module, Error> {
+    let (mut module, file) = parsed(input, opts)?;
     verify(&module)?;
     select_kernel(&mut module, opts.kernel.as_deref(), &file)?;
     if module.kernels().next().is_none() {
@@ -327,7 +336,7 @@ pub fn auto_tile(
                 msg,
             )]))
         };
-        let elem = dot_operand_type(input, base)?;
+        let elem = dot_elem(&m)?;
         if elem != problem.elem {
             return Err(located(format!(
                 "the problem's element type is {}, but kernel '@{}' multiplies {elem}",
@@ -587,24 +596,16 @@ fn front_end(
     opts.validate()?;
     let mut timings = vec![];
     let t = Instant::now();
-    let (mut module, file) = match input {
-        Input::Text { source, file } => (
-            parse_with_constants(source, file, &bindings(opts))?,
-            file.to_string(),
-        ),
-        Input::Module(m) => {
-            if let Some(n) = opts.constants.keys().next() {
-                return Err(Error::Options(OptionsError::new(
-                    "define",
-                    format!(
-                        "constant '{n}' is bound, but the input is a built Module, whose \
-                         kernels are concrete: constants are bound when text is parsed"
-                    ),
-                )));
-            }
-            (m.clone(), "<module>".to_string())
-        }
-    };
+    if let (Input::Module(_), Some(n)) = (input, opts.constants.keys().next()) {
+        return Err(Error::Options(OptionsError::new(
+            "define",
+            format!(
+                "constant '{n}' is bound, but the input is a built Module, whose kernels are \
+                 concrete: constants are bound when text is parsed"
+            ),
+        )));
+    }
+    let (mut module, file) = parsed(input, opts)?;
     verify(&module)?;
     select_kernel(&mut module, opts.kernel.as_deref(), &file)?;
     check_bindings(&module, &opts.constants, &file)?;

@@ -5,6 +5,16 @@
 use std::io::Read;
 use tilec_dialect::Diagnostics;
 
+/// `--target`'s value parser: a target by name, or the list of known ones.
+pub fn parse_target(s: &str) -> Result<tilec_dialect::Target, String> {
+    tilec_dialect::Target::from_name(s).ok_or_else(|| {
+        format!(
+            "unknown target '{s}' (known: {})",
+            tilec_dialect::Target::names()
+        )
+    })
+}
+
 /// Exit code: success.
 pub const EXIT_OK: i32 = 0;
 /// Exit code: the input had errors (diagnostics were printed).

@@ -29,7 +29,7 @@ struct Cli {
     #[arg(value_parser = shape)]
     shapes: Vec<[u64; 4]>,
     /// Target GPU.
-    #[arg(long, default_value = "sm_90a", value_parser = target)]
+    #[arg(long, default_value = "sm_90a", value_parser = parse_target)]
     target: Target,
     /// Element type of A and B.
     #[arg(long, default_value = "bf16", value_parser = ["bf16", "f16"])]
@@ -37,10 +37,6 @@ struct Cli {
     /// SMs of the GPU (132: H100 SXM, H200).
     #[arg(long, default_value_t = 132, value_parser = clap::value_parser!(u32).range(1..=4096))]
     sms: u32,
-}
-
-fn target(s: &str) -> Result<Target, String> {
-    Target::from_name(s).ok_or_else(|| format!("unknown target '{s}' (known: {})", Target::names()))
 }
 
 /// `MxNxK` or `BxMxNxK` as [batch, M, N, K].

@@ -259,10 +259,6 @@ fn mlir_stage(cli: &Cli, product: &str, name: &str, src: &str) -> i32 {
     }
 }
 
-fn parse_target(s: &str) -> Result<Target, String> {
-    Target::from_name(s).ok_or_else(|| format!("unknown target '{s}' (known: {})", Target::names()))
-}
-
 fn main() {
     exit_now(run());
 }
