@@ -25,7 +25,7 @@ enum Pos {
 
 /// A snippet: IR lines that read `%t` (an f32 tile: 64×64, or the 128×256 accumulator in
 /// an epilogue; shapes written as `@S@` and the like, see [`shaped`]),
-/// `%s` (an f32 scalar), `%n` (an index), `%X` (a tensor<?x?xf32>), and define `%out` (a
+/// `%s` (an f32 scalar), `%n` (an index), `%X` (a tensor<?x?xf32>), `%F` (a tensor<?xi32>), and define `%out` (a
 /// tile of `%t`'s type) or `%o` (an index).
 struct Case {
     op: OpKind,
@@ -254,6 +254,16 @@ fn cases() -> Vec<Case> {
          %t : tile<@S@xf32>",
     );
     add(
+        K::WaitFlag,
+        "",
+        "tile.wait_flag %F, %n, %n\n%out = tile.neg %t : tile<@S@xf32>",
+    );
+    add(
+        K::ReleaseFlag,
+        "",
+        "%out = tile.neg %t : tile<@S@xf32>\ntile.release_flag %F, %n, %n",
+    );
+    add(
         K::If,
         "",
         "%c1 = tile.constant {value = 1} : index\n\
@@ -310,7 +320,8 @@ fn kernel(c: &Case, pos: Pos) -> Option<String> {
             .map(|l| format!("{}{l}\n", " ".repeat(n)))
             .collect()
     };
-    let head = "tile.kernel @k(%X: tensor<?x?xf32>, %Y: tensor<?x?xf32>, %n: index, %s: f32) \
+    let head = "tile.kernel @k(%X: tensor<?x?xf32>, %Y: tensor<?x?xf32>, %n: index, %s: f32, \
+                %F: tensor<?xi32>) \
                 {grid = [2]} {\n  %c00 = tile.constant {value = 0} : index\n";
     let use_o = "  %oo = tile.maxi %o, %c00 : index\n  %ot = tile.load %X, %oo, %c00 : \
                  tile<64x64xf32>\n  tile.store %Y, %c00, %c00, %ot\n";
@@ -361,7 +372,8 @@ fn kernel(c: &Case, pos: Pos) -> Option<String> {
             let epi = epi.replace("%X", "%W");
             Some(format!(
                 "tile.kernel @k(%A: tensor<?x?xbf16>, %B: tensor<?x?xbf16>, %C: tensor<?x?xbf16>, \
-                 %W: tensor<?x?xf32>, %X: tensor<?x?xf32>, %n: index, %s: f32, %K: index) \
+                 %W: tensor<?x?xf32>, %X: tensor<?x?xf32>, %n: index, %s: f32, %K: index, \
+                 %F: tensor<?xi32>) \
                  {{grid = [2, 2]}} {{\n  %c00 = tile.constant {{value = 0}} : index\n  \
                  %c64 = tile.constant {{value = 64}} : index\n  \
                  %c128 = tile.constant {{value = 128}} : index\n  %pid = tile.program_id {{dim = \

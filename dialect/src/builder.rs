@@ -917,6 +917,26 @@ impl<'m> Builder<'m> {
         self.write(OpKind::AtomicAdd, tensor, offsets, value)
     }
 
+    /// `tile.wait_flag %flags, %pos, %value`: wait until `flags[pos] == value` (acquire at
+    /// GPU scope; see [`OpKind::WaitFlag`]).
+    ///
+    /// # Errors
+    /// `flags` not a 1-D i32 tensor, or `pos` or `value` not an `index`.
+    pub fn wait_flag(&mut self, flags: Value, pos: Value, value: Value) -> BuildResult<()> {
+        self.leaf(OpKind::WaitFlag, &[flags, pos, value], vec![], &[])
+            .map(|_| ())
+    }
+
+    /// `tile.release_flag %flags, %pos, %value`: after the program's writes, set
+    /// `flags[pos] = value` (release at GPU scope; see [`OpKind::ReleaseFlag`]).
+    ///
+    /// # Errors
+    /// As [`Builder::wait_flag`].
+    pub fn release_flag(&mut self, flags: Value, pos: Value, value: Value) -> BuildResult<()> {
+        self.leaf(OpKind::ReleaseFlag, &[flags, pos, value], vec![], &[])
+            .map(|_| ())
+    }
+
     fn write(&mut self, kind: OpKind, t: Value, offsets: &[Value], v: Value) -> BuildResult<()> {
         let ops: Vec<Value> = std::iter::once(t)
             .chain(offsets.iter().copied())

@@ -947,6 +947,7 @@ impl Machine<'_> {
                     return Ok(());
                 }
                 OpKind::Store | OpKind::AtomicAdd => return self.store(op),
+                OpKind::WaitFlag | OpKind::ReleaseFlag => return self.flag(op),
                 OpKind::ProgramId | OpKind::NumPrograms => {
                     let d = op
                         .int_attr("dim")
@@ -1340,6 +1341,46 @@ impl Machine<'_> {
             step_index(&mut idx, &shape);
         }
         Ok(tile_val(shape, elem, data))
+    }
+
+    /// `tile.wait_flag` / `tile.release_flag`: programs run one after another, so a wait
+    /// either finds its value, set by an earlier program, or would wait forever.
+    fn flag(&mut self, op: &Operation) -> R<()> {
+        let ti = self.tensor_index(op)?;
+        let pos = self.int(op, 1)?;
+        let want = self.int(op, 2)? as i32 as i64;
+        let pid = self.pid;
+        let Some(ArgValue::Tensor(t)) = self.args.get_mut(ti) else {
+            return Err(op_err(op, "operand 0 is not a tensor"));
+        };
+        let (Some(&len), Some(&stride), Data::Int(data)) =
+            (t.shape.first(), t.strides.first(), &mut t.data)
+        else {
+            return Err(op_err(op, "the flags are not a 1-D integer tensor"));
+        };
+        if pos < 0 || pos as u64 >= len as u64 {
+            return Err(op_err(
+                op,
+                format!("flag {pos} is outside the flag tensor of {len} element(s)"),
+            ));
+        }
+        let Some(slot) = data.get_mut(pos as usize * stride) else {
+            return Err(op_err(op, "flag outside the tensor's buffer"));
+        };
+        if op.kind == OpKind::ReleaseFlag {
+            *slot = want;
+        } else if *slot != want {
+            return Err(op_err(
+                op,
+                format!(
+                    "program {pid:?} waits for flag {pos} == {want}, but it is {}: no program \
+                     before it in launch order (x fastest) set it, so on a GPU it could wait \
+                     forever",
+                    *slot
+                ),
+            ));
+        }
+        Ok(())
     }
 
     fn store(&mut self, op: &Operation) -> R<()> {

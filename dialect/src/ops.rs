@@ -130,6 +130,25 @@ define_ops! {
             `atomic_add %T, %row, %col, %tile`; each element is one relaxed `red.global.add` (GPU \
             scope), so programs may add into the same elements in any order (split-K); \
             out-of-bounds elements are dropped.";
+    WaitFlag = "tile.wait_flag", Other,
+        "Waits until element `%i` of a global i32 flag tensor equals `%v` (acquire, GPU scope).",
+        "`tile.wait_flag %F, %i, %v` (`%F` a 1-D `tensor<?xi32>`, `%i` and `%v` index; the flag \
+            compared with `%v`'s low 32 bits): one thread of the program spins on \
+            `ld.acquire.gpu.global.b32` until `F[i] == v`, then every thread of the program \
+            passes a barrier, so the program's later reads see what the program that set the \
+            flag wrote before its `tile.release_flag`. With `tile.release_flag` it orders \
+            programs: a program waits for one that runs before it in launch order (lower linear \
+            id) or for one that is resident at the same time, else it may wait forever. The \
+            interpreter runs programs in launch order and reports a wait that no earlier \
+            program satisfied as an error. Loads are not moved across it.";
+    ReleaseFlag = "tile.release_flag", Other,
+        "Sets element `%i` of a global i32 flag tensor to `%v` after the program's writes \
+            (release, GPU scope).",
+        "`tile.release_flag %F, %i, %v` (operands as `tile.wait_flag`): every thread of the \
+            program passes a barrier, then one thread stores `v` to `F[i]` with \
+            `st.release.gpu.global.b32`, so that a program that then sees the value with \
+            `tile.wait_flag` sees the program's earlier global writes. An index outside `F` \
+            is undefined behaviour on the GPU and an error in the interpreter.";
     Dot = "tile.dot", Other,
         "Matrix product with accumulate: `dot %a, %b, %acc` = a(M×K) · b(K×N) + acc(M×N).", "";
     Add = "tile.add", FloatBinary, "Elementwise addition.", "";
@@ -343,6 +362,8 @@ impl OpKind {
                 | OpKind::Yield
                 | OpKind::Store
                 | OpKind::AtomicAdd
+                | OpKind::WaitFlag
+                | OpKind::ReleaseFlag
                 | OpKind::WarpSpecialize
         ) && (self.class() != OpClass::Gpu
             || matches!(

@@ -983,6 +983,23 @@ impl Verifier<'_> {
                     }
                 }
             }
+            OpKind::WaitFlag | OpKind::ReleaseFlag if self.count(op, 3, 0) => {
+                let flags_ok = matches!(
+                    &ots[0],
+                    Type::Tensor { rank: 1, elem: ScalarType::I32 }
+                );
+                if !flags_ok || ots[1] != Type::INDEX || ots[2] != Type::INDEX {
+                    self.error(
+                        op,
+                        format!(
+                            "'{}' takes a 1-D i32 flag tensor, an index position and an index \
+                             value; found ({})",
+                            op.kind.name(),
+                            list(&ots)
+                        ),
+                    );
+                }
+            }
             OpKind::Dot => self.check_dot(op, &ots, &rts),
             OpKind::Convert if self.count(op, 1, 1) => {
                 let same_shape = match (&ots[0], &rts[0]) {

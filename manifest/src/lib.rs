@@ -388,6 +388,23 @@ pub enum Persistent {
 pub enum WorkspaceInit {
     /// Zero it before every launch.
     Zero,
+    /// Nothing: the kernel writes each element before it reads it.
+    None,
+}
+
+/// How a split-K kernel combines its slices' partial tiles.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reduction {
+    /// Each slice adds into the workspace with `red.global.add` (any order; the f32 sum
+    /// can differ in its last bits from run to run); a finalize converts it.
+    #[default]
+    Atomic,
+    /// Inside the kernel, in slice order (`tile.wait_flag` / `tile.release_flag`): the
+    /// same inputs give the same bits. The last slice writes the output. Every program of
+    /// a tile must be resident with the others (at most SMs / tiles slices), or the grid
+    /// persistent.
+    Ordered,
 }
 
 /// What the launcher does after a split-K kernel.
@@ -416,14 +433,21 @@ pub enum FinalizeOp {
 pub struct SplitK {
     /// The scalar argument that is the number of K slices S (grid z).
     pub arg: String,
-    /// The f32 M×N tensors the kernel adds into.
+    /// How the slices combine (absent: `atomic`).
+    #[serde(default)]
+    pub reduction: Reduction,
+    /// The f32 M×N tensors that hold the running sums.
     pub workspace: Vec<String>,
     /// How to prepare each workspace before a launch.
     pub workspace_init: WorkspaceInit,
+    /// The i32 flag tensors of an `ordered` reduction (one element per output tile): zero
+    /// before the first launch; every launch leaves them zero. Empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<String>,
     /// A slice is a whole number of k tiles of this many elements.
     pub k_tile: u64,
-    /// What to do after the kernel.
-    pub finalize: Finalize,
+    /// What to do after the kernel (`null` when the kernel writes the output itself).
+    pub finalize: Option<Finalize>,
 }
 
 impl SplitK {
@@ -1033,17 +1057,34 @@ mod tests {
         }));
         m.split_k = Some(SplitK {
             arg: "S".into(),
+            reduction: Reduction::Atomic,
             workspace: vec!["W".into()],
             workspace_init: WorkspaceInit::Zero,
+            flags: vec![],
             k_tile: 64,
-            finalize: Finalize {
+            finalize: Some(Finalize {
                 op: FinalizeOp::Convert,
                 from: Some("W".into()),
                 to: "C".into(),
                 dtype: Dtype::Bf16,
-            },
+            }),
         });
         let text = m.to_json();
+        // A manifest written before `reduction` existed reads as an atomic one.
+        let old = text.replace(r#""reduction": "atomic","#, "");
+        assert_ne!(old, text);
+        assert_eq!(Manifest::from_json(&old).unwrap(), m);
+        let mut ordered = m.clone();
+        ordered.split_k = Some(SplitK {
+            reduction: Reduction::Ordered,
+            workspace_init: WorkspaceInit::None,
+            flags: vec!["F".into()],
+            finalize: None,
+            ..m.split_k.clone().unwrap()
+        });
+        let t = ordered.to_json();
+        assert!(t.contains(r#""flags": ["#) && t.contains(r#""finalize": null"#), "{t}");
+        assert_eq!(Manifest::from_json(&t).unwrap(), ordered);
         assert!(text.contains(r#""schedule": "static""#), "{text}");
         assert!(text.contains(r#""swizzle": "128B""#), "{text}");
         assert!(text.contains(r#""text": ["#), "{text}");
@@ -1066,15 +1107,12 @@ mod tests {
     fn split_k_slices_fill_the_sms_without_empty_slices() {
         let sk = SplitK {
             arg: "S".into(),
+            reduction: Reduction::Atomic,
             workspace: vec![],
             workspace_init: WorkspaceInit::Zero,
+            flags: vec![],
             k_tile: 64,
-            finalize: Finalize {
-                op: FinalizeOp::Convert,
-                from: None,
-                to: "C".into(),
-                dtype: Dtype::Bf16,
-            },
+            finalize: None,
         };
         // 16 tiles on 132 SMs: 8 slices; K = 8192 has 128 k tiles, 16 per slice.
         assert_eq!(sk.slices(8192, 16, 132), 8);

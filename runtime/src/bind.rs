@@ -4,7 +4,8 @@
 //! parameter buffer and which tensor maps to encode; nothing here calls the driver.
 
 use tilec_manifest::{
-    Dtype, Fill, Interleave, L2Promotion, LaunchConfig, LaunchError, Manifest, Param, Swizzle,
+    Dtype, Fill, Interleave, L2Promotion, LaunchConfig, LaunchError, Manifest, Param, Reduction,
+    Swizzle, WorkspaceInit,
 };
 
 /// Where a tensor's memory is.
@@ -294,7 +295,8 @@ pub fn bind<S: AsRef<str>>(
     let finalize_to = manifest
         .split_k
         .as_ref()
-        .map(|sk| sk.finalize.to.as_str())
+        .and_then(|sk| sk.finalize.as_ref())
+        .map(|f| f.to.as_str())
         .filter(|to| manifest.param(to).is_none());
     for (i, (name, _)) in args.iter().enumerate() {
         let name = name.as_ref();
@@ -359,6 +361,21 @@ pub fn bind<S: AsRef<str>>(
         params.push(value);
     }
     let config = manifest.launch_config(&scalars, sm_count)?;
+    if let Some(sk) = manifest
+        .split_k
+        .as_ref()
+        .filter(|sk| sk.reduction == Reduction::Ordered && manifest.persistent.is_none())
+    {
+        let ctas: u64 = config.grid.iter().map(|&d| u64::from(d)).product();
+        if config.grid[2] > 1 && ctas > u64::from(sm_count) {
+            return Err(BindError::Unsupported(format!(
+                "kernel '{kernel}' reduces its {} K slices in order, so each program of a tile \
+                 waits for the one before it: {ctas} programs on {sm_count} SMs could wait for \
+                 one that is not resident; pass {} ≤ SMs / output tiles",
+                sk.arg, sk.arg
+            )));
+        }
+    }
     let split_k = match &manifest.split_k {
         Some(sk) => Some(split_k_work(manifest, sk, args, finalize_to, device)?),
         None => None,
@@ -384,7 +401,15 @@ fn split_k_work<S: AsRef<str>>(
             .map(|(_, a)| a)
     };
     let mut zero = vec![];
-    for w in &sk.workspace {
+    let zeroed = match sk.workspace_init {
+        WorkspaceInit::Zero => sk.workspace.iter().map(|w| (w, Dtype::F32)).collect(),
+        WorkspaceInit::None => vec![],
+    };
+    // An ordered reduction's flags: zero before the first launch, and each launch leaves
+    // them zero; zeroed before every launch all the same, since a buffer's history is the
+    // caller's (one memset of 4 bytes per output tile).
+    let flags = sk.flags.iter().map(|f| (f, Dtype::I32));
+    for (w, dtype) in zeroed.into_iter().chain(flags) {
         let layout = |reason: String| BindError::Layout {
             name: w.clone(),
             reason,
@@ -399,10 +424,10 @@ fn split_k_work<S: AsRef<str>>(
         let Some(Arg::Tensor(t)) = find(w) else {
             continue;
         };
-        if t.dtype != Dtype::F32 {
+        if t.dtype != dtype {
             return Err(BindError::Dtype {
                 name: w.clone(),
-                expected: Dtype::F32,
+                expected: dtype,
                 found: t.dtype,
             });
         }
@@ -436,7 +461,8 @@ fn split_k_work<S: AsRef<str>>(
             height,
         });
     }
-    let finalize = match (finalize_to, &sk.finalize.from) {
+    let from = sk.finalize.as_ref().and_then(|f| f.from.as_ref());
+    let finalize = match (finalize_to, from) {
         (Some(to), Some(from)) => match (find(to), find(from)) {
             (Some(out), Some(Arg::Tensor(src))) => {
                 let Arg::Tensor(dst) = out else {

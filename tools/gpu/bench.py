@@ -233,8 +233,12 @@ def run_bench(args):
                 written = not bool(torch.isnan(out).any())
                 rel = float(torch.linalg.vector_norm(torch.nan_to_num(out, nan=0.0) - ref) / max(ref_norm, 1e-30))
                 del out, fn0
+                # An ordered split-K kernel leaves its flags zero (None for other kernels).
+                flags_ok = obj.check_flags() if kind == "tilec" else None
                 res.update(rel_err=rel if written else float("nan"), all_written=written,
-                           ok=bool(written and rel < args.tol))
+                           ok=bool(written and rel < args.tol and flags_ok is not False))
+                if flags_ok is False:
+                    print("    %-18s FAILED: the split-K flags are not zero after the launch" % label, flush=True)
                 if kind == "triton":
                     res["config"] = obj.best_config(M, N, K)
                 if not res["ok"]:
@@ -270,6 +274,11 @@ def run_bench(args):
                             torch.cuda.synchronize()
                         except Exception:  # noqa: BLE001
                             pass
+            torch.cuda.synchronize()
+            for label, kind, obj in backends:
+                if label in launches and kind == "tilec" and obj.check_flags() is False:
+                    row["results"][label].update(ok=False, error="split-K flags not zero after timing")
+                    print("    %-18s FAILED: the split-K flags are not zero after timing" % label, flush=True)
             for label in launches:
                 res = row["results"][label]
                 if res.get("ms_rounds") and res.get("ok"):

@@ -236,13 +236,16 @@ class Kernel:
         return self.prepare_one(tensors, scalars, stream)
 
     def prepare_split(self, tensors, scalars, stream):
-        """Split-K: workspace(s) zeroed, the kernel, the workspace converted into C."""
+        """Split-K: workspace(s) zeroed, the kernel, the workspace converted into C; or, for
+        an ordered reduction, the kernel alone (it writes C)."""
         sk = self.split_k
         if not sk.get("arg"):
             raise ValueError("split_k manifest without 'arg' (grid z is not a plain scalar argument)")
         C = tensors["C"]
         M, N = C.shape
         tensors = dict(tensors)
+        if sk.get("reduction") == "ordered":
+            return self.prepare_ordered(tensors, scalars, stream, M, N)
         wss = []
         for w in sk["workspace"]:
             tensors[w] = torch.empty((M, N), dtype=torch.float32, device=C.device)
@@ -270,6 +273,39 @@ class Kernel:
         launch.keep = kernel.keep + [wss]
         launch.split = scalars[sk["arg"]]
         return launch, grid
+
+    def prepare_ordered(self, tensors, scalars, stream, M, N):
+        """Ordered split-K: W (any contents) and the flags (zeroed here once: every launch
+        leaves them zero, which `check_flags` verifies) allocated; S slices, each program of
+        a tile resident with the others (S x tiles <= SMs when S > 1, unless persistent)."""
+        sk = self.split_k
+        dev = tensors["C"].device
+        for w in sk["workspace"]:
+            tensors[w] = torch.empty((M, N), dtype=torch.float32, device=dev)
+        scalars = dict(scalars)
+        scalars[sk["arg"]] = self.choose_split(scalars)
+        g = self.m["grid"]
+        tiles = eval_expr(g["x"], scalars) * eval_expr(g["y"], scalars)
+        slices = scalars[sk["arg"]]
+        if slices > 1 and not self.m.get("persistent") and tiles * slices > self.sms:
+            raise ValueError("ordered split-K: %d tiles x S = %d programs exceed the %d SMs; a slice "
+                             "could wait for one that is not resident" % (tiles, tiles * slices, self.sms))
+        flags = [torch.zeros(max(tiles, 1), dtype=torch.int32, device=dev) for _ in sk["flags"]]
+        self.flags = getattr(self, "flags", []) + flags
+        for f, t in zip(sk["flags"], flags):
+            tensors[f] = t
+        kernel, grid = self.prepare_one(tensors, scalars, stream)
+        kernel.keep.append([tensors[w] for w in sk["workspace"]] + flags)
+        kernel.split = scalars[sk["arg"]]
+        return kernel, grid
+
+    def check_flags(self):
+        """Ordered split-K: every flag tensor prepared so far is zero again after the launches
+        (None for other kernels)."""
+        flags = getattr(self, "flags", None)
+        if not flags:
+            return None
+        return all(int(f.abs().max()) == 0 for f in flags)
 
     def prepare_one(self, tensors, scalars, stream):
         holders = []

@@ -740,6 +740,35 @@ impl<'c, 'm> Writer<'c, 'm> {
         self.push(Ok(op));
     }
 
+    /// `llvm.load` of an i32 with acquire ordering at GPU scope (`syncscope("device")`):
+    /// `ld.acquire.gpu.global.b32` on NVPTX (PTX ISA, "Memory Consistency Model").
+    pub fn load_acquire_gpu(&mut self, ptr: Value<'c, 'm>) -> V<'c, 'm> {
+        let t = self.ty(ScalarType::I32);
+        let attrs = self.atomic_attrs(4);
+        let v = self.op1("llvm.load", &[ptr], t, &attrs);
+        V {
+            v,
+            t: ScalarType::I32,
+        }
+    }
+
+    /// `llvm.store` of an i32 with release ordering at GPU scope:
+    /// `st.release.gpu.global.b32` on NVPTX.
+    pub fn store_release_gpu(&mut self, v: V<'c, 'm>, ptr: Value<'c, 'm>) {
+        let attrs = self.atomic_attrs(5);
+        self.op("llvm.store", &[v.v, ptr], &[], &attrs);
+    }
+
+    /// A 4-byte-aligned atomic access's attributes: `ordering` (LLVM's AtomicOrdering: 4
+    /// acquire, 5 release) and `syncscope("device")`.
+    fn atomic_attrs(&mut self, ordering: i64) -> [(&'static str, Attribute<'c>); 3] {
+        [
+            ("alignment", self.i64_attr(4)),
+            ("ordering", self.i64_attr(ordering)),
+            ("syncscope", StringAttribute::new(self.ctx, "device").into()),
+        ]
+    }
+
     /// The attributes of `nvvm.mma.sync` m16n8k`k` with a row-major A of PTX type `a`, a
     /// column-major B of type `b` and f32 C and D (four, two and four registers; PTX ISA,
     /// "Warp-level matrix multiply-accumulate instructions").

@@ -606,14 +606,30 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         }
         let (t, r0, c0) = self.matrix_of(op, t)?;
         let t = self.epilogue_params(t);
-        let node = Lazy::Load {
+        let node = Rc::new(Lazy::Load {
             t,
             r0,
             c0,
             bcast_rows: shape[0] == 1,
             bcast_cols: shape[1] == 1,
-        };
-        self.vals.insert(op.results[0], Lv::Lazy(Rc::new(node)));
+        });
+        if !self.written.contains(&op.operands[0]) {
+            self.vals.insert(op.results[0], Lv::Lazy(node));
+            return Ok(());
+        }
+        // Another program may write the tensor between here and a later use (after a
+        // `tile.release_flag`), and so may this one: read it here, into registers.
+        if !self.is_acc_tile(op.results[0]) {
+            return err(
+                op,
+                "convert-tile-to-nvvm: a GEMM epilogue loads a tensor the kernel also writes \
+                 only as an f32 tile of the accumulator's shape (it is read where it stands, \
+                 into the accumulator's registers)",
+            );
+        }
+        let regs = self.materialize(op, &node)?;
+        self.vals
+            .insert(op.results[0], Lv::Lazy(Rc::new(Lazy::Acc(Rc::new(regs)))));
         Ok(())
     }
 

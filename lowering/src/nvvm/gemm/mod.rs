@@ -32,8 +32,8 @@ use super::plain::err;
 use super::writer::{ICmp, Writer, V};
 use super::{dtype_of, scalar_dtype};
 use crate::manifest::{
-    Dtype, Fill, Finalize, FinalizeOp, Interleave, L2Promotion, Manifest, Param, SplitK, Swizzle,
-    WorkspaceInit,
+    Dtype, Fill, Finalize, FinalizeOp, Interleave, L2Promotion, Manifest, Param, Reduction,
+    SplitK, Swizzle, WorkspaceInit,
 };
 use epilogue::Lazy;
 use melior::{
@@ -166,6 +166,11 @@ pub(super) struct Gemm<'c, 'm, 'k> {
     /// Loops (`tile.for`, `tile.while`) around the op being lowered: an epilogue at depth > 0
     /// sits in a persistent tile loop, after that tile's k loop.
     pub loop_depth: usize,
+    /// The tensors the kernel writes (`tile.store`, `tile.atomic_add`): loads of them are
+    /// read where they stand, not where their value is used.
+    pub written: std::collections::HashSet<TileValue>,
+    /// Whether the kernel stores with TMA (`tile.tma_store`).
+    pub tma_stores: bool,
 }
 
 impl<'c, 'm> Gemm<'c, 'm, '_> {
@@ -520,6 +525,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             K::BulkCommitGroup => self.lower_bulk_commit(),
             K::BulkWaitGroup => self.lower_bulk_wait(op),
             K::NamedBarrier => self.lower_named_barrier(op)?,
+            K::WaitFlag | K::ReleaseFlag => self.lower_flag(op)?,
             other => {
                 return err(
                     op,
@@ -822,7 +828,9 @@ pub(super) fn lower_kernel(
         if let Some(TileAttr::Expr(Expr::Arg(n))) = grid.get(2) {
             manifest.split_k = Some(SplitK {
                 arg: n.clone(),
-                finalize: Finalize {
+                reduction: Reduction::Atomic,
+                flags: vec![],
+                finalize: Some(Finalize {
                     op: FinalizeOp::Convert,
                     from: ws.first().cloned(),
                     to: "C".into(),
@@ -833,16 +841,58 @@ pub(super) fn lower_kernel(
                         .map(Param::dtype)
                         .find(|d| matches!(d, Dtype::Bf16 | Dtype::F16))
                         .unwrap_or(Dtype::Bf16),
-                },
+                }),
                 workspace: ws.clone(),
                 workspace_init: WorkspaceInit::Zero,
                 k_tile,
             });
         }
         manifest.atomic_outputs = ws;
+    } else if let Some(TileAttr::Expr(Expr::Arg(n))) = grid.get(2) {
+        manifest.split_k = ordered_split_k(m, k, n);
     }
     manifest.cluster = [cluster[0] as u32, cluster[1] as u32, cluster[2] as u32];
     Ok((manifest, (maj, min)))
+}
+
+/// The launch protocol of a split-K kernel reduced in slice order (grid z the plain
+/// scalar argument `arg`, `tile.release_flag` in the epilogue): its flag tensors, its
+/// workspaces (the tensors it both loads and stores) and its k tile. `None` for a kernel
+/// without flags.
+fn ordered_split_k(m: &TileModule, k: &Operation, arg: &str) -> Option<SplitK> {
+    let (mut flags, mut loaded, mut stored) = (vec![], vec![], vec![]);
+    let mut k_tile = 0u64;
+    k.walk(&mut |o| {
+        let list = match o.kind {
+            OpKind::ReleaseFlag | OpKind::WaitFlag => &mut flags,
+            OpKind::Load => &mut loaded,
+            OpKind::Store => &mut stored,
+            OpKind::SmemAlloc if k_tile == 0 => {
+                if let TileType::Smem { shape, .. } = m.ty(o.results[0]) {
+                    k_tile = shape.last().copied().unwrap_or(0);
+                }
+                return;
+            }
+            _ => return,
+        };
+        if let Some(n) = o.operands.first().and_then(|&t| m.name(t)) {
+            if !list.iter().any(|x: &String| x == n) {
+                list.push(n.to_string());
+            }
+        }
+    });
+    if flags.is_empty() {
+        return None;
+    }
+    Some(SplitK {
+        arg: arg.to_string(),
+        reduction: Reduction::Ordered,
+        workspace: stored.into_iter().filter(|w| loaded.contains(w)).collect(),
+        workspace_init: WorkspaceInit::None,
+        flags,
+        k_tile,
+        finalize: None,
+    })
 }
 
 /// What the module's function attributes need.
@@ -1083,7 +1133,14 @@ fn build_module<'c>(
         ring_swizzle: HashMap::new(),
         consumer_wgs: a.consumers as i64,
         loop_depth: 0,
+        written: Default::default(),
+        tma_stores: false,
     };
+    k.walk(&mut |o| match o.kind {
+        OpKind::Store | OpKind::AtomicAdd => g.written.extend(o.operands.first().copied()),
+        OpKind::TmaStore => g.tma_stores = true,
+        _ => {}
+    });
     g.lower_block(&body.ops)?;
     g.w.loc = loc;
     g.w.place(g.exit);
