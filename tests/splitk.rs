@@ -84,14 +84,49 @@ fn ordered_splitk_matches_an_f64_product_and_compiles_for_every_target() {
     let src = source();
     let cases = [
         // Ragged in every dimension; 5 k tiles in 3 slices of 2 (the last has 1).
-        Case { m: 70, n: 130, k: 300, s: 3, bm: 64, bn: 64 },
+        Case {
+            m: 70,
+            n: 130,
+            k: 300,
+            s: 3,
+            bm: 64,
+            bn: 64,
+        },
         // Decode-like: one row block, many slices.
-        Case { m: 16, n: 64, k: 640, s: 5, bm: 64, bn: 64 },
+        Case {
+            m: 16,
+            n: 64,
+            k: 640,
+            s: 5,
+            bm: 64,
+            bn: 64,
+        },
         // More slices than k tiles: slices past K add zeros.
-        Case { m: 33, n: 65, k: 130, s: 6, bm: 64, bn: 64 },
+        Case {
+            m: 33,
+            n: 65,
+            k: 130,
+            s: 6,
+            bm: 64,
+            bn: 64,
+        },
         // One slice: no wait, no workspace.
-        Case { m: 64, n: 128, k: 192, s: 1, bm: 64, bn: 128 },
-        Case { m: 130, n: 260, k: 256, s: 2, bm: 128, bn: 256 },
+        Case {
+            m: 64,
+            n: 128,
+            k: 192,
+            s: 1,
+            bm: 64,
+            bn: 128,
+        },
+        Case {
+            m: 130,
+            n: 260,
+            k: 256,
+            s: 2,
+            bm: 128,
+            bn: 256,
+        },
     ];
     for (i, c) in cases.into_iter().enumerate() {
         let mut g = Rng(i as u64 * 0x9e37_79b9 + 7);
@@ -113,7 +148,10 @@ fn ordered_splitk_matches_an_f64_product_and_compiles_for_every_target() {
         for (j, (&o, &w)) in out.iter().zip(&want).enumerate() {
             // One bf16 rounding of an f32 sum: 2^-8 relative, plus the f32 sum's error.
             let tol = w.abs() / 128.0 + 1e-3;
-            assert!((f64::from(o) - w).abs() <= tol, "{c:?}: C[{j}] = {o}, want {w}");
+            assert!(
+                (f64::from(o) - w).abs() <= tol,
+                "{c:?}: C[{j}] = {o}, want {w}"
+            );
         }
         // Each target compiles it (the GPU-level IR, with its warp-specialized consumers,
         // is not interpreted): one acquire spin, and the releases.
@@ -121,9 +159,19 @@ fn ordered_splitk_matches_an_f64_product_and_compiles_for_every_target() {
             let o = Options::new(target)
                 .with_constant("BM", c.bm)
                 .with_constant("BN", c.bn);
-            let k = compile(Input::Text { source: &src, file: FILE }, &o)
-                .unwrap_or_else(|e| panic!("{c:?} {target}: {e}"));
-            assert_eq!(k.ptx.matches("ld.acquire.gpu.global.b32").count(), 1, "{target}");
+            let k = compile(
+                Input::Text {
+                    source: &src,
+                    file: FILE,
+                },
+                &o,
+            )
+            .unwrap_or_else(|e| panic!("{c:?} {target}: {e}"));
+            assert_eq!(
+                k.ptx.matches("ld.acquire.gpu.global.b32").count(),
+                1,
+                "{target}"
+            );
             // LLVM may merge the two branches' stores into one of a selected value.
             let releases = k.ptx.matches("st.release.gpu.global.b32").count();
             assert!((1..=2).contains(&releases), "{target}: {releases} releases");
@@ -133,7 +181,14 @@ fn ordered_splitk_matches_an_f64_product_and_compiles_for_every_target() {
 
 #[test]
 fn a_flag_not_zero_at_launch_is_a_wait_that_could_last_forever() {
-    let c = Case { m: 64, n: 64, k: 256, s: 2, bm: 64, bn: 64 };
+    let c = Case {
+        m: 64,
+        n: 64,
+        k: 256,
+        s: 2,
+        bm: 64,
+        bn: 64,
+    };
     let m = parse_with_constants(&source(), FILE, &bindings(c)).unwrap();
     let ab = (vec![0.0; c.m * c.k], vec![0.0; c.k * c.n]);
     let e = launch(&m, c, &ab, vec![7]).unwrap_err();
@@ -145,5 +200,8 @@ fn a_flag_not_zero_at_launch_is_a_wait_that_could_last_forever() {
     let c = Case { m: 128, ..c };
     let ab = (vec![0.0; c.m * c.k], vec![0.0; c.k * c.n]);
     let e = launch(&m, c, &ab, vec![0]).unwrap_err();
-    assert!(e.contains("flag 1 is outside the flag tensor of 1 element"), "{e}");
+    assert!(
+        e.contains("flag 1 is outside the flag tensor of 1 element"),
+        "{e}"
+    );
 }

@@ -986,7 +986,10 @@ impl Verifier<'_> {
             OpKind::WaitFlag | OpKind::ReleaseFlag if self.count(op, 3, 0) => {
                 let flags_ok = matches!(
                     &ots[0],
-                    Type::Tensor { rank: 1, elem: ScalarType::I32 }
+                    Type::Tensor {
+                        rank: 1,
+                        elem: ScalarType::I32
+                    }
                 );
                 if !flags_ok || ots[1] != Type::INDEX || ots[2] != Type::INDEX {
                     self.error(

@@ -1083,7 +1083,10 @@ mod tests {
             ..m.split_k.clone().unwrap()
         });
         let t = ordered.to_json();
-        assert!(t.contains(r#""flags": ["#) && t.contains(r#""finalize": null"#), "{t}");
+        assert!(
+            t.contains(r#""flags": ["#) && t.contains(r#""finalize": null"#),
+            "{t}"
+        );
         assert_eq!(Manifest::from_json(&t).unwrap(), ordered);
         assert!(text.contains(r#""schedule": "static""#), "{text}");
         assert!(text.contains(r#""swizzle": "128B""#), "{text}");

@@ -32,8 +32,8 @@ use super::plain::err;
 use super::writer::{ICmp, Writer, V};
 use super::{dtype_of, scalar_dtype};
 use crate::manifest::{
-    Dtype, Fill, Finalize, FinalizeOp, Interleave, L2Promotion, Manifest, Param, Reduction,
-    SplitK, Swizzle, WorkspaceInit,
+    Dtype, Fill, Finalize, FinalizeOp, Interleave, L2Promotion, Manifest, Param, Reduction, SplitK,
+    Swizzle, WorkspaceInit,
 };
 use epilogue::Lazy;
 use melior::{
