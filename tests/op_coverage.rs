@@ -25,8 +25,8 @@ enum Pos {
 
 /// A snippet: IR lines that read `%t` (an f32 tile: 64×64, or the 128×256 accumulator in
 /// an epilogue; shapes written as `@S@` and the like, see [`shaped`]),
-/// `%s` (an f32 scalar), `%n` (an index), `%X` (a tensor<?x?xf32>), `%F` (a tensor<?xi32>), and define `%out` (a
-/// tile of `%t`'s type) or `%o` (an index).
+/// `%s` (an f32 scalar), `%n` (an index), `%X` (a tensor<?x?xf32>), `%F` (a
+/// tensor<?xi32>), and define `%out` (a tile of `%t`'s type) or `%o` (an index).
 struct Case {
     op: OpKind,
     what: &'static str,

@@ -4,8 +4,8 @@
 //! compiled for each target, for several
 //! tile bindings, ragged shapes and slice counts (empty slices included), against an f64
 //! product of the same bf16 inputs. The flags must be zero again after the launch, and a
-//! flag that is not zero at launch must be reported as a wait that could last forever. The H200 runs are
-//! `tools/gpu/bench.py` on `tools/gpu/build_tiles.sh`'s split-K builds.
+//! flag that is not zero at launch must be reported as a wait that could last forever. The
+//! GPU runs are `tools/gpu/bench.py` on its builds (docs/performance.md, session 28).
 
 use std::collections::BTreeMap;
 use tilec::dialect::interp::{run, ArgValue, Tensor};
@@ -155,10 +155,16 @@ fn ordered_splitk_matches_an_f64_product_and_compiles_for_every_target() {
         }
         // Each target compiles it (the GPU-level IR, with its warp-specialized consumers,
         // is not interpreted): one acquire spin, and the releases.
+        // sm_90's and sm_100's MMA paths take the 128x256 tile only.
         for target in [Target::Sm90a, Target::Sm90, Target::Sm100a] {
+            let (bm, bn) = if target == Target::Sm90a {
+                (c.bm, c.bn)
+            } else {
+                (128, 256)
+            };
             let o = Options::new(target)
-                .with_constant("BM", c.bm)
-                .with_constant("BN", c.bn);
+                .with_constant("BM", bm)
+                .with_constant("BN", bn);
             let k = compile(
                 Input::Text {
                     source: &src,

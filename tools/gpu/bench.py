@@ -232,7 +232,10 @@ def run_bench(args):
                 out = C0.float()
                 written = not bool(torch.isnan(out).any())
                 rel = float(torch.linalg.vector_norm(torch.nan_to_num(out, nan=0.0) - ref) / max(ref_norm, 1e-30))
+                split = getattr(fn0, "split", None)  # split-K: the K slices S of this shape
                 del out, fn0
+                if split:
+                    res["split"] = split
                 # An ordered split-K kernel leaves its flags zero (None for other kernels).
                 flags_ok = obj.check_flags() if kind == "tilec" else None
                 res.update(rel_err=rel if written else float("nan"), all_written=written,

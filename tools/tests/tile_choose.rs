@@ -80,3 +80,18 @@ fn bad_usage_exits_2() {
         assert!(err.contains("error:"), "{err}");
     }
 }
+
+#[test]
+fn a_reader_that_closes_the_pipe_early_ends_the_write_quietly() {
+    // `tile-choose | head -1`: stdout closed before the table is written.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tile-choose"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("tile-choose runs");
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(o.status.code(), Some(0), "{err}");
+}

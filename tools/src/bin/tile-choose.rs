@@ -15,6 +15,8 @@ mod common;
 
 use clap::Parser;
 use common::*;
+use std::fmt::Write as _;
+use std::io::Write as _;
 use tilec::dialect::{ScalarType, Target};
 use tilec::gemm_heuristic::{choose_gemm, GemmProblem, Machine, BENCHMARK_SHAPES};
 
@@ -75,12 +77,12 @@ fn run() -> i32 {
         cli.shapes.clone()
     };
     let machine = Machine::H200.with_sms(cli.sms);
-    println!(
+    // The table is written at once: a reader that closes the pipe early (`| head`) ends
+    // the write, not the process.
+    let mut out = String::from(
         "| batch | M | N | K | tile | stages | schedule | epilogue | waves | bound | est. µs | \
-         est. TFLOP/s | reason |"
-    );
-    println!(
-        "| ---: | ---: | ---: | ---: | --- | ---: | --- | --- | ---: | --- | ---: | ---: | --- |"
+         est. TFLOP/s | reason |\n\
+         | ---: | ---: | ---: | ---: | --- | ---: | --- | --- | ---: | --- | ---: | ---: | --- |\n",
     );
     let mut status = EXIT_OK;
     for [batch, m, n, k] in shapes {
@@ -103,7 +105,8 @@ fn run() -> i32 {
                     ),
                     None => ("-".into(), "-".into(), "-".into(), "-".into()),
                 };
-                println!(
+                let _ = writeln!(
+                    out,
                     "| {batch} | {m} | {n} | {k} | {} | {} | {} | {} | {waves} | {bound} | {us} \
                      | {tf} | {} |",
                     f.tile_name(),
@@ -119,5 +122,11 @@ fn run() -> i32 {
             }
         }
     }
-    status
+    match std::io::stdout().lock().write_all(out.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            eprintln!("error: writing the table: {e}");
+            EXIT_DIAGNOSTICS
+        }
+        _ => status,
+    }
 }
