@@ -113,6 +113,16 @@ fn the_runtime_fixtures_are_current() {
             "examples/gemm_bf16_splitk_64x64.tile",
             EpilogueStore::Direct,
         ),
+        (
+            "gemm_splitk",
+            "examples/gemm_splitk.tile",
+            EpilogueStore::Direct,
+        ),
+        (
+            "gemm_splitk_serial",
+            "examples/gemm_splitk_serial.tile",
+            EpilogueStore::Direct,
+        ),
     ] {
         let src = std::fs::read_to_string(root.join(file)).unwrap();
         let opts = Options::new(Target::Sm90a)

@@ -263,6 +263,7 @@ fn cases() -> Vec<Case> {
         "",
         "%out = tile.neg %t : tile<@S@xf32>\ntile.release_flag %F, %n, %n",
     );
+    add(K::ArriveFlag, "", "%o = tile.arrive_flag %F, %n : index");
     add(
         K::If,
         "",

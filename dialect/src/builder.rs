@@ -937,6 +937,16 @@ impl<'m> Builder<'m> {
             .map(|_| ())
     }
 
+    /// `%old = tile.arrive_flag %flags, %pos`: after the program's writes, add 1 to
+    /// `flags[pos]`; the value before (see [`OpKind::ArriveFlag`]).
+    ///
+    /// # Errors
+    /// `flags` not a 1-D i32 tensor, or `pos` not an `index`.
+    pub fn arrive_flag(&mut self, flags: Value, pos: Value) -> BuildResult<Value> {
+        self.leaf(OpKind::ArriveFlag, &[flags, pos], vec![], &[Type::INDEX])
+            .map(|r| r[0])
+    }
+
     fn write(&mut self, kind: OpKind, t: Value, offsets: &[Value], v: Value) -> BuildResult<()> {
         let ops: Vec<Value> = std::iter::once(t)
             .chain(offsets.iter().copied())

@@ -947,7 +947,9 @@ impl Machine<'_> {
                     return Ok(());
                 }
                 OpKind::Store | OpKind::AtomicAdd => return self.store(op),
-                OpKind::WaitFlag | OpKind::ReleaseFlag => return self.flag(op),
+                OpKind::WaitFlag | OpKind::ReleaseFlag | OpKind::ArriveFlag => {
+                    return self.flag(op)
+                }
                 OpKind::ProgramId | OpKind::NumPrograms => {
                     let d = op
                         .int_attr("dim")
@@ -1343,12 +1345,17 @@ impl Machine<'_> {
         Ok(tile_val(shape, elem, data))
     }
 
-    /// `tile.wait_flag` / `tile.release_flag`: programs run one after another, so a wait
-    /// either finds its value, set by an earlier program, or would wait forever.
+    /// `tile.wait_flag` / `tile.release_flag` / `tile.arrive_flag`: programs run one after
+    /// another, so a wait either finds its value, set by an earlier program, or would wait
+    /// forever; an arrive adds 1 and gives the value before.
     fn flag(&mut self, op: &Operation) -> R<()> {
         let ti = self.tensor_index(op)?;
         let pos = self.int(op, 1)?;
-        let want = self.int(op, 2)? as i32 as i64;
+        let want = if op.kind == OpKind::ArriveFlag {
+            0
+        } else {
+            self.int(op, 2)? as i32 as i64
+        };
         let pid = self.pid;
         let Some(ArgValue::Tensor(t)) = self.args.get_mut(ti) else {
             return Err(op_err(op, "operand 0 is not a tensor"));
@@ -1367,6 +1374,12 @@ impl Machine<'_> {
         let Some(slot) = data.get_mut(pos as usize * stride) else {
             return Err(op_err(op, "flag outside the tensor's buffer"));
         };
+        if op.kind == OpKind::ArriveFlag {
+            let old = *slot;
+            *slot = i64::from((old as i32).wrapping_add(1));
+            let r = *op.results.first().ok_or_else(|| op_err(op, "no result"))?;
+            return self.set(op, r, Val::Int(old));
+        }
         if op.kind == OpKind::ReleaseFlag {
             *slot = want;
         } else if *slot != want {

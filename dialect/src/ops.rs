@@ -149,6 +149,15 @@ define_ops! {
             `st.release.gpu.global.b32`, so that a program that then sees the value with \
             `tile.wait_flag` sees the program's earlier global writes. An index outside `F` \
             is undefined behaviour on the GPU and an error in the interpreter.";
+    ArriveFlag = "tile.arrive_flag", Other,
+        "Adds 1 to element `%i` of a global i32 flag tensor after the program's writes and \
+            gives the value before (acquire-release, GPU scope).",
+        "`%old = tile.arrive_flag %F, %i : index` (`%F` a 1-D `tensor<?xi32>`, `%i` index): \
+            every thread of the program passes a barrier, one thread runs `fence.acq_rel.gpu; \
+            atom.global.add.u32; fence.acq_rel.gpu`, and the value `F[i]` had before the add \
+            reaches every thread of the program (through shared memory and a second barrier). \
+            The program that sees n − 1 after n programs arrived is the last: it sees what the \
+            others wrote before they arrived. No program waits, so any grid is safe.";
     Dot = "tile.dot", Other,
         "Matrix product with accumulate: `dot %a, %b, %acc` = a(M×K) · b(K×N) + acc(M×N).", "";
     Add = "tile.add", FloatBinary, "Elementwise addition.", "";
@@ -364,6 +373,7 @@ impl OpKind {
                 | OpKind::AtomicAdd
                 | OpKind::WaitFlag
                 | OpKind::ReleaseFlag
+                | OpKind::ArriveFlag
                 | OpKind::WarpSpecialize
         ) && (self.class() != OpClass::Gpu
             || matches!(

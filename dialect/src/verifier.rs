@@ -1003,6 +1003,26 @@ impl Verifier<'_> {
                     );
                 }
             }
+            OpKind::ArriveFlag if self.count(op, 2, 1) => {
+                let flags_ok = matches!(
+                    &ots[0],
+                    Type::Tensor {
+                        rank: 1,
+                        elem: ScalarType::I32
+                    }
+                );
+                if !flags_ok || ots[1] != Type::INDEX || rts[0] != Type::INDEX {
+                    self.error(
+                        op,
+                        format!(
+                            "'tile.arrive_flag' takes a 1-D i32 flag tensor and an index position \
+                             and gives an index; found ({}) -> {}",
+                            list(&ots),
+                            rts[0]
+                        ),
+                    );
+                }
+            }
             OpKind::Dot => self.check_dot(op, &ots, &rts),
             OpKind::Convert if self.count(op, 1, 1) => {
                 let same_shape = match (&ots[0], &rts[0]) {

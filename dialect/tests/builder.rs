@@ -101,7 +101,11 @@ fn every_op() -> BuildResult<Module> {
         let y = b.warp_specialize(1, |_| Ok(()), |_| Ok(vec![y]))?[0];
         b.name(y, "out")?;
         b.store(a[3], &[row, c0], y)?;
-        b.atomic_add(a[3], &[row, c0], y)
+        b.atomic_add(a[3], &[row, c0], y)?;
+        // The flags: a[2] is a 1-D i32 tensor.
+        let old = b.arrive_flag(a[2], c0)?;
+        b.wait_flag(a[2], c0, old)?;
+        b.release_flag(a[2], c0, c0)
     })?;
     Ok(m)
 }

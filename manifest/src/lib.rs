@@ -400,10 +400,9 @@ pub enum Reduction {
     /// can differ in its last bits from run to run); a finalize converts it.
     #[default]
     Atomic,
-    /// Inside the kernel, in slice order (`tile.wait_flag` / `tile.release_flag`): the
-    /// same inputs give the same bits. The last slice writes the output. Every program of
-    /// a tile must be resident with the others (at most SMs / tiles slices), or the grid
-    /// persistent.
+    /// Inside the kernel, in slice order (flags: `tile.arrive_flag`, or `tile.wait_flag`
+    /// and `tile.release_flag`): the same inputs give the same bits. The kernel writes the
+    /// output.
     Ordered,
 }
 
@@ -444,6 +443,11 @@ pub struct SplitK {
     /// before the first launch; every launch leaves them zero. Empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flags: Vec<String>,
+    /// Whether a program waits for another (`tile.wait_flag`): then every program of a
+    /// tile must be resident with the others (S · tiles ≤ SMs when S > 1), or the grid
+    /// persistent. Absent (false) when no program waits.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub waits: bool,
     /// A slice is a whole number of k tiles of this many elements.
     pub k_tile: u64,
     /// What to do after the kernel (`null` when the kernel writes the output itself).
@@ -1061,6 +1065,7 @@ mod tests {
             workspace: vec!["W".into()],
             workspace_init: WorkspaceInit::Zero,
             flags: vec![],
+            waits: false,
             k_tile: 64,
             finalize: Some(Finalize {
                 op: FinalizeOp::Convert,
@@ -1079,6 +1084,7 @@ mod tests {
             reduction: Reduction::Ordered,
             workspace_init: WorkspaceInit::None,
             flags: vec!["F".into()],
+            waits: true,
             finalize: None,
             ..m.split_k.clone().unwrap()
         });
@@ -1114,6 +1120,7 @@ mod tests {
             workspace: vec![],
             workspace_init: WorkspaceInit::Zero,
             flags: vec![],
+            waits: false,
             k_tile: 64,
             finalize: None,
         };

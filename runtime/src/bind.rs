@@ -4,8 +4,8 @@
 //! parameter buffer and which tensor maps to encode; nothing here calls the driver.
 
 use tilec_manifest::{
-    Dtype, Fill, Interleave, L2Promotion, LaunchConfig, LaunchError, Manifest, Param, Reduction,
-    Swizzle, WorkspaceInit,
+    Dtype, Fill, Interleave, L2Promotion, LaunchConfig, LaunchError, Manifest, Param, Swizzle,
+    WorkspaceInit,
 };
 
 /// Where a tensor's memory is.
@@ -364,14 +364,14 @@ pub fn bind<S: AsRef<str>>(
     if let Some(sk) = manifest
         .split_k
         .as_ref()
-        .filter(|sk| sk.reduction == Reduction::Ordered && manifest.persistent.is_none())
+        .filter(|sk| sk.waits && manifest.persistent.is_none())
     {
         let ctas: u64 = config.grid.iter().map(|&d| u64::from(d)).product();
         if config.grid[2] > 1 && ctas > u64::from(sm_count) {
             return Err(BindError::Unsupported(format!(
-                "kernel '{kernel}' reduces its {} K slices in order, so each program of a tile \
-                 waits for the one before it: {ctas} programs on {sm_count} SMs could wait for \
-                 one that is not resident; pass {} ≤ SMs / output tiles",
+                "kernel '{kernel}' reduces its {} K slices one after another, so each program \
+                 of a tile waits for the one before it: {ctas} programs on {sm_count} SMs could \
+                 wait for one that is not resident; pass {} ≤ SMs / output tiles",
                 sk.arg, sk.arg
             )));
         }

@@ -306,3 +306,53 @@ fn split_k_arguments_that_cannot_work_are_refused() {
         "kernel 'gemm_bf16_splitk_64x64' needs argument 'S', which was not given"
     );
 }
+
+/// A, B, C, the S×M×N (one-step) or M×N (serial) workspace W, the flags F and S.
+fn ordered_args(m: u64, n: u64, k: u64, s: i64, serial: bool) -> Vec<(&'static str, Arg)> {
+    let mut args = gemm_args(m, n, k);
+    let w: Vec<u64> = if serial {
+        vec![m, n]
+    } else {
+        vec![s as u64, m, n]
+    };
+    args.push(("W", t(0x40_0000, Dtype::F32, &w)));
+    let tiles = m.div_ceil(64) * n.div_ceil(64);
+    args.push(("F", t(0x50_0000, Dtype::I32, &[tiles])));
+    args.push(("S", Arg::Int(s)));
+    args
+}
+
+#[test]
+fn an_ordered_split_k_launch_zeroes_only_its_flags() {
+    for (name, serial) in [("gemm_splitk", false), ("gemm_splitk_serial", true)] {
+        let mut m = manifest(name);
+        let sk = m.split_k.clone().expect("split_k");
+        assert_eq!(sk.waits, serial, "{name}");
+        // 2 x 4 tiles of 64 x 64, 8 slices: W is not zeroed, F is (8 words).
+        let b = bind(&m, &ordered_args(100, 256, 4096, 8, serial), 0, 132).unwrap();
+        let work = b.split_k.expect("split-K work");
+        let zero: Vec<_> = work
+            .zero
+            .iter()
+            .map(|z| (z.param.as_str(), z.ptr, z.width, z.height))
+            .collect();
+        assert_eq!(zero, [("F", 0x50_0000, 8, 1)], "{name}");
+        assert_eq!(work.finalize, None, "{name}");
+        // Launched as a plain grid (not persistent): 8 tiles x 20 slices = 160 programs
+        // on 132 SMs. The one-step reduction has no program that waits, so any S works;
+        // the serial one would have a slice wait for one that may not be resident.
+        m.persistent = None;
+        let r = bind(&m, &ordered_args(100, 256, 4096, 20, serial), 0, 132);
+        if serial {
+            let e = r.expect_err("refused").to_string();
+            assert!(
+                e.contains("160 programs on 132 SMs could wait for one that is not resident"),
+                "{e}"
+            );
+        } else {
+            assert_eq!(r.unwrap().config.grid, [4, 2, 20]);
+        }
+        // S = 1 never waits.
+        assert!(bind(&m, &ordered_args(2000, 4096, 64, 1, serial), 0, 132).is_ok());
+    }
+}

@@ -275,19 +275,24 @@ class Kernel:
         return launch, grid
 
     def prepare_ordered(self, tensors, scalars, stream, M, N):
-        """Ordered split-K: W (any contents) and the flags (zeroed here once: every launch
-        leaves them zero, which `check_flags` verifies) allocated; S slices, each program of
-        a tile resident with the others (S x tiles <= SMs when S > 1, unless persistent)."""
+        """Ordered split-K: W (any contents; M x N, or S x M x N for a rank-3 workspace) and
+        the flags (zeroed here once: every launch leaves them zero, which `check_flags`
+        verifies) allocated; S slices; a kernel whose programs wait (`waits`) keeps each
+        program of a tile resident with the others (S x tiles <= SMs when S > 1, unless
+        persistent)."""
         sk = self.split_k
         dev = tensors["C"].device
-        for w in sk["workspace"]:
-            tensors[w] = torch.empty((M, N), dtype=torch.float32, device=dev)
         scalars = dict(scalars)
         scalars[sk["arg"]] = self.choose_split(scalars)
+        slices = scalars[sk["arg"]]
+        rank = {p["name"]: p.get("rank", 2) for p in self.m["params"]}
+        for w in sk["workspace"]:
+            # M x N running sums, or S x M x N partials (one slice each).
+            shape = (slices, M, N) if rank.get(w) == 3 else (M, N)
+            tensors[w] = torch.empty(shape, dtype=torch.float32, device=dev)
         g = self.m["grid"]
         tiles = eval_expr(g["x"], scalars) * eval_expr(g["y"], scalars)
-        slices = scalars[sk["arg"]]
-        if slices > 1 and not self.m.get("persistent") and tiles * slices > self.sms:
+        if sk.get("waits") and slices > 1 and not self.m.get("persistent") and tiles * slices > self.sms:
             raise ValueError("ordered split-K: %d tiles x S = %d programs exceed the %d SMs; a slice "
                              "could wait for one that is not resident" % (tiles, tiles * slices, self.sms))
         flags = [torch.zeros(max(tiles, 1), dtype=torch.int32, device=dev) for _ in sk["flags"]]

@@ -24,7 +24,7 @@
 use super::plain::{err, Lowerer, Lv, Tensor, Tile, R};
 use super::writer::{ICmp, V};
 use melior::ir::{Type, Value};
-use tilec_dialect::{LinearLayout, OpKind, Operation, ScalarType};
+use tilec_dialect::{LinearLayout, Operation, ScalarType};
 
 impl<'c, 'm> Lowerer<'c, 'm, '_> {
     /// Registers per vector access for `layout` and `elem`: the contiguous registers, at
@@ -457,10 +457,9 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         Ok(())
     }
 
-    /// `tile.wait_flag` / `tile.release_flag` in a kernel without a dot: thread 0 spins on
-    /// `ld.acquire.gpu.global.b32` then the CTA passes `bar.sync 0`; or the CTA passes
-    /// `bar.sync 0` then thread 0 stores with `st.release.gpu.global.b32` (CUTLASS's
-    /// semaphore protocol; PTX ISA, "Memory Consistency Model").
+    /// `tile.wait_flag`, `tile.release_flag` and `tile.arrive_flag` in a kernel without a
+    /// dot ([`crate::nvvm::flags`]): thread 0 touches the flag, the CTA meets at
+    /// `bar.sync 0`.
     ///
     /// # Errors
     /// In a region only some threads run (the try_cancel scheduler's).
@@ -478,8 +477,13 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let t = self.tensor(op, op.operands[0])?;
         let pos = self.scalar(op, op.operands[1])?;
         let pos = self.w.int_cast(pos, ScalarType::I64);
-        let value = self.scalar(op, op.operands[2])?;
-        let value = self.w.int_cast(value, ScalarType::I32);
+        let value = match op.operands.get(2) {
+            Some(&v) => {
+                let v = self.scalar(op, v)?;
+                self.w.int_cast(v, ScalarType::I32)
+            }
+            None => self.w.i32(0),
+        };
         let stride = self.w.int_cast(t.strides[0], ScalarType::I64);
         let elems = self.w.mul(pos, stride);
         let p1 = self.w.ptr_ty(1);
@@ -489,24 +493,8 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let first_warp = self.w.icmp(ICmp::Eq, self.warp, z);
         let first_lane = self.w.icmp(ICmp::Eq, self.lane, z);
         let leader = self.w.and(first_warp, first_lane);
-        let cont = self.w.new_block(&[]);
-        if op.kind == OpKind::ReleaseFlag {
-            self.w.barrier();
-            let store = self.w.new_block(&[]);
-            self.w.cond_br(leader, &store, &[], &cont, &[]);
-            self.w.block = store;
-            self.w.store_release_gpu(value, addr);
-            self.w.br(&cont, &[]);
-            self.w.block = cont;
-        } else {
-            let spin = self.w.new_block(&[]);
-            self.w.cond_br(leader, &spin, &[], &cont, &[]);
-            self.w.block = spin;
-            let seen = self.w.load_acquire_gpu(addr);
-            let again = self.w.icmp(ICmp::Ne, seen, value);
-            self.w.cond_br(again, &spin, &[], &cont, &[]);
-            self.w.block = cont;
-            self.w.barrier();
+        if let Some(old) = super::flags::lower(self, op, addr, value, leader)? {
+            self.def(op, Lv::Scalar(old));
         }
         Ok(())
     }

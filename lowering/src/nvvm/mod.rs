@@ -17,6 +17,7 @@
 pub mod clc;
 pub mod control;
 pub mod dot;
+pub mod flags;
 pub mod gemm;
 pub mod math;
 pub mod memory;

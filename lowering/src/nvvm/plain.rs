@@ -259,7 +259,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         Ok(())
     }
 
-    fn def(&mut self, op: &Operation, lv: Lv<'c, 'm>) {
+    pub(super) fn def(&mut self, op: &Operation, lv: Lv<'c, 'm>) {
         if let Some(&r) = op.results.first() {
             self.vals.insert(r, lv);
         }
@@ -355,7 +355,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             K::Load => self.lower_load(op)?,
             K::Gather => self.lower_gather(op)?,
             K::Store => self.lower_store(op)?,
-            K::WaitFlag | K::ReleaseFlag => self.lower_flag(op)?,
+            K::WaitFlag | K::ReleaseFlag | K::ArriveFlag => self.lower_flag(op)?,
             K::Add | K::Sub | K::Mul | K::Div | K::Max | K::Min => self.lower_elementwise(op)?,
             K::Neg | K::Abs | K::Exp | K::Exp2 | K::Sqrt | K::Rsqrt | K::Relu | K::Tanh => {
                 self.lower_elementwise(op)?

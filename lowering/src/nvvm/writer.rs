@@ -759,6 +759,36 @@ impl<'c, 'm> Writer<'c, 'm> {
         self.op("llvm.store", &[v.v, ptr], &[], &attrs);
     }
 
+    /// `llvm.atomicrmw add` of an i32, relaxed (`monotonic`) at GPU scope; the value before.
+    /// NVPTX: `atom.global.add.u32` (relaxed, `.gpu` by default). Ordered by
+    /// [`Self::fence_acq_rel_gpu`] around it: LLVM 22's NVPTX drops the ordering of an
+    /// `acq_rel` atomicrmw, but lowers a device-scope fence to `fence.acq_rel.gpu`.
+    pub fn atomic_add_gpu(&mut self, ptr: Value<'c, 'm>, v: V<'c, 'm>) -> V<'c, 'm> {
+        let t = self.ty(ScalarType::I32);
+        let [align, _, scope] = self.atomic_attrs(2);
+        let attrs = [
+            align,
+            ("bin_op", self.i64_attr(1)),
+            ("ordering", self.i64_attr(2)),
+            scope,
+        ];
+        let r = self.op1("llvm.atomicrmw", &[ptr, v.v], t, &attrs);
+        V {
+            v: r,
+            t: ScalarType::I32,
+        }
+    }
+
+    /// `llvm.fence syncscope("device") acq_rel`: `fence.acq_rel.gpu` (PTX ISA, "membar /
+    /// fence").
+    pub fn fence_acq_rel_gpu(&mut self) {
+        let attrs = [
+            ("ordering", self.i64_attr(6)),
+            ("syncscope", StringAttribute::new(self.ctx, "device").into()),
+        ];
+        self.op("llvm.fence", &[], &[], &attrs);
+    }
+
     /// A 4-byte-aligned atomic access's attributes: `ordering` (LLVM's AtomicOrdering: 4
     /// acquire, 5 release) and `syncscope("device")`.
     fn atomic_attrs(&mut self, ordering: i64) -> [(&'static str, Attribute<'c>); 3] {

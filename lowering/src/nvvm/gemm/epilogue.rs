@@ -605,7 +605,9 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             );
         }
         let (t, r0, c0) = self.matrix_of(op, t)?;
-        let t = self.epilogue_params(t);
+        let now = self.written.contains(&op.operands[0]);
+        let t = self.epilogue_params(t, now);
+        let elem = t.elem;
         let node = Rc::new(Lazy::Load {
             t,
             r0,
@@ -613,13 +615,14 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             bcast_rows: shape[0] == 1,
             bcast_cols: shape[1] == 1,
         });
-        if !self.written.contains(&op.operands[0]) {
+        if !now {
             self.vals.insert(op.results[0], Lv::Lazy(node));
             return Ok(());
         }
         // Another program may write the tensor between here and a later use (after a
         // `tile.release_flag`), and so may this one: read it here, into registers.
-        if !self.is_acc_tile(op.results[0]) {
+        let acc_shape = self.acc.as_ref().and_then(|a| a.shape.clone());
+        if elem != ScalarType::F32 || acc_shape.as_ref() != Some(&shape) {
             return err(
                 op,
                 "convert-tile-to-nvvm: a GEMM epilogue loads a tensor the kernel also writes \
@@ -707,9 +710,11 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
     /// `mov`s, so that LLVM keeps what the epilogue derives from them (row pitch in bytes,
     /// bounds, the fast-path test) in the epilogue instead of hoisting it out of the tile
     /// loop, where it would stay live across the k loop beside the 128 accumulators.
-    /// Unchanged elsewhere (wgmma kernels, one tile per CTA).
-    fn epilogue_params(&mut self, t: PtrTensor<'c, 'm>) -> PtrTensor<'c, 'm> {
-        if !(self.mma_sync && self.loop_depth > 0) {
+    /// The same for a load read where it stands (`now`) inside a loop: its per-register
+    /// addresses stay in the loop instead of being hoisted out of it, live beside the
+    /// registers it loads into. Unchanged elsewhere (wgmma kernels, one tile per CTA).
+    fn epilogue_params(&mut self, t: PtrTensor<'c, 'm>, now: bool) -> PtrTensor<'c, 'm> {
+        if !((self.mma_sync || now) && self.loop_depth > 0) {
             return t;
         }
         let ptr = self.opaque(t.ptr);
@@ -764,7 +769,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         if val.elem() != t.elem {
             return err(op, "store element type differs from the tensor's");
         }
-        let t = self.epilogue_params(t);
+        let t = self.epilogue_params(t, false);
         let saved_rc = self.frag_rc;
         if self.mma_sync && self.loop_depth > 0 {
             self.frag_rc = Some(self.fresh_frag_rc());

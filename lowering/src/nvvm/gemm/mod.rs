@@ -525,7 +525,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             K::BulkCommitGroup => self.lower_bulk_commit(),
             K::BulkWaitGroup => self.lower_bulk_wait(op),
             K::NamedBarrier => self.lower_named_barrier(op)?,
-            K::WaitFlag | K::ReleaseFlag => self.lower_flag(op)?,
+            K::WaitFlag | K::ReleaseFlag | K::ArriveFlag => self.lower_flag(op)?,
             other => {
                 return err(
                     op,
@@ -830,6 +830,7 @@ pub(super) fn lower_kernel(
                 arg: n.clone(),
                 reduction: Reduction::Atomic,
                 flags: vec![],
+                waits: false,
                 finalize: Some(Finalize {
                     op: FinalizeOp::Convert,
                     from: ws.first().cloned(),
@@ -856,15 +857,17 @@ pub(super) fn lower_kernel(
 }
 
 /// The launch protocol of a split-K kernel reduced in slice order (grid z the plain
-/// scalar argument `arg`, `tile.release_flag` in the epilogue): its flag tensors, its
-/// workspaces (the tensors it both loads and stores) and its k tile. `None` for a kernel
+/// scalar argument `arg`, flag ops in the epilogue): its flag tensors, whether a program
+/// waits, its workspaces (the tensors it both loads and stores) and its k tile. `None` for a kernel
 /// without flags.
 fn ordered_split_k(m: &TileModule, k: &Operation, arg: &str) -> Option<SplitK> {
     let (mut flags, mut loaded, mut stored) = (vec![], vec![], vec![]);
     let mut k_tile = 0u64;
+    let mut waits = false;
     k.walk(&mut |o| {
+        waits |= o.kind == OpKind::WaitFlag;
         let list = match o.kind {
-            OpKind::ReleaseFlag | OpKind::WaitFlag => &mut flags,
+            OpKind::ReleaseFlag | OpKind::WaitFlag | OpKind::ArriveFlag => &mut flags,
             OpKind::Load => &mut loaded,
             OpKind::Store => &mut stored,
             OpKind::SmemAlloc if k_tile == 0 => {
@@ -890,6 +893,7 @@ fn ordered_split_k(m: &TileModule, k: &Operation, arg: &str) -> Option<SplitK> {
         workspace: stored.into_iter().filter(|w| loaded.contains(w)).collect(),
         workspace_init: WorkspaceInit::None,
         flags,
+        waits,
         k_tile,
         finalize: None,
     })

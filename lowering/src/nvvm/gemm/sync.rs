@@ -10,7 +10,6 @@
 //! the try_cancel query ([`Gemm::lower_clc_query`] says why).
 
 use super::{err, Gemm, Lv, R};
-use crate::nvvm::reduce::ReduceSite;
 use crate::nvvm::writer::{ICmp, V};
 use melior::ir::attribute::IntegerAttribute;
 use tilec_dialect::{Attribute as TileAttr, Diagnostic, OpKind, Operation, ScalarType};
@@ -271,15 +270,14 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
 }
 
 impl<'c, 'm> Gemm<'c, 'm, '_> {
-    /// `tile.wait_flag` and `tile.release_flag` in the consumer region (CUTLASS's
-    /// semaphore protocol): a wait is a spin on `ld.acquire.gpu.global.b32` by the first
-    /// consumer thread, then the consumers' barrier; a release is the consumers' barrier,
-    /// then `st.release.gpu.global.b32` by the first consumer thread. The barrier is the
-    /// epilogue's consumer-wide one (named barrier `1 + consumer warpgroups`).
+    /// `tile.wait_flag`, `tile.release_flag` and `tile.arrive_flag` in the consumer region
+    /// ([`crate::nvvm::flags`]): the first consumer thread touches the flag; the barrier is
+    /// the epilogue's consumer-wide one (named barrier `1 + consumer warpgroups`).
     ///
     /// # Errors
-    /// Outside the consumer region (the epilogue); a release in a kernel whose epilogue
-    /// stores with TMA (those writes complete asynchronously, unordered with the release).
+    /// Outside the consumer region (the epilogue); a release or an arrive in a kernel whose
+    /// epilogue stores with TMA (those writes complete asynchronously, unordered with the
+    /// flag).
     pub(super) fn lower_flag(&mut self, op: &Operation) -> R<()> {
         let name = op.kind.name();
         if self.cwg.is_none() {
@@ -291,20 +289,27 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 ),
             );
         }
-        if op.kind == OpKind::ReleaseFlag && self.tma_stores {
+        if op.kind != OpKind::WaitFlag && self.tma_stores {
             return err(
                 op,
-                "convert-tile-to-nvvm: 'tile.release_flag' in a kernel whose epilogue stores \
-                 with TMA is not lowered (the bulk copies complete after the release); store \
-                 the epilogue directly (--epilogue-store direct)",
+                format!(
+                    "convert-tile-to-nvvm: '{name}' in a kernel whose epilogue stores with TMA \
+                     is not lowered (the bulk copies complete after the flag is set); store \
+                     the epilogue directly (--epilogue-store direct)"
+                ),
             );
         }
         let Some(Lv::TensorPtr(t)) = self.vals.get(&op.operands[0]).cloned() else {
             return err(op, format!("'{name}': the flags are not a pointer tensor"));
         };
         let pos = self.scalar(op, op.operands[1])?;
-        let value = self.scalar(op, op.operands[2])?;
-        let value = self.trunc32(value);
+        let value = match op.operands.get(2) {
+            Some(&v) => {
+                let v = self.scalar(op, v)?;
+                self.trunc32(v)
+            }
+            None => self.i32(0),
+        };
         let elems = self.bin("mul", pos, t.strides[0]);
         let p1 = self.w.ptr_ty(1);
         let base = self.w.cast("llvm.inttoptr", t.ptr.v, p1);
@@ -312,24 +317,8 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let addr = self.w.gep(base, elems, i32t, p1);
         let first = self.i32(self.producer_threads);
         let leader = self.w.icmp(ICmp::Eq, self.tid, first);
-        let cont = self.w.block(&[]);
-        if op.kind == OpKind::ReleaseFlag {
-            ReduceSite::sync(self);
-            let store = self.w.block(&[]);
-            self.w.cond_br(leader, &store, &[], &cont, &[]);
-            self.w.place(store);
-            self.w.store_release_gpu(value, addr);
-            self.w.br(&cont, &[]);
-            self.w.place(cont);
-        } else {
-            let spin = self.w.block(&[]);
-            self.w.cond_br(leader, &spin, &[], &cont, &[]);
-            self.w.place(spin);
-            let seen = self.w.load_acquire_gpu(addr);
-            let again = self.w.icmp(ICmp::Ne, seen, value);
-            self.w.cond_br(again, &spin, &[], &cont, &[]);
-            self.w.place(cont);
-            ReduceSite::sync(self);
+        if let Some(old) = crate::nvvm::flags::lower(self, op, addr, value, leader)? {
+            self.def_scalar(op, old);
         }
         self.prev = Some(op.kind);
         Ok(())
