@@ -391,6 +391,34 @@ def test_split_k_arguments():
         f16.check(A=a, B=b, W=w, C=Cai(4 << 20, "<f2", (300, 64)), **scalars)
 
 
+def test_ordered_split_k_arguments():
+    # The one-step in-kernel reduction: W holds one partial per slice, F one counter per
+    # output tile; the kernel writes C, and no program waits, so any S binds.
+    k = tilec.compile(example("gemm_splitk.tile"), target="sm_90a")
+    sk = k.manifest["split_k"]
+    assert (sk["reduction"], sk["workspace"], sk["flags"], sk["finalize"]) == (
+        "ordered", ["W"], ["F"], None)
+    assert "waits" not in sk
+    a, b = Cai(1 << 20, "<f2", (300, 256)), Cai(2 << 20, "<f2", (256, 128))
+    c = Cai(4 << 20, "<f2", (300, 128))
+    f = Cai(5 << 20, "<i4", (10,))
+    scalars = dict(M=300, N=128, K=256, S=4)
+    with pytest.raises(tilec.ArgumentError, match="reduces its K slices in order: pass its "
+                       "workspace W"):
+        k.check(A=a, B=b, C=c, F=f, **scalars)
+    w = Cai(3 << 20, "<f4", (4, 300, 128))
+    cfg = k.check(A=a, B=b, C=c, W=w, F=f, **scalars)
+    assert cfg["grid"] == (min(2 * 5 * 4, 132), 1, 1)
+    # The serial reduction waits: a plain (not persistent) grid must stay resident.
+    serial = tilec.compile(example("gemm_splitk_serial.tile"), target="sm_90a",
+                           schedule="none")
+    assert serial.manifest["split_k"]["waits"] is True
+    w2 = Cai(3 << 20, "<f4", (300, 128))
+    assert serial.check(A=a, B=b, C=c, W=w2, F=f, **scalars)["grid"] == (2, 5, 4)
+    with pytest.raises(tilec.ArgumentError, match="could wait for one that is not resident"):
+        serial.check(A=a, B=b, C=c, W=w2, F=f, M=300, N=128, K=4096, S=20)
+
+
 class DLPackArray:
     """A DLPack producer over ctypes (no memory behind it): a DLManagedTensor in a
     "dltensor" capsule, as dlpack.h lays them out."""

@@ -410,6 +410,14 @@ class Kernel:
         missing = [w for w in (sk or {}).get("workspace", []) if w not in given]
         if not missing:
             return []
+        if not sk.get("finalize"):
+            # An ordered reduction writes the output itself; its workspace's shape depends
+            # on S (a rank-3 workspace holds one partial per slice).
+            raise ArgumentError(
+                f"kernel '{self.name}' reduces its K slices in order: pass its workspace "
+                f"{', '.join(missing)} (f32: S x M x N for a rank-3 parameter, else M x N) and "
+                f"its flags {', '.join(sk.get('flags', []))} (i32, one per output tile)"
+            )
         to = sk["finalize"]["to"]
         out = dict(named).get(to)
         torch = sys.modules.get("torch")
