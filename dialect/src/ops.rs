@@ -358,6 +358,15 @@ impl OpKind {
     pub fn is_gpu_level(self) -> bool {
         self.class() == OpClass::Gpu || self == OpKind::WarpSpecialize
     }
+    /// Whether the op is one of the flag ops (`tile.wait_flag`, `tile.release_flag`,
+    /// `tile.arrive_flag`), which order memory between programs: loads do not move across
+    /// them.
+    pub fn is_flag(self) -> bool {
+        matches!(
+            self,
+            OpKind::WaitFlag | OpKind::ReleaseFlag | OpKind::ArriveFlag
+        )
+    }
     /// Whether the op has no side effects (may be removed when unused, and reordered): of
     /// the GPU level, only layout conversions and the reads of special registers.
     pub fn is_pure(self) -> bool {

@@ -1,12 +1,14 @@
 //! `tile-hoist-loads` — issue loads of read-only tensors as early as their operands allow.
 //!
-//! A `tile.load` from a tensor that the kernel never writes (no `tile.store` or
-//! `tile.atomic_add` names it; kernel arguments never alias) reads the same values wherever
-//! it stands, so it moves up its block to just after the last op that defines one of its
-//! operands (or to the block's start). The loads then issue before the reductions and the
-//! barriers that come between them in program order, and their latency overlaps: in a
-//! normalisation, the weights load with the row instead of after its statistics (a CTA-wide
-//! barrier orders global memory too, so the back end cannot move a load across one).
+//! A `tile.load` from a tensor that the kernel never writes (no `tile.store`,
+//! `tile.atomic_add` or flag op names it; kernel arguments never alias) reads the same values
+//! wherever it stands, so it moves up its block to just after the last op that defines one
+//! of its operands (or to the block's start), and never above a flag op (`tile.wait_flag`,
+//! `tile.arrive_flag`, `tile.release_flag`), which orders other programs' writes. The loads
+//! then issue before the reductions and the barriers that come between them in program
+//! order, and their latency overlaps: in a normalisation, the weights load with the row
+//! instead of after its statistics (a CTA-wide barrier orders global memory too, so the back
+//! end cannot move a load across one).
 //!
 //! Loads keep their relative order; nothing leaves its block (a load in a loop body stays
 //! in the loop). Kernels with a `tile.dot` are left alone: `tile-to-gpu` takes the ops
@@ -49,7 +51,7 @@ impl Pass for HoistLoads {
             }
             let mut written = HashSet::new();
             k.walk(&mut |o| {
-                if matches!(o.kind, OpKind::Store | OpKind::AtomicAdd) {
+                if matches!(o.kind, OpKind::Store | OpKind::AtomicAdd) || o.kind.is_flag() {
                     if let Some(&t) = o.operands.first() {
                         written.insert(t);
                     }
@@ -92,7 +94,11 @@ fn hoist_block(b: &mut Block, written: &HashSet<Value>) -> u64 {
             .collect();
         let after = out
             .iter()
-            .rposition(|o| o.kind == OpKind::Load || o.results.iter().any(|r| needs.contains(r)))
+            .rposition(|o| {
+                o.kind == OpKind::Load
+                    || o.kind.is_flag()
+                    || o.results.iter().any(|r| needs.contains(r))
+            })
             .map_or(0, |i| i + 1);
         if after < out.len() {
             moved += 1;

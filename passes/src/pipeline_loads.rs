@@ -52,7 +52,9 @@
 //!   stage waits for, orders every thread's barrier wait before that copy re-arms the
 //!   barrier), and the store's fence and barrier are its own (no store before it);
 //! - its coordinates are computed from the induction variable, values defined outside the
-//!   loop, and scalar integer ops in the body (so they can be computed for a later iteration).
+//!   loop, and scalar integer ops in the body (so they can be computed for a later iteration);
+//! - the loop holds no flag op (`tile.wait_flag`, `tile.arrive_flag`, `tile.release_flag`):
+//!   a copy issued ahead would cross it.
 //!
 //! The mbarriers are allocated (and initialised) right before the loop, so a loop run again
 //! (the tile loop of a persistent kernel around it) starts from phase 0. A tensor whose
@@ -301,6 +303,13 @@ fn candidates(m: &Module, k: &Operation) -> Vec<Cand> {
         }
     });
     for (lp, f) in fors.iter().enumerate() {
+        // Loads do not move across a flag op (another program's writes are ordered by it):
+        // a loop holding one is not pipelined.
+        let mut flags = false;
+        f.walk(&mut |o| flags |= o.kind.is_flag());
+        if flags {
+            continue;
+        }
         let body = &f.regions[0];
         let mut recomputable = None;
         for (i, st) in body.ops.iter().enumerate() {

@@ -872,11 +872,23 @@ fn tma_store_plan(
         .map(|(i, _)| i)
         .collect();
     let &[si] = stores.as_slice() else {
+        let mut nested = 0;
+        for o in epilogue.iter().filter(|o| o.kind != OpKind::Store) {
+            o.walk(&mut |x| nested += usize::from(x.kind == OpKind::Store));
+        }
+        let inside = if nested > 0 {
+            format!(
+                " (and {nested} inside 'tile.if' or loops, which epilogue=tma does not \
+                 take; use epilogue=direct)"
+            )
+        } else {
+            String::new()
+        };
         return e(
             loc,
             format!(
-                "tile-to-gpu: epilogue=tma expects exactly one 'tile.store' after \
-                    the K loop, found {}",
+                "tile-to-gpu: epilogue=tma expects exactly one 'tile.store' directly after \
+                    the K loop, found {}{inside}",
                 stores.len()
             ),
         );

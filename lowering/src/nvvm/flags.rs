@@ -7,8 +7,8 @@
 //!   then the barrier;
 //! - release: the barrier, then the leader's `st.release.gpu.global.b32`;
 //! - arrive: the barrier, the leader's `fence.acq_rel.gpu; atom.global.add.u32;
-//!   fence.acq_rel.gpu` (PTX ISA, "Memory Consistency Model"), the old value through a
-//!   16-byte shared-memory slot, a second barrier, and every thread reads it.
+//!   fence.acq_rel.gpu` (PTX ISA, "Memory Consistency Model"), the old value through the
+//!   kernel's 16-byte shared-memory slot, a second barrier, and every thread reads it.
 
 use super::reduce::ReduceSite;
 use super::writer::{ICmp, V};
@@ -55,7 +55,7 @@ pub(crate) fn lower<'c: 'm, 'm, S: ReduceSite<'c, 'm>>(
             Ok(None)
         }
         _ => {
-            let slot = site.smem_region(16, &op.loc)?;
+            let slot = site.flag_slot(&op.loc)?;
             site.sync();
             let w = site.writer();
             let at = w.i32(slot as i64);

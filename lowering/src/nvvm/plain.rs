@@ -104,6 +104,8 @@ pub(crate) struct Lowerer<'c, 'm, 'k> {
     /// Whether the op being lowered is the scheduler's, run by thread 0 alone
     /// ([`super::clc`]).
     pub scheduler: bool,
+    /// The shared-memory slot of `tile.arrive_flag`'s old value, once allocated.
+    pub flag_slot: Option<u64>,
 }
 
 impl<'c, 'm> Lowerer<'c, 'm, '_> {
@@ -829,6 +831,7 @@ fn build_module<'c>(
         num_warps,
         cluster_visible: super::clc::cluster_barriers(k, cluster_size)?,
         scheduler: false,
+        flag_slot: None,
     };
     lw.lower_block(&kbody.ops)?;
     if cluster_size > 1 {

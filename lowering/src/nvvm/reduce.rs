@@ -38,6 +38,13 @@ pub(crate) trait ReduceSite<'c, 'm> {
     /// # Errors
     /// A message when the CTA's shared memory is exhausted.
     fn smem_region(&mut self, bytes: u64, loc: &Location) -> R<u64>;
+    /// The 16-byte shared-memory slot through which `tile.arrive_flag` hands its old value
+    /// to every thread: one per kernel, allocated on first use (each arrive's barriers keep
+    /// its uses apart).
+    ///
+    /// # Errors
+    /// As [`Self::smem_region`].
+    fn flag_slot(&mut self, loc: &Location) -> R<u64>;
     /// A barrier over every thread of the layout's warps.
     fn sync(&mut self);
     /// Whether the reduction runs again before the kernel ends (its region is reused).
@@ -302,6 +309,15 @@ impl<'c, 'm> ReduceSite<'c, 'm> for Lowerer<'c, 'm, '_> {
 
     fn smem_region(&mut self, bytes: u64, loc: &Location) -> R<u64> {
         Lowerer::smem_region(self, bytes, loc)
+    }
+
+    fn flag_slot(&mut self, loc: &Location) -> R<u64> {
+        if let Some(at) = self.flag_slot {
+            return Ok(at);
+        }
+        let at = Lowerer::smem_region(self, 16, loc)?;
+        self.flag_slot = Some(at);
+        Ok(at)
     }
 
     fn sync(&mut self) {

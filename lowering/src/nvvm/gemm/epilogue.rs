@@ -587,12 +587,19 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 "convert-tile-to-nvvm: only pointer tensors are loaded in the epilogue",
             );
         };
-        let shape = matrix_shape(self.m.ty(op.results[0]));
-        let (Some(shape), Some(_)) = (shape, self.frag_rc) else {
+        if self.frag_rc.is_none() {
+            return err(
+                op,
+                "convert-tile-to-nvvm: a 'tile.load' in a GEMM kernel that is not an MMA \
+                 operand must stand in the epilogue, after the K loop, where the consumer \
+                 warpgroups run",
+            );
+        }
+        let Some(shape) = matrix_shape(self.m.ty(op.results[0])) else {
             return err(
                 op,
                 "convert-tile-to-nvvm: epilogue loads are 2-D tiles (or tiles whose leading \
-                 dimensions are 1) loaded by the consumers after the MMA",
+                 dimensions are 1)",
             );
         };
         if !matches!(t.elem, ScalarType::F32 | ScalarType::BF16 | ScalarType::F16) {
@@ -620,14 +627,14 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             return Ok(());
         }
         // Another program may write the tensor between here and a later use (after a
-        // `tile.release_flag`), and so may this one: read it here, into registers.
+        // `tile.release_flag` or `tile.arrive_flag`): read it here, into registers.
         let acc_shape = self.acc.as_ref().and_then(|a| a.shape.clone());
         if elem != ScalarType::F32 || acc_shape.as_ref() != Some(&shape) {
             return err(
                 op,
-                "convert-tile-to-nvvm: a GEMM epilogue loads a tensor the kernel also writes \
-                 only as an f32 tile of the accumulator's shape (it is read where it stands, \
-                 into the accumulator's registers)",
+                "convert-tile-to-nvvm: in a kernel with flag ops, a GEMM epilogue loads a \
+                 tensor the kernel also writes only as an f32 tile of the accumulator's shape \
+                 (it is read where it stands, into the accumulator's registers)",
             );
         }
         let regs = self.materialize(op, &node)?;

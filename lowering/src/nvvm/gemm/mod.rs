@@ -166,11 +166,14 @@ pub(super) struct Gemm<'c, 'm, 'k> {
     /// Loops (`tile.for`, `tile.while`) around the op being lowered: an epilogue at depth > 0
     /// sits in a persistent tile loop, after that tile's k loop.
     pub loop_depth: usize,
-    /// The tensors the kernel writes (`tile.store`, `tile.atomic_add`): loads of them are
-    /// read where they stand, not where their value is used.
+    /// The tensors the kernel writes (`tile.store`, `tile.atomic_add`) when it also has
+    /// flag ops: other programs may write them between a load and its use, so loads of
+    /// them are read where they stand, not where their value is used. Empty otherwise.
     pub written: std::collections::HashSet<TileValue>,
     /// Whether the kernel stores with TMA (`tile.tma_store`).
     pub tma_stores: bool,
+    /// The shared-memory slot of `tile.arrive_flag`'s old value, once allocated.
+    pub flag_slot: Option<u64>,
 }
 
 impl<'c, 'm> Gemm<'c, 'm, '_> {
@@ -1139,12 +1142,18 @@ fn build_module<'c>(
         loop_depth: 0,
         written: Default::default(),
         tma_stores: false,
+        flag_slot: None,
     };
+    let mut flags = false;
     k.walk(&mut |o| match o.kind {
         OpKind::Store | OpKind::AtomicAdd => g.written.extend(o.operands.first().copied()),
         OpKind::TmaStore => g.tma_stores = true,
+        OpKind::WaitFlag | OpKind::ReleaseFlag | OpKind::ArriveFlag => flags = true,
         _ => {}
     });
+    if !flags {
+        g.written.clear();
+    }
     g.lower_block(&body.ops)?;
     g.w.loc = loc;
     g.w.place(g.exit);

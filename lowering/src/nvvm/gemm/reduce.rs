@@ -316,6 +316,15 @@ impl<'c, 'm> ReduceSite<'c, 'm> for Gemm<'c, 'm, '_> {
         self.consumer_warp()
     }
 
+    fn flag_slot(&mut self, loc: &Location) -> R<u64> {
+        if let Some(at) = self.flag_slot {
+            return Ok(at);
+        }
+        let at = self.smem_region(16, loc)?;
+        self.flag_slot = Some(at);
+        Ok(at)
+    }
+
     fn smem_region(&mut self, bytes: u64, loc: &Location) -> R<u64> {
         let max = self.target.max_smem_per_block();
         let at = self.smem_end.div_ceil(16) * 16;

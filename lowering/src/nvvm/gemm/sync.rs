@@ -284,8 +284,8 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             return err(
                 op,
                 format!(
-                    "convert-tile-to-nvvm: in a GEMM kernel '{name}' stands in the epilogue, \
-                     after the K loop, where the consumer warpgroups run"
+                    "convert-tile-to-nvvm: in a GEMM kernel '{name}' must stand in the \
+                     epilogue, after the K loop, where the consumer warpgroups run"
                 ),
             );
         }
