@@ -284,7 +284,10 @@ const TMA_MAX_STRIDE: u64 = 1 << 40;
 /// a store map whose rows are not whole 16-byte chunks), a scalar out of its type's range,
 /// or a grid the scalars do not give. A split-K kernel also takes the finalize's output by
 /// the name `split_k.finalize.to` (optional), and its workspaces must be f32 rows
-/// ([`SplitKWork`]).
+/// ([`SplitKWork`]). An ordered split-K kernel's flags must be i32 rows of at least one
+/// flag per output tile, a rank-3 workspace must hold at least S partials, and a kernel
+/// whose programs wait (`split_k.waits`) must not launch more programs than SMs on a
+/// non-persistent grid.
 pub fn bind<S: AsRef<str>>(
     manifest: &Manifest,
     args: &[(S, Arg)],
@@ -376,6 +379,9 @@ pub fn bind<S: AsRef<str>>(
             )));
         }
     }
+    if let Some(sk) = manifest.split_k.as_ref().filter(|sk| !sk.flags.is_empty()) {
+        ordered_extents(manifest, sk, args, &scalars)?;
+    }
     let split_k = match &manifest.split_k {
         Some(sk) => Some(split_k_work(manifest, sk, args, finalize_to, device)?),
         None => None,
@@ -385,6 +391,60 @@ pub fn bind<S: AsRef<str>>(
         params,
         split_k,
     })
+}
+
+/// An ordered split-K launch's tensors are large enough: each flag tensor holds one flag
+/// per output tile (grid x · grid y; the flag ops do not check bounds), and a rank-3
+/// workspace one partial per slice (its first extent at least S).
+fn ordered_extents<S: AsRef<str>>(
+    manifest: &Manifest,
+    sk: &tilec_manifest::SplitK,
+    args: &[(S, Arg)],
+    scalars: &[(&str, i64)],
+) -> Result<(), BindError> {
+    let lookup = |n: &str| scalars.iter().find(|(a, _)| *a == n).map(|(_, v)| *v);
+    let tiles = manifest.grid.x.eval(&lookup)? * manifest.grid.y.eval(&lookup)?;
+    let slices = lookup(&sk.arg).unwrap_or(1);
+    let extent = |name: &str| {
+        args.iter()
+            .find(|(n, _)| n.as_ref() == name)
+            .and_then(|(_, a)| match a {
+                Arg::Tensor(t) => t.shape.first().copied(),
+                _ => None,
+            })
+    };
+    for f in &sk.flags {
+        match extent(f) {
+            Some(n) if (n as i64) < tiles => {
+                return Err(BindError::Layout {
+                    name: f.clone(),
+                    reason: format!(
+                        "holds {n} flags; the kernel uses one per output tile, {tiles}"
+                    ),
+                })
+            }
+            _ => {}
+        }
+    }
+    for w in &sk.workspace {
+        let rank3 = matches!(
+            manifest.param(w),
+            Some(Param::TensorPointer { rank: 3, .. })
+        );
+        match extent(w) {
+            Some(n) if rank3 && (n as i64) < slices => {
+                return Err(BindError::Layout {
+                    name: w.clone(),
+                    reason: format!(
+                        "holds {n} partials; the kernel writes one per K slice, {} = {slices}",
+                        sk.arg
+                    ),
+                })
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// The workspaces of a split-K launch as rows, and its finalize's tensors.

@@ -354,5 +354,24 @@ fn an_ordered_split_k_launch_zeroes_only_its_flags() {
         }
         // S = 1 never waits.
         assert!(bind(&m, &ordered_args(2000, 4096, 64, 1, serial), 0, 132).is_ok());
+        // Too few flags (8 tiles, 7 flags): the flag ops do not check bounds.
+        let mut args = ordered_args(100, 256, 4096, 8, serial);
+        args.retain(|(n, _)| *n != "F");
+        args.push(("F", t(0x50_0000, Dtype::I32, &[7])));
+        let e = err(&m, &args).to_string();
+        assert_eq!(
+            e, "'F': holds 7 flags; the kernel uses one per output tile, 8",
+            "{name}"
+        );
     }
+    // A one-step workspace with fewer partials than slices.
+    let m = manifest("gemm_splitk");
+    let mut args = ordered_args(100, 256, 4096, 8, false);
+    args.retain(|(n, _)| *n != "W");
+    args.push(("W", t(0x40_0000, Dtype::F32, &[4, 100, 256])));
+    let e = err(&m, &args).to_string();
+    assert_eq!(
+        e,
+        "'W': holds 4 partials; the kernel writes one per K slice, S = 8"
+    );
 }
