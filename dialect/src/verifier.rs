@@ -983,45 +983,33 @@ impl Verifier<'_> {
                     }
                 }
             }
-            OpKind::WaitFlag | OpKind::ReleaseFlag if self.count(op, 3, 0) => {
-                let flags_ok = matches!(
-                    &ots[0],
-                    Type::Tensor {
-                        rank: 1,
-                        elem: ScalarType::I32
-                    }
+            OpKind::WaitFlag | OpKind::ReleaseFlag
+                if self.count(op, 3, 0)
+                    && (!is_flags(&ots[0]) || ots[1] != Type::INDEX || ots[2] != Type::INDEX) =>
+            {
+                self.error(
+                    op,
+                    format!(
+                        "'{}' takes a 1-D i32 flag tensor, an index position and an index value; \
+                         found ({})",
+                        op.kind.name(),
+                        list(&ots)
+                    ),
                 );
-                if !flags_ok || ots[1] != Type::INDEX || ots[2] != Type::INDEX {
-                    self.error(
-                        op,
-                        format!(
-                            "'{}' takes a 1-D i32 flag tensor, an index position and an index \
-                             value; found ({})",
-                            op.kind.name(),
-                            list(&ots)
-                        ),
-                    );
-                }
             }
-            OpKind::ArriveFlag if self.count(op, 2, 1) => {
-                let flags_ok = matches!(
-                    &ots[0],
-                    Type::Tensor {
-                        rank: 1,
-                        elem: ScalarType::I32
-                    }
+            OpKind::ArriveFlag
+                if self.count(op, 2, 1)
+                    && (!is_flags(&ots[0]) || ots[1] != Type::INDEX || rts[0] != Type::INDEX) =>
+            {
+                self.error(
+                    op,
+                    format!(
+                        "'tile.arrive_flag' takes a 1-D i32 flag tensor and an index position and \
+                         gives an index; found ({}) -> {}",
+                        list(&ots),
+                        rts[0]
+                    ),
                 );
-                if !flags_ok || ots[1] != Type::INDEX || rts[0] != Type::INDEX {
-                    self.error(
-                        op,
-                        format!(
-                            "'tile.arrive_flag' takes a 1-D i32 flag tensor and an index position \
-                             and gives an index; found ({}) -> {}",
-                            list(&ots),
-                            rts[0]
-                        ),
-                    );
-                }
             }
             OpKind::Dot => self.check_dot(op, &ots, &rts),
             OpKind::Convert if self.count(op, 1, 1) => {
@@ -2553,6 +2541,17 @@ fn check_expr_divisors(v: &mut Verifier<'_>, op: &Operation, e: &Expr) {
 /// The number of elements of a shape; `None` when it overflows.
 fn elements(shape: &[u64]) -> Option<u64> {
     shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d))
+}
+
+/// Whether `t` is a flag tensor: 1-D, of i32 (the flag ops' first operand).
+fn is_flags(t: &Type) -> bool {
+    matches!(
+        t,
+        Type::Tensor {
+            rank: 1,
+            elem: ScalarType::I32
+        }
+    )
 }
 
 fn list(ts: &[Type]) -> String {
