@@ -133,19 +133,21 @@ define_ops! {
     WaitFlag = "tile.wait_flag", Other,
         "Waits until element `%i` of a global i32 flag tensor equals `%v` (acquire, GPU scope).",
         "`tile.wait_flag %F, %i, %v` (`%F` a 1-D `tensor<?xi32>`, `%i` and `%v` index; the flag \
-            compared with `%v`'s low 32 bits): one thread of the program spins on \
-            `ld.acquire.gpu.global.b32` until `F[i] == v`, then every thread of the program \
-            passes a barrier, so the program's later reads see what the program that set the \
-            flag wrote before its `tile.release_flag`. With `tile.release_flag` it orders \
-            programs: a program waits for one that runs before it in launch order (lower linear \
-            id) or for one that is resident at the same time, else it may wait forever. The \
-            interpreter runs programs in launch order and reports a wait that no earlier \
-            program satisfied as an error. Loads are not moved across it.";
+            compared with `%v`'s low 32 bits, for equality): one thread of the program spins \
+            on `ld.acquire.gpu.global.b32` until `F[i] == v`, then every thread that runs the \
+            op (the CTA; in a GEMM kernel, where the op stands in the epilogue after the K \
+            loop, the consumer warpgroups) passes a barrier, so the program's later reads see \
+            what the program that set the flag wrote before it. A program may wait only for \
+            one that is resident at the same time, or that comes earlier in a static \
+            persistent CTA's tile order: CUDA does not dispatch CTAs in a guaranteed order, \
+            and a wait for a program that cannot run lasts forever. The reference interpreter \
+            runs programs in launch order and reports a wait that no earlier program \
+            satisfied as an error. Loads are not moved across it.";
     ReleaseFlag = "tile.release_flag", Other,
         "Sets element `%i` of a global i32 flag tensor to `%v` after the program's writes \
             (release, GPU scope).",
-        "`tile.release_flag %F, %i, %v` (operands as `tile.wait_flag`): every thread of the \
-            program passes a barrier, then one thread stores `v` to `F[i]` with \
+        "`tile.release_flag %F, %i, %v` (operands as `tile.wait_flag`): every thread that \
+            runs the op passes a barrier, then one thread stores `v` to `F[i]` with \
             `st.release.gpu.global.b32`, so that a program that then sees the value with \
             `tile.wait_flag` sees the program's earlier global writes. An index outside `F` \
             is undefined behaviour on the GPU and an error in the interpreter.";
@@ -153,9 +155,10 @@ define_ops! {
         "Adds 1 to element `%i` of a global i32 flag tensor after the program's writes and \
             gives the value before (acquire-release, GPU scope).",
         "`%old = tile.arrive_flag %F, %i : index` (`%F` a 1-D `tensor<?xi32>`, `%i` index): \
-            every thread of the program passes a barrier, one thread runs `fence.acq_rel.gpu; \
-            atom.global.add.u32; fence.acq_rel.gpu`, and the value `F[i]` had before the add \
-            reaches every thread of the program (through shared memory and a second barrier). \
+            every thread that runs the op passes a barrier, one thread runs \
+            `fence.acq_rel.gpu; atom.global.add.u32; fence.acq_rel.gpu`, and the value `F[i]` \
+            had before the add reaches every such thread (through shared memory and a second \
+            barrier). \
             The program that sees n − 1 after n programs arrived is the last: it sees what the \
             others wrote before they arrived. No program waits, so any grid is safe.";
     Dot = "tile.dot", Other,

@@ -709,6 +709,43 @@ impl PyBuilder {
         self.write(py, [tensor, offsets, value], d::Builder::atomic_add)
     }
 
+    /// `tile.wait_flag flags, pos, value`: wait until `flags[pos] == value` (acquire, GPU
+    /// scope).
+    fn wait_flag(
+        &self,
+        py: Python<'_>,
+        flags: &Bound<'_, PyAny>,
+        pos: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let v = [self.handle(flags)?, self.handle(pos)?, self.handle(value)?];
+        self.run(py, |b| b.wait_flag(v[0], v[1], v[2]))
+    }
+
+    /// `tile.release_flag flags, pos, value`: after the program's writes, set
+    /// `flags[pos] = value` (release, GPU scope).
+    fn release_flag(
+        &self,
+        py: Python<'_>,
+        flags: &Bound<'_, PyAny>,
+        pos: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let v = [self.handle(flags)?, self.handle(pos)?, self.handle(value)?];
+        self.run(py, |b| b.release_flag(v[0], v[1], v[2]))
+    }
+
+    /// `tile.arrive_flag flags, pos`: after the program's writes, add 1 to `flags[pos]`;
+    /// the value before (an index).
+    fn arrive_flag(
+        &self,
+        py: Python<'_>,
+        flags: &Bound<'_, PyAny>,
+        pos: &Bound<'_, PyAny>,
+    ) -> PyResult<PyValue> {
+        self.one(py, &[flags, pos], |b, v| b.arrive_flag(v[0], v[1]))
+    }
+
     /// `tile.dot a, b, acc` (`precision`: `ieee`, or `tf32` for f32 operands).
     #[pyo3(signature = (a, b, acc, precision="ieee"))]
     fn dot(

@@ -394,7 +394,8 @@ def test_split_k_arguments():
 def test_ordered_split_k_arguments():
     # The one-step in-kernel reduction: W holds one partial per slice, F one counter per
     # output tile; the kernel writes C, and no program waits, so any S binds.
-    k = tilec.compile(example("gemm_splitk.tile"), target="sm_90a")
+    # The f16 form, whose operands __cuda_array_interface__ can describe ("<f2").
+    k = tilec.compile(example("gemm_splitk.tile").replace("bf16", "f16"), target="sm_90a")
     sk = k.manifest["split_k"]
     assert (sk["reduction"], sk["workspace"], sk["flags"], sk["finalize"]) == (
         "ordered", ["W"], ["F"], None)
@@ -410,8 +411,8 @@ def test_ordered_split_k_arguments():
     cfg = k.check(A=a, B=b, C=c, W=w, F=f, **scalars)
     assert cfg["grid"] == (min(2 * 5 * 4, 132), 1, 1)
     # The serial reduction waits: a plain (not persistent) grid must stay resident.
-    serial = tilec.compile(example("gemm_splitk_serial.tile"), target="sm_90a",
-                           schedule="none")
+    serial = tilec.compile(example("gemm_splitk_serial.tile").replace("bf16", "f16"),
+                           target="sm_90a", schedule="none")
     assert serial.manifest["split_k"]["waits"] is True
     w2 = Cai(3 << 20, "<f4", (300, 128))
     assert serial.check(A=a, B=b, C=c, W=w2, F=f, **scalars)["grid"] == (2, 5, 4)

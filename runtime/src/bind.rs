@@ -4,8 +4,8 @@
 //! parameter buffer and which tensor maps to encode; nothing here calls the driver.
 
 use tilec_manifest::{
-    Dtype, Fill, Interleave, L2Promotion, LaunchConfig, LaunchError, Manifest, Param, Swizzle,
-    WorkspaceInit,
+    Dtype, Fill, Interleave, L2Promotion, LaunchConfig, LaunchError, Manifest, Param, Persistent,
+    Swizzle, WorkspaceInit,
 };
 
 /// Where a tensor's memory is.
@@ -286,8 +286,8 @@ const TMA_MAX_STRIDE: u64 = 1 << 40;
 /// the name `split_k.finalize.to` (optional), and its workspaces must be f32 rows
 /// ([`SplitKWork`]). An ordered split-K kernel's flags must be i32 rows of at least one
 /// flag per output tile, a rank-3 workspace must hold at least S partials, and a kernel
-/// whose programs wait (`split_k.waits`) must not launch more programs than SMs on a
-/// non-persistent grid.
+/// whose programs wait (`split_k.waits`) must not launch more programs than SMs unless its
+/// grid is static persistent.
 pub fn bind<S: AsRef<str>>(
     manifest: &Manifest,
     args: &[(S, Arg)],
@@ -364,11 +364,11 @@ pub fn bind<S: AsRef<str>>(
         params.push(value);
     }
     let config = manifest.launch_config(&scalars, sm_count)?;
-    if let Some(sk) = manifest
-        .split_k
-        .as_ref()
-        .filter(|sk| sk.waits && manifest.persistent.is_none())
-    {
+    if let Some(sk) = manifest.split_k.as_ref().filter(|sk| {
+        // A static persistent grid walks the tiles in order on resident CTAs; clc
+        // launches the whole tile grid, like a plain launch.
+        sk.waits && !matches!(manifest.persistent, Some(Persistent::Static { .. }))
+    }) {
         let ctas: u64 = config.grid.iter().map(|&d| u64::from(d)).product();
         if config.grid[2] > 1 && ctas > u64::from(sm_count) {
             return Err(BindError::Unsupported(format!(

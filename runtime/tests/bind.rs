@@ -343,6 +343,11 @@ fn an_ordered_split_k_launch_zeroes_only_its_flags() {
         // the serial one would have a slice wait for one that may not be resident.
         m.persistent = None;
         let r = bind(&m, &ordered_args(100, 256, 4096, 20, serial), 0, 132);
+        // clc launches the whole tile grid too.
+        let mut clc = m.clone();
+        clc.persistent = Some(tilec_manifest::Persistent::Clc { group_m: 8 });
+        let rc = bind(&clc, &ordered_args(100, 256, 4096, 20, serial), 0, 132);
+        assert_eq!(rc.is_err(), serial, "{name}: clc");
         if serial {
             let e = r.expect_err("refused").to_string();
             assert!(

@@ -279,7 +279,7 @@ class Kernel:
         the flags (zeroed here once: every launch leaves them zero, which `check_flags`
         verifies) allocated; S slices; a kernel whose programs wait (`waits`) keeps each
         program of a tile resident with the others (S x tiles <= SMs when S > 1, unless
-        persistent)."""
+        static persistent)."""
         sk = self.split_k
         dev = tensors["C"].device
         scalars = dict(scalars)
@@ -292,7 +292,8 @@ class Kernel:
             tensors[w] = torch.empty(shape, dtype=torch.float32, device=dev)
         g = self.m["grid"]
         tiles = eval_expr(g["x"], scalars) * eval_expr(g["y"], scalars)
-        if sk.get("waits") and slices > 1 and not self.m.get("persistent") and tiles * slices > self.sms:
+        static = (self.m.get("persistent") or {}).get("schedule") == "static"
+        if sk.get("waits") and slices > 1 and not static and tiles * slices > self.sms:
             raise ValueError("ordered split-K: %d tiles x S = %d programs exceed the %d SMs; a slice "
                              "could wait for one that is not resident" % (tiles, tiles * slices, self.sms))
         flags = [torch.zeros(max(tiles, 1), dtype=torch.int32, device=dev) for _ in sk["flags"]]

@@ -810,8 +810,9 @@ pub(super) fn lower_kernel(
         // the kernel adds into (the launcher zeroes them before each launch), the K
         // granularity of a slice (the ring's K tile), and what the launcher does after.
         let mut ws: Vec<String> = vec![];
-        let mut k_tile = 0u64;
+        let mut flags = false;
         k.walk(&mut |o| {
+            flags |= o.kind.is_flag();
             if o.kind == OpKind::AtomicAdd {
                 if let Some(n) = m.name(o.operands[0]) {
                     if !ws.iter().any(|w| w == n) {
@@ -819,16 +820,14 @@ pub(super) fn lower_kernel(
                     }
                 }
             }
-            if o.kind == OpKind::SmemAlloc && k_tile == 0 {
-                if let TileType::Smem { shape, .. } = m.ty(o.results[0]) {
-                    k_tile = shape.last().copied().unwrap_or(0);
-                }
-            }
         });
+        let k_tile = k_tile_of(m, k);
         // A split-K kernel: grid z is the number of K slices, a plain scalar argument. Other
         // kernels with atomics (an epilogue's reduction added into its output) only say
         // what they add into.
-        if let Some(TileAttr::Expr(Expr::Arg(n))) = grid.get(2) {
+        // A kernel that also has flag ops orders its own reduction: no launcher protocol
+        // is inferred for it.
+        if let (Some(TileAttr::Expr(Expr::Arg(n))), false) = (grid.get(2), flags) {
             manifest.split_k = Some(SplitK {
                 arg: n.clone(),
                 reduction: Reduction::Atomic,
@@ -865,7 +864,6 @@ pub(super) fn lower_kernel(
 /// without flags.
 fn ordered_split_k(m: &TileModule, k: &Operation, arg: &str) -> Option<SplitK> {
     let (mut flags, mut loaded, mut stored) = (vec![], vec![], vec![]);
-    let mut k_tile = 0u64;
     let mut waits = false;
     k.walk(&mut |o| {
         waits |= o.kind == OpKind::WaitFlag;
@@ -873,12 +871,6 @@ fn ordered_split_k(m: &TileModule, k: &Operation, arg: &str) -> Option<SplitK> {
             OpKind::ReleaseFlag | OpKind::WaitFlag | OpKind::ArriveFlag => &mut flags,
             OpKind::Load => &mut loaded,
             OpKind::Store => &mut stored,
-            OpKind::SmemAlloc if k_tile == 0 => {
-                if let TileType::Smem { shape, .. } = m.ty(o.results[0]) {
-                    k_tile = shape.last().copied().unwrap_or(0);
-                }
-                return;
-            }
             _ => return,
         };
         if let Some(n) = o.operands.first().and_then(|&t| m.name(t)) {
@@ -897,9 +889,27 @@ fn ordered_split_k(m: &TileModule, k: &Operation, arg: &str) -> Option<SplitK> {
         workspace_init: WorkspaceInit::None,
         flags,
         waits,
-        k_tile,
+        k_tile: k_tile_of(m, k),
         finalize: None,
     })
+}
+
+/// The K extent of a k tile: the last dimension of the kernel's first shared-memory ring of
+/// floats (A's, `[BM, BK]`; a try_cancel response ring of i32 comes first under the clc
+/// schedule). 0 without one.
+fn k_tile_of(m: &TileModule, k: &Operation) -> u64 {
+    let mut k_tile = 0;
+    k.walk(&mut |o| {
+        if o.kind != OpKind::SmemAlloc || k_tile != 0 {
+            return;
+        }
+        if let TileType::Smem { shape, elem, .. } = m.ty(o.results[0]) {
+            if elem.is_float() {
+                k_tile = shape.last().copied().unwrap_or(0);
+            }
+        }
+    });
+    k_tile
 }
 
 /// What the module's function attributes need.
