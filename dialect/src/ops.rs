@@ -1,6 +1,6 @@
 //! The op table: the one list of every op of the tile dialect, with its spelling, its
-//! class, a one-line summary and the detail. Everything else (parser, printer, verifier, `--help`
-//! text, the docs) reads this table; nothing lists the ops twice.
+//! class, a one-line summary and the detail. Everything else (parser, printer, verifier,
+//! `tile-opt --list-ops`, the docs) reads this table; nothing lists the ops twice.
 
 /// The class of an op, which decides its generic verification rules.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -4,9 +4,10 @@
 //! tile-opt [FILE|-] [-o OUT] [--pass-pipeline=PIPELINE | --PASS[=OPTIONS] ...]
 //!          [--split-input-file] [--verify-diagnostics] [--print-ir-after-all]
 //!          [--print-ir-before=PASS] [--print-ir-after=PASS] [--timing]
-//!          [--pass-statistics] [--verify-each=false] [--list-passes]
+//!          [--pass-statistics] [--verify-each=false] [--list-passes] [--list-ops]
 //!          [--convert-tile-to-nvvm] [-D NAME=VALUE]...
 //! ```
+//! `--list-ops` prints the dialect's op table: each op's spelling, summary and detail.
 //! `-D BM=64` binds the kernel constant `BM` (`tile.kernel @k<BM = 128>`), as
 //! `tile-compile -D` does.
 //! `--convert-tile-to-nvvm` (or a pipeline ending in `convert-tile-to-nvvm`) runs the
@@ -124,6 +125,12 @@ fn cli() -> Command {
                 .long("list-passes")
                 .action(ArgAction::SetTrue)
                 .help("List the passes with their options and exit"),
+        )
+        .arg(
+            Arg::new("list-ops")
+                .long("list-ops")
+                .action(ArgAction::SetTrue)
+                .help("List the ops of the tile dialect (summary and detail) and exit"),
         );
     for e in registry() {
         cmd = cmd.arg(
@@ -174,6 +181,11 @@ fn run() -> i32 {
     };
     if m.get_flag("list-passes") {
         print!("Available passes:\n{}", describe_passes());
+        return EXIT_OK;
+    }
+    if m.get_flag("list-ops") {
+        // Written at once: a reader that closes the pipe early ends the write quietly.
+        let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), op_table().as_bytes());
         return EXIT_OK;
     }
     // The pipeline: --pass-pipeline, or the per-pass flags in command-line order.
@@ -509,4 +521,29 @@ fn process(
         Some(m) if !has_errors && !lowering_failed => Ok(Some(render(&m))),
         _ => Err(()),
     }
+}
+
+/// The op table as text: each op's spelling and summary, then its detail indented by 4 and
+/// wrapped at 96 columns between words, GPU-level ops (written by `tile-to-gpu`) marked.
+fn op_table() -> String {
+    let mut out = String::from("Ops of the tile dialect:\n");
+    for &k in tilec_dialect::OpKind::ALL {
+        let level = if k.is_gpu_level() { " [GPU level]" } else { "" };
+        out += &format!("  {}{level}: {}\n", k.name(), k.summary());
+        let mut line = String::new();
+        for w in k.detail().split_whitespace() {
+            if !line.is_empty() && line.len() + 1 + w.len() > 92 {
+                out += &format!("    {line}\n");
+                line.clear();
+            }
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line += w;
+        }
+        if !line.is_empty() {
+            out += &format!("    {line}\n");
+        }
+    }
+    out
 }
