@@ -156,6 +156,7 @@ def run_bench(args):
         try:
             import triton_matmul
             backends.append(("triton", "triton", triton_matmul.TritonMatmul(props.multi_processor_count)))
+            layouts["triton"] = "nn"  # A[M,K] · B[K,N] only
         except Exception as e:  # noqa: BLE001
             print("# triton: unavailable: %s" % e, flush=True)
             info["triton_error"] = str(e)

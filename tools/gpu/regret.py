@@ -17,6 +17,7 @@ Exit status 1 when a shape of the table has no measurement of its chosen tile.
 import argparse
 import json
 import math
+import re
 import sys
 
 
@@ -44,8 +45,10 @@ def main():
     rows, bad, within, ratios = [], 0, 0, []
     for r in d["rows"]:
         key = (r["M"], r["N"], r["K"])
+        # The candidates are build_tiles.sh's labels (tBMxBN), not other backends (triton).
         res = {b: v for b, v in r["results"].items()
-               if b.startswith("t") and isinstance(v, dict) and v.get("ok") and "tflops" in v}
+               if re.fullmatch(r"t\d+x\d+", b) and isinstance(v, dict) and v.get("ok")
+               and "tflops" in v}
         if key not in ch:
             continue
         c = ch[key]
