@@ -30,10 +30,13 @@
 //!
 //! The smallest estimate wins; candidates within [`TIE`] of it count as equal, and among
 //! those the one that computes the fewest padding elements wins, then the larger tile.
-//! Split-K is not chosen (split = 1): measured on the H200, the separate zeroing and
-//! conversion launches cost more than the extra CTAs saved on every shape tried
-//! (docs/performance.md, "split-K on the H200"); stream-K with an in-kernel fix-up is the
-//! open step (#17).
+//! Split-K is not chosen (split = 1). Measured on the H200, the atomic form's separate
+//! zeroing and conversion launches cost more than the extra CTAs saved on every shape
+//! tried (docs/performance.md, "split-K on the H200"). The in-kernel, deterministic forms
+//! (`examples/gemm_splitk*.tile`) are separate programs, measured on an H100 only: they
+//! win on long-K, few-tile shapes (16×4096×14336: 0.76 → 0.94 of cuBLAS) and lose
+//! elsewhere, and each extra slice adds a fix-up step (docs/performance.md, session 28).
+//! Choosing them needs that cost in the model and an H200 calibration (#17).
 
 use crate::options::{EpilogueStore, Options, Schedule};
 use tilec_dialect::{ScalarType, Target};
