@@ -10,7 +10,8 @@
 //! epilogue for sm_90 (PTX the driver's JIT compiles) on ragged shapes; the GEMM from a
 //! cubin when the directory has one; a launch on a created stream captured into a CUDA
 //! graph and replayed; the split-K GEMM with its workspace zeroed and finalized, launched
-//! and replayed from a graph twice; launches in clusters of 2 and 16; and, one trial each,
+//! and replayed from a graph twice; the ordered split-K GEMMs, the same bits on every
+//! launch and their flags left zero; launches in clusters of 2 and 16; and, one trial each,
 //! the errors a launch gives for a target the device lacks, corrupt PTX, a malformed cubin,
 //! a tensor on another device, and a device that does not exist.
 
@@ -387,6 +388,55 @@ fn split_k(ctx: &Arc<Context>, dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The ordered (deterministic, in-kernel) split-K GEMMs: `examples/gemm_splitk.tile` (the
+/// last slice to arrive reduces; a plain grid) and `examples/gemm_splitk_last_slice.tile`
+/// (the last slice waits and reduces; static persistent), 64×64 tiles. The launch zeroes
+/// the flags (poisoned here) and leaves W alone (NaN here: the kernel writes it before it
+/// reads it). Launched twice and replayed from a graph twice, C has the same bits every
+/// time, and the flags end zero.
+fn split_k_ordered(ctx: &Arc<Context>, dir: &Path) -> Result<()> {
+    let o = ctx.ordinal();
+    for (sub, stem) in [
+        ("splitk_ordered", "gemm_splitk"),
+        ("splitk_last_slice", "gemm_splitk_last_slice"),
+    ] {
+        let k = load(ctx, dir, sub, stem)?;
+        for (m, n, kk, s) in [(100, 136, 1000, 3), (16, 256, 4096, 8), (77, 8, 64, 1)] {
+            let g = Gemm::new(m, n, kk);
+            let tiles = m.div_ceil(64) * n.div_ceil(64);
+            let (a, b) = (Buf::from(ctx, &g.a)?, Buf::from(ctx, &g.b)?);
+            let c = Buf::from(ctx, &vec![0x7fc0u16; m * n])?;
+            let w = Buf::from(ctx, &vec![f32::NAN; s * m * n])?;
+            let f = Buf::from(ctx, &vec![-1i32; tiles])?;
+            let mut args = g.args(&a, &b, &c, o);
+            let ws = [s as u64, m as u64, n as u64];
+            args.push(("W", tensor(&w, Dtype::F32, &ws, o)));
+            args.push(("F", tensor(&f, Dtype::I32, &[tiles as u64], o)));
+            args.push(("S", Arg::Int(s as i64)));
+            let prepared = k.prepare(&args).map_err(|e| e.to_string())?;
+            // SAFETY: the buffers hold the shapes given and outlive the synchronization.
+            unsafe { k.launch_prepared(&prepared, Stream(0)) }.map_err(|e| e.to_string())?;
+            sync(ctx)?;
+            let first: Vec<u16> = c.read()?;
+            g.check(&first)?;
+            // SAFETY: as above.
+            unsafe { k.launch_prepared(&prepared, Stream(0)) }.map_err(|e| e.to_string())?;
+            sync(ctx)?;
+            replay(ctx, &k, &prepared, 2)?;
+            if c.read::<u16>()? != first {
+                return Err(
+                    format!("{stem} {m}x{n}x{kk} S={s}: C changed between launches").into(),
+                );
+            }
+            let flags: Vec<i32> = f.read()?;
+            if flags.iter().any(|&x| x != 0) {
+                return Err(format!("{stem}: flags left {flags:?}").into());
+            }
+        }
+    }
+    Ok(())
+}
+
 /// vadd launched in clusters through `cuLaunchKernelEx`'s cluster attribute: of 2 and of 16
 /// (non-portable, past 8), each with a grid of whole clusters; a grid that is not is
 /// refused before the driver.
@@ -531,14 +581,16 @@ fn main() {
     let captures = [
         "graph_capture_on_a_created_stream",
         "split_k_zeroes_and_finalizes",
+        "split_k_ordered_is_deterministic",
     ];
-    let cases: [(&str, Case); 12] = [
+    let cases: [(&str, Case); 13] = [
         ("vadd", vadd),
         ("gemm_bf16_tma_sm90a", gemm_tma),
         ("gemm_bf16_direct_sm90_jit", gemm_sm90),
         ("gemm_bf16_cubin", gemm_cubin),
         ("graph_capture_on_a_created_stream", graph_capture),
         ("split_k_zeroes_and_finalizes", split_k),
+        ("split_k_ordered_is_deterministic", split_k_ordered),
         ("cluster_launch", cluster_launch),
         ("error_target", error_target),
         ("error_corrupt_ptx", error_corrupt_ptx),

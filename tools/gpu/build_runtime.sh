@@ -7,7 +7,10 @@
 #   OUT/kernels/gemm_tma/       examples/gemm_bf16.tile, sm_90a, --epilogue-store tma;
 #   OUT/kernels/gemm_sm90/      examples/gemm_bf16.tile for sm_90 (PTX for the driver's JIT);
 #   OUT/kernels/gemm_cubin/     examples/gemm_bf16.tile, sm_90a, --emit cubin;
-#   OUT/kernels/splitk/         examples/gemm_bf16_splitk_64x128.tile for sm_90a.
+#   OUT/kernels/splitk/         examples/gemm_bf16_splitk_64x128.tile for sm_90a;
+#   OUT/kernels/splitk_ordered/ examples/gemm_splitk.tile, sm_90a, direct epilogue, no schedule;
+#   OUT/kernels/splitk_last_slice/ examples/gemm_splitk_last_slice.tile, sm_90a, direct
+#                               epilogue, static persistent.
 #
 # On the GPU machine: TILEC_RUNTIME_KERNELS=OUT/kernels OUT/gpu
 # Usage: tools/gpu/build_runtime.sh [OUT] (after `cargo build --release`; uses
@@ -23,6 +26,10 @@ k="$out/kernels"
 "$tc" examples/gemm_bf16.tile --target sm_90 -o "$k/gemm_sm90" 2>/dev/null
 "$tc" examples/gemm_bf16.tile --target sm_90a --emit cubin -o "$k/gemm_cubin" 2>/dev/null
 "$tc" examples/gemm_bf16_splitk_64x128.tile --target sm_90a -o "$k/splitk" 2>/dev/null
+"$tc" examples/gemm_splitk.tile --target sm_90a --epilogue-store direct --schedule none \
+    -o "$k/splitk_ordered" 2>/dev/null
+"$tc" examples/gemm_splitk_last_slice.tile --target sm_90a --epilogue-store direct \
+    -o "$k/splitk_last_slice" 2>/dev/null
 bin=$(cargo test --release -p tilec-runtime --test gpu --no-run --message-format=json 2>/dev/null |
     python3 -c 'import json, sys
 for line in sys.stdin:
