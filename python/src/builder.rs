@@ -718,8 +718,7 @@ impl PyBuilder {
         pos: &Bound<'_, PyAny>,
         value: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        let v = [self.handle(flags)?, self.handle(pos)?, self.handle(value)?];
-        self.run(py, |b| b.wait_flag(v[0], v[1], v[2]))
+        self.flag(py, [flags, pos, value], d::Builder::wait_flag)
     }
 
     /// `tile.release_flag flags, pos, value`: after the program's writes, set
@@ -731,8 +730,7 @@ impl PyBuilder {
         pos: &Bound<'_, PyAny>,
         value: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        let v = [self.handle(flags)?, self.handle(pos)?, self.handle(value)?];
-        self.run(py, |b| b.release_flag(v[0], v[1], v[2]))
+        self.flag(py, [flags, pos, value], d::Builder::release_flag)
     }
 
     /// `tile.arrive_flag flags, pos`: after the program's writes, add 1 to `flags[pos]`;
@@ -844,6 +842,18 @@ impl PyBuilder {
             self.handle(value)?,
         );
         self.run(py, |b| op(b, t, &offs, v))
+    }
+
+    /// `tile.wait_flag` / `tile.release_flag` (flags, position, value; no result).
+    fn flag(
+        &self,
+        py: Python<'_>,
+        operands: [&Bound<'_, PyAny>; 3],
+        op: fn(&mut d::Builder<'static>, d::Value, d::Value, d::Value) -> BuildResult<()>,
+    ) -> PyResult<()> {
+        let [f, p, v] = operands.map(|o| self.handle(o));
+        let (f, p, v) = (f?, p?, v?);
+        self.run(py, |b| op(b, f, p, v))
     }
 
     fn results<'py>(&self, py: Python<'py>, rs: &[d::Value]) -> PyResult<Vec<Bound<'py, PyValue>>> {
