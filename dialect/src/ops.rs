@@ -251,7 +251,7 @@ define_ops! {
         "`wgmma.wait_group.sync.aligned N` with N = `pending`: returns once at most N groups are \
             pending; takes and returns the accumulators it guards (tied).";
     Barrier = "tile.barrier", Gpu, "CTA-wide barrier (`bar.sync 0`).",
-        "`bar.sync 0`. `placed = \"KIND\"` (`wgmma`, `bulk`, `cp_async`) marks one that \
+        "`bar.sync 0`. `placed = \"KIND\"` (`wgmma`, `cp_async`) marks one that \
             `async-wait-placement` placed with no wait before it (the pass deletes it when it \
             runs again).";
     ConvertLayout = "tile.convert_layout", Gpu,
@@ -270,8 +270,9 @@ define_ops! {
         "Orders generic-proxy before async-proxy shared accesses (`fence.proxy.async`).",
         "`fence.proxy.async.shared::cta`: orders this thread's generic-proxy shared-memory \
             accesses before later async-proxy ones (a response buffer read with `ld.shared` before \
-            `try_cancel` rewrites it). `placed = \"KIND\"` marks one that `async-wait-placement` \
-            placed with no wait before it (the pass deletes it when it runs again).";
+            `try_cancel` rewrites it). `placed = \"cp_async\"` marks one that \
+            `async-wait-placement` placed with no wait before it (the pass deletes it when it \
+            runs again).";
     SmemStore = "tile.smem_store", Gpu,
         "Writes a tile's columns into a shared-memory slot (generic proxy).",
         "Write columns [`col_offset`, `col_offset` + W) of an R×N tile into slot `slot` of a \
@@ -333,7 +334,7 @@ define_ops! {
         "`bar.sync id, threads` over `threads` threads (a multiple of 32); `id` 1 to 15 (0 is the \
             CTA barrier of `tile.barrier`). Inside the consumer region of `tile.warp_specialize` \
             with `threads = 128`, consumer warpgroup w uses barrier `id + w`, so each \
-            warpgroup synchronises alone. `placed` as for `tile.barrier`.";
+            warpgroup synchronises alone. `placed = \"bulk\"` as `placed` for `tile.barrier`.";
     ClcTryCancel = "tile.clc_try_cancel", Gpu,
         "Asks to cancel a not-yet-launched cluster (`clusterlaunchcontrol.try_cancel`).",
         "`clusterlaunchcontrol.try_cancel.async.shared::cta.mbarrier::complete_tx::\

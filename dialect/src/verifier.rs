@@ -182,6 +182,8 @@ struct Verifier<'a> {
     cluster_size: i64,
     /// Integer constants seen so far (`tile.constant` results), for index range checks.
     consts: HashMap<Value, i64>,
+    /// Remainders by a positive constant (`tile.remi %x, %c`): the result lies in `0..c`.
+    moduli: HashMap<Value, i64>,
     /// The symbol of the kernel being verified.
     kernel: Option<String>,
     /// Regions open around the op being verified.
@@ -199,6 +201,7 @@ impl<'a> Verifier<'a> {
             num_warps: None,
             cluster_size: 1,
             consts: HashMap::new(),
+            moduli: HashMap::new(),
             kernel: None,
             depth: 0,
         }
@@ -486,6 +489,11 @@ impl Verifier<'_> {
         {
             self.consts.insert(r, v);
         }
+        if let (OpKind::RemI, Some(&r), [_, c]) = (op.kind, op.results.first(), &op.operands[..]) {
+            if let Some(&c) = self.consts.get(c).filter(|&&c| c > 0) {
+                self.moduli.insert(r, c);
+            }
+        }
     }
 
     /// The op's own rules: its place, regions, symbol and attributes, and the types of
@@ -567,18 +575,29 @@ impl Verifier<'_> {
 
     /// The optional `placed` attribute of a barrier or proxy fence: the group kind whose
     /// placement put it there with no wait before it (`async-wait-placement`).
+    ///
+    /// Each kind places its own op: a CTA barrier for wgmma and cp.async groups, the
+    /// warpgroup's named barrier for bulk store groups, a proxy fence for cp.async groups.
     fn placed_attr(&mut self, op: &Operation) {
+        let kinds: &[&str] = match op.kind {
+            OpKind::Barrier => &["wgmma", "cp_async"],
+            OpKind::NamedBarrier => &["bulk"],
+            _ => &["cp_async"],
+        };
         match op.attr("placed") {
             None => {}
-            Some(Attribute::Str(k)) if crate::PLACED_KINDS.contains(&k.as_str()) => {}
-            Some(a) => self.error(
-                op,
-                format!(
-                    "'{}' attribute 'placed' must be \"wgmma\", \"bulk\" or \"cp_async\", \
-                        found {a}",
-                    op.kind.name()
-                ),
-            ),
+            Some(Attribute::Str(k)) if kinds.contains(&k.as_str()) => {}
+            Some(a) => {
+                let want = kinds.iter().map(|k| format!("\"{k}\"")).collect::<Vec<_>>();
+                self.error(
+                    op,
+                    format!(
+                        "'{}' attribute 'placed' must be {}, found {a}",
+                        op.kind.name(),
+                        want.join(" or ")
+                    ),
+                )
+            }
         }
     }
 
@@ -1532,7 +1551,8 @@ impl Verifier<'_> {
     }
 
     /// A wgmma accumulates in place: its accumulator operand's registers become its
-    /// result's. So one value may start one chain only: as the accumulator of a second
+    /// result's, and a `tile.wait_group` returns the registers it takes. So one value (or
+    /// a wait's result tied to it) may start one chain only: as the accumulator of a second
     /// wgmma that may run after the first (not in the other branch of a `tile.if`), or as
     /// the init of a second carried value of a loop (which would copy it while the first
     /// chain's group may still write it), it is an error.
@@ -1570,6 +1590,22 @@ impl Verifier<'_> {
                 .find(|(x, y)| x != y)
                 .is_some_and(|(x, y)| x.0 == y.0 && x.2)
         };
+        // A wait returns the registers it takes (tied): its results are its operands'.
+        let mut tied: HashMap<Value, Value> = HashMap::new();
+        for (o, _) in &ops {
+            if o.kind == OpKind::WaitGroup {
+                tied.extend(o.results.iter().copied().zip(o.operands.iter().copied()));
+            }
+        }
+        let registers = |mut v: Value| {
+            while let Some(&w) = tied.get(&v) {
+                if w == v {
+                    break;
+                }
+                v = w;
+            }
+            v
+        };
         let mut uses: HashMap<Value, Vec<(Location, Path)>> = HashMap::new();
         let mut errors: Vec<(Location, String)> = vec![];
         for (o, path) in &ops {
@@ -1580,14 +1616,25 @@ impl Verifier<'_> {
                 o.attr("zero_acc").and_then(|a| a.as_bool()) == Some(true),
             ) {
                 let acc = parts.acc;
-                let earlier = uses.entry(acc).or_default();
+                let earlier = uses.entry(registers(acc)).or_default();
                 if let Some((at, _)) = earlier.iter().find(|(_, p)| !exclusive(p, path)) {
+                    let root = registers(acc);
+                    let what = if root == acc {
+                        format!("the accumulator {}", self.show(acc))
+                    } else {
+                        format!(
+                            "the accumulator {} holds the registers of {} (a 'tile.wait_group' \
+                             returns the registers it takes), and those",
+                            self.show(acc),
+                            self.show(root)
+                        )
+                    };
                     errors.push((
                         o.loc.clone(),
                         format!(
-                            "the accumulator {} already feeds the wgmma at {at}; a wgmma \
-                             accumulates in place, so each chain needs a value of its own",
-                            self.show(acc)
+                            "{what} already {} the wgmma at {at}; a wgmma accumulates in \
+                             place, so each chain needs a value of its own",
+                            if root == acc { "feeds" } else { "feed" }
                         ),
                     ));
                 }
@@ -1807,10 +1854,7 @@ impl Verifier<'_> {
             _ => &[],
         };
         for &(c, i) in indexed {
-            let (Some(ct), Some(&iv)) = (
-                ots.get(c),
-                op.operands.get(i).and_then(|v| self.consts.get(v)),
-            ) else {
+            let (Some(ct), Some(v)) = (ots.get(c), op.operands.get(i)) else {
                 continue;
             };
             let n = match ct {
@@ -1818,17 +1862,28 @@ impl Verifier<'_> {
                 Type::Mbarrier { count } => *count as i64,
                 _ => continue,
             };
-            if !(0..n).contains(&iv) {
-                let what = if matches!(ct, Type::Smem { .. }) {
-                    "stage of a ring"
-                } else {
-                    "barrier of an array"
-                };
+            let what = if matches!(ct, Type::Smem { .. }) {
+                "stage of a ring"
+            } else {
+                "barrier of an array"
+            };
+            if let Some(&iv) = self.consts.get(v).filter(|iv| !(0..n).contains(*iv)) {
                 self.error(
                     op,
                     format!(
                         "'{name}' index {iv} is outside its {what} of {n} (operand {})",
                         i + 1
+                    ),
+                );
+            } else if let Some(&m) = self.moduli.get(v).filter(|&&m| m > n) {
+                // A remainder by more than the ring's depth reaches indices past it.
+                self.error(
+                    op,
+                    format!(
+                        "'{name}' index (operand {}) is a remainder by {m}, so it reaches {}, \
+                         outside its {what} of {n}: take the remainder by {n}",
+                        i + 1,
+                        m - 1
                     ),
                 );
             }

@@ -17,10 +17,11 @@
 //! D the least common multiple of the rings' and barrier arrays' sizes and of the constant
 //! moduli of `tile.remi` (at most 64; with a larger modulus no state is cut, see Cost):
 //! kernel arguments, special registers, loads, the first induction value of each loop
-//! instance whose lower bound is not a constant, and every `tile.divi`, `tile.ceildiv`,
-//! `tile.mini`, `tile.maxi`, non-constant product or remainder. Only sums, differences,
-//! products by a constant and remainders by a constant are computed. That is the precision the
-//! wait contract promises (DESIGN.md,
+//! instance whose lower bound is not a constant, a loop's carried values (afresh in each
+//! iteration, fixed within it) and results, a `tile.if`'s results, and every `tile.divi`,
+//! `tile.ceildiv`, `tile.mini`, `tile.maxi`, non-constant product or remainder. Only sums,
+//! differences, products by a constant and remainders by a constant are computed. That is
+//! the precision the wait contract promises (DESIGN.md,
 //! "Async groups and tight waits": a stage is known up to its loop's iteration), so that a
 //! wait found tight here is tight there, and not tighter than a symbolic analysis can be.
 //!
@@ -70,6 +71,9 @@
 //!   publishes them);
 //! - a `tile.smem_store`, `tile.cp_async` or `tile.tma_load` into a stage this thread read
 //!   with `tile.smem_load` with no `tile.barrier` since (other threads may still read it);
+//! - a `tile.smem_load` of a stage this thread wrote with `tile.smem_store` with no
+//!   `tile.barrier` since, nor a `tile.named_barrier` of every thread that runs the code
+//!   (the other threads' parts of it may not be written yet);
 //! - the end of a warpgroup (`tile.return`, the end of a producer region) with any group
 //!   of any kind pending;
 //! - the end of a block (its `tile.yield`) that defines a pending register-A wgmma's A
@@ -232,6 +236,9 @@ struct Queues {
     /// Stages this thread read with `tile.smem_load` since the last `tile.barrier`: other
     /// threads may still be reading them.
     loaded: Vec<(Value, i64)>,
+    /// Stages this thread wrote with `tile.smem_store` since the last `tile.barrier`: other
+    /// threads may not read them yet.
+    stored: Vec<(Value, i64)>,
     fenced: bool,
     dirty: SlotSet,
 }
@@ -1249,23 +1256,11 @@ impl Run<'_, '_> {
         Ok(())
     }
 
-    fn set_carried(&mut self, args: &[Value], vals: &[Option<u32>]) {
-        for (a, v) in args.iter().zip(vals) {
-            match v {
-                Some(e) => {
-                    self.env.insert(*a, *e);
-                }
-                None => {
-                    self.env.remove(a);
-                }
-            }
+    /// Makes `vs` unknown: each is chosen afresh where a stage needs it.
+    fn forget(&mut self, vs: &[Value]) {
+        for v in vs {
+            self.env.remove(v);
         }
-    }
-
-    fn scalars(&mut self, vs: &[Value]) -> Vec<Option<u32>> {
-        vs.iter()
-            .map(|&v| self.is_scalar(v).then(|| self.expr(v)))
-            .collect()
     }
 
     fn op(&mut self, op: &Operation) -> Res<()> {
@@ -1289,9 +1284,9 @@ impl Run<'_, '_> {
             OpKind::If => {
                 let r = self.choose(2);
                 self.events.push(Event::Branch(id, r == 0));
-                let ys = self.block(&op.regions[r.min(op.regions.len() - 1)])?;
-                let vals = self.scalars(&ys);
-                self.set_carried(&op.results, &vals);
+                self.block(&op.regions[r.min(op.regions.len() - 1)])?;
+                // A branch's result is unknown to the analysis, as the wait contract says.
+                self.forget(&op.results);
             }
             OpKind::WarpSpecialize if op.regions.len() == 2 => {
                 if self.producer {
@@ -1303,9 +1298,8 @@ impl Run<'_, '_> {
                     return Ok(());
                 }
                 self.wg = op.int_attr("consumers").unwrap_or(self.wg as i64).max(1) as u64;
-                let ys = self.block(&op.regions[1])?;
-                let vals = self.scalars(&ys);
-                self.set_carried(&op.results, &vals);
+                self.block(&op.regions[1])?;
+                self.forget(&op.results);
             }
             OpKind::Mma if op.str_attr("kind") == Some("wgmma") => {
                 for (st, proxy) in self.stage_accesses(op) {
@@ -1356,6 +1350,11 @@ impl Run<'_, '_> {
                         }
                         self.q.cp_retired.retain(|r| !r.proxy);
                         self.q.loaded.clear();
+                        self.q.stored.clear();
+                    } else if op.int_attr("threads").unwrap_or(0) >= 128 * self.wg as i64 {
+                        // A named barrier of every thread that runs this code publishes
+                        // their stores as a CTA barrier does.
+                        self.q.stored.clear();
                     }
                     self.q.bulk_unsynced.clear();
                 }
@@ -1423,6 +1422,9 @@ impl Run<'_, '_> {
         }
         for (r, st) in &self.q.loaded {
             key.extend([-6, r.0 as i64, *st]);
+        }
+        for (r, st) in &self.q.stored {
+            key.extend([-7, r.0 as i64, *st]);
         }
         for r in &self.q.cp_retired {
             key.extend([
@@ -1652,15 +1654,11 @@ impl Run<'_, '_> {
         };
         let trips = set[self.choose(set.len())];
         self.events.push(Event::Trips(id, trips));
-        let (inits, args) = if is_for {
-            (
-                op.operands.get(3..).unwrap_or(&[]),
-                body.args.get(1..).unwrap_or(&[]),
-            )
+        let args = if is_for {
+            body.args.get(1..).unwrap_or(&[])
         } else {
-            (&op.operands[..], &body.args[..])
+            &body.args[..]
         };
-        let mut carried = self.scalars(inits);
         let step = op.operands.get(2).map(|&s| self.expr(s));
         // A constant lower bound is known (as the path explorer knows it, for the stages
         // that enter the loop); any other start is chosen.
@@ -1682,22 +1680,18 @@ impl Run<'_, '_> {
                 let e = self.node(Expr::Add(start, off));
                 self.env.insert(iv, e);
             }
-            self.set_carried(args, &carried);
+            // A carried value is unknown to the analysis from one iteration to the next (a
+            // fresh one per iteration, fixed within it), and so is a loop's result.
+            self.forget(args);
             self.ctx.extend([id as i64, trips - t]);
             if self.seen_before(id) {
                 self.stop = true;
                 return Ok(());
             }
-            let ys = self.block(body)?;
+            self.block(body)?;
             self.ctx.truncate(self.ctx.len() - 2);
-            let ys = if is_for {
-                &ys[..]
-            } else {
-                ys.get(1..).unwrap_or(&[])
-            };
-            carried = self.scalars(ys);
         }
-        self.set_carried(&op.results, &carried);
+        self.forget(&op.results);
         Ok(())
     }
 
@@ -1831,8 +1825,24 @@ impl Run<'_, '_> {
             _ => None,
         };
         if let (OpKind::SmemLoad, Some(st)) = (op.kind, one) {
+            if self.q.stored.contains(&st) {
+                self.unmodelled.set(true);
+                return Err((
+                    op.loc.clone(),
+                    format!(
+                        "'{name}' reads stage {} of a ring that other threads wrote with \
+                            'tile.smem_store': no 'tile.barrier' since",
+                        st.1
+                    ),
+                ));
+            }
             if !self.q.loaded.contains(&st) {
                 self.q.loaded.push(st);
+            }
+        }
+        if let (OpKind::SmemStore, Some(st)) = (op.kind, one) {
+            if !self.q.stored.contains(&st) {
+                self.q.stored.push(st);
             }
         }
         match (op.kind, one) {

@@ -65,9 +65,9 @@
 //! `tile.barrier` follows the wait (the other threads' chunks). Where wgmma or TMA (the
 //! async proxy) accesses a copied stage, a `tile.fence_proxy_async` goes before that
 //! barrier — also with no wait, where a barrier already published the copy to `ld.shared`
-//! but no fence covered it. A proxy fence or barrier placed with no wait right before it
-//! carries `{placed = "KIND"}` (`wgmma`, `bulk`, `cp_async`), for the pass to know it as
-//! its own. The cp.async ops go before the
+//! but no fence covered it. A proxy fence or barrier placed with no wait before it (a
+//! barrier after such a fence too) carries `{placed = "KIND"}` (`wgmma`, `bulk`,
+//! `cp_async`), for the pass to know it as its own. The cp.async ops go before the
 //! wgmma waits and fence already placed before the same op; a cp.async wait that needs a
 //! barrier goes after the other kinds' waits (whose barriers its CTA barrier replaces and
 //! serves). No wait moves past, or splits at a join in front of, another wait or a proxy
@@ -82,7 +82,8 @@
 //! The pass owns these ops: it first deletes every `tile.wgmma_fence`,
 //! `tile.commit_group` and `tile.wait_group`, the other kinds' commits and waits (and a
 //! barrier directly after a wait, a proxy fence between a cp.async wait and its
-//! barrier, and a `placed` proxy fence or barrier with the barrier after it) in the input,
+//! barrier, and every `placed` proxy fence or barrier) in the input; a barrier or fence
+//! with neither a wait before it nor the mark is the program's, and stays,
 //! all kinds before any is placed, so running it twice gives the same IR. A ring of one
 //! stage that must be drained (`pending = 0`) before it is refilled or released gets a
 //! remark: a second stage would let one group stay in flight.
@@ -122,8 +123,8 @@
 //! release of the last stage), and the epilogue reads the wait's result.
 
 use crate::async_model::{
-    fence_ahead, is_group_wait, placed_sync, scalar_only, wait_may_stand_before, Facts, GroupKind,
-    Hazard, Inst, OpId, Slot, C_CAP, MAX_PENDING,
+    fence_ahead, placed_sync, scalar_only, wait_may_stand_before, Facts, GroupKind, Hazard, Inst,
+    OpId, Slot, C_CAP, MAX_PENDING,
 };
 use crate::pass::{Pass, PassContext, PassInfo};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -237,11 +238,8 @@ fn strip_marking(k: &mut Operation, kind: GroupKind, mark: bool) {
 /// leaves a mark (`MARK_*`) on the op that follows it.
 fn strip_block(b: &mut Block, repl: &mut HashMap<Value, Value>, kind: GroupKind, mark: bool) {
     let mut kept = Vec::with_capacity(b.ops.len());
-    let mut after_wait = false;
     let mut marks: Vec<(&str, Attribute)> = vec![];
     for mut o in std::mem::take(&mut b.ops) {
-        let was_wait = after_wait;
-        after_wait = false;
         let placed = match (kind, o.kind) {
             (_, k) if k == kind.commit_op() => None,
             (GroupKind::Wgmma, OpKind::WgmmaFence) => Some(MARK_FENCE),
@@ -249,18 +247,14 @@ fn strip_block(b: &mut Block, repl: &mut HashMap<Value, Value>, kind: GroupKind,
                 for (&r, &a) in o.results.iter().zip(&o.operands) {
                     repl.insert(r, a);
                 }
-                after_wait = true;
                 Some(MARK_WAIT)
             }
-            // The proxy fence placed after a cp.async wait (before its barrier, if any), or
-            // with no wait (marked).
-            (GroupKind::CpAsync, OpKind::FenceProxyAsync) if was_wait || placed_by(&o, kind) => {
-                after_wait = true;
+            // The pass's own proxy fences and barriers carry its mark; any other is the
+            // program's, wherever it stands.
+            (GroupKind::CpAsync, OpKind::FenceProxyAsync) if placed_by(&o, kind) => {
                 Some(MARK_PROXY_FENCE)
             }
-            (_, k) if (was_wait || placed_by(&o, kind)) && k == kind.barrier_op() => {
-                Some(MARK_BARRIER)
-            }
+            (_, k) if placed_by(&o, kind) && k == kind.barrier_op() => Some(MARK_BARRIER),
             _ => {
                 for r in &mut o.regions {
                     strip_block(r, repl, kind, mark);
@@ -987,7 +981,8 @@ fn locate<'b>(b: &'b Block, f: &Facts<'_>, id: OpId) -> Option<(&'b Block, usize
 /// Where a wait before op `id` goes when it moves one step later, as `verify-async-waits`
 /// moves it: after a plain op or a loop that reads none of the wait's `operands`, the op
 /// that follows; before a `tile.if` whose block reads none of them after the wait, the first
-/// op of each branch. `None` where it cannot move: before a terminator, a
+/// op of each branch, and else, if the `tile.if` itself reads none of them, the op after
+/// it. `None` where it cannot move: before a terminator, a
 /// `tile.warp_specialize`, a barrier, another wait or a proxy fence, an op that reads what
 /// the wait returns, or an op followed by a barrier of this kind.
 fn sink_targets(body: &Block, f: &Facts<'_>, id: OpId, operands: &[Value]) -> Option<Vec<OpId>> {
@@ -1000,15 +995,21 @@ fn sink_targets(body: &Block, f: &Facts<'_>, id: OpId, operands: &[Value]) -> Op
         OpKind::WarpSpecialize => None,
         _ if placed_sync(op) || f.kind.is_barrier(op) => None,
         OpKind::If => {
-            if b.ops[i..].iter().any(reads)
-                || op
+            let into_branches = !b.ops[i..].iter().any(reads)
+                && !op
                     .regions
                     .iter()
-                    .any(|r| r.ops.is_empty() || (cp && fence_ahead(&r.ops, 0)))
-            {
+                    .any(|r| r.ops.is_empty() || (cp && fence_ahead(&r.ops, 0)));
+            if into_branches {
+                return Some(op.regions.iter().map(|r| f.id(&r.ops[0])).collect());
+            }
+            // What follows the `tile.if` reads what the wait returns: past it whole, as
+            // past a loop, where the branches read none of it.
+            let next = b.ops.get(i + 1)?;
+            if reads(op) || !wait_may_stand_before(&b.ops, i + 1, f.kind) {
                 return None;
             }
-            Some(op.regions.iter().map(|r| f.id(&r.ops[0])).collect())
+            Some(vec![f.id(next)])
         }
         _ => {
             let next = b.ops.get(i + 1)?;
@@ -1188,9 +1189,8 @@ impl Rewriter<'_> {
         let fence_at = k;
         while k > 0 {
             let o = &out[k - 1];
-            let placed_barrier = matches!(o.kind, OpKind::Barrier | OpKind::NamedBarrier)
-                && k > 1
-                && is_wait(&out[k - 2]);
+            let placed_barrier =
+                matches!(o.kind, OpKind::Barrier | OpKind::NamedBarrier) && is_placed(o);
             if is_wait(o) || placed_barrier {
                 k -= 1;
             } else {
@@ -1273,19 +1273,15 @@ impl Rewriter<'_> {
                 }
                 if d.proxy_fence {
                     let mut f = Operation::new(OpKind::FenceProxyAsync, loc.clone());
-                    if d.wait.is_none() {
-                        f.attrs
-                            .insert(PLACED.into(), Attribute::Str(self.kind.mark().into()));
-                    }
+                    f.attrs
+                        .insert(PLACED.into(), Attribute::Str(self.kind.mark().into()));
                     pre.push(f);
                     self.stats.proxy_fences += 1;
                 }
                 if d.barrier {
                     let mut b = Operation::new(self.kind.barrier_op(), loc.clone());
-                    if d.wait.is_none() && !d.proxy_fence {
-                        b.attrs
-                            .insert(PLACED.into(), Attribute::Str(self.kind.mark().into()));
-                    }
+                    b.attrs
+                        .insert(PLACED.into(), Attribute::Str(self.kind.mark().into()));
                     if self.kind == GroupKind::Bulk {
                         // The warpgroup's own barrier: its 128 threads wait for the elected
                         // thread's wait before they write the slot again.
@@ -1470,7 +1466,7 @@ fn place_kernel(
     stats.add(&counted);
 }
 
-/// Whether some barrier right after a wait in `k` can go with every kind's placement
+/// Whether some barrier the pass placed in `k` can go with every kind's placement
 /// (read back from the IR) still safe: a later kind's barrier made it redundant.
 fn has_shadowed_barrier(m: &Module, k: &Operation) -> bool {
     let mut sites = vec![];
@@ -1487,13 +1483,10 @@ fn has_shadowed_barrier(m: &Module, k: &Operation) -> bool {
 }
 
 /// The paths (region index, then op index and region index per level, then the op index)
-/// of the barriers under `b` that directly follow a wait (or a cp.async wait and its proxy
-/// fence), in op order.
+/// of the barriers under `b` that the pass placed (marked), in op order.
 fn barrier_sites(b: &Block, path: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
     for (i, o) in b.ops.iter().enumerate() {
-        if (after_placed_wait(&b.ops, i) || is_placed(o))
-            && matches!(o.kind, OpKind::Barrier | OpKind::NamedBarrier)
-        {
+        if is_placed(o) && matches!(o.kind, OpKind::Barrier | OpKind::NamedBarrier) {
             let mut p = path.clone();
             p.push(i);
             out.push(p);
@@ -1506,20 +1499,11 @@ fn barrier_sites(b: &Block, path: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
     }
 }
 
-/// Whether `ops[i]` directly follows a wait of any kind, or a cp.async wait and its proxy
-/// fence: where the pass puts the barrier of a wait.
-fn after_placed_wait(ops: &[Operation], i: usize) -> bool {
-    (i > 0 && (is_group_wait(&ops[i - 1]) || is_placed(&ops[i - 1])))
-        || (i > 1
-            && ops[i - 1].kind == OpKind::FenceProxyAsync
-            && ops[i - 2].kind == OpKind::CpAsyncWaitGroup)
-}
-
-/// The attribute on a proxy fence or barrier the pass places with no wait before it: the
+/// The attribute on every proxy fence and barrier the pass places: the
 /// kind that placed it ([`GroupKind::mark`]).
 const PLACED: &str = "placed";
 
-/// Whether `op` is a proxy fence or barrier the pass placed with no wait before it.
+/// Whether `op` is a proxy fence or barrier the pass placed.
 fn is_placed(op: &Operation) -> bool {
     op.attr(PLACED).is_some()
 }
@@ -1561,11 +1545,10 @@ const MARK_FENCE: &str = "__placed_fence";
 /// The ops the pass owns in `k`, counted (all but `in_flight`).
 fn count_placed(k: &Operation) -> PlacementStats {
     fn block(b: &Block, s: &mut PlacementStats) {
-        for (i, o) in b.ops.iter().enumerate() {
+        for o in &b.ops {
             let n = usize::try_from(o.int_attr("pending").unwrap_or(0))
                 .unwrap_or(7)
                 .min(7);
-            let after_wait = after_placed_wait(&b.ops, i);
             match o.kind {
                 OpKind::WaitGroup => s.waits[n] += 1,
                 OpKind::BulkWaitGroup => s.bulk_waits[n] += 1,
@@ -1574,13 +1557,9 @@ fn count_placed(k: &Operation) -> PlacementStats {
                 OpKind::BulkCommitGroup => s.bulk_commits += 1,
                 OpKind::CpAsyncCommitGroup => s.cp_async_commits += 1,
                 OpKind::WgmmaFence => s.fences += 1,
-                OpKind::FenceProxyAsync
-                    if is_placed(o) || (i > 0 && b.ops[i - 1].kind == OpKind::CpAsyncWaitGroup) =>
-                {
-                    s.proxy_fences += 1
-                }
-                OpKind::Barrier if after_wait || is_placed(o) => s.barriers += 1,
-                OpKind::NamedBarrier if after_wait || is_placed(o) => s.named_barriers += 1,
+                OpKind::FenceProxyAsync if is_placed(o) => s.proxy_fences += 1,
+                OpKind::Barrier if is_placed(o) => s.barriers += 1,
+                OpKind::NamedBarrier if is_placed(o) => s.named_barriers += 1,
                 _ => {}
             }
             for r in &o.regions {

@@ -36,8 +36,12 @@
 //! wait (each thread waits for its own chunks). The simulation also checks what the
 //! explorer leaves out: that a `tile.fence_proxy_async` comes between the wait and the
 //! barrier that publishes a copy before wgmma or TMA reads or rewrites the stage (and
-//! flags a proxy fence that could be deleted), and that a stage read with
-//! `tile.smem_load` is not rewritten before a barrier; a barrier after a cp.async wait is
+//! flags a proxy fence that could be deleted), and that shared memory exchanged between
+//! threads is ordered by a barrier: a stage read with `tile.smem_load` is not rewritten,
+//! and a stage written with `tile.smem_store` is not read with `tile.smem_load`, before a
+//! `tile.barrier` (or a `tile.named_barrier` of every thread that runs the code). That
+//! simulation runs on every kernel that uses shared memory in these ways, with asynchronous
+//! groups or without. A barrier after a cp.async wait is
 //! reported unneeded only if the simulation agrees. Before any exploration, each block is
 //! checked for the staging hand-off:
 //! between the `tile.smem_store` that writes a slot and the `tile.tma_store` that reads it,
@@ -1088,10 +1092,18 @@ fn tightness(
                 _ if placed_sync(next) => false,
                 _ if kind.is_barrier(next) => false,
                 OpKind::If => {
-                    if ops.iter().any(|o| uses_any(o, &results))
-                        || next.regions.iter().any(|r| cp && fence_ahead(&r.ops, 0))
-                    {
+                    if next.regions.iter().any(|r| cp && fence_ahead(&r.ops, 0)) {
                         return false;
+                    }
+                    if ops.iter().any(|o| uses_any(o, &results)) {
+                        // What follows reads what the wait returns: past the `tile.if`
+                        // whole, where its branches read none of it.
+                        if uses_any(next, &results) || !wait_may_stand_before(ops, i + 2, kind) {
+                            return false;
+                        }
+                        moved_past = Some((next.loc.clone(), "after the 'tile.if'".into()));
+                        ops.swap(i, i + 1);
+                        return true;
                     }
                     moved_past = Some((
                         next.loc.clone(),
@@ -1398,6 +1410,8 @@ fn simulate(
                 | OpKind::CpAsync
         ) || o.kind == OpKind::TmaStore
             || is_wgmma(o)
+            // Shared memory exchanged between threads needs a barrier with no group too.
+            || matches!(o.kind, OpKind::SmemStore | OpKind::SmemLoad)
     });
     if !asynchronous {
         return;
@@ -1458,6 +1472,10 @@ fn simulate(
                                     && !b.ops.get(i + 2).is_some_and(|y| {
                                         matches!(y.kind, OpKind::Barrier | OpKind::NamedBarrier)
                                     })
+                                    // Nor (a cp.async wait) onto a proxy fence: the
+                                    // placement takes one there for its own.
+                                    && !(x.kind == OpKind::CpAsyncWaitGroup
+                                        && fence_ahead(&b.ops, i + 2))
                             }
                         };
                         if n < MAX_PENDING as i64 {
