@@ -89,9 +89,11 @@
 //! remark: a second stage would let one group stay in flight.
 //!
 //! Options: none. Statistics: `waits-placed`, `waits-N0` … `waits-N7` (waits by their N),
-//! `fences`, `commits`, `barriers`, and per loop with groups in flight at its back edge
-//! `groups-in-flight (loop at FILE:LINE:COL)`; with bulk stores `bulk-waits-placed`,
-//! `bulk-waits-N*`, `bulk-commits`, `named-barriers`; with cp.async copies
+//! `fences`, `commits`, `loop-analyses` (loops analysed from an entry state not met
+//! before in the same walk: what a loop nest costs), `barriers`, and per loop with groups
+//! in flight at its back edge `groups-in-flight (loop at FILE:LINE:COL)`; with bulk
+//! stores `bulk-waits-placed`, `bulk-waits-N*`, `bulk-commits`, `named-barriers`; with
+//! cp.async copies
 //! `cp-async-waits-placed`, `cp-async-waits-N*`, `cp-async-commits`, `proxy-fences`.
 //!
 //! Example (`tile-opt examples/gemm_bf16.tile --tile-to-gpu --async-wait-placement`), the
@@ -178,6 +180,9 @@ pub struct PlacementStats {
     pub cp_async_commits: u64,
     /// `tile.fence_proxy_async`s inserted before the barriers of cp.async waits.
     pub proxy_fences: u64,
+    /// Analyses of a loop from an entry state not met before (the work of the dataflow:
+    /// a nest of d loops costs about 4 per loop and state, not 4^d).
+    pub loop_analyses: u64,
 }
 
 impl PlacementStats {
@@ -194,6 +199,7 @@ impl PlacementStats {
         self.named_barriers += o.named_barriers;
         self.cp_async_commits += o.cp_async_commits;
         self.proxy_fences += o.proxy_fences;
+        self.loop_analyses += o.loop_analyses;
         self.in_flight.extend(o.in_flight.iter().cloned());
     }
 }
@@ -443,6 +449,34 @@ struct Analysis<'a, 'k> {
     decisions: HashMap<OpId, Decision>,
     /// Loop id → groups in flight at its back edge (last analysis of the loop).
     in_flight: HashMap<OpId, u64>,
+    /// Runs of [`Analysis::run_loop`] (memo hits aside).
+    loop_runs: u64,
+    /// Within one walk of the kernel, the loops already analysed from a given entry state
+    /// and what that did, so that a loop nest is analysed once per distinct state at each
+    /// level, not once per trip of every loop around it. What a loop's analysis decides
+    /// and finds depends only on its entry state and the warpgroups, and, frozen, on the
+    /// decisions inside it (which an unfrozen walk remakes as it goes): those are part of
+    /// the key. The memo is kept per walk.
+    memo: Option<Vec<LoopMemo>>,
+}
+
+/// What a frozen analysis applies of a decision: wait, barrier, proxy fence, fence.
+type AppliedDecision = (Option<u8>, bool, bool, bool);
+
+/// One analysis of one loop from one entry state: its exit state and its effects on the
+/// analysis (the decisions on the ops inside, the back-edge depth of the loops inside, the
+/// hazards it counted).
+struct LoopMemo {
+    id: OpId,
+    warpgroups: u64,
+    frozen: bool,
+    entry: State,
+    /// Frozen: the decisions inside the loop that the analysis applied.
+    applied: Vec<(OpId, AppliedDecision)>,
+    exit: State,
+    decisions: Vec<(OpId, Option<Decision>)>,
+    loops: Vec<(OpId, u64)>,
+    violations: u64,
 }
 
 /// Iterations after which loop states are joined instead of replaced (guarantees a
@@ -479,12 +513,12 @@ impl Analysis<'_, '_> {
                     st.unfenced = false;
                     st.dirty.clear();
                 }
-                *st = self.run_loop(op, id, st.clone(), ctx);
+                *st = self.run_loop_memo(op, id, st.clone(), ctx);
             }
             OpKind::For | OpKind::While => {
                 self.decisions.insert(id, Decision::default());
                 let before = (self.decisions.clone(), self.in_flight.clone());
-                let out = self.run_loop(op, id, st.clone(), ctx);
+                let out = self.run_loop_memo(op, id, st.clone(), ctx);
                 let inside = self.fences_inside(op);
                 if (st.unfenced || !st.dirty.is_empty()) && inside > 0 {
                     // Fences the loop needs only because of what came before it go before
@@ -499,7 +533,7 @@ impl Analysis<'_, '_> {
                         dirty: BTreeSet::new(),
                         ..st.clone()
                     };
-                    let hoisted = self.run_loop(op, id, clean, ctx);
+                    let hoisted = self.run_loop_memo(op, id, clean, ctx);
                     if self.fences_inside(op) < inside {
                         self.decisions.insert(
                             id,
@@ -550,7 +584,90 @@ impl Analysis<'_, '_> {
     /// for proxy fences (a fence publishes every copy unpublished so far, so a head state
     /// with more unpublished copies can leave fewer); that iteration may then cycle, and it
     /// too is joined after `PLAIN_ITERATIONS`.
+    /// [`Analysis::run_loop`], through the memo when one is kept.
+    fn run_loop_memo(&mut self, op: &Operation, id: OpId, entry: State, ctx: &Ctx) -> State {
+        let Some(memo) = &self.memo else {
+            return self.run_loop(op, id, entry, ctx);
+        };
+        let frozen = self.frozen;
+        let applied = if frozen {
+            self.applied_inside(op)
+        } else {
+            vec![]
+        };
+        let hit = memo.iter().find(|m| {
+            m.id == id
+                && m.warpgroups == ctx.warpgroups
+                && m.frozen == frozen
+                && m.entry == entry
+                && m.applied == applied
+        });
+        if let Some(m) = hit {
+            let exit = m.exit.clone();
+            let (decisions, loops, violations) =
+                (m.decisions.clone(), m.loops.clone(), m.violations);
+            for (o, d) in decisions {
+                match d {
+                    Some(d) => self.decisions.insert(o, d),
+                    None => self.decisions.remove(&o),
+                };
+            }
+            self.in_flight.extend(loops);
+            self.violations += violations;
+            return exit;
+        }
+        let before = self.violations;
+        let exit = self.run_loop(op, id, entry.clone(), ctx);
+        let (mut decisions, mut loops) = (vec![], vec![]);
+        for r in &op.regions {
+            for o in &r.ops {
+                o.walk(&mut |o| {
+                    let oid = self.f.id(o);
+                    decisions.push((oid, self.decisions.get(&oid).cloned()));
+                    if let Some(&n) = self.in_flight.get(&oid) {
+                        loops.push((oid, n));
+                    }
+                });
+            }
+        }
+        if let Some(&n) = self.in_flight.get(&id) {
+            loops.push((id, n));
+        }
+        let violations = self.violations - before;
+        if let Some(memo) = &mut self.memo {
+            memo.push(LoopMemo {
+                id,
+                warpgroups: ctx.warpgroups,
+                frozen,
+                entry,
+                applied,
+                exit: exit.clone(),
+                decisions,
+                loops,
+                violations,
+            });
+        }
+        exit
+    }
+
+    /// The decisions on the ops inside loop `op`, as a frozen analysis applies them.
+    fn applied_inside(&self, op: &Operation) -> Vec<(OpId, AppliedDecision)> {
+        let mut out = vec![];
+        for r in &op.regions {
+            for o in &r.ops {
+                o.walk(&mut |o| {
+                    let oid = self.f.id(o);
+                    if let Some(d) = self.decisions.get(&oid) {
+                        out.push((oid, (d.wait, d.barrier, d.proxy_fence, d.fence)));
+                    }
+                });
+            }
+        }
+        out
+    }
+
     fn run_loop(&mut self, op: &Operation, id: OpId, mut entry: State, ctx: &Ctx) -> State {
+        self.loop_runs += 1;
         entry.map_insts(|i| self.f.enter_loop(i, id));
         if !self.frozen {
             let mut head = entry.clone();
@@ -623,6 +740,7 @@ impl Analysis<'_, '_> {
     /// each wait, the slots of the groups in flight before it.
     fn frozen_safe(&mut self, body: &Block) -> bool {
         let was = std::mem::replace(&mut self.frozen, true);
+        let memo = self.memo.replace(vec![]);
         self.violations = 0;
         let mut st = State {
             unfenced: self.f.kind == GroupKind::Wgmma,
@@ -633,6 +751,7 @@ impl Analysis<'_, '_> {
         };
         self.block(body, &mut st, &mut ctx, false);
         self.frozen = was;
+        self.memo = memo;
         self.violations == 0
     }
 
@@ -822,7 +941,7 @@ impl Analysis<'_, '_> {
                 // The barrier (or fence) after the wait belongs to it.
                 continue;
             }
-            let operands = wait_operands(self.f, kernel, &self.decisions)
+            let operands = wait_operands(self.f, kernel, &self.decisions, Some(id))
                 .remove(&id)
                 .unwrap_or_default();
             let Some(targets) = sink_targets(body, self.f, id, &operands) else {
@@ -1099,11 +1218,13 @@ fn live_at(levels: &[Level<'_>], v: Value, def_level: usize) -> bool {
     false
 }
 
-/// For each op with a wait before it, the values the wait takes, in value order.
+/// For each op with a wait before it (only op `only`, when given), the values the wait
+/// takes, in value order.
 fn wait_operands(
     f: &Facts<'_>,
     kernel: &Operation,
     decisions: &HashMap<OpId, Decision>,
+    only: Option<OpId>,
 ) -> HashMap<OpId, Vec<Value>> {
     fn walk<'k>(
         f: &Facts<'k>,
@@ -1111,6 +1232,7 @@ fn wait_operands(
         region: usize,
         levels: &mut Vec<Level<'k>>,
         d: &HashMap<OpId, Decision>,
+        only: Option<OpId>,
         out: &mut HashMap<OpId, Vec<Value>>,
     ) {
         let block = &parent.regions[region];
@@ -1123,7 +1245,8 @@ fn wait_operands(
         for (i, op) in block.ops.iter().enumerate() {
             levels.last_mut().expect("level").index = i;
             let id = f.id(op);
-            if let Some(dec) = d.get(&id).filter(|d| d.wait.is_some()) {
+            let wanted = only.is_none_or(|o| o == id);
+            if let Some(dec) = d.get(&id).filter(|d| wanted && d.wait.is_some()) {
                 let mut vals = vec![];
                 for (def_level, l) in levels.iter().enumerate() {
                     let visible = l.block.args.iter().copied().chain(
@@ -1147,14 +1270,14 @@ fn wait_operands(
                 out.insert(id, vals);
             }
             for r in 0..op.regions.len() {
-                walk(f, op, r, levels, d, out);
+                walk(f, op, r, levels, d, only, out);
             }
         }
         levels.pop();
     }
     let mut out = HashMap::new();
     if !kernel.regions.is_empty() {
-        walk(f, kernel, 0, &mut vec![], decisions, &mut out);
+        walk(f, kernel, 0, &mut vec![], decisions, only, &mut out);
     }
     out
 }
@@ -1427,6 +1550,7 @@ fn place_kernel(
     // placement.
     let placed = k.clone();
     let mut in_flight = first.in_flight.clone();
+    let mut analyses = first.loop_analyses;
     let mut kinds = 0;
     for kind in GroupKind::ALL {
         let mut has = false;
@@ -1444,6 +1568,7 @@ fn place_kernel(
             strip(k, kind);
             let mut s = PlacementStats::default();
             place_kernel_kind(m, k, &mut s, &mut vec![], kind);
+            analyses += s.loop_analyses;
             if kind == GroupKind::Wgmma {
                 in_flight = s.in_flight;
             }
@@ -1463,6 +1588,7 @@ fn place_kernel(
     }
     let mut counted = count_placed(k);
     counted.in_flight = in_flight;
+    counted.loop_analyses = analyses;
     stats.add(&counted);
 }
 
@@ -1611,6 +1737,8 @@ fn frozen_safe_as_placed(m: &Module, k: &Operation, kind: GroupKind) -> bool {
         violations: 0,
         decisions,
         in_flight: HashMap::new(),
+        loop_runs: 0,
+        memo: None,
     };
     a.frozen_safe(&c.regions[0])
 }
@@ -1634,6 +1762,8 @@ fn place_kernel_kind(
             violations: 0,
             decisions: HashMap::new(),
             in_flight: HashMap::new(),
+            loop_runs: 0,
+            memo: Some(vec![]),
         };
         let mut st = State {
             unfenced: kind == GroupKind::Wgmma,
@@ -1643,8 +1773,9 @@ fn place_kernel_kind(
             warpgroups: f.kernel_warpgroups,
         };
         a.block(&k.regions[0], &mut st, &mut ctx, false);
+        a.memo = None;
         a.refine(k);
-        let operands = wait_operands(&f, k, &a.decisions);
+        let operands = wait_operands(&f, k, &a.decisions, None);
         for (&id, d) in &a.decisions {
             if let Some(ring) = d.single_stage.filter(|_| kind == GroupKind::Wgmma) {
                 let name = m
@@ -1668,6 +1799,7 @@ fn place_kernel_kind(
             .map(|(&id, &n)| (f.ops[id as usize].loc.clone(), n))
             .collect();
         loops.sort_by_key(|l| (l.0.line, l.0.col));
+        stats.loop_analyses += a.loop_runs;
         let wgmma: BTreeSet<OpId> = f.groups.keys().copied().collect();
         (a.decisions, operands, wgmma, loops)
     };
@@ -1700,6 +1832,7 @@ impl Pass for AsyncWaitPlacement {
         }
         cx.stat("fences", s.fences);
         cx.stat("commits", s.commits);
+        cx.stat("loop-analyses", s.loop_analyses);
         cx.stat("barriers", s.barriers);
         if s.bulk_commits > 0 {
             cx.stat("bulk-waits-placed", s.bulk_waits.iter().sum());
