@@ -252,7 +252,7 @@ define_ops! {
             pending; takes and returns the accumulators it guards (tied).";
     Barrier = "tile.barrier", Gpu, "CTA-wide barrier (`bar.sync 0`).",
         "`bar.sync 0`. `placed = \"KIND\"` (`wgmma`, `cp_async`) marks one that \
-            `async-wait-placement` placed with no wait before it (the pass deletes it when it \
+            `async-wait-placement` placed (the pass deletes it when it \
             runs again).";
     ConvertLayout = "tile.convert_layout", Gpu,
         "Moves a tile to another layout (registers, shuffles or a shared-memory round trip).",
@@ -271,7 +271,7 @@ define_ops! {
         "`fence.proxy.async.shared::cta`: orders this thread's generic-proxy shared-memory \
             accesses before later async-proxy ones (a response buffer read with `ld.shared` before \
             `try_cancel` rewrites it). `placed = \"cp_async\"` marks one that \
-            `async-wait-placement` placed with no wait before it (the pass deletes it when it \
+            `async-wait-placement` placed (the pass deletes it when it \
             runs again).";
     SmemStore = "tile.smem_store", Gpu,
         "Writes a tile's columns into a shared-memory slot (generic proxy).",

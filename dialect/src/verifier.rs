@@ -574,7 +574,7 @@ impl Verifier<'_> {
     }
 
     /// The optional `placed` attribute of a barrier or proxy fence: the group kind whose
-    /// placement put it there with no wait before it (`async-wait-placement`).
+    /// placement put it there (`async-wait-placement`).
     ///
     /// Each kind places its own op: a CTA barrier for wgmma and cp.async groups, the
     /// warpgroup's named barrier for bulk store groups, a proxy fence for cp.async groups.

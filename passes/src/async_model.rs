@@ -1346,9 +1346,9 @@ pub(crate) fn fence_ahead(ops: &[Operation], from: usize) -> bool {
 
 /// Whether a wait of `kind` may stand right before `ops[j]` (or end the block): not before
 /// a barrier of its kind, nor (cp.async) before a proxy fence, other kinds' waits aside.
-/// The placement takes a barrier (and a cp.async proxy fence) right after its wait for its
-/// own, so a second placement would strip the program's; `verify-async-waits` moves waits
-/// only where the placement could put them.
+/// The placement puts its barrier (and a cp.async proxy fence) right after its wait, so a
+/// wait there would stand between the program's barrier and the ops it orders;
+/// `verify-async-waits` moves waits only where the placement could put them.
 pub(crate) fn wait_may_stand_before(ops: &[Operation], j: usize, kind: GroupKind) -> bool {
     !(ops.get(j).is_some_and(|o| kind.is_barrier(o))
         || (kind == GroupKind::CpAsync && fence_ahead(ops, j)))

@@ -57,34 +57,32 @@
 //! iteration: one fence there whenever that leaves fewer inside (a body whose own accesses
 //! need a fence per iteration for one chain keeps that one, and no other).
 //!
-//! **Other group kinds**, placed by the same analysis, each with its own counters: bulk
-//! store groups (`tile.tma_store`; `tile.bulk_commit_group`, `tile.bulk_wait_group {read =
-//! true}` and the warpgroup's named barrier) and cp.async groups (`tile.cp_async`;
-//! `tile.cp_async_commit_group`, `tile.cp_async_wait_group`). A cp.async copy *writes* its
-//! stage, each thread its own chunks: every access of the stage waits for it, and a
-//! `tile.barrier` follows the wait (the other threads' chunks). Where wgmma or TMA (the
-//! async proxy) accesses a copied stage, a `tile.fence_proxy_async` goes before that
-//! barrier — also with no wait, where a barrier already published the copy to `ld.shared`
-//! but no fence covered it. A proxy fence or barrier placed with no wait before it (a
-//! barrier after such a fence too) carries `{placed = "KIND"}` (`wgmma`, `bulk`,
-//! `cp_async`), for the pass to know it as its own. The cp.async ops go before the
-//! wgmma waits and fence already placed before the same op; a cp.async wait that needs a
-//! barrier goes after the other kinds' waits (whose barriers its CTA barrier replaces and
-//! serves). No wait moves past, or splits at a join in front of, another wait or a proxy
-//! fence, nor sinks (or, split at a join, leaves its copy) onto a barrier of its kind (a
-//! cp.async wait, nor onto a proxy fence: the pass owns those after its waits). The kinds
-//! are placed in turn (wgmma, bulk, cp.async), each seeing the ops
-//! of the kinds placed before it; where a later kind's barrier has made an earlier kind's
-//! barrier redundant, each is placed again, alone, with every other kind's ops in the
-//! IR, for up to three rounds or until nothing changes. That result is kept when
-//! every kind's placement, read back from the IR, is safe with the others; else the first.
+//! **Other group kinds**, placed by the same analysis, each with its own counters: bulk store
+//! groups (`tile.tma_store`; `tile.bulk_commit_group`, `tile.bulk_wait_group {read = true}` and the
+//! warpgroup's named barrier) and cp.async groups (`tile.cp_async`; `tile.cp_async_commit_group`,
+//! `tile.cp_async_wait_group`). A cp.async copy *writes* its stage, each thread its own chunks:
+//! every access of the stage waits for it, and a `tile.barrier` follows the wait (the other
+//! threads' chunks). Where wgmma or TMA (the async proxy) accesses a copied stage, a
+//! `tile.fence_proxy_async` goes before that barrier — also with no wait, where a barrier already
+//! published the copy to `ld.shared` but no fence covered it. Every proxy fence and barrier the
+//! pass places carries `{placed = "KIND"}` (`wgmma`, `bulk`, `cp_async`), for the pass to know it
+//! as its own. The cp.async ops go before the wgmma waits and fence already placed before the same
+//! op; a cp.async wait that needs a barrier goes after the other kinds' waits (whose barriers its
+//! CTA barrier replaces and serves). No wait moves past, or splits at a join in front of, another
+//! wait or a proxy fence, nor sinks (or, split at a join, leaves its copy) onto a barrier of its
+//! kind (a cp.async wait, nor onto a proxy fence: the pass owns those after its waits). The kinds
+//! are placed in turn (wgmma, bulk, cp.async), each seeing the ops of the kinds placed before it;
+//! where a later kind's barrier has made an earlier kind's barrier redundant, each is placed again,
+//! alone, with every other kind's ops in the IR, for up to three rounds or until nothing changes.
+//! That result is kept when every kind's placement, read back from the IR, is safe with the others;
+//! else the first.
 //!
 //! The pass owns these ops: it first deletes every `tile.wgmma_fence`,
-//! `tile.commit_group` and `tile.wait_group`, the other kinds' commits and waits (and a
-//! barrier directly after a wait, a proxy fence between a cp.async wait and its
-//! barrier, and every `placed` proxy fence or barrier) in the input; a barrier or fence
-//! with neither a wait before it nor the mark is the program's, and stays,
-//! all kinds before any is placed, so running it twice gives the same IR. A ring of one
+//! `tile.commit_group` and `tile.wait_group`, the other kinds' commits and waits, and
+//! every proxy fence or barrier marked `placed` in the input, all kinds before any is
+//! placed, so running it twice gives the same IR. Every proxy fence and barrier it places
+//! carries the mark; one without it is the program's and stays, wherever it stands (after
+//! a hand-written wait too). A ring of one
 //! stage that must be drained (`pending = 0`) before it is refilled or released gets a
 //! remark: a second stage would let one group stay in flight.
 //!
