@@ -489,9 +489,26 @@ impl Verifier<'_> {
         {
             self.consts.insert(r, v);
         }
-        if let (OpKind::RemI, Some(&r), [_, c]) = (op.kind, op.results.first(), &op.operands[..]) {
-            if let Some(&c) = self.consts.get(c).filter(|&&c| c > 0) {
-                self.moduli.insert(r, c);
+        if let (OpKind::DivI | OpKind::RemI | OpKind::CeilDiv, [_, d]) = (op.kind, &op.operands[..])
+        {
+            if self.consts.get(d) == Some(&0) {
+                self.error(
+                    op,
+                    format!("'{}' divides by the constant 0", op.kind.name()),
+                );
+            }
+        }
+        if let (OpKind::RemI, Some(&r), [x, c]) = (op.kind, op.results.first(), &op.operands[..]) {
+            // `%` takes the dividend's sign: a stage (non-negative) lies in 0..|c|, and in
+            // the smaller range where the dividend is itself a remainder.
+            if let Some(c) = self
+                .consts
+                .get(c)
+                .and_then(|c| c.checked_abs())
+                .filter(|&c| c > 0)
+            {
+                let bound = self.moduli.get(x).map_or(c, |&m| m.min(c));
+                self.moduli.insert(r, bound);
             }
         }
     }
@@ -1880,8 +1897,8 @@ impl Verifier<'_> {
                 self.error(
                     op,
                     format!(
-                        "'{name}' index (operand {}) is a remainder by {m}, so it reaches {}, \
-                         outside its {what} of {n}: take the remainder by {n}",
+                        "'{name}' index (operand {}) is a remainder that reaches {}, outside \
+                         its {what} of {n}: take the remainder by {n}",
                         i + 1,
                         m - 1
                     ),
