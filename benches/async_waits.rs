@@ -13,6 +13,7 @@
 //! (`loop_analyses`); the checker explores its paths exactly, so each loop more multiplies
 //! its time, and at d = 10 it runs out of its default `max_steps` (a located error).
 
+mod common;
 use std::time::Instant;
 use tilec::dialect::parse;
 use tilec::passes::async_wait_placement::place_async_waits;
@@ -90,13 +91,7 @@ fn time(src: &str, runs: usize) -> (f64, f64, u64) {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let runs = args
-        .iter()
-        .position(|a| a == "--runs")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|r| r.parse::<usize>().ok())
-        .unwrap_or(5)
-        .max(1);
+    let runs = common::arg(&args, "--runs", 5);
     println!(
         "{:<16} {:>12} {:>12} {:>14}",
         "kernel", "place ms", "verify ms", "loop analyses"

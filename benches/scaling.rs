@@ -10,19 +10,14 @@
 //! Linear compile time is a ratio of 10 per 10× ops. tools/tests/mlir_growth.rs checks
 //! that the MLIR grows linearly (in ops, not seconds).
 
+mod common;
 use std::collections::BTreeMap;
 use tilec::dialect::Target;
 use tilec::{compile, Input, Options};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let runs = args
-        .iter()
-        .position(|a| a == "--runs")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|r| r.parse::<usize>().ok())
-        .unwrap_or(5)
-        .max(1);
+    let runs = common::arg(&args, "--runs", 5);
     let no_simplify = args.iter().any(|a| a == "--no-simplify");
     let sizes = [100usize, 1000, 10000];
     let mut medians: Vec<BTreeMap<String, f64>> = vec![];

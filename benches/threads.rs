@@ -9,18 +9,11 @@
 //! cargo bench --bench threads -- --threads 4 --runs 5
 //! ```
 
+mod common;
+use common::arg;
 use std::time::Instant;
 use tilec::dialect::Target;
 use tilec::{compile, Input, Options, Schedule};
-
-fn arg(args: &[String], name: &str, default: usize) -> usize {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-        .max(1)
-}
 
 fn configs() -> Vec<Options> {
     let mut v = vec![];
