@@ -17,8 +17,9 @@
 //! found a kernel safe and tight, the simulation must agree: no run may meet a hazard; and
 //! each wait raised by one, each wait moved one op later (not past a fence or a barrier,
 //! nor past an op that uses its results: the explorer's moves keep the IR well-formed, so
-//! it tries none of those), and each `tile.wgmma_fence` deleted, must meet a hazard on some
-//! run. A disagreement is
+//! it tries none of those; nor, as the explorer, past the op it guards, one that meets a
+//! hazard when the wait is deleted), and each `tile.wgmma_fence` deleted, must meet a
+//! hazard on some run. A disagreement is
 //! an error naming both analyses: one of the models is wrong (`tests/async_waits_prop.rs`
 //! seeds bugs into `async_model` and shows them caught). A simulation that runs out of `sim_runs`
 //! leaves the explorer's verdict alone and is counted in `sim-incomplete`.
@@ -1479,27 +1480,37 @@ fn simulate(
                             }
                         };
                         if n < MAX_PENDING as i64 {
-                            checks.push((x, Change::Pending(n + 1)));
+                            checks.push((x, Change::Pending(n + 1), None));
                         }
                         if movable {
-                            checks.push((x, Change::Later));
+                            checks.push((x, Change::Later, b.ops.get(i + 1)));
                         }
                     }
-                    OpKind::WgmmaFence => checks.push((x, Change::Delete)),
+                    OpKind::WgmmaFence => checks.push((x, Change::Delete, None)),
                     // A proxy fence after a cp.async wait: needed only where the async
                     // proxy reads or rewrites the copied stages.
                     OpKind::FenceProxyAsync
                         if i > 0 && b.ops[i - 1].kind == OpKind::CpAsyncWaitGroup =>
                     {
-                        checks.push((x, Change::Delete))
+                        checks.push((x, Change::Delete, None))
                     }
                     _ => {}
                 }
             }
         }
     });
-    for (op, change) in checks {
+    for (op, change, next) in checks {
         let Some(id) = sim.id(op) else { continue };
+        // As the explorer: a wait does not move past an op it guards, one that meets a
+        // hazard without the wait (even where a wait on an earlier trip would then cover
+        // it).
+        if let Some(next) = next {
+            let o = sim.run(&[(id, Change::Delete)].into_iter().collect(), runs);
+            report.sim_runs += o.runs;
+            if matches!(&o.verdict, Verdict::Hazard(h) if h.loc == next.loc) {
+                continue;
+            }
+        }
         let o = sim.run(&[(id, change)].into_iter().collect(), runs);
         report.sim_runs += o.runs;
         match o.verdict {
