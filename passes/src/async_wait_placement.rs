@@ -1530,6 +1530,43 @@ fn place_kernel(
     stats: &mut PlacementStats,
     remarks: &mut Vec<Diagnostic>,
 ) {
+    let mut reads = false;
+    let mut marked = false;
+    k.walk(&mut |o| {
+        reads |= o.kind == OpKind::SmemLoad;
+        marked |= is_placed(o) && matches!(o.kind, OpKind::Barrier | OpKind::NamedBarrier);
+    });
+    let input = (reads && marked).then(|| k.clone());
+    let mut s = PlacementStats::default();
+    let mut r = vec![];
+    place_kernel_once(m, k, &mut s, &mut r);
+    // A marked barrier that orders the program's own exchange through shared memory, and
+    // that no kind re-derives, is kept (see `keep_exchange_barriers`), and the kernel
+    // placed again around it.
+    if let Some(mut input) = input {
+        let base = exchange_races(&input);
+        let lost: BTreeSet<usize> = exchange_races(k).difference(&base).copied().collect();
+        if !lost.is_empty() && keep_exchange_barriers(&mut input, &base, &lost) {
+            (s, r) = (PlacementStats::default(), vec![]);
+            place_kernel_once(m, &mut input, &mut s, &mut r);
+            input.walk_mut(&mut |o| {
+                if let Some(a) = o.attrs.remove(KEPT) {
+                    o.attrs.insert(PLACED.into(), a);
+                }
+            });
+            *k = input;
+        }
+    }
+    stats.add(&s);
+    remarks.extend(r);
+}
+
+fn place_kernel_once(
+    m: &mut Module,
+    k: &mut Operation,
+    stats: &mut PlacementStats,
+    remarks: &mut Vec<Diagnostic>,
+) {
     // Every kind's ops are stripped before any is placed, so that each kind is placed on
     // the same IR whether or not the kernel was placed before (placing twice changes
     // nothing).
@@ -1590,6 +1627,179 @@ fn place_kernel(
     stats.add(&counted);
 }
 
+/// Where a kept barrier's mark waits while the kinds are stripped and placed.
+const KEPT: &str = "placed.kept";
+
+/// Marks for keeping each barrier of `k` marked `placed` whose deletion alone would leave
+/// one of the exchanges `lost` unordered (see [`exchange_races`]; `base`: the races of `k`
+/// as it is), where `lost` are those that the placement of every kind leaves unordered
+/// once the marked barriers are gone. Its mark moves to [`KEPT`], so that no kind strips
+/// it, and comes back after placement. Such a barrier is the program's with a mark it
+/// should not carry, or one the pass placed that also orders a racy program's exchange;
+/// kept, marked, either stays on a second run, which finds the same `lost` (the pass
+/// is idempotent). Returns whether any was kept.
+fn keep_exchange_barriers(
+    k: &mut Operation,
+    base: &BTreeSet<usize>,
+    lost: &BTreeSet<usize>,
+) -> bool {
+    let mut sites = vec![];
+    for (r, b) in k.regions.iter().enumerate() {
+        barrier_sites(b, &mut vec![r], &mut sites);
+    }
+    let keep: Vec<Vec<usize>> = sites
+        .into_iter()
+        .filter(|path| {
+            let mut without = k.clone();
+            remove_at(&mut without, path).is_some()
+                && exchange_races(&without)
+                    .difference(base)
+                    .any(|i| lost.contains(i))
+        })
+        .collect();
+    for path in &keep {
+        if let Some(op) = op_at_mut(k, path) {
+            if let Some(a) = op.attrs.remove(PLACED) {
+                op.attrs.insert(KEPT.into(), a);
+            }
+        }
+    }
+    !keep.is_empty()
+}
+
+/// The op at `path` (as [`barrier_sites`] gives it) in `k`.
+fn op_at_mut<'k>(k: &'k mut Operation, path: &[usize]) -> Option<&'k mut Operation> {
+    let (&last, inner) = path.split_last()?;
+    block_at_mut(k, inner)?.ops.get_mut(last)
+}
+
+/// The shared-memory accesses of `k` that can race with another thread's, by a forward
+/// dataflow over the structured IR with buffers (not stages) as the unit: a
+/// `tile.smem_load` of a buffer that a `tile.smem_store` wrote since the last
+/// `tile.barrier` on some path (read after write), and a `tile.smem_store`,
+/// `tile.cp_async` or `tile.tma_load` into a buffer read with `tile.smem_load` since then
+/// (write after read). A named barrier of every thread of the kernel orders the stores
+/// before it, as in [`crate::async_sim`]. Each access is named by its place among the
+/// kernel's shared-memory accesses in pre-order, which deleting a barrier does not change.
+fn exchange_races(k: &Operation) -> BTreeSet<usize> {
+    let mut index = HashMap::new();
+    k.walk(&mut |o| {
+        if exchange_buffer(o).is_some() {
+            let n = index.len();
+            index.insert(o as *const Operation, n);
+        }
+    });
+    let threads: i64 = k
+        .attr("block")
+        .and_then(|a| a.as_array())
+        .map_or(128, |d| d.iter().filter_map(|x| x.as_int()).product());
+    let mut x = Exchange {
+        index,
+        threads,
+        races: BTreeSet::new(),
+    };
+    let mut s = ExchangeState::default();
+    for b in &k.regions {
+        s = x.block(b, s);
+    }
+    x.races
+}
+
+/// The buffer a shared-memory access of the exchange analysis reads or writes.
+fn exchange_buffer(o: &Operation) -> Option<Value> {
+    match o.kind {
+        OpKind::SmemLoad => o.operands.first().copied(),
+        OpKind::SmemStore | OpKind::CpAsync | OpKind::TmaLoad => o.operands.get(1).copied(),
+        _ => None,
+    }
+}
+
+/// Buffers written with `tile.smem_store` and read with `tile.smem_load` since the last
+/// barrier, on some path.
+#[derive(Clone, Default, PartialEq, Eq)]
+struct ExchangeState {
+    stored: BTreeSet<Value>,
+    loaded: BTreeSet<Value>,
+}
+
+impl ExchangeState {
+    fn join(&mut self, o: &ExchangeState) {
+        self.stored.extend(o.stored.iter().copied());
+        self.loaded.extend(o.loaded.iter().copied());
+    }
+}
+
+struct Exchange {
+    index: HashMap<*const Operation, usize>,
+    threads: i64,
+    races: BTreeSet<usize>,
+}
+
+impl Exchange {
+    fn block(&mut self, b: &Block, mut s: ExchangeState) -> ExchangeState {
+        for o in &b.ops {
+            s = self.op(o, s);
+        }
+        s
+    }
+
+    fn op(&mut self, o: &Operation, mut s: ExchangeState) -> ExchangeState {
+        match o.kind {
+            OpKind::Barrier => return ExchangeState::default(),
+            OpKind::NamedBarrier => {
+                if o.int_attr("threads").unwrap_or(0) >= self.threads {
+                    s.stored.clear();
+                }
+                return s;
+            }
+            OpKind::For | OpKind::While => {
+                // Zero or more trips: the head state grows to a fixpoint (finitely many
+                // buffers), and every trip's accesses are checked against it.
+                let mut head = s;
+                loop {
+                    let mut next = head.clone();
+                    for r in &o.regions {
+                        let out = self.block(r, head.clone());
+                        next.join(&out);
+                    }
+                    if next == head {
+                        return head;
+                    }
+                    head = next;
+                }
+            }
+            _ if !o.regions.is_empty() => {
+                // A branch (or a region that may not run): either side, or neither.
+                let mut out = s.clone();
+                for r in &o.regions {
+                    let end = self.block(r, s.clone());
+                    out.join(&end);
+                }
+                return out;
+            }
+            _ => {}
+        }
+        let Some(buf) = exchange_buffer(o) else {
+            return s;
+        };
+        let id = self.index[&(o as *const Operation)];
+        if o.kind == OpKind::SmemLoad {
+            if s.stored.contains(&buf) {
+                self.races.insert(id);
+            }
+            s.loaded.insert(buf);
+        } else {
+            if s.loaded.contains(&buf) {
+                self.races.insert(id);
+            }
+            if o.kind == OpKind::SmemStore {
+                s.stored.insert(buf);
+            }
+        }
+        s
+    }
+}
+
 /// Whether some barrier the pass placed in `k` can go with every kind's placement
 /// (read back from the IR) still safe: a later kind's barrier made it redundant.
 fn has_shadowed_barrier(m: &Module, k: &Operation) -> bool {
@@ -1640,13 +1850,19 @@ fn placed_by(op: &Operation, kind: GroupKind) -> bool {
 /// Removes the op at `path` (as [`barrier_sites`] gives it) from `k`.
 fn remove_at(k: &mut Operation, path: &[usize]) -> Option<Operation> {
     let (&last, inner) = path.split_last()?;
-    let (&r, rest) = inner.split_first()?;
+    let b = block_at_mut(k, inner)?;
+    (last < b.ops.len()).then(|| b.ops.remove(last))
+}
+
+/// The block at `path` (region, then (op, region) pairs) in `k`.
+fn block_at_mut<'k>(k: &'k mut Operation, path: &[usize]) -> Option<&'k mut Block> {
+    let (&r, rest) = path.split_first()?;
     let mut b = k.regions.get_mut(r)?;
     for step in rest.chunks(2) {
         let [i, r] = *step else { return None };
         b = b.ops.get_mut(i)?.regions.get_mut(r)?;
     }
-    (last < b.ops.len()).then(|| b.ops.remove(last))
+    Some(b)
 }
 
 /// The ops of `k` in order with their `pending` (what a placement changes; wait results

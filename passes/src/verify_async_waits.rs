@@ -79,7 +79,10 @@
 //! reductions keep the queues few: a queue orders only the youngest N + 1 groups, N the
 //! largest `pending` in the kernel (every wait retires the older ones); and when only
 //! safety is asked (the tightness variants, and the first pass over a kernel) a group is
-//! known by its registers and stages, not by which `tile.mma` issued it.
+//! known by its registers and stages, not by which `tile.mma` issued it. In those
+//! safety-only explorations a loop is also summarised: its exit queues for a set of entry
+//! queues are computed once per exploration, so a nest of d loops costs a few summaries per
+//! level rather than 2^d runs of the innermost body.
 //!
 //! Options: `max_steps` (1000000); `sim_runs` (4096 runs per simulation, 0 for none).
 //! Statistics: `waits-checked`, `path-steps` (of the safety explorations), `sim-runs`,
@@ -269,6 +272,11 @@ struct Explorer<'a, 'k> {
     probe: Option<OpId>,
     /// The most committed groups seen pending at `probe` (`usize::MAX`: more than kept).
     probe_max: usize,
+    /// Loop summaries (`Mode::Quick` and `Mode::Collect`, where no path is spelled out):
+    /// (loop, warpgroups, the queues at entry) → the queues at exit. A loop's exits
+    /// depend on nothing else, so a nest reached again with the same queues is not
+    /// explored again: depth d costs d summaries per distinct entry, not 2^d runs.
+    loop_memo: BTreeMap<(OpId, u64, Vec<Queue>), Vec<Queue>>,
 }
 
 /// How much an exploration reports.
@@ -411,6 +419,24 @@ impl Explorer<'_, '_> {
     }
 
     fn for_loop(&mut self, op: &Operation, id: OpId, states: States, wg: u64) -> States {
+        if self.mode == Mode::Full {
+            return self.run_loop(op, id, states, wg);
+        }
+        let key = (id, wg, states.keys().cloned().collect::<Vec<_>>());
+        // Trails are not reported in these modes: any entry's stands for all.
+        let trail = states.values().next().cloned().unwrap_or_default();
+        if let Some(exits) = self.loop_memo.get(&key) {
+            self.steps += 1;
+            return exits.iter().map(|q| (q.clone(), trail.clone())).collect();
+        }
+        let exits = self.run_loop(op, id, states, wg);
+        if !self.failed && !self.gave_up {
+            self.loop_memo.insert(key, exits.keys().cloned().collect());
+        }
+        exits
+    }
+
+    fn run_loop(&mut self, op: &Operation, id: OpId, states: States, wg: u64) -> States {
         let mut out = States::new();
         let mut seen: BTreeSet<Queue> = BTreeSet::new();
         let mut frontier = States::new();
@@ -807,6 +833,7 @@ fn explore_probing(
         offending: BTreeSet::new(),
         probe,
         probe_max: 0,
+        loop_memo: BTreeMap::new(),
     };
     let start: States = [(
         Queue {
