@@ -1607,56 +1607,176 @@ impl Verifier<'_> {
                 .find(|(x, y)| x != y)
                 .is_some_and(|(x, y)| x.0 == y.0 && x.2)
         };
-        // A wait returns the registers it takes (tied): its results are its operands'.
-        let mut tied: HashMap<Value, Value> = HashMap::new();
-        for (o, _) in &ops {
+        // Who takes over a value's registers: a non-`zero_acc` wgmma (its accumulator),
+        // or an op that hands them on without computing: a wait (to its result), a
+        // `tile.if`'s yield (to the if's result), a loop's init or body yield (to the
+        // carried value and the loop's result). A `tile.select` computes (it reads both
+        // registers, after a wait), so it is no hand-on.
+        enum Take {
+            Wgmma(Value, Location),
+            /// The values that take the registers; whether they are tied (a wait's).
+            HandOn(Vec<Value>, bool),
+        }
+        let mut takers: HashMap<Value, Vec<(Take, Path)>> = HashMap::new();
+        for (o, path) in &ops {
+            if is_wgmma(o) && o.attr("zero_acc").and_then(|a| a.as_bool()) != Some(true) {
+                if let Some(parts) = crate::ops::mma_operands(o) {
+                    takers
+                        .entry(parts.acc)
+                        .or_default()
+                        .push((Take::Wgmma(parts.acc, o.loc.clone()), path.clone()));
+                }
+            }
             if o.kind == OpKind::WaitGroup {
-                tied.extend(o.results.iter().copied().zip(o.operands.iter().copied()));
+                for (&r, &a) in o.results.iter().zip(&o.operands) {
+                    takers
+                        .entry(a)
+                        .or_default()
+                        .push((Take::HandOn(vec![r], true), path.clone()));
+                }
+            }
+            let inner = |r: usize| {
+                let mut p = path.clone();
+                p.push((*o as *const Operation as usize, r, o.kind == OpKind::If));
+                p
+            };
+            let yields = |r: usize| -> Vec<Value> {
+                o.regions
+                    .get(r)
+                    .and_then(|b| b.ops.last())
+                    .filter(|y| y.kind == OpKind::Yield)
+                    .map(|y| y.operands.clone())
+                    .unwrap_or_default()
+            };
+            match o.kind {
+                OpKind::If => {
+                    for r in 0..o.regions.len() {
+                        for (&res, v) in o.results.iter().zip(yields(r)) {
+                            takers
+                                .entry(v)
+                                .or_default()
+                                .push((Take::HandOn(vec![res], false), inner(r)));
+                        }
+                    }
+                }
+                OpKind::For | OpKind::While => {
+                    // tile.for: operands lb, ub, step, inits; args iv, carried; yields
+                    // carried. tile.while: operands inits; args carried; yields the flag,
+                    // carried.
+                    let (oo, ao, yo) = if o.kind == OpKind::For {
+                        (3, 1, 0)
+                    } else {
+                        (0, 0, 1)
+                    };
+                    let args = o
+                        .regions
+                        .first()
+                        .map(|b| b.args.clone())
+                        .unwrap_or_default();
+                    let ys = yields(0);
+                    for (j, &init) in o.operands.iter().skip(oo).enumerate() {
+                        let to: Vec<Value> = [args.get(ao + j), o.results.get(j)]
+                            .into_iter()
+                            .flatten()
+                            .copied()
+                            .collect();
+                        takers
+                            .entry(init)
+                            .or_default()
+                            .push((Take::HandOn(to.clone(), false), path.clone()));
+                        if let Some(&y) = ys.get(yo + j) {
+                            takers
+                                .entry(y)
+                                .or_default()
+                                .push((Take::HandOn(to, false), inner(0)));
+                        }
+                    }
+                }
+                _ => {}
             }
         }
-        let registers = |mut v: Value| {
-            while let Some(&w) = tied.get(&v) {
-                if w == v {
-                    break;
+        // The first wgmma (its accumulator and place) that registers handed on by `take`
+        // reach, if any, and whether only waits handed them on.
+        let reaches = |take: &Take| -> Option<(Value, Location, bool)> {
+            let mut todo: Vec<(Value, bool)> = match take {
+                Take::Wgmma(v, at) => return Some((*v, at.clone(), true)),
+                Take::HandOn(to, tied) => to.iter().map(|&v| (v, *tied)).collect(),
+            };
+            let mut seen = HashSet::new();
+            while let Some((v, tied)) = todo.pop() {
+                if !seen.insert((v, tied)) {
+                    continue;
                 }
-                v = w;
+                for (t, _) in takers.get(&v).into_iter().flatten() {
+                    match t {
+                        Take::Wgmma(acc, at) => return Some((*acc, at.clone(), tied)),
+                        Take::HandOn(to, t) => {
+                            todo.extend(to.iter().rev().map(|&x| (x, tied && *t)))
+                        }
+                    }
+                }
             }
-            v
+            None
         };
-        let mut uses: HashMap<Value, Vec<(Location, Path)>> = HashMap::new();
-        let mut errors: Vec<(Location, String)> = vec![];
-        for (o, path) in &ops {
-            let parts = crate::ops::mma_operands(o);
-            if let (true, Some(parts), false) = (
-                is_wgmma(o),
-                parts,
-                o.attr("zero_acc").and_then(|a| a.as_bool()) == Some(true),
-            ) {
-                let acc = parts.acc;
-                let earlier = uses.entry(registers(acc)).or_default();
-                if let Some((at, _)) = earlier.iter().find(|(_, p)| !exclusive(p, path)) {
-                    let root = registers(acc);
-                    let what = if root == acc {
-                        format!("the accumulator {}", self.show(acc))
-                    } else {
-                        format!(
-                            "the accumulator {} holds the registers of {} (a 'tile.wait_group' \
-                             returns the registers it takes), and those",
-                            self.show(acc),
-                            self.show(root)
-                        )
-                    };
-                    errors.push((
-                        o.loc.clone(),
-                        format!(
-                            "{what} already {} the wgmma at {at}; a wgmma accumulates in \
-                             place, so each chain needs a value of its own",
-                            if root == acc { "feeds" } else { "feed" }
-                        ),
-                    ));
+        // Values whose registers may be those of a wgmma's result (its group possibly
+        // pending): a copy of them, where an if or a loop hands them on to two chains,
+        // would race with the group. Other values (zeros) may be copied before any wgmma
+        // runs, so two carried values may start from one.
+        let mut held: HashSet<Value> = wgmma_results.clone();
+        loop {
+            let before = held.len();
+            for (v, ts) in &takers {
+                if held.contains(v) {
+                    for (t, _) in ts {
+                        if let Take::HandOn(to, _) = t {
+                            held.extend(to.iter().copied());
+                        }
+                    }
                 }
-                earlier.push((o.loc.clone(), path.clone()));
             }
+            if held.len() == before {
+                break;
+            }
+        }
+        let mut errors: Vec<(Location, String)> = vec![];
+        let mut values: Vec<&Value> = takers.keys().collect();
+        values.sort();
+        for &v in values {
+            let mut chains: Vec<((Value, Location, bool), &Path)> = takers[&v]
+                .iter()
+                .filter_map(|(t, p)| Some((reaches(t)?, p)))
+                .collect();
+            chains.sort_by_key(|((_, at, _), _)| (at.line, at.col));
+            let clash = chains.iter().enumerate().find_map(|(i, (second, p))| {
+                let (first, _) = chains[..i].iter().find(|((_, _, tied), q)| {
+                    !exclusive(q, p) && (held.contains(&v) || (*tied && second.2))
+                })?;
+                Some((first, second))
+            });
+            let Some(((_, at, _), (acc, loc, _))) = clash else {
+                continue;
+            };
+            let what = if *acc == v {
+                format!("the accumulator {}", self.show(v))
+            } else {
+                format!(
+                    "the accumulator {} holds the registers of {} (a 'tile.wait_group' returns \
+                     the registers it takes; a 'tile.if' or a loop hands on those it yields or \
+                     carries), and those",
+                    self.show(*acc),
+                    self.show(v)
+                )
+            };
+            errors.push((
+                loc.clone(),
+                format!(
+                    "{what} already {} the wgmma at {at}; a wgmma accumulates in place, so each \
+                     chain needs a value of its own",
+                    if *acc == v { "feeds" } else { "feed" }
+                ),
+            ));
+        }
+        for (o, _) in &ops {
             if matches!(o.kind, OpKind::For | OpKind::While) {
                 let skip = if o.kind == OpKind::For { 3 } else { 0 };
                 let mut seen = HashSet::new();

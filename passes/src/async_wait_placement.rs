@@ -82,7 +82,10 @@
 //! every proxy fence or barrier marked `placed` in the input, all kinds before any is
 //! placed, so running it twice gives the same IR. Every proxy fence and barrier it places
 //! carries the mark; one without it is the program's and stays, wherever it stands (after
-//! a hand-written wait too). A ring of one
+//! a hand-written wait too). A marked barrier whose deletion would leave the program's own
+//! exchange through shared memory unordered (`tile.smem_store` then another thread's
+//! `tile.smem_load`, or the reverse), where no kind places one again, is kept, mark and all,
+//! and the kernel is placed again around it. A ring of one
 //! stage that must be drained (`pending = 0`) before it is refilled or released gets a
 //! remark: a second stage would let one group stay in flight.
 //!

@@ -1619,32 +1619,49 @@ impl Pass for VerifyAsyncWaits {
 /// The hand-off of a staging slot from its writers to the TMA store, block by block: every
 /// `tile.tma_store` of a slot written by a `tile.smem_store` earlier in the same block needs,
 /// between the two, a `tile.fence_proxy_async` (the generic-proxy writes become visible to
-/// the async proxy) and a `tile.named_barrier` of the warpgroup (`threads` = 128: all writers
-/// have written before the elected thread issues the copy). Every `tile.named_barrier` is a
-/// warpgroup's own (the staging protocol's writers are its 128 threads; a barrier counting
-/// fewer lets writers through early, one counting more waits for threads that never come).
+/// the async proxy) and a `tile.named_barrier` of the threads that run the code (all
+/// writers have written before the elected thread issues the copy). In the regions of a
+/// `tile.warp_specialize` that is one warpgroup's 128 threads (the lowering gives each
+/// consumer warpgroup its own barrier id); elsewhere every thread of the CTA runs the code,
+/// so it is the kernel's `block` (a barrier counting fewer completes on any warps' arrivals,
+/// letting writers through early; one counting more waits for threads that never come).
 fn check_staging_handoff(k: &Operation, errors: &mut Vec<Diagnostic>) {
-    k.walk(&mut |o| {
-        for b in &o.regions {
-            check_block_handoff(&b.ops, errors);
-        }
-    });
+    let threads = k
+        .attr("block")
+        .and_then(|a| a.as_array())
+        .map_or(128, |d| d.iter().filter_map(|x| x.as_int()).product());
+    handoff_regions(k, false, threads, errors);
 }
 
-fn check_block_handoff(ops: &[Operation], errors: &mut Vec<Diagnostic>) {
+fn handoff_regions(op: &Operation, specialized: bool, threads: i64, errors: &mut Vec<Diagnostic>) {
+    let specialized = specialized || op.kind == OpKind::WarpSpecialize;
+    for b in &op.regions {
+        check_block_handoff(&b.ops, if specialized { 128 } else { threads }, errors);
+        for o in &b.ops {
+            handoff_regions(o, specialized, threads, errors);
+        }
+    }
+}
+
+fn check_block_handoff(ops: &[Operation], threads: i64, errors: &mut Vec<Diagnostic>) {
     for (i, op) in ops.iter().enumerate() {
         if op.kind == OpKind::NamedBarrier {
             if let Some(t) = op.int_attr("threads") {
-                if t != 128 {
+                if t != threads {
+                    let who = if threads == 128 {
+                        "one warpgroup's 128 threads".to_string()
+                    } else {
+                        format!(
+                            "the {threads} threads of the CTA, which all run this code outside \
+                             'tile.warp_specialize'"
+                        )
+                    };
                     errors.push(Diagnostic::error(
                         op.loc.clone(),
                         format!(
-                            "'tile.named_barrier' \
-                                with threads = {t}: the staging protocol's barrier is one \
-                                warpgroup's 128 \
-                                threads (fewer lets writers through early, more waits for threads \
-                                that \
-                                never arrive)"
+                            "'tile.named_barrier' with threads = {t}: the staging protocol's \
+                             barrier is {who} (fewer lets writers through early, more waits for \
+                             threads that never arrive)"
                         ),
                     ));
                 }
