@@ -152,6 +152,22 @@ impl GemmTile {
     pub fn bk_bytes(&self) -> u64 {
         self.bk * self.elem.size_bytes()
     }
+
+    /// The tile of the transposed product, Cᵀ = Bᵀ · Aᵀ (swap-AB): BN×BM, with B's tile
+    /// as the MMA's A (K-major where B is stored N×K) and A's as its B (N×K where A is
+    /// stored M×K).
+    pub fn swapped(&self) -> GemmTile {
+        GemmTile {
+            bm: self.bn,
+            bn: self.bm,
+            bk: self.bk,
+            elem: self.b_elem,
+            b_elem: self.elem,
+            acc: self.acc,
+            a_k_major: self.b_k_major,
+            b_k_major: self.a_k_major,
+        }
+    }
 }
 
 /// Bytes of K one MMA instruction consumes, for every element type tilec lowers: wgmma
@@ -182,7 +198,7 @@ impl Target {
     /// | --- | --- | --- |
     /// | A, B / accumulator | bf16, f16, tf32 (f32 data), e4m3/e5m2 (mixed) / f32 | the same |
     /// | operand majors | any for 16-bit; only A M×K, B N×K for tf32, fp8 | the same |
-    /// | BM | 64 or 128 (one or two consumer warpgroups) | 128 |
+    /// | BM | 64 or 128 (one or two consumer warpgroups); or 8 to 56 in steps of 8, as the N of the swapped product (below) | 128 |
     /// | BN | 8 to 256 in steps of 8; a multiple of 16 when B is stored K×N | 256 |
     /// | BK × element size | 64, 128 or 256 bytes | 64, 128 or 256 bytes |
     ///
@@ -192,6 +208,11 @@ impl Target {
     /// b16), hence K-major only for the others. Shared memory (the ring's stages) is checked
     /// by the pass, which knows the ring depth and the kernel's other buffers. f32 operands
     /// reach this table only as tf32, which the dot must ask for (`precision = "tf32"`).
+    ///
+    /// An M tile below wgmma's 64 rows (decode shapes: M = 16) is computed as Cᵀ = Bᵀ · Aᵀ
+    /// ([`Target::swaps_ab`]): the tile must then be legal swapped ([`GemmTile::swapped`]):
+    /// BN becomes the wgmma M (64 or 128), BM its N, and B's tile its A operand, which
+    /// for operands other than 16-bit must be K-major (B stored N×K).
     ///
     /// # Errors
     /// A message naming the broken limit, e.g. "a 256x256 f32 accumulator needs 256 KiB of
@@ -259,6 +280,15 @@ impl Target {
                 t.bk
             )));
         }
+        if self.swaps_ab(t) {
+            return self.check_gemm_tile(&t.swapped()).map_err(|r| TileRefusal {
+                message: format!(
+                    "an M tile of {} is computed as the transposed product, a {}x{} tile: {}",
+                    t.bm, t.bn, t.bm, r.message
+                ),
+                ..r
+            });
+        }
         if self.has_wgmma() {
             if t.bm != 64 && t.bm != 128 {
                 return Err(TileRefusal::unsupported(format!(
@@ -289,6 +319,15 @@ impl Target {
             )));
         }
         Ok(())
+    }
+}
+
+impl Target {
+    /// Whether a GEMM tile `t` is computed swapped, as Cᵀ = Bᵀ · Aᵀ (see
+    /// [`Target::check_gemm_tile`]): on wgmma, an M tile below 64 that is a multiple of 8
+    /// (wgmma's N step) while the N tile is at least 64.
+    pub fn swaps_ab(self, t: &GemmTile) -> bool {
+        self.has_wgmma() && t.bm < 64 && t.bm > 0 && t.bm.is_multiple_of(8) && t.bn >= 64
     }
 }
 
@@ -391,6 +430,54 @@ mod tests {
             .unwrap_err()
             .message
             .contains("found f32 x bf16 inputs"));
+    }
+
+    #[test]
+    fn m_tiles_below_64_swap_ab() {
+        use ScalarType::{E4M3, E5M2};
+        let t = Target::Sm90a;
+        // Every M tile from 8 to 56 in steps of 8 against N tiles of 64 and 128, both B
+        // majors: the swapped product is a BN×BM wgmma tile.
+        for bm in (8..64).step_by(8) {
+            for bn in [64, 128] {
+                for b_k in [false, true] {
+                    let x = tile(bm, bn, 64, b_k);
+                    assert!(t.swaps_ab(&x), "{bm}x{bn}");
+                    assert_eq!(t.check_gemm_tile(&x), Ok(()), "{bm}x{bn} b_k {b_k}");
+                    let s = x.swapped();
+                    assert_eq!((s.bm, s.bn, s.a_k_major, s.b_k_major), (bn, bm, b_k, true));
+                    assert_eq!(s.swapped(), x);
+                    assert_eq!(s.stage_bytes(), x.stage_bytes());
+                }
+            }
+        }
+        // Not swapped: an M tile of 64, one that is no multiple of 8, an N tile below 64,
+        // and mma.sync targets.
+        assert!(!t.swaps_ab(&tile(64, 64, 64, true)));
+        assert!(!t.swaps_ab(&tile(12, 64, 64, true)));
+        assert!(!t.swaps_ab(&tile(16, 32, 64, true)));
+        assert!(!Target::Sm90.swaps_ab(&tile(16, 64, 64, true)));
+        let e = t
+            .check_gemm_tile(&tile(16, 32, 64, true))
+            .unwrap_err()
+            .message;
+        assert!(e.contains("M tile must be 64 or 128"), "{e}");
+        // fp8 swaps with both operands K-major, as it computes unswapped; the swapped
+        // tile's own limits name the transposed product.
+        let fp8 = |bn, b_k| GemmTile {
+            bm: 16,
+            bn,
+            ..typed(E4M3, E5M2, 128, true, b_k)
+        };
+        assert_eq!(t.check_gemm_tile(&fp8(128, true)), Ok(()));
+        let e = t.check_gemm_tile(&fp8(128, false)).unwrap_err().message;
+        assert!(e.starts_with("e4m3 operands must both be K-major"), "{e}");
+        let e = t.check_gemm_tile(&fp8(96, true)).unwrap_err().message;
+        assert_eq!(
+            e,
+            "an M tile of 16 is computed as the transposed product, a 96x16 tile: the M tile \
+             must be 64 or 128 (64 rows per consumer warpgroup, 1 or 2 warpgroups), found 96"
+        );
     }
 
     #[test]

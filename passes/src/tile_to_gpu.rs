@@ -57,9 +57,25 @@
 //! m16n8k16. Checked before anything is rewritten, each with the limit it breaks: the
 //! target exists; the tile is in the target's legality table
 //! ([`Target::check_gemm_tile`]: bf16/f16 with an f32 accumulator, BK 32, 64 or 128, on sm_90a
-//! BM 64 or 128 and BN any multiple of 8 to 256 — of 64 for a B stored K×N —, on the
+//! BM 64 or 128 and BN any multiple of 8 to 256 — of 64 for a B stored K×N —, or a
+//! smaller BM swapped (below), on the
 //! mma.sync targets 128×256); the ring plus barriers fit the target's shared memory per
 //! block.
+//!
+//! **Swap-AB** (sm_90a, an M tile below wgmma's 64 rows: 8 to 56 in steps of 8, with BN 64
+//! or 128; [`Target::swaps_ab`]). A decode-shaped GEMM (M = 16) would waste three quarters
+//! of each m64 MMA, so the loop computes the transposed product Cᵀ = Bᵀ · Aᵀ instead: the
+//! MMA's A ring holds B's tiles (read the other way round: `a_major = "m"` for a B stored
+//! K×N), its B ring holds A's (`b_major = "k"` for an A stored M×K), the accumulator is
+//! BN×BM (m64nBMk16 per consumer warpgroup, BN/64 of them), and after the K loop
+//!
+//! ```text
+//! %acc = tile.transpose %acc_t : tile<BMxBNxf32>
+//! ```
+//!
+//! gives the epilogue the tile it was written for; the lowering reads the same registers in
+//! the transposed space. The copies, the stage bytes and the split-K forms are unchanged;
+//! the epilogue must store from the registers (`epilogue = direct`).
 //!
 //! A persistent tile loop made by `persistent` (`tile.for` or, for the clc schedule,
 //! `tile.while`, with `{tile_loop = true}`) runs in both regions and carries one more value,
@@ -431,6 +447,33 @@ struct Matmul {
 }
 
 impl Matmul {
+    /// The transposed product Cᵀ = Bᵀ · Aᵀ ([`GemmTile::swapped`]): B's tile as the MMA's
+    /// A and A's as its B, each read the other way round, and a BN×BM accumulator.
+    fn swapped(self) -> Matmul {
+        let flip = |o: Operand| Operand {
+            transposed: !o.transposed,
+            ..o
+        };
+        let acc_ty = match &self.acc_ty {
+            Type::Tile { shape, elem, .. } if shape.len() == 2 => Type::Tile {
+                shape: vec![shape[1], shape[0]],
+                elem: *elem,
+                layout: None,
+            },
+            other => other.clone(),
+        };
+        Matmul {
+            a: flip(self.b),
+            b: flip(self.a),
+            bm: self.bn,
+            bn: self.bm,
+            elem: self.b_elem,
+            b_elem: self.elem,
+            acc_ty,
+            ..self
+        }
+    }
+
     /// The tile, as the target's legality table ([`Target::check_gemm_tile`]) reads it.
     fn tile(&self) -> GemmTile {
         GemmTile {
@@ -994,6 +1037,22 @@ fn lower_kernel(
     };
     let staging_bytes = tma_plan.map_or(0, |p| p.1);
     let smem = check_config(&mm, target, stages, other_smem, staging_bytes, &lp_loc)?;
+    // An M tile below wgmma's 64 rows: the MMA computes the BN×BM tile of Cᵀ = Bᵀ · Aᵀ,
+    // and a `tile.transpose` after the K loop gives the epilogue its BM×BN tile.
+    let swap = target.swaps_ab(&mm.tile());
+    if swap && tma_epilogue {
+        return Err(Diagnostic::error(
+            lp_loc.clone(),
+            format!(
+                "tile-to-gpu: an M tile of {} is computed as the transposed product (swap-AB), \
+                 whose epilogue stores from the registers: --epilogue-store tma takes an M tile \
+                 of 64 or 128",
+                mm.bm
+            ),
+        )
+        .with_kind(tilec_dialect::DiagKind::Unsupported));
+    }
+    let mm = if swap { mm.swapped() } else { mm };
     // Accumulators per consumer thread: the sum and the k tile's part, and on wgmma the
     // next k tile's part, in flight during the add.
     let threads = if target.has_wgmma() {
@@ -1335,6 +1394,18 @@ fn lower_kernel(
     let consumer_tile = |e: &mut Emitter, g: Value, ktiles: Value| -> Vec<Operation> {
         let mut first_attrs = mma_attrs.clone();
         first_attrs.push(("zero_acc", Attribute::Bool(true)));
+        // Swapped, the chain starts from zeros of its own BN×BM type, and ends in a value
+        // that the transpose after the loop turns into the old loop's result.
+        let init = if swap {
+            e.one(OpKind::Zeros, &[], &[], mm.acc_ty.clone(), "acc_zero")
+        } else {
+            mm.init
+        };
+        let results: Vec<Value> = if swap {
+            vec![e.m.new_value(mm.acc_ty.clone(), Some("acc_t".into()))]
+        } else {
+            old_loop.results.clone()
+        };
         // Wait for k tile `kg`'s stage to be full and MMA over it, into `acc` (a fresh
         // chain when `acc` is None).
         let mma_at = |e: &mut Emitter, kg: Value, acc: Option<Value>, name: &str| {
@@ -1342,7 +1413,7 @@ fn lower_kernel(
             e.op(OpKind::MbarrierWait, &[full, st, ph], &[], &[], None);
             let (acc, attrs) = match acc {
                 Some(a) => (a, &mma_attrs),
-                None => (mm.init, &first_attrs),
+                None => (init, &first_attrs),
             };
             e.one(
                 OpKind::Mma,
@@ -1387,7 +1458,7 @@ fn lower_kernel(
             };
             let pair_end = e.int(OpKind::SubI, ktiles, c1, "kpair_end");
             let mut lp = Operation::new(OpKind::For, lp_loc.clone());
-            lp.operands = vec![c1, pair_end, c2, mm.init, acc0];
+            lp.operands = vec![c1, pair_end, c2, init, acc0];
             let sum = e.m.new_value(mm.acc_ty.clone(), Some("sum".into()));
             let part = e.m.new_value(mm.acc_ty.clone(), Some("part".into()));
             lp.results = vec![sum, part];
@@ -1416,7 +1487,7 @@ fn lower_kernel(
             let mut tail = Operation::new(OpKind::If, lp_loc.clone());
             tail.operands = vec![even];
             // The if's result keeps the old loop's value, so the epilogue reads it unchanged.
-            tail.results = old_loop.results.clone();
+            tail.results = results.clone();
             tail.regions = vec![then, els];
             ops.push(tail);
         } else {
@@ -1448,16 +1519,23 @@ fn lower_kernel(
             lp.operands = vec![c1, ktiles, c1, acc0];
             // The loop's result keeps the old loop's value, so the epilogue reads it
             // unchanged.
-            lp.results = old_loop.results.clone();
+            lp.results = results.clone();
             lp.regions.push(body);
             ops.push(lp);
         }
+
         let last_g = e.int(OpKind::AddI, g, ktiles, "kg_end");
         let last_w = e.int(OpKind::AddI, last_g, cs, "kg_end_wrap");
         let last_p = e.int(OpKind::SubI, last_w, c1, "kg_last");
         let last = e.int(OpKind::RemI, last_p, cs, "last_stage");
         e.op(OpKind::MbarrierArrive, &[empty, last], &[], &[], None);
         ops.extend(e.take());
+        if swap {
+            let mut t = Operation::new(OpKind::Transpose, lp_loc.clone());
+            t.operands = results;
+            t.results = old_loop.results.clone();
+            ops.push(t);
+        }
         ops
     };
 

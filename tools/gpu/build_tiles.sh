@@ -7,7 +7,9 @@
 #   OUT/tBMxBN/KERNEL.{ptx,cubin,json}
 #
 # for the tiles 128x256 (4 stages, static, TMA store), 128x128 (4, static, TMA), 64x128
-# (6, none, TMA) and 64x64 (8, none, TMA). tools/gpu/bench.py times them all on the
+# (6, none, TMA), 64x64 (8, none, TMA), and the swap-AB tiles 16x64 and 16x128 (8, none,
+# direct store: tile-to-gpu computes an M tile below 64 as Cᵀ = Bᵀ · Aᵀ, whose epilogue
+# stores from the registers). tools/gpu/bench.py times them all on the
 # benchmark shapes (--tilec t128x256=OUT/t128x256/gemm.json ...), and tools/gpu/regret.py
 # compares each shape's `tile-choose` choice with the fastest of them.
 #
@@ -20,11 +22,12 @@ example=${2:-examples/gemm.tile}
 tc=${TILE_COMPILE:-target/release/tile-compile}
 rm -rf "$out"
 mkdir -p "$out"
-for cfg in "128 256 4 static" "128 128 4 static" "64 128 6 none" "64 64 8 none"; do
+for cfg in "128 256 4 static tma" "128 128 4 static tma" "64 128 6 none tma" \
+    "64 64 8 none tma" "16 64 8 none direct" "16 128 8 none direct"; do
     set -- $cfg
     dir="$out/t$1x$2"
     "$tc" "$example" --target sm_90a -o "$dir" --emit cubin -D BM="$1" -D BN="$2" \
-        --stages "$3" --schedule "$4" --epilogue-store tma --ptxas >"$dir.ptxas" 2>&1 \
+        --stages "$3" --schedule "$4" --epilogue-store "$5" --ptxas >"$dir.ptxas" 2>&1 \
         || { cat "$dir.ptxas"; exit 1; }
     mv "$dir.ptxas" "$dir/ptxas.log"
 done

@@ -666,6 +666,41 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         Ok(())
     }
 
+    /// `tile.transpose` of the accumulator, as tile-to-gpu writes it after the K loop of a
+    /// swapped product (Cᵀ = Bᵀ · Aᵀ): the same registers, which every later epilogue op
+    /// reads in the transposed space (the layout, the shape and the thread's base row and
+    /// column swapped).
+    ///
+    /// # Errors
+    /// A transpose of anything but the accumulator, or a second one.
+    pub(super) fn lower_epilogue_transpose(&mut self, op: &Operation) -> R<()> {
+        let regs = match self.vals.get(&op.operands[0]) {
+            Some(Lv::Acc(regs)) => regs.clone(),
+            _ => {
+                return err(
+                    op,
+                    "convert-tile-to-nvvm: a 'tile.transpose' after the MMA transposes the \
+                     accumulator itself (the registers of the K loop's result), once",
+                )
+            }
+        };
+        let Some(acc) = self.acc.as_mut().filter(|a| !a.transposed) else {
+            return err(
+                op,
+                "convert-tile-to-nvvm: the accumulator is transposed once",
+            );
+        };
+        acc.transposed = true;
+        if let Some(s) = acc.shape.as_mut() {
+            s.reverse();
+        }
+        if let Some((r, c)) = self.frag_rc {
+            self.frag_rc = Some((c, r));
+        }
+        self.vals.insert(op.results[0], Lv::Acc(regs));
+        Ok(())
+    }
+
     /// The tensor of a `tile.load`/`tile.store` in the epilogue as the 2-D tensor of its
     /// last two dimensions, and the tile's (row, column) in it. A rank-r tensor is read at
     /// leading coordinates where the tile is 1 wide: its base moves by Σ coordᵢ · strideᵢ
@@ -869,6 +904,33 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         for v in (0..nregs).step_by(2) {
             let c = space.register_coord(v as u64);
             let (dr, dc) = (c[0], c[1]);
+            // A register pair is stored as one vector where the layout puts it in adjacent
+            // columns (the wgmma and mma.sync accumulators); else element by element.
+            let pair = space.register_coord(v as u64 + 1) == [dr, dc + 1];
+            if !pair {
+                for x in [v, v + 1] {
+                    let c = space.register_coord(x as u64);
+                    let (rc, cc) = (self.i64(c[0] as i64), self.i64(c[1] as i64));
+                    let ro = self.bin("mul", t.strides[0], rc);
+                    let o = self.bin("add", ro, cc);
+                    let p = self.w.gep(p0, o, et, p1);
+                    memo.reg.clear();
+                    let y = self.eval(op, &val, &space, x, &mut memo)?;
+                    if atomic {
+                        let pa = self.w.cast("llvm.ptrtoint", p, i64t);
+                        self.w.inline_asm(
+                            "red.global.add.f32 [$0], $1;",
+                            "l,f",
+                            &[pa, y.v],
+                            None,
+                            true,
+                        );
+                    } else {
+                        self.w.store(y.v, p, eb as u64);
+                    }
+                }
+                continue;
+            }
             let pr = match rowptr.get(&dr) {
                 Some(p) => *p,
                 None => {

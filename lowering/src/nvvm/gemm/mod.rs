@@ -122,8 +122,12 @@ pub(super) enum Lv<'c, 'm> {
 pub(super) struct AccInfo {
     /// f32 registers per thread.
     pub regs: usize,
-    /// The CTA's accumulator tile (rows, columns).
+    /// The CTA's accumulator tile (rows, columns), as the epilogue sees it: the MMA's, or
+    /// its transpose once `transposed`.
     pub shape: Option<Vec<u64>>,
+    /// The epilogue reads the accumulator through a `tile.transpose` (tile-to-gpu's
+    /// swap-AB: the MMA computed Cᵀ = Bᵀ · Aᵀ).
+    pub transposed: bool,
 }
 
 /// The state of one GEMM kernel's lowering.
@@ -520,6 +524,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             | K::Splat => self.lower_elementwise(op)?,
             K::Reduce => self.lower_epilogue_reduce(op)?,
             K::Reshape => self.lower_epilogue_reshape(op)?,
+            K::Transpose => self.lower_epilogue_transpose(op)?,
             K::Load => self.lower_epilogue_load(op)?,
             K::Store => self.lower_store(op, false)?,
             K::AtomicAdd => self.lower_store(op, true)?,

@@ -41,6 +41,19 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             );
         };
         let wgs = self.consumer_wgs as u64;
+        if self.acc.as_ref().is_some_and(|a| a.transposed) {
+            let mma = [shape[1], shape[0]];
+            if self.mma_sync || mma[0] != 64 * wgs || !wgs.is_power_of_two() {
+                return err(
+                    op,
+                    format!(
+                        "convert-tile-to-nvvm: a transposed {mma:?} accumulator over {wgs} \
+                         consumer warpgroups has no wgmma fragment layout"
+                    ),
+                );
+            }
+            return Ok(LinearLayout::wgmma_accumulator(mma[1], wgs).transposed());
+        }
         if self.mma_sync {
             if shape != [128, 256] {
                 return err(

@@ -83,6 +83,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 self.acc = Some(AccInfo {
                     regs,
                     shape: self.m.ty(op.results[0]).tile_shape().map(<[u64]>::to_vec),
+                    transposed: false,
                 });
                 Ok(())
             }
