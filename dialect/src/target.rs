@@ -198,7 +198,7 @@ impl Target {
     /// | --- | --- | --- |
     /// | A, B / accumulator | bf16, f16, tf32 (f32 data), e4m3/e5m2 (mixed) / f32 | the same |
     /// | operand majors | any for 16-bit; only A M×K, B N×K for tf32, fp8 | the same |
-    /// | BM | 64 or 128 (one or two consumer warpgroups); or 8 to 56 in steps of 8, as the N of the swapped product (below) | 128 |
+    /// | BM | 64 or 128 (one or two consumer warpgroups); 8 to 56 swapped (below) | 128 |
     /// | BN | 8 to 256 in steps of 8; a multiple of 16 when B is stored K×N | 256 |
     /// | BK × element size | 64, 128 or 256 bytes | 64, 128 or 256 bytes |
     ///
