@@ -1627,8 +1627,14 @@ impl Verifier<'_> {
                         .push((Take::Wgmma(parts.acc, o.loc.clone()), path.clone()));
                 }
             }
-            if o.kind == OpKind::WaitGroup {
-                for (&r, &a) in o.results.iter().zip(&o.operands) {
+            // A reshape or transpose relabels the registers it takes, as a wait returns them.
+            let tied = match o.kind {
+                OpKind::WaitGroup => o.results.len(),
+                OpKind::Reshape | OpKind::Transpose => 1,
+                _ => 0,
+            };
+            if tied > 0 {
+                for (&r, &a) in o.results.iter().zip(&o.operands).take(tied) {
                     takers
                         .entry(a)
                         .or_default()
@@ -1696,10 +1702,11 @@ impl Verifier<'_> {
             }
         }
         // The first wgmma (its accumulator and place) that registers handed on by `take`
-        // reach, if any, and whether only waits handed them on.
-        let reaches = |take: &Take| -> Option<(Value, Location, bool)> {
+        // reach, if any, whether only waits (reshapes, transposes) handed them on, and
+        // whether the wgmma takes them itself.
+        let reaches = |take: &Take| -> Option<(Value, Location, bool, bool)> {
             let mut todo: Vec<(Value, bool)> = match take {
-                Take::Wgmma(v, at) => return Some((*v, at.clone(), true)),
+                Take::Wgmma(v, at) => return Some((*v, at.clone(), true, true)),
                 Take::HandOn(to, tied) => to.iter().map(|&v| (v, *tied)).collect(),
             };
             let mut seen = HashSet::new();
@@ -1709,7 +1716,7 @@ impl Verifier<'_> {
                 }
                 for (t, _) in takers.get(&v).into_iter().flatten() {
                     match t {
-                        Take::Wgmma(acc, at) => return Some((*acc, at.clone(), tied)),
+                        Take::Wgmma(acc, at) => return Some((*acc, at.clone(), tied, false)),
                         Take::HandOn(to, t) => {
                             todo.extend(to.iter().rev().map(|&x| (x, tied && *t)))
                         }
@@ -1742,27 +1749,30 @@ impl Verifier<'_> {
         let mut values: Vec<&Value> = takers.keys().collect();
         values.sort();
         for &v in values {
-            let mut chains: Vec<((Value, Location, bool), &Path)> = takers[&v]
+            let mut chains: Vec<((Value, Location, bool, bool), &Path)> = takers[&v]
                 .iter()
                 .filter_map(|(t, p)| Some((reaches(t)?, p)))
                 .collect();
-            chains.sort_by_key(|((_, at, _), _)| (at.line, at.col));
+            chains.sort_by_key(|((_, at, _, _), _)| (at.line, at.col));
+            // Two takers that may both run clash, unless both copy a value no wgmma wrote
+            // (two carried values from one zeros) before any wgmma takes it.
             let clash = chains.iter().enumerate().find_map(|(i, (second, p))| {
-                let (first, _) = chains[..i].iter().find(|((_, _, tied), q)| {
-                    !exclusive(q, p) && (held.contains(&v) || (*tied && second.2))
+                let (first, _) = chains[..i].iter().find(|((_, _, tied, direct), q)| {
+                    !exclusive(q, p)
+                        && (held.contains(&v) || (*tied && second.2) || *direct || second.3)
                 })?;
                 Some((first, second))
             });
-            let Some(((_, at, _), (acc, loc, _))) = clash else {
+            let Some(((_, at, _, _), (acc, loc, _, _))) = clash else {
                 continue;
             };
             let what = if *acc == v {
                 format!("the accumulator {}", self.show(v))
             } else {
                 format!(
-                    "the accumulator {} holds the registers of {} (a 'tile.wait_group' returns \
-                     the registers it takes; a 'tile.if' or a loop hands on those it yields or \
-                     carries), and those",
+                    "the accumulator {} holds the registers of {} (a 'tile.wait_group', \
+                     'tile.reshape' or 'tile.transpose' returns the registers it takes; a \
+                     'tile.if' or a loop hands on those it yields or carries), and those",
                     self.show(*acc),
                     self.show(v)
                 )
@@ -1775,6 +1785,54 @@ impl Verifier<'_> {
                     if *acc == v { "feeds" } else { "feed" }
                 ),
             ));
+        }
+        // A wgmma in a loop that takes a value defined outside it would start a chain from
+        // those registers on every trip.
+        let loops: HashSet<usize> = ops
+            .iter()
+            .filter(|(o, _)| matches!(o.kind, OpKind::For | OpKind::While))
+            .map(|(o, _)| *o as *const Operation as usize)
+            .collect();
+        let mut defined: HashMap<Value, usize> = HashMap::new();
+        for (o, path) in &ops {
+            for &r in &o.results {
+                defined.insert(r, path.len());
+            }
+            for b in &o.regions {
+                for &a in &b.args {
+                    defined.insert(a, path.len() + 1);
+                }
+            }
+        }
+        for (o, path) in &ops {
+            if !is_wgmma(o) || o.attr("zero_acc").and_then(|a| a.as_bool()) == Some(true) {
+                continue;
+            }
+            let Some(acc) = crate::ops::mma_operands(o).map(|p| p.acc) else {
+                continue;
+            };
+            let depth = defined.get(&acc).copied().unwrap_or(0);
+            if let Some(lp) = path
+                .iter()
+                .skip(depth)
+                .find(|(addr, _, _)| loops.contains(addr))
+            {
+                let at = ops
+                    .iter()
+                    .find(|(x, _)| *x as *const Operation as usize == lp.0)
+                    .map(|(x, _)| x.loc.clone());
+                errors.push((
+                    o.loc.clone(),
+                    format!(
+                        "the accumulator {} is defined outside the loop{} and so starts a chain \
+                         on every trip; a wgmma accumulates in place, so each chain needs a \
+                         value of its own (carry it through the loop, or start the chain with \
+                         zero_acc)",
+                        self.show(acc),
+                        at.map(|l| format!(" at {l}")).unwrap_or_default()
+                    ),
+                ));
+            }
         }
         for (o, _) in &ops {
             if matches!(o.kind, OpKind::For | OpKind::While) {

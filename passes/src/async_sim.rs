@@ -239,6 +239,11 @@ struct Queues {
     /// Stages this thread wrote with `tile.smem_store` since the last `tile.barrier`: other
     /// threads may not read them yet.
     stored: Vec<(Value, i64)>,
+    /// Stages this thread wrote with `tile.smem_store` that the async proxy (wgmma) may not
+    /// see yet, each with whether a `tile.fence_proxy_async` ran since: a barrier after
+    /// the fence publishes them (PTX ISA, "Proxy": generic writes reach the async proxy
+    /// through `fence.proxy.async` by the writer, then the synchronisation).
+    unpublished: Vec<((Value, i64), bool)>,
     fenced: bool,
     dirty: SlotSet,
 }
@@ -1304,6 +1309,23 @@ impl Run<'_, '_> {
             OpKind::Mma if op.str_attr("kind") == Some("wgmma") => {
                 for (st, proxy) in self.stage_accesses(op) {
                     self.copied(op, st, proxy)?;
+                    if let Some(&(_, fenced)) = self.q.unpublished.iter().find(|(x, _)| *x == st) {
+                        self.unmodelled.set(true);
+                        let why = if fenced {
+                            "a 'tile.fence_proxy_async' ran since, but no 'tile.barrier' after it"
+                        } else {
+                            "no 'tile.fence_proxy_async' then 'tile.barrier' since"
+                        };
+                        return Err((
+                            op.loc.clone(),
+                            format!(
+                                "wgmma 'tile.mma' reads stage {} of a ring that threads wrote \
+                                 with 'tile.smem_store', which the async proxy may not see yet: \
+                                 {why}",
+                                st.1
+                            ),
+                        ));
+                    }
                 }
                 self.wgmma(op, id)?
             }
@@ -1323,6 +1345,9 @@ impl Run<'_, '_> {
                 if self.change(op) != Some(Change::Delete) {
                     for r in &mut self.q.cp_retired {
                         r.fenced = true;
+                    }
+                    for u in &mut self.q.unpublished {
+                        u.1 = true;
                     }
                 }
             }
@@ -1351,10 +1376,12 @@ impl Run<'_, '_> {
                         self.q.cp_retired.retain(|r| !r.proxy);
                         self.q.loaded.clear();
                         self.q.stored.clear();
+                        self.q.unpublished.retain(|u| !u.1);
                     } else if op.int_attr("threads").unwrap_or(0) >= 128 * self.wg as i64 {
                         // A named barrier of every thread that runs this code publishes
                         // their stores as a CTA barrier does.
                         self.q.stored.clear();
+                        self.q.unpublished.retain(|u| !u.1);
                     }
                     self.q.bulk_unsynced.clear();
                 }
@@ -1425,6 +1452,9 @@ impl Run<'_, '_> {
         }
         for (r, st) in &self.q.stored {
             key.extend([-7, r.0 as i64, *st]);
+        }
+        for ((r, st), fenced) in &self.q.unpublished {
+            key.extend([-8, r.0 as i64, *st, i64::from(*fenced)]);
         }
         for r in &self.q.cp_retired {
             key.extend([
@@ -1844,6 +1874,8 @@ impl Run<'_, '_> {
             if !self.q.stored.contains(&st) {
                 self.q.stored.push(st);
             }
+            self.q.unpublished.retain(|u| u.0 != st);
+            self.q.unpublished.push((st, false));
         }
         match (op.kind, one) {
             (OpKind::SmemStore | OpKind::CpAsync | OpKind::TmaLoad, Some(st)) => {

@@ -132,7 +132,7 @@ use crate::async_model::{
 use crate::pass::{Pass, PassContext, PassInfo};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use tilec_dialect::{
-    Attribute, Block, Diagnostic, Diagnostics, Location, Module, OpKind, Operation, Value,
+    Attribute, Block, Diagnostic, Diagnostics, Location, Module, OpKind, Operation, Type, Value,
 };
 
 /// The registry entry.
@@ -1536,7 +1536,7 @@ fn place_kernel(
     let mut reads = false;
     let mut marked = false;
     k.walk(&mut |o| {
-        reads |= o.kind == OpKind::SmemLoad;
+        reads |= o.kind == OpKind::SmemLoad || o.kind == OpKind::Mma;
         marked |= is_placed(o) && matches!(o.kind, OpKind::Barrier | OpKind::NamedBarrier);
     });
     let input = (reads && marked).then(|| k.clone());
@@ -1547,9 +1547,9 @@ fn place_kernel(
     // that no kind re-derives, is kept (see `keep_exchange_barriers`), and the kernel
     // placed again around it.
     if let Some(mut input) = input {
-        let base = exchange_races(&input);
-        let lost: BTreeSet<usize> = exchange_races(k).difference(&base).copied().collect();
-        if !lost.is_empty() && keep_exchange_barriers(&mut input, &base, &lost) {
+        let base = exchange_races(m, &input);
+        let lost: BTreeSet<usize> = exchange_races(m, k).difference(&base).copied().collect();
+        if !lost.is_empty() && keep_exchange_barriers(m, &mut input, &lost) {
             (s, r) = (PlacementStats::default(), vec![]);
             place_kernel_once(m, &mut input, &mut s, &mut r);
             input.walk_mut(&mut |o| {
@@ -1633,41 +1633,45 @@ fn place_kernel_once(
 /// Where a kept barrier's mark waits while the kinds are stripped and placed.
 const KEPT: &str = "placed.kept";
 
-/// Marks for keeping each barrier of `k` marked `placed` whose deletion alone would leave
-/// one of the exchanges `lost` unordered (see [`exchange_races`]; `base`: the races of `k`
-/// as it is), where `lost` are those that the placement of every kind leaves unordered
-/// once the marked barriers are gone. Its mark moves to [`KEPT`], so that no kind strips
-/// it, and comes back after placement. Such a barrier is the program's with a mark it
-/// should not carry, or one the pass placed that also orders a racy program's exchange;
-/// kept, marked, either stays on a second run, which finds the same `lost` (the pass
-/// is idempotent). Returns whether any was kept.
-fn keep_exchange_barriers(
-    k: &mut Operation,
-    base: &BTreeSet<usize>,
-    lost: &BTreeSet<usize>,
-) -> bool {
+/// Marks for keeping the barriers of `k` marked `placed` that order the exchanges `lost`
+/// (see [`exchange_races`]): those that the placement of every kind leaves unordered once
+/// the marked barriers are gone. From all the marked barriers, each in program order is
+/// dropped where the others still order as much of `lost` (two marked barriers where one
+/// does keep one; one in each branch of a `tile.if` keeps both). A kept barrier's mark
+/// moves to [`KEPT`], so that no kind strips it, and comes back after placement. Such a
+/// barrier is the program's with a mark it should not carry, or one the pass placed that
+/// also orders a racy program's exchange; kept, marked, it stays on a second run, which
+/// finds the same `lost`. Returns whether any was kept.
+fn keep_exchange_barriers(m: &Module, k: &mut Operation, lost: &BTreeSet<usize>) -> bool {
     let mut sites = vec![];
     for (r, b) in k.regions.iter().enumerate() {
         barrier_sites(b, &mut vec![r], &mut sites);
     }
-    let keep: Vec<Vec<usize>> = sites
-        .into_iter()
-        .filter(|path| {
-            let mut without = k.clone();
-            remove_at(&mut without, path).is_some()
-                && exchange_races(&without)
-                    .difference(base)
-                    .any(|i| lost.contains(i))
-        })
-        .collect();
-    for path in &keep {
+    // The races of `lost` left with only the marked barriers `keep` says (barriers have no
+    // regions, so deleting from the last site back keeps the earlier paths valid).
+    let left = |keep: &[bool]| -> BTreeSet<usize> {
+        let mut x = k.clone();
+        for (path, _) in sites.iter().zip(keep).rev().filter(|(_, &kept)| !kept) {
+            remove_at(&mut x, path);
+        }
+        exchange_races(m, &x).intersection(lost).copied().collect()
+    };
+    let mut keep = vec![true; sites.len()];
+    let all = left(&keep);
+    for i in 0..sites.len() {
+        keep[i] = false;
+        if left(&keep) != all {
+            keep[i] = true;
+        }
+    }
+    for (path, _) in sites.iter().zip(&keep).filter(|(_, &kept)| kept) {
         if let Some(op) = op_at_mut(k, path) {
             if let Some(a) = op.attrs.remove(PLACED) {
                 op.attrs.insert(KEPT.into(), a);
             }
         }
     }
-    !keep.is_empty()
+    keep.contains(&true)
 }
 
 /// The op at `path` (as [`barrier_sites`] gives it) in `k`.
@@ -1678,16 +1682,16 @@ fn op_at_mut<'k>(k: &'k mut Operation, path: &[usize]) -> Option<&'k mut Operati
 
 /// The shared-memory accesses of `k` that can race with another thread's, by a forward
 /// dataflow over the structured IR with buffers (not stages) as the unit: a
-/// `tile.smem_load` of a buffer that a `tile.smem_store` wrote since the last
-/// `tile.barrier` on some path (read after write), and a `tile.smem_store`,
-/// `tile.cp_async` or `tile.tma_load` into a buffer read with `tile.smem_load` since then
-/// (write after read). A named barrier of every thread of the kernel orders the stores
+/// `tile.smem_load`, or a wgmma's read of a shared-memory operand, of a buffer that a
+/// `tile.smem_store` wrote since the last `tile.barrier` on some path (read after write),
+/// and a `tile.smem_store`, `tile.cp_async` or `tile.tma_load` into a buffer read so since
+/// then (write after read). A named barrier of every thread of the kernel orders the stores
 /// before it, as in [`crate::async_sim`]. Each access is named by its place among the
 /// kernel's shared-memory accesses in pre-order, which deleting a barrier does not change.
-fn exchange_races(k: &Operation) -> BTreeSet<usize> {
+fn exchange_races(m: &Module, k: &Operation) -> BTreeSet<usize> {
     let mut index = HashMap::new();
     k.walk(&mut |o| {
-        if exchange_buffer(o).is_some() {
+        if !exchange_accesses(m, o).is_empty() {
             let n = index.len();
             index.insert(o as *const Operation, n);
         }
@@ -1697,6 +1701,7 @@ fn exchange_races(k: &Operation) -> BTreeSet<usize> {
         .and_then(|a| a.as_array())
         .map_or(128, |d| d.iter().filter_map(|x| x.as_int()).product());
     let mut x = Exchange {
+        m,
         index,
         threads,
         races: BTreeSet::new(),
@@ -1708,12 +1713,20 @@ fn exchange_races(k: &Operation) -> BTreeSet<usize> {
     x.races
 }
 
-/// The buffer a shared-memory access of the exchange analysis reads or writes.
-fn exchange_buffer(o: &Operation) -> Option<Value> {
+/// The buffers a shared-memory access of the exchange analysis touches: (buffer, whether
+/// it reads it).
+fn exchange_accesses(m: &Module, o: &Operation) -> Vec<(Value, bool)> {
     match o.kind {
-        OpKind::SmemLoad => o.operands.first().copied(),
-        OpKind::SmemStore | OpKind::CpAsync | OpKind::TmaLoad => o.operands.get(1).copied(),
-        _ => None,
+        OpKind::SmemLoad => o.operands.first().map(|&v| (v, true)).into_iter().collect(),
+        OpKind::SmemStore | OpKind::CpAsync | OpKind::TmaLoad => {
+            o.operands.get(1).map(|&v| (v, false)).into_iter().collect()
+        }
+        OpKind::Mma => o.operands[..o.operands.len().min(2)]
+            .iter()
+            .filter(|&&v| matches!(m.ty(v), Type::Smem { .. }))
+            .map(|&v| (v, true))
+            .collect(),
+        _ => vec![],
     }
 }
 
@@ -1732,13 +1745,14 @@ impl ExchangeState {
     }
 }
 
-struct Exchange {
+struct Exchange<'m> {
+    m: &'m Module,
     index: HashMap<*const Operation, usize>,
     threads: i64,
     races: BTreeSet<usize>,
 }
 
-impl Exchange {
+impl Exchange<'_> {
     fn block(&mut self, b: &Block, mut s: ExchangeState) -> ExchangeState {
         for o in &b.ops {
             s = self.op(o, s);
@@ -1772,8 +1786,9 @@ impl Exchange {
                 }
             }
             _ if !o.regions.is_empty() => {
-                // A branch (or a region that may not run): either side, or neither.
-                let mut out = s.clone();
+                // A branch runs one side (an if without else an empty one); the regions of
+                // other ops (warp_specialize) run, each from the state before.
+                let mut out = ExchangeState::default();
                 for r in &o.regions {
                     let end = self.block(r, s.clone());
                     out.join(&end);
@@ -1782,21 +1797,21 @@ impl Exchange {
             }
             _ => {}
         }
-        let Some(buf) = exchange_buffer(o) else {
-            return s;
-        };
-        let id = self.index[&(o as *const Operation)];
-        if o.kind == OpKind::SmemLoad {
-            if s.stored.contains(&buf) {
-                self.races.insert(id);
-            }
-            s.loaded.insert(buf);
-        } else {
-            if s.loaded.contains(&buf) {
-                self.races.insert(id);
-            }
-            if o.kind == OpKind::SmemStore {
-                s.stored.insert(buf);
+        let accesses = exchange_accesses(self.m, o);
+        for (buf, read) in accesses {
+            let id = self.index[&(o as *const Operation)];
+            if read {
+                if s.stored.contains(&buf) {
+                    self.races.insert(id);
+                }
+                s.loaded.insert(buf);
+            } else {
+                if s.loaded.contains(&buf) {
+                    self.races.insert(id);
+                }
+                if o.kind == OpKind::SmemStore {
+                    s.stored.insert(buf);
+                }
             }
         }
         s

@@ -1052,6 +1052,31 @@ fn lower_kernel(
         )
         .with_kind(tilec_dialect::DiagKind::Unsupported));
     }
+    if swap {
+        // The lowering reads the accumulator in the transposed space once; an epilogue that
+        // transposes it again would need both spaces.
+        let mut again = None;
+        for o in &scope.ops[mm.loop_idx + 1..] {
+            o.walk(&mut |x| {
+                if x.kind == OpKind::Transpose && again.is_none() {
+                    again = Some(x.loc.clone());
+                }
+            });
+        }
+        if let Some(loc) = again {
+            return Err(Diagnostic::error(
+                loc,
+                format!(
+                    "tile-to-gpu: an M tile of {} is computed as the transposed product \
+                     (swap-AB), whose epilogue reads the accumulator transposed; a \
+                     'tile.transpose' in the epilogue is not lowered with it: use an M tile of \
+                     64 or 128",
+                    mm.bm
+                ),
+            )
+            .with_kind(tilec_dialect::DiagKind::Unsupported));
+        }
+    }
     let mm = if swap { mm.swapped() } else { mm };
     // Accumulators per consumer thread: the sum and the k tile's part, and on wgmma the
     // next k tile's part, in flight during the add.

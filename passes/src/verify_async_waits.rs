@@ -81,7 +81,7 @@
 //! safety is asked (the tightness variants, and the first pass over a kernel) a group is
 //! known by its registers and stages, not by which `tile.mma` issued it. In those
 //! safety-only explorations a loop is also summarised: its exit queues for a set of entry
-//! queues are computed once per exploration, so a nest of d loops costs a few summaries per
+//! queues (or a single one) are computed once per exploration, so a nest of d loops costs a few summaries per
 //! level rather than 2^d runs of the innermost body.
 //!
 //! Options: `max_steps` (1000000); `sim_runs` (4096 runs per simulation, 0 for none).
@@ -274,7 +274,7 @@ struct Explorer<'a, 'k> {
     probe_max: usize,
     /// Loop summaries (`Mode::Quick` and `Mode::Collect`, where no path is spelled out):
     /// (loop, warpgroups, the queues at entry) → the queues at exit. A loop's exits
-    /// depend on nothing else, so a nest reached again with the same queues is not
+    /// depend on nothing else, so a nest reached again with queues met before is not
     /// explored again: depth d costs d summaries per distinct entry, not 2^d runs.
     loop_memo: BTreeMap<(OpId, u64, Vec<Queue>), Vec<Queue>>,
 }
@@ -422,18 +422,40 @@ impl Explorer<'_, '_> {
         if self.mode == Mode::Full {
             return self.run_loop(op, id, states, wg);
         }
-        let key = (id, wg, states.keys().cloned().collect::<Vec<_>>());
-        // Trails are not reported in these modes: any entry's stands for all.
+        // The exits of a set of entry queues met before are reused; so are those of each
+        // single queue met before (a set of one); the other queues run together, as a set.
+        // Trails are not reported in these modes.
+        let all: Vec<Queue> = states.keys().cloned().collect();
         let trail = states.values().next().cloned().unwrap_or_default();
-        if let Some(exits) = self.loop_memo.get(&key) {
+        let mut exits: Vec<Queue> = vec![];
+        let mut rest = States::new();
+        if let Some(x) = self.loop_memo.get(&(id, wg, all.clone())) {
             self.steps += 1;
-            return exits.iter().map(|q| (q.clone(), trail.clone())).collect();
+            exits.extend(x.iter().cloned());
+        } else {
+            for (q, t) in states {
+                match self.loop_memo.get(&(id, wg, vec![q.clone()])) {
+                    Some(x) => {
+                        self.steps += 1;
+                        exits.extend(x.iter().cloned());
+                    }
+                    None => add(&mut rest, q, t),
+                }
+            }
+            if !rest.is_empty() {
+                let key: Vec<Queue> = rest.keys().cloned().collect();
+                let x: Vec<Queue> = self.run_loop(op, id, rest, wg).into_keys().collect();
+                if self.failed || self.gave_up {
+                    return States::new();
+                }
+                exits.extend(x.iter().cloned());
+                self.loop_memo.insert((id, wg, key), x);
+            }
+            exits.sort();
+            exits.dedup();
+            self.loop_memo.insert((id, wg, all), exits.clone());
         }
-        let exits = self.run_loop(op, id, states, wg);
-        if !self.failed && !self.gave_up {
-            self.loop_memo.insert(key, exits.keys().cloned().collect());
-        }
-        exits
+        exits.into_iter().map(|q| (q, trail.clone())).collect()
     }
 
     fn run_loop(&mut self, op: &Operation, id: OpId, states: States, wg: u64) -> States {
