@@ -1704,7 +1704,10 @@ impl Verifier<'_> {
         // The first wgmma (its accumulator and place) that registers handed on by `take`
         // reach, if any, whether only waits (reshapes, transposes) handed them on, and
         // whether the wgmma takes them itself.
-        let reaches = |take: &Take| -> Option<(Value, Location, bool, bool)> {
+        /// The wgmma's accumulator and place, whether only tied ops handed on, whether the
+        /// wgmma takes the value itself.
+        type Reach = (Value, Location, bool, bool);
+        let reaches = |take: &Take| -> Option<Reach> {
             let mut todo: Vec<(Value, bool)> = match take {
                 Take::Wgmma(v, at) => return Some((*v, at.clone(), true, true)),
                 Take::HandOn(to, tied) => to.iter().map(|&v| (v, *tied)).collect(),
@@ -1749,7 +1752,7 @@ impl Verifier<'_> {
         let mut values: Vec<&Value> = takers.keys().collect();
         values.sort();
         for &v in values {
-            let mut chains: Vec<((Value, Location, bool, bool), &Path)> = takers[&v]
+            let mut chains: Vec<(Reach, &Path)> = takers[&v]
                 .iter()
                 .filter_map(|(t, p)| Some((reaches(t)?, p)))
                 .collect();

@@ -81,8 +81,8 @@
 //! safety is asked (the tightness variants, and the first pass over a kernel) a group is
 //! known by its registers and stages, not by which `tile.mma` issued it. In those
 //! safety-only explorations a loop is also summarised: its exit queues for a set of entry
-//! queues (or a single one) are computed once per exploration, so a nest of d loops costs a few summaries per
-//! level rather than 2^d runs of the innermost body.
+//! queues (or a single one) are computed once per exploration, so a nest of d loops costs
+//! a few summaries per level rather than 2^d runs of the innermost body.
 //!
 //! Options: `max_steps` (1000000); `sim_runs` (4096 runs per simulation, 0 for none).
 //! Statistics: `waits-checked`, `path-steps` (of the safety explorations), `sim-runs`,
