@@ -550,6 +550,13 @@ fn major(
     }
 }
 
+/// The threads of a CTA of `kernel`: the product of its `block` attribute (x, y, z), as
+/// `tile-assign-layouts` and `tile-to-gpu` set it; `None` for a kernel without one.
+pub fn block_threads(kernel: &crate::Operation) -> Option<i64> {
+    let dims = kernel.attr("block")?.as_array()?;
+    Some(dims.iter().filter_map(|d| d.as_int()).product())
+}
+
 /// The operands of `op`, a `tile.mma` of 4 or 5 operands; `None` for another count.
 pub fn mma_operands(op: &crate::Operation) -> Option<MmaOperands> {
     match *op.operands.as_slice() {

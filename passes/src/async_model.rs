@@ -751,8 +751,7 @@ impl<'k> Facts<'k> {
             }
             f.loop_rings.insert(id as OpId, rings);
         }
-        if let Some(dims) = kernel.attr("block").and_then(|a| a.as_array()) {
-            let threads: i64 = dims.iter().filter_map(|d| d.as_int()).product();
+        if let Some(threads) = tilec_dialect::ops::block_threads(kernel) {
             f.kernel_warpgroups = (threads / 128).max(1) as u64;
         }
         f.fragments = f.groups.values().filter_map(|g| g.a).collect();

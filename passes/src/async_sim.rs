@@ -494,11 +494,8 @@ impl<'m> Simulator<'m> {
         if let Some(b) = kernel.regions.first() {
             guards(b, &[], &mut bar_ring);
         }
-        let warpgroups = kernel
-            .attr("block")
-            .and_then(|a| a.as_array())
-            .map(|d| d.iter().filter_map(|x| x.as_int()).product::<i64>() / 128)
-            .unwrap_or(1)
+        let warpgroups = tilec_dialect::ops::block_threads(kernel)
+            .map_or(1, |t| t / 128)
             .max(1) as u64;
         let mut live = FxHashMap::default();
         if let Some(b) = kernel.regions.first() {

@@ -1656,11 +1656,11 @@ fn keep_exchange_barriers(m: &Module, k: &mut Operation, lost: &BTreeSet<usize>)
         }
         exchange_races(m, &x).intersection(lost).copied().collect()
     };
+    // With every marked barrier none of `lost` races (`lost` excludes `k`'s own races).
     let mut keep = vec![true; sites.len()];
-    let all = left(&keep);
     for i in 0..sites.len() {
         keep[i] = false;
-        if left(&keep) != all {
+        if !left(&keep).is_empty() {
             keep[i] = true;
         }
     }
@@ -1696,10 +1696,7 @@ fn exchange_races(m: &Module, k: &Operation) -> BTreeSet<usize> {
             index.insert(o as *const Operation, n);
         }
     });
-    let threads: i64 = k
-        .attr("block")
-        .and_then(|a| a.as_array())
-        .map_or(128, |d| d.iter().filter_map(|x| x.as_int()).product());
+    let threads = tilec_dialect::ops::block_threads(k).unwrap_or(128);
     let mut x = Exchange {
         m,
         index,
@@ -1797,9 +1794,10 @@ impl Exchange<'_> {
             }
             _ => {}
         }
-        let accesses = exchange_accesses(self.m, o);
-        for (buf, read) in accesses {
-            let id = self.index[&(o as *const Operation)];
+        let Some(&id) = self.index.get(&(o as *const Operation)) else {
+            return s;
+        };
+        for (buf, read) in exchange_accesses(self.m, o) {
             if read {
                 if s.stored.contains(&buf) {
                     self.races.insert(id);

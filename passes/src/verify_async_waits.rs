@@ -1648,10 +1648,7 @@ impl Pass for VerifyAsyncWaits {
 /// so it is the kernel's `block` (a barrier counting fewer completes on any warps' arrivals,
 /// letting writers through early; one counting more waits for threads that never come).
 fn check_staging_handoff(k: &Operation, errors: &mut Vec<Diagnostic>) {
-    let threads = k
-        .attr("block")
-        .and_then(|a| a.as_array())
-        .map_or(128, |d| d.iter().filter_map(|x| x.as_int()).product());
+    let threads = tilec_dialect::ops::block_threads(k).unwrap_or(128);
     handoff_regions(k, false, threads, errors);
 }
 
