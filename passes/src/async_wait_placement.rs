@@ -695,7 +695,7 @@ impl Analysis<'_, '_> {
         let was = std::mem::replace(&mut self.frozen, true);
         let mut head = entry.clone();
         let mut iter = 0;
-        loop {
+        let mut exit = loop {
             let mut s = head.clone();
             let mut c = *ctx;
             self.block(&op.regions[0], &mut s, &mut c, false);
@@ -713,14 +713,16 @@ impl Analysis<'_, '_> {
                 next.join(&head);
             }
             if next == head {
-                break;
+                // A tile.for may run no trip and leaves from its head; a tile.while runs
+                // its body at least once and leaves after it.
+                break if op.kind == OpKind::While { s } else { head };
             }
             head = next;
             iter += 1;
-        }
+        };
         self.frozen = was;
-        head.map_insts(|i| self.f.after_loop(i, id));
-        head
+        exit.map_insts(|i| self.f.after_loop(i, id));
+        exit
     }
 
     /// The fences decided inside `op`'s regions.
@@ -1767,17 +1769,19 @@ impl Exchange<'_> {
                 return s;
             }
             OpKind::For | OpKind::While => {
-                // Zero or more trips: the head state grows to a fixpoint (finitely many
-                // buffers), and every trip's accesses are checked against it.
+                // The head state grows to a fixpoint (finitely many buffers), and every
+                // trip's accesses are checked against it. A tile.for may run no trip; a
+                // tile.while runs its body at least once and leaves after it.
                 let mut head = s;
                 loop {
                     let mut next = head.clone();
+                    let mut end = ExchangeState::default();
                     for r in &o.regions {
-                        let out = self.block(r, head.clone());
-                        next.join(&out);
+                        end = self.block(r, head.clone());
+                        next.join(&end);
                     }
                     if next == head {
-                        return head;
+                        return if o.kind == OpKind::While { end } else { head };
                     }
                     head = next;
                 }

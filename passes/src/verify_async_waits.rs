@@ -464,9 +464,12 @@ impl Explorer<'_, '_> {
         let mut frontier = States::new();
         for (q, t) in states {
             seen.insert(q.clone());
-            let mut skipped = t.clone();
-            skipped.steps.push(Step::Ran(id, 0));
-            add(&mut out, q.clone(), skipped);
+            // A tile.for may run no trip; a tile.while runs its body at least once.
+            if op.kind == OpKind::For {
+                let mut skipped = t.clone();
+                skipped.steps.push(Step::Ran(id, 0));
+                add(&mut out, q.clone(), skipped);
+            }
             let (mut q, mut t) = (q, t);
             q.map_sets(&|i: &mut Inst| self.f.enter_loop(i, id));
             t.steps.push(Step::Iter(id, 1));

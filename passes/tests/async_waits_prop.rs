@@ -106,6 +106,8 @@ enum Stmt {
     },
     If(Vec<Stmt>, Vec<Stmt>),
     For(Vec<Stmt>),
+    /// A `tile.while` counting up to `%N`: its body runs at least once.
+    While(Vec<Stmt>),
 }
 
 #[derive(Clone, Debug)]
@@ -155,12 +157,13 @@ fn stmt() -> impl Strategy<Value = Stmt> {
     ];
     leaf.prop_recursive(3, 24, 5, |inner| {
         prop_oneof![
-            (
+            4 => (
                 prop::collection::vec(inner.clone(), 0..4),
                 prop::collection::vec(inner.clone(), 0..3)
             )
                 .prop_map(|(t, e)| Stmt::If(t, e)),
-            prop::collection::vec(inner, 1..5).prop_map(Stmt::For),
+            3 => prop::collection::vec(inner.clone(), 1..5).prop_map(Stmt::For),
+            1 => prop::collection::vec(inner, 1..5).prop_map(Stmt::While),
         ]
     })
 }
@@ -351,6 +354,38 @@ impl Emit<'_> {
                 self.ivs.pop();
                 let y = self.accs.join(", ");
                 self.line(&format!("tile.yield {y}"));
+                self.indent -= 1;
+                self.line("}");
+                self.accs = res;
+            }
+            Stmt::While(b) => {
+                let res: Vec<String> = (0..na).map(|_| self.fresh("while")).collect();
+                let args: Vec<String> = (0..na).map(|_| self.fresh("carried")).collect();
+                let (iv, end, next, go) = (
+                    self.fresh("iv"),
+                    self.fresh("end"),
+                    self.fresh("next"),
+                    self.fresh("go"),
+                );
+                let tys = vec![ACC; na].join(", ");
+                let inits = self.accs.join(", ");
+                self.line(&format!(
+                    "{end}, {} = tile.while %c0, {inits} : index, {tys} {{",
+                    res.join(", ")
+                ));
+                let bargs: Vec<String> = args.iter().map(|a| format!("{a}: {ACC}")).collect();
+                self.line(&format!("^bb0({iv}: index, {}):", bargs.join(", ")));
+                self.indent += 1;
+                self.accs = args;
+                self.ivs.push(iv.clone());
+                self.stmts(b);
+                self.ivs.pop();
+                self.line(&format!("{next} = tile.addi {iv}, %c1 : index"));
+                self.line(&format!(
+                    "{go} = tile.cmpi {next}, %N {{predicate = \"slt\"}} : i1"
+                ));
+                let y = self.accs.join(", ");
+                self.line(&format!("tile.yield {go}, {next}, {y}"));
                 self.indent -= 1;
                 self.line("}");
                 self.accs = res;
