@@ -490,6 +490,22 @@ impl<'m> Simulator<'m> {
                 trips.push(n + 1);
             }
         }
+        // Stage indices repeat every `domain` trips, and a group stays pending up to
+        // `depth` trips: every (stage, stage of a pending group) pair of two rings of
+        // coprime depths (3 and 2: first met on the sixth trip) is met within
+        // domain + depth trips.
+        let mut depth = 1i64;
+        for o in &ops {
+            if matches!(
+                o.kind,
+                OpKind::WaitGroup | OpKind::CpAsyncWaitGroup | OpKind::BulkWaitGroup
+            ) {
+                depth = depth.max(o.int_attr("pending").unwrap_or(0).clamp(0, 8) + 1);
+            }
+        }
+        if exact && domain + depth <= 24 && !trips.contains(&(domain + depth)) {
+            trips.push(domain + depth);
+        }
         let mut bar_ring = FxHashMap::default();
         if let Some(b) = kernel.regions.first() {
             guards(b, &[], &mut bar_ring);

@@ -7,12 +7,17 @@
 //! yet followed by a CTA barrier, and the registers touched since the last fence. Both
 //! sides of a branch are taken; loops run 0, 1, 2, … iterations: the first two are
 //! always unrolled, later ones until no path brings a queue not seen at the loop head
-//! before (paths with equal queues have equal futures, so the exploration is exhaustive).
+//! before (paths with equal queues have equal futures, so the exploration is exhaustive);
+//! a `tile.while` runs its body at least once. Where only safety is asked (not the
+//! diagnostics), a path that another at the same op dominates is dropped: every group it
+//! has pending is pending there too, no older, and each step keeps that order, so it meets
+//! no hazard the other does not (`Queue::dominated_by`).
 //! What counts as a hazard is defined once for placement and this explorer, in
 //! [`crate::async_model`].
 //!
 //! A second analysis shares nothing with that model: [`crate::async_sim`] runs the kernel on
-//! concrete paths (every branch side, trip counts 0–5, unknown values chosen), with concrete
+//! concrete paths (every branch side, trip counts 0–5, and enough trips for every pair of
+//! ring stages to meet; unknown values chosen), with concrete
 //! queues, register sets and stage numbers, by the PTX ISA's rules. Once the explorer has
 //! found a kernel safe and tight, the simulation must agree: no run may meet a hazard; and
 //! each wait raised by one, each wait moved one op later (not past a fence or a barrier,
@@ -173,6 +178,9 @@ impl Default for CheckOptions {
 /// 1); this is the bound for any kernel.
 const MAX_KEEP: usize = MAX_PENDING as usize + 1;
 
+/// A queue's pending instances with their distances ([`Queue::distances`]).
+type Distances = Vec<(Inst, u32)>;
+
 /// The exact per-path state.
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 struct Queue {
@@ -191,6 +199,75 @@ struct Queue {
 }
 
 impl Queue {
+    /// Each pending instance, in order, with its distances from the youngest committed
+    /// group as a bit set: bit d + 1 for distance d, -1 open, `keep` old (retired by any
+    /// wait); a wait of N retires the occurrences at N or more.
+    fn distances(&self, keep: usize) -> Distances {
+        let n = self.committed.len();
+        let mut d: Vec<(Inst, u32)> = self.open.iter().map(|i| (i.clone(), 1)).collect();
+        for (j, g) in self.committed.iter().enumerate() {
+            d.extend(g.iter().map(|i| (i.clone(), 1 << (n - j))));
+        }
+        d.extend(self.old.iter().map(|i| (i.clone(), 1 << (keep + 1))));
+        d.sort();
+        d.dedup_by(|b, a| {
+            let same = a.0 == b.0;
+            if same {
+                a.1 |= b.1;
+            }
+            same
+        });
+        d
+    }
+
+    /// Whether every path from `self` meets a hazard only where the same path from `p`
+    /// does (at the same op or before), so that `self` need not be explored beside `p`.
+    /// Each step keeps the order (a wait, a commit, an issue, a barrier, a fence, a loop's
+    /// renaming), and a hazard found from `self` is found from `p`:
+    /// - each pending instance of `self` is pending in `p`, no older (a wait that keeps it
+    ///   in `self` keeps it in `p`); an instance with a register A fragment is pending
+    ///   in `p` at every distance it has in `self`, so that each wait that retires it in
+    ///   `self` also does in `p` (whether that wait takes the fragment is checked there);
+    /// - an instance retired without a barrier since in `self` is so in `p`, or pending;
+    /// - `p` has every dirty register slot of `self`, and is unfenced if `self` is.
+    ///
+    /// `mine` and `theirs` are the [`Queue::distances`] of `self` and `p`; `reg_a` says
+    /// whether an instance's wgmma takes A from registers. `Mode::Collect` goes on after
+    /// an error with a step that keeps this order (each conflicting group retired alone,
+    /// each overwritten one synchronised, the wgmma's own registers fenced); `Mode::Full`'s
+    /// diagnostics follow each path, and a probe counts groups.
+    fn dominated_by(
+        &self,
+        p: &Queue,
+        mine: &Distances,
+        theirs: &Distances,
+        reg_a: &dyn Fn(&Inst) -> bool,
+    ) -> bool {
+        if (self.unfenced && !p.unfenced)
+            || mine.len() > theirs.len()
+            || !self.dirty.is_subset(&p.dirty)
+        {
+            return false;
+        }
+        let mut rest = theirs.iter();
+        for (i, m) in mine {
+            let Some((_, t)) = rest.by_ref().find(|(j, _)| j >= i).filter(|(j, _)| j == i) else {
+                return false;
+            };
+            let ok = if reg_a(i) {
+                m & !t == 0
+            } else {
+                t.trailing_zeros() <= m.trailing_zeros()
+            };
+            if !ok {
+                return false;
+            }
+        }
+        self.unsynced
+            .iter()
+            .all(|i| p.unsynced.contains(i) || theirs.binary_search_by(|(j, _)| j.cmp(i)).is_ok())
+    }
+
     fn insts_mut(&mut self) -> impl Iterator<Item = &mut Inst> {
         self.committed
             .iter_mut()
@@ -343,6 +420,48 @@ impl Explorer<'_, '_> {
         }
     }
 
+    /// Whether a path may be dropped for one that dominates it ([`Queue::dominated_by`]):
+    /// only where safety alone is asked and nothing is counted.
+    fn prunes(&self) -> bool {
+        self.mode != Mode::Full && self.probe.is_none()
+    }
+
+    fn reg_a(&self, i: &Inst) -> bool {
+        self.f.groups[&i.mma].a.is_some()
+    }
+
+    /// Whether `q` is dominated by or equal to one of `by` (queues with their distances).
+    fn dominated(&self, q: &Queue, by: &[(Queue, Distances)]) -> bool {
+        let mine = q.distances(self.keep);
+        by.iter()
+            .any(|(p, d)| p == q || q.dominated_by(p, &mine, d, &|i| self.reg_a(i)))
+    }
+
+    /// `states` less those another of them dominates (where [`Explorer::prunes`]).
+    fn prune(&self, states: States) -> States {
+        if !self.prunes() || states.len() < 2 {
+            return states;
+        }
+        let all: Vec<Queue> = states.keys().cloned().collect();
+        let dist: Vec<_> = all.iter().map(|q| q.distances(self.keep)).collect();
+        let reg_a = |i: &Inst| self.reg_a(i);
+        let keep: Vec<bool> = (0..all.len())
+            .map(|a| {
+                !(0..all.len()).any(|b| {
+                    a != b
+                        && all[a].dominated_by(&all[b], &dist[a], &dist[b], &reg_a)
+                        // Of two equivalent queues, the first stays.
+                        && !(b > a && all[b].dominated_by(&all[a], &dist[b], &dist[a], &reg_a))
+                })
+            })
+            .collect();
+        states
+            .into_iter()
+            .zip(keep)
+            .filter_map(|(qt, k)| k.then_some(qt))
+            .collect()
+    }
+
     fn block(
         &mut self,
         b: &tilec_dialect::Block,
@@ -373,7 +492,10 @@ impl Explorer<'_, '_> {
             }
         }
         match op.kind {
-            OpKind::For | OpKind::While => self.for_loop(op, id, states, *wg),
+            OpKind::For | OpKind::While => {
+                let exits = self.for_loop(op, id, states, *wg);
+                self.prune(exits)
+            }
             OpKind::If => {
                 let mut out = States::new();
                 for (r, then) in [(0, true), (1, false)] {
@@ -388,7 +510,7 @@ impl Explorer<'_, '_> {
                         add(&mut out, q, t);
                     }
                 }
-                out
+                self.prune(out)
             }
             OpKind::WarpSpecialize => {
                 let enter = |r: usize| -> States {
@@ -434,10 +556,10 @@ impl Explorer<'_, '_> {
             exits.extend(x.iter().cloned());
         } else {
             for (q, t) in states {
-                match self.loop_memo.get(&(id, wg, vec![q.clone()])) {
+                match self.loop_memo.get(&(id, wg, vec![q.clone()])).cloned() {
                     Some(x) => {
                         self.steps += 1;
-                        exits.extend(x.iter().cloned());
+                        exits.extend(x);
                     }
                     None => add(&mut rest, q, t),
                 }
@@ -475,6 +597,16 @@ impl Explorer<'_, '_> {
             t.steps.push(Step::Iter(id, 1));
             add(&mut frontier, q, t);
         }
+        // The head queues explored (where paths are pruned): a queue one of them dominates
+        // or equals needs no trip of its own.
+        let mut explored: Vec<(Queue, Distances)> = if self.prunes() {
+            frontier
+                .keys()
+                .map(|q| (q.clone(), q.distances(self.keep)))
+                .collect()
+        } else {
+            vec![]
+        };
         let mut k = 1u32;
         while !frontier.is_empty() && !self.failed && !self.gave_up {
             let end = self.block(&op.regions[0], frontier, &mut wg.clone(), false);
@@ -492,6 +624,12 @@ impl Explorer<'_, '_> {
                 add(&mut out, q.clone(), ran);
                 if k >= 2 && seen.contains(&q) {
                     continue;
+                }
+                if self.prunes() {
+                    if self.dominated(&q, &explored) {
+                        continue;
+                    }
+                    explored.push((q.clone(), q.distances(self.keep)));
                 }
                 seen.insert(q.clone());
                 t.steps.push(Step::Iter(id, k + 1));
@@ -556,16 +694,35 @@ impl Explorer<'_, '_> {
                 self.report(id, |e| e.unsafe_diag(op, &g, after, h, &t));
                 // Go on as if the wait this path needed were there, so that one missing
                 // wait is reported once and the queues stay as small as in safe code.
-                match youngest {
-                    Some(Some(n)) => {
-                        let keep_from = q.committed.len() - n;
-                        q.committed.drain(..keep_from);
-                        q.old.clear();
+                // Where paths are pruned, as if each conflicting group had been waited for
+                // alone (a step that keeps the order paths are pruned by).
+                if self.mode == Mode::Collect {
+                    let conflicting = |i: &Inst| self.f.conflict(&x, i).is_some();
+                    let mut c: BTreeSet<Inst> = q.open.iter().cloned().collect();
+                    c.extend(q.committed.iter().flatten().cloned());
+                    c.extend(q.old.iter().cloned());
+                    c.retain(|i| conflicting(i));
+                    q.open.retain(|i| !c.contains(i));
+                    for g in &mut q.committed {
+                        g.retain(|i| !c.contains(i));
                     }
-                    _ => {
-                        q.committed.clear();
-                        q.old.clear();
-                        q.open.clear();
+                    q.old.retain(|i| !c.contains(i));
+                    if self.f.kind.shared(wg) {
+                        q.unsynced
+                            .extend(c.into_iter().filter(|i| !i.stages.is_empty()));
+                    }
+                } else {
+                    match youngest {
+                        Some(Some(n)) => {
+                            let keep_from = q.committed.len() - n;
+                            q.committed.drain(..keep_from);
+                            q.old.clear();
+                        }
+                        _ => {
+                            q.committed.clear();
+                            q.old.clear();
+                            q.open.clear();
+                        }
                     }
                 }
             } else if self.f.kind.shared(wg) {
@@ -611,7 +768,11 @@ impl Explorer<'_, '_> {
                             format!("the group's '{}'", kind.issuer()),
                         )
                     });
-                    q.unsynced.clear();
+                    if self.mode == Mode::Collect {
+                        q.unsynced.retain(|g| !self.f.overwrites(&x, g));
+                    } else {
+                        q.unsynced.clear();
+                    }
                 }
             }
             if let Some(m) = x.wgmma.filter(|_| self.f.kind == GroupKind::Wgmma) {
@@ -632,7 +793,11 @@ impl Explorer<'_, '_> {
                             format!("wgmma 'tile.mma' issued {why}, on the path: {}", e.path(&t)),
                         )
                     });
-                    q.dirty.clear();
+                    if self.mode == Mode::Collect {
+                        q.dirty.retain(|s| !gd.slots().any(|g| g == *s));
+                    } else {
+                        q.dirty.clear();
+                    }
                     q.unfenced = false;
                 }
             }
