@@ -442,16 +442,16 @@ impl Explorer<'_, '_> {
         if !self.prunes() || states.len() < 2 {
             return states;
         }
-        let all: Vec<Queue> = states.keys().cloned().collect();
+        let all: Vec<&Queue> = states.keys().collect();
         let dist: Vec<_> = all.iter().map(|q| q.distances(self.keep)).collect();
         let reg_a = |i: &Inst| self.reg_a(i);
         let keep: Vec<bool> = (0..all.len())
             .map(|a| {
                 !(0..all.len()).any(|b| {
                     a != b
-                        && all[a].dominated_by(&all[b], &dist[a], &dist[b], &reg_a)
+                        && all[a].dominated_by(all[b], &dist[a], &dist[b], &reg_a)
                         // Of two equivalent queues, the first stays.
-                        && !(b > a && all[b].dominated_by(&all[a], &dist[b], &dist[a], &reg_a))
+                        && !(b > a && all[b].dominated_by(all[a], &dist[b], &dist[a], &reg_a))
                 })
             })
             .collect();
