@@ -8,9 +8,13 @@
 //! [`configs`] lists, per target and element type, the configurations whose steady
 //! throughput has been measured: a tile (BM × BN, stepping K by BK), its ring depth, its
 //! `persistent` schedule and its epilogue store, each with the rate it reached on large
-//! squares. The sm_90a rates are the H200's of `docs/bench-2026-11-29-s5-h200.json` (the
-//! 8192³ and 16384³ rows); a configuration without a measurement is not a candidate, so the
-//! heuristic never prefers a tile nobody has timed. sm_90, sm_100 and sm_100a lower one tile
+//! squares. The sm_90a rates are the H200's of `docs/bench-2026-12-06-s32-tiles-nn-h200.json`
+//! (the means of the 8192³ and 16384³ rows); a configuration without a measurement is not a
+//! candidate, so the heuristic never prefers a tile nobody has timed. Beside the 64- and
+//! 128-row wgmma tiles the table holds the swap-AB tiles 16 × 64 and 16 × 128, which
+//! `tile-to-gpu` computes as Cᵀ = Bᵀ · Aᵀ and which store C from the registers: slow on
+//! large squares (118 and 163 TFLOP/s), they compute no padding rows at M = 16, where the
+//! 64-row tiles compute three for each real one. sm_90, sm_100 and sm_100a lower one tile
 //! (128 × 256 on mma.sync), which is then the choice.
 //!
 //! # The model
@@ -132,12 +136,17 @@ pub struct GemmConfig {
     pub tflops: Option<f64>,
 }
 
-/// [`configs`]' table: (target has wgmma, measured).
-const WGMMA_16BIT: [GemmConfig; 4] = [
-    cfg(128, 256, 4, Schedule::Static, 655.0),
-    cfg(128, 128, 4, Schedule::Static, 630.0),
-    cfg(64, 128, 6, Schedule::None, 495.0),
-    cfg(64, 64, 8, Schedule::None, 372.0),
+/// [`configs`]' table: (target has wgmma, measured). The rates are the means of the
+/// 8192³ and 16384³ rows of `docs/bench-2026-12-06-s32-tiles-nn-h200.json` (A·B, H200).
+const WGMMA_16BIT: [GemmConfig; 6] = [
+    cfg(128, 256, 4, Schedule::Static, 683.0),
+    cfg(128, 128, 4, Schedule::Static, 655.0),
+    cfg(64, 128, 6, Schedule::None, 511.0),
+    cfg(64, 64, 8, Schedule::None, 375.0),
+    // Swap-AB tiles (an M tile below wgmma's 64 rows, computed as Cᵀ = Bᵀ · Aᵀ): their
+    // epilogue stores from the registers.
+    direct(cfg(16, 128, 8, Schedule::None, 163.0)),
+    direct(cfg(16, 64, 8, Schedule::None, 118.0)),
 ];
 
 const fn cfg(bm: u64, bn: u64, stages: u32, schedule: Schedule, tflops: f64) -> GemmConfig {
@@ -149,6 +158,13 @@ const fn cfg(bm: u64, bn: u64, stages: u32, schedule: Schedule, tflops: f64) -> 
         schedule,
         epilogue: EpilogueStore::Tma,
         tflops: Some(tflops),
+    }
+}
+
+const fn direct(c: GemmConfig) -> GemmConfig {
+    GemmConfig {
+        epilogue: EpilogueStore::Direct,
+        ..c
     }
 }
 
@@ -431,24 +447,24 @@ mod tests {
     }
 
     /// The benchmark shapes and the tile chosen for each on sm_90a. Against the H200
-    /// measurements the rates come from (docs/bench-2026-11-29-s5-h200.json), each choice is
-    /// the fastest measured tile or within 3% of it (1024x14336x4096: 128x128 at 591 TFLOP/s
-    /// against 128x256 at 609; 1024x128256x4096: 128x256 at 630 against 128x128 at 634).
+    /// measurements the rates come from (docs/bench-2026-12-06-s32-tiles-nn-h200.json), each
+    /// choice is the fastest measured tile or within 1% of it (8192x14336x4096: 128x256 at
+    /// 643.7 TFLOP/s against 128x128 at 649.7).
     #[test]
     fn benchmark_shapes_choose_the_expected_tiles() {
         let want = [
             "64x128", "128x256", "128x256", "128x256", "128x256", // squares
-            "64x64", "64x64", "128x256", "128x256", // N, K = 4096
-            "64x128", "128x128", "128x128", "128x256", // N = 14336
-            "64x64", "64x64", "128x256", "128x256", // K = 14336
-            "64x128", "128x256", "128x256", "128x256", // N = 128256
+            "16x64", "64x64", "128x256", "128x256", // N, K = 4096
+            "16x128", "128x128", "128x128", "128x256", // N = 14336
+            "16x64", "64x64", "128x256", "128x256", // K = 14336
+            "16x128", "128x256", "128x256", "128x256", // N = 128256
         ];
         for (&(m, n, k), want) in BENCHMARK_SHAPES.iter().zip(want) {
             let c = choose(m, n, k);
             let got = format!("{}x{}", c.config.bm, c.config.bn);
             assert_eq!(got, want, "{m}x{n}x{k}: {}", c.reason);
             assert_eq!(c.ranked[0].0, c.config);
-            assert_eq!(c.ranked.len(), 4);
+            assert_eq!(c.ranked.len(), 6);
         }
     }
 
@@ -459,17 +475,25 @@ mod tests {
         let e = c.estimate.unwrap();
         assert_eq!((e.tiles, e.waves, e.bound()), (2048, 16, "compute"));
         assert_eq!(e.padding, 0.0);
-        // 2·128·256·8192 flops at 655 TFLOP/s over 132 SMs.
-        let per_cta = 2.0 * 128.0 * 256.0 * 8192.0 / (655e12 / RATE_SMS) * 1e6;
+        // 2·128·256·8192 flops at 683 TFLOP/s over 132 SMs.
+        let per_cta = 2.0 * 128.0 * 256.0 * 8192.0 / (683e12 / RATE_SMS) * 1e6;
         assert!((e.compute_us - per_cta).abs() < 1e-9);
         assert!((e.total_us - (16.0 * per_cta + 2.0)).abs() < 1e-6);
         assert!(c
             .reason
             .starts_with("2048 tiles of 128x256 = 15.52 waves on 132 SMs"));
-        // M = 16 on 64-row tiles computes 3 padding rows for each real one.
-        let e = choose(16, 4096, 4096).estimate.unwrap();
-        assert_eq!(e.padding, 3.0);
-        assert_eq!(e.bound(), "streaming");
+        // M = 16 on 64-row tiles computes 3 padding rows for each real one; the swapped
+        // 16-row tile none, and wins.
+        let c = choose(16, 4096, 4096);
+        let pad = |bm: u64, bn: u64| {
+            let r = c.ranked.iter().find(|r| (r.0.bm, r.0.bn) == (bm, bn));
+            r.and_then(|r| r.1).unwrap()
+        };
+        assert_eq!(pad(64, 64).padding, 3.0);
+        assert_eq!(pad(64, 64).bound(), "streaming");
+        assert_eq!(pad(16, 64).padding, 0.0);
+        assert_eq!((c.config.bm, c.config.bn), (16, 64), "{}", c.reason);
+        assert!(pad(16, 64).total_us < pad(64, 64).total_us);
         // Few SMs: more waves, so the largest tile's rate wins sooner; an SM is no faster.
         let p = GemmProblem::new(1024, 1024, 1024, ScalarType::BF16);
         let all = choose_gemm(&p, Target::Sm90a, &Machine::H200).unwrap();
@@ -491,9 +515,11 @@ mod tests {
 
     #[test]
     fn ties_prefer_less_padding() {
-        // 16x128256x4096 is DRAM-bound on every tile: the 64-row tiles pad less.
+        // 16x128256x4096 is DRAM-bound on every tile: the swapped 16-row tiles pad none,
+        // and of those the larger wins.
         let c = choose(16, 128256, 4096);
-        assert_eq!((c.config.bm, c.config.bn), (64, 128));
+        assert_eq!((c.config.bm, c.config.bn), (16, 128));
+        assert_eq!(c.estimate.unwrap().bound(), "DRAM");
         assert!(c.reason.contains("tied within 3%"), "{}", c.reason);
     }
 
@@ -553,12 +579,17 @@ mod tests {
     fn apply_sets_the_constants_and_options() {
         let c = choose(16, 4096, 4096).config;
         let o = c.apply(Options::new(Target::Sm90a));
-        assert_eq!(o.constants["BM"], 64);
+        assert_eq!(o.constants["BM"], 16);
         assert_eq!(o.constants["BN"], 64);
         assert_eq!(o.constants["BK"], 64);
         assert_eq!(
             (o.stages, o.schedule, o.epilogue),
-            (8, Schedule::None, EpilogueStore::Tma)
+            (8, Schedule::None, EpilogueStore::Direct)
         );
+        let o = choose(128, 4096, 4096)
+            .config
+            .apply(Options::new(Target::Sm90a));
+        assert_eq!((o.constants["BM"], o.constants["BN"]), (64, 64));
+        assert_eq!(o.epilogue, EpilogueStore::Tma);
     }
 }

@@ -178,14 +178,18 @@ fn auto_tile_binds_the_heuristic_choice_and_checks_it() {
         ScalarType::BF16
     );
     let (o, c) = auto_tile(input, &base, &p, &Machine::H200).unwrap();
-    assert_eq!((c.config.bm, c.config.bn, c.config.bk), (64, 64, 64));
+    assert_eq!((c.config.bm, c.config.bn, c.config.bk), (16, 64, 64));
     assert_eq!(
         (o.stages, o.schedule, o.epilogue),
-        (8, Schedule::None, EpilogueStore::Tma)
+        (8, Schedule::None, EpilogueStore::Direct)
     );
     let k = tilec::compile(input, &o).unwrap();
-    assert_eq!(k.manifest.constants["BM"], 64);
+    assert_eq!(k.manifest.constants["BM"], 16);
     assert_eq!(k.manifest.block, [256, 1, 1]);
+    let p = GemmProblem::new(128, 4096, 4096, ScalarType::BF16);
+    let (o, c) = auto_tile(input, &base, &p, &Machine::H200).unwrap();
+    assert_eq!((c.config.bm, c.config.bn), (64, 64));
+    assert_eq!(o.epilogue, EpilogueStore::Tma);
     // An f32 C: the TMA store takes 16-bit elements only, so the direct store is next.
     let f32_src = src
         .replace("%C: tensor<?x?xbf16>", "%C: tensor<?x?xf32>")

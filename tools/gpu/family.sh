@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # On the GPU machine: check and time the GEMM family built by tools/gpu/build_family.sh.
-# Correctness on ragged and square shapes for every example and target (poisoned C, guard,
-# f32 reference); then, on sm_90a (unless FAMILY_CHECK_ONLY=1): NN, NT and TN against cuBLAS
-# on the same stored operands over bench.py's 21 shapes, and batched 8 × 4096³ (against
-# torch.bmm) and f16 8192³, 3 rounds each.
+# Correctness on ragged and square shapes for every example and target, and of the swap-AB
+# tiles on small-M shapes (poisoned C, guard, f32 reference); then, on sm_90a (unless
+# FAMILY_CHECK_ONLY=1): NN, NT and TN against cuBLAS on the same stored operands over
+# bench.py's 21 shapes, and batched 8 × 4096³ (against torch.bmm) and f16 8192³, 3 rounds
+# each.
 #
 # Usage: bash gpu-out/family/family.sh [DIR] (DIR defaults to the script's folder).
 set -uo pipefail
@@ -18,6 +19,18 @@ for t in sm90a sm90; do
         echo "== $e $t ${spec#*:}"
         # shellcheck disable=SC2086
         run "$d/$e-$t/$e.json" --shapes $shapes ${spec#*:} || status=1
+    done
+done
+# The swap-AB tiles (BM = 16, computed as Cᵀ = Bᵀ · Aᵀ) on every layout, the batch, and f16,
+# at M = 1, 16, 17, 40 and ragged N and K.
+swap_shapes="1,4096,4096 16,4000,4096 17,257,72 40,1000,1000 16,4096,4000 129,257,72"
+for t in sm90a-w16x64 sm90a-w16x128; do
+    for spec in "gemm:" "gemm_nt_bf16:--b-layout nk" "gemm_tn_bf16:--a-layout km" \
+        "gemm_f16:" "batched_gemm:--batch 3"; do
+        e=${spec%%:*}
+        echo "== $e $t ${spec#*:}"
+        # shellcheck disable=SC2086
+        run "$d/$e-$t/$e.json" --shapes $swap_shapes ${spec#*:} || status=1
     done
 done
 if [ "${FAMILY_CHECK_ONLY:-0}" = 1 ]; then exit $status; fi
