@@ -63,6 +63,11 @@
 //!   registers.
 //!   After reporting, a path goes on as if the wait (barrier, fence) it needed were there,
 //!   so one missing wait gives one error, not one per later op.
+//! - **untied** (checked when no path is unsafe): an op other than a wait, a hand-on
+//!   (`tile.if` / loop yields and inits, `tile.reshape`, `tile.transpose`) or the next
+//!   wgmma of the chain reads a wgmma's result, or a value handed on from it, that no wait
+//!   has taken. The lowering orders only a wait's operands after `wgmma.wait_group`, so
+//!   such a read is unordered even where every path's wait has retired the group.
 //! - **not tight** (checked when the kernel is safe, by re-running the exploration on a
 //!   changed copy, waits taken last to first): a wait that can be deleted and stay safe
 //!   (redundant; it is then deleted from the copy, so the waits reported redundant can all
@@ -1530,6 +1535,11 @@ pub fn verify_async_waits(m: &Module, options: &CheckOptions) -> Result<CheckRep
         for kind in GroupKind::ALL {
             explore_kind(m, k, kind, max_steps, &mut report, &mut errors);
         }
+        // A read that may see a pending group is reported as such; one that sees none may
+        // still be untied.
+        if errors.len() == before {
+            check_untied_reads(m, k, &mut errors);
+        }
         if errors.len() == before && options.sim_runs > 0 {
             simulate(m, k, options.sim_runs, &mut report, &mut errors);
         }
@@ -1803,6 +1813,127 @@ impl Pass for VerifyAsyncWaits {
         cx.stat("sim-incomplete", r.sim_incomplete);
         cx.stat("kernels-checked", m.kernels().count() as u64);
         Ok(())
+    }
+}
+
+/// Reads of a wgmma accumulator that no wait has taken. The lowering orders an op after
+/// `wgmma.wait_group` only through the wait's operands (it returns the registers it takes,
+/// PTX ISA §9.7.15.5.3), so an op that reads a `tile.mma`'s result itself, or a value that a
+/// `tile.if`, a loop, a `tile.reshape` or a `tile.transpose` hands on from it, may read the
+/// registers before the wgmma has written them, whatever the waits on the path retire. Such
+/// a value may go only to a wait, to the accumulator of the next wgmma of its chain, and to
+/// those hand-ons; any other reader is an error at the reader, with a note at the wgmma.
+fn check_untied_reads(m: &Module, k: &Operation, errors: &mut Vec<Diagnostic>) {
+    let mut ops = vec![];
+    k.walk(&mut |o| ops.push(o));
+    // The wgmma whose registers each value may hold untied, to a fixpoint over hand-ons.
+    let mut raw: BTreeMap<Value, Location> = BTreeMap::new();
+    for o in ops.iter().filter(|o| is_wgmma(o)) {
+        for &r in &o.results {
+            raw.insert(r, o.loc.clone());
+        }
+    }
+    if raw.is_empty() {
+        return;
+    }
+    let yields = |o: &Operation, r: usize| -> Vec<Value> {
+        o.regions
+            .get(r)
+            .and_then(|b| b.ops.last())
+            .filter(|y| y.kind == OpKind::Yield)
+            .map(|y| y.operands.clone())
+            .unwrap_or_default()
+    };
+    // (from, to) pairs: the registers of `from` become those of `to`, untouched.
+    let mut hand_ons: Vec<(Value, Value)> = vec![];
+    for o in &ops {
+        match o.kind {
+            OpKind::Reshape | OpKind::Transpose => {
+                hand_ons.extend(o.operands.first().copied().zip(o.results.first().copied()));
+            }
+            OpKind::If => {
+                for r in 0..o.regions.len() {
+                    hand_ons.extend(yields(o, r).into_iter().zip(o.results.iter().copied()));
+                }
+            }
+            OpKind::For | OpKind::While => {
+                // tile.for: operands lb, ub, step, inits; args iv, carried; yields carried.
+                // tile.while: operands inits; args carried; yields the flag, carried; its
+                // body runs at least once, so its results are what the body yields.
+                let (oo, ao, yo) = if o.kind == OpKind::For {
+                    (3, 1, 0)
+                } else {
+                    (0, 0, 1)
+                };
+                let args = o
+                    .regions
+                    .first()
+                    .map(|b| b.args.clone())
+                    .unwrap_or_default();
+                let ys = yields(o, 0);
+                for (j, &init) in o.operands.iter().skip(oo).enumerate() {
+                    let (arg, res) = (args.get(ao + j).copied(), o.results.get(j).copied());
+                    let y = ys.get(yo + j).copied();
+                    hand_ons.extend(arg.map(|a| (init, a)));
+                    if o.kind == OpKind::For {
+                        hand_ons.extend(res.map(|r| (init, r)));
+                    }
+                    hand_ons.extend(y.zip(arg));
+                    hand_ons.extend(y.zip(res));
+                }
+            }
+            _ => {}
+        }
+    }
+    loop {
+        let before = raw.len();
+        for (from, to) in &hand_ons {
+            if let Some(at) = raw.get(from).cloned() {
+                raw.entry(*to).or_insert(at);
+            }
+        }
+        if raw.len() == before {
+            break;
+        }
+    }
+    for o in &ops {
+        let allowed = |v: Value| match o.kind {
+            OpKind::WaitGroup
+            | OpKind::Yield
+            | OpKind::Reshape
+            | OpKind::Transpose
+            | OpKind::If
+            | OpKind::For
+            | OpKind::While => true,
+            OpKind::Mma if is_wgmma(o) => {
+                tilec_dialect::ops::mma_operands(o).is_some_and(|p| p.acc == v)
+            }
+            _ => false,
+        };
+        let Some((v, at)) = o
+            .operands
+            .iter()
+            .find_map(|&v| raw.get(&v).filter(|_| !allowed(v)).map(|at| (v, at)))
+        else {
+            continue;
+        };
+        let name = m
+            .name(v)
+            .map_or_else(|| format!("#{}", v.0), |n| format!("'%{n}'"));
+        errors.push(
+            Diagnostic::error(
+                o.loc.clone(),
+                format!(
+                    "'{}' reads {name}, the accumulator of the wgmma at {at} (or a value \
+                     handed on from it) that no 'tile.wait_group' has taken: the lowering \
+                     orders only a wait's operands after wgmma.wait_group, so the read may \
+                     see the registers before the wgmma has written them; read the result \
+                     of the wait that retires its group",
+                    o.kind.name()
+                ),
+            )
+            .with_note(at.clone(), "the wgmma 'tile.mma'"),
+        );
     }
 }
 
