@@ -130,7 +130,7 @@ use crate::async_model::{
     OpId, Slot, C_CAP, MAX_PENDING,
 };
 use crate::pass::{Pass, PassContext, PassInfo};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use tilec_dialect::{
     Attribute, Block, Diagnostic, Diagnostics, Location, Module, OpKind, Operation, Type, Value,
 };
@@ -1222,7 +1222,7 @@ fn live_at(levels: &[Level<'_>], v: Value, def_level: usize) -> bool {
 }
 
 /// For each op with a wait before it (only op `only`, when given), the values the wait
-/// takes, in value order.
+/// takes, in definition order.
 fn wait_operands(
     f: &Facts<'_>,
     kernel: &Operation,
@@ -1268,8 +1268,11 @@ fn wait_operands(
                         }
                     }
                 }
-                vals.sort();
-                vals.dedup();
+                // Definition order (outer levels first, then program order), which printing
+                // and parsing keep: ordering by value number would not make placement
+                // idempotent where the rewrite numbered a join's new values.
+                let mut seen = HashSet::new();
+                vals.retain(|v| seen.insert(*v));
                 out.insert(id, vals);
             }
             for r in 0..op.regions.len() {
@@ -1562,8 +1565,43 @@ fn place_kernel(
             *k = input;
         }
     }
+    order_wait_operands(k);
     stats.add(&s);
     remarks.extend(r);
+}
+
+/// Puts each `tile.wait_group`'s operands, with their results, in the order their values
+/// are defined in the text (which printing and parsing keep). The rewrite hands a wait the
+/// value that a join (a `tile.if`'s or a loop's new result) makes of an operand in that
+/// operand's place; a second run finds the join's value where it is defined, so without
+/// this the two runs could order the same operands differently.
+fn order_wait_operands(k: &mut Operation) {
+    let mut order: HashMap<Value, usize> = HashMap::new();
+    k.walk(&mut |o| {
+        for &r in &o.results {
+            let n = order.len();
+            order.entry(r).or_insert(n);
+        }
+        for b in &o.regions {
+            for &a in &b.args {
+                let n = order.len();
+                order.entry(a).or_insert(n);
+            }
+        }
+    });
+    k.walk_mut(&mut |o| {
+        if o.kind != OpKind::WaitGroup || o.operands.len() != o.results.len() {
+            return;
+        }
+        let mut pairs: Vec<(Value, Value)> = o
+            .operands
+            .iter()
+            .copied()
+            .zip(o.results.iter().copied())
+            .collect();
+        pairs.sort_by_key(|(v, _)| order.get(v).copied().unwrap_or(usize::MAX));
+        (o.operands, o.results) = pairs.into_iter().unzip();
+    });
 }
 
 fn place_kernel_once(
