@@ -64,9 +64,11 @@
 //!   After reporting, a path goes on as if the wait (barrier, fence) it needed were there,
 //!   so one missing wait gives one error, not one per later op.
 //! - **untied** (checked when no path is unsafe): an op other than a wait, a hand-on
-//!   (`tile.if` / loop yields and inits, `tile.reshape`, `tile.transpose`) or the next
-//!   wgmma of the chain reads a wgmma's result, or a value handed on from it, that no wait
-//!   has taken. The lowering orders only a wait's operands after `wgmma.wait_group`, so
+//!   (`tile.if`, loop and `tile.warp_specialize` yields, loop inits, `tile.reshape`,
+//!   `tile.transpose`) or the next wgmma of the chain (as its accumulator) reads a wgmma's
+//!   result, or a value handed on from it, that no wait retiring its group has taken (a
+//!   wait that takes it while, on some path of the exploration, the group stays pending
+//!   hands it on). The lowering orders only a wait's operands after `wgmma.wait_group`, so
 //!   such a read is unordered even where every path's wait has retired the group.
 //! - **not tight** (checked when the kernel is safe, by re-running the exploration on a
 //!   changed copy, waits taken last to first): a wait that can be deleted and stay safe
@@ -359,6 +361,9 @@ struct Explorer<'a, 'k> {
     /// depend on nothing else, so a nest reached again with queues met before is not
     /// explored again: depth d costs d summaries per distinct entry, not 2^d runs.
     loop_memo: BTreeMap<(OpId, u64, Vec<Queue>), Vec<Queue>>,
+    /// (wait, operand index): on some path the operand's registers belong to a group that
+    /// is still pending after the wait, so its result is not yet ordered after the group.
+    through: BTreeSet<(OpId, usize)>,
 }
 
 /// How much an exploration reports.
@@ -844,6 +849,19 @@ impl Explorer<'_, '_> {
                         .with_note(e.loc(g.mma).clone(), "the group's 'tile.mma'")
                     });
                 }
+                // A value the wait takes whose group stays pending is handed on, not tied.
+                if kind == GroupKind::Wgmma {
+                    for (i, &v) in op.operands.iter().enumerate() {
+                        let s = self.f.slot(v);
+                        let pending = q.committed.iter().flatten().chain(&q.open);
+                        if pending
+                            .into_iter()
+                            .any(|g| self.f.groups[&g.mma].slots().any(|x| x == s))
+                        {
+                            self.through.insert((id, i));
+                        }
+                    }
+                }
                 // Only where other warpgroups run the same code can they still read (bulk:
                 // the warpgroup's other threads have not seen the elected thread's wait).
                 if kind.shared(wg) {
@@ -953,6 +971,8 @@ struct Outcome {
     offending: BTreeSet<OpId>,
     /// Steps taken.
     steps: u64,
+    /// Wait operands passed on while their group may be pending (`Explorer::through`).
+    through: BTreeSet<(OpId, usize)>,
 }
 
 impl Outcome {
@@ -1002,6 +1022,7 @@ fn explore_probing(
             errors: vec![],
             offending: BTreeSet::new(),
             steps: 0,
+            through: BTreeSet::new(),
         };
         return (o, 0);
     }
@@ -1029,6 +1050,7 @@ fn explore_probing(
         probe,
         probe_max: 0,
         loop_memo: BTreeMap::new(),
+        through: BTreeSet::new(),
     };
     let start: States = [(
         Queue {
@@ -1049,6 +1071,7 @@ fn explore_probing(
         errors: e.errors.into_values().collect(),
         offending: e.offending,
         steps: e.steps,
+        through: e.through,
     };
     (o, max)
 }
@@ -1532,13 +1555,17 @@ pub fn verify_async_waits(m: &Module, options: &CheckOptions) -> Result<CheckRep
     }
     for k in m.kernels().filter(|k| !k.regions.is_empty()) {
         let before = errors.len();
+        let mut through = BTreeSet::new();
         for kind in GroupKind::ALL {
-            explore_kind(m, k, kind, max_steps, &mut report, &mut errors);
+            let t = explore_kind(m, k, kind, max_steps, &mut report, &mut errors);
+            if kind == GroupKind::Wgmma {
+                through = t;
+            }
         }
         // A read that may see a pending group is reported as such; one that sees none may
         // still be untied.
         if errors.len() == before {
-            check_untied_reads(m, k, &mut errors);
+            check_untied_reads(m, k, &through, &mut errors);
         }
         if errors.len() == before && options.sim_runs > 0 {
             simulate(m, k, options.sim_runs, &mut report, &mut errors);
@@ -1552,7 +1579,8 @@ pub fn verify_async_waits(m: &Module, options: &CheckOptions) -> Result<CheckRep
     }
 }
 
-/// The path explorer's checks of `kernel` for groups of `kind`.
+/// The path explorer's checks of `kernel` for groups of `kind`; the wait operands it saw
+/// passed on while their group may be pending (`Explorer::through`).
 fn explore_kind(
     m: &Module,
     k: &Operation,
@@ -1560,7 +1588,7 @@ fn explore_kind(
     max_steps: u64,
     report: &mut CheckReport,
     errors: &mut Vec<Diagnostic>,
-) {
+) -> BTreeSet<(OpId, usize)> {
     let mut any = false;
     // Kernels that issue, commit or wait on this kind of group (a wait with nothing
     // ever issued is then reported as redundant).
@@ -1568,12 +1596,13 @@ fn explore_kind(
         any |= kind.is_group_op(o) || o.kind == kind.commit_op() || o.kind == kind.wait_op()
     });
     if !any {
-        return;
+        return BTreeSet::new();
     }
     // Safety first with groups known by their registers (fewer queues); the exact
     // exploration, for the diagnostics, only when something is wrong.
     let mut o = explore(m, k, kind, Mode::Quick, max_steps);
     report.steps += o.steps;
+    let through = std::mem::take(&mut o.through);
     if o.safe() == Some(false) {
         o = explore(m, k, kind, Mode::Full, max_steps);
         if o.errors.is_empty() {
@@ -1611,6 +1640,7 @@ fn explore_kind(
     } else if o.clean {
         report.waits += tightness(m, k, kind, max_steps, errors);
     }
+    through
 }
 
 /// The concrete simulation's checks of `kernel`, which the path explorer has found safe
@@ -1816,14 +1846,22 @@ impl Pass for VerifyAsyncWaits {
     }
 }
 
-/// Reads of a wgmma accumulator that no wait has taken. The lowering orders an op after
-/// `wgmma.wait_group` only through the wait's operands (it returns the registers it takes,
-/// PTX ISA §9.7.15.5.3), so an op that reads a `tile.mma`'s result itself, or a value that a
-/// `tile.if`, a loop, a `tile.reshape` or a `tile.transpose` hands on from it, may read the
-/// registers before the wgmma has written them, whatever the waits on the path retire. Such
-/// a value may go only to a wait, to the accumulator of the next wgmma of its chain, and to
-/// those hand-ons; any other reader is an error at the reader, with a note at the wgmma.
-fn check_untied_reads(m: &Module, k: &Operation, errors: &mut Vec<Diagnostic>) {
+/// Reads of a wgmma accumulator that no wait retiring its group has taken. The lowering
+/// orders an op after `wgmma.wait_group` only through the wait's operands (it returns the
+/// registers it takes, PTX ISA §9.7.15.5.3), so an op that reads a `tile.mma`'s result
+/// itself, or a value that a `tile.if`, a loop, a `tile.warp_specialize`, a `tile.reshape`,
+/// a `tile.transpose` or a wait hands on from it, may read the registers before the wgmma
+/// has written them, whatever the waits on the path retire. A wait hands on the operands in
+/// `through` (the path explorer saw their group still pending after it, on some path); it
+/// ties the others. An untied value may go only to a wait, to the accumulator (not the A or
+/// B operand) of the next wgmma of its chain, and to those hand-ons; any other reader is an
+/// error at the reader, with a note at the wgmma.
+fn check_untied_reads(
+    m: &Module,
+    k: &Operation,
+    through: &BTreeSet<(OpId, usize)>,
+    errors: &mut Vec<Diagnostic>,
+) {
     let mut ops = vec![];
     k.walk(&mut |o| ops.push(o));
     // The wgmma whose registers each value may hold untied, to a fixpoint over hand-ons.
@@ -1846,8 +1884,20 @@ fn check_untied_reads(m: &Module, k: &Operation, errors: &mut Vec<Diagnostic>) {
     };
     // (from, to) pairs: the registers of `from` become those of `to`, untouched.
     let mut hand_ons: Vec<(Value, Value)> = vec![];
-    for o in &ops {
+    for (id, o) in ops.iter().enumerate() {
         match o.kind {
+            OpKind::WaitGroup => {
+                for (i, (&v, &r)) in o.operands.iter().zip(&o.results).enumerate() {
+                    if through.contains(&(id as OpId, i)) {
+                        hand_ons.push((v, r));
+                    }
+                }
+            }
+            OpKind::WarpSpecialize => {
+                for r in 0..o.regions.len() {
+                    hand_ons.extend(yields(o, r).into_iter().zip(o.results.iter().copied()));
+                }
+            }
             OpKind::Reshape | OpKind::Transpose => {
                 hand_ons.extend(o.operands.first().copied().zip(o.results.first().copied()));
             }
@@ -1904,10 +1954,10 @@ fn check_untied_reads(m: &Module, k: &Operation, errors: &mut Vec<Diagnostic>) {
             | OpKind::Transpose
             | OpKind::If
             | OpKind::For
-            | OpKind::While => true,
-            OpKind::Mma if is_wgmma(o) => {
-                tilec_dialect::ops::mma_operands(o).is_some_and(|p| p.acc == v)
-            }
+            | OpKind::While
+            | OpKind::WarpSpecialize => true,
+            OpKind::Mma if is_wgmma(o) => tilec_dialect::ops::mma_operands(o)
+                .is_some_and(|p| p.acc == v && p.a != v && p.b != v),
             _ => false,
         };
         let Some((v, at)) = o
@@ -1925,7 +1975,8 @@ fn check_untied_reads(m: &Module, k: &Operation, errors: &mut Vec<Diagnostic>) {
                 o.loc.clone(),
                 format!(
                     "'{}' reads {name}, the accumulator of the wgmma at {at} (or a value \
-                     handed on from it) that no 'tile.wait_group' has taken: the lowering \
+                     handed on from it) that no 'tile.wait_group' retiring its group has \
+                     taken: the lowering \
                      orders only a wait's operands after wgmma.wait_group, so the read may \
                      see the registers before the wgmma has written them; read the result \
                      of the wait that retires its group",
