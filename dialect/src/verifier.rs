@@ -266,21 +266,12 @@ impl Verifier<'_> {
                 ),
             );
         }
-        if store && shape.len() != rank {
+        if shape.len() != 2 {
             self.error(
                 op,
                 format!(
-                    "'{name}': a slot of rank {} cannot be stored into a rank-{rank} tensor",
-                    shape.len()
-                ),
-            );
-        }
-        if !store && shape.len() != 2 {
-            self.error(
-                op,
-                format!(
-                    "'{name}' copies 2-D stages (over the tensor's last two dimensions), \
-                     found a rank-{} stage",
+                    "'{name}' copies 2-D {index}s (over the tensor's last two dimensions), \
+                     found a rank-{} {index}",
                     shape.len()
                 ),
             );

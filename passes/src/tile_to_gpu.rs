@@ -90,7 +90,9 @@
 //!
 //! **Epilogue store** (`epilogue`): `direct` (default) keeps the epilogue's `tile.store`,
 //! lowered as stores from the accumulator registers. `tma` (sm_90a, a 16-bit C of
-//! BM×BN with BN a multiple of 64) stages the output through shared memory and stores it
+//! BM×BN with BN a multiple of 64; a tensor of higher rank takes the tile with leading unit
+//! dimensions, e.g. `1×BM×BN` at (batch, row, col), and the box is 1 in those dimensions)
+//! stages the output through shared memory and stores it
 //! with TMA: a 2-slot staging ring `smem<2 x BM x 64 x T>` (128-byte swizzle, 2 × 16 KB
 //! for BM = 128), and for each 64-column box j of the tile:
 //!
@@ -940,12 +942,14 @@ fn tma_store_plan(
     let Type::Tile { shape, elem, .. } = m.ty(st.operands[st.operands.len() - 1]).clone() else {
         unreachable!("verified store")
     };
-    if st.operands.len() != 4 || shape != [mm.bm, mm.bn] {
+    // Leading unit dimensions (a batch index): the box is 1 there.
+    let lead = shape.len().saturating_sub(2);
+    if shape.len() < 2 || shape[..lead].iter().any(|&d| d != 1) || shape[lead..] != [mm.bm, mm.bn] {
         return e(
             &st.loc,
             format!(
-                "tile-to-gpu: epilogue=tma stores the whole {}x{} output tile of \
-                    a 2-D tensor; this store writes a {} \
+                "tile-to-gpu: epilogue=tma stores the whole {}x{} output tile (with leading \
+                    unit dimensions for a tensor of higher rank); this store writes a {} \
                     tile",
                 mm.bm,
                 mm.bn,
@@ -1305,13 +1309,30 @@ fn lower_kernel(
     if let (Some((si, _)), Some((staging, slots, cols))) = (tma_plan, staging) {
         // The epilogue's store → per 64-column box: stage, fence, warpgroup barrier, TMA.
         let st = epilogue.remove(si);
-        let (c, row, col, val) = (
+        let n = st.operands.len();
+        let (c, lead, row, col, mut val) = (
             st.operands[0],
-            st.operands[1],
-            st.operands[2],
-            st.operands[3],
+            st.operands[1..n - 3].to_vec(),
+            st.operands[n - 3],
+            st.operands[n - 2],
+            st.operands[n - 1],
         );
         e.loc = st.loc.clone();
+        if !lead.is_empty() {
+            // The slots are 2-D: the tile without its leading unit dimensions.
+            let elem = e.m.ty(val).elem().unwrap_or(ScalarType::BF16);
+            val = e.one(
+                OpKind::Reshape,
+                &[val],
+                &[],
+                Type::Tile {
+                    shape: vec![mm.bm, mm.bn],
+                    elem,
+                    layout: None,
+                },
+                "out_tile",
+            );
+        }
         for j in 0..mm.bn / STORE_BOX_COLS {
             let slot = slots[(j % STAGING_SLOTS) as usize];
             e.op(
@@ -1345,13 +1366,10 @@ fn lower_kernel(
                     &format!("store_col{j}"),
                 )
             };
-            e.op(
-                OpKind::TmaStore,
-                &[c, staging, slot, row, cj],
-                &[],
-                &[],
-                None,
-            );
+            let mut operands = vec![c, staging, slot];
+            operands.extend(&lead);
+            operands.extend([row, cj]);
+            e.op(OpKind::TmaStore, &operands, &[], &[], None);
         }
         let seq = e.take();
         epilogue.splice(si..si, seq);

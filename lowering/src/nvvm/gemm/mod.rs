@@ -602,9 +602,14 @@ fn analyze<'k>(m: &TileModule, k: &'k Operation) -> R<Analysis<'k>> {
             }
         }
         if o.kind == OpKind::TmaStore {
-            if let Some(TileType::Smem { shape, .. }) = m.try_ty(o.operands[1]) {
+            if let (Some(TileType::Smem { shape, .. }), Some(TileType::Tensor { rank, .. })) =
+                (m.try_ty(o.operands[1]), m.try_ty(o.operands[0]))
+            {
                 if shape.len() == 2 {
-                    store_boxes.insert(o.operands[0], (vec![shape[0] / consumers, shape[1]], o));
+                    // Leading unit dimensions for a tensor of rank > 2 (a batch index).
+                    let mut b = vec![1; (*rank as usize).saturating_sub(2)];
+                    b.extend([shape[0] / consumers, shape[1]]);
+                    store_boxes.insert(o.operands[0], (b, o));
                 }
             }
         }
@@ -618,7 +623,8 @@ fn analyze<'k>(m: &TileModule, k: &'k Operation) -> R<Analysis<'k>> {
                  for both (one tensor map)",
             );
         }
-        if b[1] * m.ty(o.operands[1]).elem().map_or(2, ScalarType::size_bytes) != 128 {
+        let cols = b.last().copied().unwrap_or(0);
+        if cols * m.ty(o.operands[1]).elem().map_or(2, ScalarType::size_bytes) != 128 {
             return err(
                 o,
                 "convert-tile-to-nvvm: a TMA-store slot row must be 128 bytes (64 16-bit \

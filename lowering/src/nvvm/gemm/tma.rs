@@ -241,16 +241,22 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
     }
 
     /// `tile.tma_store`: consumer warpgroup w's elected thread copies its 64 rows of the
-    /// slot (at slot + w·64·128 bytes) to the tensor at (row + 64 w, col) with
-    /// `cp.async.bulk.tensor.2d.global.shared::cta.bulk_group` (a 64x64 box of the tensor
-    /// map, 128-byte swizzle); TMA clips what lies outside the tensor.
+    /// slot (at slot + w·64·128 bytes) to the tensor at (..., row + 64 w, col) with
+    /// `cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group` (N the tensor's rank, 2 to 5:
+    /// a 64x64 box of the tensor map, 1 in the leading dimensions; 128-byte swizzle); TMA
+    /// clips what lies outside the tensor.
     pub(super) fn lower_tma_store(&mut self, op: &Operation) -> R<()> {
         self.staging_is_swizzled(op)?;
         let Some(Lv::TensorMap(tm)) = self.vals.get(&op.operands[0]).cloned() else {
             return err(op, "'tile.tma_store': the destination is not a tensor map");
         };
-        if op.operands.len() != 5 {
-            return err(op, "convert-tile-to-nvvm lowers 2-D TMA stores only");
+        let rank = op.operands.len().saturating_sub(3);
+        if !(2..=5).contains(&rank) {
+            return err(
+                op,
+                "convert-tile-to-nvvm lowers TMA stores into tensors of rank 2 to 5 (TMA's \
+                 dimensions)",
+            );
         }
         let Some(cwg) = self.cwg else {
             return err(
@@ -265,8 +271,14 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let part = self.i32(rows * row_bytes);
         let po = self.bin("mul", cwg, part);
         let src = self.bin("add", addr, po);
-        let row = self.scalar(op, op.operands[3])?;
-        let col = self.scalar(op, op.operands[4])?;
+        let row = self.scalar(op, op.operands[rank + 1])?;
+        let col = self.scalar(op, op.operands[rank + 2])?;
+        // Coordinates innermost first: column, row, then the leading dimensions.
+        let mut outer = vec![];
+        for &v in op.operands[3..rank + 1].iter().rev() {
+            let x = self.scalar(op, v)?;
+            outer.push(self.trunc32(x).v);
+        }
         let row32 = self.trunc32(row);
         let col32 = self.trunc32(col);
         let rc = self.i32(rows);
@@ -276,11 +288,14 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let z = self.i32(0);
         let go = self.w.icmp(crate::nvvm::writer::ICmp::Ne, p, z);
         let src = self.w.cast("llvm.inttoptr", src.v, self.w.ptr_ty(3));
-        let segments = DenseI32ArrayAttribute::new(self.w.ctx, &[1, 1, 2, 0, 1]).into();
+        let segments = DenseI32ArrayAttribute::new(self.w.ctx, &[1, 1, rank as i32, 0, 1]).into();
         let mode = self.w.attr("#nvvm.tma_store_mode<tile>");
+        let mut operands = vec![tm, src, col32.v, r.v];
+        operands.extend(outer);
+        operands.push(go.v);
         self.w.op(
             "nvvm.cp.async.bulk.tensor.global.shared.cta",
-            &[tm, src, col32.v, r.v, go.v],
+            &operands,
             &[],
             &[("operandSegmentSizes", segments), ("mode", mode)],
         );
