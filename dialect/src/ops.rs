@@ -484,6 +484,60 @@ attr_enum! {
     }
 }
 
+/// The values that region `r` of `op` yields (its closing `tile.yield`'s operands); empty
+/// where the region does not end in one.
+pub fn region_yields(op: &crate::Operation, r: usize) -> &[crate::Value] {
+    op.regions
+        .get(r)
+        .and_then(|b| b.ops.last())
+        .filter(|y| y.kind == crate::OpKind::Yield)
+        .map(|y| y.operands.as_slice())
+        .unwrap_or_default()
+}
+
+/// One loop-carried value of a `tile.for` or `tile.while` ([`carried`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Carried {
+    /// The operand that starts it.
+    pub init: crate::Value,
+    /// The body's block argument that holds it.
+    pub arg: Option<crate::Value>,
+    /// The loop's result.
+    pub result: Option<crate::Value>,
+    /// What the body yields for the next trip (and, after the last, the result).
+    pub yielded: Option<crate::Value>,
+}
+
+/// The carried values of a `tile.for` (operands lb, ub, step, then the inits; block
+/// arguments the induction variable, then the carried values; the body yields the carried
+/// values) or a `tile.while` (operands the inits; block arguments the carried values; the
+/// body yields the continue flag, then the carried values), in order; empty for other ops.
+/// A missing argument, result or yield (IR the verifier rejects) is `None`.
+pub fn carried(op: &crate::Operation) -> Vec<Carried> {
+    let (oo, ao, yo) = match op.kind {
+        crate::OpKind::For => (3, 1, 0),
+        crate::OpKind::While => (0, 0, 1),
+        _ => return vec![],
+    };
+    let args = op
+        .regions
+        .first()
+        .map(|b| b.args.as_slice())
+        .unwrap_or_default();
+    let ys = region_yields(op, 0);
+    op.operands
+        .iter()
+        .skip(oo)
+        .enumerate()
+        .map(|(j, &init)| Carried {
+            init,
+            arg: args.get(ao + j).copied(),
+            result: op.results.get(j).copied(),
+            yielded: ys.get(yo + j).copied(),
+        })
+        .collect()
+}
+
 /// The operands of a `tile.mma` (GPU level): `a` (a shared-memory ring, or for wgmma's
 /// register-A form an A-fragment tile), `b` (a ring), the stage each ring is read at, and
 /// the accumulator. Written `tile.mma %a, %b, %stage, %acc` (both rings at one stage) or

@@ -1637,18 +1637,10 @@ impl Verifier<'_> {
                 p.push((*o as *const Operation as usize, r, o.kind == OpKind::If));
                 p
             };
-            let yields = |r: usize| -> Vec<Value> {
-                o.regions
-                    .get(r)
-                    .and_then(|b| b.ops.last())
-                    .filter(|y| y.kind == OpKind::Yield)
-                    .map(|y| y.operands.clone())
-                    .unwrap_or_default()
-            };
             match o.kind {
                 OpKind::If => {
                     for r in 0..o.regions.len() {
-                        for (&res, v) in o.results.iter().zip(yields(r)) {
+                        for (&res, &v) in o.results.iter().zip(crate::ops::region_yields(o, r)) {
                             takers
                                 .entry(v)
                                 .or_default()
@@ -1657,31 +1649,13 @@ impl Verifier<'_> {
                     }
                 }
                 OpKind::For | OpKind::While => {
-                    // tile.for: operands lb, ub, step, inits; args iv, carried; yields
-                    // carried. tile.while: operands inits; args carried; yields the flag,
-                    // carried.
-                    let (oo, ao, yo) = if o.kind == OpKind::For {
-                        (3, 1, 0)
-                    } else {
-                        (0, 0, 1)
-                    };
-                    let args = o
-                        .regions
-                        .first()
-                        .map(|b| b.args.clone())
-                        .unwrap_or_default();
-                    let ys = yields(0);
-                    for (j, &init) in o.operands.iter().skip(oo).enumerate() {
-                        let to: Vec<Value> = [args.get(ao + j), o.results.get(j)]
-                            .into_iter()
-                            .flatten()
-                            .copied()
-                            .collect();
+                    for c in crate::ops::carried(o) {
+                        let to: Vec<Value> = [c.arg, c.result].into_iter().flatten().collect();
                         takers
-                            .entry(init)
+                            .entry(c.init)
                             .or_default()
                             .push((Take::HandOn(to.clone(), false), path.clone()));
-                        if let Some(&y) = ys.get(yo + j) {
+                        if let Some(y) = c.yielded {
                             takers
                                 .entry(y)
                                 .or_default()

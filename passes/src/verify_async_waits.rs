@@ -1874,14 +1874,6 @@ fn check_untied_reads(
     if raw.is_empty() {
         return;
     }
-    let yields = |o: &Operation, r: usize| -> Vec<Value> {
-        o.regions
-            .get(r)
-            .and_then(|b| b.ops.last())
-            .filter(|y| y.kind == OpKind::Yield)
-            .map(|y| y.operands.clone())
-            .unwrap_or_default()
-    };
     // (from, to) pairs: the registers of `from` become those of `to`, untouched.
     let mut hand_ons: Vec<(Value, Value)> = vec![];
     for (id, o) in ops.iter().enumerate() {
@@ -1893,43 +1885,25 @@ fn check_untied_reads(
                     }
                 }
             }
-            OpKind::WarpSpecialize => {
-                for r in 0..o.regions.len() {
-                    hand_ons.extend(yields(o, r).into_iter().zip(o.results.iter().copied()));
-                }
-            }
             OpKind::Reshape | OpKind::Transpose => {
                 hand_ons.extend(o.operands.first().copied().zip(o.results.first().copied()));
             }
-            OpKind::If => {
+            OpKind::If | OpKind::WarpSpecialize => {
                 for r in 0..o.regions.len() {
-                    hand_ons.extend(yields(o, r).into_iter().zip(o.results.iter().copied()));
+                    let ys = tilec_dialect::ops::region_yields(o, r);
+                    hand_ons.extend(ys.iter().copied().zip(o.results.iter().copied()));
                 }
             }
             OpKind::For | OpKind::While => {
-                // tile.for: operands lb, ub, step, inits; args iv, carried; yields carried.
-                // tile.while: operands inits; args carried; yields the flag, carried; its
-                // body runs at least once, so its results are what the body yields.
-                let (oo, ao, yo) = if o.kind == OpKind::For {
-                    (3, 1, 0)
-                } else {
-                    (0, 0, 1)
-                };
-                let args = o
-                    .regions
-                    .first()
-                    .map(|b| b.args.clone())
-                    .unwrap_or_default();
-                let ys = yields(o, 0);
-                for (j, &init) in o.operands.iter().skip(oo).enumerate() {
-                    let (arg, res) = (args.get(ao + j).copied(), o.results.get(j).copied());
-                    let y = ys.get(yo + j).copied();
-                    hand_ons.extend(arg.map(|a| (init, a)));
+                // A tile.while runs its body at least once: its results are what the body
+                // yields, never its inits.
+                for c in tilec_dialect::ops::carried(o) {
+                    hand_ons.extend(c.arg.map(|a| (c.init, a)));
                     if o.kind == OpKind::For {
-                        hand_ons.extend(res.map(|r| (init, r)));
+                        hand_ons.extend(c.result.map(|r| (c.init, r)));
                     }
-                    hand_ons.extend(y.zip(arg));
-                    hand_ons.extend(y.zip(res));
+                    hand_ons.extend(c.yielded.zip(c.arg));
+                    hand_ons.extend(c.yielded.zip(c.result));
                 }
             }
             _ => {}

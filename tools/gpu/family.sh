@@ -12,27 +12,25 @@ d=${1:-$(dirname "$0")}
 run() { python3 "$d/run.py" "$@" 2>&1 | sed -n '/^ *M /,$p'; }
 shapes="129,257,72 1000,1000,1000 256,512,128 2048,1024,4096"
 status=0
-for t in sm90a sm90; do
-    for spec in "gemm_bf16:" "gemm_nt_bf16:--b-layout nk" "gemm_tn_bf16:--a-layout km" \
-        "gemm_f16:" "batched_gemm:--batch 3"; do
-        e=${spec%%:*}
-        echo "== $e $t ${spec#*:}"
-        # shellcheck disable=SC2086
-        run "$d/$e-$t/$e.json" --shapes $shapes ${spec#*:} || status=1
+# check NN_EXAMPLE SHAPES TARGETS...: every layout, f16 and the batch, on each target.
+check() {
+    local nn=$1 sh=$2 t spec e
+    shift 2
+    for t in "$@"; do
+        for spec in "$nn:" "gemm_nt_bf16:--b-layout nk" "gemm_tn_bf16:--a-layout km" \
+            "gemm_f16:" "batched_gemm:--batch 3"; do
+            e=${spec%%:*}
+            echo "== $e $t ${spec#*:}"
+            # shellcheck disable=SC2086
+            run "$d/$e-$t/$e.json" --shapes $sh ${spec#*:} || status=1
+        done
     done
-done
-# The swap-AB tiles (BM = 16, computed as Cᵀ = Bᵀ · Aᵀ) on every layout, the batch, and f16,
-# at M = 1, 16, 17, 40 and ragged N and K.
-swap_shapes="1,4096,4096 16,4000,4096 17,257,72 40,1000,1000 16,4096,4000 129,257,72"
-for t in sm90a-w16x64 sm90a-w16x128; do
-    for spec in "gemm:" "gemm_nt_bf16:--b-layout nk" "gemm_tn_bf16:--a-layout km" \
-        "gemm_f16:" "batched_gemm:--batch 3"; do
-        e=${spec%%:*}
-        echo "== $e $t ${spec#*:}"
-        # shellcheck disable=SC2086
-        run "$d/$e-$t/$e.json" --shapes $swap_shapes ${spec#*:} || status=1
-    done
-done
+}
+check gemm_bf16 "$shapes" sm90a sm90
+# The swap-AB tiles (BM = 16, computed as Cᵀ = Bᵀ · Aᵀ) at M = 1, 16, 17, 40 and ragged N
+# and K.
+check gemm "1,4096,4096 16,4000,4096 17,257,72 40,1000,1000 16,4096,4000 129,257,72" \
+    sm90a-w16x64 sm90a-w16x128
 if [ "${FAMILY_CHECK_ONLY:-0}" = 1 ]; then exit $status; fi
 # NN, NT and TN against cuBLAS on the same stored operands, interleaved per shape, over
 # bench.py's 21 shapes (3 rounds, medians).
