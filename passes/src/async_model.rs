@@ -866,6 +866,16 @@ impl<'k> Facts<'k> {
         self.reg_slots.contains(&self.slot(v))
     }
 
+    /// The (yielded value, carried argument) pairs that the `tile.yield` with id `yield_id`
+    /// copies on a loop's back edge (the argument is still used after the yielded value is
+    /// defined, so each keeps its registers).
+    pub(crate) fn yield_copies(&self, yield_id: OpId) -> &[(Value, Value)] {
+        self.yield_copies
+            .get(&yield_id)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    }
+
     /// Whether slot `s` is the A fragment of a register-A wgmma.
     pub(crate) fn is_fragment(&self, s: Slot) -> bool {
         self.fragments.contains(&s)

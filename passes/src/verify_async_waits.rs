@@ -1270,13 +1270,26 @@ fn tightness(
         explore(m, k, kind, Mode::Quick, budget).safe() == Some(true)
             && (kind != GroupKind::CpAsync || sim_finds_no_hazard(m, k))
     };
+    // Deleting a wait must also keep every wgmma read tied: a wait whose only work is to
+    // take a value that another wait retires is not redundant. (The other changes keep or
+    // move the wait's operands, or, split at a join, stand for a placement that ties them.)
+    let safe_deleted = |k: &Operation| {
+        let o = explore(m, k, kind, Mode::Quick, budget);
+        o.safe() == Some(true)
+            && (kind != GroupKind::Wgmma || {
+                let mut untied = vec![];
+                check_untied_reads(m, k, &o.through, &mut untied);
+                untied.is_empty()
+            })
+            && (kind != GroupKind::CpAsync || sim_finds_no_hazard(m, k))
+    };
     let mut cur = kernel.clone();
     for &(id, w) in waits.iter().rev() {
         let n = w.int_attr("pending").unwrap_or(0);
         let name = format!("'{}' (pending = {n})", kind.wait_op().name());
         // Redundant?
         if let Some(k) = delete_wait(&cur, id) {
-            if safe(&k) {
+            if safe_deleted(&k) {
                 out.push(Diagnostic::error(
                     w.loc.clone(),
                     format!("{name} is redundant: every path stays safe without it"),
@@ -1854,8 +1867,9 @@ impl Pass for VerifyAsyncWaits {
 /// has written them, whatever the waits on the path retire. A wait hands on the operands in
 /// `through` (the path explorer saw their group still pending after it, on some path); it
 /// ties the others. An untied value may go only to a wait, to the accumulator (not the A or
-/// B operand) of the next wgmma of its chain, and to those hand-ons; any other reader is an
-/// error at the reader, with a note at the wgmma.
+/// B operand) of the next wgmma of its chain, and to those hand-ons (a loop's yield only where
+/// it hands the registers on: a yield that copies the value into a carried argument still
+/// in use reads it); any other reader is an error at the reader, with a note at the wgmma.
 fn check_untied_reads(
     m: &Module,
     k: &Operation,
@@ -1920,10 +1934,12 @@ fn check_untied_reads(
             break;
         }
     }
-    for o in &ops {
+    let facts = Facts::of_kind(m, k, GroupKind::Wgmma);
+    for (id, o) in ops.iter().enumerate() {
         let allowed = |v: Value| match o.kind {
+            // A yield that copies the value on the back edge reads its registers.
+            OpKind::Yield => !facts.yield_copies(id as OpId).iter().any(|&(y, _)| y == v),
             OpKind::WaitGroup
-            | OpKind::Yield
             | OpKind::Reshape
             | OpKind::Transpose
             | OpKind::If
