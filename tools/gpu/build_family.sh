@@ -6,7 +6,7 @@
 # examples whose tile sizes are constants (gemm, gemm_nt_bf16, gemm_tn_bf16, gemm_f16,
 # batched_gemm), T = sm90a-w16x64 and sm90a-w16x128: the swap-AB tiles of the tile heuristic
 # (BM = 16, BN = 64 or 128, 8 stages, schedule none, direct store), as `--tile auto` picks
-# them for M = 16.
+# them for M = 16; and batched_gemm-sm90a-auto, the `--tile auto` build for 8 x 4096³.
 #
 # Usage: tools/gpu/build_family.sh [OUT] (after `cargo build --release`; uses
 # target/release/tile-compile, or TILE_COMPILE).
@@ -27,5 +27,9 @@ for e in gemm gemm_nt_bf16 gemm_tn_bf16 gemm_f16 batched_gemm; do
             -D BN=$bn --stages 8 --schedule none --epilogue-store direct >/dev/null
     done
 done
+# The batched timing of family.sh: the --tile auto choice for 8 x 4096^3 (128x256, static,
+# TMA store).
+"$tc" examples/batched_gemm.tile --target sm_90a -o "$out/batched_gemm-sm90a-auto" \
+    --tile auto --problem M=4096,N=4096,K=4096,BATCH=8 >/dev/null
 cp tools/gpu/run.py tools/gpu/bench.py tools/gpu/family.sh "$out/"
 echo "built $out"

@@ -3,8 +3,8 @@
 # Correctness on ragged and square shapes for every example and target, and of the swap-AB
 # tiles on small-M shapes (poisoned C, guard, f32 reference); then, on sm_90a (unless
 # FAMILY_CHECK_ONLY=1): NN, NT and TN against cuBLAS on the same stored operands over
-# bench.py's 21 shapes, and batched 8 × 4096³ (against torch.bmm) and f16 8192³, 3 rounds
-# each.
+# bench.py's 21 shapes, and batched 8 × 4096³ (the --tile auto build, against torch.bmm)
+# and f16 8192³, 3 rounds each.
 #
 # Usage: bash gpu-out/family/family.sh [DIR] (DIR defaults to the script's folder).
 set -uo pipefail
@@ -41,7 +41,8 @@ python3 "$d/bench.py" --no-triton --repeat 3 --json "$d/layouts.json" \
     --cublas-layouts nn nt tn 2>&1 | sed -n '/^ *M /,$p' || status=1
 for round in 1 2 3; do
     echo "== batched and f16, round $round (sm90a)"
-    run "$d/batched_gemm-sm90a/batched_gemm.json" --shapes 4096,4096,4096 --time --batch 8 || status=1
+    run "$d/batched_gemm-sm90a-auto/batched_gemm.json" --shapes 4096,4096,4096 --time --batch 8 \
+        || status=1
     run "$d/gemm_f16-sm90a/gemm_f16.json" --shapes 8192,8192,8192 --time || status=1
 done
 exit $status
