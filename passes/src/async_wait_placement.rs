@@ -130,7 +130,7 @@ use crate::async_model::{
     OpId, Slot, C_CAP, MAX_PENDING,
 };
 use crate::pass::{Pass, PassContext, PassInfo};
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use tilec_dialect::{
     Attribute, Block, Diagnostic, Diagnostics, Location, Module, OpKind, Operation, Type, Value,
 };
@@ -1222,7 +1222,7 @@ fn live_at(levels: &[Level<'_>], v: Value, def_level: usize) -> bool {
 }
 
 /// For each op with a wait before it (only op `only`, when given), the values the wait
-/// takes, in definition order.
+/// takes, in value order (`order_wait_operands` puts each placed wait's in text order).
 fn wait_operands(
     f: &Facts<'_>,
     kernel: &Operation,
@@ -1268,11 +1268,8 @@ fn wait_operands(
                         }
                     }
                 }
-                // Definition order (outer levels first, then program order), which printing
-                // and parsing keep: ordering by value number would not make placement
-                // idempotent where the rewrite numbered a join's new values.
-                let mut seen = HashSet::new();
-                vals.retain(|v| seen.insert(*v));
+                vals.sort();
+                vals.dedup();
                 out.insert(id, vals);
             }
             for r in 0..op.regions.len() {

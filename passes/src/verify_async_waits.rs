@@ -1266,30 +1266,27 @@ fn tightness(
     // does not model publication to the async proxy (a proxy fence after the wait that
     // retires a copy, then a barrier): for cp.async groups the simulation must also find no
     // hazard.
-    let safe = |k: &Operation| {
-        explore(m, k, kind, Mode::Quick, budget).safe() == Some(true)
-            && (kind != GroupKind::CpAsync || sim_finds_no_hazard(m, k))
-    };
-    // Deleting a wait must also keep every wgmma read tied: a wait whose only work is to
-    // take a value that another wait retires is not redundant. (The other changes keep or
+    // With `tied`, every wgmma read must also stay tied: deleting a wait whose only work
+    // is to take a value that another wait retires is not safe. (The other changes keep or
     // move the wait's operands, or, split at a join, stand for a placement that ties them.)
-    let safe_deleted = |k: &Operation| {
+    let safe_as = |k: &Operation, tied: bool| {
         let o = explore(m, k, kind, Mode::Quick, budget);
         o.safe() == Some(true)
-            && (kind != GroupKind::Wgmma || {
+            && (!tied || kind != GroupKind::Wgmma || {
                 let mut untied = vec![];
                 check_untied_reads(m, k, &o.through, &mut untied);
                 untied.is_empty()
             })
             && (kind != GroupKind::CpAsync || sim_finds_no_hazard(m, k))
     };
+    let safe = |k: &Operation| safe_as(k, false);
     let mut cur = kernel.clone();
     for &(id, w) in waits.iter().rev() {
         let n = w.int_attr("pending").unwrap_or(0);
         let name = format!("'{}' (pending = {n})", kind.wait_op().name());
         // Redundant?
         if let Some(k) = delete_wait(&cur, id) {
-            if safe_deleted(&k) {
+            if safe_as(&k, true) {
                 out.push(Diagnostic::error(
                     w.loc.clone(),
                     format!("{name} is redundant: every path stays safe without it"),
@@ -1888,50 +1885,61 @@ fn check_untied_reads(
     if raw.is_empty() {
         return;
     }
-    // (from, to) pairs: the registers of `from` become those of `to`, untouched.
-    let mut hand_ons: Vec<(Value, Value)> = vec![];
+    // The registers of a value become those of each value it maps to, untouched.
+    let mut hand_ons: BTreeMap<Value, Vec<Value>> = BTreeMap::new();
+    let mut hand_on = |from: Value, to: Value| hand_ons.entry(from).or_default().push(to);
     for (id, o) in ops.iter().enumerate() {
         match o.kind {
             OpKind::WaitGroup => {
                 for (i, (&v, &r)) in o.operands.iter().zip(&o.results).enumerate() {
                     if through.contains(&(id as OpId, i)) {
-                        hand_ons.push((v, r));
+                        hand_on(v, r);
                     }
                 }
             }
             OpKind::Reshape | OpKind::Transpose => {
-                hand_ons.extend(o.operands.first().copied().zip(o.results.first().copied()));
+                if let (Some(&v), Some(&r)) = (o.operands.first(), o.results.first()) {
+                    hand_on(v, r);
+                }
             }
             OpKind::If | OpKind::WarpSpecialize => {
                 for r in 0..o.regions.len() {
                     let ys = tilec_dialect::ops::region_yields(o, r);
-                    hand_ons.extend(ys.iter().copied().zip(o.results.iter().copied()));
+                    for (&y, &res) in ys.iter().zip(&o.results) {
+                        hand_on(y, res);
+                    }
                 }
             }
             OpKind::For | OpKind::While => {
                 // A tile.while runs its body at least once: its results are what the body
                 // yields, never its inits.
                 for c in tilec_dialect::ops::carried(o) {
-                    hand_ons.extend(c.arg.map(|a| (c.init, a)));
-                    if o.kind == OpKind::For {
-                        hand_ons.extend(c.result.map(|r| (c.init, r)));
+                    let from_init = if o.kind == OpKind::For {
+                        c.result
+                    } else {
+                        None
+                    };
+                    for to in [c.arg, from_init].into_iter().flatten() {
+                        hand_on(c.init, to);
                     }
-                    hand_ons.extend(c.yielded.zip(c.arg));
-                    hand_ons.extend(c.yielded.zip(c.result));
+                    if let Some(y) = c.yielded {
+                        for to in [c.arg, c.result].into_iter().flatten() {
+                            hand_on(y, to);
+                        }
+                    }
                 }
             }
             _ => {}
         }
     }
-    loop {
-        let before = raw.len();
-        for (from, to) in &hand_ons {
-            if let Some(at) = raw.get(from).cloned() {
-                raw.entry(*to).or_insert(at);
+    let mut todo: Vec<Value> = raw.keys().copied().collect();
+    while let Some(v) = todo.pop() {
+        let at = raw[&v].clone();
+        for &to in hand_ons.get(&v).into_iter().flatten() {
+            if let std::collections::btree_map::Entry::Vacant(e) = raw.entry(to) {
+                e.insert(at.clone());
+                todo.push(to);
             }
-        }
-        if raw.len() == before {
-            break;
         }
     }
     let facts = Facts::of_kind(m, k, GroupKind::Wgmma);
@@ -1966,10 +1974,9 @@ fn check_untied_reads(
                 format!(
                     "'{}' reads {name}, the accumulator of the wgmma at {at} (or a value \
                      handed on from it) that no 'tile.wait_group' retiring its group has \
-                     taken: the lowering \
-                     orders only a wait's operands after wgmma.wait_group, so the read may \
-                     see the registers before the wgmma has written them; read the result \
-                     of the wait that retires its group",
+                     taken: the lowering orders only a wait's operands after \
+                     wgmma.wait_group, so the read may see the registers before the wgmma \
+                     has written them; read the result of the wait that retires its group",
                     o.kind.name()
                 ),
             )
