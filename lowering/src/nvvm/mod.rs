@@ -24,6 +24,7 @@ pub mod memory;
 pub mod plain;
 pub mod reduce;
 pub mod remap;
+pub mod smem_plan;
 pub mod tma;
 pub mod wgmma;
 pub mod writer;

@@ -9,6 +9,7 @@
 //! [`super::remap`] (broadcasts and layout conversions) and [`super::control`] (loops and
 //! branches).
 
+use super::smem_plan::{SmemPlan, Span, ALWAYS};
 use super::writer::{ICmp, Writer, V};
 use crate::manifest::{Manifest, Param};
 use melior::{
@@ -106,6 +107,38 @@ pub(crate) struct Lowerer<'c, 'm, 'k> {
     pub scheduler: bool,
     /// The shared-memory slot of `tile.arrive_flag`'s old value, once allocated.
     pub flag_slot: Option<u64>,
+    /// The op numbering and the buffers' live ranges ([`SmemPlan`]).
+    pub plan: SmemPlan,
+    /// Every region placed so far: byte offset, bytes, and the ops it is live over.
+    pub placed: Vec<Placed>,
+    /// The number ([`SmemPlan::index`]) of the op being lowered.
+    pub cur_op: usize,
+}
+
+/// A placed region of dynamic shared memory: `bytes` from byte `offset`, live over the
+/// ops numbered `live` ([`super::smem_plan::ALWAYS`] for one never dead).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Placed {
+    pub offset: u64,
+    pub bytes: u64,
+    pub live: Span,
+    /// A round trip's region ([`Lowerer::scratch_region`]).
+    pub scratch: bool,
+}
+
+/// A round trip's scratch region ([`Lowerer::scratch_region`]) and the synchronisation its
+/// bytes need.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Scratch {
+    /// Byte offset (16-byte aligned).
+    pub offset: u64,
+    /// Bytes an earlier region used: all threads must be past their reads of it (and its
+    /// asynchronous writes and reads done) before this op writes, so the op starts with a
+    /// barrier.
+    pub reuses_earlier: bool,
+    /// Bytes a later buffer uses: the op ends with `fence.proxy.async` and a barrier, so
+    /// every thread's accesses come before that buffer's first (possibly TMA) write.
+    pub precedes_later: bool,
 }
 
 impl<'c, 'm> Lowerer<'c, 'm, '_> {
@@ -211,10 +244,11 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         acc
     }
 
-    /// A region of `bytes` of dynamic shared memory for one op's round trip (16-byte
-    /// aligned), and its byte offset. Each op has its own region, so an op that runs once
-    /// (outside every loop) needs no barrier after its reads: nothing writes its region
-    /// again. Ops inside a loop end with one ([`Self::in_loop`]).
+    /// A region of `bytes` of dynamic shared memory that no other region ever shares
+    /// (16-byte aligned), and its byte offset: mbarriers, slots read across ops, and the
+    /// regions of round trips that are not placed by [`Self::scratch_region`]. An op that
+    /// runs once (outside every loop) needs no barrier after reading such a region: nothing
+    /// writes it again. Ops inside a loop end with one ([`Self::in_loop`]).
     ///
     /// # Errors
     /// More shared memory than a CTA may have.
@@ -230,7 +264,79 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             return Err(smem_limit(loc, msg, needed, max));
         }
         self.smem_bytes = at + bytes;
+        self.placed.push(Placed {
+            offset: at,
+            bytes,
+            live: ALWAYS,
+            scratch: false,
+        });
         Ok(at)
+    }
+
+    /// [`Self::smem_region_aligned`] for the `tile.smem_alloc` result `v`: the region is
+    /// recorded as live over `v`'s range ([`SmemPlan::live`]) only, so that a round trip
+    /// where `v` is dead may take its bytes.
+    ///
+    /// # Errors
+    /// More shared memory than a CTA may have.
+    pub fn buffer_region(&mut self, v: TileValue, bytes: u64, align: u64, loc: &TileLoc) -> R<u64> {
+        let at = self.smem_region_aligned(bytes, align, loc)?;
+        if let Some(p) = self.placed.last_mut() {
+            p.live = self.plan.live(v);
+        }
+        Ok(at)
+    }
+
+    /// A region of `bytes` for the current op's round trip alone (16-byte aligned): the
+    /// lowest offset, first fit over the regions placed so far, that no buffer live at this
+    /// op and no other round trip uses. So it may take the bytes of a `tile.smem_alloc`
+    /// buffer that is dead here or not yet in use; [`Scratch`] says which barriers that
+    /// needs. Round trips do not share bytes with each other: that would cost a barrier
+    /// where the kernel's shared memory is small, as it is without buffers.
+    ///
+    /// # Errors
+    /// More shared memory than a CTA may have.
+    pub fn scratch_region(&mut self, bytes: u64, loc: &TileLoc) -> R<Scratch> {
+        let cur = self.cur_op;
+        let busy: Vec<(u64, u64)> = self
+            .placed
+            .iter()
+            .filter(|p| p.scratch || (p.live.0 <= cur && cur <= p.live.1))
+            .map(|p| (p.offset, p.offset + p.bytes))
+            .collect();
+        let mut starts: Vec<u64> = std::iter::once(0)
+            .chain(busy.iter().map(|b| b.1))
+            .map(|x| x.div_ceil(16) * 16)
+            .collect();
+        starts.sort_unstable();
+        let at = starts
+            .into_iter()
+            .find(|&o| busy.iter().all(|&(a, z)| o + bytes <= a || z <= o))
+            .unwrap_or_else(|| self.smem_bytes.div_ceil(16) * 16);
+        let max = self.target.max_smem_per_block();
+        if at + bytes > max {
+            let needed = at + bytes;
+            let msg = format!(
+                "the kernel's shared-memory round trips need {needed} bytes; a CTA has at most \
+                 {max}"
+            );
+            return Err(smem_limit(loc, msg, needed, max));
+        }
+        let overlaps = |p: &Placed| at < p.offset + p.bytes && p.offset < at + bytes;
+        let reuses_earlier = self.placed.iter().any(|p| overlaps(p) && p.live.1 < cur);
+        let precedes_later = self.placed.iter().any(|p| overlaps(p) && p.live.0 > cur);
+        self.placed.push(Placed {
+            offset: at,
+            bytes,
+            live: (cur, cur),
+            scratch: true,
+        });
+        self.smem_bytes = self.smem_bytes.max(at + bytes);
+        Ok(Scratch {
+            offset: at,
+            reuses_earlier,
+            precedes_later,
+        })
     }
 
     /// A region of `bytes` of dynamic shared memory aligned to `align` bytes (a power of
@@ -252,6 +358,9 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
     pub fn lower_block(&mut self, ops: &[Operation]) -> R<()> {
         for op in ops {
             self.w.at(&op.loc);
+            if let Some(i) = self.plan.index(op) {
+                self.cur_op = i;
+            }
             if op.str_attr("role") == Some("scheduler") && !self.scheduler {
                 self.lower_scheduler_op(op)?;
             } else {
@@ -832,6 +941,9 @@ fn build_module<'c>(
         cluster_visible: super::clc::cluster_barriers(k, cluster_size)?,
         scheduler: false,
         flag_slot: None,
+        plan: SmemPlan::new(m, &kbody.ops),
+        placed: vec![],
+        cur_op: 0,
     };
     lw.lower_block(&kbody.ops)?;
     if cluster_size > 1 {

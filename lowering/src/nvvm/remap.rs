@@ -146,7 +146,11 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             *last += pad;
         }
         let elems: u64 = pitched.iter().product();
-        let region = self.smem_region(elems * bytes, &op.loc)?;
+        let scratch = self.scratch_region(elems * bytes, &op.loc)?;
+        let region = scratch.offset;
+        if scratch.reuses_earlier {
+            self.w.barrier();
+        }
         let ety = self.w.ty(src.elem);
         // Row-major over the pitched shape; the destination reads broadcast dimensions at 0.
         let strides: Vec<u64> = (0..pitched.len())
@@ -169,7 +173,10 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             let p = self.smem_address(&at, dst, r);
             regs.push(self.w.load(p, ety, bytes));
         }
-        if self.in_loop() {
+        if scratch.precedes_later {
+            self.w.fence_proxy_async();
+            self.w.barrier();
+        } else if self.in_loop() {
             self.w.barrier();
         }
         Ok(Tile {

@@ -156,7 +156,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             );
         }
         let stage_bytes = (shape[0] * shape[1] * esize).div_ceil(1024) * 1024;
-        let offset = self.smem_region_aligned(stages * stage_bytes, 1024, &op.loc)?;
+        let offset = self.buffer_region(r, stages * stage_bytes, 1024, &op.loc)?;
         self.vals.insert(
             r,
             Lv::Smem(SmemBuf {
