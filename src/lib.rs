@@ -82,8 +82,8 @@ mod options;
 pub mod ptxas;
 mod target_info;
 pub use options::{
-    parse_define, ClusterShape, Emit, EpilogueStore, OptLevel, Options, OptionsError, Promote,
-    Schedule, NUM_WARPS,
+    parse_define, ClusterShape, Emit, EpilogueStore, InvariantA, OptLevel, Options, OptionsError,
+    Promote, Schedule, NUM_WARPS,
 };
 pub use target_info::{TargetInfo, MAX_STAGES};
 

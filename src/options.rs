@@ -137,6 +137,20 @@ choice! {
 }
 
 choice! {
+    /// Where a laid-out dot's loop-invariant A operand (attention's Q) goes on wgmma
+    /// (`tile-dot-to-wgmma` `stage-invariant-a`).
+    InvariantA, "invariant_a" {
+        /// `auto`: registers where its fragment takes at most 32 registers per thread
+        /// (`tilec_passes::dot_to_wgmma::RS_MAX_REGISTERS`), shared memory otherwise.
+        Auto = "auto",
+        /// `smem`: shared memory, stored once before the loop (wgmma's SS form).
+        Smem = "smem",
+        /// `registers`: registers (wgmma's RS form), where the layout allows.
+        Registers = "registers",
+    }
+}
+
+choice! {
     /// LLVM's optimisation level for the NVPTX back end.
     OptLevel, "opt_level" {
         /// `0`: no optimisation.
@@ -320,6 +334,9 @@ pub struct Options {
     pub epilogue: EpilogueStore,
     /// Promotion of fp8 MMA results into the f32 sum (default [`Promote::Auto`]).
     pub promote: Promote,
+    /// Where a laid-out dot's loop-invariant A goes on wgmma (default
+    /// [`InvariantA::Auto`]).
+    pub invariant_a: InvariantA,
     /// Where to stop (default [`Emit::Ptx`]).
     pub emit: Emit,
     /// Run `verify-async-waits` after placement (default true).
@@ -374,6 +391,7 @@ impl Options {
             specialize_masks: true,
             epilogue: EpilogueStore::Direct,
             promote: Promote::Auto,
+            invariant_a: InvariantA::Auto,
             emit: Emit::Ptx,
             check_waits: true,
             schedule: Schedule::default_for(target),
@@ -398,6 +416,7 @@ impl Options {
         with_specialize_masks: specialize_masks: bool,
         with_epilogue: epilogue: EpilogueStore,
         with_promote: promote: Promote,
+        with_invariant_a: invariant_a: InvariantA,
         with_emit: emit: Emit,
         with_check_waits: check_waits: bool,
         with_schedule: schedule: Schedule,
@@ -443,6 +462,7 @@ impl Options {
         "specialize_masks",
         "epilogue",
         "promote",
+        "invariant_a",
         "emit",
         "check_waits",
         "schedule",
@@ -497,6 +517,7 @@ impl Options {
             "specialize_masks" => self.specialize_masks = flag("specialize_masks", value)?,
             "epilogue" => self.epilogue = value.parse()?,
             "promote" => self.promote = value.parse()?,
+            "invariant_a" => self.invariant_a = value.parse()?,
             "emit" => self.emit = value.parse()?,
             "check_waits" => self.check_waits = flag("check_waits", value)?,
             "schedule" => self.schedule = value.parse()?,
@@ -719,7 +740,11 @@ impl Options {
         // Dots of laid-out kernels as wgmma where the target has it (a no-op elsewhere),
         // then the layout conversions and transposes that only fed them go; the waits come
         // next.
-        p.push_str(",tile-dot-to-wgmma,dce");
+        p.push_str(match self.invariant_a {
+            InvariantA::Auto => ",tile-dot-to-wgmma,dce",
+            InvariantA::Smem => ",tile-dot-to-wgmma{stage-invariant-a=true},dce",
+            InvariantA::Registers => ",tile-dot-to-wgmma{stage-invariant-a=false},dce",
+        });
         // Loads staged for wgmma as TMA copies into rings filled ahead of their loop's
         // iterations.
         if self.load_stages != 0 {
@@ -840,6 +865,7 @@ mod tests {
             ("specialize-masks", "false"),
             ("epilogue", "direct"),
             ("promote", "off"),
+            ("invariant-a", "registers"),
             ("emit", "mlir"),
             ("check-waits", "false"),
             ("schedule", "clc"),
@@ -861,6 +887,7 @@ mod tests {
             .with_ftz(true)
             .with_specialize_masks(false)
             .with_promote(Promote::Off)
+            .with_invariant_a(InvariantA::Registers)
             .with_emit(Emit::Mlir)
             .with_check_waits(false)
             .with_schedule(Schedule::Clc)
@@ -873,7 +900,7 @@ mod tests {
             .with_constant("BM", 64);
         assert_eq!(o, want);
         assert_eq!(o.validate(), Ok(()));
-        assert_eq!(Options::NAMES.len(), 19);
+        assert_eq!(Options::NAMES.len(), 20);
         let e = o.set("stage", "4").unwrap_err();
         assert!(
             e.reason
@@ -966,5 +993,14 @@ mod tests {
             p.contains("tile-to-gpu{target=sm_90a stages=4 epilogue=tma}"),
             "{p}"
         );
+        for (a, spelled) in [
+            (InvariantA::Auto, ",tile-dot-to-wgmma,"),
+            (InvariantA::Smem, ",tile-dot-to-wgmma{stage-invariant-a=true},"),
+            (InvariantA::Registers, ",tile-dot-to-wgmma{stage-invariant-a=false},"),
+        ] {
+            let p = Options::new(Target::Sm90a).with_invariant_a(a).pipeline();
+            assert!(p.contains(spelled), "{a:?}: {p}");
+            tilec_passes::parse_pipeline(&p).unwrap_or_else(|e| panic!("{p}: {e:?}"));
+        }
     }
 }

@@ -15,10 +15,12 @@
 //! %r = tile.mma %a|%a_smem, %b_smem, %c0, %c {kind = "wgmma", b_major = "k"|"n"}
 //! ```
 //!
-//! - **A** is staged in shared memory (the "SS" form) when it is defined outside the
-//!   innermost loop around the dot, so it is stored once (attention's Q) and holds no
-//!   registers across the loop; it must then be a power-of-two `[16·warps, K]` tile with K
-//!   spanning at least one 128-byte swizzle row. Otherwise A stays in registers: the
+//! - **A** defined outside the innermost loop around the dot (attention's Q) is staged in
+//!   shared memory (the "SS" form: stored once, no registers held across the loop) when its
+//!   register fragment would take more than [`RS_MAX_REGISTERS`] registers per thread;
+//!   it must then be a power-of-two `[16·warps, K]` tile with K spanning at least one
+//!   128-byte swizzle row. A smaller one stays in registers, which leaves its shared memory
+//!   to more CTAs per SM. Any other A stays in registers: the
 //!   register-A ("RS") form of `wgmma.mma_async` (PTX ISA §9.7.15.5.1), whose fragment for
 //!   m64nNk16 is, per warp, the `mma.sync.m16n8k16` A fragment — the layout
 //!   `tile-assign-layouts` gives A ([`LinearLayout::dot_operand_a`]); an accumulator of
@@ -44,9 +46,10 @@
 //! not all along M (M ≠ 16 · warps), N above 256, B not a power-of-two tile or its
 //! contiguous dimension under 128 bytes (one swizzle row).
 //!
-//! Options: `stage-invariant-a` (default true; false keeps such an A in registers, the
-//! RS form, where its layout allows). Statistics: `dots-to-wgmma`, `dots-on-mma-sync`
-//! (dots left for mma.sync on a wgmma target).
+//! Options: `stage-invariant-a` (`auto`, the default, chooses by the fragment's registers
+//! as above; `true` stages every such A that fits the SS form; `false` keeps it in
+//! registers, the RS form, where its layout allows). Statistics: `dots-to-wgmma`,
+//! `dots-on-mma-sync` (dots left for mma.sync on a wgmma target).
 
 use crate::pass::{OptionInfo, OptionKind, Pass, PassContext, PassInfo, PassOptions};
 use std::collections::{HashMap, HashSet};
@@ -63,18 +66,39 @@ pub static INFO: PassInfo = PassInfo {
         accumulator is the wgmma fragment becomes 'tile.mma {kind = \"wgmma\"}': B, and A \
         when it is defined outside the loop around the dot, are written into 128-byte-swizzled \
         buffers with 'tile.smem_store', 'tile.fence_proxy_async' and 'tile.barrier' right after \
-        their definition; any other A stays in registers (the register-A form). Run 'dce' and \
+        their definition (with stage-invariant-a=auto, such an A only where its fragment takes \
+        more than 32 registers per thread); any other A stays in registers (the register-A \
+        form). Run 'dce' and \
         'async-wait-placement' after it.\n\n\
         Example: tile-opt --pass-pipeline='tile-assign-layouts{target=sm_90a},\
         tile-dot-to-wgmma,dce,async-wait-placement' examples/attention_fwd.tile",
     options: &[OptionInfo {
         name: "stage-invariant-a",
-        kind: OptionKind::Bool,
-        default: "true",
+        kind: OptionKind::Enum(&["auto", "true", "false"]),
+        default: "auto",
         help: "Stage an A defined outside the loop around its dot in shared memory (the SS \
-            form); false keeps it in registers (the RS form) where its layout allows",
+            form): auto where its register fragment would take more than 32 registers per \
+            thread, true always, false never (the RS form, where its layout allows)",
     }],
 };
+
+/// The most registers per thread a loop-invariant A's fragment may take and stay in
+/// registers under `stage-invariant-a=auto`. Attention's Q at head dim 128 (32 registers)
+/// then stays, and the 16 KB it would stage go to a third CTA per SM (with the lowering's
+/// scratch taking dead buffers' bytes): 10–17 % faster on the H200 (docs/performance.md,
+/// session 33); at head dim 256 (64 registers) the RS form spills and is 22 % slower.
+pub const RS_MAX_REGISTERS: u64 = 32;
+
+/// Where a loop-invariant A goes (`stage-invariant-a`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StageA {
+    /// Shared memory where its fragment exceeds [`RS_MAX_REGISTERS`].
+    Auto,
+    /// Shared memory wherever the SS form fits.
+    Always,
+    /// Registers.
+    Never,
+}
 
 /// Bytes of one row of the 128-byte swizzle: a staged operand's contiguous dimension spans
 /// at least this many.
@@ -83,14 +107,18 @@ const SWIZZLE_BYTES: u64 = 128;
 /// The pass.
 pub struct DotToWgmma {
     /// The `stage-invariant-a` option.
-    pub stage_invariant_a: bool,
+    pub stage_invariant_a: StageA,
 }
 
 impl DotToWgmma {
     /// From the pass options.
     pub fn from_options(o: &PassOptions) -> Self {
         DotToWgmma {
-            stage_invariant_a: o.bool("stage-invariant-a"),
+            stage_invariant_a: match o.get("stage-invariant-a") {
+                "true" => StageA::Always,
+                "false" => StageA::Never,
+                _ => StageA::Auto,
+            },
         }
     }
 }
@@ -199,7 +227,7 @@ fn rewrite_kernel(
     m: &mut Module,
     k: &mut Operation,
     warps: u64,
-    stage_invariant_a: bool,
+    stage_invariant_a: StageA,
 ) -> (u64, u64) {
     let mut defs = Defs::default();
     k.walk(&mut |o| match o.kind {
@@ -460,7 +488,7 @@ fn plan(
     op: &Operation,
     warps: u64,
     defs: &Defs,
-    stage_invariant_a: bool,
+    stage_invariant_a: StageA,
 ) -> Option<Plan> {
     if op.operands.len() != 3 || op.results.len() != 1 {
         return None;
@@ -483,7 +511,13 @@ fn plan(
     let (n, kk) = (lc.dims[1], la.dims[1]);
     // A in shared memory: read again in every iteration of the loop around the dot, so one
     // store outside it frees A's registers for the whole loop.
-    let a_smem = stage_invariant_a
+    let a_regs = sa.iter().product::<u64>() * ea.size_bytes() / (4 * 32 * warps);
+    let stage = match stage_invariant_a {
+        StageA::Always => true,
+        StageA::Never => false,
+        StageA::Auto => a_regs > RS_MAX_REGISTERS,
+    };
+    let a_smem = stage
         && defs.loop_invariant(op.operands[0], op.results[0])
         && la.dims == sa
         && sa.iter().all(|d| d.is_power_of_two())

@@ -131,7 +131,8 @@ def compile(
     (``sm_90a``, ``sm_90``, ``sm_100``, ``sm_100a``) and return a :class:`Kernel`.
 
     ``options`` are ``tilec::Options``' fields by name: ``kernel`` (which kernel of a
-    module), ``stages``, ``epilogue`` (``direct`` or ``tma``), ``promote``, ``schedule``,
+    module), ``stages``, ``epilogue`` (``direct`` or ``tma``), ``promote``, ``invariant_a``
+    (``auto``, ``smem`` or ``registers``), ``schedule``,
     ``cluster``, ``group_m``, ``num_warps``, ``opt_level``, ``simplify``, and
     ``constants`` (a dict binding kernel constants, ``{"BM": 64}``, as ``tile-compile -D``
     does; the manifest's ``constants`` records them). ``cubin=True``

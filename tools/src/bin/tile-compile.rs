@@ -6,7 +6,7 @@
 //!              [--stages N] [--load-stages N] [--mma-lookahead BOOL] [--ftz]
 //!              [--specialize-masks BOOL]
 //!              [--epilogue-store direct|tma]
-//!              [--promote auto|on|off]
+//!              [--promote auto|on|off] [--invariant-a auto|smem|registers]
 //!              [--schedule static|clc|none|off] [--cluster C] [--group-m G] [--num-warps W]
 //!              [--kernel NAME] [-D NAME=VALUE]... [--no-simplify] [-O 0-3]
 //!              [--tile auto --problem M=..,N=..,K=..[,BATCH=..] [--sms N]]
@@ -43,8 +43,8 @@ use std::time::Instant;
 use tilec::dialect::Target;
 use tilec::gemm_heuristic::{GemmProblem, Machine};
 use tilec::{
-    auto_tile, compile, ClusterShape, Emit, EpilogueStore, Error, Input, OptLevel, Options,
-    Promote, Schedule,
+    auto_tile, compile, ClusterShape, Emit, EpilogueStore, Error, Input, InvariantA, OptLevel,
+    Options, Promote, Schedule,
 };
 
 /// A flag whose values are one of tilec's choice enums: clap lists `names` in `--help` and
@@ -114,6 +114,11 @@ struct Cli {
     /// error where they do not fit); off: never.
     #[arg(long, default_value = "auto", value_parser = choice::<Promote>(Promote::names()))]
     promote: Promote,
+    /// Where a laid-out dot's loop-invariant A operand (attention's Q) goes on wgmma
+    /// (tile-dot-to-wgmma stage-invariant-a): auto (default): registers where its fragment
+    /// takes at most 32 registers per thread, else shared memory; smem; registers.
+    #[arg(long, default_value = "auto", value_parser = choice::<InvariantA>(InvariantA::names()))]
+    invariant_a: InvariantA,
     /// Persistent schedule: static (default on sm_90a), clc (try_cancel work stealing,
     /// default on sm_100/sm_100a), none (default on sm_90), off.
     #[arg(long, value_parser = choice::<Schedule>(Schedule::names()))]
@@ -304,6 +309,7 @@ fn run() -> i32 {
         .with_ftz(cli.ftz)
         .with_specialize_masks(cli.specialize_masks)
         .with_promote(cli.promote)
+        .with_invariant_a(cli.invariant_a)
         .with_epilogue(cli.epilogue_store)
         .with_group_m(cli.group_m)
         .with_num_warps(cli.num_warps)
