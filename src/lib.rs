@@ -628,10 +628,12 @@ fn front_end(
             }
         }
     }
-    if opts.ftz {
-        for k in &mut module.ops {
-            k.attrs
-                .insert("ftz".into(), tilec_dialect::Attribute::Bool(true));
+    for (on, flag) in [(opts.ftz, "ftz"), (opts.fp_fusion, "fp_fusion")] {
+        if on {
+            for k in &mut module.ops {
+                k.attrs
+                    .insert(flag.into(), tilec_dialect::Attribute::Bool(true));
+            }
         }
     }
     timings.push(("parse+verify", t.elapsed()));

@@ -325,6 +325,12 @@ pub struct Options {
     /// instruction with a subnormal fix-up (three more instructions). Results that would
     /// be subnormal (below 2⁻¹²⁶ in magnitude) become zero. Default false.
     pub ftz: bool,
+    /// Let an f32 multiply and the add or subtract that takes its result become one
+    /// fused multiply-add rounded once (sets every kernel's `fp_fusion` attribute; PTX's
+    /// `fma.rn.f32`, nvcc's `-fmad=true`, Triton's `enable_fp_fusion`). Results may then
+    /// differ from the interpreter's, which rounds each op, in the last bits. Default
+    /// false.
+    pub fp_fusion: bool,
     /// Run `tile-specialize-masks` before layouts: a select on an index-range mask (a
     /// bounds or causal mask) gets a uniform branch for blocks where the mask is all true,
     /// which then run no compare and no select (exact: the same values either way).
@@ -388,6 +394,7 @@ impl Options {
             load_stages: 2,
             mma_lookahead: false,
             ftz: false,
+            fp_fusion: false,
             specialize_masks: true,
             epilogue: EpilogueStore::Direct,
             promote: Promote::Auto,
@@ -413,6 +420,7 @@ impl Options {
         with_load_stages: load_stages: u32,
         with_mma_lookahead: mma_lookahead: bool,
         with_ftz: ftz: bool,
+        with_fp_fusion: fp_fusion: bool,
         with_specialize_masks: specialize_masks: bool,
         with_epilogue: epilogue: EpilogueStore,
         with_promote: promote: Promote,
@@ -459,6 +467,7 @@ impl Options {
         "load_stages",
         "mma_lookahead",
         "ftz",
+        "fp_fusion",
         "specialize_masks",
         "epilogue",
         "promote",
@@ -514,6 +523,7 @@ impl Options {
             "load_stages" => self.load_stages = num("load_stages", value)?,
             "mma_lookahead" => self.mma_lookahead = flag("mma_lookahead", value)?,
             "ftz" => self.ftz = flag("ftz", value)?,
+            "fp_fusion" => self.fp_fusion = flag("fp_fusion", value)?,
             "specialize_masks" => self.specialize_masks = flag("specialize_masks", value)?,
             "epilogue" => self.epilogue = value.parse()?,
             "promote" => self.promote = value.parse()?,
@@ -862,6 +872,7 @@ mod tests {
             ("load-stages", "3"),
             ("mma-lookahead", "true"),
             ("ftz", "true"),
+            ("fp-fusion", "true"),
             ("specialize-masks", "false"),
             ("epilogue", "direct"),
             ("promote", "off"),
@@ -885,6 +896,7 @@ mod tests {
             .with_load_stages(3)
             .with_mma_lookahead(true)
             .with_ftz(true)
+            .with_fp_fusion(true)
             .with_specialize_masks(false)
             .with_promote(Promote::Off)
             .with_invariant_a(InvariantA::Registers)
@@ -900,7 +912,7 @@ mod tests {
             .with_constant("BM", 64);
         assert_eq!(o, want);
         assert_eq!(o.validate(), Ok(()));
-        assert_eq!(Options::NAMES.len(), 20);
+        assert_eq!(Options::NAMES.len(), 21);
         let e = o.set("stage", "4").unwrap_err();
         assert!(
             e.reason
@@ -995,8 +1007,14 @@ mod tests {
         );
         for (a, spelled) in [
             (InvariantA::Auto, ",tile-dot-to-wgmma,"),
-            (InvariantA::Smem, ",tile-dot-to-wgmma{stage-invariant-a=true},"),
-            (InvariantA::Registers, ",tile-dot-to-wgmma{stage-invariant-a=false},"),
+            (
+                InvariantA::Smem,
+                ",tile-dot-to-wgmma{stage-invariant-a=true},",
+            ),
+            (
+                InvariantA::Registers,
+                ",tile-dot-to-wgmma{stage-invariant-a=false},",
+            ),
         ] {
             let p = Options::new(Target::Sm90a).with_invariant_a(a).pipeline();
             assert!(p.contains(spelled), "{a:?}: {p}");

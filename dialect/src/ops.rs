@@ -71,7 +71,10 @@ define_ops! {
             ending in `tile.return`. With `ftz = true`, f32 arithmetic on the GPU may flush \
             subnormal inputs and results to a zero of the same sign (PTX's `.ftz`, nvcc's \
             `-ftz=true`): `ex2.approx.ftz.f32` then needs no subnormal fix-up. The interpreter \
-            computes without flushing.";
+            computes without flushing. With `fp_fusion = true`, an f32 multiply whose result \
+            an add or subtract takes may be computed with it as one fused multiply-add, \
+            rounded once (PTX's `fma.rn.f32`; nvcc's `-fmad=true`, Triton's \
+            `enable_fp_fusion`); the interpreter rounds each op.";
     Return = "tile.return", Terminator, "Ends a kernel body.", "";
     For = "tile.for", Structure,
         "Counted loop `for %i = lb to ub step s` with loop-carried values (operands lb, ub, step, \

@@ -1353,8 +1353,10 @@ impl Verifier<'_> {
                 );
             }
         }
-        if let Some(f) = op.attr("ftz").filter(|a| a.as_bool().is_none()) {
-            self.error(op, format!("'ftz' must be true or false, found {f}"));
+        for flag in ["ftz", "fp_fusion"] {
+            if let Some(f) = op.attr(flag).filter(|a| a.as_bool().is_none()) {
+                self.error(op, format!("'{flag}' must be true or false, found {f}"));
+            }
         }
         if let Some(s) = op
             .symbol

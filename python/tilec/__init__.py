@@ -132,7 +132,7 @@ def compile(
 
     ``options`` are ``tilec::Options``' fields by name: ``kernel`` (which kernel of a
     module), ``stages``, ``epilogue`` (``direct`` or ``tma``), ``promote``, ``invariant_a``
-    (``auto``, ``smem`` or ``registers``), ``schedule``,
+    (``auto``, ``smem`` or ``registers``), ``ftz``, ``fp_fusion``, ``schedule``,
     ``cluster``, ``group_m``, ``num_warps``, ``opt_level``, ``simplify``, and
     ``constants`` (a dict binding kernel constants, ``{"BM": 64}``, as ``tile-compile -D``
     does; the manifest's ``constants`` records them). ``cubin=True``

@@ -313,6 +313,12 @@ pub(crate) fn denormal_attrs<'c>(
     )]
 }
 
+/// Whether kernel `k` has `fp_fusion = true`: its f32 multiplies and adds may be fused
+/// into `fma.rn.f32` ([`writer::Writer::contract`]).
+pub(crate) fn fp_fusion(k: &Operation) -> bool {
+    k.attr("fp_fusion").and_then(|a| a.as_bool()) == Some(true)
+}
+
 /// The kernel's cluster shape (`cluster = [x, y, z]`, set by `persistent{schedule=clc
 /// cluster=N}`; `[1, 1, 1]` without one).
 ///

@@ -792,6 +792,7 @@ fn build_module<'c>(
         block: gm_block,
         error: None,
         pending: vec![],
+        contract: false,
     };
     let kbody = &k.regions[0];
     let maps = tensor_maps(m, k)?;
@@ -875,6 +876,7 @@ fn build_module<'c>(
         block: entry,
         error: None,
         pending: vec![],
+        contract: super::fp_fusion(k),
     };
     // Parameters.
     let mut vals = HashMap::new();

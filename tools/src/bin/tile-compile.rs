@@ -3,7 +3,7 @@
 //! ```text
 //! tile-compile FILE --target sm_90a|sm_90|sm_100|sm_100a [-o DIR]
 //!              [--emit ptx|mlir|llvm|tile|cubin]
-//!              [--stages N] [--load-stages N] [--mma-lookahead BOOL] [--ftz]
+//!              [--stages N] [--load-stages N] [--mma-lookahead BOOL] [--ftz] [--fp-fusion]
 //!              [--specialize-masks BOOL]
 //!              [--epilogue-store direct|tma]
 //!              [--promote auto|on|off] [--invariant-a auto|smem|registers]
@@ -96,6 +96,11 @@ struct Cli {
     /// ex2.approx.ftz.f32; results below 2^-126 in magnitude become zero.
     #[arg(long)]
     ftz: bool,
+    /// Let an f32 multiply and the add or subtract that takes its result become one fused
+    /// multiply-add, rounded once (fma.rn.f32; nvcc's -fmad=true, Triton's enable_fp_fusion).
+    /// Results may differ from the interpreter's in the last bits.
+    #[arg(long)]
+    fp_fusion: bool,
     /// Give a select on an index-range mask (bounds, causal) a uniform branch for the
     /// blocks where the mask is all true (tile-specialize-masks; default true).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
@@ -307,6 +312,7 @@ fn run() -> i32 {
         .with_load_stages(cli.load_stages)
         .with_mma_lookahead(cli.mma_lookahead)
         .with_ftz(cli.ftz)
+        .with_fp_fusion(cli.fp_fusion)
         .with_specialize_masks(cli.specialize_masks)
         .with_promote(cli.promote)
         .with_invariant_a(cli.invariant_a)
