@@ -1389,23 +1389,60 @@ pub(crate) fn scalar_only(m: &Module, op: &Operation) -> bool {
 /// Whether carried argument `arg` of loop body `b` is used (at any depth) by an op after
 /// the top-level op that defines `yielded`. Values are followed through `tile.wait_group`
 /// ties, which share registers (so the answer is the same before and after waits are
-/// placed): `yielded` back to the value it ties, and `arg` forward to every tie of it. A
-/// value defined outside the body, or yielded from an argument, does not interfere.
+/// placed), and through `tile.if` results whose two arms yield the same registers (each
+/// arm tying the same value, as placement's waits in both arms of a branch do): `yielded`
+/// back to the value it ties, and `arg` forward to every tie of it. A value defined outside
+/// the body, or yielded from an argument, does not interfere.
 fn interferes(b: &Block, arg: Value, yielded: Value) -> bool {
     let mut tied: HashMap<Value, Value> = HashMap::new();
+    // A branch's result, by position: the values its arms yield there.
+    let mut joined: HashMap<Value, Vec<Value>> = HashMap::new();
     for o in &b.ops {
         o.walk(&mut |x| {
             if x.kind == OpKind::WaitGroup {
                 tied.extend(x.results.iter().copied().zip(x.operands.iter().copied()));
             }
+            if x.kind == OpKind::If {
+                for (i, &r) in x.results.iter().enumerate() {
+                    let arms = x
+                        .regions
+                        .iter()
+                        .filter_map(|rb| rb.ops.last().filter(|t| t.kind == OpKind::Yield))
+                        .filter_map(|y| y.operands.get(i).copied())
+                        .collect();
+                    joined.insert(r, arms);
+                }
+            }
         });
     }
-    let origin = |mut v: Value| {
-        while let Some(&w) = tied.get(&v) {
-            v = w;
+    // The value whose registers `v` is, through ties and through branches whose arms all
+    // yield the same registers (each arm waiting for the same value, say).
+    fn origin(
+        v: Value,
+        tied: &HashMap<Value, Value>,
+        joined: &HashMap<Value, Vec<Value>>,
+        depth: u32,
+    ) -> Value {
+        if depth > 64 {
+            return v;
+        }
+        if let Some(&w) = tied.get(&v) {
+            return origin(w, tied, joined, depth + 1);
+        }
+        if let Some(arms) = joined.get(&v) {
+            let os: Vec<Value> = arms
+                .iter()
+                .map(|&a| origin(a, tied, joined, depth + 1))
+                .collect();
+            if let Some(&first) = os.first() {
+                if os.len() == 2 && os.iter().all(|&o| o == first) {
+                    return first;
+                }
+            }
         }
         v
-    };
+    }
+    let origin = |v: Value| origin(v, &tied, &joined, 0);
     let y = origin(yielded);
     let Some(d) = b.ops.iter().position(|o| o.results.contains(&y)) else {
         return false;

@@ -836,9 +836,11 @@ type RegisterSets = (FxHashMap<Value, u32>, FxHashMap<usize, Vec<(Value, Value)>
 /// For a loop body: whether a carried argument is still read once the value yielded into it
 /// exists, so that the two need registers of their own. Reads are looked for in the ops
 /// after the one defining the yielded value; both values are taken through the waits that
-/// tie them (a wait's results are its operands' registers).
+/// tie them (a wait's results are its operands' registers) and through the branches whose
+/// two arms yield one value's registers.
 fn live_after_def(body: &Block) -> impl Fn(Value, Value) -> bool + '_ {
     let mut through: HashMap<Value, Value> = HashMap::new();
+    let mut arms: HashMap<Value, (Value, Value)> = HashMap::new();
     for o in &body.ops {
         o.walk(&mut |x| {
             if x.kind == OpKind::WaitGroup {
@@ -846,16 +848,47 @@ fn live_after_def(body: &Block) -> impl Fn(Value, Value) -> bool + '_ {
                     through.insert(r, a);
                 }
             }
+            if x.kind == OpKind::If && x.regions.len() == 2 {
+                let ys: Vec<&Operation> = x
+                    .regions
+                    .iter()
+                    .filter_map(|b| b.ops.last().filter(|y| y.kind == OpKind::Yield))
+                    .collect();
+                if let [t, e] = ys[..] {
+                    for (i, &r) in x.results.iter().enumerate() {
+                        if let (Some(&a), Some(&b)) = (t.operands.get(i), e.operands.get(i)) {
+                            arms.insert(r, (a, b));
+                        }
+                    }
+                }
+            }
         });
     }
     move |arg: Value, y: Value| {
-        let root = |v: Value| {
-            let mut v = v;
-            while let Some(&a) = through.get(&v) {
-                v = a;
+        fn root(
+            v: Value,
+            through: &HashMap<Value, Value>,
+            arms: &HashMap<Value, (Value, Value)>,
+            depth: u32,
+        ) -> Value {
+            if depth > 64 {
+                return v;
+            }
+            if let Some(&a) = through.get(&v) {
+                return root(a, through, arms, depth + 1);
+            }
+            if let Some(&(a, b)) = arms.get(&v) {
+                let (ra, rb) = (
+                    root(a, through, arms, depth + 1),
+                    root(b, through, arms, depth + 1),
+                );
+                if ra == rb {
+                    return ra;
+                }
             }
             v
-        };
+        }
+        let root = |v: Value| root(v, &through, &arms, 0);
         let y = root(y);
         let Some(def) = body.ops.iter().position(|o| o.results.contains(&y)) else {
             return false;
