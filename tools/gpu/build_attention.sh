@@ -15,7 +15,9 @@
 # tiles. OUT/sm_90a-lookahead/ and OUT/sm_90a-persistent-lookahead/ are the same builds with
 # `--mma-lookahead true` (the next key block's Q·Kᵀ issued before this block's softmax);
 # OUT/sm_90a-ftz/ and OUT/sm_90a-ftz-lookahead/ add `--ftz` (f32 subnormals flushed), and
-# OUT/sm_90a-ftz-nomasks/ `--specialize-masks false` (masks applied in every block).
+# OUT/sm_90a-ftz-nomasks/ `--specialize-masks false` (masks applied in every block);
+# OUT/sm_90a-ftz-fusion/ adds `--fp-fusion` (fused multiply-adds) to `--ftz`, and
+# OUT/sm_90a-ftz-smemq/ `--invariant-a smem` (Q staged in shared memory, not registers).
 #
 # Usage: tools/gpu/build_attention.sh [OUT] (after `cargo build --release`; uses
 # target/release/tile-compile, or TILE_COMPILE).
@@ -37,7 +39,8 @@ for e in attention_fwd attention_fwd_causal; do
             mv "$tmp/p" "$out/$t/${e}_d$d.ptxas"
         done
         for v in "lookahead --mma-lookahead true" "ftz --ftz" \
-            "ftz-lookahead --ftz --mma-lookahead true" "ftz-nomasks --ftz --specialize-masks false"; do
+            "ftz-lookahead --ftz --mma-lookahead true" "ftz-nomasks --ftz --specialize-masks false" \
+            "ftz-fusion --ftz --fp-fusion" "ftz-smemq --ftz --invariant-a smem"; do
             set -- $v
             mkdir -p "$out/sm_90a-$1"
             "$tc" "$tmp/${e}_d$d.tile" --target sm_90a -o "$out/sm_90a-$1" --emit cubin \
