@@ -244,6 +244,20 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         acc
     }
 
+    /// Checks that `bytes` from byte `at` fit a CTA's shared memory.
+    fn fits(&self, at: u64, bytes: u64, loc: &TileLoc) -> R<()> {
+        let max = self.target.max_smem_per_block();
+        if at + bytes > max {
+            let needed = at + bytes;
+            let msg = format!(
+                "the kernel's shared-memory round trips need {needed} bytes; a CTA has at most \
+                 {max}"
+            );
+            return Err(smem_limit(loc, msg, needed, max));
+        }
+        Ok(())
+    }
+
     /// A region of `bytes` of dynamic shared memory that no other region ever shares
     /// (16-byte aligned), and its byte offset: mbarriers, slots read across ops, and the
     /// regions of round trips that are not placed by [`Self::scratch_region`]. An op that
@@ -253,16 +267,8 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
     /// # Errors
     /// More shared memory than a CTA may have.
     pub fn smem_region(&mut self, bytes: u64, loc: &TileLoc) -> R<u64> {
-        let max = self.target.max_smem_per_block();
         let at = self.smem_bytes.div_ceil(16) * 16;
-        if at + bytes > max {
-            let needed = at + bytes;
-            let msg = format!(
-                "the kernel's shared-memory round trips need {needed} bytes; a CTA has at most \
-                 {max}"
-            );
-            return Err(smem_limit(loc, msg, needed, max));
-        }
+        self.fits(at, bytes, loc)?;
         self.smem_bytes = at + bytes;
         self.placed.push(Placed {
             offset: at,
@@ -313,15 +319,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             .into_iter()
             .find(|&o| busy.iter().all(|&(a, z)| o + bytes <= a || z <= o))
             .unwrap_or_else(|| self.smem_bytes.div_ceil(16) * 16);
-        let max = self.target.max_smem_per_block();
-        if at + bytes > max {
-            let needed = at + bytes;
-            let msg = format!(
-                "the kernel's shared-memory round trips need {needed} bytes; a CTA has at most \
-                 {max}"
-            );
-            return Err(smem_limit(loc, msg, needed, max));
-        }
+        self.fits(at, bytes, loc)?;
         let overlaps = |p: &Placed| at < p.offset + p.bytes && p.offset < at + bytes;
         let reuses_earlier = self.placed.iter().any(|p| overlaps(p) && p.live.1 < cur);
         let precedes_later = self.placed.iter().any(|p| overlaps(p) && p.live.0 > cur);
