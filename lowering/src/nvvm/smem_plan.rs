@@ -7,8 +7,9 @@
 //! allocators compute: ops are numbered in pre-order, and a buffer is live from its first
 //! use to its last. A use inside a loop that does not enclose the buffer's `tile.smem_alloc`
 //! stands for the whole loop (the next iteration uses the buffer again). An asynchronous
-//! access's range runs on to where it is waited for: a `tile.mma` to the ops that use its
-//! results (the `tile.wait_group` that retires it), a `tile.tma_load` to the
+//! access's range runs on to where it is done: a wgmma `tile.mma` to the first
+//! `tile.wait_group {pending = 0}` after it in its own block (which retires every group, on
+//! every path; with none there the buffer is live everywhere), a `tile.tma_load` to the
 //! `tile.mbarrier_wait`s on its mbarrier. A buffer handed to a region (a loop's carried
 //! value, a yield), or written by `tile.cp_async` or read by `tile.tma_store` (whose waits
 //! name no value of it), is live everywhere.
@@ -37,17 +38,19 @@ pub(crate) struct SmemPlan {
     live: HashMap<Value, Span>,
 }
 
-/// An op's number and the spans of the loops around it, outermost first.
-struct Site {
+/// An op's number, the spans of the loops around it (outermost first), and the ops after
+/// it in its block.
+struct Site<'a> {
     at: usize,
     loops: Vec<Span>,
+    rest: &'a [Operation],
 }
 
 impl SmemPlan {
     /// Numbers `body`'s ops and computes the live range of every `tile.smem_alloc` result.
     pub(crate) fn new(m: &TileModule, body: &[Operation]) -> Self {
         let mut plan = SmemPlan::default();
-        let mut sites: Vec<(&Operation, Site)> = vec![];
+        let mut sites: Vec<(&Operation, Site<'_>)> = vec![];
         let mut next = 0;
         number(body, &mut vec![], &mut next, &mut plan.index, &mut sites);
         let site_of: HashMap<*const Operation, usize> = sites
@@ -91,17 +94,29 @@ impl SmemPlan {
                     break;
                 }
                 take(widen(us, d));
-                // An asynchronous access is done only where it is waited for: a wgmma where
-                // its results are, a TMA copy at the waits on its mbarrier.
-                let done: Vec<Value> = match uop.kind {
-                    OpKind::Mma => uop.results.clone(),
-                    OpKind::TmaLoad => uop.operands.get(2).copied().into_iter().collect(),
-                    _ => vec![],
-                };
-                for r in done {
-                    for &w in users.get(&r).into_iter().flatten() {
-                        if uop.kind == OpKind::Mma || sites[w].0.kind == OpKind::MbarrierWait {
-                            take(widen(&sites[w].1, d));
+                // A wgmma reads until a `wait_group {pending = 0}` retires every group: the
+                // first one after it in its own block (so on every path); without one there,
+                // the read may still be in flight anywhere after.
+                if uop.kind == OpKind::Mma {
+                    let retire = us
+                        .rest
+                        .iter()
+                        .find(|o| o.kind == OpKind::WaitGroup && o.int_attr("pending") == Some(0));
+                    match retire.and_then(|o| site_of.get(&(o as *const Operation))) {
+                        Some(&w) => take(widen(&sites[w].1, d)),
+                        None => {
+                            always = true;
+                            break;
+                        }
+                    }
+                }
+                // A TMA copy is done at the waits on its mbarrier.
+                if uop.kind == OpKind::TmaLoad {
+                    for &bar in uop.operands.get(2).into_iter() {
+                        for &w in users.get(&bar).into_iter().flatten() {
+                            if sites[w].0.kind == OpKind::MbarrierWait {
+                                take(widen(&sites[w].1, d));
+                            }
                         }
                     }
                 }
@@ -143,9 +158,9 @@ fn number<'a>(
     loops: &mut Vec<Span>,
     next: &mut usize,
     index: &mut HashMap<*const Operation, usize>,
-    sites: &mut Vec<(&'a Operation, Site)>,
+    sites: &mut Vec<(&'a Operation, Site<'a>)>,
 ) {
-    for op in ops {
+    for (i, op) in ops.iter().enumerate() {
         let at = *next;
         *next += 1;
         index.insert(op as *const Operation, at);
@@ -154,6 +169,7 @@ fn number<'a>(
             Site {
                 at,
                 loops: loops.clone(),
+                rest: &ops[i + 1..],
             },
         ));
         if op.regions.is_empty() {
