@@ -10,7 +10,7 @@
 //! access's range runs on to where it is done: a wgmma `tile.mma` to the first
 //! `tile.wait_group {pending = 0}` after it in its own block (which retires every group, on
 //! every path; with none there the buffer is live everywhere), a `tile.tma_load` to the
-//! `tile.mbarrier_wait`s on its mbarrier. A buffer handed to a region (a loop's carried
+//! `tile.mbarrier_wait`s on its mbarrier (with none, the buffer is live everywhere). A buffer handed to a region (a loop's carried
 //! value, a yield), or written by `tile.cp_async` or read by `tile.tma_store` (whose waits
 //! name no value of it), is live everywhere.
 //!
@@ -110,14 +110,23 @@ impl SmemPlan {
                         }
                     }
                 }
-                // A TMA copy is done at the waits on its mbarrier.
+                // A TMA copy is done at the waits on its mbarrier; with none, never.
                 if uop.kind == OpKind::TmaLoad {
-                    for &bar in uop.operands.get(2).into_iter() {
-                        for &w in users.get(&bar).into_iter().flatten() {
-                            if sites[w].0.kind == OpKind::MbarrierWait {
-                                take(widen(&sites[w].1, d));
-                            }
-                        }
+                    let waits: Vec<usize> = uop
+                        .operands
+                        .get(2)
+                        .and_then(|bar| users.get(bar))
+                        .into_iter()
+                        .flatten()
+                        .copied()
+                        .filter(|&w| sites[w].0.kind == OpKind::MbarrierWait)
+                        .collect();
+                    if waits.is_empty() {
+                        always = true;
+                        break;
+                    }
+                    for w in waits {
+                        take(widen(&sites[w].1, d));
                     }
                 }
             }
