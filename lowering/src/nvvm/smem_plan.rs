@@ -10,12 +10,13 @@
 //! access's range runs on to where it is done: a wgmma `tile.mma` to the first
 //! `tile.wait_group {pending = 0}` after it in its own block (which retires every group, on
 //! every path; with none there the buffer is live everywhere), a `tile.tma_load` to the
-//! `tile.mbarrier_wait`s on its mbarrier (with none, the buffer is live everywhere). A buffer handed to a region (a loop's carried
-//! value, a yield), or written by `tile.cp_async` or read by `tile.tma_store` (whose waits
-//! name no value of it), is live everywhere.
+//! `tile.mbarrier_wait`s on its mbarrier (with none, the buffer is live everywhere). A
+//! buffer handed to a region (a loop's carried value, a yield), or written by
+//! `tile.cp_async` or read by `tile.tma_store` (whose waits name no value of it), is live
+//! everywhere.
 //!
-//! What this relies on: every TMA copy into a buffer is waited for, as
-//! `tile-pipeline-loads` issues one only for an iteration that waits for it and reads it.
+//! What this relies on: a wait on a TMA copy's mbarrier comes after the copy completes, as
+//! `tile-pipeline-loads` issues a copy only for an iteration that waits for it and reads it.
 //! A source kernel cannot write GPU-level ops (`tilec::compile` refuses them); a kernel
 //! written at the GPU level, with its `target`, keeps this protocol as it keeps the others
 //! the passes establish.
