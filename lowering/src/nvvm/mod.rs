@@ -313,10 +313,13 @@ pub(crate) fn denormal_attrs<'c>(
     )]
 }
 
-/// Whether kernel `k` has `fp_fusion = true`: its f32 multiplies and adds may be fused
-/// into `fma.rn.f32` ([`writer::Writer::contract`]).
-pub(crate) fn fp_fusion(k: &Operation) -> bool {
-    k.attr("fp_fusion").and_then(|a| a.as_bool()) == Some(true)
+/// LLVM's `contract` flag for kernel `k`'s f32 arithmetic if it has `fp_fusion = true`:
+/// its multiplies and adds may then be fused into `fma.rn.f32`
+/// ([`writer::Writer::contract`]).
+pub(crate) fn fp_fusion<'c>(ctx: &'c Context, k: &Operation) -> Option<melior::ir::Attribute<'c>> {
+    (k.attr("fp_fusion").and_then(|a| a.as_bool()) == Some(true))
+        .then(|| melior::ir::Attribute::parse(ctx, "#llvm.fastmath<contract>"))
+        .flatten()
 }
 
 /// The kernel's cluster shape (`cluster = [x, y, z]`, set by `persistent{schedule=clc

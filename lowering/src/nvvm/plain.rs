@@ -790,7 +790,7 @@ fn build_module<'c>(
         block: gm_block,
         error: None,
         pending: vec![],
-        contract: false,
+        contract: None,
     };
     let kbody = &k.regions[0];
     let maps = tensor_maps(m, k)?;
@@ -874,7 +874,7 @@ fn build_module<'c>(
         block: entry,
         error: None,
         pending: vec![],
-        contract: super::fp_fusion(k),
+        contract: super::fp_fusion(ctx, k),
     };
     // Parameters.
     let mut vals = HashMap::new();

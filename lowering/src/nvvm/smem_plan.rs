@@ -1,7 +1,6 @@
 //! Where a plain-launch kernel's shared memory is live: the live range of each
-//! `tile.smem_alloc` buffer, over a numbering of the kernel's ops, so that a round trip's
-//! scratch region (a layout conversion, an operand staged for `ldmatrix`) may take bytes of
-//! a buffer that is dead at that op.
+//! `tile.smem_alloc` buffer, over a numbering of the kernel's ops, so that a layout
+//! conversion's round trip may take bytes of a buffer that is dead at that op.
 //!
 //! This is the interval form of the liveness that MLIR's and Triton's shared-memory
 //! allocators compute: ops are numbered in pre-order, and a buffer is live from its first
@@ -53,12 +52,8 @@ impl SmemPlan {
         let mut plan = SmemPlan::default();
         let mut sites: Vec<(&Operation, Site<'_>)> = vec![];
         let mut next = 0;
+        // An op's number is its place in `sites`.
         number(body, &mut vec![], &mut next, &mut plan.index, &mut sites);
-        let site_of: HashMap<*const Operation, usize> = sites
-            .iter()
-            .enumerate()
-            .map(|(i, (op, _))| (*op as *const Operation, i))
-            .collect();
         let mut users: HashMap<Value, Vec<usize>> = HashMap::new();
         for (i, (op, _)) in sites.iter().enumerate() {
             for &v in &op.operands {
@@ -75,7 +70,9 @@ impl SmemPlan {
             if !matches!(m.ty(b), TileType::Smem { .. }) {
                 continue;
             }
-            let d = &sites[site_of[&(*op as *const Operation)]].1;
+            let Some(d) = plan.index(op).map(|i| &sites[i].1) else {
+                continue;
+            };
             let mut span: Option<Span> = None;
             let mut take = |s: Span| {
                 span = Some(match span {
@@ -103,8 +100,8 @@ impl SmemPlan {
                         .rest
                         .iter()
                         .find(|o| o.kind == OpKind::WaitGroup && o.int_attr("pending") == Some(0));
-                    match retire.and_then(|o| site_of.get(&(o as *const Operation))) {
-                        Some(&w) => take(widen(&sites[w].1, d)),
+                    match retire.and_then(|o| plan.index(o)) {
+                        Some(w) => take(widen(&sites[w].1, d)),
                         None => {
                             always = true;
                             break;

@@ -93,9 +93,9 @@ pub(crate) struct Writer<'c, 'm> {
     pub error: Option<String>,
     /// Blocks made by [`Self::block`] and not placed yet.
     pub pending: Vec<Block<'c>>,
-    /// f32 `fadd`, `fsub` and `fmul` carry LLVM's `contract` flag, so that a multiply and
-    /// an add may become one `fma.rn.f32` (a kernel with `fp_fusion = true`).
-    pub contract: bool,
+    /// `#llvm.fastmath<contract>` where f32 `fadd`, `fsub` and `fmul` carry it, so that a
+    /// multiply and an add may become one `fma.rn.f32` (a kernel with `fp_fusion = true`).
+    pub contract: Option<Attribute<'c>>,
 }
 
 impl Drop for Writer<'_, '_> {
@@ -438,11 +438,11 @@ impl<'c, 'm> Writer<'c, 'm> {
     pub fn fop(&mut self, name: &str, args: &[V<'c, 'm>]) -> V<'c, 'm> {
         let ty = self.ty(ScalarType::F32);
         let vs: Vec<Value<'c, 'm>> = args.iter().map(|a| a.v).collect();
-        let contract = self.contract && matches!(name, "llvm.fadd" | "llvm.fsub" | "llvm.fmul");
-        let attrs = if contract {
-            vec![("fastmathFlags", self.attr("#llvm.fastmath<contract>"))]
-        } else {
-            vec![]
+        let attrs = match self.contract {
+            Some(c) if matches!(name, "llvm.fadd" | "llvm.fsub" | "llvm.fmul") => {
+                vec![("fastmathFlags", c)]
+            }
+            _ => vec![],
         };
         V {
             v: self.op1(name, &vs, ty, &attrs),

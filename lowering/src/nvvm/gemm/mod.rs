@@ -1087,7 +1087,7 @@ fn build_module<'c>(
         block: entry,
         error: None,
         pending: vec![],
-        contract: super::fp_fusion(k),
+        contract: super::fp_fusion(ctx, k),
     };
     let arg = |i: usize| -> Value { entry.argument(i).map(Into::into).expect("declared") };
     let mut vals = HashMap::new();
