@@ -78,7 +78,14 @@ define_ops! {
     Return = "tile.return", Terminator, "Ends a kernel body.", "";
     For = "tile.for", Structure,
         "Counted loop `for %i = lb to ub step s` with loop-carried values (operands lb, ub, step, \
-            inits...).", "";
+            inits...).",
+        "Counted loop (MLIR `scf.for`): operands lb, ub, step (all `index`), then the initial \
+            carried values; the body's block arguments are the induction variable and the \
+            carried values, and it ends with `tile.yield` of the next ones. The body runs for \
+            iv = lb, lb + step, ... while iv < ub (signed), and the loop ends where iv + step \
+            would overflow. The step must be positive: a constant step <= 0 is a verifier \
+            error; at run time the interpreter reports one and the GPU kernel traps (PTX \
+            `trap`, the launch fails).";
     If = "tile.if", Structure, "Two-way branch on an `i1`; both regions yield the results.", "";
     While = "tile.while", Structure,
         "Do-while loop with loop-carried values (MLIR `scf.while`, empty before-region).",

@@ -489,6 +489,14 @@ impl Verifier<'_> {
                 );
             }
         }
+        if let (OpKind::For, Some(step)) = (op.kind, op.operands.get(2)) {
+            if let Some(&s) = self.consts.get(step).filter(|&&s| s <= 0) {
+                self.error(
+                    op,
+                    format!("'tile.for' step must be positive, found the constant {s}"),
+                );
+            }
+        }
         if let (OpKind::RemI, Some(&r), [x, c]) = (op.kind, op.results.first(), &op.operands[..]) {
             // `%` takes the dividend's sign: a stage (non-negative) lies in 0..|c|, and in
             // the smaller range where the dividend is itself a remainder.

@@ -101,9 +101,9 @@ pub struct TargetSpec {
 /// writer's IR, and `tilec-split-aggregates` (`lowering/cpp/register.cpp`) last. Found by removing
 /// `default<O3>`'s passes one at a time, keeping a removal only when the PTX stayed byte-identical
 /// for every example on sm_90a, sm_90, sm_100 and sm_100a and for the option snapshots
-/// (`tests/precise`); `tests/ptxas.rs` compares it with `default<O3>` on every example: the
-/// attention examples on sm_90a differ by one compare at their key loop's exit, which this pipeline
-/// shares with the TMA prefetch guard (listed in that test). `nvvm-reflect` and `nvvm-intr-range`
+/// (`tests/precise`); `tests/ptxas.rs` compares it with `default<O3>` on every example: eight
+/// example and target pairs differ by at most 4 lines (a loop's entry or exit test, a clamp;
+/// listed with the reasons in that test). `nvvm-reflect` and `nvvm-intr-range`
 /// (the ranges of `%tid`, `%ctaid` and the like, from the kernel's `maxntid`) are what the NVPTX
 /// target adds at the start of every default pipeline. `slp-vectorizer` and `loop-unroll` stay
 /// although only some targets or kernels need them: SLP forms `f32x2` arithmetic on sm_100

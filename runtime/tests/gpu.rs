@@ -5,7 +5,8 @@
 //! `TILEC_RUNTIME_KERNELS=DIR` points this test at them. Without that variable, or without
 //! a CUDA driver, every trial is reported as ignored (never as passed).
 //!
-//! The trials: vadd (pointer parameters and a scalar); the persistent bf16 GEMM with its
+//! The trials: vadd (pointer parameters and a scalar); a loop's trip count at bounds
+//! near the ends of `i64` (`for_bounds`); the persistent bf16 GEMM with its
 //! TMA-store epilogue (tensor maps, 225 KiB of dynamic shared memory) and with its direct
 //! epilogue for sm_90 (PTX the driver's JIT compiles) on ragged shapes; the GEMM from a
 //! cubin when the directory has one; a launch on a created stream captured into a CUDA
@@ -182,6 +183,58 @@ fn vadd(ctx: &Arc<Context>, dir: &Path) -> Result<()> {
     let z2: Vec<f32> = bz.read()?;
     if z2 != z {
         return Err("a strided X gave another sum than a contiguous one".into());
+    }
+    Ok(())
+}
+
+/// The trips of `tile.for %lb to %ub step %step` as the interpreter counts them: while
+/// `iv < ub`, stopping where `iv + step` overflows.
+fn trips(lb: i64, ub: i64, step: i64) -> i32 {
+    let (mut iv, mut n) = (lb, 0);
+    while iv < ub {
+        n += 1;
+        match iv.checked_add(step) {
+            Some(next) => iv = next,
+            None => break,
+        }
+    }
+    n
+}
+
+/// `tests/lit/lowering/for_bounds.tile`'s `count` (a loop with runtime bounds and step)
+/// counts its trips as the interpreter does, at bounds near `i64::MAX` and `i64::MIN`
+/// where a wrapping increment would go on.
+fn for_bounds(ctx: &Arc<Context>, dir: &Path) -> Result<()> {
+    let k = load(ctx, dir, "for_bounds", "count")?;
+    let out = Buf::from(ctx, &[-1i32])?;
+    let (max, min) = (i64::MAX, i64::MIN);
+    let cases = [
+        (0, 10, 3),
+        (5, 5, 1),
+        (7, 3, 1),
+        (-10, 10, 7),
+        (max - 5, max, 4),
+        (max - 1, max, 1),
+        (max - 10, max, max),
+        (min, min + 3, 1),
+        (min, min + 100, 40),
+    ];
+    for (lb, ub, step) in cases {
+        out.write(&[-1i32])?;
+        let args = [
+            ("out", tensor(&out, Dtype::I32, &[1], ctx.ordinal())),
+            ("lb", Arg::Int(lb)),
+            ("ub", Arg::Int(ub)),
+            ("by", Arg::Int(step)),
+        ];
+        // SAFETY: `out` holds one i32 and outlives the synchronization below.
+        unsafe { k.launch(&args, Stream(0)) }.map_err(|e| e.to_string())?;
+        sync(ctx)?;
+        let got = out.read::<i32>()?[0];
+        let want = trips(lb, ub, step);
+        if got != want {
+            return Err(format!("for {lb} to {ub} step {step}: {got} trips, want {want}").into());
+        }
     }
     Ok(())
 }
@@ -583,8 +636,9 @@ fn main() {
         "split_k_zeroes_and_finalizes",
         "split_k_ordered_is_deterministic",
     ];
-    let cases: [(&str, Case); 13] = [
+    let cases: [(&str, Case); 14] = [
         ("vadd", vadd),
+        ("for_bounds", for_bounds),
         ("gemm_bf16_tma_sm90a", gemm_tma),
         ("gemm_bf16_direct_sm90_jit", gemm_sm90),
         ("gemm_bf16_cubin", gemm_cubin),

@@ -4,6 +4,7 @@
 #
 #   OUT/gpu                     the test binary (no MLIR in it; needs only libcuda there);
 #   OUT/kernels/vadd/           examples/vadd.tile for sm_90a;
+#   OUT/kernels/for_bounds/     tests/lit/lowering/for_bounds.tile's loop count, sm_90a;
 #   OUT/kernels/gemm_tma/       examples/gemm_bf16.tile, sm_90a, --epilogue-store tma;
 #   OUT/kernels/gemm_sm90/      examples/gemm_bf16.tile for sm_90 (PTX for the driver's JIT);
 #   OUT/kernels/gemm_cubin/     examples/gemm_bf16.tile, sm_90a, --emit cubin;
@@ -22,6 +23,7 @@ tc=${TILE_COMPILE:-target/release/tile-compile}
 rm -rf "$out"
 k="$out/kernels"
 "$tc" examples/vadd.tile --target sm_90a -o "$k/vadd" 2>/dev/null
+"$tc" tests/lit/lowering/for_bounds.tile --target sm_90a -o "$k/for_bounds" 2>/dev/null
 "$tc" examples/gemm_bf16.tile --target sm_90a --epilogue-store tma -o "$k/gemm_tma" 2>/dev/null
 "$tc" examples/gemm_bf16.tile --target sm_90 -o "$k/gemm_sm90" 2>/dev/null
 "$tc" examples/gemm_bf16.tile --target sm_90a --emit cubin -o "$k/gemm_cubin" 2>/dev/null

@@ -146,6 +146,11 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         Ok(out)
     }
 
+    /// `tile.for` as the interpreter runs it: `trap` unless `step > 0`; `cond_br lb < ub,
+    /// ^body(lb, inits), ^exit(inits)`; `^body(iv, args)`: `assume(iv >= lb)`, the body, then
+    /// `cond_br more, ^body(iv + step, yields), ^exit(yields)` with
+    /// [`super::writer::Writer::loop_continues`]'s test, so the loop stops where `iv + step`
+    /// would overflow.
     pub(super) fn lower_for(&mut self, op: &Operation) -> R<()> {
         let lb = self.scalar(op, op.operands[0])?;
         let ub = self.scalar(op, op.operands[1])?;
@@ -153,26 +158,31 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let inits = self.gets(op, &op.operands[3..])?;
         let (mut types, mut init_vals) = (vec![self.w.ty(lb.t)], vec![lb.v]);
         self.flatten_all(&inits, &mut types, &mut init_vals);
+        let zero = self.w.int(0, step.t);
+        let positive = self.w.icmp(ICmp::Sgt, step, zero);
+        self.w.trap_unless(positive);
         let header = self.w.new_block(&types);
-        let body = self.w.new_block(&[]);
         let exit = self.w.new_block(&types[1..]);
-        self.w.br(&header, &init_vals);
+        let enter = self.w.icmp(ICmp::Slt, lb, ub);
+        self.w
+            .cond_br(enter, &header, &init_vals, &exit, &init_vals[1..]);
         self.w.block = header;
         let hargs = self.w.args(header);
         let iv = V {
             v: hargs[0],
             t: lb.t,
         };
-        let more = self.w.icmp(ICmp::Slt, iv, ub);
-        self.w.cond_br(more, &body, &[], &exit, &hargs[1..]);
-        self.w.block = body;
         let region = &op.regions[0];
         self.vals.insert(region.args[0], Lv::Scalar(iv));
         self.bind(&region.args[1..], &inits, &hargs[1..]);
-        self.loop_body(body, &region.ops)?;
-        let mut next = vec![self.w.add(iv, step).v];
+        let from_lb = self.w.icmp(ICmp::Sge, iv, lb);
+        self.w.assume(from_lb);
+        self.loop_body(header, &region.ops)?;
+        let step_iv = self.w.add(iv, step);
+        let mut next = vec![step_iv.v];
         next.extend(self.yielded(region, &inits)?);
-        self.w.br(&header, &next);
+        let more = self.w.loop_continues(iv, step_iv, ub);
+        self.w.cond_br(more, &header, &next, &exit, &next[1..]);
         self.w.block = exit;
         let eargs = self.w.args(exit);
         self.bind(&op.results, &inits, &eargs);

@@ -248,6 +248,41 @@ impl<'c, 'm> Writer<'c, 'm> {
         self.bin("add", a, b)
     }
 
+    /// `llvm.intr.assume(c)`: a fact the caller guarantees (LLVM may rely on it, so a false
+    /// one is undefined behaviour).
+    pub fn assume(&mut self, c: V<'c, 'm>) {
+        let no_bundles = DenseI32ArrayAttribute::new(self.ctx, &[]).into();
+        self.op(
+            "llvm.intr.assume",
+            &[c.v],
+            &[],
+            &[("op_bundle_sizes", no_bundles)],
+        );
+    }
+
+    /// The back-edge test of a counted loop with a positive `step` (`index` bounds):
+    /// `next < ub` and `iv < next` for the wrapping `next = iv + step`, which holds exactly
+    /// when `iv + step < ub` without overflow (the interpreter's `tile.for` stops where
+    /// `iv + step` overflows). LLVM folds `iv < next` to a compare with a constant for a
+    /// constant step, and shares `next < ub` with the body's own `iv + step < ub`.
+    pub fn loop_continues(&mut self, iv: V<'c, 'm>, next: V<'c, 'm>, ub: V<'c, 'm>) -> V<'c, 'm> {
+        let below = self.icmp(ICmp::Slt, next, ub);
+        let no_wrap = self.icmp(ICmp::Slt, iv, next);
+        self.and(below, no_wrap)
+    }
+
+    /// `trap` (`llvm.intr.trap`, PTX `trap`: the launch fails) unless `ok`; writing goes on
+    /// in a new block where `ok` holds.
+    pub fn trap_unless(&mut self, ok: V<'c, 'm>) {
+        let cont = self.new_block(&[]);
+        let fail = self.new_block(&[]);
+        self.cond_br(ok, &cont, &[], &fail, &[]);
+        self.block = fail;
+        self.op("llvm.intr.trap", &[], &[], &[]);
+        self.push(OperationBuilder::new("llvm.unreachable", self.loc).build());
+        self.block = cont;
+    }
+
     /// `a * b` (wrapping).
     pub fn mul(&mut self, a: V<'c, 'm>, b: V<'c, 'm>) -> V<'c, 'm> {
         self.bin("mul", a, b)

@@ -166,8 +166,10 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         Ok(out)
     }
 
-    /// `br ^head(lb, inits)`; `^head(iv, args)`: `cond_br iv < ub, ^body, ^exit(args)`;
-    /// `^body`: the body, then `br ^head(iv + step, yields)`.
+    /// `tile.for` as the interpreter runs it (the plain lowering's form): `trap` unless
+    /// `step > 0`; `cond_br lb < ub, ^head(lb, inits), ^exit(inits)`; `^head(iv, args)`:
+    /// `assume(iv >= lb)`, the body, then `cond_br more, ^head(iv + step, yields),
+    /// ^exit(yields)` with [`crate::nvvm::writer::Writer::loop_continues`]'s test.
     pub(super) fn lower_for(&mut self, op: &Operation) -> R<()> {
         let lb = self.scalar(op, op.operands[0])?;
         let ub = self.scalar(op, op.operands[1])?;
@@ -178,10 +180,13 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let mut tys = vec![self.w.ty(lb.t)];
         tys.extend(&c.tys);
         let b = &op.regions[0];
+        let zero = self.w.int(0, step.t);
+        let positive = self.w.icmp(ICmp::Sgt, step, zero);
+        self.w.trap_unless(positive);
         let head = self.w.block(&tys);
-        let body = self.w.block(&[]);
         let exit = self.w.block(&c.tys);
-        self.w.br(&head, &init);
+        let enter = self.w.icmp(ICmp::Slt, lb, ub);
+        self.w.cond_br(enter, &head, &init, &exit, &c.vals);
         let head = self.w.place(head);
         let hargs = args_of(&head);
         let iv = V {
@@ -192,13 +197,14 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         for (&a, lv) in b.args[1..].iter().zip(renamed(&c.kinds, &hargs[1..])) {
             self.vals.insert(a, lv);
         }
-        let more = self.w.icmp(ICmp::Slt, iv, ub);
-        self.w.cond_br(more, &body, &[], &exit, &hargs[1..]);
-        self.w.place(body);
+        let from_lb = self.w.icmp(ICmp::Sge, iv, lb);
+        self.w.assume(from_lb);
         let yielded = self.loop_body(b)?;
-        let mut next = vec![self.bin("add", iv, step).v];
-        next.extend(yielded);
-        self.w.br(&head, &next);
+        let next = self.w.add(iv, step);
+        let more = self.w.loop_continues(iv, next, ub);
+        let mut again = vec![next.v];
+        again.extend(&yielded);
+        self.w.cond_br(more, &head, &again, &exit, &yielded);
         let exit = self.w.place(exit);
         let res = args_of(&exit);
         for (&r, lv) in op.results.iter().zip(renamed(&c.kinds, &res)) {
