@@ -566,7 +566,8 @@ impl Options {
     ///   sm_90a);
     /// - `cluster` other than 1, 2 or 4 along x; more than 1 without the `clc` schedule, or
     ///   on a target without the multicast try_cancel (sm_100a only);
-    /// - `epilogue` `tma` without wgmma (sm_90a only);
+    /// - `epilogue` `tma`, `mma_lookahead` true, or `invariant_a` other than `auto`
+    ///   without wgmma (sm_90a only);
     /// - `num_warps` not in [`NUM_WARPS`];
     /// - `llvm_passes` with an optimisation level below 3 (it would not run), or empty;
     /// - `kernel` empty; `mlir_child_timeout` zero;
@@ -636,6 +637,22 @@ impl Options {
                 format!(
                     "tma stores the wgmma accumulator fragments (one warpgroup per 64 rows), \
                      which needs sm_90a; the target is {t}"
+                ),
+            );
+        }
+        if self.mma_lookahead && !t.has_wgmma() {
+            return err(
+                "mma_lookahead",
+                format!("true issues a wgmma ahead, which needs sm_90a; the target is {t}"),
+            );
+        }
+        if self.invariant_a != InvariantA::Auto && !t.has_wgmma() {
+            return err(
+                "invariant_a",
+                format!(
+                    "{} places a wgmma's A operand, which needs sm_90a; the target is {t} \
+                     (auto is the only choice there)",
+                    self.invariant_a
                 ),
             );
         }
@@ -911,7 +928,13 @@ mod tests {
             .with_kernel("@gemm")
             .with_constant("BM", 64);
         assert_eq!(o, want);
-        assert_eq!(o.validate(), Ok(()));
+        // sm_100a has the clc cluster but no wgmma: the wgmma-only choices are refused.
+        assert_eq!(o.validate().unwrap_err().option, "mma_lookahead");
+        let wgmma_free = o
+            .clone()
+            .with_mma_lookahead(false)
+            .with_invariant_a(InvariantA::Auto);
+        assert_eq!(wgmma_free.validate(), Ok(()));
         assert_eq!(Options::NAMES.len(), 21);
         let e = o.set("stage", "4").unwrap_err();
         assert!(
@@ -938,6 +961,22 @@ mod tests {
         let ahead = base().with_mma_lookahead(true);
         assert_eq!(opt(ahead.clone()), Ok(()));
         assert_eq!(opt(ahead.with_load_stages(0)), Err("mma_lookahead"));
+        for t in [Target::Sm90, Target::Sm100, Target::Sm100a] {
+            let o = Options::new(t);
+            assert_eq!(
+                opt(o.clone().with_mma_lookahead(true)),
+                Err("mma_lookahead")
+            );
+            assert_eq!(
+                opt(o.clone().with_invariant_a(InvariantA::Smem)),
+                Err("invariant_a")
+            );
+            assert_eq!(
+                opt(o.clone().with_invariant_a(InvariantA::Registers)),
+                Err("invariant_a")
+            );
+            assert_eq!(opt(o.with_invariant_a(InvariantA::Auto)), Ok(()));
+        }
         assert_eq!(opt(base().with_schedule(Schedule::Clc)), Err("schedule"));
         assert_eq!(opt(base().with_cluster(ClusterShape::x(2))), Err("cluster"));
         let clc = |t| Options::new(t).with_schedule(Schedule::Clc);
