@@ -44,7 +44,8 @@
 //!
 //! Pipeline (each pass usable alone from `tile-opt`): `tile-simplify` →
 //! `persistent{schedule group_m}` → `tile-to-gpu{target stages}` →
-//! `async-wait-placement` → `verify-async-waits` → `convert-tile-to-nvvm` → MLIR's
+//! `async-wait-placement` → `verify-async-waits` → `verify-named-barriers` →
+//! `convert-tile-to-nvvm` → MLIR's
 //! `convert-nvvm-to-llvm`, `nvvm-attach-target`, and MLIR's NVVM serializer to PTX with
 //! tilec's LLVM pass pipeline (`tilec::lowering::LLVM_PIPELINE`).
 //!
@@ -118,7 +119,8 @@ pub struct Kernel {
     /// The launch manifest.
     pub manifest: Manifest,
     /// Wall time per stage (parse+verify, tilec passes, lowering to MLIR, MLIR to the output,
-    /// then `verify-async-waits`, which runs on a second thread beside the last two).
+    /// then the checkers `verify-async-waits` and `verify-named-barriers`, which run on a
+    /// second thread beside the last two).
     pub timings: Vec<(&'static str, Duration)>,
     /// The steps of the MLIR stage when emitting PTX (setup, parse+verify, then each MLIR
     /// pass; see `tilec_lowering::StageTimings`); empty for the other outputs.
@@ -649,11 +651,14 @@ fn front_end(
     Ok((VerifiedModule::new(module)?, file, timings))
 }
 
-/// `verify-async-waits` (default budgets) on `m`, and the time it took.
+/// `verify-async-waits` then `verify-named-barriers` (default budgets) on `m`, and the time
+/// they took.
 fn check_waits(m: &tilec_dialect::Module) -> (Result<(), Error>, Duration) {
+    use tilec_passes::verify_named_barriers as nb;
     let t = Instant::now();
     let r = tilec_passes::verify_async_waits::check_module(m, &Default::default())
         .map(|_| ())
+        .and_then(|_| nb::check_module(m, nb::DEFAULT_TRIPS, nb::DEFAULT_MAX_STATES).map(|_| ()))
         .map_err(Error::Diagnostics);
     (r, t.elapsed())
 }
@@ -690,11 +695,11 @@ fn compile_kernel(
             Some(Ok(h)) => {
                 let (r, time) = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
                 r?;
-                timings.push(("verify-async-waits (second thread)", time));
+                timings.push(("checkers (second thread)", time));
             }
             Some(Err((r, time))) => {
                 r?;
-                timings.push(("verify-async-waits", time));
+                timings.push(("checkers", time));
             }
             None => {}
         }

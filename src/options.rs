@@ -345,7 +345,8 @@ pub struct Options {
     pub invariant_a: InvariantA,
     /// Where to stop (default [`Emit::Ptx`]).
     pub emit: Emit,
-    /// Run `verify-async-waits` after placement (default true).
+    /// Run the checkers after placement (default true): `verify-async-waits` (waits safe
+    /// and tight) and `verify-named-barriers` (barriers pair up, no deadlock).
     pub check_waits: bool,
     /// The `persistent` schedule (default [`Schedule::default_for`] the target).
     pub schedule: Schedule,
@@ -708,19 +709,21 @@ impl Options {
     pub fn pipeline(&self) -> String {
         let mut p = self.transforming_pipeline();
         if self.checks_waits() {
-            p.push_str(",verify-async-waits");
+            p.push_str(",verify-async-waits,verify-named-barriers");
         }
         p
     }
 
-    /// Whether [`Options::pipeline`] ends with `verify-async-waits`.
+    /// Whether [`Options::pipeline`] ends with the checkers (`verify-async-waits`,
+    /// `verify-named-barriers`).
     pub(crate) fn checks_waits(&self) -> bool {
         self.check_waits
             && tilec_passes::lookup("async-wait-placement").is_some()
             && tilec_passes::lookup("verify-async-waits").is_some()
+            && tilec_passes::lookup("verify-named-barriers").is_some()
     }
 
-    /// [`Options::pipeline`] without its closing `verify-async-waits`: the passes that
+    /// [`Options::pipeline`] without its closing checkers: the passes that
     /// change the module. [`crate::compile`] runs the check on a second thread, beside the
     /// lowering and the MLIR stage, which only read the module.
     pub(crate) fn transforming_pipeline(&self) -> String {

@@ -344,7 +344,13 @@ define_ops! {
         "`bar.sync id, threads` over `threads` threads (a multiple of 32); `id` 1 to 15 (0 is the \
             CTA barrier of `tile.barrier`). Inside the consumer region of `tile.warp_specialize` \
             with `threads = 128`, consumer warpgroup w uses barrier `id + w`, so each \
-            warpgroup synchronises alone. `placed = \"bulk\"` as `placed` for `tile.barrier`.";
+            warpgroup synchronises alone. `placed = \"bulk\"` as `placed` for `tile.barrier`. \
+            In a plain launch of W warpgroups (PTX ISA, bar.sync / bar.arrive): `arrive = true` \
+            is `bar.arrive` (arrives without waiting); `peer = P` (0 to 7) makes warpgroup w \
+            use barrier `id + (w + P) mod W` (P = 0 its own, P = 1 the next one's: \
+            warpgroups taking turns); `only_warpgroup = k` (0 to 7) runs it in warpgroup k \
+            only. `verify-named-barriers` proves that such barriers pair up and never \
+            deadlock.";
     ClcTryCancel = "tile.clc_try_cancel", Gpu,
         "Asks to cancel a not-yet-launched cluster (`clusterlaunchcontrol.try_cancel`).",
         "`clusterlaunchcontrol.try_cancel.async.shared::cta.mbarrier::complete_tx::\

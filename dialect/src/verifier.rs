@@ -2522,6 +2522,18 @@ impl Verifier<'_> {
                     );
                 } else {
                     self.int_attr_in(op, "id", 1, 15);
+                    match op.attr("arrive") {
+                        None | Some(Attribute::Bool(_)) => {}
+                        Some(a) => self.error(
+                            op,
+                            format!("'{name}' attribute 'arrive' must be true or false, found {a}"),
+                        ),
+                    }
+                    for a in ["peer", "only_warpgroup"] {
+                        if op.attr(a).is_some() {
+                            self.int_attr_in(op, a, 0, 7);
+                        }
+                    }
                     if let Some(t) = self.int_attr_in(op, "threads", 32, 1024) {
                         if t % 32 != 0 {
                             self.error(

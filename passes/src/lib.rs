@@ -39,6 +39,7 @@ pub mod simplify;
 pub mod specialize_masks;
 pub mod tile_to_gpu;
 pub mod verify_async_waits;
+pub mod verify_named_barriers;
 
 pub use manager::{
     describe_passes, lookup, registry, PassManager, RegistryEntry, RunReport, Stage,
@@ -104,6 +105,14 @@ static REGISTRY: &[RegistryEntry] = &[
                     sim_runs: o.uint("sim_runs"),
                 },
             }))
+        },
+    },
+    RegistryEntry {
+        info: &verify_named_barriers::INFO,
+        build: |o| {
+            Ok(Box::new(
+                verify_named_barriers::VerifyNamedBarriers::from_options(o)?,
+            ))
         },
     },
 ];

@@ -2011,7 +2011,13 @@ fn handoff_regions(op: &Operation, specialized: bool, threads: i64, errors: &mut
 
 fn check_block_handoff(ops: &[Operation], threads: i64, errors: &mut Vec<Diagnostic>) {
     for (i, op) in ops.iter().enumerate() {
-        if op.kind == OpKind::NamedBarrier {
+        // A barrier with a per-warpgroup id, for one warpgroup, or that only arrives orders
+        // warpgroups (verify-named-barriers proves those); the staging protocol's is a sync
+        // of every thread.
+        let orders = ["peer", "only_warpgroup", "arrive"]
+            .iter()
+            .any(|a| op.attr(a).is_some());
+        if op.kind == OpKind::NamedBarrier && !orders {
             if let Some(t) = op.int_attr("threads") {
                 if t != threads {
                     let who = if threads == 128 {

@@ -18,7 +18,7 @@
 use super::plain::{err, Lowerer, Lv, Tile, R};
 use super::writer::{ICmp, V};
 use melior::ir::{BlockRef, Type, Value};
-use tilec_dialect::{Block, Operation};
+use tilec_dialect::{Attribute, Block, Operation};
 
 impl<'c, 'm> Lowerer<'c, 'm, '_> {
     /// The MLIR values of `lv`, in order.
@@ -186,6 +186,76 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         self.w.block = exit;
         let eargs = self.w.args(exit);
         self.bind(&op.results, &inits, &eargs);
+        Ok(())
+    }
+
+    /// `tile.named_barrier` in a plain launch of W = warps / 4 warpgroups: barrier `id`, or
+    /// with `peer = P`, `id + (w + P) mod W` for warpgroup `w` (`%tid.x / 128`); with
+    /// `only_warpgroup = k`, warpgroup `k` only; `bar.arrive` with `arrive = true`.
+    ///
+    /// # Errors
+    /// `peer` or `only_warpgroup` in a CTA that is not whole warpgroups, an `only_warpgroup`
+    /// it lacks, or ids past 15.
+    pub(super) fn lower_named_barrier(&mut self, op: &Operation) -> R<()> {
+        let id = op.int_attr("id").unwrap_or(1);
+        let threads = op.int_attr("threads").unwrap_or(128);
+        let arrive = matches!(op.attr("arrive"), Some(Attribute::Bool(true)));
+        let (peer, only) = (op.int_attr("peer"), op.int_attr("only_warpgroup"));
+        let wgs = self.num_warps as i64 / 4;
+        if (peer.is_some() || only.is_some()) && (!self.num_warps.is_multiple_of(4) || wgs == 0) {
+            return err(
+                op,
+                format!(
+                    "'peer' and 'only_warpgroup' need whole warpgroups; the CTA has {} warps",
+                    self.num_warps
+                ),
+            );
+        }
+        if let Some(k) = only.filter(|&k| k >= wgs) {
+            return err(
+                op,
+                format!("'only_warpgroup = {k}', but the CTA has {wgs} warpgroup(s)"),
+            );
+        }
+        if peer.is_some() && id + wgs - 1 > 15 {
+            return err(
+                op,
+                format!(
+                    "named barrier {id} + a warpgroup index of up to {} exceeds 15",
+                    wgs - 1
+                ),
+            );
+        }
+        let c2 = self.w.i32(2);
+        let wg = self.w.bin("lshr", self.warp, c2);
+        let cont = match only {
+            Some(k) => {
+                let kv = self.w.i32(k);
+                let mine = self.w.icmp(ICmp::Eq, wg, kv);
+                let go = self.w.new_block(&[]);
+                let cont = self.w.new_block(&[]);
+                self.w.cond_br(mine, &go, &[], &cont, &[]);
+                self.w.block = go;
+                Some(cont)
+            }
+            None => None,
+        };
+        let idv = match peer {
+            Some(p) => {
+                let pv = self.w.i32(p);
+                let shifted = self.w.add(wg, pv);
+                let n = self.w.i32(wgs);
+                let r = self.w.bin("urem", shifted, n);
+                let base = self.w.i32(id);
+                self.w.add(r, base)
+            }
+            None => self.w.i32(id),
+        };
+        self.w.named_barrier(idv, threads, arrive);
+        if let Some(cont) = cont {
+            self.w.br(&cont, &[]);
+            self.w.block = cont;
+        }
         Ok(())
     }
 

@@ -534,6 +534,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             K::MbarrierWait => self.lower_mbarrier_wait(op)?,
             K::TmaLoad => self.lower_tma_load(op)?,
             K::Barrier => self.w.barrier(),
+            K::NamedBarrier => self.lower_named_barrier(op)?,
             K::Yield | K::Return => {}
             k => {
                 return err(

@@ -879,6 +879,23 @@ impl<'c, 'm> Writer<'c, 'm> {
         self.op("nvvm.barrier0", &[], &[], &[]);
     }
 
+    /// `bar.sync id, threads` (`nvvm.barrier`), or with `arrive`, `bar.arrive id, threads`
+    /// (`nvvm.barrier.arrive`): PTX ISA §9.7.13.1. `id` is an `i32`.
+    pub fn named_barrier(&mut self, id: V<'c, 'm>, threads: i64, arrive: bool) {
+        let n = self.i32(threads);
+        if arrive {
+            self.op("nvvm.barrier.arrive", &[id.v, n.v], &[], &[]);
+        } else {
+            let segments = DenseI32ArrayAttribute::new(self.ctx, &[1, 1, 0]);
+            self.op(
+                "nvvm.barrier",
+                &[id.v, n.v],
+                &[],
+                &[("operandSegmentSizes", segments.into())],
+            );
+        }
+    }
+
     /// `fence.proxy.async.shared::cta` (PTX ISA, "membar/fence"): this thread's generic-proxy
     /// shared-memory accesses before later async-proxy ones (TMA, wgmma descriptors).
     pub fn fence_proxy_async(&mut self) {
