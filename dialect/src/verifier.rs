@@ -480,6 +480,23 @@ impl Verifier<'_> {
         {
             self.consts.insert(r, v);
         }
+        // Integer arithmetic on two constants folds (as the interpreter computes it), so that
+        // a computed loop step or divisor is checked like a written one.
+        if let (Some(&r), [a, b]) = (op.results.first(), &op.operands[..]) {
+            if let (Some(&x), Some(&y)) = (self.consts.get(a), self.consts.get(b)) {
+                let v = match op.kind {
+                    OpKind::AddI => Some(x.wrapping_add(y)),
+                    OpKind::SubI => Some(x.wrapping_sub(y)),
+                    OpKind::MulI => Some(x.wrapping_mul(y)),
+                    OpKind::MinI => Some(x.min(y)),
+                    OpKind::MaxI => Some(x.max(y)),
+                    _ => None,
+                };
+                if let Some(v) = v {
+                    self.consts.insert(r, v);
+                }
+            }
+        }
         if let (OpKind::DivI | OpKind::RemI | OpKind::CeilDiv, [_, d]) = (op.kind, &op.operands[..])
         {
             if self.consts.get(d) == Some(&0) {

@@ -34,8 +34,9 @@
 //! The check is bounded: a loop is explored up to `trips` trips (a protocol that balances
 //! its arrivals per trip, as a ping-pong does, behaves the same at every larger count).
 //! A kernel with `tile.warp_specialize` (producer and consumer regions run different code)
-//! is not checked here and is counted in `kernels-skipped`; a kernel without barriers passes
-//! at once.
+//! is not checked here and is counted in `kernels-skipped`; a kernel without barriers, or
+//! whose barriers all sync the whole CTA, passes at once (every warpgroup meets the same
+//! sequence of them).
 //!
 //! Options: `trips` (default 3), `max_states` (default 1,000,000: the search budget per
 //! path; a kernel that needs more is reported, not proven). Statistics: `kernels-checked`,
@@ -184,6 +185,7 @@ struct State {
 /// # Errors
 /// The first violation found, located at the barrier op concerned, with notes.
 pub fn check_kernel(
+    m: &Module,
     k: &Operation,
     trips: u64,
     max_states: u64,
@@ -193,18 +195,35 @@ pub fn check_kernel(
     if specialized {
         return Ok(None);
     }
-    let threads = match k.attr("block") {
-        Some(Attribute::Array(d)) => d
-            .iter()
-            .map(|a| match a {
-                Attribute::Int(i) => *i,
-                _ => 1,
-            })
-            .product::<i64>(),
-        _ => 0,
+    let block = match k.attr("block") {
+        Some(Attribute::Array(d)) => Some(
+            d.iter()
+                .map(|a| match a {
+                    Attribute::Int(i) => *i,
+                    _ => 1,
+                })
+                .product::<i64>(),
+        ),
+        _ => None,
+    };
+    // The lowering launches num_warps warps; 'block' must say the same.
+    let threads = match (k.int_attr("num_warps"), block) {
+        (Some(w), Some(b)) if w * 32 != b => {
+            return Err(Diagnostic::error(
+                k.loc.clone(),
+                format!(
+                    "the kernel's 'block' ({b} threads) and 'num_warps' ({w}, {} threads) \
+                     disagree",
+                    w * 32
+                ),
+            ));
+        }
+        (Some(w), _) => w * 32,
+        (None, Some(b)) => b,
+        (None, None) => 0,
     };
     let mut sites = vec![];
-    let body = k.regions.first().map_or(vec![], |b| tree(b, &mut sites));
+    let body = k.regions.first().map_or(vec![], |b| tree(m, b, &mut sites));
     if sites.is_empty() {
         return Ok(Some(BarrierReport::default()));
     }
@@ -223,24 +242,81 @@ pub fn check_kernel(
     for s in &sites {
         validate(s, threads, wg_threads, wgs)?;
     }
+    // A warpgroup's own barrier (a sync of its threads alone on `id + w`, ids no other op
+    // uses) completes as it arrives: it cannot block or be shared, so it is left out.
+    let ids = |s: &Site| -> std::ops::RangeInclusive<i64> {
+        match s.peer {
+            Some(_) => s.id..=s.id + wgs - 1,
+            None => s.id..=s.id,
+        }
+    };
+    let own = |s: &Site| {
+        !s.cta && !s.arrive && s.only.is_none() && s.peer.is_some() && s.threads == wg_threads
+    };
+    let shared: Vec<std::ops::RangeInclusive<i64>> =
+        sites.iter().filter(|s| !own(s)).map(ids).collect();
+    let private: Vec<bool> = sites
+        .iter()
+        .map(|s| {
+            let r = ids(s);
+            own(s)
+                && shared
+                    .iter()
+                    .all(|o| o.end() < r.start() || r.end() < o.start())
+        })
+        .collect();
+    // Only syncs of the whole CTA left: every warpgroup runs the same sequence of them (one
+    // path for all), and each completes once all have arrived.
+    if sites.iter().zip(&private).all(|(s, &p)| {
+        p || s.cta || (!s.arrive && s.peer.is_none() && s.only.is_none() && s.threads == threads)
+    }) {
+        return Ok(Some(BarrierReport::default()));
+    }
     let mut paths = vec![vec![]];
     expand(&body, trips, &mut paths, &sites)?;
     let mut report = BarrierReport::default();
     for path in &paths {
+        let path: Vec<usize> = path.iter().copied().filter(|&i| !private[i]).collect();
         let evs: Vec<Vec<Ev>> = (0..wgs)
-            .map(|w| resolve(path, &sites, w, wgs, threads))
+            .map(|w| resolve(&path, &sites, w, wgs, threads))
             .collect();
         report.paths += 1;
-        report.states += search(&evs, &sites, wg_threads, max_states, path, k)?;
+        let budget = max_states.saturating_sub(report.states);
+        report.states += search(&evs, &sites, wg_threads, budget, &path, k)?;
     }
     Ok(Some(report))
 }
 
-fn tree(b: &Block, sites: &mut Vec<Site>) -> Vec<Node> {
+/// Whether op `o` may lower to a CTA barrier (`bar.sync 0`) in a plain launch: a reduction
+/// across warps, a layout change (it may go through shared memory), a dot on mma.sync (its
+/// B staging), an mbarrier's initialisation, a flag op. Conservative: such an op counts as a
+/// `tile.barrier`.
+fn implicit_cta_barrier(m: &Module, o: &Operation) -> bool {
+    match o.kind {
+        OpKind::Reduce => {
+            let dim = o.int_attr("dim").unwrap_or(0) as usize;
+            o.operands.first().is_none_or(|&x| {
+                m.ty(x)
+                    .layout()
+                    .is_none_or(|l| l.warp.iter().any(|b| b.get(dim).is_some_and(|&c| c != 0)))
+            })
+        }
+        OpKind::Broadcast
+        | OpKind::ConvertLayout
+        | OpKind::Dot
+        | OpKind::MbarrierAlloc
+        | OpKind::WaitFlag
+        | OpKind::ArriveFlag
+        | OpKind::ReleaseFlag => true,
+        _ => false,
+    }
+}
+
+fn tree(m: &Module, b: &Block, sites: &mut Vec<Site>) -> Vec<Node> {
     let mut out = vec![];
     for o in &b.ops {
         match o.kind {
-            OpKind::Barrier => {
+            _ if o.kind == OpKind::Barrier || implicit_cta_barrier(m, o) => {
                 sites.push(Site {
                     cta: true,
                     id: 0,
@@ -265,7 +341,7 @@ fn tree(b: &Block, sites: &mut Vec<Site>) -> Vec<Node> {
                 out.push(Node::Site(sites.len() - 1));
             }
             OpKind::For | OpKind::While => {
-                let body = o.regions.first().map_or(vec![], |r| tree(r, sites));
+                let body = o.regions.first().map_or(vec![], |r| tree(m, r, sites));
                 if !body.is_empty() {
                     out.push(Node::Loop {
                         at_least_once: o.kind == OpKind::While,
@@ -274,7 +350,7 @@ fn tree(b: &Block, sites: &mut Vec<Site>) -> Vec<Node> {
                 }
             }
             _ if !o.regions.is_empty() => {
-                let arms: Vec<Vec<Node>> = o.regions.iter().map(|r| tree(r, sites)).collect();
+                let arms: Vec<Vec<Node>> = o.regions.iter().map(|r| tree(m, r, sites)).collect();
                 if arms.iter().any(|a| !a.is_empty()) {
                     if o.kind == OpKind::If {
                         out.push(Node::If { arms });
@@ -414,10 +490,8 @@ fn search(
         if seen.len() as u64 > max_states {
             return Err(Diagnostic::error(
                 k.loc.clone(),
-                format!(
-                    "verify-named-barriers: more than {max_states} states in one path's \
-                     interleavings; not proven (raise 'max_states')"
-                ),
+                "verify-named-barriers: the kernel's paths need more states than the budget \
+                 left ('max_states'); not proven",
             ));
         }
         let runnable: Vec<usize> = (0..wgs)
@@ -608,7 +682,7 @@ pub fn check_module(
     let (mut total, mut checked, mut skipped) = (BarrierReport::default(), 0, 0);
     let mut errs = vec![];
     for k in m.kernels() {
-        match check_kernel(k, trips, max_states) {
+        match check_kernel(m, k, trips, max_states) {
             Ok(Some(r)) => {
                 checked += 1;
                 total.paths += r.paths;
