@@ -134,7 +134,7 @@ impl Pass for AssignLayouts {
                 let before = (self.num_warps == 0 && warps < 32).then(|| (m.clone(), k.clone()));
                 let r = assign_layouts(m, k, self.target, warps);
                 match (r, before) {
-                    (Err(d), Some((m0, k0))) if d.0.iter().all(over_registers) => {
+                    (Err(d), Some((m0, k0))) if d.0.iter().all(|d| fits_doubled(d, warps)) => {
                         (*m, *k) = (m0, k0);
                         warps *= 2;
                     }
@@ -158,15 +158,18 @@ impl Pass for AssignLayouts {
     }
 }
 
-/// Whether `d` is [`registers_fit`]'s refusal.
-fn over_registers(d: &Diagnostic) -> bool {
-    matches!(
-        d.kind,
+/// Whether `d` is [`registers_fit`]'s refusal at `warps` warps of a tile that twice the warps
+/// would hold within the register file's share of each thread (65,536 / threads): halving
+/// the need per thread then leaves it at most 2,048 / `warps`.
+fn fits_doubled(d: &Diagnostic, warps: u64) -> bool {
+    match d.kind {
         DiagKind::ResourceLimit {
             resource: "registers per thread",
+            needed,
             ..
-        }
-    )
+        } => needed * warps <= 2048,
+        _ => false,
+    }
 }
 
 /// Elements of the largest tile each thread holds when the pass chooses the warps.
@@ -176,7 +179,8 @@ pub const AUTO_ELEMS_PER_THREAD: u64 = 32;
 /// at most [`AUTO_ELEMS_PER_THREAD`] elements of the kernel's largest tile, from 4 to 8
 /// (at 16 warps the register cap, 65,536 / 512 threads = 128, spilled a 64×256 reduction).
 /// Where a tile then needs more than 255 registers per thread, the pass doubles the warps
-/// (up to 32) until it fits, before refusing it.
+/// (up to 32) while twice the warps would hold it within each thread's share of the
+/// register file, before refusing it.
 ///
 /// A kernel with `tile.dot`s gets as many warps as the dot with the fewest 16-row MMA
 /// tiles has (at most 8), so that every warp holds whole rows of every product and a

@@ -233,12 +233,13 @@ pub fn check_kernel(
             "verify-named-barriers needs the kernel's 'block' (run tile-assign-layouts first)",
         ));
     }
-    let wg_threads = threads.min(WARPGROUP);
-    let wgs = if threads >= WARPGROUP {
-        threads / WARPGROUP
+    // Whole warpgroups, or else the CTA as one group of threads.
+    let wg_threads = if threads % WARPGROUP == 0 {
+        WARPGROUP
     } else {
-        1
+        threads
     };
+    let wgs = threads / wg_threads;
     for s in &sites {
         validate(s, threads, wg_threads, wgs)?;
     }
@@ -375,6 +376,11 @@ fn validate(s: &Site, threads: i64, wg_threads: i64, wgs: i64) -> Result<(), Dia
             "named barrier {} counts {} threads: not a multiple of the {wg_threads} threads a \
              warpgroup arrives with, or more than the CTA's {threads}",
             s.id, s.threads
+        ));
+    }
+    if (s.peer.is_some() || s.only.is_some()) && wg_threads != WARPGROUP {
+        return bad(format!(
+            "'peer' and 'only_warpgroup' need whole warpgroups; the CTA has {threads} threads"
         ));
     }
     if let Some(k) = s.only.filter(|&k| !(0..wgs).contains(&k)) {
