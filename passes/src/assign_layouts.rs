@@ -55,8 +55,8 @@
 use crate::pass::{OptionInfo, OptionKind, Pass, PassContext, PassInfo, PassOptions};
 use std::collections::HashMap;
 use tilec_dialect::{
-    Attribute, Block, DiagKind, Diagnostic, Diagnostics, LinearLayout, Module, OpClass, OpKind,
-    Operation, ScalarType, Target, Type, Value,
+    Attribute, Block, Diagnostic, Diagnostics, LinearLayout, Module, OpClass, OpKind, Operation,
+    ScalarType, Target, Type, Value,
 };
 
 /// The registry entry.
@@ -123,25 +123,11 @@ impl Pass for AssignLayouts {
             if k.kind != OpKind::Kernel || k.attr("target").is_some() {
                 continue;
             }
-            let mut warps = match self.num_warps {
+            let warps = match self.num_warps {
                 0 => auto_warps(m, k),
                 n => n,
             };
-            // With the warps chosen, a tile whose registers per thread exceed the cap is
-            // given more warps (up to 32) before it is refused.
-            let mut result = None;
-            while result.is_none() {
-                let before = (self.num_warps == 0 && warps < 32).then(|| (m.clone(), k.clone()));
-                let r = assign_layouts(m, k, self.target, warps);
-                match (r, before) {
-                    (Err(d), Some((m0, k0))) if d.0.iter().all(|d| fits_doubled(d, warps)) => {
-                        (*m, *k) = (m0, k0);
-                        warps *= 2;
-                    }
-                    (r, _) => result = Some(r),
-                }
-            }
-            match result.expect("a result") {
+            match assign_layouts(m, k, self.target, warps) {
                 Ok(n) => {
                     cx.stat("kernels-laid-out", 1);
                     cx.stat("layout-conversions", n);
@@ -158,29 +144,12 @@ impl Pass for AssignLayouts {
     }
 }
 
-/// Whether `d` is [`registers_fit`]'s refusal at `warps` warps of a tile that twice the warps
-/// would hold within the register file's share of each thread (65,536 / threads): halving
-/// the need per thread then leaves it at most 2,048 / `warps`.
-fn fits_doubled(d: &Diagnostic, warps: u64) -> bool {
-    match d.kind {
-        DiagKind::ResourceLimit {
-            resource: "registers per thread",
-            needed,
-            ..
-        } => needed * warps <= 2048,
-        _ => false,
-    }
-}
-
 /// Elements of the largest tile each thread holds when the pass chooses the warps.
 pub const AUTO_ELEMS_PER_THREAD: u64 = 32;
 
 /// The warps the pass gives kernel `k` with `num-warps=0`: enough that each thread holds
 /// at most [`AUTO_ELEMS_PER_THREAD`] elements of the kernel's largest tile, from 4 to 8
 /// (at 16 warps the register cap, 65,536 / 512 threads = 128, spilled a 64×256 reduction).
-/// Where a tile then needs more than 255 registers per thread, the pass doubles the warps
-/// (up to 32) while twice the warps would hold it within each thread's share of the
-/// register file, before refusing it.
 ///
 /// A kernel with `tile.dot`s gets as many warps as the dot with the fewest 16-row MMA
 /// tiles has (at most 8), so that every warp holds whole rows of every product and a
