@@ -220,23 +220,15 @@ fn run_once(prog: &[Vec<Op>], rng: &mut u64) -> Result<(), String> {
     // id -> (threads counted, arrived so far, who arrived, generation)
     let mut bars: HashMap<i64, (i64, i64, u32, u64)> = HashMap::new();
     loop {
-        let ready: Vec<usize> = (0..n)
-            .filter(|&w| {
-                let free = match waiting[w] {
-                    None => true,
-                    Some((id, generation)) => bars.get(&id).map_or(0, |b| b.3) > generation,
-                };
-                free && pc[w] < prog[w].len()
-            })
-            .collect();
-        for (w, slot) in waiting.iter_mut().enumerate() {
-            if let Some((id, generation)) = *slot {
-                if bars.get(&id).map_or(0, |b| b.3) > generation {
-                    *slot = None;
-                }
+        // A waiting warpgroup is free once its barrier has completed the phase it joined.
+        for slot in waiting.iter_mut() {
+            if slot.is_some_and(|(id, generation)| bars.get(&id).map_or(0, |b| b.3) > generation) {
+                *slot = None;
             }
-            let _ = w;
         }
+        let ready: Vec<usize> = (0..n)
+            .filter(|&w| waiting[w].is_none() && pc[w] < prog[w].len())
+            .collect();
         if ready.is_empty() {
             if waiting.iter().any(Option::is_some) {
                 return Err("stuck".into());
@@ -250,7 +242,6 @@ fn run_once(prog: &[Vec<Op>], rng: &mut u64) -> Result<(), String> {
         *rng ^= *rng >> 7;
         *rng ^= *rng << 17;
         let w = ready[(*rng % ready.len() as u64) as usize];
-        waiting[w] = None;
         let op = prog[w][pc[w]];
         pc[w] += 1;
         let b = bars.entry(op.id).or_insert((op.threads, 0, 0, 0));

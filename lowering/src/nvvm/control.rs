@@ -158,9 +158,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let inits = self.gets(op, &op.operands[3..])?;
         let (mut types, mut init_vals) = (vec![self.w.ty(lb.t)], vec![lb.v]);
         self.flatten_all(&inits, &mut types, &mut init_vals);
-        let zero = self.w.int(0, step.t);
-        let positive = self.w.icmp(ICmp::Sgt, step, zero);
-        self.w.trap_unless(positive);
+        self.w.trap_unless_positive(step);
         let header = self.w.new_block(&types);
         let exit = self.w.new_block(&types[1..]);
         let enter = self.w.icmp(ICmp::Slt, lb, ub);

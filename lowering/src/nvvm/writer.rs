@@ -271,9 +271,12 @@ impl<'c, 'm> Writer<'c, 'm> {
         self.and(below, no_wrap)
     }
 
-    /// `trap` (`llvm.intr.trap`, PTX `trap`: the launch fails) unless `ok`; writing goes on
-    /// in a new block where `ok` holds.
-    pub fn trap_unless(&mut self, ok: V<'c, 'm>) {
+    /// `trap` (`llvm.intr.trap`, PTX `trap`: the launch fails) unless `step > 0` (a
+    /// `tile.for` step, which the interpreter refuses at or below 0); writing goes on in a
+    /// new block where it holds.
+    pub fn trap_unless_positive(&mut self, step: V<'c, 'm>) {
+        let zero = self.int(0, step.t);
+        let ok = self.icmp(ICmp::Sgt, step, zero);
         let cont = self.new_block(&[]);
         let fail = self.new_block(&[]);
         self.cond_br(ok, &cont, &[], &fail, &[]);

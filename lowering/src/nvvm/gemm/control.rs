@@ -180,9 +180,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let mut tys = vec![self.w.ty(lb.t)];
         tys.extend(&c.tys);
         let b = &op.regions[0];
-        let zero = self.w.int(0, step.t);
-        let positive = self.w.icmp(ICmp::Sgt, step, zero);
-        self.w.trap_unless(positive);
+        self.w.trap_unless_positive(step);
         let head = self.w.block(&tys);
         let exit = self.w.block(&c.tys);
         let enter = self.w.icmp(ICmp::Slt, lb, ub);

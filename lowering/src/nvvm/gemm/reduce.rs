@@ -136,14 +136,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
 
     /// `bar.sync id, threads`.
     pub(super) fn bar_sync(&mut self, id: V<'c, 'm>, threads: i64) {
-        let n = self.i32(threads);
-        let segments = melior::ir::attribute::DenseI32ArrayAttribute::new(self.w.ctx, &[1, 1, 0]);
-        self.w.op(
-            "nvvm.barrier",
-            &[id.v, n.v],
-            &[],
-            &[("operandSegmentSizes", segments.into())],
-        );
+        self.w.named_barrier(id, threads, false);
     }
 
     /// `tile.reduce` in the epilogue (see the [module docs](self)).
