@@ -320,6 +320,13 @@ pub struct Options {
     /// softmax (FlashAttention-3's intra-warpgroup overlap). Costs the registers of one
     /// more result tile. Default false.
     pub mma_lookahead: bool,
+    /// Issue the TMA copies of `load_stages`' rings from a producer warpgroup of their own
+    /// (`tile-pipeline-loads` `warp-specialize`; needs `load_stages`, sm_90a; not with
+    /// `mma_lookahead`): the CTA gains 128 threads, which give their registers to the
+    /// consumers (`setmaxnreg`), and the consumers release each stage on an mbarrier instead
+    /// of meeting at CTA barriers before each refill. Applies to a kernel whose pipelined
+    /// loop is directly in its body; elsewhere a remark says why not. Default false.
+    pub warp_specialize: bool,
     /// Flush f32 subnormals to zero on the GPU (sets every kernel's `ftz` attribute; PTX's
     /// `.ftz`, nvcc's `-ftz=true`): `exp2` becomes one `ex2.approx.ftz.f32` instead of that
     /// instruction with a subnormal fix-up (three more instructions). Results that would
@@ -394,6 +401,7 @@ impl Options {
             stages: 4,
             load_stages: 2,
             mma_lookahead: false,
+            warp_specialize: false,
             ftz: false,
             fp_fusion: false,
             specialize_masks: true,
@@ -420,6 +428,7 @@ impl Options {
         with_stages: stages: u32,
         with_load_stages: load_stages: u32,
         with_mma_lookahead: mma_lookahead: bool,
+        with_warp_specialize: warp_specialize: bool,
         with_ftz: ftz: bool,
         with_fp_fusion: fp_fusion: bool,
         with_specialize_masks: specialize_masks: bool,
@@ -467,6 +476,7 @@ impl Options {
         "stages",
         "load_stages",
         "mma_lookahead",
+        "warp_specialize",
         "ftz",
         "fp_fusion",
         "specialize_masks",
@@ -523,6 +533,7 @@ impl Options {
             "stages" => self.stages = num("stages", value)?,
             "load_stages" => self.load_stages = num("load_stages", value)?,
             "mma_lookahead" => self.mma_lookahead = flag("mma_lookahead", value)?,
+            "warp_specialize" => self.warp_specialize = flag("warp_specialize", value)?,
             "ftz" => self.ftz = flag("ftz", value)?,
             "fp_fusion" => self.fp_fusion = flag("fp_fusion", value)?,
             "specialize_masks" => self.specialize_masks = flag("specialize_masks", value)?,
@@ -589,6 +600,18 @@ impl Options {
                 "a wgmma is issued ahead only from TMA rings, and load_stages is 0 (none)".into(),
             );
         }
+        if self.warp_specialize && self.load_stages == 0 {
+            return err(
+                "warp_specialize",
+                "the producer issues the TMA rings' copies, and load_stages is 0 (none)".into(),
+            );
+        }
+        if self.warp_specialize && self.mma_lookahead {
+            return err(
+                "warp_specialize",
+                "true cannot be combined with mma_lookahead yet".into(),
+            );
+        }
         if self.load_stages != 0 && !(2..=8).contains(&self.load_stages) {
             return err(
                 "load_stages",
@@ -645,6 +668,12 @@ impl Options {
             return err(
                 "mma_lookahead",
                 format!("true issues a wgmma ahead, which needs sm_90a; the target is {t}"),
+            );
+        }
+        if self.warp_specialize && !t.has_wgmma() {
+            return err(
+                "warp_specialize",
+                format!("true splits the TMA rings' loop, which needs sm_90a; the target is {t}"),
             );
         }
         if self.invariant_a != InvariantA::Auto && !t.has_wgmma() {
@@ -779,10 +808,15 @@ impl Options {
         // iterations.
         if self.load_stages != 0 {
             p.push_str(&format!(
-                ",tile-pipeline-loads{{stages={}{}}}",
+                ",tile-pipeline-loads{{stages={}{}{}}}",
                 self.load_stages,
                 if self.mma_lookahead {
                     " mma-lookahead=true"
+                } else {
+                    ""
+                },
+                if self.warp_specialize {
+                    " warp-specialize=true"
                 } else {
                     ""
                 }
@@ -891,6 +925,7 @@ mod tests {
             ("stages", "6"),
             ("load-stages", "3"),
             ("mma-lookahead", "true"),
+            ("warp-specialize", "false"),
             ("ftz", "true"),
             ("fp-fusion", "true"),
             ("specialize-masks", "false"),
@@ -938,7 +973,7 @@ mod tests {
             .with_mma_lookahead(false)
             .with_invariant_a(InvariantA::Auto);
         assert_eq!(wgmma_free.validate(), Ok(()));
-        assert_eq!(Options::NAMES.len(), 21);
+        assert_eq!(Options::NAMES.len(), 22);
         let e = o.set("stage", "4").unwrap_err();
         assert!(
             e.reason
@@ -961,6 +996,15 @@ mod tests {
         assert_eq!(opt(base().with_load_stages(9)), Err("load_stages"));
         assert_eq!(opt(base().with_load_stages(0)), Ok(()));
         assert_eq!(opt(base().with_load_stages(3)), Ok(()));
+        let ws = base().with_warp_specialize(true);
+        assert_eq!(opt(ws.clone()), Ok(()));
+        assert_eq!(opt(ws.clone().with_load_stages(0)), Err("warp_specialize"));
+        assert_eq!(
+            opt(ws.clone().with_mma_lookahead(true)),
+            Err("warp_specialize")
+        );
+        let sm90 = Options::new(Target::Sm90).with_warp_specialize(true);
+        assert_eq!(opt(sm90), Err("warp_specialize"));
         let ahead = base().with_mma_lookahead(true);
         assert_eq!(opt(ahead.clone()), Ok(()));
         assert_eq!(opt(ahead.with_load_stages(0)), Err("mma_lookahead"));

@@ -110,6 +110,23 @@ impl Target {
         let alloc = warps.div_ceil(4) * 4;
         (65_536 / (alloc * 32)).min(255) / 8 * 8
     }
+    /// The `setmaxnreg` counts, per thread, of a warp-specialized CTA of one producer
+    /// warpgroup and `consumers` consumer warpgroups (PTX ISA §9.7.19.5, `setmaxnreg`):
+    /// the producer keeps 40; the consumers share what it frees, `R + (R − 40) / consumers`
+    /// rounded down to 8 and at most 256, `R` the whole CTA's [`Target::register_cap`] (the
+    /// count every thread starts with). `None` on a target without `setmaxnreg`, or with no
+    /// consumer.
+    pub fn setmaxnreg_split(self, consumers: u64) -> Option<(u64, u64)> {
+        const PRODUCER: u64 = 40;
+        if !self.has_setmaxnreg() || consumers == 0 {
+            return None;
+        }
+        let r = self.register_cap(128 * (consumers + 1));
+        (r > PRODUCER).then(|| {
+            let c = (r + (r - PRODUCER) / consumers) / 8 * 8;
+            (PRODUCER, c.min(256))
+        })
+    }
     /// The MMA instruction family tilec uses on this target.
     pub fn mma_kind(self) -> &'static str {
         if self.has_wgmma() {

@@ -61,12 +61,50 @@
 //! loads are pipelined is passed as a `CUtensorMap` (the manifest's `tensor_map` parameter):
 //! TMA needs its base 16-byte aligned and its strides multiples of 16 bytes.
 //!
-//! Options: `stages` (2 to 8, default 2). Statistics: `loads-pipelined`.
+//! **`warp-specialize`.** The copies leave the consumers' loop for a producer warpgroup's
+//! (region 0 of a `tile.warp_specialize` whose region 1 is the rest of the kernel; `block`
+//! gains 128 threads, `num_warps` stays the consumers'):
+//!
+//! ```text
+//! %full = tile.mbarrier_alloc {arrive_count = 1} : mbarrier<S>   // per ring, before the
+//! %empty = tile.mbarrier_alloc {arrive_count = W} : mbarrier<S>  // split; W: num_warps
+//! tile.warp_specialize {consumers = W / 4} {
+//!   tile.for %j = lb to ub step step {          // the producer: the same iterations
+//!     tile.mbarrier_wait %empty, %stage, 1 - %phase   // released (passes in round 0)
+//!     tile.mbarrier_expect_tx %full, %stage {bytes = ...}
+//!     tile.tma_load %T, %buf, %full, %stage, <coordinates at %j>
+//!   }
+//! } {
+//!   ... tile.for %iv ... {                      // the consumers
+//!     tile.mbarrier_wait %full, %stage, %phase
+//!     ... tile.mma ..., %buf, %stage, ...
+//!     tile.mbarrier_arrive %empty, %stage       // or the previous stage, see below
+//!   }
+//! }
+//! ```
+//!
+//! A stage is released before the first op of the body that needs a result of its readers
+//! (a wgmma that only accumulates into another passes the need on): there the readers'
+//! groups must have retired anyway, so the release adds no wait. Where that op is only in
+//! the next iteration (the value is loop-carried, as attention's O), the previous
+//! iteration's stage is released there, after the first trip (`tile.if lb < iv`); where no
+//! op needs it (a GEMM's accumulator), the previous stage at the end of the body.
+//! `async-wait-placement` puts the waits before the releases. The scalar ops the producer
+//! needs (the bounds, the coordinates' values from outside the loop) are computed again in
+//! region 0. It applies to a kernel with 1 to 3 whole consumer warpgroups whose loads are
+//! pipelined in one loop directly in its body, with no cluster, role or flag op, and whose
+//! bounds and coordinates come from kernel arguments and scalar integer ops; otherwise the
+//! loop is pipelined as above and a remark says why. Not with `mma-lookahead` (yet).
+//!
+//! Options: `stages` (2 to 8, default 2), `mma-lookahead` (default false), `warp-specialize`
+//! (default false). Statistics: `loads-pipelined`, `mmas-issued-ahead`,
+//! `kernels-warp-specialized`.
 
 use crate::pass::{OptionInfo, OptionKind, Pass, PassContext, PassInfo, PassOptions};
 use std::collections::{HashMap, HashSet};
 use tilec_dialect::{
-    Attribute, Block, Diagnostics, Location, Module, OpClass, OpKind, Operation, Type, Value,
+    Attribute, Block, Diagnostic, Diagnostics, Location, Module, OpClass, OpKind, Operation, Type,
+    Value,
 };
 
 /// The registry entry.
@@ -96,6 +134,14 @@ pub static INFO: PassInfo = PassInfo {
                 iteration ahead of its uses, carrying its result (FlashAttention-3's \
                 intra-warpgroup overlap)",
         },
+        OptionInfo {
+            name: "warp-specialize",
+            kind: OptionKind::Bool,
+            default: "false",
+            help: "Issue the copies from a producer warpgroup of their own \
+                ('tile.warp_specialize'), which waits on an empty mbarrier per stage that \
+                the consumer warps release, instead of from the consumers ahead of their reads",
+        },
     ],
 };
 
@@ -111,13 +157,15 @@ pub struct PipelineLoads {
     pub stages: u64,
     /// Whether wgmmas that qualify are issued one iteration ahead (see the module docs).
     pub mma_lookahead: bool,
+    /// Whether the copies are issued from a producer warpgroup (see the module docs).
+    pub warp_specialize: bool,
 }
 
 impl PipelineLoads {
     /// From the pass options.
     ///
     /// # Errors
-    /// `stages` outside 2 to 8.
+    /// `stages` outside 2 to 8; `mma-lookahead` and `warp-specialize` together.
     pub fn from_options(o: &PassOptions) -> Result<Self, String> {
         let stages = o.uint("stages");
         if !(2..=8).contains(&stages) {
@@ -125,9 +173,18 @@ impl PipelineLoads {
                 "tile-pipeline-loads option 'stages' must be 2 to 8, found {stages}"
             ));
         }
+        let (mma_lookahead, warp_specialize) = (o.bool("mma-lookahead"), o.bool("warp-specialize"));
+        if mma_lookahead && warp_specialize {
+            return Err(
+                "tile-pipeline-loads options 'mma-lookahead' and 'warp-specialize' \
+                 cannot be combined yet"
+                    .into(),
+            );
+        }
         Ok(PipelineLoads {
             stages,
-            mma_lookahead: o.bool("mma-lookahead"),
+            mma_lookahead,
+            warp_specialize,
         })
     }
 }
@@ -138,7 +195,7 @@ impl Pass for PipelineLoads {
     }
     fn run(&mut self, m: &mut Module, cx: &mut PassContext) -> Result<(), Diagnostics> {
         let mut kernels = std::mem::take(&mut m.ops);
-        let (mut n, mut ahead) = (0, 0);
+        let (mut n, mut ahead, mut specialized_kernels) = (0, 0, 0);
         for k in &mut kernels {
             if k.kind != OpKind::Kernel || k.regions.is_empty() || k.int_attr("num_warps").is_none()
             {
@@ -154,6 +211,17 @@ impl Pass for PipelineLoads {
                 continue;
             }
             n += cands.len() as u64;
+            let ws = self.warp_specialize
+                && match specializable(m, k, &cands) {
+                    Ok(()) => true,
+                    Err(why) => {
+                        cx.diagnostics.push(Diagnostic::remark(
+                            k.loc.clone(),
+                            format!("tile-pipeline-loads: not warp-specialized: {why}"),
+                        ));
+                        false
+                    }
+                };
             let mut rw = Rewrite {
                 m,
                 stages: self.stages,
@@ -161,15 +229,24 @@ impl Pass for PipelineLoads {
                 issued_ahead: 0,
                 cands,
                 next_loop: 0,
+                ws: ws.then(|| Specialized {
+                    consumer_warps: k.int_attr("num_warps").unwrap_or(4) as u64,
+                    ..Specialized::default()
+                }),
             };
             let mut body = std::mem::take(&mut k.regions[0]);
             rw.block(&mut body);
             k.regions[0] = body;
             ahead += rw.issued_ahead;
+            if let Some(sp) = rw.ws.take() {
+                specialize(m, k, sp);
+                specialized_kernels += 1;
+            }
         }
         m.ops = kernels;
         cx.stat("loads-pipelined", n);
         cx.stat("mmas-issued-ahead", ahead);
+        cx.stat("kernels-warp-specialized", specialized_kernels);
         Ok(())
     }
 }
@@ -458,6 +535,22 @@ struct Rewrite<'a> {
     cands: Vec<Cand>,
     /// The pre-order number of the next `tile.for`.
     next_loop: u32,
+    /// With `warp-specialize` (and a kernel [`specializable`]): what the producer takes.
+    ws: Option<Specialized>,
+}
+
+/// What the rewrite of a loop with `warp-specialize` leaves for [`specialize`].
+#[derive(Default)]
+struct Specialized {
+    /// The consumers' warps (the kernel's `num_warps`): one release each per stage use.
+    consumer_warps: u64,
+    /// The values every thread must have before the roles split: the rings' buffers and
+    /// their mbarrier arrays.
+    shared: Vec<Value>,
+    /// The mbarrier allocations, to go before the split.
+    allocs: Vec<Operation>,
+    /// The producer's loop.
+    producer: Vec<Operation>,
 }
 
 /// The ring of one pipelined load in its loop.
@@ -529,6 +622,8 @@ impl Rewrite<'_> {
                 .collect();
             if mine.is_empty() {
                 b.ops.push(op);
+            } else if self.ws.is_some() {
+                self.pipeline_specialized(&mut b.ops, op, mine);
             } else {
                 self.pipeline(&mut b.ops, op, mine);
             }
@@ -757,40 +852,46 @@ impl Rewrite<'_> {
             f.results.push(r);
         }
         f.regions[0].ops = body;
-        // The wgmma reads: each pipelined ring at its iteration's stage.
-        let stage_of: HashMap<Value, Value> = rings
-            .iter()
-            .filter_map(|r| Some((r.cand.buf, r.stage?)))
-            .collect();
-        let mut a_in_regs = HashSet::new();
-        f.walk(&mut |o| {
-            if let Some(p) = tilec_dialect::ops::mma_operands(o) {
-                if !matches!(self.m.try_ty(p.a), Some(Type::Smem { .. })) {
-                    a_in_regs.insert(p.a);
-                }
-            }
-        });
-        f.walk_mut(&mut |o| {
-            if o.kind != OpKind::Mma {
-                return;
-            }
-            let Some(p) = tilec_dialect::ops::mma_operands(o) else {
-                return;
-            };
-            let sb = stage_of.get(&p.b).copied().unwrap_or(p.stage_b);
-            let sa = match stage_of.get(&p.a) {
-                Some(&x) => x,
-                None if a_in_regs.contains(&p.a) => sb,
-                None => p.stage_a,
-            };
-            o.operands = if sa == sb {
-                vec![p.a, p.b, sa, p.acc]
-            } else {
-                vec![p.a, p.b, sa, sb, p.acc]
-            };
-        });
+        read_stages(self.m, &mut f, &rings);
         out.push(f);
     }
+}
+
+/// Points each wgmma of loop `f` that reads a pipelined ring at the stage its iteration
+/// waited for (an A fragment in registers takes B's stage).
+fn read_stages(m: &Module, f: &mut Operation, rings: &[Ring]) {
+    // The wgmma reads: each pipelined ring at its iteration's stage.
+    let stage_of: HashMap<Value, Value> = rings
+        .iter()
+        .filter_map(|r| Some((r.cand.buf, r.stage?)))
+        .collect();
+    let mut a_in_regs = HashSet::new();
+    f.walk(&mut |o| {
+        if let Some(p) = tilec_dialect::ops::mma_operands(o) {
+            if !matches!(m.try_ty(p.a), Some(Type::Smem { .. })) {
+                a_in_regs.insert(p.a);
+            }
+        }
+    });
+    f.walk_mut(&mut |o| {
+        if o.kind != OpKind::Mma {
+            return;
+        }
+        let Some(p) = tilec_dialect::ops::mma_operands(o) else {
+            return;
+        };
+        let sb = stage_of.get(&p.b).copied().unwrap_or(p.stage_b);
+        let sa = match stage_of.get(&p.a) {
+            Some(&x) => x,
+            None if a_in_regs.contains(&p.a) => sb,
+            None => p.stage_a,
+        };
+        o.operands = if sa == sb {
+            vec![p.a, p.b, sa, p.acc]
+        } else {
+            vec![p.a, p.b, sa, sb, p.acc]
+        };
+    });
 }
 
 /// What an iteration of a pipelined loop computes once, before its first copy.
@@ -1039,5 +1140,439 @@ fn refill(
 ) {
     for &ri in &a.rings {
         copy(e, defs, iv, it.ahead, it.go, &rings[ri], it.next);
+    }
+}
+
+/// Why kernel `k`, whose loads `cands` are to be pipelined, cannot take `warp-specialize`;
+/// `Ok` where it can: the loads are in one `tile.for` directly in the kernel body, the
+/// kernel has whole warpgroups (1 to 3) and no cluster, role or flag op, and the loop's
+/// bounds and the copies' coordinates come from kernel arguments and scalar integer ops
+/// (which the producer computes again).
+fn specializable(m: &Module, k: &Operation, cands: &[Cand]) -> Result<(), String> {
+    let lp = cands[0].lp;
+    if cands.iter().any(|c| c.lp != lp) {
+        return Err("loads are pipelined in more than one loop".into());
+    }
+    let warps = k.int_attr("num_warps").unwrap_or(0);
+    if warps % 4 != 0 || !(4..=12).contains(&warps) {
+        return Err(format!(
+            "the kernel has {warps} warps; the consumers must be 1 to 3 whole warpgroups"
+        ));
+    }
+    if k.attr("cluster").is_some() {
+        return Err("the kernel is a cluster launch".into());
+    }
+    let mut odd = None;
+    k.walk(&mut |o| {
+        if odd.is_none() && (o.kind.is_flag() || o.attr("role").is_some()) {
+            odd = Some(o.kind.name());
+        }
+    });
+    if let Some(name) = odd {
+        return Err(format!(
+            "the kernel holds '{name}', which is not split into roles"
+        ));
+    }
+    let mut fors = vec![];
+    k.walk(&mut |o| {
+        if o.kind == OpKind::For {
+            fors.push(o);
+        }
+    });
+    let f = fors[lp as usize];
+    let top = &k.regions[0];
+    if !top.ops.iter().any(|o| std::ptr::eq(o, f)) {
+        return Err("the pipelined loop is not directly in the kernel body".into());
+    }
+    let ix = Index::build(k);
+    let args: HashSet<Value> = top.args.iter().copied().collect();
+    let top_ops: HashSet<*const Operation> = top.ops.iter().map(|o| o as *const _).collect();
+    let iv = f.regions[0].args[0];
+    let mut todo: Vec<Value> = f.operands[..3].to_vec();
+    todo.extend(cands.iter().flat_map(|c| c.coords.iter().copied()));
+    let mut seen = HashSet::new();
+    while let Some(v) = todo.pop() {
+        if v == iv || args.contains(&v) || !seen.insert(v) {
+            continue;
+        }
+        let Some(d) = ix.def.get(&v) else {
+            return Err("a copy's coordinate has no definition".into());
+        };
+        let in_body = f.regions[0].ops.iter().any(|o| std::ptr::eq(o, *d));
+        let ok = is_index_op(d.kind)
+            && d.regions.is_empty()
+            && (in_body || top_ops.contains(&(*d as *const _)));
+        if !ok {
+            let name = m.name(v).map_or(String::new(), |n| format!(" '%{n}'"));
+            return Err(format!(
+                "the loop's bounds or a copy's coordinates use{name}, defined by '{}', which \
+                 the producer cannot compute (kernel arguments and scalar integer ops only)",
+                d.kind.name()
+            ));
+        }
+        todo.extend(d.operands.iter().copied());
+    }
+    Ok(())
+}
+
+/// The per-iteration values of a pipelined loop with `warp-specialize`, computed at the top
+/// of its body (and of the producer's).
+#[derive(Clone, Copy)]
+struct Counter {
+    /// `i mod stages`, `i = (iv - lb) / step` the iteration's number: the stage it uses.
+    stage: Value,
+    /// `(i / stages) mod 2`: the parity of the phase of that stage's barriers.
+    phase: Value,
+    /// `(i + stages - 1) mod stages`: the previous iteration's stage.
+    prev: Value,
+    /// `lb < iv`: whether there was a previous iteration.
+    later: Value,
+}
+
+impl Counter {
+    fn emit(e: &mut Emit, [iv, lb, step]: [Value; 3], stages: u64) -> Self {
+        let d = e.index(OpKind::SubI, iv, lb);
+        let i = e.index(OpKind::DivI, d, step);
+        let cs = e.constant(stages as i64);
+        let c2 = e.constant(2);
+        let stage = e.index(OpKind::RemI, i, cs);
+        let round = e.index(OpKind::DivI, i, cs);
+        let phase = e.index(OpKind::RemI, round, c2);
+        let k = e.constant(stages as i64 - 1);
+        let back = e.index(OpKind::AddI, i, k);
+        let prev = e.index(OpKind::RemI, back, cs);
+        let later = e.less(lb, iv);
+        Counter {
+            stage,
+            phase,
+            prev,
+            later,
+        }
+    }
+}
+
+/// Where a wgmma's result is first needed by something other than a wgmma that only
+/// accumulates into it: the group must be retired there, so a release of the stages it read
+/// costs no extra wait.
+enum FirstUse {
+    /// At this op of the body, in the same iteration.
+    Here(usize),
+    /// At this op of the body, in the next iteration (through a loop-carried value).
+    Next(usize),
+    /// Nowhere in the loop.
+    Never,
+}
+
+/// Whether `o` uses a value of `set`; a wgmma that only accumulates into one adds its result
+/// to `set` instead.
+fn needs(o: &Operation, set: &mut HashSet<Value>) -> bool {
+    if let Some(p) = tilec_dialect::ops::mma_operands(o).filter(|_| o.kind == OpKind::Mma) {
+        if set.contains(&p.acc) && !set.contains(&p.a) && !set.contains(&p.b) {
+            set.extend(o.results.iter().copied());
+            return false;
+        }
+    }
+    let mut used = false;
+    o.walk(&mut |x| used |= x.operands.iter().any(|v| set.contains(v)));
+    used
+}
+
+/// [`FirstUse`] of the result of `body[at]`, a wgmma; `args` are the body's block arguments.
+fn first_use(body: &[Operation], at: usize, args: &[Value]) -> FirstUse {
+    let mut set: HashSet<Value> = body[at].results.iter().copied().collect();
+    for (i, o) in body.iter().enumerate().skip(at + 1) {
+        if o.kind == OpKind::Yield {
+            let mut carried: HashSet<Value> = o
+                .operands
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| set.contains(v))
+                .filter_map(|(k, _)| args.get(k + 1).copied())
+                .collect();
+            for (q, o2) in body.iter().enumerate() {
+                if o2.kind == OpKind::Yield {
+                    break;
+                }
+                if needs(o2, &mut carried) {
+                    return FirstUse::Next(q);
+                }
+            }
+            return FirstUse::Never;
+        }
+        if needs(o, &mut set) {
+            return FirstUse::Here(i);
+        }
+    }
+    FirstUse::Never
+}
+
+/// Inserts into `body` (a pipelined loop's, with `warp-specialize`) each ring's release:
+/// `tile.mbarrier_arrive %empty, %stage` before the op where the wgmmas that read the stage
+/// must have retired anyway ([`FirstUse`]); where that is only in the next iteration, the
+/// previous iteration's stage is released there (`tile.if %later`), and where it is nowhere,
+/// at the end of the body.
+fn insert_releases(
+    body: &mut Vec<Operation>,
+    args: &[Value],
+    rings: &[(Value, Value)],
+    c: Counter,
+    loc: &Location,
+) {
+    let mut at: Vec<(usize, Operation)> = vec![];
+    let end = body.len().saturating_sub(1);
+    for &(buf, empty) in rings {
+        let readers: Vec<usize> = (0..body.len())
+            .filter(|&i| {
+                body[i].kind == OpKind::Mma
+                    && tilec_dialect::ops::mma_operands(&body[i])
+                        .is_some_and(|p| p.a == buf || p.b == buf)
+            })
+            .collect();
+        let (mut here, mut next, mut current) = (0, 0, true);
+        for &r in &readers {
+            match first_use(body, r, args) {
+                FirstUse::Here(p) => here = here.max(p),
+                FirstUse::Next(q) => (current, next) = (false, next.max(q)),
+                FirstUse::Never => (current, next) = (false, end),
+            }
+        }
+        if readers.is_empty() {
+            continue;
+        }
+        let mut arrive = Operation::new(OpKind::MbarrierArrive, loc.clone());
+        if current {
+            arrive.operands = vec![empty, c.stage];
+            at.push((here, arrive));
+        } else {
+            arrive.operands = vec![empty, c.prev];
+            at.push((next, Operation::if_then(c.later, vec![arrive], loc.clone())));
+        }
+    }
+    at.sort_by_key(|(i, _)| std::cmp::Reverse(*i));
+    for (i, o) in at {
+        body.insert(i, o);
+    }
+}
+
+/// Makes kernel `k` (its loop rewritten by [`Rewrite::pipeline_specialized`]) a
+/// `tile.warp_specialize`: the rings' buffers and barriers first, then region 0, the
+/// producer (the scalar integer ops its loop uses, computed again, and the loop), and
+/// region 1, the consumers (the rest of the kernel); `block` gains the producer warpgroup.
+fn specialize(m: &mut Module, k: &mut Operation, sp: Specialized) {
+    let warps = k.int_attr("num_warps").unwrap_or(4);
+    let loc = k.loc.clone();
+    let ops = std::mem::take(&mut k.regions[0].ops);
+    let (mut head, mut consumer, mut tail) = (vec![], vec![], vec![]);
+    for o in ops {
+        if o.kind == OpKind::Return {
+            tail.push(o);
+        } else if o.kind == OpKind::SmemAlloc && o.results.iter().any(|r| sp.shared.contains(r)) {
+            head.push(o);
+        } else {
+            consumer.push(o);
+        }
+    }
+    head.extend(sp.allocs);
+    let top_defs: HashMap<Value, Operation> = consumer
+        .iter()
+        .filter(|o| is_index_op(o.kind) && o.regions.is_empty())
+        .flat_map(|o| o.results.first().map(|&r| (r, o.clone())))
+        .collect();
+    let mut producer = sp.producer;
+    let mut used = vec![];
+    for o in &producer {
+        o.walk(&mut |x| used.extend(x.operands.iter().copied()));
+    }
+    let mut region0 = vec![];
+    let mut memo = HashMap::new();
+    {
+        let mut e = Emit {
+            m,
+            out: &mut region0,
+            loc: loc.clone(),
+        };
+        for v in used {
+            if top_defs.contains_key(&v) {
+                recompute(&mut e, &top_defs, &mut memo, v);
+            }
+        }
+    }
+    for o in &mut producer {
+        o.walk_mut(&mut |x| {
+            for v in &mut x.operands {
+                if let Some(&c) = memo.get(v) {
+                    *v = c;
+                }
+            }
+        });
+    }
+    region0.extend(producer);
+    region0.push(Operation::new(OpKind::Yield, loc.clone()));
+    consumer.push(Operation::new(OpKind::Yield, loc.clone()));
+    let mut ws = Operation::new(OpKind::WarpSpecialize, loc.clone());
+    ws.attrs
+        .insert("consumers".into(), Attribute::Int(warps / 4));
+    ws.regions = vec![
+        Block {
+            args: vec![],
+            ops: region0,
+        },
+        Block {
+            args: vec![],
+            ops: consumer,
+        },
+    ];
+    head.push(ws);
+    head.extend(tail);
+    k.regions[0].ops = head;
+    k.attrs.insert(
+        "block".into(),
+        Attribute::Array(vec![
+            Attribute::Int(32 * warps + 128),
+            Attribute::Int(1),
+            Attribute::Int(1),
+        ]),
+    );
+}
+
+impl Rewrite<'_> {
+    /// [`Rewrite::pipeline`] with `warp-specialize`: the rings' barriers go to
+    /// [`Specialized::allocs`] (a full and an empty array per ring), the copies to the
+    /// producer's loop over the same iterations, which waits for each stage's release before
+    /// it refills it; the body keeps its full-barrier waits and gains the releases
+    /// ([`insert_releases`]).
+    fn pipeline_specialized(
+        &mut self,
+        out: &mut Vec<Operation>,
+        mut f: Operation,
+        cands: Vec<Cand>,
+    ) {
+        let mut sp = self.ws.take().expect("warp-specialized rewrite");
+        let loc = f.loc.clone();
+        let (lb, ub, step) = (f.operands[0], f.operands[1], f.operands[2]);
+        let iv = f.regions[0].args[0];
+        let s = self.stages;
+        let warps = sp.consumer_warps;
+        let mut rings = vec![];
+        let mut empties = vec![];
+        for c in cands {
+            let Type::Smem { shape, elem, .. } = self.m.ty(c.buf).clone() else {
+                continue;
+            };
+            self.m.values[c.buf.0 as usize].ty = Type::Smem {
+                stages: s,
+                shape,
+                elem,
+            };
+            let mut bars = vec![];
+            for count in [1, warps as i64] {
+                let b = self.m.new_value(Type::Mbarrier { count: s }, None);
+                let mut a = Operation::new(OpKind::MbarrierAlloc, loc.clone());
+                a.attrs.insert("arrive_count".into(), Attribute::Int(count));
+                a.results.push(b);
+                sp.allocs.push(a);
+                bars.push(b);
+            }
+            sp.shared.extend([c.buf, bars[0], bars[1]]);
+            empties.push(bars[1]);
+            rings.push(Ring {
+                cand: c,
+                full: bars[0],
+                stage: None,
+            });
+        }
+        let index_defs: HashMap<Value, Operation> = f.regions[0]
+            .ops
+            .iter()
+            .filter(|o| is_index_op(o.kind) && o.regions.is_empty())
+            .flat_map(|o| o.results.first().map(|&r| (r, o.clone())))
+            .collect();
+        // The producer: per iteration and ring, wait for the stage's release, then copy.
+        let j = self.m.new_value(Type::INDEX, None);
+        let mut pbody = vec![];
+        {
+            let mut e = Emit {
+                m: self.m,
+                out: &mut pbody,
+                loc: loc.clone(),
+            };
+            let c = Counter::emit(&mut e, [j, lb, step], s);
+            let c1 = e.constant(1);
+            let released = e.index(OpKind::SubI, c1, c.phase);
+            for (r, &empty) in rings.iter().zip(&empties) {
+                e.out.push(wait_op(&loc, empty, c.stage, released));
+                let mut memo = HashMap::from([(iv, j)]);
+                let coords: Vec<Value> = r
+                    .cand
+                    .coords
+                    .iter()
+                    .map(|&x| recompute(&mut e, &index_defs, &mut memo, x))
+                    .collect();
+                let mut ex = Operation::new(OpKind::MbarrierExpectTx, loc.clone());
+                ex.operands = vec![r.full, c.stage];
+                ex.attrs
+                    .insert("bytes".into(), Attribute::Int(r.cand.bytes as i64));
+                e.out.push(ex);
+                let mut operands = vec![r.cand.tensor, r.cand.buf, r.full, c.stage];
+                operands.extend(coords);
+                e.op(OpKind::TmaLoad, &operands, None);
+            }
+            e.op(OpKind::Yield, &[], None);
+        }
+        let mut pf = Operation::new(OpKind::For, loc.clone());
+        pf.operands = vec![lb, ub, step];
+        pf.regions = vec![Block {
+            args: vec![j],
+            ops: pbody,
+        }];
+        sp.producer.push(pf);
+        // The consumers: the body with each load replaced by the wait for its stage.
+        let ops = std::mem::take(&mut f.regions[0].ops);
+        let mut body = vec![];
+        let c = Counter::emit(
+            &mut Emit {
+                m: self.m,
+                out: &mut body,
+                loc: loc.clone(),
+            },
+            [iv, lb, step],
+            s,
+        );
+        let mut skip_sync = 0;
+        for o in ops {
+            if skip_sync > 0 && matches!(o.kind, OpKind::FenceProxyAsync | OpKind::Barrier) {
+                skip_sync -= 1;
+                continue;
+            }
+            skip_sync = 0;
+            if o.kind == OpKind::SmemStore && rings.iter().any(|r| r.cand.buf == o.operands[1]) {
+                skip_sync = 2;
+                continue;
+            }
+            let chained = o
+                .results
+                .first()
+                .is_some_and(|v| rings.iter().any(|r| r.cand.chain.contains(v)));
+            if o.kind != OpKind::Load && chained {
+                continue;
+            }
+            match o
+                .results
+                .first()
+                .and_then(|&v| rings.iter().position(|r| r.cand.load == v))
+            {
+                Some(ri) => {
+                    body.push(wait_op(&o.loc, rings[ri].full, c.stage, c.phase));
+                    rings[ri].stage = Some(c.stage);
+                }
+                None => body.push(o),
+            }
+        }
+        let pairs: Vec<(Value, Value)> = rings.iter().map(|r| r.cand.buf).zip(empties).collect();
+        insert_releases(&mut body, &f.regions[0].args, &pairs, c, &loc);
+        f.regions[0].ops = body;
+        read_stages(self.m, &mut f, &rings);
+        out.push(f);
+        self.ws = Some(sp);
     }
 }

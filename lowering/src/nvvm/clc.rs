@@ -87,7 +87,7 @@ const RESPONSE_BYTES: u64 = 16;
 
 /// Whether thread 0 alone may run an op of kind `k` in the scheduler's code: scalar
 /// arithmetic, control flow, and the one-thread synchronisation ops.
-fn scheduler_may_run(k: OpKind) -> bool {
+pub(super) fn scheduler_may_run(k: OpKind) -> bool {
     k.class() == OpClass::IntBinary
         || matches!(
             k,

@@ -25,6 +25,7 @@ pub mod plain;
 pub mod reduce;
 pub mod remap;
 pub mod smem_plan;
+pub mod specialize;
 pub mod tma;
 pub mod wgmma;
 pub mod writer;

@@ -535,6 +535,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             K::TmaLoad => self.lower_tma_load(op)?,
             K::Barrier => self.w.barrier(),
             K::NamedBarrier => self.lower_named_barrier(op)?,
+            K::WarpSpecialize => self.lower_warp_specialize(op)?,
             K::Yield | K::Return => {}
             k => {
                 return err(
@@ -657,7 +658,8 @@ pub(super) fn lower_kernel(
         }
     }
     let ptx_version = super::param_space(k, &params, target.min_ptx_version())?;
-    let threads = 32 * num_warps;
+    let cluster_size: i64 = super::cluster_of(k)?.iter().product();
+    let threads = 32 * (num_warps + super::specialize::producer_warps(k, num_warps, cluster_size)?);
     let smem_bytes = if trial {
         crate::mlir_driver::with_builder_context(|ctx| {
             build_module(ctx, m, k, &name, num_warps, target).map(|(_, bytes)| bytes)
@@ -792,6 +794,7 @@ fn build_module<'c>(
         error: None,
         pending: vec![],
         contract: None,
+        cta_threads: None,
     };
     let kbody = &k.regions[0];
     let maps = tensor_maps(m, k)?;
@@ -826,9 +829,10 @@ fn build_module<'c>(
     let region = Region::new();
     let args: Vec<(Type, Location)> = ptypes.iter().map(|&t| (t, loc)).collect();
     region.append_block(Block::new(&args));
-    let threads = 32 * num_warps as i32;
     let cluster = super::cluster_of(k)?;
     let cluster_size: i64 = cluster.iter().product();
+    let producer = super::specialize::producer_warps(k, num_warps, cluster_size)?;
+    let threads = 32 * (num_warps + producer) as i32;
     let cluster_dim = (cluster_size > 1).then(|| {
         (
             ident("nvvm.cluster_dim"),
@@ -876,6 +880,7 @@ fn build_module<'c>(
         error: None,
         pending: vec![],
         contract: super::fp_fusion(ctx, k),
+        cta_threads: None,
     };
     // Parameters.
     let mut vals = HashMap::new();

@@ -96,6 +96,10 @@ pub(crate) struct Writer<'c, 'm> {
     /// `#llvm.fastmath<contract>` where f32 `fadd`, `fsub` and `fmul` carry it, so that a
     /// multiply and an add may become one `fma.rn.f32` (a kernel with `fp_fusion = true`).
     pub contract: Option<Attribute<'c>>,
+    /// The threads of a CTA barrier where not all the CTA's threads take part: in the
+    /// consumer region of a warp-specialized plain launch, the consumer warps'
+    /// (`bar.sync 0, threads`).
+    pub cta_threads: Option<i64>,
 }
 
 impl Drop for Writer<'_, '_> {
@@ -877,9 +881,38 @@ impl<'c, 'm> Writer<'c, 'm> {
         ]
     }
 
-    /// `bar.sync 0` over the CTA (`nvvm.barrier0`).
+    /// `bar.sync 0` over the CTA (`nvvm.barrier0`), or over the [`Writer::cta_threads`]
+    /// (`bar.sync 0, threads`).
     pub fn barrier(&mut self) {
-        self.op("nvvm.barrier0", &[], &[], &[]);
+        match self.cta_threads {
+            Some(n) => {
+                let id = self.i32(0);
+                self.named_barrier(id, n, false);
+            }
+            None => {
+                self.op("nvvm.barrier0", &[], &[], &[]);
+            }
+        }
+    }
+
+    /// `llvm.return` from the kernel.
+    pub fn ret(&mut self) {
+        let r = llvm::r#return(None, self.loc);
+        self.push(Ok(r));
+    }
+
+    /// `setmaxnreg.{inc,dec}.sync.aligned.u32 count` (`nvvm.setmaxregister`; PTX ISA
+    /// §9.7.19.5): `increase` or `decrease` this warpgroup's registers per thread to `count`.
+    pub fn setmaxnreg(&mut self, increase: bool, count: u64) {
+        let action = if increase { "increase" } else { "decrease" };
+        let a = self.attr(&format!("#nvvm<action {action}>"));
+        let n = IntegerAttribute::new(self.ty(ScalarType::I32), count as i64).into();
+        self.op(
+            "nvvm.setmaxregister",
+            &[],
+            &[],
+            &[("action", a), ("regCount", n)],
+        );
     }
 
     /// `bar.sync id, threads` (`nvvm.barrier`), or with `arrive`, `bar.arrive id, threads`

@@ -3,7 +3,8 @@
 //! ```text
 //! tile-compile FILE --target sm_90a|sm_90|sm_100|sm_100a [-o DIR]
 //!              [--emit ptx|mlir|llvm|tile|cubin]
-//!              [--stages N] [--load-stages N] [--mma-lookahead BOOL] [--ftz] [--fp-fusion]
+//!              [--stages N] [--load-stages N] [--mma-lookahead BOOL] [--warp-specialize BOOL]
+//!              [--ftz] [--fp-fusion]
 //!              [--specialize-masks BOOL]
 //!              [--epilogue-store direct|tma]
 //!              [--promote auto|on|off] [--invariant-a auto|smem|registers]
@@ -92,6 +93,11 @@ struct Cli {
     /// the next Q·Kᵀ under this block's softmax; tile-pipeline-loads mma-lookahead).
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_name = "BOOL")]
     mma_lookahead: bool,
+    /// Issue the TMA rings' copies from a producer warpgroup of its own, which gives its
+    /// registers to the consumers (setmaxnreg); the consumers release each stage on an
+    /// mbarrier (tile-pipeline-loads warp-specialize; sm_90a).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_name = "BOOL")]
+    warp_specialize: bool,
     /// Flush f32 subnormals to zero (PTX .ftz, as nvcc -ftz=true): exp2 becomes one
     /// ex2.approx.ftz.f32; results below 2^-126 in magnitude become zero.
     #[arg(long)]
@@ -311,6 +317,7 @@ fn run() -> i32 {
         .with_stages(cli.stages)
         .with_load_stages(cli.load_stages)
         .with_mma_lookahead(cli.mma_lookahead)
+        .with_warp_specialize(cli.warp_specialize)
         .with_ftz(cli.ftz)
         .with_fp_fusion(cli.fp_fusion)
         .with_specialize_masks(cli.specialize_masks)

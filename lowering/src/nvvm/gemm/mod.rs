@@ -1088,6 +1088,7 @@ fn build_module<'c>(
         error: None,
         pending: vec![],
         contract: super::fp_fusion(ctx, k),
+        cta_threads: None,
     };
     let arg = |i: usize| -> Value { entry.argument(i).map(Into::into).expect("declared") };
     let mut vals = HashMap::new();

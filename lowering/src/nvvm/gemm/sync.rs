@@ -53,7 +53,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         self.w.cond_br(is_p, &producer, &[], &consumer, &[]);
         self.w.place(producer);
         if self.target.has_setmaxnreg() {
-            self.setmaxregister("decrease", 40);
+            self.w.setmaxnreg(false, 40);
         }
         let t0b = self.w.icmp(ICmp::Eq, tid, z);
         let elected = self.w.block(&[]);
@@ -63,7 +63,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         self.w.br(&self.exit, &[]);
         self.w.place(consumer);
         if self.target.has_setmaxnreg() {
-            self.setmaxregister("increase", 232);
+            self.w.setmaxnreg(true, 232);
         }
         let c128 = self.i32(128);
         let wg = self.bin("udiv", tid, c128);
@@ -97,19 +97,6 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
     /// A cluster barrier ([`crate::nvvm::writer::Writer::cluster_barrier`]).
     pub(super) fn cluster_barrier(&mut self, aligned: bool) {
         self.w.cluster_barrier(aligned);
-    }
-
-    /// `nvvm.setmaxregister {action} {count}` (sm_90a, sm_100a).
-    fn setmaxregister(&mut self, action: &str, count: i64) {
-        let a = self.w.attr(&format!("#nvvm<action {action}>"));
-        let i32t = self.w.ty(ScalarType::I32);
-        let n = IntegerAttribute::new(i32t, count).into();
-        self.w.op(
-            "nvvm.setmaxregister",
-            &[],
-            &[],
-            &[("action", a), ("regCount", n)],
-        );
     }
 
     pub(super) fn lower_mbarrier_wait(&mut self, op: &Operation) -> R<()> {
