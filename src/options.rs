@@ -327,6 +327,11 @@ pub struct Options {
     /// of meeting at CTA barriers before each refill. Applies to a kernel whose pipelined
     /// loop is directly in its body; elsewhere a remark says why not. Default false.
     pub warp_specialize: bool,
+    /// Make the consumer warpgroups of a warp-specialized kernel take turns at issuing
+    /// their wgmmas (`tile-pingpong`: named barriers 1 to W; needs `warp_specialize` and two
+    /// or more consumer warpgroups, else a remark says why not): one warpgroup's softmax
+    /// runs while the tensor cores run the other's products. Default false.
+    pub pingpong: bool,
     /// Flush f32 subnormals to zero on the GPU (sets every kernel's `ftz` attribute; PTX's
     /// `.ftz`, nvcc's `-ftz=true`): `exp2` becomes one `ex2.approx.ftz.f32` instead of that
     /// instruction with a subnormal fix-up (three more instructions). Results that would
@@ -402,6 +407,7 @@ impl Options {
             load_stages: 2,
             mma_lookahead: false,
             warp_specialize: false,
+            pingpong: false,
             ftz: false,
             fp_fusion: false,
             specialize_masks: true,
@@ -429,6 +435,7 @@ impl Options {
         with_load_stages: load_stages: u32,
         with_mma_lookahead: mma_lookahead: bool,
         with_warp_specialize: warp_specialize: bool,
+        with_pingpong: pingpong: bool,
         with_ftz: ftz: bool,
         with_fp_fusion: fp_fusion: bool,
         with_specialize_masks: specialize_masks: bool,
@@ -477,6 +484,7 @@ impl Options {
         "load_stages",
         "mma_lookahead",
         "warp_specialize",
+        "pingpong",
         "ftz",
         "fp_fusion",
         "specialize_masks",
@@ -534,6 +542,7 @@ impl Options {
             "load_stages" => self.load_stages = num("load_stages", value)?,
             "mma_lookahead" => self.mma_lookahead = flag("mma_lookahead", value)?,
             "warp_specialize" => self.warp_specialize = flag("warp_specialize", value)?,
+            "pingpong" => self.pingpong = flag("pingpong", value)?,
             "ftz" => self.ftz = flag("ftz", value)?,
             "fp_fusion" => self.fp_fusion = flag("fp_fusion", value)?,
             "specialize_masks" => self.specialize_masks = flag("specialize_masks", value)?,
@@ -604,6 +613,14 @@ impl Options {
             return err(
                 "warp_specialize",
                 "the producer issues the TMA rings' copies, and load_stages is 0 (none)".into(),
+            );
+        }
+        if self.pingpong && !self.warp_specialize {
+            return err(
+                "pingpong",
+                "true makes the consumers of a producer warpgroup take turns, and \
+                 warp_specialize is false"
+                    .into(),
             );
         }
         if self.warp_specialize && self.mma_lookahead {
@@ -821,6 +838,9 @@ impl Options {
                     ""
                 }
             ));
+            if self.pingpong {
+                p.push_str(",tile-pingpong");
+            }
         }
         if tilec_passes::lookup("async-wait-placement").is_some() {
             p.push_str(",async-wait-placement");
@@ -926,6 +946,7 @@ mod tests {
             ("load-stages", "3"),
             ("mma-lookahead", "true"),
             ("warp-specialize", "false"),
+            ("pingpong", "false"),
             ("ftz", "true"),
             ("fp-fusion", "true"),
             ("specialize-masks", "false"),
@@ -973,7 +994,7 @@ mod tests {
             .with_mma_lookahead(false)
             .with_invariant_a(InvariantA::Auto);
         assert_eq!(wgmma_free.validate(), Ok(()));
-        assert_eq!(Options::NAMES.len(), 22);
+        assert_eq!(Options::NAMES.len(), 23);
         let e = o.set("stage", "4").unwrap_err();
         assert!(
             e.reason
@@ -1002,6 +1023,11 @@ mod tests {
         assert_eq!(
             opt(ws.clone().with_mma_lookahead(true)),
             Err("warp_specialize")
+        );
+        assert_eq!(opt(base().with_pingpong(true)), Err("pingpong"));
+        assert_eq!(
+            opt(base().with_warp_specialize(true).with_pingpong(true)),
+            Ok(())
         );
         let sm90 = Options::new(Target::Sm90).with_warp_specialize(true);
         assert_eq!(opt(sm90), Err("warp_specialize"));

@@ -408,6 +408,66 @@ impl LinearLayout {
         1 << self.warp.len()
     }
 
+    /// Where a remap to `dst` finds each of its registers in this layout's registers of the
+    /// same thread, if it can: for destination register `r`, the source register holding
+    /// element `proj(c) + shift`, `c` the coordinate `r` contributes, `proj` zeroing the
+    /// dimensions in `bcast` (a broadcast's; `shift`: a slice's offsets, zeros otherwise).
+    /// `Some` exactly when every lane and warp basis of `dst`, projected, is this layout's
+    /// basis for that bit (each destination element then lives in the same thread) and,
+    /// with a shift, adding it carries into no bit a thread's lane or warp sets: a remap
+    /// that is a renaming of registers. `None` means the elements move between threads
+    /// (through shared memory, with CTA barriers). Both layouts must have the same rank.
+    pub fn registers_for(
+        &self,
+        dst: &LinearLayout,
+        bcast: &[usize],
+        shift: &[u64],
+    ) -> Option<Vec<usize>> {
+        let rank = dst.dims.len();
+        let shift: Vec<u64> = (0..rank)
+            .map(|d| shift.get(d).copied().unwrap_or(0))
+            .collect();
+        let shifted = shift.iter().any(|&x| x != 0);
+        let proj = |c: &[u64]| -> Vec<u64> {
+            let mut c = c.to_vec();
+            for &d in bcast {
+                if let Some(x) = c.get_mut(d) {
+                    *x = 0;
+                }
+            }
+            c
+        };
+        let thread_mask: Vec<u64> = (0..rank)
+            .map(|d| {
+                self.lane
+                    .iter()
+                    .chain(&self.warp)
+                    .fold(0, |m, b| m | b.get(d).copied().unwrap_or(0))
+            })
+            .collect();
+        let same_threads = dst.lane.len() == self.lane.len()
+            && dst.warp.len() == self.warp.len()
+            && dst.lane.iter().zip(&self.lane).all(|(a, b)| proj(a) == *b)
+            && dst.warp.iter().zip(&self.warp).all(|(a, b)| proj(a) == *b);
+        if !same_threads {
+            return None;
+        }
+        let by_coord: std::collections::HashMap<Vec<u64>, usize> = (0..self.num_registers())
+            .map(|r| (self.register_coord(r), r as usize))
+            .collect();
+        (0..dst.num_registers())
+            .map(|r| {
+                let k = proj(&dst.register_coord(r));
+                let key: Vec<u64> = k.iter().zip(&shift).map(|(a, b)| a + b).collect();
+                // thread + k + shift is thread ⊕ (k + shift) only where neither k nor
+                // k + shift shares a bit with what the thread sets.
+                let carry_free =
+                    !shifted || (0..rank).all(|d| (k[d] | key[d]) & thread_mask[d] == 0);
+                carry_free.then(|| by_coord.get(&key).copied()).flatten()
+            })
+            .collect()
+    }
+
     /// The coordinate register `r` contributes (the XOR of its bits' bases).
     pub fn register_coord(&self, r: u64) -> Vec<u64> {
         combine(&self.register, r, self.rank())
@@ -672,6 +732,25 @@ fn parse_bases(s: &str) -> Result<(Vec<Vec<u64>>, &str), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn registers_for_finds_renamings_and_only_those() {
+        // A row reduction's slice broadcast back over the row: each thread has its rows.
+        let acc = LinearLayout::wgmma_accumulator(128, 1);
+        let row = acc.slice(1);
+        let back = row.registers_for(&acc, &[1], &[]).expect("a renaming");
+        for (r, &from) in back.iter().enumerate() {
+            let want = acc.register_coord(r as u64)[0];
+            assert_eq!(row.register_coord(from as u64)[0], want, "register {r}");
+        }
+        // To itself: the identity.
+        let id = acc.registers_for(&acc, &[], &[]).expect("the identity");
+        assert!(id.iter().enumerate().all(|(r, &f)| r == f));
+        // A coalesced layout of the same tile puts elements in other threads.
+        let blocked = LinearLayout::blocked(&[64, 128], 4, 4);
+        assert_eq!(acc.registers_for(&blocked, &[], &[]), None);
+        assert_eq!(blocked.registers_for(&acc, &[], &[]), None);
+    }
 
     #[test]
     fn dot_fragments_match_the_ptx_m16n8k16_layouts() {

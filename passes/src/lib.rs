@@ -7,9 +7,10 @@
 //!
 //! Passes: [`assign_layouts`] (`tile-assign-layouts`), [`async_wait_placement`], [`cse`],
 //! [`dce`], [`dot_to_wgmma`] (`tile-dot-to-wgmma`), [`hoist_loads`] (`tile-hoist-loads`),
-//! [`persistent`], [`pipeline_loads`] (`tile-pipeline-loads`), [`simplify`]
+//! [`persistent`], [`pingpong`] (`tile-pingpong`), [`pipeline_loads`]
+//! (`tile-pipeline-loads`), [`simplify`]
 //! (`tile-simplify`), [`specialize_masks`] (`tile-specialize-masks`), [`tile_to_gpu`],
-//! [`verify_async_waits`].
+//! [`verify_async_waits`], [`verify_named_barriers`].
 //! [`async_model`] holds what the wait placement and the checker's path explorer agree a
 //! hazard is; [`async_sim`] is the checker's second half, an executable model of the group
 //! semantics that shares nothing with it.
@@ -33,6 +34,7 @@ pub mod hoist_loads;
 pub mod manager;
 pub mod pass;
 pub mod persistent;
+pub mod pingpong;
 pub mod pipeline;
 pub mod pipeline_loads;
 pub mod simplify;
@@ -75,6 +77,10 @@ static REGISTRY: &[RegistryEntry] = &[
     RegistryEntry {
         info: &persistent::INFO,
         build: |o| Ok(Box::new(persistent::Persistent::from_options(o)?)),
+    },
+    RegistryEntry {
+        info: &pingpong::INFO,
+        build: |o| Ok(Box::new(pingpong::PingPong::from_options(o)?)),
     },
     RegistryEntry {
         info: &pipeline_loads::INFO,

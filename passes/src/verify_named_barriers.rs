@@ -33,7 +33,11 @@
 //!
 //! The check is bounded: a loop is explored up to `trips` trips (a protocol that balances
 //! its arrivals per trip, as a ping-pong does, behaves the same at every larger count).
-//! A kernel with `tile.warp_specialize` (producer and consumer regions run different code)
+//! In a plain launch with a producer warpgroup (`tile.warp_specialize` directly in the body,
+//! as `tile-pipeline-loads warp-specialize` writes it) the consumer region is checked alone,
+//! over the `num_warps` consumer warps: the producer's one thread takes part in none of
+//! their barriers (the lowering counts their CTA barriers as theirs), and a named barrier
+//! elsewhere is an error. Any other kernel with `tile.warp_specialize` (the GEMM pipeline's)
 //! is not checked here and is counted in `kernels-skipped`; a kernel without barriers, or
 //! whose barriers all sync the whole CTA, passes at once (every warpgroup meets the same
 //! sequence of them).
@@ -190,11 +194,6 @@ pub fn check_kernel(
     trips: u64,
     max_states: u64,
 ) -> Result<Option<BarrierReport>, Diagnostic> {
-    let mut specialized = false;
-    k.walk(&mut |o| specialized |= o.kind == OpKind::WarpSpecialize);
-    if specialized {
-        return Ok(None);
-    }
     let block = match k.attr("block") {
         Some(Attribute::Array(d)) => Some(
             d.iter()
@@ -206,15 +205,64 @@ pub fn check_kernel(
         ),
         _ => None,
     };
-    // The lowering launches num_warps warps; 'block' must say the same.
-    let threads = match (k.int_attr("num_warps"), block) {
-        (Some(w), Some(b)) if w * 32 != b => {
+    // A plain launch's producer warpgroup (tile-pipeline-loads warp-specialize) comes after
+    // its num_warps consumer warps and takes no part in their barriers: the consumer region
+    // is checked alone.
+    let mut nested = false;
+    let mut specialized = None;
+    if let Some(top) = k.regions.first() {
+        for o in &top.ops {
+            if o.kind == OpKind::WarpSpecialize {
+                specialized = Some(o);
+            } else {
+                o.walk(&mut |x| nested |= x.kind == OpKind::WarpSpecialize);
+            }
+        }
+    }
+    let warps = k.int_attr("num_warps");
+    let (scope, producer) = match (specialized, warps) {
+        _ if nested => return Ok(None),
+        (Some(ws), Some(_)) if ws.regions.len() == 2 => (Some(&ws.regions[1]), 128),
+        (Some(_), _) => return Ok(None),
+        (None, _) => (k.regions.first(), 0),
+    };
+    if let Some(ws) = specialized {
+        let mut consumers: HashSet<*const Operation> = HashSet::new();
+        for o in &ws.regions[1].ops {
+            o.walk(&mut |x| {
+                consumers.insert(x as *const Operation);
+            });
+        }
+        let mut outside = None;
+        k.walk(&mut |o| {
+            let stray = o.kind == OpKind::NamedBarrier && !consumers.contains(&(o as *const _));
+            if stray && outside.is_none() {
+                outside = Some(o.loc.clone());
+            }
+        });
+        if let Some(loc) = outside {
+            return Err(Diagnostic::error(
+                loc,
+                "in a warp-specialized kernel, named barriers belong in the consumer region \
+                 (region 1 of 'tile.warp_specialize'): the producer's one thread cannot take \
+                 part in a barrier of whole warpgroups",
+            ));
+        }
+    }
+    // The lowering launches num_warps warps (and the producer's); 'block' must say the same.
+    let threads = match (warps, block) {
+        (Some(w), Some(b)) if w * 32 + producer != b => {
             return Err(Diagnostic::error(
                 k.loc.clone(),
                 format!(
-                    "the kernel's 'block' ({b} threads) and 'num_warps' ({w}, {} threads) \
+                    "the kernel's 'block' ({b} threads) and 'num_warps' ({w}, {} threads{}) \
                      disagree",
-                    w * 32
+                    w * 32 + producer,
+                    if producer > 0 {
+                        " with the producer warpgroup"
+                    } else {
+                        ""
+                    }
                 ),
             ));
         }
@@ -223,7 +271,7 @@ pub fn check_kernel(
         (None, None) => 0,
     };
     let mut sites = vec![];
-    let body = k.regions.first().map_or(vec![], |b| tree(m, b, &mut sites));
+    let body = scope.map_or(vec![], |b| tree(m, b, &mut sites));
     if sites.is_empty() {
         return Ok(Some(BarrierReport::default()));
     }
@@ -292,7 +340,7 @@ pub fn check_kernel(
 /// across warps, a layout change (it may go through shared memory), a dot on mma.sync (its
 /// B staging), an mbarrier's initialisation, a flag op. Conservative: such an op counts as a
 /// `tile.barrier`.
-fn implicit_cta_barrier(m: &Module, o: &Operation) -> bool {
+pub(crate) fn implicit_cta_barrier(m: &Module, o: &Operation) -> bool {
     match o.kind {
         OpKind::Reduce => {
             let dim = o.int_attr("dim").unwrap_or(0) as usize;
@@ -302,15 +350,48 @@ fn implicit_cta_barrier(m: &Module, o: &Operation) -> bool {
                     .is_none_or(|l| l.warp.iter().any(|b| b.get(dim).is_some_and(|&c| c != 0)))
             })
         }
-        OpKind::Broadcast
-        | OpKind::ConvertLayout
-        | OpKind::Dot
+        OpKind::Broadcast | OpKind::ConvertLayout | OpKind::ExtractSlice => {
+            !remap_in_registers(m, o)
+        }
+        OpKind::Dot
         | OpKind::MbarrierAlloc
         | OpKind::WaitFlag
         | OpKind::ArriveFlag
         | OpKind::ReleaseFlag => true,
         _ => false,
     }
+}
+
+/// Whether remap `o` (`tile.broadcast`, `tile.convert_layout`, `tile.extract_slice`) is a
+/// renaming of registers in the lowering ([`tilec_dialect::LinearLayout::registers_for`]),
+/// with no shared-memory round trip and so no CTA barrier: a scalar broadcast, or a tile
+/// whose every destination element is in the same thread.
+fn remap_in_registers(m: &Module, o: &Operation) -> bool {
+    let (Some(&x), Some(&r)) = (o.operands.first(), o.results.first()) else {
+        return false;
+    };
+    let (src, dst) = (m.ty(x), m.ty(r));
+    if o.kind == OpKind::Broadcast && !matches!(src, tilec_dialect::Type::Tile { .. }) {
+        return true;
+    }
+    let (Some(sl), Some(dl), Some(ss), Some(ds)) = (
+        src.layout(),
+        dst.layout(),
+        src.tile_shape(),
+        dst.tile_shape(),
+    ) else {
+        return false;
+    };
+    if ss.len() != ds.len() {
+        return false;
+    }
+    let bcast: Vec<usize> = (0..ds.len()).filter(|&d| ss[d] == 1 && ds[d] > 1).collect();
+    let shift = if o.kind == OpKind::ExtractSlice {
+        tilec_dialect::ops::offsets(o)
+    } else {
+        vec![]
+    };
+    sl.registers_for(dl, &bcast, &shift).is_some()
 }
 
 fn tree(m: &Module, b: &Block, sites: &mut Vec<Site>) -> Vec<Node> {

@@ -20,7 +20,6 @@
 
 use super::plain::{err, Lowerer, Lv, Tile, R};
 use super::writer::V;
-use std::collections::HashMap;
 use tilec_dialect::{LinearLayout, Operation};
 
 impl<'c, 'm> Lowerer<'c, 'm, '_> {
@@ -81,47 +80,13 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let shift: Vec<u64> = (0..rank)
             .map(|d| shift.get(d).copied().unwrap_or(0))
             .collect();
-        let shifted = shift.iter().any(|&x| x != 0);
-        let proj = |c: &[u64]| -> Vec<u64> {
-            let mut c = c.to_vec();
-            for &d in bcast {
-                c[d] = 0;
-            }
-            c
-        };
         let sl = &src.layout;
-        // The coordinate bits a thread's lane and warp can set, per dimension.
-        let thread_mask: Vec<u64> = (0..rank)
-            .map(|d| sl.lane.iter().chain(&sl.warp).fold(0, |m, b| m | b[d]))
-            .collect();
-        let same_threads = dst.lane.iter().zip(&sl.lane).all(|(a, b)| proj(a) == *b)
-            && dst.warp.iter().zip(&sl.warp).all(|(a, b)| proj(a) == *b)
-            && dst.lane.len() == sl.lane.len()
-            && dst.warp.len() == sl.warp.len();
-        if same_threads {
-            let by_coord: HashMap<Vec<u64>, usize> = (0..sl.num_registers())
-                .map(|r| (sl.register_coord(r), r as usize))
-                .collect();
-            let regs: Option<Vec<_>> = (0..dst.num_registers())
-                .map(|r| {
-                    let k = proj(&dst.register_coord(r));
-                    let key: Vec<u64> = k.iter().zip(&shift).map(|(a, b)| a + b).collect();
-                    // thread + k + shift is thread ⊕ (k + shift) only where neither k nor
-                    // k + shift shares a bit with what the thread sets.
-                    let carry_free =
-                        !shifted || (0..rank).all(|d| (k[d] | key[d]) & thread_mask[d] == 0);
-                    carry_free
-                        .then(|| by_coord.get(&key).map(|&i| src.regs[i]))
-                        .flatten()
-                })
-                .collect();
-            if let Some(regs) = regs {
-                return Ok(Tile {
-                    regs,
-                    layout: dst.clone(),
-                    ..src
-                });
-            }
+        if let Some(from) = sl.registers_for(dst, bcast, &shift) {
+            return Ok(Tile {
+                regs: from.into_iter().map(|i| src.regs[i]).collect(),
+                layout: dst.clone(),
+                ..src
+            });
         }
         // Through shared memory.
         let bytes = src.elem.size_bytes();

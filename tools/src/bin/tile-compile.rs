@@ -4,7 +4,7 @@
 //! tile-compile FILE --target sm_90a|sm_90|sm_100|sm_100a [-o DIR]
 //!              [--emit ptx|mlir|llvm|tile|cubin]
 //!              [--stages N] [--load-stages N] [--mma-lookahead BOOL] [--warp-specialize BOOL]
-//!              [--ftz] [--fp-fusion]
+//!              [--pingpong BOOL] [--ftz] [--fp-fusion]
 //!              [--specialize-masks BOOL]
 //!              [--epilogue-store direct|tma]
 //!              [--promote auto|on|off] [--invariant-a auto|smem|registers]
@@ -98,6 +98,11 @@ struct Cli {
     /// mbarrier (tile-pipeline-loads warp-specialize; sm_90a).
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_name = "BOOL")]
     warp_specialize: bool,
+    /// With --warp-specialize true and two or more consumer warpgroups: the warpgroups take
+    /// turns at issuing their wgmmas, on named barriers (tile-pingpong; FlashAttention-3's
+    /// ping-pong).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pingpong: bool,
     /// Flush f32 subnormals to zero (PTX .ftz, as nvcc -ftz=true): exp2 becomes one
     /// ex2.approx.ftz.f32; results below 2^-126 in magnitude become zero.
     #[arg(long)]
@@ -318,6 +323,7 @@ fn run() -> i32 {
         .with_load_stages(cli.load_stages)
         .with_mma_lookahead(cli.mma_lookahead)
         .with_warp_specialize(cli.warp_specialize)
+        .with_pingpong(cli.pingpong)
         .with_ftz(cli.ftz)
         .with_fp_fusion(cli.fp_fusion)
         .with_specialize_masks(cli.specialize_masks)
