@@ -321,8 +321,7 @@ pub struct Options {
     /// more result tile. Default false.
     pub mma_lookahead: bool,
     /// Issue the TMA copies of `load_stages`' rings from a producer warpgroup of their own
-    /// (`tile-pipeline-loads` `warp-specialize`; needs `load_stages`, sm_90a; not with
-    /// `mma_lookahead`): the CTA gains 128 threads, which give their registers to the
+    /// (`tile-pipeline-loads` `warp-specialize`; needs `load_stages`, sm_90a): the CTA gains 128 threads, which give their registers to the
     /// consumers (`setmaxnreg`), and the consumers release each stage on an mbarrier instead
     /// of meeting at CTA barriers before each refill. Applies to a kernel whose pipelined
     /// loop is directly in its body; elsewhere a remark says why not. Default false.
@@ -621,12 +620,6 @@ impl Options {
                 "true makes the consumers of a producer warpgroup take turns, and \
                  warp_specialize is false"
                     .into(),
-            );
-        }
-        if self.warp_specialize && self.mma_lookahead {
-            return err(
-                "warp_specialize",
-                "true cannot be combined with mma_lookahead yet".into(),
             );
         }
         if self.load_stages != 0 && !(2..=8).contains(&self.load_stages) {
@@ -1020,10 +1013,7 @@ mod tests {
         let ws = base().with_warp_specialize(true);
         assert_eq!(opt(ws.clone()), Ok(()));
         assert_eq!(opt(ws.clone().with_load_stages(0)), Err("warp_specialize"));
-        assert_eq!(
-            opt(ws.clone().with_mma_lookahead(true)),
-            Err("warp_specialize")
-        );
+        assert_eq!(opt(ws.clone().with_mma_lookahead(true)), Ok(()));
         assert_eq!(opt(base().with_pingpong(true)), Err("pingpong"));
         assert_eq!(
             opt(base().with_warp_specialize(true).with_pingpong(true)),

@@ -94,7 +94,9 @@
 //! region 0. It applies to a kernel with 1 to 3 whole consumer warpgroups whose loads are
 //! pipelined in one loop directly in its body, with no cluster, role or flag op, and whose
 //! bounds and coordinates come from kernel arguments and scalar integer ops; otherwise the
-//! loop is pipelined as above and a remark says why. Not with `mma-lookahead` (yet).
+//! loop is pipelined as above and a remark says why. With `mma-lookahead`, a wgmma issued
+//! ahead waits on the next stage's full barrier (stage and parity from `i + 1`) and its
+//! ring's stage is released where the carried result is first needed.
 //!
 //! Options: `stages` (2 to 8, default 2), `mma-lookahead` (default false), `warp-specialize`
 //! (default false). Statistics: `loads-pipelined`, `mmas-issued-ahead`,
@@ -165,7 +167,7 @@ impl PipelineLoads {
     /// From the pass options.
     ///
     /// # Errors
-    /// `stages` outside 2 to 8; `mma-lookahead` and `warp-specialize` together.
+    /// `stages` outside 2 to 8.
     pub fn from_options(o: &PassOptions) -> Result<Self, String> {
         let stages = o.uint("stages");
         if !(2..=8).contains(&stages) {
@@ -174,13 +176,6 @@ impl PipelineLoads {
             ));
         }
         let (mma_lookahead, warp_specialize) = (o.bool("mma-lookahead"), o.bool("warp-specialize"));
-        if mma_lookahead && warp_specialize {
-            return Err(
-                "tile-pipeline-loads options 'mma-lookahead' and 'warp-specialize' \
-                 cannot be combined yet"
-                    .into(),
-            );
-        }
         Ok(PipelineLoads {
             stages,
             mma_lookahead,
@@ -1219,6 +1214,8 @@ fn specializable(m: &Module, k: &Operation, cands: &[Cand]) -> Result<(), String
 /// of its body (and of the producer's).
 #[derive(Clone, Copy)]
 struct Counter {
+    /// `i = (iv - lb) / step`, the iteration's number.
+    i: Value,
     /// `i mod stages`, `i = (iv - lb) / step` the iteration's number: the stage it uses.
     stage: Value,
     /// `(i / stages) mod 2`: the parity of the phase of that stage's barriers.
@@ -1230,6 +1227,18 @@ struct Counter {
 }
 
 impl Counter {
+    /// The next iteration's stage and phase parity, from `i + 1` (the form the async
+    /// model relates to this iteration's stage).
+    fn next(&self, e: &mut Emit, stages: u64) -> (Value, Value) {
+        let c1 = e.constant(1);
+        let i = e.index(OpKind::AddI, self.i, c1);
+        let cs = e.constant(stages as i64);
+        let c2 = e.constant(2);
+        let stage = e.index(OpKind::RemI, i, cs);
+        let round = e.index(OpKind::DivI, i, cs);
+        (stage, e.index(OpKind::RemI, round, c2))
+    }
+
     fn emit(e: &mut Emit, [iv, lb, step]: [Value; 3], stages: u64) -> Self {
         let d = e.index(OpKind::SubI, iv, lb);
         let i = e.index(OpKind::DivI, d, step);
@@ -1243,6 +1252,7 @@ impl Counter {
         let prev = e.index(OpKind::RemI, back, cs);
         let later = e.less(lb, iv);
         Counter {
+            i,
             stage,
             phase,
             prev,
@@ -1526,7 +1536,57 @@ impl Rewrite<'_> {
             ops: pbody,
         }];
         sp.producer.push(pf);
-        // The consumers: the body with each load replaced by the wait for its stage.
+        // The wgmmas issued one iteration ahead (mma-lookahead), and iteration 0's issue of
+        // each before the loop, after the wait for stage 0 when the loop runs at all.
+        let ahead = if self.lookahead {
+            lookahead_mmas(self.m, &f, &rings)
+        } else {
+            vec![]
+        };
+        let ahead_ring = |ri: usize| ahead.iter().any(|a| a.rings.contains(&ri));
+        let mut inits = vec![];
+        if !ahead.is_empty() {
+            let mut e = Emit {
+                m: self.m,
+                out: &mut *out,
+                loc: loc.clone(),
+            };
+            let c0 = e.constant(0);
+            let go = e.less(lb, ub);
+            for a in &ahead {
+                let waits: Vec<Operation> = a
+                    .rings
+                    .iter()
+                    .map(|&ri| wait_op(&e.loc, rings[ri].full, c0, c0))
+                    .collect();
+                guarded(&mut e, go, waits);
+                let p = tilec_dialect::ops::mma_operands(&a.op).expect("an mma");
+                let acc = match &a.zeros {
+                    Some(z) => {
+                        let r = e.m.new_value(e.m.ty(p.acc).clone(), None);
+                        let mut z = z.clone();
+                        z.results = vec![r];
+                        e.out.push(z);
+                        r
+                    }
+                    None => p.acc,
+                };
+                inits.push(issue(&mut e, a, &rings, c0, acc));
+            }
+        }
+        let carried: Vec<Value> = ahead
+            .iter()
+            .map(|a| self.m.new_value(self.m.ty(a.op.results[0]).clone(), None))
+            .collect();
+        let subst: HashMap<Value, Value> = ahead
+            .iter()
+            .zip(&carried)
+            .map(|(a, &c)| (a.op.results[0], c))
+            .collect();
+        let mut next = vec![None; ahead.len()];
+        // The consumers: the body with each load replaced by the wait for its stage; a
+        // wgmma issued ahead becomes the next iteration's issue (after the wait for the next
+        // stage, when there is a next iteration), its uses taking the carried result.
         let ops = std::mem::take(&mut f.regions[0].ops);
         let mut body = vec![];
         let c = Counter::emit(
@@ -1539,7 +1599,7 @@ impl Rewrite<'_> {
             s,
         );
         let mut skip_sync = 0;
-        for o in ops {
+        for mut o in ops {
             if skip_sync > 0 && matches!(o.kind, OpKind::FenceProxyAsync | OpKind::Barrier) {
                 skip_sync -= 1;
                 continue;
@@ -1556,11 +1616,43 @@ impl Rewrite<'_> {
             if o.kind != OpKind::Load && chained {
                 continue;
             }
+            if let Some(ai) = ahead.iter().position(|a| o.results == a.op.results) {
+                let mut e = Emit {
+                    m: self.m,
+                    out: &mut body,
+                    loc: o.loc.clone(),
+                };
+                let nx = e.index(OpKind::AddI, iv, step);
+                let go = e.less(nx, ub);
+                let (stage, phase) = c.next(&mut e, s);
+                let waits: Vec<Operation> = ahead[ai]
+                    .rings
+                    .iter()
+                    .map(|&ri| wait_op(&e.loc, rings[ri].full, stage, phase))
+                    .collect();
+                guarded(&mut e, go, waits);
+                let acc = tilec_dialect::ops::mma_operands(&o).expect("an mma").acc;
+                next[ai] = Some(issue(&mut e, &ahead[ai], &rings, stage, acc));
+                continue;
+            }
+            o.walk_mut(&mut |x| {
+                for v in &mut x.operands {
+                    if let Some(&c) = subst.get(v) {
+                        *v = c;
+                    }
+                }
+            });
+            if o.kind == OpKind::Yield {
+                o.operands.extend(next.iter().flatten());
+                body.push(o);
+                continue;
+            }
             match o
                 .results
                 .first()
                 .and_then(|&v| rings.iter().position(|r| r.cand.load == v))
             {
+                Some(ri) if ahead_ring(ri) => {}
                 Some(ri) => {
                     body.push(wait_op(&o.loc, rings[ri].full, c.stage, c.phase));
                     rings[ri].stage = Some(c.stage);
@@ -1568,8 +1660,36 @@ impl Rewrite<'_> {
                 None => body.push(o),
             }
         }
-        let pairs: Vec<(Value, Value)> = rings.iter().map(|r| r.cand.buf).zip(empties).collect();
+        let pairs: Vec<(Value, Value)> = rings
+            .iter()
+            .enumerate()
+            .filter(|&(ri, _)| !ahead_ring(ri))
+            .map(|(ri, r)| (r.cand.buf, empties[ri]))
+            .collect();
         insert_releases(&mut body, &f.regions[0].args, &pairs, c, &loc);
+        // A ring read ahead: this iteration's stage was read by the wgmma issued in the
+        // previous iteration (or before the loop), whose carried result must have retired
+        // where it is first needed; release it there.
+        for (a, &cv) in ahead.iter().zip(&carried) {
+            let mut set = HashSet::from([cv]);
+            let at = body
+                .iter()
+                .position(|o| o.kind == OpKind::Yield || needs(o, &mut set))
+                .unwrap_or(body.len().saturating_sub(1));
+            for &ri in &a.rings {
+                let mut arrive = Operation::new(OpKind::MbarrierArrive, loc.clone());
+                arrive.operands = vec![empties[ri], c.stage];
+                body.insert(at, arrive);
+            }
+        }
+        self.issued_ahead += ahead.len() as u64;
+        f.operands.extend(inits);
+        f.regions[0].args.extend(carried.iter().copied());
+        for a in &ahead {
+            let ty = self.m.ty(a.op.results[0]).clone();
+            let r = self.m.new_value(ty, None);
+            f.results.push(r);
+        }
         f.regions[0].ops = body;
         read_stages(self.m, &mut f, &rings);
         out.push(f);

@@ -833,6 +833,22 @@ fn build_module<'c>(
     let cluster_size: i64 = cluster.iter().product();
     let producer = super::specialize::producer_warps(k, num_warps, cluster_size)?;
     let threads = 32 * (num_warps + producer) as i32;
+    // Register budget: `.maxnreg` at the CTA's even share, so ptxas spends what the code
+    // needs; with a producer warpgroup that moves registers (`setmaxnreg`), `.minnctapersm
+    // 1` instead, which starts every thread at that share and lets the code after
+    // `setmaxnreg.inc` use the consumers' count (ptxas caps the whole kernel at `.maxnreg`).
+    let i32t: Type = melior::ir::r#type::IntegerType::new(ctx, 32).into();
+    let budget = if producer > 0 && target.setmaxnreg_split(num_warps / 4).is_some() {
+        (
+            ident("nvvm.minctasm"),
+            IntegerAttribute::new(i32t, 1).into(),
+        )
+    } else {
+        (
+            ident("nvvm.maxnreg"),
+            IntegerAttribute::new(i32t, target.register_cap(threads as u64) as i64).into(),
+        )
+    };
     let cluster_dim = (cluster_size > 1).then(|| {
         (
             ident("nvvm.cluster_dim"),
@@ -852,14 +868,7 @@ fn build_module<'c>(
                 ident("nvvm.maxntid"),
                 DenseI32ArrayAttribute::new(ctx, &[threads, 1, 1]).into(),
             ),
-            (
-                ident("nvvm.maxnreg"),
-                IntegerAttribute::new(
-                    melior::ir::r#type::IntegerType::new(ctx, 32).into(),
-                    target.register_cap(threads as u64) as i64,
-                )
-                .into(),
-            ),
+            budget,
         ])
         .add_regions([region])
         .build()
