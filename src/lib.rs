@@ -125,6 +125,10 @@ pub struct Kernel {
     /// The steps of the MLIR stage when emitting PTX (setup, parse+verify, then each MLIR
     /// pass; see `tilec_lowering::StageTimings`); empty for the other outputs.
     pub mlir_timings: Vec<(&'static str, Duration)>,
+    /// The remarks the passes made, with locations: among them why an option did not
+    /// apply to this kernel (`warp_specialize`, `pingpong`: "not warp-specialized: ...").
+    /// Render them with the source ([`Diagnostics::render`]).
+    pub remarks: Diagnostics,
 }
 
 /// Why compilation failed.
@@ -583,8 +587,13 @@ fn with_kernel(e: Error, kernel: &Option<String>) -> Error {
 }
 
 /// What the tilec side of a compile produces: the module after the passes, its source's
-/// name, and the stage timings so far.
-type FrontEnd = (VerifiedModule, String, Vec<(&'static str, Duration)>);
+/// name, the stage timings so far, and the passes' remarks.
+type FrontEnd = (
+    VerifiedModule,
+    String,
+    Vec<(&'static str, Duration)>,
+    Diagnostics,
+);
 
 /// Options, parse, verify, kernel choice, the tilec passes; `kernel` is set to the chosen
 /// kernel's symbol once it is known. With `defer_wait_check`, the pipeline's closing
@@ -646,9 +655,10 @@ fn front_end(
         opts.pipeline()
     };
     let mut pm = PassManager::parse(&pipeline).map_err(Error::Pipeline)?;
-    pm.run(&mut module, &mut |_, _, _| {})?;
+    let report = pm.run(&mut module, &mut |_, _, _| {})?;
     timings.push(("tilec passes", t.elapsed()));
-    Ok((VerifiedModule::new(module)?, file, timings))
+    let remarks = Diagnostics(report.diagnostics);
+    Ok((VerifiedModule::new(module)?, file, timings, remarks))
 }
 
 /// `verify-async-waits` then `verify-named-barriers` (default budgets) on `m`, and the time
@@ -675,7 +685,7 @@ fn compile_kernel(
     kernel: &mut Option<String>,
 ) -> Result<Kernel, Error> {
     let defer = opts.checks_waits();
-    let (vm, file, mut timings) = front_end(input, opts, kernel, defer)?;
+    let (vm, file, mut timings, remarks) = front_end(input, opts, kernel, defer)?;
     std::thread::scope(|s| {
         let check = defer.then(|| {
             deep_stack(s, "tilec-check-waits", || check_waits(vm.module()))
@@ -705,6 +715,7 @@ fn compile_kernel(
         }
         let mut k = lowered?;
         k.timings = timings;
+        k.remarks = remarks;
         Ok(k)
     })
 }
@@ -812,5 +823,6 @@ fn lower(
         manifest: k.manifest,
         timings: vec![],
         mlir_timings,
+        remarks: Diagnostics(vec![]),
     })
 }

@@ -321,9 +321,10 @@ pub struct Options {
     /// more result tile. Default false.
     pub mma_lookahead: bool,
     /// Issue the TMA copies of `load_stages`' rings from a producer warpgroup of their own
-    /// (`tile-pipeline-loads` `warp-specialize`; needs `load_stages`, sm_90a): the CTA gains 128 threads, which give their registers to the
-    /// consumers (`setmaxnreg`), and the consumers release each stage on an mbarrier instead
-    /// of meeting at CTA barriers before each refill. Applies to a kernel whose pipelined
+    /// (`tile-pipeline-loads` `warp-specialize`; needs `load_stages`, sm_90a): the CTA
+    /// gains 128 threads, which give their registers to the consumers (`setmaxnreg`), and
+    /// the consumers release each stage on an mbarrier instead of meeting at CTA barriers
+    /// before each refill. Applies to a kernel whose pipelined
     /// loop is directly in its body; elsewhere a remark says why not. Default false.
     pub warp_specialize: bool,
     /// Make the consumer warpgroups of a warp-specialized kernel take turns at issuing

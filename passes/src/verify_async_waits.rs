@@ -1989,22 +1989,36 @@ fn check_untied_reads(
 /// `tile.tma_store` of a slot written by a `tile.smem_store` earlier in the same block needs,
 /// between the two, a `tile.fence_proxy_async` (the generic-proxy writes become visible to
 /// the async proxy) and a `tile.named_barrier` of the threads that run the code (all
-/// writers have written before the elected thread issues the copy). In the regions of a
-/// `tile.warp_specialize` that is one warpgroup's 128 threads (the lowering gives each
-/// consumer warpgroup its own barrier id); elsewhere every thread of the CTA runs the code,
-/// so it is the kernel's `block` (a barrier counting fewer completes on any warps' arrivals,
-/// letting writers through early; one counting more waits for threads that never come).
+/// writers have written before the elected thread issues the copy). In the regions of the
+/// GEMM pipeline's `tile.warp_specialize` that is one warpgroup's 128 threads (the lowering
+/// gives each consumer warpgroup its own barrier id); in the consumer region of a plain
+/// launch's (a kernel with `num_warps`), its `32 · num_warps` consumer threads; elsewhere
+/// every thread of the CTA runs the code, so it is the kernel's `block` (a barrier counting
+/// fewer completes on any warps' arrivals, letting writers through early; one counting more
+/// waits for threads that never come).
 fn check_staging_handoff(k: &Operation, errors: &mut Vec<Diagnostic>) {
     let threads = tilec_dialect::ops::block_threads(k).unwrap_or(128);
-    handoff_regions(k, false, threads, errors);
+    let consumers = k.int_attr("num_warps").map(|w| 32 * w);
+    handoff_regions(k, threads, consumers, errors);
 }
 
-fn handoff_regions(op: &Operation, specialized: bool, threads: i64, errors: &mut Vec<Diagnostic>) {
-    let specialized = specialized || op.kind == OpKind::WarpSpecialize;
-    for b in &op.regions {
-        check_block_handoff(&b.ops, if specialized { 128 } else { threads }, errors);
+/// [`check_staging_handoff`] of `op`'s regions, whose code `threads` threads run;
+/// `consumers`: a plain launch's consumer threads.
+fn handoff_regions(
+    op: &Operation,
+    threads: i64,
+    consumers: Option<i64>,
+    errors: &mut Vec<Diagnostic>,
+) {
+    for (i, b) in op.regions.iter().enumerate() {
+        let t = match (op.kind, consumers) {
+            (OpKind::WarpSpecialize, Some(c)) if i == 1 => c,
+            (OpKind::WarpSpecialize, _) => 128,
+            _ => threads,
+        };
+        check_block_handoff(&b.ops, t, errors);
         for o in &b.ops {
-            handoff_regions(o, specialized, threads, errors);
+            handoff_regions(o, t, consumers, errors);
         }
     }
 }
@@ -2023,10 +2037,7 @@ fn check_block_handoff(ops: &[Operation], threads: i64, errors: &mut Vec<Diagnos
                     let who = if threads == 128 {
                         "one warpgroup's 128 threads".to_string()
                     } else {
-                        format!(
-                            "the {threads} threads of the CTA, which all run this code outside \
-                             'tile.warp_specialize'"
-                        )
+                        format!("the {threads} threads that run this code")
                     };
                     errors.push(Diagnostic::error(
                         op.loc.clone(),

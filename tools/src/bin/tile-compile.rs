@@ -399,6 +399,7 @@ fn run() -> i32 {
         Ok(k) => k,
         Err(e) => return report(&e, &name, src),
     };
+    eprint_diags(&k.remarks, Some(src));
     if let Err(e) = std::fs::create_dir_all(&cli.out_dir) {
         eprintln!(
             "error: could not create '{}': {}",
