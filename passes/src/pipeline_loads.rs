@@ -693,46 +693,12 @@ impl Rewrite<'_> {
                 copy(&mut e, &index_defs, iv, at, go, &rings[ri], cj);
             }
         }
-        // Iteration 0's issue of each wgmma issued ahead. Its barrier waits are skipped when
-        // the loop runs no iteration (no copy was issued); the wgmma then reads a stage no
-        // copy writes, and its result is not used.
-        let mut inits = vec![];
-        if !ahead.is_empty() {
-            let c0 = e.constant(0);
-            let go = e.less(lb, ub);
-            for a in &ahead {
-                let waits: Vec<Operation> = a
-                    .rings
-                    .iter()
-                    .map(|&ri| wait_op(&e.loc, rings[ri].full, c0, c0))
-                    .collect();
-                guarded(&mut e, go, waits);
-                let p = tilec_dialect::ops::mma_operands(&a.op).expect("an mma");
-                let acc = match &a.zeros {
-                    Some(z) => {
-                        let r = e.m.new_value(e.m.ty(p.acc).clone(), None);
-                        let mut z = z.clone();
-                        z.results = vec![r];
-                        e.out.push(z);
-                        r
-                    }
-                    None => p.acc,
-                };
-                inits.push(issue(&mut e, a, &rings, c0, acc));
-            }
-        }
+        // Iteration 0's issue of each wgmma issued ahead.
+        let inits = issue_first(&mut e, &ahead, &rings, lb, ub);
         // The body: at each load, the copy S-1 iterations ahead and the wait for this one;
         // at a wgmma issued ahead, the next iteration's issue, and after the first use of
         // this iteration's (carried) result, the copies into the stages it read.
-        let carried: Vec<Value> = ahead
-            .iter()
-            .map(|a| self.m.new_value(self.m.ty(a.op.results[0]).clone(), None))
-            .collect();
-        let subst: HashMap<Value, Value> = ahead
-            .iter()
-            .zip(&carried)
-            .map(|(a, &c)| (a.op.results[0], c))
-            .collect();
+        let (carried, subst) = carry(self.m, &ahead);
         let mut next = vec![None; ahead.len()];
         let mut pending: Vec<(usize, Iteration)> = vec![];
         let ops = std::mem::take(&mut f.regions[0].ops);
@@ -740,20 +706,7 @@ impl Rewrite<'_> {
         let mut counter: Option<Iteration> = None;
         let mut skip_sync = 0;
         for mut o in ops {
-            if skip_sync > 0 && matches!(o.kind, OpKind::FenceProxyAsync | OpKind::Barrier) {
-                skip_sync -= 1;
-                continue;
-            }
-            skip_sync = 0;
-            if o.kind == OpKind::SmemStore && rings.iter().any(|r| r.cand.buf == o.operands[1]) {
-                skip_sync = 2;
-                continue;
-            }
-            let chained = o
-                .results
-                .first()
-                .is_some_and(|v| rings.iter().any(|r| r.cand.chain.contains(v)));
-            if o.kind != OpKind::Load && chained {
+            if dropped(&o, &rings, &mut skip_sync) {
                 continue;
             }
             if let Some(ai) = ahead.iter().position(|a| o.results == a.op.results) {
@@ -1086,6 +1039,75 @@ fn lookahead_mmas(m: &Module, f: &Operation, rings: &[Ring]) -> Vec<Ahead> {
         }
     }
     out
+}
+
+/// Iteration 0's issue of each wgmma of `ahead` (before the loop `lb .. ub`): its barrier
+/// waits are skipped when the loop runs no iteration (no copy was issued); the wgmma then
+/// reads a stage no copy writes, and its result is not used. Returns the results, the
+/// loop's new inits.
+fn issue_first(e: &mut Emit, ahead: &[Ahead], rings: &[Ring], lb: Value, ub: Value) -> Vec<Value> {
+    let mut inits = vec![];
+    if ahead.is_empty() {
+        return inits;
+    }
+    let c0 = e.constant(0);
+    let go = e.less(lb, ub);
+    for a in ahead {
+        let waits: Vec<Operation> = a
+            .rings
+            .iter()
+            .map(|&ri| wait_op(&e.loc, rings[ri].full, c0, c0))
+            .collect();
+        guarded(e, go, waits);
+        let p = tilec_dialect::ops::mma_operands(&a.op).expect("an mma");
+        let acc = match &a.zeros {
+            Some(z) => {
+                let r = e.m.new_value(e.m.ty(p.acc).clone(), None);
+                let mut z = z.clone();
+                z.results = vec![r];
+                e.out.push(z);
+                r
+            }
+            None => p.acc,
+        };
+        inits.push(issue(e, a, rings, c0, acc));
+    }
+    inits
+}
+
+/// The loop-carried values of the wgmmas of `ahead` (fresh block arguments), and the
+/// substitution of each wgmma's result by its carried value.
+fn carry(m: &mut Module, ahead: &[Ahead]) -> (Vec<Value>, HashMap<Value, Value>) {
+    let carried: Vec<Value> = ahead
+        .iter()
+        .map(|a| m.new_value(m.ty(a.op.results[0]).clone(), None))
+        .collect();
+    let subst = ahead
+        .iter()
+        .zip(&carried)
+        .map(|(a, &c)| (a.op.results[0], c))
+        .collect();
+    (carried, subst)
+}
+
+/// Whether the rewrite drops body op `o`: a pipelined load's store into its buffer, the
+/// fence and barrier right after that store (`skip_sync` counts them down), and the
+/// reshapes and conversions between the load and the store.
+fn dropped(o: &Operation, rings: &[Ring], skip_sync: &mut usize) -> bool {
+    if *skip_sync > 0 && matches!(o.kind, OpKind::FenceProxyAsync | OpKind::Barrier) {
+        *skip_sync -= 1;
+        return true;
+    }
+    *skip_sync = 0;
+    if o.kind == OpKind::SmemStore && rings.iter().any(|r| r.cand.buf == o.operands[1]) {
+        *skip_sync = 2;
+        return true;
+    }
+    let chained = o
+        .results
+        .first()
+        .is_some_and(|v| rings.iter().any(|r| r.cand.chain.contains(v)));
+    o.kind != OpKind::Load && chained
 }
 
 /// `tile.mbarrier_wait %full, %stage, %phase`.
@@ -1544,45 +1566,18 @@ impl Rewrite<'_> {
             vec![]
         };
         let ahead_ring = |ri: usize| ahead.iter().any(|a| a.rings.contains(&ri));
-        let mut inits = vec![];
-        if !ahead.is_empty() {
-            let mut e = Emit {
+        let inits = issue_first(
+            &mut Emit {
                 m: self.m,
                 out: &mut *out,
                 loc: loc.clone(),
-            };
-            let c0 = e.constant(0);
-            let go = e.less(lb, ub);
-            for a in &ahead {
-                let waits: Vec<Operation> = a
-                    .rings
-                    .iter()
-                    .map(|&ri| wait_op(&e.loc, rings[ri].full, c0, c0))
-                    .collect();
-                guarded(&mut e, go, waits);
-                let p = tilec_dialect::ops::mma_operands(&a.op).expect("an mma");
-                let acc = match &a.zeros {
-                    Some(z) => {
-                        let r = e.m.new_value(e.m.ty(p.acc).clone(), None);
-                        let mut z = z.clone();
-                        z.results = vec![r];
-                        e.out.push(z);
-                        r
-                    }
-                    None => p.acc,
-                };
-                inits.push(issue(&mut e, a, &rings, c0, acc));
-            }
-        }
-        let carried: Vec<Value> = ahead
-            .iter()
-            .map(|a| self.m.new_value(self.m.ty(a.op.results[0]).clone(), None))
-            .collect();
-        let subst: HashMap<Value, Value> = ahead
-            .iter()
-            .zip(&carried)
-            .map(|(a, &c)| (a.op.results[0], c))
-            .collect();
+            },
+            &ahead,
+            &rings,
+            lb,
+            ub,
+        );
+        let (carried, subst) = carry(self.m, &ahead);
         let mut next = vec![None; ahead.len()];
         // The consumers: the body with each load replaced by the wait for its stage; a
         // wgmma issued ahead becomes the next iteration's issue (after the wait for the next
@@ -1600,20 +1595,7 @@ impl Rewrite<'_> {
         );
         let mut skip_sync = 0;
         for mut o in ops {
-            if skip_sync > 0 && matches!(o.kind, OpKind::FenceProxyAsync | OpKind::Barrier) {
-                skip_sync -= 1;
-                continue;
-            }
-            skip_sync = 0;
-            if o.kind == OpKind::SmemStore && rings.iter().any(|r| r.cand.buf == o.operands[1]) {
-                skip_sync = 2;
-                continue;
-            }
-            let chained = o
-                .results
-                .first()
-                .is_some_and(|v| rings.iter().any(|r| r.cand.chain.contains(v)));
-            if o.kind != OpKind::Load && chained {
+            if dropped(&o, &rings, &mut skip_sync) {
                 continue;
             }
             if let Some(ai) = ahead.iter().position(|a| o.results == a.op.results) {
