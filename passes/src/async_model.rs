@@ -31,8 +31,9 @@
 //!   `tile.tma_load`, `tile.smem_store` or `tile.cp_async` into a stage of a ring `g` reads
 //!   that may alias; `X` is a
 //!   `tile.mbarrier_arrive %bar, %i` whose barrier guards a ring `g` reads (the rings the
-//!   producer loads after waiting on `%bar`; every ring when none is known) at a stage
-//!   that may alias `%i`; `X` is `tile.return` (or the end of the producer region of a
+//!   producer loads with `%bar` the last barrier it waited on before the copy — it passed
+//!   every earlier wait too, and the copy waits for this release; every ring when none is
+//!   known) at a stage that may alias `%i`; `X` is `tile.return` (or the end of the producer region of a
 //!   `tile.warp_specialize`, where the producer warpgroup exits); `X` is the `tile.yield`
 //!   of the block that defines `g`'s A fragment (the register-A form) and does not yield
 //!   it: the fragment's registers are free after it, so the group must be retired first,
@@ -708,7 +709,8 @@ impl<'k> Facts<'k> {
             let rep = *first.entry((g.acc, g.a)).or_insert(id);
             f.canonical.insert(id, rep);
         }
-        // Which rings a barrier guards: rings loaded by TMA after a wait on it.
+        // Which rings a barrier guards: rings loaded by TMA whose last wait before the
+        // load (in program order, enclosing blocks included) is on it.
         if let Some(b) = kernel.regions.first() {
             f.scan_barriers(b, &BTreeSet::new());
         }
@@ -829,7 +831,9 @@ impl<'k> Facts<'k> {
         for o in &b.ops {
             if o.kind == OpKind::MbarrierWait {
                 if let Some(&bar) = o.operands.first() {
-                    waited.insert(bar);
+                    // The thread passes every wait before a load to issue it, the last one
+                    // too: a release of that barrier is what the overwrite waits for.
+                    waited = BTreeSet::from([bar]);
                 }
             }
             let mut loads = vec![];

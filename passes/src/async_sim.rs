@@ -904,9 +904,6 @@ fn live_after_def(body: &Block) -> impl Fn(Value, Value) -> bool + '_ {
     }
 }
 
-/// Which rings each barrier guards: those a TMA copy fills after a wait on the barrier, in
-/// its block or one nested in it (the producer's `mbarrier_wait %empty, s` before it refills
-/// stage s).
 /// The register sets each block (by address, a block ending in `tile.yield`) frees: those
 /// all of whose values the block or a block inside it defines, and which its yield does not
 /// carry out.
@@ -974,12 +971,16 @@ fn freed_sets(top: &Block, slot: &FxHashMap<Value, u32>) -> FxHashMap<usize, FxH
     out
 }
 
+/// Which rings each barrier guards: those a TMA copy fills with the barrier the last one
+/// waited on before it, in its block or an enclosing one (the producer's
+/// `mbarrier_wait %empty, s` before it refills stage s; it passed every earlier wait too,
+/// and the copy waits for this barrier's release).
 fn guards(b: &Block, waited: &[Value], out: &mut FxHashMap<Value, Vec<Value>>) {
     let mut waited = waited.to_vec();
     for o in &b.ops {
         if o.kind == OpKind::MbarrierWait {
             if let Some(&bar) = o.operands.first() {
-                waited.push(bar);
+                waited = vec![bar];
             }
         }
         if o.kind == OpKind::TmaLoad {

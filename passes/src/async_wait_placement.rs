@@ -31,7 +31,11 @@
 //! wait for fewer groups (a join does not force the smaller N on both paths; a value the
 //! moved wait takes that is used after the join leaves the `tile.if` as a new result).
 //! These are the moves `verify-async-waits` tries, so what it accepts as tight is what
-//! placement produces.
+//! placement produces. Last, a loop entered with groups in flight that keeps two or more in
+//! flight at its back edge is placed again with a `pending = 0` wait before it, kept where
+//! the waits inside then leave more groups in flight in sum: a group issued before the loop
+//! is the newest on entry but one commit further back on the back edge, and the head joins
+//! both (attention's first Q·Kᵀ, issued ahead, would force `pending = 0` on every trip).
 //!
 //! Groups are per warpgroup: only region 1 of `tile.warp_specialize` (the consumers) and
 //! the kernel code after it carry the consumers' groups; region 0 starts from the state
@@ -459,6 +463,11 @@ struct Analysis<'a, 'k> {
     /// decisions inside it (which an unfrozen walk remakes as it goes): those are part of
     /// the key. The memo is kept per walk.
     memo: Option<Vec<LoopMemo>>,
+    /// Loops that some walk entered with groups in flight.
+    entered_busy: BTreeSet<OpId>,
+    /// Loops before which the decisions drain every group (`pending = 0`); see
+    /// [`Analysis::drain_before_loops`].
+    drain: BTreeSet<OpId>,
 }
 
 /// What a frozen analysis applies of a decision: wait, barrier, proxy fence, fence.
@@ -517,7 +526,20 @@ impl Analysis<'_, '_> {
                 *st = self.run_loop_memo(op, id, st.clone(), ctx);
             }
             OpKind::For | OpKind::While => {
-                self.decisions.insert(id, Decision::default());
+                if !st.pending.is_empty() {
+                    self.entered_busy.insert(id);
+                }
+                let drain = self.drain.contains(&id).then_some(0);
+                if drain.is_some() {
+                    st.wait(0, self.f.kind.shared(ctx.warpgroups));
+                }
+                self.decisions.insert(
+                    id,
+                    Decision {
+                        wait: drain,
+                        ..Decision::default()
+                    },
+                );
                 let before = (self.decisions.clone(), self.in_flight.clone());
                 let out = self.run_loop_memo(op, id, st.clone(), ctx);
                 let inside = self.fences_inside(op);
@@ -539,6 +561,7 @@ impl Analysis<'_, '_> {
                         self.decisions.insert(
                             id,
                             Decision {
+                                wait: drain,
                                 fence: true,
                                 ..Decision::default()
                             },
@@ -785,6 +808,89 @@ impl Analysis<'_, '_> {
         }
         // The final states: in-flight sets of the waits, groups in flight per loop.
         self.frozen_safe(body);
+    }
+
+    /// Makes the decisions (a walk of the kernel from its entry) and refines them.
+    fn decide(&mut self, kernel: &Operation) {
+        self.decisions.clear();
+        self.in_flight.clear();
+        self.memo = Some(vec![]);
+        let mut st = State {
+            unfenced: self.f.kind == GroupKind::Wgmma,
+            ..State::default()
+        };
+        let mut ctx = Ctx {
+            warpgroups: self.f.kernel_warpgroups,
+        };
+        self.block(&kernel.regions[0], &mut st, &mut ctx, false);
+        self.memo = None;
+        self.refine(kernel);
+    }
+
+    /// Drains every group (`pending = 0`) before a loop entered with groups in flight,
+    /// where the waits inside the loop can then leave more groups in flight. A group issued
+    /// before the loop (a wgmma issued one iteration ahead) is the newest on entry but one
+    /// commit further back on the back edge (where the previous trip's last wgmma follows
+    /// it), and the loop head joins both: drained on entry, the head's wait need not retire
+    /// the back edge's newer group. With fewer groups on entry, no hazard in the loop sees
+    /// more groups than before; the drain is kept when the waits inside the loop then
+    /// leave more groups in flight in sum (their `pending` added up). Each loop that a walk
+    /// entered with groups in flight is tried once, in op order.
+    fn drain_before_loops(&mut self, kernel: &Operation) {
+        let mut tried = BTreeSet::new();
+        while let Some(id) = self.entered_busy.difference(&tried).next().copied() {
+            tried.insert(id);
+            let Some(&op) = self.f.ops.get(id as usize) else {
+                continue;
+            };
+            // Only a loop that keeps two or more groups in flight at its back edge, with a
+            // wait inside that retires all but fewer than the last one, can gain.
+            let depth = self.in_flight.get(&id).copied().unwrap_or(0);
+            let least = self.least_wait_inside(op);
+            if depth < 2 || least.is_none_or(|n| u64::from(n) + 1 >= depth) {
+                continue;
+            }
+            let before = self.waits_inside(op);
+            let saved = (self.decisions.clone(), self.in_flight.clone());
+            self.drain.insert(id);
+            self.decide(kernel);
+            let after = self.waits_inside(op);
+            if after <= before {
+                self.drain.remove(&id);
+                (self.decisions, self.in_flight) = saved;
+                self.frozen_safe(&kernel.regions[0]);
+            }
+        }
+    }
+
+    /// The smallest `pending` of the waits decided inside loop `op`.
+    fn least_wait_inside(&self, op: &Operation) -> Option<u8> {
+        let mut least = None;
+        for r in &op.regions {
+            for o in &r.ops {
+                o.walk(&mut |x| {
+                    if let Some(n) = self.decisions.get(&self.f.id(x)).and_then(|d| d.wait) {
+                        least = Some(least.map_or(n, |l: u8| l.min(n)));
+                    }
+                });
+            }
+        }
+        least
+    }
+
+    /// The sum of the `pending` of the waits decided inside loop `op`.
+    fn waits_inside(&self, op: &Operation) -> u64 {
+        let mut sum = 0;
+        for r in &op.regions {
+            for o in &r.ops {
+                o.walk(&mut |x| {
+                    if let Some(n) = self.decisions.get(&self.f.id(x)).and_then(|d| d.wait) {
+                        sum += u64::from(n);
+                    }
+                });
+            }
+        }
+        sum
     }
 
     /// The waits and barriers decided, in op order (to detect a fixpoint of `refine`).
@@ -2008,6 +2114,8 @@ fn frozen_safe_as_placed(m: &Module, k: &Operation, kind: GroupKind) -> bool {
         in_flight: HashMap::new(),
         loop_runs: 0,
         memo: None,
+        entered_busy: BTreeSet::new(),
+        drain: BTreeSet::new(),
     };
     a.frozen_safe(&c.regions[0])
 }
@@ -2033,6 +2141,8 @@ fn place_kernel_kind(
             in_flight: HashMap::new(),
             loop_runs: 0,
             memo: Some(vec![]),
+            entered_busy: BTreeSet::new(),
+            drain: BTreeSet::new(),
         };
         let mut st = State {
             unfenced: kind == GroupKind::Wgmma,
@@ -2044,6 +2154,9 @@ fn place_kernel_kind(
         a.block(&k.regions[0], &mut st, &mut ctx, false);
         a.memo = None;
         a.refine(k);
+        if kind == GroupKind::Wgmma {
+            a.drain_before_loops(k);
+        }
         let operands = wait_operands(&f, k, &a.decisions, None);
         for (&id, d) in &a.decisions {
             if let Some(ring) = d.single_stage.filter(|_| kind == GroupKind::Wgmma) {

@@ -98,6 +98,17 @@
 //! ahead waits on the next stage's full barrier (stage and parity from `i + 1`) and its
 //! ring's stage is released where the carried result is first needed.
 //!
+//! **`mma-lookahead`.** A wgmma of the body that reads only rings it alone reads and
+//! loop-invariant operands (attention's Q·Kᵀ) is issued one iteration ahead: iteration 0's
+//! before the loop, iteration `i + 1`'s in iteration `i`, its result carried. The next
+//! issue goes before the first other wgmma after this iteration's last read of the result
+//! (before P·V), or at the end of the body: one accumulator of it is live at a time, so
+//! nothing copies an accumulator in flight at the back edge (ptxas would wait there itself,
+//! C7517, and serialize the wgmmas, C7511). The A fragment of each register-A wgmma that the
+//! body defines (P) is carried too, so that the wgmma may stay in flight across the back
+//! edge: `async-wait-placement` then retires P·V where the next iteration writes P again,
+//! and the next softmax runs under it.
+//!
 //! Options: `stages` (2 to 8, default 2), `mma-lookahead` (default false), `warp-specialize`
 //! (default false). Statistics: `loads-pipelined`, `mmas-issued-ahead`,
 //! `kernels-warp-specialized`.
@@ -702,10 +713,29 @@ impl Rewrite<'_> {
         let mut next = vec![None; ahead.len()];
         let mut pending: Vec<(usize, Iteration)> = vec![];
         let ops = std::mem::take(&mut f.regions[0].ops);
+        let points = issue_points(&ops, &ahead);
+        let mut deferred: Vec<Option<(Value, Value, Value, Value)>> = vec![None; ahead.len()];
         let mut body = vec![];
         let mut counter: Option<Iteration> = None;
         let mut skip_sync = 0;
-        for mut o in ops {
+        for (idx, mut o) in ops.into_iter().enumerate() {
+            for ai in (0..ahead.len()).filter(|&ai| points[ai] == idx) {
+                let Some((go, stage, phase, acc)) = deferred[ai].take() else {
+                    continue;
+                };
+                let mut e = Emit {
+                    m: self.m,
+                    out: &mut body,
+                    loc: o.loc.clone(),
+                };
+                let waits: Vec<Operation> = ahead[ai]
+                    .rings
+                    .iter()
+                    .map(|&ri| wait_op(&e.loc, rings[ri].full, stage, phase))
+                    .collect();
+                guarded(&mut e, go, waits);
+                next[ai] = Some(issue(&mut e, &ahead[ai], &rings, stage, acc));
+            }
             if dropped(&o, &rings, &mut skip_sync) {
                 continue;
             }
@@ -718,14 +748,8 @@ impl Rewrite<'_> {
                 let nx = e.index(OpKind::AddI, iv, step);
                 let go = e.less(nx, ub);
                 let it = Iteration::emit(&mut e, [nx, lb, ub, step], s);
-                let waits: Vec<Operation> = ahead[ai]
-                    .rings
-                    .iter()
-                    .map(|&ri| wait_op(&e.loc, rings[ri].full, it.stage, it.phase))
-                    .collect();
-                guarded(&mut e, go, waits);
                 let acc = tilec_dialect::ops::mma_operands(&o).expect("an mma").acc;
-                next[ai] = Some(issue(&mut e, &ahead[ai], &rings, it.stage, acc));
+                deferred[ai] = Some((go, it.stage, it.phase, acc));
                 pending.push((ai, it));
                 continue;
             }
@@ -801,7 +825,57 @@ impl Rewrite<'_> {
         }
         f.regions[0].ops = body;
         read_stages(self.m, &mut f, &rings);
+        if !ahead.is_empty() {
+            carry_fragments(self.m, &mut f, out, &loc);
+        }
         out.push(f);
+    }
+}
+
+/// Carries the A fragment (the register-A form) of each wgmma directly in loop `f`'s body
+/// that the body defines and does not yield: a new block argument, initialised by a
+/// `tile.zeros` appended to `out` (never read), into which the body yields the fragment. The
+/// fragment's registers then stay in scope across the back edge, so the wgmma may stay in
+/// flight into the next iteration (`async-wait-placement` retires it before the body
+/// defines the fragment again, instead of before the yield): with a wgmma issued ahead,
+/// FlashAttention-3's P·V runs under the next iteration's softmax.
+fn carry_fragments(m: &mut Module, f: &mut Operation, out: &mut Vec<Operation>, loc: &Location) {
+    let body = &f.regions[0];
+    let defined: HashSet<Value> = body.ops.iter().flat_map(|o| o.results.clone()).collect();
+    let yielded: HashSet<Value> = body
+        .ops
+        .last()
+        .filter(|y| y.kind == OpKind::Yield)
+        .map(|y| y.operands.iter().copied().collect())
+        .unwrap_or_default();
+    let mut frags: Vec<Value> = vec![];
+    for o in &body.ops {
+        let Some(p) = tilec_dialect::ops::mma_operands(o).filter(|_| o.kind == OpKind::Mma) else {
+            continue;
+        };
+        let in_regs = matches!(m.try_ty(p.a), Some(Type::Tile { .. }));
+        if in_regs && defined.contains(&p.a) && !yielded.contains(&p.a) && !frags.contains(&p.a) {
+            frags.push(p.a);
+        }
+    }
+    for v in frags {
+        let ty = m.ty(v).clone();
+        let init = m.new_value(ty.clone(), None);
+        let mut z = Operation::new(OpKind::Zeros, loc.clone());
+        z.results.push(init);
+        out.push(z);
+        let arg = m.new_value(ty.clone(), None);
+        let res = m.new_value(ty, None);
+        f.operands.push(init);
+        f.regions[0].args.push(arg);
+        f.results.push(res);
+        if let Some(y) = f.regions[0]
+            .ops
+            .last_mut()
+            .filter(|y| y.kind == OpKind::Yield)
+        {
+            y.operands.push(v);
+        }
     }
 }
 
@@ -1143,6 +1217,42 @@ fn issue(e: &mut Emit, a: &Ahead, rings: &[Ring], stage: Value, acc: Value) -> V
     o.results = vec![r];
     e.out.push(o);
     r
+}
+
+/// Where the next iteration's issue of each wgmma of `ahead` goes: the index in `ops` (the
+/// body) of the first other `tile.mma` after both the wgmma and the last op that reads its
+/// result, or of the yield. There every register of this iteration's result is dead, so the
+/// next one can take them: no copy of an accumulator in flight at the back edge (which
+/// ptxas answers with a `wgmma.wait_group` of its own, C7517, and serialized wgmmas,
+/// C7511), and at most one accumulator of each wgmma live at once. The wgmmas issued before
+/// that point in the next iteration (FlashAttention-3's P·V after its softmax) stay in
+/// flight while that iteration works on the result.
+fn issue_points(ops: &[Operation], ahead: &[Ahead]) -> Vec<usize> {
+    ahead
+        .iter()
+        .map(|a| {
+            let at = ops
+                .iter()
+                .position(|o| o.results == a.op.results)
+                .unwrap_or(0);
+            let mut last = at;
+            for (i, o) in ops.iter().enumerate() {
+                let mut reads = false;
+                o.walk(&mut |x| reads |= x.operands.iter().any(|v| a.op.results.contains(v)));
+                if reads && o.kind != OpKind::Yield {
+                    last = last.max(i);
+                }
+            }
+            let other = |o: &Operation| {
+                o.kind == OpKind::Mma && !ahead.iter().any(|b| b.op.results == o.results)
+            };
+            ops.iter()
+                .enumerate()
+                .skip(last + 1)
+                .find(|(_, o)| other(o) || o.kind == OpKind::Yield)
+                .map_or(ops.len().saturating_sub(1), |(i, _)| i)
+        })
+        .collect()
 }
 
 /// Appends the copies into the stages wgmma `a` read this iteration: each of its rings,
@@ -1593,12 +1703,14 @@ impl Rewrite<'_> {
             [iv, lb, step],
             s,
         );
+        let points = issue_points(&ops, &ahead);
+        let mut deferred: Vec<Option<Value>> = vec![None; ahead.len()];
         let mut skip_sync = 0;
-        for mut o in ops {
-            if dropped(&o, &rings, &mut skip_sync) {
-                continue;
-            }
-            if let Some(ai) = ahead.iter().position(|a| o.results == a.op.results) {
+        for (idx, mut o) in ops.into_iter().enumerate() {
+            for ai in (0..ahead.len()).filter(|&ai| points[ai] == idx) {
+                let Some(acc) = deferred[ai].take() else {
+                    continue;
+                };
                 let mut e = Emit {
                     m: self.m,
                     out: &mut body,
@@ -1613,8 +1725,14 @@ impl Rewrite<'_> {
                     .map(|&ri| wait_op(&e.loc, rings[ri].full, stage, phase))
                     .collect();
                 guarded(&mut e, go, waits);
-                let acc = tilec_dialect::ops::mma_operands(&o).expect("an mma").acc;
                 next[ai] = Some(issue(&mut e, &ahead[ai], &rings, stage, acc));
+            }
+            if dropped(&o, &rings, &mut skip_sync) {
+                continue;
+            }
+            if let Some(ai) = ahead.iter().position(|a| o.results == a.op.results) {
+                let acc = tilec_dialect::ops::mma_operands(&o).expect("an mma").acc;
+                deferred[ai] = Some(acc);
                 continue;
             }
             o.walk_mut(&mut |x| {
@@ -1674,6 +1792,9 @@ impl Rewrite<'_> {
         }
         f.regions[0].ops = body;
         read_stages(self.m, &mut f, &rings);
+        if !ahead.is_empty() {
+            carry_fragments(self.m, &mut f, out, &loc);
+        }
         out.push(f);
         self.ws = Some(sp);
     }

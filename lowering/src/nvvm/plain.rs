@@ -113,6 +113,8 @@ pub(crate) struct Lowerer<'c, 'm, 'k> {
     pub placed: Vec<Placed>,
     /// The number ([`SmemPlan::index`]) of the op being lowered.
     pub cur_op: usize,
+    /// The values waits take as inputs, not tied ([`super::wgmma::wgmma_only`]).
+    pub wgmma_only: std::collections::HashSet<TileValue>,
 }
 
 /// A placed region of dynamic shared memory: `bytes` from byte `offset`, live over the
@@ -959,6 +961,7 @@ fn build_module<'c>(
         plan: SmemPlan::new(m, &kbody.ops),
         placed: vec![],
         cur_op: 0,
+        wgmma_only: super::wgmma::wgmma_only(k),
     };
     lw.lower_block(&kbody.ops)?;
     if cluster_size > 1 {

@@ -769,50 +769,74 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
 
     /// `tile.wait_group {pending = N}`: the tiles it takes go through one asm statement as
     /// tied operands (f32 registers as `f`, 16-bit ones in pairs as `r`).
+    /// The registers of `t` as inline-asm operands: f32 registers as `f`, a 16-bit tile's
+    /// in pairs packed into `r` registers.
+    fn asm_operands(
+        &mut self,
+        op: &Operation,
+        t: &Tile<'c, 'm>,
+    ) -> R<Vec<(Value<'c, 'm>, melior::ir::Type<'c>, &'static str)>> {
+        let i32t = self.w.ty(ScalarType::I32);
+        let f32t = self.w.ty(ScalarType::F32);
+        let mut out = vec![];
+        match t.elem.size_bytes() {
+            4 => {
+                for &x in &t.regs {
+                    let v = if t.elem == ScalarType::F32 {
+                        x
+                    } else {
+                        self.w.cast("llvm.bitcast", x, f32t)
+                    };
+                    out.push((v, f32t, "f"));
+                }
+            }
+            2 => {
+                if !t.regs.len().is_multiple_of(2) {
+                    return err(op, "a 16-bit tile of an odd register count");
+                }
+                for p in t.regs.chunks(2) {
+                    let v = self.pack_pair(t.elem, p[0], p[1]);
+                    out.push((self.as_i32(v), i32t, "r"));
+                }
+            }
+            _ => {
+                return err(
+                    op,
+                    "'tile.wait_group' takes f32 accumulators and 16-bit A fragments",
+                )
+            }
+        }
+        Ok(out)
+    }
+
     pub(super) fn lower_wait_group(&mut self, op: &Operation) -> R<()> {
         let n = op.int_attr("pending").unwrap_or(0);
         let mut tiles: Vec<(tilec_dialect::Value, Tile<'c, 'm>)> = vec![];
+        let mut read_tiles: Vec<Tile<'c, 'm>> = vec![];
         for (&a, &res) in op.operands.iter().zip(&op.results) {
             match self.get(op, a)? {
+                Lv::Tile(t) if self.wgmma_only.contains(&a) => {
+                    // Only wgmmas read it: an input keeps its registers until the wait.
+                    read_tiles.push(t.clone());
+                    self.vals.insert(res, Lv::Tile(t));
+                }
                 Lv::Tile(t) => tiles.push((res, t)),
                 other => {
                     self.vals.insert(res, other);
                 }
             }
         }
-        let i32t = self.w.ty(ScalarType::I32);
-        let f32t = self.w.ty(ScalarType::F32);
         let mut tied: Vec<(Value<'c, 'm>, melior::ir::Type<'c>, &str)> = vec![];
-        for (_, t) in &tiles {
-            match t.elem.size_bytes() {
-                4 => {
-                    for &x in &t.regs {
-                        let v = if t.elem == ScalarType::F32 {
-                            x
-                        } else {
-                            self.w.cast("llvm.bitcast", x, f32t)
-                        };
-                        tied.push((v, f32t, "f"));
-                    }
-                }
-                2 => {
-                    if t.regs.len() % 2 != 0 {
-                        return err(op, "a 16-bit tile of an odd register count");
-                    }
-                    for p in t.regs.chunks(2) {
-                        let v = self.pack_pair(t.elem, p[0], p[1]);
-                        tied.push((self.as_i32(v), i32t, "r"));
-                    }
-                }
-                _ => {
-                    return err(
-                        op,
-                        "'tile.wait_group' takes f32 accumulators and 16-bit A fragments",
-                    )
-                }
+        let mut read: Vec<(Value<'c, 'm>, &str)> = vec![];
+        for t in &read_tiles {
+            for (v, _, c) in self.asm_operands(op, t)? {
+                read.push((v, c));
             }
         }
-        let after = self.w.wgmma_wait_group(n, &tied);
+        for (_, t) in &tiles {
+            tied.extend(self.asm_operands(op, t)?);
+        }
+        let after = self.w.wgmma_wait_group(n, &tied, &read);
         let mut at = 0;
         for (res, t) in tiles {
             let mut regs = vec![];
@@ -844,4 +868,83 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         }
         Ok(())
     }
+}
+
+/// The values that a `tile.wait_group` passes to the wait as inputs instead of returning
+/// them tied: those that, through the waits, loops and branches that carry them on, only
+/// wgmmas read (a loop-invariant A fragment such as attention's Q, or an accumulator only
+/// passed from wgmma to wgmma). Tying such a value would copy its registers before the
+/// wait on every trip while the wgmmas it feeds may be in flight (a read of registers a
+/// pending wgmma uses, which ptxas answers by serializing the wgmmas, C7514); as an input
+/// its registers stay live up to the wait, which is all the wait needs of it. A value with
+/// any other reader stays tied, so that no read moves above the wait.
+pub(super) fn wgmma_only(k: &Operation) -> std::collections::HashSet<tilec_dialect::Value> {
+    use std::collections::{HashMap, HashSet};
+    use tilec_dialect::{OpKind, Value as TV};
+    fn walk(
+        b: &tilec_dialect::Block,
+        parent: Option<&Operation>,
+        succ: &mut HashMap<TV, Vec<TV>>,
+        tainted: &mut HashSet<TV>,
+    ) {
+        for o in &b.ops {
+            match o.kind {
+                OpKind::WaitGroup => {
+                    for (&a, &r) in o.operands.iter().zip(&o.results) {
+                        succ.entry(a).or_default().push(r);
+                    }
+                }
+                OpKind::Mma => {}
+                OpKind::For => {
+                    tainted.extend(o.operands.iter().take(3).copied());
+                    for (i, &init) in o.operands.iter().enumerate().skip(3) {
+                        let e = succ.entry(init).or_default();
+                        e.extend(o.regions[0].args.get(i - 2).copied());
+                        e.extend(o.results.get(i - 3).copied());
+                    }
+                }
+                OpKind::Yield => match parent.map(|p| p.kind) {
+                    Some(OpKind::For) => {
+                        let p = parent.expect("a parent");
+                        for (i, &v) in o.operands.iter().enumerate() {
+                            let e = succ.entry(v).or_default();
+                            e.extend(p.regions[0].args.get(i + 1).copied());
+                            e.extend(p.results.get(i).copied());
+                        }
+                    }
+                    Some(OpKind::If) => {
+                        let p = parent.expect("a parent");
+                        for (i, &v) in o.operands.iter().enumerate() {
+                            succ.entry(v).or_default().extend(p.results.get(i).copied());
+                        }
+                    }
+                    _ => tainted.extend(o.operands.iter().copied()),
+                },
+                _ => tainted.extend(o.operands.iter().copied()),
+            }
+            for r in &o.regions {
+                walk(r, Some(o), succ, tainted);
+            }
+        }
+    }
+    let mut succ = HashMap::new();
+    let mut tainted = HashSet::new();
+    for r in &k.regions {
+        walk(r, Some(k), &mut succ, &mut tainted);
+    }
+    loop {
+        let more: Vec<TV> = succ
+            .iter()
+            .filter(|(v, s)| !tainted.contains(*v) && s.iter().any(|x| tainted.contains(x)))
+            .map(|(&v, _)| v)
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        tainted.extend(more);
+    }
+    succ.keys()
+        .copied()
+        .filter(|v| !tainted.contains(v))
+        .collect()
 }

@@ -1104,7 +1104,20 @@ impl<'c, 'm> Writer<'c, 'm> {
         &mut self,
         n: i64,
         tied: &[(Value<'c, 'm>, Type<'c>, &str)],
+        read: &[(Value<'c, 'm>, &str)],
     ) -> Vec<Value<'c, 'm>> {
+        if tied.is_empty() && !read.is_empty() {
+            let cons: Vec<&str> = read.iter().map(|r| r.1).collect();
+            let vals: Vec<Value<'c, 'm>> = read.iter().map(|r| r.0).collect();
+            self.inline_asm(
+                &format!("wgmma.wait_group.sync.aligned {n};"),
+                &cons.join(","),
+                &vals,
+                None,
+                true,
+            );
+            return vec![];
+        }
         if tied.is_empty() {
             let g = self.i64_attr(n);
             self.op(
@@ -1119,9 +1132,14 @@ impl<'c, 'm> Writer<'c, 'm> {
             .iter()
             .map(|(_, _, c)| format!("={c}"))
             .chain((0..tied.len()).map(|i| i.to_string()))
+            .chain(read.iter().map(|r| r.1.to_string()))
             .collect();
         let tys: Vec<Type<'c>> = tied.iter().map(|t| t.1).collect();
-        let vals: Vec<Value<'c, 'm>> = tied.iter().map(|t| t.0).collect();
+        let vals: Vec<Value<'c, 'm>> = tied
+            .iter()
+            .map(|t| t.0)
+            .chain(read.iter().map(|r| r.0))
+            .collect();
         let ret = self.struct_ty(&tys);
         let r = self
             .inline_asm(

@@ -303,7 +303,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             .iter()
             .flat_map(|a| a.iter().map(|&v| (v, f32t, "f")))
             .collect();
-        let mut regs = self.w.wgmma_wait_group(n, &tied).into_iter();
+        let mut regs = self.w.wgmma_wait_group(n, &tied, &[]).into_iter();
         for (acc, &res) in accs.iter().zip(&acc_results) {
             let mine: Vec<Value<'c, 'm>> = regs.by_ref().take(acc.len()).collect();
             self.vals.insert(res, Lv::Acc(Rc::new(mine)));
