@@ -332,6 +332,12 @@ pub struct Options {
     /// or more consumer warpgroups, else a remark says why not): one warpgroup's softmax
     /// runs while the tensor cores run the other's products. Default false.
     pub pingpong: bool,
+    /// Run the last wgmma of a warp-specialized consumer loop one iteration later, after
+    /// the next iteration's first wgmma (`tile-defer-mma`; needs `warp_specialize`, not
+    /// `mma_lookahead`): in attention, P·V of key block j − 1 runs under the softmax of
+    /// block j, and no wgmma is in flight at the back edge (FlashAttention-3's order).
+    /// Where the loop does not qualify, a remark says why. Default false.
+    pub defer_mma: bool,
     /// Flush f32 subnormals to zero on the GPU (sets every kernel's `ftz` attribute; PTX's
     /// `.ftz`, nvcc's `-ftz=true`): `exp2` becomes one `ex2.approx.ftz.f32` instead of that
     /// instruction with a subnormal fix-up (three more instructions). Results that would
@@ -408,6 +414,7 @@ impl Options {
             mma_lookahead: false,
             warp_specialize: false,
             pingpong: false,
+            defer_mma: false,
             ftz: false,
             fp_fusion: false,
             specialize_masks: true,
@@ -436,6 +443,7 @@ impl Options {
         with_mma_lookahead: mma_lookahead: bool,
         with_warp_specialize: warp_specialize: bool,
         with_pingpong: pingpong: bool,
+        with_defer_mma: defer_mma: bool,
         with_ftz: ftz: bool,
         with_fp_fusion: fp_fusion: bool,
         with_specialize_masks: specialize_masks: bool,
@@ -485,6 +493,7 @@ impl Options {
         "mma_lookahead",
         "warp_specialize",
         "pingpong",
+        "defer_mma",
         "ftz",
         "fp_fusion",
         "specialize_masks",
@@ -543,6 +552,7 @@ impl Options {
             "mma_lookahead" => self.mma_lookahead = flag("mma_lookahead", value)?,
             "warp_specialize" => self.warp_specialize = flag("warp_specialize", value)?,
             "pingpong" => self.pingpong = flag("pingpong", value)?,
+            "defer_mma" => self.defer_mma = flag("defer_mma", value)?,
             "ftz" => self.ftz = flag("ftz", value)?,
             "fp_fusion" => self.fp_fusion = flag("fp_fusion", value)?,
             "specialize_masks" => self.specialize_masks = flag("specialize_masks", value)?,
@@ -621,6 +631,19 @@ impl Options {
                 "true makes the consumers of a producer warpgroup take turns, and \
                  warp_specialize is false"
                     .into(),
+            );
+        }
+        if self.defer_mma && !self.warp_specialize {
+            return err(
+                "defer_mma",
+                "true reorders a warp-specialized consumer loop, and warp_specialize is false"
+                    .into(),
+            );
+        }
+        if self.defer_mma && self.mma_lookahead {
+            return err(
+                "defer_mma",
+                "true and mma_lookahead true are two orders of one loop: choose one".into(),
             );
         }
         if self.load_stages != 0 && !(2..=8).contains(&self.load_stages) {
@@ -832,6 +855,9 @@ impl Options {
                     ""
                 }
             ));
+            if self.defer_mma {
+                p.push_str(",tile-defer-mma");
+            }
             if self.pingpong {
                 p.push_str(",tile-pingpong");
             }
@@ -941,6 +967,7 @@ mod tests {
             ("mma-lookahead", "true"),
             ("warp-specialize", "false"),
             ("pingpong", "false"),
+            ("defer-mma", "false"),
             ("ftz", "true"),
             ("fp-fusion", "true"),
             ("specialize-masks", "false"),
@@ -988,7 +1015,7 @@ mod tests {
             .with_mma_lookahead(false)
             .with_invariant_a(InvariantA::Auto);
         assert_eq!(wgmma_free.validate(), Ok(()));
-        assert_eq!(Options::NAMES.len(), 23);
+        assert_eq!(Options::NAMES.len(), 24);
         let e = o.set("stage", "4").unwrap_err();
         assert!(
             e.reason
@@ -1016,6 +1043,10 @@ mod tests {
         assert_eq!(opt(ws.clone().with_load_stages(0)), Err("warp_specialize"));
         assert_eq!(opt(ws.clone().with_mma_lookahead(true)), Ok(()));
         assert_eq!(opt(base().with_pingpong(true)), Err("pingpong"));
+        assert_eq!(opt(base().with_defer_mma(true)), Err("defer_mma"));
+        assert_eq!(opt(ws.clone().with_defer_mma(true)), Ok(()));
+        let both = ws.clone().with_defer_mma(true).with_mma_lookahead(true);
+        assert_eq!(opt(both), Err("defer_mma"));
         assert_eq!(
             opt(base().with_warp_specialize(true).with_pingpong(true)),
             Ok(())

@@ -6,7 +6,8 @@
 //! them, verifies after each pass, and times them. Nothing here knows about MLIR.
 //!
 //! Passes: [`assign_layouts`] (`tile-assign-layouts`), [`async_wait_placement`], [`cse`],
-//! [`dce`], [`dot_to_wgmma`] (`tile-dot-to-wgmma`), [`hoist_loads`] (`tile-hoist-loads`),
+//! [`dce`], [`defer_mma`] (`tile-defer-mma`), [`dot_to_wgmma`] (`tile-dot-to-wgmma`),
+//! [`hoist_loads`] (`tile-hoist-loads`),
 //! [`persistent`], [`pingpong`] (`tile-pingpong`), [`pipeline_loads`]
 //! (`tile-pipeline-loads`), [`simplify`]
 //! (`tile-simplify`), [`specialize_masks`] (`tile-specialize-masks`), [`tile_to_gpu`],
@@ -29,6 +30,7 @@ pub mod async_sim;
 pub mod async_wait_placement;
 pub mod cse;
 pub mod dce;
+pub mod defer_mma;
 pub mod dot_to_wgmma;
 pub mod hoist_loads;
 pub mod manager;
@@ -69,6 +71,10 @@ static REGISTRY: &[RegistryEntry] = &[
     RegistryEntry {
         info: &dot_to_wgmma::INFO,
         build: |o| Ok(Box::new(dot_to_wgmma::DotToWgmma::from_options(o))),
+    },
+    RegistryEntry {
+        info: &defer_mma::INFO,
+        build: |_| Ok(Box::new(defer_mma::DeferMma)),
     },
     RegistryEntry {
         info: &hoist_loads::INFO,

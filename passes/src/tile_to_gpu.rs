@@ -835,7 +835,11 @@ fn clone_ops(m: &mut Module, ops: &[Operation], map: &mut HashMap<Value, Value>)
     ops.iter().map(|o| clone_op(m, o, map)).collect()
 }
 
-fn clone_op(m: &mut Module, o: &Operation, map: &mut HashMap<Value, Value>) -> Operation {
+pub(crate) fn clone_op(
+    m: &mut Module,
+    o: &Operation,
+    map: &mut HashMap<Value, Value>,
+) -> Operation {
     let mut c = o.clone();
     for v in &mut c.operands {
         if let Some(r) = map.get(v) {

@@ -4,7 +4,7 @@
 //! tile-compile FILE --target sm_90a|sm_90|sm_100|sm_100a [-o DIR]
 //!              [--emit ptx|mlir|llvm|tile|cubin]
 //!              [--stages N] [--load-stages N] [--mma-lookahead BOOL] [--warp-specialize BOOL]
-//!              [--pingpong BOOL] [--ftz] [--fp-fusion]
+//!              [--pingpong BOOL] [--defer-mma BOOL] [--ftz] [--fp-fusion]
 //!              [--specialize-masks BOOL]
 //!              [--epilogue-store direct|tma]
 //!              [--promote auto|on|off] [--invariant-a auto|smem|registers]
@@ -103,6 +103,11 @@ struct Cli {
     /// ping-pong).
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_name = "BOOL")]
     pingpong: bool,
+    /// With --warp-specialize true: the last wgmma of the consumer loop runs one iteration
+    /// later, after the next iteration's first (tile-defer-mma; FlashAttention-3's order:
+    /// P·V of block j-1 under the softmax of block j). Not with --mma-lookahead true.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_name = "BOOL")]
+    defer_mma: bool,
     /// Flush f32 subnormals to zero (PTX .ftz, as nvcc -ftz=true): exp2 becomes one
     /// ex2.approx.ftz.f32; results below 2^-126 in magnitude become zero.
     #[arg(long)]
@@ -324,6 +329,7 @@ fn run() -> i32 {
         .with_mma_lookahead(cli.mma_lookahead)
         .with_warp_specialize(cli.warp_specialize)
         .with_pingpong(cli.pingpong)
+        .with_defer_mma(cli.defer_mma)
         .with_ftz(cli.ftz)
         .with_fp_fusion(cli.fp_fusion)
         .with_specialize_masks(cli.specialize_masks)
