@@ -33,11 +33,12 @@
 //!   `tile.mbarrier_arrive %bar, %i` whose barrier guards a ring `g` reads (the rings the
 //!   producer loads with `%bar` the last barrier it waited on before the copy — it passed
 //!   every earlier wait too, and the copy waits for this release; every ring when none is
-//!   known) at a stage that may alias `%i`; `X` is `tile.return` (or the end of the producer region of a
-//!   `tile.warp_specialize`, where the producer warpgroup exits); `X` is the `tile.yield`
-//!   of the block that defines `g`'s A fragment (the register-A form) and does not yield
-//!   it: the fragment's registers are free after it, so the group must be retired first,
-//!   by a wait that takes the fragment (tied), which keeps its registers until then.
+//!   known) at a stage that may alias `%i`; `X` is `tile.return` (or the end of the
+//!   producer region of a `tile.warp_specialize`, where the producer warpgroup exits); `X`
+//!   is the `tile.yield` of the block that defines `g`'s A fragment (the register-A form)
+//!   and does not yield it: the fragment's registers are free after it, so the group must
+//!   be retired first, by a wait that takes the fragment (tied), which keeps its registers
+//!   until then.
 //! - **Bulk store groups** (`GroupKind::Bulk`, the second, independent kind): every
 //!   `tile.tma_store` is one asynchronous bulk copy reading a slot of a staging ring,
 //!   closed by `tile.bulk_commit_group` and retired by `tile.bulk_wait_group {pending = N,

@@ -80,6 +80,17 @@ impl Pass for DeferMma {
             let Some(body) = k.regions.first_mut() else {
                 continue;
             };
+            let mut mma = false;
+            for o in &body.ops {
+                o.walk(&mut |x| mma |= x.kind == OpKind::Mma);
+            }
+            if mma && !body.ops.iter().any(|o| o.kind == OpKind::WarpSpecialize) {
+                cx.diagnostics.push(Diagnostic::remark(
+                    k.loc.clone(),
+                    "tile-defer-mma: the kernel's wgmmas stay: it has no producer warpgroup \
+                     (tile.warp_specialize directly in its body)",
+                ));
+            }
             for ws in body.ops.iter_mut() {
                 if ws.kind != OpKind::WarpSpecialize || ws.regions.len() != 2 {
                     continue;
@@ -289,6 +300,24 @@ fn defer(
     if fulls.is_empty() {
         return Err("the last wgmma reads no ring the producer fills".into());
     }
+    if empties.len() != fulls.len() {
+        return Err(
+            "the producer refills a ring the last wgmma reads without waiting on an \
+            empty barrier"
+                .into(),
+        );
+    }
+    if y.operands
+        .iter()
+        .enumerate()
+        .any(|(q, &v)| q != p && v == acc_arg)
+    {
+        return Err("the carried value the last wgmma accumulates into is carried on again".into());
+    }
+    let ring_bufs: Vec<Value> = [mp.a, mp.b]
+        .into_iter()
+        .filter(|r| rings.contains_key(r))
+        .collect();
     // L: the wgmma, its rings' full waits and releases, and the pure ops only it needs that
     // are cheaper to carry from.
     let defs: HashMap<Value, &Operation> = top
@@ -364,6 +393,10 @@ fn defer(
             }
         } else if r.iter().any(|v| late_vals.contains(v) || *v == acc_arg) {
             return Err("the rest of the body reads what the last wgmma needs".into());
+        } else if r.iter().any(|v| ring_bufs.contains(v)) {
+            return Err("another op reads a ring the last wgmma reads".into());
+        } else if !arrivals(o).is_disjoint(&empties) {
+            return Err("an op that stays releases a ring the last wgmma reads".into());
         }
         if !(effect_free(o) || o.kind == OpKind::Mma || barrier_op(o)) {
             return Err(format!("'{}' in the body cannot move", o.kind.name()));
