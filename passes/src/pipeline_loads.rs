@@ -728,13 +728,14 @@ impl Rewrite<'_> {
                     out: &mut body,
                     loc: o.loc.clone(),
                 };
-                let waits: Vec<Operation> = ahead[ai]
-                    .rings
-                    .iter()
-                    .map(|&ri| wait_op(&e.loc, rings[ri].full, stage, phase))
-                    .collect();
-                guarded(&mut e, go, waits);
-                next[ai] = Some(issue(&mut e, &ahead[ai], &rings, stage, acc));
+                next[ai] = Some(issue_when(
+                    &mut e,
+                    &ahead[ai],
+                    &rings,
+                    go,
+                    [stage, phase],
+                    acc,
+                ));
             }
             if dropped(&o, &rings, &mut skip_sync) {
                 continue;
@@ -1255,6 +1256,26 @@ fn issue_points(ops: &[Operation], ahead: &[Ahead]) -> Vec<usize> {
         .collect()
 }
 
+/// The next iteration's issue of `a` at `stage`: the waits on its rings' full barriers at
+/// `stage` and `phase` (`at`) when that iteration runs (`go`), then the wgmma.
+fn issue_when(
+    e: &mut Emit,
+    a: &Ahead,
+    rings: &[Ring],
+    go: Value,
+    at: [Value; 2],
+    acc: Value,
+) -> Value {
+    let [stage, phase] = at;
+    let waits: Vec<Operation> = a
+        .rings
+        .iter()
+        .map(|&ri| wait_op(&e.loc, rings[ri].full, stage, phase))
+        .collect();
+    guarded(e, go, waits);
+    issue(e, a, rings, stage, acc)
+}
+
 /// Appends the copies into the stages wgmma `a` read this iteration: each of its rings,
 /// `stages` iterations ahead (`it` is the next iteration's [`Iteration`]).
 fn refill(
@@ -1719,13 +1740,14 @@ impl Rewrite<'_> {
                 let nx = e.index(OpKind::AddI, iv, step);
                 let go = e.less(nx, ub);
                 let (stage, phase) = c.next(&mut e, s);
-                let waits: Vec<Operation> = ahead[ai]
-                    .rings
-                    .iter()
-                    .map(|&ri| wait_op(&e.loc, rings[ri].full, stage, phase))
-                    .collect();
-                guarded(&mut e, go, waits);
-                next[ai] = Some(issue(&mut e, &ahead[ai], &rings, stage, acc));
+                next[ai] = Some(issue_when(
+                    &mut e,
+                    &ahead[ai],
+                    &rings,
+                    go,
+                    [stage, phase],
+                    acc,
+                ));
             }
             if dropped(&o, &rings, &mut skip_sync) {
                 continue;
