@@ -277,7 +277,9 @@ fn defer(
             .and_then(|r| y.operands.iter().position(|v| v == r)),
         d.results.as_slice(),
     ) else {
-        return Err("the last wgmma's result is not carried".into());
+        return Err(
+            "the last wgmma directly in its body accumulates into nothing the loop carries".into(),
+        );
     };
     let dres = *dres;
     let acc_arg = args[p];
