@@ -332,6 +332,11 @@ pub struct Options {
     /// or more consumer warpgroups, else a remark says why not): one warpgroup's softmax
     /// runs while the tensor cores run the other's products. Default false.
     pub pingpong: bool,
+    /// With `pingpong`: one turn per consumer loop body, from its first wgmma to its last
+    /// (`tile-pingpong` `turn=body`; FlashAttention-3's turn around Q·Kᵀ and P·V as
+    /// `defer_mma` orders them), where no op between them blocks; else one turn per run of
+    /// adjacent wgmmas. Default false.
+    pub pingpong_body: bool,
     /// Run the last wgmma of a warp-specialized consumer loop one iteration later, after
     /// the next iteration's first wgmma (`tile-defer-mma`; needs `warp_specialize`, not
     /// `mma_lookahead`): in attention, P·V of key block j − 1 runs under the softmax of
@@ -414,6 +419,7 @@ impl Options {
             mma_lookahead: false,
             warp_specialize: false,
             pingpong: false,
+            pingpong_body: false,
             defer_mma: false,
             ftz: false,
             fp_fusion: false,
@@ -443,6 +449,7 @@ impl Options {
         with_mma_lookahead: mma_lookahead: bool,
         with_warp_specialize: warp_specialize: bool,
         with_pingpong: pingpong: bool,
+        with_pingpong_body: pingpong_body: bool,
         with_defer_mma: defer_mma: bool,
         with_ftz: ftz: bool,
         with_fp_fusion: fp_fusion: bool,
@@ -493,6 +500,7 @@ impl Options {
         "mma_lookahead",
         "warp_specialize",
         "pingpong",
+        "pingpong_body",
         "defer_mma",
         "ftz",
         "fp_fusion",
@@ -552,6 +560,7 @@ impl Options {
             "mma_lookahead" => self.mma_lookahead = flag("mma_lookahead", value)?,
             "warp_specialize" => self.warp_specialize = flag("warp_specialize", value)?,
             "pingpong" => self.pingpong = flag("pingpong", value)?,
+            "pingpong_body" => self.pingpong_body = flag("pingpong_body", value)?,
             "defer_mma" => self.defer_mma = flag("defer_mma", value)?,
             "ftz" => self.ftz = flag("ftz", value)?,
             "fp_fusion" => self.fp_fusion = flag("fp_fusion", value)?,
@@ -631,6 +640,12 @@ impl Options {
                 "true makes the consumers of a producer warpgroup take turns, and \
                  warp_specialize is false"
                     .into(),
+            );
+        }
+        if self.pingpong_body && !self.pingpong {
+            return err(
+                "pingpong_body",
+                "true shapes the turns of pingpong, and pingpong is false".into(),
             );
         }
         if self.defer_mma && !self.warp_specialize {
@@ -859,7 +874,11 @@ impl Options {
                 p.push_str(",tile-defer-mma");
             }
             if self.pingpong {
-                p.push_str(",tile-pingpong");
+                p.push_str(if self.pingpong_body {
+                    ",tile-pingpong{turn=body}"
+                } else {
+                    ",tile-pingpong"
+                });
             }
         }
         if tilec_passes::lookup("async-wait-placement").is_some() {
@@ -968,6 +987,7 @@ mod tests {
             ("warp-specialize", "false"),
             ("pingpong", "false"),
             ("defer-mma", "false"),
+            ("pingpong-body", "false"),
             ("ftz", "true"),
             ("fp-fusion", "true"),
             ("specialize-masks", "false"),
@@ -1015,7 +1035,7 @@ mod tests {
             .with_mma_lookahead(false)
             .with_invariant_a(InvariantA::Auto);
         assert_eq!(wgmma_free.validate(), Ok(()));
-        assert_eq!(Options::NAMES.len(), 24);
+        assert_eq!(Options::NAMES.len(), 25);
         let e = o.set("stage", "4").unwrap_err();
         assert!(
             e.reason
@@ -1044,6 +1064,9 @@ mod tests {
         assert_eq!(opt(ws.clone().with_mma_lookahead(true)), Ok(()));
         assert_eq!(opt(base().with_pingpong(true)), Err("pingpong"));
         assert_eq!(opt(base().with_defer_mma(true)), Err("defer_mma"));
+        let body = ws.clone().with_pingpong_body(true);
+        assert_eq!(opt(body.clone()), Err("pingpong_body"));
+        assert_eq!(opt(body.with_pingpong(true)), Ok(()));
         assert_eq!(opt(ws.clone().with_defer_mma(true)), Ok(()));
         let both = ws.clone().with_defer_mma(true).with_mma_lookahead(true);
         assert_eq!(opt(both), Err("defer_mma"));

@@ -19,7 +19,8 @@
 //! ```text
 //! E(lb)                               // peeled; its barrier ops run when lb < ub
 //! tile.for %iv = lb + step to ub {    // carries E's values that L reads (P, α) and iv
-//!   E(iv) up to its first wgmma       // S_j = Q·K_jᵀ issued
+//!   E(iv) up to its first wgmma       // with L(iv - step)'s full-barrier waits before
+//!                                     // the wgmma: S_j = Q·K_jᵀ issued
 //!   L(iv - step)                      // O = O·α_{j-1} + P_{j-1}·V_{j-1} issued
 //!   the rest of E(iv)                 // the softmax of S_j, under P_{j-1}·V_{j-1}
 //! }
@@ -518,15 +519,27 @@ fn defer(
     }
     let mut nb: Vec<Operation> = vec![];
     let mut late_result = None;
+    // The deferred full-barrier waits go before the next iteration's first wgmma (the tile
+    // has long landed), so that nothing between the two wgmmas blocks: a turn of
+    // tile-pingpong may then span both.
+    let (late_waits, late_rest): (Vec<Operation>, Vec<Operation>) = lates
+        .iter()
+        .cloned()
+        .partition(|o| o.kind == OpKind::MbarrierWait);
+    let mut ml: HashMap<Value, Value> = HashMap::from([(acc_arg, args2[p])]);
+    for (&x, &x2) in carried.iter().zip(&xs2) {
+        ml.insert(x, x2);
+    }
     for (k, o) in early.iter().enumerate() {
-        nb.push(crate::tile_to_gpu::clone_op(m, o, &mut me));
         if k + 1 == first_mma_in_early {
             let ivl = emit(m, &mut nb, OpKind::SubI, &[iv2, step], Type::INDEX);
-            let mut ml: HashMap<Value, Value> = HashMap::from([(iv, ivl), (acc_arg, args2[p])]);
-            for (&x, &x2) in carried.iter().zip(&xs2) {
-                ml.insert(x, x2);
-            }
-            late_result = Some(clone_late(m, &owned_defs, &lates, &mut ml, &mut nb, dres));
+            ml.insert(iv, ivl);
+            clone_late(m, &owned_defs, &late_waits, &lates, &mut ml, &mut nb);
+        }
+        nb.push(crate::tile_to_gpu::clone_op(m, o, &mut me));
+        if k + 1 == first_mma_in_early {
+            clone_late(m, &owned_defs, &late_rest, &lates, &mut ml, &mut nb);
+            late_result = ml.get(&dres).copied();
         }
     }
     let late_result = late_result.ok_or("no wgmma before the deferred ops")?;
@@ -577,7 +590,8 @@ fn defer(
         ml.insert(x, rs[n + k]);
     }
     let mut then = vec![];
-    let last = clone_late(m, &owned_defs, &lates, &mut ml, &mut then, dres);
+    clone_late(m, &owned_defs, &lates, &lates, &mut ml, &mut then);
+    let last = ml[&dres];
     let mut ty_ = Operation::new(OpKind::Yield, loc.clone());
     ty_.operands = vec![last];
     then.push(ty_);
@@ -627,19 +641,19 @@ fn defer(
     Ok(count)
 }
 
-/// Appends clones of the deferred ops `lates` to `out` with `map` (the induction variable
-/// and carried values renamed), computing the scalars they read from the body again;
-/// returns the clone of the deferred wgmma's result `dres`.
+/// Appends clones of the deferred ops `ops` (some of `lates`) to `out` with `map` (the
+/// induction variable and carried values renamed; it receives the clones' results),
+/// computing the scalars they read from the rest of the body again.
 fn clone_late(
     m: &mut Module,
     defs: &HashMap<Value, Operation>,
+    ops: &[Operation],
     lates: &[Operation],
     map: &mut HashMap<Value, Value>,
     out: &mut Vec<Operation>,
-    dres: Value,
-) -> Value {
+) {
     let late_defs: HashSet<Value> = lates.iter().flat_map(|o| o.results.clone()).collect();
-    for o in lates {
+    for o in ops {
         for v in reads(o) {
             if defs.contains_key(&v) && !late_defs.contains(&v) && !map.contains_key(&v) {
                 recompute(m, defs, map, out, v);
@@ -647,5 +661,4 @@ fn clone_late(
         }
         out.push(crate::tile_to_gpu::clone_op(m, o, map));
     }
-    map[&dres]
 }

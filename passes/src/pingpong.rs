@@ -30,8 +30,14 @@
 //!
 //! Run after `tile-pipeline-loads` and before `async-wait-placement`.
 //!
+//! With `turn = body`, one turn covers a loop body's first wgmma to its last and the ops
+//! between them (FlashAttention-3's turn around S_j's and P_{j-1}·V_{j-1}'s issue, as
+//! `tile-defer-mma` orders them), where none of those ops blocks (an mbarrier wait, a
+//! barrier, a flag wait, a loop); otherwise each run of adjacent wgmmas is a turn.
+//!
 //! Options: `barrier-id` (B, 1 to 14, default 1: ids B to B + W − 1 are used; 0 is the CTA
-//! barrier). Statistics: `kernels-ping-ponged`, `turns`.
+//! barrier), `turn` (`runs`, the default, or `body`). Statistics: `kernels-ping-ponged`,
+//! `turns`.
 //!
 //! PTX ISA §9.7.13.1 (`bar.sync`, `bar.arrive` with a thread count).
 
@@ -51,12 +57,22 @@ pub static INFO: PassInfo = PassInfo {
         verify-named-barriers proves the protocol.\n\nExample: tile-opt \
         --pass-pipeline='tile-assign-layouts{target=sm_90a},tile-dot-to-wgmma,dce,\
         tile-pipeline-loads{warp-specialize=true},tile-pingpong,async-wait-placement' k.tile",
-    options: &[OptionInfo {
-        name: "barrier-id",
-        kind: OptionKind::UInt,
-        default: "1",
-        help: "The first named barrier id: warpgroup w waits on barrier-id + w (1 to 14)",
-    }],
+    options: &[
+        OptionInfo {
+            name: "barrier-id",
+            kind: OptionKind::UInt,
+            default: "1",
+            help: "The first named barrier id: warpgroup w waits on barrier-id + w (1 to 14)",
+        },
+        OptionInfo {
+            name: "turn",
+            kind: OptionKind::Enum(&["runs", "body"]),
+            default: "runs",
+            help: "What one turn covers: each run of adjacent wgmmas ('runs'), or a loop \
+                body's first wgmma to its last ('body', FlashAttention-3's: the ops between \
+                them must not block; else runs)",
+        },
+    ],
 };
 
 /// Threads of one turn's barrier phase: the warpgroup that takes the turn and the one that
@@ -67,6 +83,9 @@ const TURN_THREADS: i64 = 256;
 pub struct PingPong {
     /// The first named barrier id.
     pub first_id: i64,
+    /// One turn per loop body, from its first wgmma to its last (option `turn = body`),
+    /// where nothing between them blocks; else one per run of adjacent wgmmas.
+    pub whole_body: bool,
 }
 
 impl PingPong {
@@ -83,6 +102,7 @@ impl PingPong {
         }
         Ok(PingPong {
             first_id: id as i64,
+            whole_body: o.get("turn") == "body",
         })
     }
 }
@@ -123,6 +143,24 @@ impl Pass for PingPong {
 
 fn is_wgmma(o: &Operation) -> bool {
     o.kind == OpKind::Mma && o.str_attr("kind") == Some("wgmma")
+}
+
+/// Whether `o` (or an op in it) may wait for other threads: a warpgroup holding the turn
+/// there could wait for one that waits for the turn.
+fn blocks(o: &Operation) -> bool {
+    let mut b = false;
+    o.walk(&mut |x| {
+        b |= matches!(
+            x.kind,
+            OpKind::MbarrierWait
+                | OpKind::Barrier
+                | OpKind::NamedBarrier
+                | OpKind::WaitFlag
+                | OpKind::For
+                | OpKind::While
+        )
+    });
+    b
 }
 
 /// `tile.named_barrier {id, threads = 256, ...}`.
@@ -210,16 +248,29 @@ impl PingPong {
             let loc = region.ops[i].loc.clone();
             let body = std::mem::take(&mut region.ops[i].regions[0].ops);
             let mut out = Vec::with_capacity(body.len() + 4);
+            // The ops of one turn: from the first wgmma of the body to its last, when
+            // nothing between them blocks; else each run of adjacent wgmmas.
+            let first = body.iter().position(is_wgmma);
+            let last = body.iter().rposition(is_wgmma);
+            let span = match (first, last) {
+                (Some(f), Some(l)) if self.whole_body && !body[f..=l].iter().any(blocks) => {
+                    Some((f, l))
+                }
+                _ => None,
+            };
             let mut in_turn = false;
-            for o in body {
-                let mma = is_wgmma(&o);
-                if mma && !in_turn {
+            for (j, o) in body.into_iter().enumerate() {
+                let inside = match span {
+                    Some((f, l)) => (f..=l).contains(&j),
+                    None => is_wgmma(&o),
+                };
+                if inside && !in_turn {
                     out.push(barrier(&o.loc, b, false, Some(0), None));
                     turns += 1;
-                } else if !mma && in_turn {
+                } else if !inside && in_turn {
                     out.push(barrier(&o.loc, b, true, Some(1), None));
                 }
-                in_turn = mma;
+                in_turn = inside;
                 out.push(o);
             }
             region.ops[i].regions[0].ops = out;

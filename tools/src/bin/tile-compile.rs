@@ -4,7 +4,7 @@
 //! tile-compile FILE --target sm_90a|sm_90|sm_100|sm_100a [-o DIR]
 //!              [--emit ptx|mlir|llvm|tile|cubin]
 //!              [--stages N] [--load-stages N] [--mma-lookahead BOOL] [--warp-specialize BOOL]
-//!              [--pingpong BOOL] [--defer-mma BOOL] [--ftz] [--fp-fusion]
+//!              [--pingpong BOOL] [--pingpong-body BOOL] [--defer-mma BOOL] [--ftz] [--fp-fusion]
 //!              [--specialize-masks BOOL]
 //!              [--epilogue-store direct|tma]
 //!              [--promote auto|on|off] [--invariant-a auto|smem|registers]
@@ -108,6 +108,11 @@ struct Cli {
     /// P·V of block j-1 under the softmax of block j). Not with --mma-lookahead true.
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_name = "BOOL")]
     defer_mma: bool,
+    /// With --pingpong true: one turn per consumer loop body, from its first wgmma to its last
+    /// (tile-pingpong turn=body; with --defer-mma, FlashAttention-3's turn around Q·Kᵀ and
+    /// P·V), where nothing between them blocks; else one turn per run of adjacent wgmmas.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pingpong_body: bool,
     /// Flush f32 subnormals to zero (PTX .ftz, as nvcc -ftz=true): exp2 becomes one
     /// ex2.approx.ftz.f32; results below 2^-126 in magnitude become zero.
     #[arg(long)]
@@ -330,6 +335,7 @@ fn run() -> i32 {
         .with_warp_specialize(cli.warp_specialize)
         .with_pingpong(cli.pingpong)
         .with_defer_mma(cli.defer_mma)
+        .with_pingpong_body(cli.pingpong_body)
         .with_ftz(cli.ftz)
         .with_fp_fusion(cli.fp_fusion)
         .with_specialize_masks(cli.specialize_masks)
