@@ -846,15 +846,17 @@ impl Analysis<'_, '_> {
             // Only a loop that keeps two or more groups in flight at its back edge, with a
             // wait inside that retires all but fewer than the last one, can gain.
             let depth = self.in_flight.get(&id).copied().unwrap_or(0);
-            let least = self.least_wait_inside(op);
+            let sum = |w: Vec<u8>| w.into_iter().map(u64::from).sum::<u64>();
+            let waits = self.waits_inside(op);
+            let least = waits.iter().min().copied();
             if depth < 2 || least.is_none_or(|n| u64::from(n) + 1 >= depth) {
                 continue;
             }
-            let before = self.waits_inside(op);
+            let before = sum(waits);
             let saved = (self.decisions.clone(), self.in_flight.clone());
             self.drain.insert(id);
             self.decide(kernel);
-            let after = self.waits_inside(op);
+            let after = sum(self.waits_inside(op));
             if after <= before {
                 self.drain.remove(&id);
                 (self.decisions, self.in_flight) = saved;
@@ -863,34 +865,17 @@ impl Analysis<'_, '_> {
         }
     }
 
-    /// The smallest `pending` of the waits decided inside loop `op`.
-    fn least_wait_inside(&self, op: &Operation) -> Option<u8> {
-        let mut least = None;
+    /// The `pending` of each wait decided inside loop `op`.
+    fn waits_inside(&self, op: &Operation) -> Vec<u8> {
+        let mut out = vec![];
         for r in &op.regions {
             for o in &r.ops {
                 o.walk(&mut |x| {
-                    if let Some(n) = self.decisions.get(&self.f.id(x)).and_then(|d| d.wait) {
-                        least = Some(least.map_or(n, |l: u8| l.min(n)));
-                    }
+                    out.extend(self.decisions.get(&self.f.id(x)).and_then(|d| d.wait));
                 });
             }
         }
-        least
-    }
-
-    /// The sum of the `pending` of the waits decided inside loop `op`.
-    fn waits_inside(&self, op: &Operation) -> u64 {
-        let mut sum = 0;
-        for r in &op.regions {
-            for o in &r.ops {
-                o.walk(&mut |x| {
-                    if let Some(n) = self.decisions.get(&self.f.id(x)).and_then(|d| d.wait) {
-                        sum += u64::from(n);
-                    }
-                });
-            }
-        }
-        sum
+        out
     }
 
     /// The waits and barriers decided, in op order (to detect a fixpoint of `refine`).
@@ -2144,16 +2129,7 @@ fn place_kernel_kind(
             entered_busy: BTreeSet::new(),
             drain: BTreeSet::new(),
         };
-        let mut st = State {
-            unfenced: kind == GroupKind::Wgmma,
-            ..State::default()
-        };
-        let mut ctx = Ctx {
-            warpgroups: f.kernel_warpgroups,
-        };
-        a.block(&k.regions[0], &mut st, &mut ctx, false);
-        a.memo = None;
-        a.refine(k);
+        a.decide(k);
         if kind == GroupKind::Wgmma {
             a.drain_before_loops(k);
         }

@@ -228,7 +228,7 @@ fn recomputable(m: &Module, defs: &HashMap<Value, &Operation>, args: &[Value], v
 /// (the induction variable to the iteration's, carried values to theirs); returns the value.
 fn recompute(
     m: &mut Module,
-    defs: &HashMap<Value, Operation>,
+    defs: &HashMap<Value, &Operation>,
     map: &mut HashMap<Value, Value>,
     out: &mut Vec<Operation>,
     v: Value,
@@ -236,13 +236,13 @@ fn recompute(
     if let Some(&r) = map.get(&v) {
         return r;
     }
-    let Some(d) = defs.get(&v).cloned() else {
+    let Some(&d) = defs.get(&v) else {
         return v;
     };
     for &o in &d.operands {
         recompute(m, defs, map, out, o);
     }
-    let c = crate::tile_to_gpu::clone_op(m, &d, map);
+    let c = crate::tile_to_gpu::clone_op(m, d, map);
     out.push(c);
     map[&v]
 }
@@ -284,8 +284,10 @@ fn defer(
     };
     let dres = *dres;
     let acc_arg = args[p];
+    // What each op of the body reads (its nested ops included), computed once.
+    let top_reads: Vec<Vec<Value>> = top.iter().map(reads).collect();
     let users = |v: Value| -> usize {
-        top.iter().filter(|o| reads(o).contains(&v)).count()
+        top_reads.iter().filter(|r| r.contains(&v)).count()
             + y.operands.iter().filter(|&&x| x == v).count()
     };
     if users(dres) != 1 {
@@ -327,6 +329,12 @@ fn defer(
         .iter()
         .flat_map(|o| o.results.iter().map(move |&r| (r, o)))
         .collect();
+    // The index in the body of the op that defines each value.
+    let def_at: HashMap<Value, usize> = top
+        .iter()
+        .enumerate()
+        .flat_map(|(i, o)| o.results.iter().map(move |&r| (r, i)))
+        .collect();
     let mut late = vec![false; top.len()];
     late[di] = true;
     for (i, o) in top.iter().enumerate() {
@@ -348,10 +356,10 @@ fn defer(
         }
         let only_slice = o.results.iter().all(|&r| {
             y.operands.iter().all(|&x| x != r)
-                && top
+                && top_reads
                     .iter()
                     .enumerate()
-                    .filter(|(_, u)| reads(u).contains(&r))
+                    .filter(|(_, u)| u.contains(&r))
                     .all(|(j, _)| slice[j])
         });
         let used = o.results.iter().any(|&r| users(r) > 0);
@@ -389,7 +397,7 @@ fn defer(
     // Checks: E does not read what L defines nor the accumulator; L reads no other carried
     // value; E holds a wgmma; every op is one this pass can move.
     for (i, o) in top.iter().enumerate() {
-        let r = reads(o);
+        let r = &top_reads[i];
         if late[i] {
             if r.iter().any(|v| *v != acc_arg && args.contains(v)) {
                 return Err("a deferred op reads another carried value".into());
@@ -421,15 +429,12 @@ fn defer(
     };
     // The values L reads from E that are carried (not scalars computed again).
     let mut carried: Vec<Value> = vec![];
-    for (i, o) in top.iter().enumerate() {
+    for (i, r) in top_reads.iter().enumerate() {
         if !late[i] {
             continue;
         }
-        for v in reads(o) {
-            let from_e = defs.get(&v).is_some_and(|d| {
-                let j = top.iter().position(|x| std::ptr::eq(x, *d)).unwrap_or(0);
-                !late[j]
-            });
+        for &v in r {
+            let from_e = def_at.get(&v).is_some_and(|&j| !late[j]);
             if from_e && !recomputable(m, &defs, &body.args, v) && !carried.contains(&v) {
                 carried.push(v);
             }
@@ -445,8 +450,6 @@ fn defer(
                 .into(),
         );
     }
-    let owned_defs: HashMap<Value, Operation> =
-        defs.iter().map(|(&v, &o)| (v, o.clone())).collect();
     let early: Vec<Operation> = top
         .iter()
         .enumerate()
@@ -534,11 +537,11 @@ fn defer(
         if k + 1 == first_mma_in_early {
             let ivl = emit(m, &mut nb, OpKind::SubI, &[iv2, step], Type::INDEX);
             ml.insert(iv, ivl);
-            clone_late(m, &owned_defs, &late_waits, &lates, &mut ml, &mut nb);
+            clone_late(m, &defs, &late_waits, &lates, &mut ml, &mut nb);
         }
         nb.push(crate::tile_to_gpu::clone_op(m, o, &mut me));
         if k + 1 == first_mma_in_early {
-            clone_late(m, &owned_defs, &late_rest, &lates, &mut ml, &mut nb);
+            clone_late(m, &defs, &late_rest, &lates, &mut ml, &mut nb);
             late_result = ml.get(&dres).copied();
         }
     }
@@ -590,7 +593,7 @@ fn defer(
         ml.insert(x, rs[n + k]);
     }
     let mut then = vec![];
-    clone_late(m, &owned_defs, &lates, &lates, &mut ml, &mut then);
+    clone_late(m, &defs, &lates, &lates, &mut ml, &mut then);
     let last = ml[&dres];
     let mut ty_ = Operation::new(OpKind::Yield, loc.clone());
     ty_.operands = vec![last];
@@ -646,7 +649,7 @@ fn defer(
 /// computing the scalars they read from the rest of the body again.
 fn clone_late(
     m: &mut Module,
-    defs: &HashMap<Value, Operation>,
+    defs: &HashMap<Value, &Operation>,
     ops: &[Operation],
     lates: &[Operation],
     map: &mut HashMap<Value, Value>,
