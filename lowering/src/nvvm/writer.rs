@@ -1099,7 +1099,9 @@ impl<'c, 'm> Writer<'c, 'm> {
     /// `wgmma.wait_group.sync.aligned n` (PTX ISA §9.7.15.7.3) with `tied` — (value, its
     /// type, its constraint letter: `f` or `r`) — going through the asm statement as tied
     /// operands, so no access of them is scheduled above the wait; returns the values after
-    /// it, in order. With nothing tied, the NVVM op.
+    /// it, in order. `read` — (value, constraint letter) — are plain inputs of the asm
+    /// statement: their registers stay live up to the wait, and nothing copies them (the
+    /// values only wgmmas read). With nothing tied or read, the NVVM op.
     pub fn wgmma_wait_group(
         &mut self,
         n: i64,
