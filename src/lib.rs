@@ -84,7 +84,7 @@ pub mod ptxas;
 mod target_info;
 pub use options::{
     parse_define, ClusterShape, Emit, EpilogueStore, InvariantA, OptLevel, Options, OptionsError,
-    Promote, Schedule, NUM_WARPS,
+    PersistentKernels, Promote, Schedule, NUM_WARPS,
 };
 pub use target_info::{TargetInfo, MAX_STAGES};
 

@@ -112,6 +112,20 @@ impl Schedule {
 }
 
 choice! {
+    /// Which kernels the [`Schedule`] makes persistent (`persistent` `dot-kernels-only`).
+    PersistentKernels, "persistent_kernels" {
+        /// `dots`: kernels whose main loop `tile-to-gpu` pipelines (GEMMs, the default);
+        /// the others keep one program per CTA.
+        Dots = "dots",
+        /// `all`: every kernel (attention, norms) with the `static` or `none` schedule.
+        /// With `warp_specialize`, a pipelined loop in the static tile loop keeps its
+        /// producer running across tiles: the next tile's first copies overlap this tile's
+        /// epilogue.
+        All = "all",
+    }
+}
+
+choice! {
     /// How a GEMM's epilogue stores C (`tile-to-gpu` `epilogue`).
     EpilogueStore, "epilogue" {
         /// `direct`: from the accumulator registers (the default).
@@ -373,6 +387,8 @@ pub struct Options {
     pub check_waits: bool,
     /// The `persistent` schedule (default [`Schedule::default_for`] the target).
     pub schedule: Schedule,
+    /// Which kernels `schedule` applies to (default [`PersistentKernels::Dots`]).
+    pub persistent_kernels: PersistentKernels,
     /// CTAs per cluster (default 1 × 1 × 1). More than one needs [`Schedule::Clc`] on
     /// sm_100a (the multicast try_cancel): 2 or 4 along x.
     pub cluster: ClusterShape,
@@ -430,6 +446,7 @@ impl Options {
             emit: Emit::Ptx,
             check_waits: true,
             schedule: Schedule::default_for(target),
+            persistent_kernels: PersistentKernels::Dots,
             cluster: ClusterShape::NONE,
             group_m: 8,
             simplify: true,
@@ -460,6 +477,7 @@ impl Options {
         with_emit: emit: Emit,
         with_check_waits: check_waits: bool,
         with_schedule: schedule: Schedule,
+        with_persistent_kernels: persistent_kernels: PersistentKernels,
         with_cluster: cluster: ClusterShape,
         with_group_m: group_m: u32,
         with_simplify: simplify: bool,
@@ -511,6 +529,7 @@ impl Options {
         "emit",
         "check_waits",
         "schedule",
+        "persistent_kernels",
         "cluster",
         "group_m",
         "simplify",
@@ -571,6 +590,7 @@ impl Options {
             "emit" => self.emit = value.parse()?,
             "check_waits" => self.check_waits = flag("check_waits", value)?,
             "schedule" => self.schedule = value.parse()?,
+            "persistent_kernels" => self.persistent_kernels = value.parse()?,
             "cluster" => self.cluster = value.parse()?,
             "group_m" => self.group_m = num("group_m", value)?,
             "simplify" => self.simplify = flag("simplify", value)?,
@@ -809,14 +829,15 @@ impl Options {
         if self.simplify && tilec_passes::lookup("tile-simplify").is_some() {
             p.push_str("tile-simplify,");
         }
+        let dots = self.persistent_kernels == PersistentKernels::Dots;
         match self.schedule {
             Schedule::Off => {}
             Schedule::Clc => p.push_str(&format!(
-                "persistent{{schedule=clc group_m={} cluster={} dot-kernels-only=true}},",
+                "persistent{{schedule=clc group_m={} cluster={} dot-kernels-only={dots}}},",
                 self.group_m, self.cluster.x
             )),
             s => p.push_str(&format!(
-                "persistent{{schedule={s} group_m={} dot-kernels-only=true}},",
+                "persistent{{schedule={s} group_m={} dot-kernels-only={dots}}},",
                 self.group_m
             )),
         }
@@ -997,6 +1018,7 @@ mod tests {
             ("emit", "mlir"),
             ("check-waits", "false"),
             ("schedule", "clc"),
+            ("persistent-kernels", "all"),
             ("cluster", "4"),
             ("group_m", "0"),
             ("simplify", "false"),
@@ -1020,6 +1042,7 @@ mod tests {
             .with_emit(Emit::Mlir)
             .with_check_waits(false)
             .with_schedule(Schedule::Clc)
+            .with_persistent_kernels(PersistentKernels::All)
             .with_cluster(ClusterShape::x(4))
             .with_group_m(0)
             .with_simplify(false)
@@ -1035,7 +1058,7 @@ mod tests {
             .with_mma_lookahead(false)
             .with_invariant_a(InvariantA::Auto);
         assert_eq!(wgmma_free.validate(), Ok(()));
-        assert_eq!(Options::NAMES.len(), 25);
+        assert_eq!(Options::NAMES.len(), 26);
         let e = o.set("stage", "4").unwrap_err();
         assert!(
             e.reason
@@ -1152,6 +1175,14 @@ mod tests {
         assert!(
             p.contains("tile-assign-layouts{target=sm_100a num-warps=4}"),
             "{p}"
+        );
+        assert!(p.contains(" dot-kernels-only=true}"), "{p}");
+        let all = Options::new(Target::Sm90a).with_persistent_kernels(PersistentKernels::All);
+        assert!(
+            all.pipeline()
+                .contains("persistent{schedule=static group_m=8 dot-kernels-only=false},"),
+            "{}",
+            all.pipeline()
         );
         let p = Options::new(Target::Sm90a)
             .with_schedule(Schedule::Off)

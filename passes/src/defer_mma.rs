@@ -3,8 +3,9 @@
 //! iteration's first wgmma, and nothing is in flight at the back edge.
 //!
 //! It takes a consumer loop as `tile-pipeline-loads warp-specialize=true` writes it
-//! (directly in region 1 of a `tile.warp_specialize` directly in the kernel body; the
-//! producer in region 0 fills each ring by TMA after waiting on the ring's empty barrier).
+//! (directly in region 1 of a `tile.warp_specialize` directly in the kernel body, or in the
+//! body of a persistent tile loop `tile.for {tile_loop = true}` there; the producer in
+//! region 0 fills each ring by TMA after waiting on the ring's empty barrier).
 //! The *deferred* ops `L` of the body are its last `tile.mma` `D`, whose result the body
 //! yields and nothing else reads, with the `tile.mbarrier_wait` on the full barrier of each
 //! ring `D` reads, the releases of those rings (`tile.mbarrier_arrive` on their empty
@@ -97,34 +98,59 @@ impl Pass for DeferMma {
                     continue;
                 }
                 let rings = producer_rings(&ws.regions[0]);
-                let consumers = &mut ws.regions[1].ops;
-                let mut at = 0;
-                while at < consumers.len() {
-                    let o = &consumers[at];
-                    let mut mma = false;
-                    o.walk(&mut |x| mma |= x.kind == OpKind::Mma);
-                    if o.kind == OpKind::For && mma {
-                        let loc = o.loc.clone();
-                        match defer(m, consumers, at, &rings) {
-                            Ok(n) => {
-                                done += 1;
-                                at += n;
-                                continue;
-                            }
-                            Err(why) => cx.diagnostics.push(Diagnostic::remark(
-                                loc,
-                                format!("tile-defer-mma: the loop's last wgmma stays: {why}"),
-                            )),
-                        }
-                    }
-                    at += 1;
-                }
+                done += defer_in(m, &mut ws.regions[1].ops, &rings, cx);
             }
         }
         m.ops = kernels;
         cx.stat("loops-deferred", done);
         Ok(())
     }
+}
+
+/// Defers the loops among `ops` (a consumer region's, or a persistent tile loop's body in
+/// it) whose bodies hold a wgmma directly; returns how many. A loop with wgmmas only deeper
+/// (the tile loop) is searched in turn; each refusal is a remark.
+fn defer_in(
+    m: &mut Module,
+    ops: &mut Vec<Operation>,
+    rings: &HashMap<Value, (Value, Option<Value>)>,
+    cx: &mut PassContext,
+) -> u64 {
+    let mut done = 0;
+    let mut at = 0;
+    while at < ops.len() {
+        let o = &ops[at];
+        let mut mma = false;
+        o.walk(&mut |x| mma |= x.kind == OpKind::Mma);
+        let direct = o
+            .regions
+            .first()
+            .is_some_and(|b| b.ops.iter().any(|x| x.kind == OpKind::Mma));
+        if o.kind == OpKind::For && mma && !direct {
+            let tile_loop = o.attr("tile_loop").and_then(Attribute::as_bool) == Some(true);
+            if tile_loop {
+                done += defer_in(m, &mut ops[at].regions[0].ops, rings, cx);
+                at += 1;
+                continue;
+            }
+        }
+        if o.kind == OpKind::For && mma {
+            let loc = o.loc.clone();
+            match defer(m, ops, at, rings) {
+                Ok(n) => {
+                    done += 1;
+                    at += n;
+                    continue;
+                }
+                Err(why) => cx.diagnostics.push(Diagnostic::remark(
+                    loc,
+                    format!("tile-defer-mma: the loop's last wgmma stays: {why}"),
+                )),
+            }
+        }
+        at += 1;
+    }
+    done
 }
 
 /// The producer's rings: ring buffer → (full barrier, empty barrier), from each

@@ -217,17 +217,25 @@ impl Pass for PipelineLoads {
                 continue;
             }
             n += cands.len() as u64;
-            let ws = self.warp_specialize
-                && match specializable(m, k, &cands) {
-                    Ok(()) => true,
-                    Err(why) => {
-                        cx.diagnostics.push(Diagnostic::remark(
-                            k.loc.clone(),
-                            format!("tile-pipeline-loads: not warp-specialized: {why}"),
-                        ));
-                        false
-                    }
-                };
+            let ws = match self.warp_specialize.then(|| specializable(m, k, &cands)) {
+                Some(Ok(persistent)) => Some(persistent),
+                Some(Err(why)) => {
+                    cx.diagnostics.push(Diagnostic::remark(
+                        k.loc.clone(),
+                        format!("tile-pipeline-loads: not warp-specialized: {why}"),
+                    ));
+                    None
+                }
+                None => None,
+            };
+            let ws = ws.map(|persistent| {
+                persistent.then(|| Tiles {
+                    consumer: m.new_value(Type::INDEX, None),
+                    producer: m.new_value(Type::INDEX, None),
+                    consumer_next: None,
+                    producer_next: None,
+                })
+            });
             let mut rw = Rewrite {
                 m,
                 stages: self.stages,
@@ -235,8 +243,9 @@ impl Pass for PipelineLoads {
                 issued_ahead: 0,
                 cands,
                 next_loop: 0,
-                ws: ws.then(|| Specialized {
+                ws: ws.map(|tiles| Specialized {
                     consumer_warps: k.int_attr("num_warps").unwrap_or(4) as u64,
+                    tiles,
                     ..Specialized::default()
                 }),
             };
@@ -557,6 +566,21 @@ struct Specialized {
     allocs: Vec<Operation>,
     /// The producer's loop.
     producer: Vec<Operation>,
+    /// In a persistent kernel, the ring iterations before the current tile's.
+    tiles: Option<Tiles>,
+}
+
+/// The ring iterations that a persistent kernel's earlier tiles used, carried by its tile
+/// loop in each role, so that the rings' stages and phases run on across tiles.
+struct Tiles {
+    /// The consumers' count at the top of the tile loop's body (its new block argument).
+    consumer: Value,
+    /// The producer's.
+    producer: Value,
+    /// The consumers' count for the next tile, computed after the pipelined loop.
+    consumer_next: Option<Value>,
+    /// The producer's.
+    producer_next: Option<Value>,
 }
 
 /// The ring of one pipelined load in its loop.
@@ -705,7 +729,7 @@ impl Rewrite<'_> {
             }
         }
         // Iteration 0's issue of each wgmma issued ahead.
-        let inits = issue_first(&mut e, &ahead, &rings, lb, ub);
+        let inits = issue_first(&mut e, &ahead, &rings, [lb, ub], None, s);
         // The body: at each load, the copy S-1 iterations ahead and the wait for this one;
         // at a wgmma issued ahead, the next iteration's issue, and after the first use of
         // this iteration's (carried) result, the copies into the stages it read.
@@ -1116,22 +1140,42 @@ fn lookahead_mmas(m: &Module, f: &Operation, rings: &[Ring]) -> Vec<Ahead> {
     out
 }
 
-/// Iteration 0's issue of each wgmma of `ahead` (before the loop `lb .. ub`): its barrier
-/// waits are skipped when the loop runs no iteration (no copy was issued); the wgmma then
-/// reads a stage no copy writes, and its result is not used. Returns the results, the
-/// loop's new inits.
-fn issue_first(e: &mut Emit, ahead: &[Ahead], rings: &[Ring], lb: Value, ub: Value) -> Vec<Value> {
+/// Iteration 0's issue of each wgmma of `ahead` (before the loop `lb .. ub`; at ring
+/// iteration `base`, where earlier tiles of a persistent kernel used the rings, else 0): its
+/// barrier waits are skipped when the loop runs no iteration (no copy was issued); the
+/// wgmma then reads a stage no copy writes, and its result is not used. Returns the
+/// results, the loop's new inits.
+fn issue_first(
+    e: &mut Emit,
+    ahead: &[Ahead],
+    rings: &[Ring],
+    [lb, ub]: [Value; 2],
+    base: Option<Value>,
+    stages: u64,
+) -> Vec<Value> {
     let mut inits = vec![];
     if ahead.is_empty() {
         return inits;
     }
-    let c0 = e.constant(0);
+    let (stage, phase) = match base {
+        Some(b) => {
+            let cs = e.constant(stages as i64);
+            let c2 = e.constant(2);
+            let stage = e.index(OpKind::RemI, b, cs);
+            let round = e.index(OpKind::DivI, b, cs);
+            (stage, e.index(OpKind::RemI, round, c2))
+        }
+        None => {
+            let c0 = e.constant(0);
+            (c0, c0)
+        }
+    };
     let go = e.less(lb, ub);
     for a in ahead {
         let waits: Vec<Operation> = a
             .rings
             .iter()
-            .map(|&ri| wait_op(&e.loc, rings[ri].full, c0, c0))
+            .map(|&ri| wait_op(&e.loc, rings[ri].full, stage, phase))
             .collect();
         guarded(e, go, waits);
         let p = tilec_dialect::ops::mma_operands(&a.op).expect("an mma");
@@ -1145,7 +1189,7 @@ fn issue_first(e: &mut Emit, ahead: &[Ahead], rings: &[Ring], lb: Value, ub: Val
             }
             None => p.acc,
         };
-        inits.push(issue(e, a, rings, c0, acc));
+        inits.push(issue(e, a, rings, stage, acc));
     }
     inits
 }
@@ -1292,11 +1336,12 @@ fn refill(
 }
 
 /// Why kernel `k`, whose loads `cands` are to be pipelined, cannot take `warp-specialize`;
-/// `Ok` where it can: the loads are in one `tile.for` directly in the kernel body, the
-/// kernel has whole warpgroups (1 to 3) and no cluster, role or flag op, and the loop's
-/// bounds and the copies' coordinates come from kernel arguments and scalar integer ops
-/// (which the producer computes again).
-fn specializable(m: &Module, k: &Operation, cands: &[Cand]) -> Result<(), String> {
+/// `Ok` where it can: the loads are in one `tile.for` directly in the kernel body or
+/// directly in the body of a static persistent tile loop there (`Ok(true)`), the kernel has
+/// whole warpgroups (1 to 3) and no cluster, role or flag op, and the loop's bounds and the
+/// copies' coordinates come from kernel arguments, the tile loop's induction variable and
+/// scalar integer ops (which the producer computes again).
+fn specializable(m: &Module, k: &Operation, cands: &[Cand]) -> Result<bool, String> {
     let lp = cands[0].lp;
     if cands.iter().any(|c| c.lp != lp) {
         return Err("loads are pipelined in more than one loop".into());
@@ -1329,14 +1374,33 @@ fn specializable(m: &Module, k: &Operation, cands: &[Cand]) -> Result<(), String
     });
     let f = fors[lp as usize];
     let top = &k.regions[0];
-    if !top.ops.iter().any(|o| std::ptr::eq(o, f)) {
-        return Err("the pipelined loop is not directly in the kernel body".into());
+    let tile_loop = top.ops.iter().find(|o| {
+        o.kind == OpKind::For
+            && o.attr("tile_loop").and_then(Attribute::as_bool) == Some(true)
+            && o.regions[0].ops.iter().any(|x| std::ptr::eq(x, f))
+    });
+    if tile_loop.is_none() && !top.ops.iter().any(|o| std::ptr::eq(o, f)) {
+        return Err(
+            "the pipelined loop is neither directly in the kernel body nor directly in a \
+             static persistent tile loop ('tile.for {tile_loop = true}') there"
+                .into(),
+        );
     }
     let ix = Index::build(k);
-    let args: HashSet<Value> = top.args.iter().copied().collect();
-    let top_ops: HashSet<*const Operation> = top.ops.iter().map(|o| o as *const _).collect();
-    let iv = f.regions[0].args[0];
+    let mut args: HashSet<Value> = top.args.iter().copied().collect();
+    let mut top_ops: HashSet<*const Operation> = top.ops.iter().map(|o| o as *const _).collect();
     let mut todo: Vec<Value> = f.operands[..3].to_vec();
+    if let Some(t) = tile_loop {
+        // The producer runs the same tile loop: its bounds, and the tile body's scalar ops
+        // that the copies use, are computed again there.
+        if t.regions[0].args.len() != 1 || !t.results.is_empty() {
+            return Err("the persistent tile loop carries values".into());
+        }
+        args.insert(t.regions[0].args[0]);
+        top_ops.extend(t.regions[0].ops.iter().map(|o| o as *const _));
+        todo.extend(&t.operands[..3]);
+    }
+    let iv = f.regions[0].args[0];
     todo.extend(cands.iter().flat_map(|c| c.coords.iter().copied()));
     let mut seen = HashSet::new();
     while let Some(v) = todo.pop() {
@@ -1360,16 +1424,16 @@ fn specializable(m: &Module, k: &Operation, cands: &[Cand]) -> Result<(), String
         }
         todo.extend(d.operands.iter().copied());
     }
-    Ok(())
+    Ok(tile_loop.is_some())
 }
 
 /// The per-iteration values of a pipelined loop with `warp-specialize`, computed at the top
 /// of its body (and of the producer's).
 #[derive(Clone, Copy)]
 struct Counter {
-    /// `i = (iv - lb) / step`, the iteration's number.
+    /// `i = base + (iv - lb) / step`, the iteration's number.
     i: Value,
-    /// `i mod stages`, `i = (iv - lb) / step` the iteration's number: the stage it uses.
+    /// `i mod stages`: the stage the iteration uses.
     stage: Value,
     /// `(i / stages) mod 2`: the parity of the phase of that stage's barriers.
     phase: Value,
@@ -1392,9 +1456,14 @@ impl Counter {
         (stage, e.index(OpKind::RemI, round, c2))
     }
 
-    fn emit(e: &mut Emit, [iv, lb, step]: [Value; 3], stages: u64) -> Self {
+    /// The values at `iv`; `base`, where given, counts the iterations of the loop's earlier
+    /// instances (a persistent kernel's earlier tiles).
+    fn emit(e: &mut Emit, [iv, lb, step]: [Value; 3], base: Option<Value>, stages: u64) -> Self {
         let d = e.index(OpKind::SubI, iv, lb);
-        let i = e.index(OpKind::DivI, d, step);
+        let mut i = e.index(OpKind::DivI, d, step);
+        if let Some(b) = base {
+            i = e.index(OpKind::AddI, b, i);
+        }
         let cs = e.constant(stages as i64);
         let c2 = e.constant(2);
         let stage = e.index(OpKind::RemI, i, cs);
@@ -1480,7 +1549,8 @@ fn insert_releases(
     rings: &[(Value, Value)],
     c: Counter,
     loc: &Location,
-) {
+) -> Vec<Value> {
+    let mut held = vec![];
     let mut at: Vec<(usize, Operation)> = vec![];
     let end = body.len().saturating_sub(1);
     for &(buf, empty) in rings {
@@ -1509,12 +1579,48 @@ fn insert_releases(
         } else {
             arrive.operands = vec![empty, c.prev];
             at.push((next, Operation::if_then(c.later, vec![arrive], loc.clone())));
+            held.push(empty);
         }
     }
     at.sort_by_key(|(i, _)| std::cmp::Reverse(*i));
     for (i, o) in at {
         body.insert(i, o);
     }
+    held
+}
+
+/// After a pipelined loop `lb .. ub` (step `step`) in a persistent kernel's tile body: the
+/// ring iterations of this and the earlier tiles, `base + ceildiv(max(ub - lb, 0), step)`.
+fn count_after(e: &mut Emit, base: Value, [lb, ub, step]: [Value; 3]) -> Value {
+    let d = e.index(OpKind::SubI, ub, lb);
+    let c0 = e.constant(0);
+    let d = e.index(OpKind::MaxI, d, c0);
+    let n = e.index(OpKind::CeilDiv, d, step);
+    e.index(OpKind::AddI, base, n)
+}
+
+/// The release, after a pipelined loop of a persistent kernel, of the stage that the loop's
+/// last iteration took from each ring of `held` (one whose release waits for the next
+/// iteration, [`insert_releases`]): `(next - 1) mod stages` where the loop ran (`base <
+/// next`), so that the producer may refill it for a later tile.
+fn release_last(e: &mut Emit, held: &[Value], [base, next]: [Value; 2], stages: u64) {
+    if held.is_empty() {
+        return;
+    }
+    let go = e.less(base, next);
+    let k = e.constant(stages as i64 - 1);
+    let x = e.index(OpKind::AddI, next, k);
+    let cs = e.constant(stages as i64);
+    let last = e.index(OpKind::RemI, x, cs);
+    let arrives = held
+        .iter()
+        .map(|&empty| {
+            let mut a = Operation::new(OpKind::MbarrierArrive, e.loc.clone());
+            a.operands = vec![empty, last];
+            a
+        })
+        .collect();
+    guarded(e, go, arrives);
 }
 
 /// Makes kernel `k` (its loop rewritten by [`Rewrite::pipeline_specialized`]) a
@@ -1542,6 +1648,9 @@ fn specialize(m: &mut Module, k: &mut Operation, sp: Specialized) {
         .flat_map(|o| o.results.first().map(|&r| (r, o.clone())))
         .collect();
     let mut producer = sp.producer;
+    if let Some(t) = sp.tiles {
+        producer = tile_loops(m, &mut consumer, t, producer, &loc);
+    }
     let mut used = vec![];
     for o in &producer {
         o.walk(&mut |x| used.extend(x.operands.iter().copied()));
@@ -1596,6 +1705,94 @@ fn specialize(m: &mut Module, k: &mut Operation, sp: Specialized) {
             Attribute::Int(1),
         ]),
     );
+}
+
+/// In a persistent kernel being split by [`specialize`]: makes the consumers' tile loop
+/// (among `consumer`, the kernel body's ops) carry the ring iteration count `t.consumer`
+/// (from 0), and returns the producer's tile loop: the same tiles, carrying `t.producer`,
+/// with the tile body's scalar ops that `producer` (its pipelined loop) uses computed again.
+fn tile_loops(
+    m: &mut Module,
+    consumer: &mut Vec<Operation>,
+    t: Tiles,
+    producer: Vec<Operation>,
+    loc: &Location,
+) -> Vec<Operation> {
+    let (Some(cnext), Some(pnext)) = (t.consumer_next, t.producer_next) else {
+        return producer;
+    };
+    let Some(ti) = consumer.iter().position(|o| {
+        o.kind == OpKind::For && o.attr("tile_loop").and_then(Attribute::as_bool) == Some(true)
+    }) else {
+        return producer;
+    };
+    let zero = |m: &mut Module| {
+        let v = m.new_value(Type::INDEX, None);
+        let mut o = Operation::new(OpKind::Constant, loc.clone());
+        o.attrs.insert("value".into(), Attribute::Int(0));
+        o.results.push(v);
+        (v, o)
+    };
+    let (c0, def) = zero(m);
+    consumer.insert(ti, def);
+    let tl = &mut consumer[ti + 1];
+    let tiv = tl.regions[0].args[0];
+    let bounds = tl.operands[..3].to_vec();
+    let attrs = tl.attrs.clone();
+    tl.operands.push(c0);
+    tl.regions[0].args.push(t.consumer);
+    tl.results.push(m.new_value(Type::INDEX, None));
+    let body = &mut tl.regions[0].ops;
+    if let Some(y) = body.last_mut().filter(|y| y.kind == OpKind::Yield) {
+        y.operands.push(cnext);
+    }
+    let tile_defs: HashMap<Value, Operation> = body
+        .iter()
+        .filter(|o| is_index_op(o.kind) && o.regions.is_empty())
+        .flat_map(|o| o.results.first().map(|&r| (r, o.clone())))
+        .collect();
+    let piv = m.new_value(Type::INDEX, None);
+    let mut pbody = vec![];
+    let mut memo = HashMap::from([(tiv, piv)]);
+    let mut used = vec![];
+    for o in &producer {
+        o.walk(&mut |x| used.extend(x.operands.iter().copied()));
+    }
+    {
+        let mut e = Emit {
+            m,
+            out: &mut pbody,
+            loc: loc.clone(),
+        };
+        for v in used {
+            recompute(&mut e, &tile_defs, &mut memo, v);
+        }
+    }
+    let mut producer = producer;
+    for o in &mut producer {
+        o.walk_mut(&mut |x| {
+            for v in &mut x.operands {
+                if let Some(&c) = memo.get(v) {
+                    *v = c;
+                }
+            }
+        });
+    }
+    pbody.extend(producer);
+    let mut y = Operation::new(OpKind::Yield, loc.clone());
+    y.operands = vec![pnext];
+    pbody.push(y);
+    let (p0, pdef) = zero(m);
+    let mut pl = Operation::new(OpKind::For, loc.clone());
+    pl.operands = bounds;
+    pl.operands.push(p0);
+    pl.attrs = attrs;
+    pl.results.push(m.new_value(Type::INDEX, None));
+    pl.regions = vec![Block {
+        args: vec![piv, t.producer],
+        ops: pbody,
+    }];
+    vec![pdef, pl]
 }
 
 impl Rewrite<'_> {
@@ -1659,7 +1856,8 @@ impl Rewrite<'_> {
                 out: &mut pbody,
                 loc: loc.clone(),
             };
-            let c = Counter::emit(&mut e, [j, lb, step], s);
+            let base = sp.tiles.as_ref().map(|t| t.producer);
+            let c = Counter::emit(&mut e, [j, lb, step], base, s);
             let c1 = e.constant(1);
             let released = e.index(OpKind::SubI, c1, c.phase);
             for (r, &empty) in rings.iter().zip(&empties) {
@@ -1689,6 +1887,15 @@ impl Rewrite<'_> {
             ops: pbody,
         }];
         sp.producer.push(pf);
+        let base = sp.tiles.as_ref().map(|t| t.consumer);
+        if let Some(t) = &mut sp.tiles {
+            let mut e = Emit {
+                m: self.m,
+                out: &mut sp.producer,
+                loc: loc.clone(),
+            };
+            t.producer_next = Some(count_after(&mut e, t.producer, [lb, ub, step]));
+        }
         // The wgmmas issued one iteration ahead (mma-lookahead), and iteration 0's issue of
         // each before the loop, after the wait for stage 0 when the loop runs at all.
         let ahead = if self.lookahead {
@@ -1705,8 +1912,9 @@ impl Rewrite<'_> {
             },
             &ahead,
             &rings,
-            lb,
-            ub,
+            [lb, ub],
+            base,
+            s,
         );
         let (carried, subst) = carry(self.m, &ahead);
         let mut next = vec![None; ahead.len()];
@@ -1722,6 +1930,7 @@ impl Rewrite<'_> {
                 loc: loc.clone(),
             },
             [iv, lb, step],
+            base,
             s,
         );
         let points = issue_points(&ops, &ahead);
@@ -1788,7 +1997,7 @@ impl Rewrite<'_> {
             .filter(|&(ri, _)| !ahead_ring(ri))
             .map(|(ri, r)| (r.cand.buf, empties[ri]))
             .collect();
-        insert_releases(&mut body, &f.regions[0].args, &pairs, c, &loc);
+        let held = insert_releases(&mut body, &f.regions[0].args, &pairs, c, &loc);
         // A ring read ahead: this iteration's stage was read by the wgmma issued in the
         // previous iteration (or before the loop), whose carried result must have retired
         // where it is first needed; release it there.
@@ -1818,6 +2027,16 @@ impl Rewrite<'_> {
             carry_fragments(self.m, &mut f, out, &loc);
         }
         out.push(f);
+        if let (Some(t), Some(base)) = (&mut sp.tiles, base) {
+            let mut e = Emit {
+                m: self.m,
+                out: &mut *out,
+                loc: loc.clone(),
+            };
+            let next = count_after(&mut e, base, [lb, ub, step]);
+            release_last(&mut e, &held, [base, next], s);
+            t.consumer_next = Some(next);
+        }
         self.ws = Some(sp);
     }
 }

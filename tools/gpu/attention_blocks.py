@@ -15,6 +15,16 @@ import re
 import sys
 
 
+def tile_type(dims, elem, kv, bq, bk, d):
+    """The example's tile type `DIMSxELEM` with BQ, BK and D substituted: Q-like tiles
+    ([1x]64x128) become [1x]BQxD, K and V tiles [1x]BKxD, Kᵀ DxBK, scores 64x64 BQxBK, and
+    the row statistics 64x1 BQx1."""
+    rows = bk if kv else bq
+    new = {"1x64x128": "1x%dx%d" % (rows, d), "64x128": "%dx%d" % (rows, d),
+           "128x64": "%dx%d" % (d, bk), "64x64": "%dx%d" % (bq, bk), "64x1": "%dx1" % bq}
+    return "%sx%s" % (new.get(dims, dims), elem)
+
+
 def rewrite(text, bq, bk, d):
     """The example's text with BQ, BK and D substituted (see the module docs)."""
     kv_names = ("%k3", "%v3", "%k ", "%v ")
@@ -31,14 +41,11 @@ def rewrite(text, bq, bk, d):
                             "  %%cbk = tile.constant {value = %d}" % (bq, bk))
         # The key loop's step; the causal loop's end stays the query block's.
         line = re.sub(r"(tile\.for %c0, %\w+), %c64", r"\1, %cbk", line)
-        line = line.replace("tile<1x64x128xbf16>",
-                            "tile<1x%dx%dxbf16>" % (bk if kv else bq, d))
-        line = line.replace("tile<64x128xbf16>", "tile<%dx%dxbf16>" % (bk if kv else bq, d))
-        line = line.replace("tile<128x64xbf16>", "tile<%dx%dxbf16>" % (d, bk))
-        line = re.sub(r"tile<64x64x(\w+)>", lambda m: "tile<%dx%dx%s>" % (bq, bk, m.group(1)),
+        # One substitution per type, so that a rewritten shape is not rewritten again
+        # (D = 64 gives the same texts as the example's block sizes).
+        line = re.sub(r"tile<([0-9x]+)x(\w+)>",
+                      lambda m: "tile<%s>" % tile_type(m.group(1), m.group(2), kv, bq, bk, d),
                       line)
-        line = line.replace("tile<64x1xf32>", "tile<%dx1xf32>" % bq)
-        line = line.replace("tile<64x128xf32>", "tile<%dx%dxf32>" % (bq, d))
         line = re.sub(r"tile\.kernel @(\w+)\(", r"tile.kernel @\1_q%d_k%d_d%d(" % (bq, bk, d), line)
         out.append(line)
     return "\n".join(out) + "\n"

@@ -8,7 +8,8 @@
 //!              [--specialize-masks BOOL]
 //!              [--epilogue-store direct|tma]
 //!              [--promote auto|on|off] [--invariant-a auto|smem|registers]
-//!              [--schedule static|clc|none|off] [--cluster C] [--group-m G] [--num-warps W]
+//!              [--schedule static|clc|none|off] [--persistent-kernels dots|all]
+//!              [--cluster C] [--group-m G] [--num-warps W]
 //!              [--kernel NAME] [-D NAME=VALUE]... [--no-simplify] [-O 0-3]
 //!              [--tile auto --problem M=..,N=..,K=..[,BATCH=..] [--sms N]]
 //!              [--ptxas] [--timing]
@@ -45,7 +46,7 @@ use tilec::dialect::Target;
 use tilec::gemm_heuristic::{GemmProblem, Machine};
 use tilec::{
     auto_tile, compile, ClusterShape, Emit, EpilogueStore, Error, Input, InvariantA, OptLevel,
-    Options, Promote, Schedule,
+    Options, PersistentKernels, Promote, Schedule,
 };
 
 /// A flag whose values are one of tilec's choice enums: clap lists `names` in `--help` and
@@ -149,6 +150,15 @@ struct Cli {
     /// default on sm_100/sm_100a), none (default on sm_90), off.
     #[arg(long, value_parser = choice::<Schedule>(Schedule::names()))]
     schedule: Option<Schedule>,
+    /// Which kernels --schedule makes persistent: dots (default: kernels whose main loop
+    /// tile-to-gpu pipelines, GEMMs) or all (attention, norms too; with --warp-specialize,
+    /// the producer then copies the next tile's first stages under this tile's epilogue).
+    #[arg(
+        long,
+        default_value = "dots",
+        value_parser = choice::<PersistentKernels>(PersistentKernels::names())
+    )]
+    persistent_kernels: PersistentKernels,
     /// CTAs per cluster along x with --schedule clc (1, 2 or 4; > 1 uses the multicast
     /// try_cancel, sm_100a only).
     #[arg(long, default_value = "1", value_parser = choice::<ClusterShape>(vec!["1", "2", "4"]))]
@@ -343,6 +353,7 @@ fn run() -> i32 {
         .with_invariant_a(cli.invariant_a)
         .with_epilogue(cli.epilogue_store)
         .with_group_m(cli.group_m)
+        .with_persistent_kernels(cli.persistent_kernels)
         .with_num_warps(cli.num_warps)
         .with_cluster(cli.cluster)
         .with_simplify(!cli.no_simplify)
