@@ -92,9 +92,18 @@
 //! `async-wait-placement` puts the waits before the releases. The scalar ops the producer
 //! needs (the bounds, the coordinates' values from outside the loop) are computed again in
 //! region 0. It applies to a kernel with 1 to 3 whole consumer warpgroups whose loads are
-//! pipelined in one loop directly in its body, with no cluster, role or flag op, and whose
-//! bounds and coordinates come from kernel arguments and scalar integer ops; otherwise the
-//! loop is pipelined as above and a remark says why. With `mma-lookahead`, a wgmma issued
+//! pipelined in one loop directly in its body, or directly in the body of a static
+//! persistent tile loop there (`tile.for {tile_loop = true}`), with no cluster, role or flag
+//! op, and whose bounds and coordinates come from kernel arguments, the tile loop's
+//! induction variable and scalar integer ops; otherwise the loop is pipelined as above and
+//! a remark says why. In the persistent form the producer runs the same tile loop (with the
+//! tile body's scalar ops it needs computed again), and both tile loops carry the ring
+//! iterations of the earlier tiles, `n`, from 0: each role's iteration number is `n + (iv -
+//! lb) / step`, so that the rings' stages and phases run on across tiles, and the tile adds
+//! `ceildiv(max(ub - lb, 0), step)`. The stage that the loop's last iteration holds (a ring
+//! whose release waits for the next iteration) is released after the loop where the loop
+//! ran: the producer may then fill the next tile's first stages while the consumers finish
+//! this tile's epilogue. With `mma-lookahead`, a wgmma issued
 //! ahead waits on the next stage's full barrier (stage and parity from `i + 1`) and its
 //! ring's stage is released where the carried result is first needed.
 //!
