@@ -647,6 +647,14 @@ fn front_end(
             }
         }
     }
+    if opts.ctas_per_sm != 1 {
+        for k in &mut module.ops {
+            k.attrs.insert(
+                "ctas_per_sm".into(),
+                tilec_dialect::Attribute::Int(i64::from(opts.ctas_per_sm)),
+            );
+        }
+    }
     timings.push(("parse+verify", t.elapsed()));
     let t = Instant::now();
     let pipeline = if defer_wait_check {

@@ -389,6 +389,14 @@ pub struct Options {
     pub schedule: Schedule,
     /// Which kernels `schedule` applies to (default [`PersistentKernels::Dots`]).
     pub persistent_kernels: PersistentKernels,
+    /// CTAs of a kernel with a plain launch to be resident on one SM at once, 1 to 32
+    /// (sets every kernel's `ctas_per_sm` attribute where not 1; CUDA's
+    /// `__launch_bounds__` minimum blocks per SM): its registers per thread are capped at
+    /// that share of the register file (`.maxnreg`; with a producer warpgroup,
+    /// `.minnctapersm` and the `setmaxnreg` split of `Target::setmaxnreg_split`), its shared
+    /// memory at that share of the SM's (a located error beyond), and a persistent launch
+    /// starts that many CTAs per SM. Default 1.
+    pub ctas_per_sm: u32,
     /// CTAs per cluster (default 1 × 1 × 1). More than one needs [`Schedule::Clc`] on
     /// sm_100a (the multicast try_cancel): 2 or 4 along x.
     pub cluster: ClusterShape,
@@ -447,6 +455,7 @@ impl Options {
             check_waits: true,
             schedule: Schedule::default_for(target),
             persistent_kernels: PersistentKernels::Dots,
+            ctas_per_sm: 1,
             cluster: ClusterShape::NONE,
             group_m: 8,
             simplify: true,
@@ -478,6 +487,7 @@ impl Options {
         with_check_waits: check_waits: bool,
         with_schedule: schedule: Schedule,
         with_persistent_kernels: persistent_kernels: PersistentKernels,
+        with_ctas_per_sm: ctas_per_sm: u32,
         with_cluster: cluster: ClusterShape,
         with_group_m: group_m: u32,
         with_simplify: simplify: bool,
@@ -530,6 +540,7 @@ impl Options {
         "check_waits",
         "schedule",
         "persistent_kernels",
+        "ctas_per_sm",
         "cluster",
         "group_m",
         "simplify",
@@ -591,6 +602,7 @@ impl Options {
             "check_waits" => self.check_waits = flag("check_waits", value)?,
             "schedule" => self.schedule = value.parse()?,
             "persistent_kernels" => self.persistent_kernels = value.parse()?,
+            "ctas_per_sm" => self.ctas_per_sm = num("ctas_per_sm", value)?,
             "cluster" => self.cluster = value.parse()?,
             "group_m" => self.group_m = num("group_m", value)?,
             "simplify" => self.simplify = flag("simplify", value)?,
@@ -640,6 +652,12 @@ impl Options {
             return err(
                 "stages",
                 format!("{} is out of range: 2 to 8 ring slots", self.stages),
+            );
+        }
+        if !(1..=32).contains(&self.ctas_per_sm) {
+            return err(
+                "ctas_per_sm",
+                format!("{} is out of range: 1 to 32 CTAs per SM", self.ctas_per_sm),
             );
         }
         if self.mma_lookahead && self.load_stages == 0 {
@@ -1019,6 +1037,7 @@ mod tests {
             ("check-waits", "false"),
             ("schedule", "clc"),
             ("persistent-kernels", "all"),
+            ("ctas-per-sm", "2"),
             ("cluster", "4"),
             ("group_m", "0"),
             ("simplify", "false"),
@@ -1043,6 +1062,7 @@ mod tests {
             .with_check_waits(false)
             .with_schedule(Schedule::Clc)
             .with_persistent_kernels(PersistentKernels::All)
+            .with_ctas_per_sm(2)
             .with_cluster(ClusterShape::x(4))
             .with_group_m(0)
             .with_simplify(false)
@@ -1058,7 +1078,7 @@ mod tests {
             .with_mma_lookahead(false)
             .with_invariant_a(InvariantA::Auto);
         assert_eq!(wgmma_free.validate(), Ok(()));
-        assert_eq!(Options::NAMES.len(), 26);
+        assert_eq!(Options::NAMES.len(), 27);
         let e = o.set("stage", "4").unwrap_err();
         assert!(
             e.reason
@@ -1077,6 +1097,9 @@ mod tests {
         assert_eq!(opt(base().with_stages(1)), Err("stages"));
         assert_eq!(opt(base().with_stages(9)), Err("stages"));
         assert_eq!(opt(base().with_stages(8)), Ok(()));
+        assert_eq!(opt(base().with_ctas_per_sm(0)), Err("ctas_per_sm"));
+        assert_eq!(opt(base().with_ctas_per_sm(33)), Err("ctas_per_sm"));
+        assert_eq!(opt(base().with_ctas_per_sm(2)), Ok(()));
         assert_eq!(opt(base().with_load_stages(1)), Err("load_stages"));
         assert_eq!(opt(base().with_load_stages(9)), Err("load_stages"));
         assert_eq!(opt(base().with_load_stages(0)), Ok(()));

@@ -97,7 +97,14 @@ impl Target {
     }
     /// The most dynamic shared memory one CTA may use, in bytes (227 KiB on both).
     pub fn max_smem_per_block(self) -> u64 {
-        232_448
+        self.max_smem_per_block_at(1)
+    }
+    /// The most dynamic shared memory each CTA may use so that `ctas` CTAs are resident on
+    /// one SM at once, in bytes: the SM's 228 KiB shared by the CTAs, less the 1 KiB the
+    /// hardware reserves per CTA (CUDA occupancy rules for compute capability 9.0 and 10.0).
+    /// `ctas` 0 counts as 1.
+    pub fn max_smem_per_block_at(self, ctas: u64) -> u64 {
+        (233_472 / ctas.max(1)).saturating_sub(1024)
     }
     /// The most registers per thread a CTA of `threads` threads can have resident with every
     /// thread at the same count: the 65,536-register file over the warps, which the
@@ -111,17 +118,19 @@ impl Target {
         (65_536 / (alloc * 32)).min(255) / 8 * 8
     }
     /// The `setmaxnreg` counts, per thread, of a warp-specialized CTA of one producer
-    /// warpgroup and `consumers` consumer warpgroups (PTX ISA §9.7.19.5, `setmaxnreg`):
-    /// the producer keeps 40; the consumers share what it frees, `R + (R − 40) / consumers`
-    /// rounded down to 8 and at most 256, `R` the whole CTA's [`Target::register_cap`] (the
-    /// count every thread starts with). `None` on a target without `setmaxnreg`, or with no
-    /// consumer.
-    pub fn setmaxnreg_split(self, consumers: u64) -> Option<(u64, u64)> {
+    /// warpgroup and `consumers` consumer warpgroups, `ctas` of which are to be resident on
+    /// one SM (PTX ISA §9.7.19.5, `setmaxnreg`): the producer keeps 40; the consumers share
+    /// what it frees, `R + (R − 40) / consumers` rounded down to 8 and at most 256, `R` the
+    /// count every thread starts with, [`Target::register_cap`] of the `ctas` CTAs'
+    /// threads (one CTA of two consumer warpgroups: 40 and 232; two CTAs of one: 40 and
+    /// 216). `None` on a target without `setmaxnreg`, with no consumer or no CTA, or where
+    /// `R` is not above 40.
+    pub fn setmaxnreg_split(self, consumers: u64, ctas: u64) -> Option<(u64, u64)> {
         const PRODUCER: u64 = 40;
-        if !self.has_setmaxnreg() || consumers == 0 {
+        if !self.has_setmaxnreg() || consumers == 0 || ctas == 0 {
             return None;
         }
-        let r = self.register_cap(128 * (consumers + 1));
+        let r = self.register_cap(128 * (consumers + 1) * ctas);
         (r > PRODUCER).then(|| {
             let c = (r + (r - PRODUCER) / consumers) / 8 * 8;
             (PRODUCER, c.min(256))
@@ -403,6 +412,25 @@ mod tests {
             a_k_major: a_k,
             ..tile(128, 256, bk, b_k)
         }
+    }
+
+    #[test]
+    fn register_splits_and_shared_memory_per_occupancy() {
+        let t = Target::Sm90a;
+        // One CTA: two consumer warpgroups get 232 (the 384 threads start at 168); one gets
+        // 256, the most setmaxnreg takes.
+        assert_eq!(t.setmaxnreg_split(2, 1), Some((40, 232)));
+        assert_eq!(t.setmaxnreg_split(1, 1), Some((40, 256)));
+        // Two CTAs of one consumer warpgroup fill the register file exactly.
+        assert_eq!(t.setmaxnreg_split(1, 2), Some((40, 216)));
+        assert_eq!((40 + 216) * 128 * 2, 65_536);
+        assert_eq!(t.setmaxnreg_split(1, 3), Some((40, 120)));
+        assert_eq!(t.setmaxnreg_split(2, 4), None);
+        assert_eq!(t.setmaxnreg_split(1, 0), None);
+        assert_eq!(Target::Sm90.setmaxnreg_split(1, 1), None);
+        assert_eq!(t.max_smem_per_block_at(1), t.max_smem_per_block());
+        assert_eq!(t.max_smem_per_block_at(2), 115_712);
+        assert_eq!(t.max_smem_per_block_at(0), 232_448);
     }
 
     #[test]

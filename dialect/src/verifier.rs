@@ -1383,6 +1383,14 @@ impl Verifier<'_> {
                 self.error(op, format!("'{flag}' must be true or false, found {f}"));
             }
         }
+        if let Some(c) = op.attr("ctas_per_sm") {
+            if !c.as_int().is_some_and(|n| (1..=32).contains(&n)) {
+                self.error(
+                    op,
+                    format!("'ctas_per_sm' must be an integer from 1 to 32, found {c}"),
+                );
+            }
+        }
         if let Some(s) = op
             .symbol
             .as_deref()

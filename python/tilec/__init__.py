@@ -133,7 +133,9 @@ def compile(
     ``options`` are ``tilec::Options``' fields by name: ``kernel`` (which kernel of a
     module), ``stages``, ``epilogue`` (``direct`` or ``tma``), ``promote``, ``invariant_a``
     (``auto``, ``smem`` or ``registers``), ``ftz``, ``fp_fusion``, ``schedule``,
-    ``cluster``, ``group_m``, ``num_warps``, ``opt_level``, ``simplify``, and
+    ``persistent_kernels`` (``dots`` or ``all``), ``ctas_per_sm``, ``warp_specialize``,
+    ``defer_mma``, ``cluster``, ``group_m``, ``num_warps``, ``opt_level``, ``simplify``
+    (every name of ``tilec::Options::NAMES``), and
     ``constants`` (a dict binding kernel constants, ``{"BM": 64}``, as ``tile-compile -D``
     does; the manifest's ``constants`` records them). ``cubin=True``
     assembles the PTX with ptxas (the ``nvidia-cuda-nvcc`` wheel, or ``$PTXAS``) so that

@@ -170,6 +170,12 @@ pub enum BuildError {
     Mlir(#[from] MlirError),
 }
 
+/// The CTAs per SM kernel `k` is built for: its `ctas_per_sm` attribute (the verifier
+/// keeps it in 1 to 32), else 1.
+pub(crate) fn ctas_per_sm(k: &Operation) -> u64 {
+    k.int_attr("ctas_per_sm").unwrap_or(1).clamp(1, 32) as u64
+}
+
 /// The launch schedule the `persistent` pass gave kernel `k` (its `schedule` and
 /// `group_m` attributes), for the manifest; `None` for one program per CTA.
 pub(crate) fn persistent_of(k: &Operation) -> Option<crate::manifest::Persistent> {
@@ -177,7 +183,7 @@ pub(crate) fn persistent_of(k: &Operation) -> Option<crate::manifest::Persistent
     let group_m = k.int_attr("group_m").unwrap_or(0).clamp(0, u32::MAX as i64) as u32;
     match k.str_attr("schedule") {
         Some("static") => Some(Persistent::Static {
-            ctas_per_sm: 1,
+            ctas_per_sm: ctas_per_sm(k) as u32,
             group_m,
         }),
         Some("clc") => Some(Persistent::Clc { group_m }),
@@ -221,6 +227,16 @@ fn lower_kernels(vm: &VerifiedModule, trial: bool) -> Result<Vec<LoweredKernel>,
             refuse_fp8(m, k)?;
             let (mut manifest, ptx_version) = if k.attr("num_warps").is_some() {
                 plain::lower_kernel(m, k, trial)?
+            } else if ctas_per_sm(k) != 1 {
+                return Err(Diagnostic::error(
+                    k.loc.clone(),
+                    format!(
+                        "'ctas_per_sm' = {} applies to kernels with a plain launch; the GEMM \
+                         pipeline (tile-to-gpu) sets its own register and shared-memory \
+                         budget",
+                        ctas_per_sm(k)
+                    ),
+                ));
             } else {
                 gemm::lower_kernel(m, k, trial)?
             };

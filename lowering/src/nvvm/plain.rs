@@ -99,6 +99,9 @@ pub(crate) struct Lowerer<'c, 'm, 'k> {
     pub loop_depth: u32,
     /// Warps per CTA.
     pub num_warps: u64,
+    /// CTAs to be resident per SM (the kernel's `ctas_per_sm`, default 1): the registers and
+    /// shared memory each may use.
+    pub ctas_per_sm: u64,
     /// In a cluster launch, the mbarrier arrays a cluster barrier follows
     /// ([`super::clc::cluster_barriers`]).
     pub cluster_visible: std::collections::HashSet<TileValue>,
@@ -248,13 +251,21 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
 
     /// Checks that `bytes` from byte `at` fit a CTA's shared memory.
     fn fits(&self, at: u64, bytes: u64, loc: &TileLoc) -> R<()> {
-        let max = self.target.max_smem_per_block();
+        let max = self.target.max_smem_per_block_at(self.ctas_per_sm);
         if at + bytes > max {
             let needed = at + bytes;
-            let msg = format!(
-                "the kernel's shared-memory round trips need {needed} bytes; a CTA has at most \
-                 {max}"
-            );
+            let msg = if self.ctas_per_sm > 1 {
+                format!(
+                    "the kernel's shared-memory round trips need {needed} bytes; with {} CTAs \
+                     per SM ('ctas_per_sm') a CTA has at most {max}",
+                    self.ctas_per_sm
+                )
+            } else {
+                format!(
+                    "the kernel's shared-memory round trips need {needed} bytes; a CTA has at \
+                     most {max}"
+                )
+            };
             return Err(smem_limit(loc, msg, needed, max));
         }
         Ok(())
@@ -835,20 +846,22 @@ fn build_module<'c>(
     let cluster_size: i64 = cluster.iter().product();
     let producer = super::specialize::producer_warps(k, num_warps, cluster_size)?;
     let threads = 32 * (num_warps + producer) as i32;
-    // Register budget: `.maxnreg` at the CTA's even share, so ptxas spends what the code
-    // needs; with a producer warpgroup that moves registers (`setmaxnreg`), `.minnctapersm
-    // 1` instead, which starts every thread at that share and lets the code after
-    // `setmaxnreg.inc` use the consumers' count (ptxas caps the whole kernel at `.maxnreg`).
+    // Register budget: `.maxnreg` at the even share of `ctas_per_sm` CTAs, so ptxas spends
+    // what the code needs; with a producer warpgroup that moves registers (`setmaxnreg`),
+    // `.minnctapersm ctas_per_sm` instead, which starts every thread at that share and lets
+    // the code after `setmaxnreg.inc` use the consumers' count (ptxas caps the whole kernel
+    // at `.maxnreg`).
+    let ctas = super::ctas_per_sm(k);
     let i32t: Type = melior::ir::r#type::IntegerType::new(ctx, 32).into();
-    let budget = if producer > 0 && target.setmaxnreg_split(num_warps / 4).is_some() {
+    let budget = if producer > 0 && target.setmaxnreg_split(num_warps / 4, ctas).is_some() {
         (
             ident("nvvm.minctasm"),
-            IntegerAttribute::new(i32t, 1).into(),
+            IntegerAttribute::new(i32t, ctas as i64).into(),
         )
     } else {
         (
             ident("nvvm.maxnreg"),
-            IntegerAttribute::new(i32t, target.register_cap(threads as u64) as i64).into(),
+            IntegerAttribute::new(i32t, target.register_cap(threads as u64 * ctas) as i64).into(),
         )
     };
     let cluster_dim = (cluster_size > 1).then(|| {
@@ -955,6 +968,7 @@ fn build_module<'c>(
         smem_bytes: 0,
         loop_depth: 0,
         num_warps,
+        ctas_per_sm: super::ctas_per_sm(k),
         cluster_visible: super::clc::cluster_barriers(k, cluster_size)?,
         scheduler: false,
         flag_slot: None,

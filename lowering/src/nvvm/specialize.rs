@@ -128,7 +128,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
     /// `tile.warp_specialize` (module docs).
     pub(super) fn lower_warp_specialize(&mut self, op: &Operation) -> R<()> {
         let consumers = self.num_warps / 4;
-        let split = self.target.setmaxnreg_split(consumers);
+        let split = self.target.setmaxnreg_split(consumers, self.ctas_per_sm);
         let nw = self.w.i32(self.num_warps as i64);
         let is_p = self.w.icmp(ICmp::Uge, self.warp, nw);
         let producer = self.w.block(&[]);

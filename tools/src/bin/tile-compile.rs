@@ -8,7 +8,7 @@
 //!              [--specialize-masks BOOL]
 //!              [--epilogue-store direct|tma]
 //!              [--promote auto|on|off] [--invariant-a auto|smem|registers]
-//!              [--schedule static|clc|none|off] [--persistent-kernels dots|all]
+//!              [--schedule static|clc|none|off] [--persistent-kernels dots|all] [--ctas-per-sm N]
 //!              [--cluster C] [--group-m G] [--num-warps W]
 //!              [--kernel NAME] [-D NAME=VALUE]... [--no-simplify] [-O 0-3]
 //!              [--tile auto --problem M=..,N=..,K=..[,BATCH=..] [--sms N]]
@@ -159,6 +159,12 @@ struct Cli {
         value_parser = choice::<PersistentKernels>(PersistentKernels::names())
     )]
     persistent_kernels: PersistentKernels,
+    /// CTAs per SM that a kernel with a plain launch is built for (1 to 32; CUDA's
+    /// __launch_bounds__ minimum): registers per thread capped at that share (with
+    /// --warp-specialize, the setmaxnreg split for it), shared memory too, and a persistent
+    /// launch starts that many per SM.
+    #[arg(long, default_value_t = 1)]
+    ctas_per_sm: u32,
     /// CTAs per cluster along x with --schedule clc (1, 2 or 4; > 1 uses the multicast
     /// try_cancel, sm_100a only).
     #[arg(long, default_value = "1", value_parser = choice::<ClusterShape>(vec!["1", "2", "4"]))]
@@ -354,6 +360,7 @@ fn run() -> i32 {
         .with_epilogue(cli.epilogue_store)
         .with_group_m(cli.group_m)
         .with_persistent_kernels(cli.persistent_kernels)
+        .with_ctas_per_sm(cli.ctas_per_sm)
         .with_num_warps(cli.num_warps)
         .with_cluster(cli.cluster)
         .with_simplify(!cli.no_simplify)
