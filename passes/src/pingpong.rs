@@ -4,7 +4,8 @@
 //!
 //! It takes a plain launch with a producer warpgroup (`tile.warp_specialize` directly in the
 //! kernel body, as `tile-pipeline-loads warp-specialize=true` writes it) and `W` ≥ 2
-//! consumer warpgroups. In the consumer region, around each loop whose body issues wgmmas,
+//! consumer warpgroups. In the consumer region (and in the body of a persistent tile loop
+//! `tile.for {tile_loop = true}` there), around each loop whose body issues wgmmas,
 //! warpgroup `w` waits for its turn on named barrier `B + w` before each run of adjacent
 //! wgmmas and hands the turn on to warpgroup `w + 1 mod W` after it; warpgroup `W − 1`
 //! gives warpgroup 0 the first turn before the loop, and warpgroup 0 takes the last hand-on
@@ -123,15 +124,20 @@ impl Pass for PingPong {
             if !wgmma || k.int_attr("num_warps").is_none() {
                 continue;
             }
+            // A refusal found after some loops got their turns leaves the kernel as it was.
+            let before = k.clone();
             match self.apply(m, k) {
                 Ok(n) => {
                     done += 1;
                     turns += n;
                 }
-                Err(why) => cx.diagnostics.push(Diagnostic::remark(
-                    k.loc.clone(),
-                    format!("tile-pingpong: warpgroups do not take turns: {why}"),
-                )),
+                Err(why) => {
+                    *k = before;
+                    cx.diagnostics.push(Diagnostic::remark(
+                        k.loc.clone(),
+                        format!("tile-pingpong: warpgroups do not take turns: {why}"),
+                    ))
+                }
             }
         }
         m.ops = kernels;
@@ -188,6 +194,82 @@ fn barrier(
 }
 
 impl PingPong {
+    /// Adds the turns around each loop among `ops` (the consumer region's, or a persistent
+    /// tile loop's body there) whose body issues wgmmas; returns how many loops and turns.
+    /// `Err` where such a loop holds a CTA barrier.
+    fn turns_in(
+        &self,
+        m: &Module,
+        ops: &mut Vec<Operation>,
+        wgs: i64,
+    ) -> Result<(u64, u64), String> {
+        let b = self.first_id;
+        let (mut found, mut turns) = (0, 0);
+        let mut loops = vec![];
+        for (i, o) in ops.iter_mut().enumerate() {
+            if o.kind == OpKind::For
+                && o.attr("tile_loop").and_then(Attribute::as_bool) == Some(true)
+            {
+                let (f, t) = self.turns_in(m, &mut o.regions[0].ops, wgs)?;
+                found += f;
+                turns += t;
+                continue;
+            }
+            if o.kind != OpKind::For || !o.regions[0].ops.iter().any(is_wgmma) {
+                continue;
+            }
+            let mut cta = None;
+            o.walk(&mut |x| {
+                if cta.is_none() && (x.kind == OpKind::Barrier || implicit_cta_barrier(m, x)) {
+                    cta = Some((x.kind.name(), x.loc.clone()));
+                }
+            });
+            if let Some((name, loc)) = cta {
+                return Err(format!(
+                    "the loop at {}:{}:{} holds '{name}' at {}:{}:{}, a CTA barrier, which a \
+                     warpgroup holding the turn would wait at for the others forever",
+                    o.loc.file, o.loc.line, o.loc.col, loc.file, loc.line, loc.col
+                ));
+            }
+            loops.push(i);
+        }
+        found += loops.len() as u64;
+        for &i in loops.iter().rev() {
+            let loc = ops[i].loc.clone();
+            let body = std::mem::take(&mut ops[i].regions[0].ops);
+            let mut out = Vec::with_capacity(body.len() + 4);
+            // The ops of one turn: from the first wgmma of the body to its last, when
+            // nothing between them blocks; else each run of adjacent wgmmas.
+            let first = body.iter().position(is_wgmma);
+            let last = body.iter().rposition(is_wgmma);
+            let span = match (first, last) {
+                (Some(f), Some(l)) if self.whole_body && !body[f..=l].iter().any(blocks) => {
+                    Some((f, l))
+                }
+                _ => None,
+            };
+            let mut in_turn = false;
+            for (j, o) in body.into_iter().enumerate() {
+                let inside = match span {
+                    Some((f, l)) => (f..=l).contains(&j),
+                    None => is_wgmma(&o),
+                };
+                if inside && !in_turn {
+                    out.push(barrier(&o.loc, b, false, Some(0), None));
+                    turns += 1;
+                } else if !inside && in_turn {
+                    out.push(barrier(&o.loc, b, true, Some(1), None));
+                }
+                in_turn = inside;
+                out.push(o);
+            }
+            ops[i].regions[0].ops = out;
+            ops.insert(i + 1, barrier(&loc, b, false, None, Some(0)));
+            ops.insert(i, barrier(&loc, b, true, None, Some(wgs - 1)));
+        }
+        Ok((found, turns))
+    }
+
     /// Adds the turns to kernel `k`; returns how many; `Err` says why it does not apply.
     fn apply(&self, m: &Module, k: &mut Operation) -> Result<u64, String> {
         let warps = k.int_attr("num_warps").unwrap_or(0);
@@ -218,68 +300,9 @@ impl PingPong {
                 self.first_id
             ));
         }
-        let b = self.first_id;
-        let region = &mut ws.regions[1];
-        let mut loops = vec![];
-        for (i, o) in region.ops.iter().enumerate() {
-            if o.kind != OpKind::For || !o.regions[0].ops.iter().any(is_wgmma) {
-                continue;
-            }
-            let mut cta = None;
-            o.walk(&mut |x| {
-                if cta.is_none() && (x.kind == OpKind::Barrier || implicit_cta_barrier(m, x)) {
-                    cta = Some((x.kind.name(), x.loc.clone()));
-                }
-            });
-            if let Some((name, loc)) = cta {
-                return Err(format!(
-                    "the loop at {}:{}:{} holds '{name}' at {}:{}:{}, a CTA barrier, which a \
-                     warpgroup holding the turn would wait at for the others forever",
-                    o.loc.file, o.loc.line, o.loc.col, loc.file, loc.line, loc.col
-                ));
-            }
-            loops.push(i);
-        }
-        if loops.is_empty() {
+        let (found, turns) = self.turns_in(m, &mut ws.regions[1].ops, wgs)?;
+        if found == 0 {
             return Err("no loop of the consumer region issues wgmmas".into());
-        }
-        let mut turns = 0;
-        for &i in loops.iter().rev() {
-            let loc = region.ops[i].loc.clone();
-            let body = std::mem::take(&mut region.ops[i].regions[0].ops);
-            let mut out = Vec::with_capacity(body.len() + 4);
-            // The ops of one turn: from the first wgmma of the body to its last, when
-            // nothing between them blocks; else each run of adjacent wgmmas.
-            let first = body.iter().position(is_wgmma);
-            let last = body.iter().rposition(is_wgmma);
-            let span = match (first, last) {
-                (Some(f), Some(l)) if self.whole_body && !body[f..=l].iter().any(blocks) => {
-                    Some((f, l))
-                }
-                _ => None,
-            };
-            let mut in_turn = false;
-            for (j, o) in body.into_iter().enumerate() {
-                let inside = match span {
-                    Some((f, l)) => (f..=l).contains(&j),
-                    None => is_wgmma(&o),
-                };
-                if inside && !in_turn {
-                    out.push(barrier(&o.loc, b, false, Some(0), None));
-                    turns += 1;
-                } else if !inside && in_turn {
-                    out.push(barrier(&o.loc, b, true, Some(1), None));
-                }
-                in_turn = inside;
-                out.push(o);
-            }
-            region.ops[i].regions[0].ops = out;
-            region
-                .ops
-                .insert(i + 1, barrier(&loc, b, false, None, Some(0)));
-            region
-                .ops
-                .insert(i, barrier(&loc, b, true, None, Some(wgs - 1)));
         }
         Ok(turns)
     }
