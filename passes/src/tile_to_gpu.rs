@@ -632,6 +632,7 @@ fn find_matmul<'a>(
     m: &Module,
     outer: &'a [Operation],
     body: &'a Block,
+    kernel_loc: &Location,
 ) -> Result<Matmul, Diagnostic> {
     let mut defs: HashMap<Value, &Operation> = HashMap::new();
     for op in outer.iter().chain(&body.ops) {
@@ -648,17 +649,17 @@ fn find_matmul<'a>(
         })
         .map(|(i, _)| i)
         .collect();
-    let kernel_loc = body
-        .ops
-        .first()
-        .map(|o| o.loc.clone())
-        .unwrap_or_else(Location::unknown);
     let &[li] = loops.as_slice() else {
+        let place = if outer.is_empty() {
+            "the kernel body"
+        } else {
+            "the body of the persistent tile loop"
+        };
         return Err(Diagnostic::error(
-            kernel_loc,
+            kernel_loc.clone(),
             format!(
-                "tile-to-gpu expects exactly one \
-                    'tile.for' loop containing a 'tile.dot' in the kernel body, found {}",
+                "tile-to-gpu expects exactly one 'tile.for' loop containing a 'tile.dot' \
+                 directly in {place}, found {}",
                 loops.len()
             ),
         ));
@@ -1009,7 +1010,7 @@ fn lower_kernel(
         Some(i) => (&kbody.ops[..i], &kbody.ops[i].regions[0]),
         None => (&[], kbody),
     };
-    let mm = find_matmul(m, outer_ops, scope)?;
+    let mm = find_matmul(m, outer_ops, scope, &k.loc)?;
     let lp_loc = scope.ops[mm.loop_idx].loc.clone();
     // K bounds computed per tile (inside a persistent tile loop, e.g. from the split-K
     // program id): the k-tile count is then computed per tile in both regions.
