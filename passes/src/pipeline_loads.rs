@@ -227,7 +227,7 @@ impl Pass for PipelineLoads {
             }
             n += cands.len() as u64;
             let ws = match self.warp_specialize.then(|| specializable(m, k, &cands)) {
-                Some(Ok(persistent)) => Some(persistent),
+                Some(Ok(persistent)) => Some(persistent.then(|| Tiles::new(m))),
                 Some(Err(why)) => {
                     cx.diagnostics.push(Diagnostic::remark(
                         k.loc.clone(),
@@ -237,14 +237,6 @@ impl Pass for PipelineLoads {
                 }
                 None => None,
             };
-            let ws = ws.map(|persistent| {
-                persistent.then(|| Tiles {
-                    consumer: m.new_value(Type::INDEX, None),
-                    producer: m.new_value(Type::INDEX, None),
-                    consumer_next: None,
-                    producer_next: None,
-                })
-            });
             let mut rw = Rewrite {
                 m,
                 stages: self.stages,
@@ -590,6 +582,18 @@ struct Tiles {
     consumer_next: Option<Value>,
     /// The producer's.
     producer_next: Option<Value>,
+}
+
+impl Tiles {
+    /// Fresh counts (the tile loops' new block arguments), no next counts yet.
+    fn new(m: &mut Module) -> Self {
+        Tiles {
+            consumer: m.new_value(Type::INDEX, None),
+            producer: m.new_value(Type::INDEX, None),
+            consumer_next: None,
+            producer_next: None,
+        }
+    }
 }
 
 /// The ring of one pipelined load in its loop.
