@@ -192,8 +192,9 @@ impl OptLevel {
 
 /// CTAs per thread-block cluster, x × y × z (PTX ISA `.reqnctapercluster`).
 ///
-/// Spelled `X` (y = z = 1) or `XxYxZ`. Today only clusters along x, of 1, 2 or 4 CTAs, with
-/// the `clc` schedule on sm_100a are compiled ([`Options::validate`]).
+/// Spelled `X` (y = z = 1), `XxY` (z = 1) or `XxYxZ`. Compiled: clusters of 1, 2 or 4 CTAs along x with the
+/// `clc` schedule on sm_100a, and of up to 4 CTAs along x and y with the `static` schedule on
+/// sm_90a ([`Options::validate`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ClusterShape {
     /// CTAs along x.
@@ -236,7 +237,10 @@ impl FromStr for ClusterShape {
         let bad = || {
             OptionsError::new(
                 "cluster",
-                format!("'{s}' is not a cluster shape: X or XxYxZ, positive integers (e.g. 2)"),
+                format!(
+                    "'{s}' is not a cluster shape: X, XxY or XxYxZ, positive integers (e.g. 2 \
+                     or 2x1)"
+                ),
             )
         };
         let dims: Vec<u32> = s
@@ -245,6 +249,7 @@ impl FromStr for ClusterShape {
             .collect::<Result<_, _>>()?;
         match dims[..] {
             [x] => Ok(ClusterShape::x(x)),
+            [x, y] => Ok(ClusterShape { x, y, z: 1 }),
             [x, y, z] => Ok(ClusterShape { x, y, z }),
             _ => Err(bad()),
         }
@@ -398,7 +403,11 @@ pub struct Options {
     /// starts that many CTAs per SM. Default 1.
     pub ctas_per_sm: u32,
     /// CTAs per cluster (default 1 × 1 × 1). More than one needs [`Schedule::Clc`] on
-    /// sm_100a (the multicast try_cancel): 2 or 4 along x.
+    /// sm_100a (the multicast try_cancel): 2 or 4 along x; or [`Schedule::Static`] on sm_90a:
+    /// 1, 2 or 4 along x and y, at most 4 in all. A static cluster takes adjacent tiles (x
+    /// along the grid's dimension 0, y along dimension 1), and `tile-to-gpu` multicasts each
+    /// operand copy that is the same in all of a line of them (a GEMM's A tile along x, its
+    /// B tile along y).
     pub cluster: ClusterShape,
     /// Tiles of M swept per group for L2 reuse (`persistent` `group_m`; 0 = row-major;
     /// default 8).
@@ -636,8 +645,10 @@ impl Options {
     ///   `load_stages` 0;
     /// - `schedule` `clc` on a target without `clusterlaunchcontrol.try_cancel` (sm_90,
     ///   sm_90a);
-    /// - `cluster` other than 1, 2 or 4 along x; more than 1 without the `clc` schedule, or
-    ///   on a target without the multicast try_cancel (sm_100a only);
+    /// - `cluster`: with `clc`, other than 1, 2 or 4 along x, or more than 1 on a target
+    ///   without the multicast try_cancel (sm_100a only); with `static`, other than 1, 2 or 4
+    ///   along x and y (at most 4 in all, 1 along z), or more than 1 on a target without TMA
+    ///   multicast (sm_90a); more than 1 with any other schedule;
     /// - `epilogue` `tma`, `mma_lookahead` true, or `invariant_a` other than `auto`
     ///   without wgmma (sm_90a only);
     /// - `num_warps` not in [`NUM_WARPS`];
@@ -718,23 +729,46 @@ impl Options {
             );
         }
         let c = self.cluster;
-        if c.y != 1 || c.z != 1 || ![1, 2, 4].contains(&c.x) {
-            return err(
-                "cluster",
-                format!("{c}: clusters of 1, 2 or 4 CTAs along x are supported"),
-            );
-        }
-        if c.x > 1 && self.schedule != Schedule::Clc {
+        if self.schedule == Schedule::Static && c.size() > 1 {
+            if c.z != 1 || ![1, 2, 4].contains(&c.x) || ![1, 2, 4].contains(&c.y) || c.size() > 4 {
+                return err(
+                    "cluster",
+                    format!(
+                        "{c}: the static schedule takes clusters of 1, 2 or 4 CTAs along x and \
+                         y, at most 4 in all, and 1 along z"
+                    ),
+                );
+            }
+            if !t.has_tma_multicast() || !t.has_wgmma() {
+                return err(
+                    "cluster",
+                    format!(
+                        "{c}: a static cluster multicasts the wgmma GEMM's TMA copies \
+                         (cp.async.bulk.tensor .multicast::cluster), which needs sm_90a; the \
+                         target is {t}"
+                    ),
+                );
+            }
+        } else if c.y != 1 || c.z != 1 || ![1, 2, 4].contains(&c.x) {
             return err(
                 "cluster",
                 format!(
-                    "{c} needs the clc schedule (the default on sm_100 and sm_100a), but the \
+                    "{c}: clusters of 1, 2 or 4 CTAs along x are supported (and with the static \
+                     schedule on sm_90a, along x and y)"
+                ),
+            );
+        }
+        if c.size() > 1 && !matches!(self.schedule, Schedule::Clc | Schedule::Static) {
+            return err(
+                "cluster",
+                format!(
+                    "{c} needs the clc schedule (sm_100a) or the static one (sm_90a), but the \
                      schedule is {}",
                     self.schedule
                 ),
             );
         }
-        if c.x > 1 && !t.has_try_cancel_multicast() {
+        if c.x > 1 && self.schedule == Schedule::Clc && !t.has_try_cancel_multicast() {
             return err(
                 "cluster",
                 format!(
@@ -853,6 +887,11 @@ impl Options {
             Schedule::Clc => p.push_str(&format!(
                 "persistent{{schedule=clc group_m={} cluster={} dot-kernels-only={dots}}},",
                 self.group_m, self.cluster.x
+            )),
+            Schedule::Static if self.cluster.size() > 1 => p.push_str(&format!(
+                "persistent{{schedule=static group_m={} cluster={} cluster-y={} \
+                 dot-kernels-only={dots}}},",
+                self.group_m, self.cluster.x, self.cluster.y
             )),
             s => p.push_str(&format!(
                 "persistent{{schedule={s} group_m={} dot-kernels-only={dots}}},",
@@ -987,7 +1026,11 @@ mod tests {
             (c.dims(), c.size(), c.to_string()),
             ([2, 2, 1], 4, "2x2x1".into())
         );
-        for bad in ["", "0", "2x2", "-1", "x", "2x1x0"] {
+        assert_eq!(
+            "1x2".parse::<ClusterShape>().map(ClusterShape::dims),
+            Ok([1, 2, 1])
+        );
+        for bad in ["", "0", "2x2x1x1", "-1", "x", "2x1x0"] {
             assert_eq!(
                 bad.parse::<ClusterShape>().unwrap_err().option,
                 "cluster",
@@ -1142,7 +1185,25 @@ mod tests {
             assert_eq!(opt(o.with_invariant_a(InvariantA::Auto)), Ok(()));
         }
         assert_eq!(opt(base().with_schedule(Schedule::Clc)), Err("schedule"));
-        assert_eq!(opt(base().with_cluster(ClusterShape::x(2))), Err("cluster"));
+        // Static clusters (TMA multicast): up to 4 CTAs along x and y, sm_90a only.
+        for c in ["2", "1x2", "2x2", "4", "1x4"] {
+            let c: ClusterShape = c.parse().unwrap();
+            assert_eq!(opt(base().with_cluster(c)), Ok(()), "{c}");
+        }
+        for c in ["4x2", "2x1x2", "3"] {
+            let c: ClusterShape = c.parse().unwrap();
+            assert_eq!(opt(base().with_cluster(c)), Err("cluster"), "{c}");
+        }
+        let stat = |t| Options::new(t).with_schedule(Schedule::Static);
+        for t in [Target::Sm90, Target::Sm100a] {
+            assert_eq!(
+                opt(stat(t).with_cluster(ClusterShape::x(2))),
+                Err("cluster"),
+                "{t}"
+            );
+        }
+        let none = Options::new(Target::Sm90a).with_schedule(Schedule::None);
+        assert_eq!(opt(none.with_cluster(ClusterShape::x(2))), Err("cluster"));
         let clc = |t| Options::new(t).with_schedule(Schedule::Clc);
         assert_eq!(
             opt(clc(Target::Sm100).with_cluster(ClusterShape::x(2))),

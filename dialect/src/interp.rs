@@ -42,9 +42,13 @@
 //!   has not launched: it cancels the last such CTA (which then never launches) and writes
 //!   its id into the response slot; otherwise, or once the running CTA has made
 //!   [`Limits::clc_steals`] successful requests, it fails. `tile.clc_query` reads the
-//!   slot's last response. The mbarrier ops are no-ops; `tile.cluster_cta_rank` is 0, and
-//!   a kernel with a cluster of more than one CTA is refused (its CTAs would have to run
-//!   together).
+//!   slot's last response. The mbarrier ops are no-ops, and a kernel with a cluster of more
+//!   than one CTA is refused (its CTAs would have to run together).
+//! - **Clusters** (`cluster = [x, y, z]`): `tile.cluster_ctaid` is `%ctaid` mod the
+//!   cluster's size along `dim`, `tile.cluster_ctarank` their linear rank (x fastest),
+//!   `tile.clusterid` / `tile.nclusterid` `%ctaid` / `%nctaid` divided by it; the
+//!   CTAs of a cluster run one after another like any others. [`Limits::ctas`] = n then
+//!   launches (n, cluster y, cluster z) CTAs, n a multiple of the cluster's x.
 //!
 //! `tile.convert_layout` (the one GPU-level op it runs) is the identity, and it ignores
 //! layouts, so it also checks `tile-assign-layouts`' output against its input.
@@ -479,8 +483,9 @@ pub struct Limits {
     pub max_ops: u64,
     /// Most elements of one tile.
     pub max_tile_elems: u64,
-    /// Launch this many programs along x (and one along y and z) instead of the kernel's
-    /// `grid`: how a persistent kernel, whose `grid` is its tiles, is launched. `None` (the
+    /// Launch this many programs along x (and one along y and z, or the kernel's cluster
+    /// extent there) instead of the kernel's `grid`: how a persistent kernel, whose `grid`
+    /// is its tiles, is launched. With a `cluster`, a multiple of its x size. `None` (the
     /// default): the `grid`.
     pub ctas: Option<i64>,
     /// The most `tile.clc_try_cancel` requests of one CTA that succeed (see the module
@@ -630,15 +635,22 @@ pub fn run_with(
         }
         grid[d] = n;
     }
+    let cluster = cluster_dims(k);
     if let Some(n) = limits.ctas {
-        if n < 1 {
-            return Err(grid_err(format!("{n} CTAs launched")));
+        if n < 1 || n % cluster[0] != 0 {
+            return Err(grid_err(format!(
+                "{n} CTAs launched along x (a positive multiple of the cluster's {})",
+                cluster[0]
+            )));
         }
-        grid = [n, 1, 1];
+        // A persistent launch: clusters along x, one cluster's extent along y and z.
+        grid = [n, cluster[1], cluster[2]];
     }
-    if cluster_size(k) > 1 {
+    let mut runs_together = false;
+    k.walk(&mut |o| runs_together |= o.kind == OpKind::ClcTryCancel);
+    if runs_together && cluster.iter().product::<i64>() > 1 {
         return Err(grid_err(
-            "a cluster launch (its CTAs run together, e.g. a multicast try_cancel) is not \
+            "a cluster launch whose CTAs run together (a multicast try_cancel) is not \
              interpreted: the interpreter runs one CTA after another"
                 .into(),
         ));
@@ -650,6 +662,7 @@ pub fn run_with(
         args,
         pid: [0; 3],
         grid,
+        cluster,
         ops_left: limits.max_ops,
         limits,
         launch: Launch {
@@ -675,11 +688,15 @@ pub fn run_with(
     Ok(())
 }
 
-/// CTAs per cluster of kernel `k` (`cluster = [x, y, z]`; 1 without one).
-fn cluster_size(k: &Operation) -> i64 {
-    k.attr("cluster")
-        .and_then(Attribute::as_array)
-        .map_or(1, |a| a.iter().filter_map(Attribute::as_int).product())
+/// The cluster shape of kernel `k` (`cluster = [x, y, z]`; [1, 1, 1] without one).
+fn cluster_dims(k: &Operation) -> [i64; 3] {
+    let mut c = [1; 3];
+    if let Some(a) = k.attr("cluster").and_then(Attribute::as_array) {
+        for (d, x) in a.iter().filter_map(Attribute::as_int).take(3).enumerate() {
+            c[d] = x.max(1);
+        }
+    }
+    c
 }
 
 /// The launch state of the grid, for cluster launch control.
@@ -701,6 +718,7 @@ struct Machine<'a> {
     args: &'a mut [ArgValue],
     pid: [i64; 3],
     grid: [i64; 3],
+    cluster: [i64; 3],
     ops_left: u64,
     limits: Limits,
     launch: Launch,
@@ -876,7 +894,26 @@ impl Machine<'_> {
             OpClass::FloatUnary => self.elementwise(op, 1)?,
             // A layout change moves elements between threads; their values stay.
             OpClass::Gpu if op.kind == OpKind::ClcQuery => return self.clc_query(op),
-            OpClass::Gpu if op.kind == OpKind::ClusterCtaRank => Val::Int(0),
+            OpClass::Gpu if op.kind == OpKind::ClusterCtaRank => {
+                let [x, y, z] = std::array::from_fn(|d| self.pid[d] % self.cluster[d]);
+                Val::Int(x + self.cluster[0] * (y + self.cluster[1] * z))
+            }
+            OpClass::Gpu
+                if matches!(
+                    op.kind,
+                    OpKind::ClusterCtaId | OpKind::ClusterId | OpKind::NumClusters
+                ) =>
+            {
+                let d = op
+                    .int_attr("dim")
+                    .filter(|d| (0..3).contains(d))
+                    .ok_or_else(|| op_err(op, "bad 'dim'"))? as usize;
+                Val::Int(match op.kind {
+                    OpKind::ClusterCtaId => self.pid[d] % self.cluster[d],
+                    OpKind::ClusterId => self.pid[d] / self.cluster[d],
+                    _ => self.grid[d] / self.cluster[d],
+                })
+            }
             OpClass::Gpu if matches!(op.kind, OpKind::CtaId | OpKind::NumCtas) => {
                 let d = op
                     .int_attr("dim")
@@ -2728,6 +2765,76 @@ mod tests {
             let o = args[0].tensor().unwrap().to_f32_vec().unwrap();
             assert_eq!(o, [want as f32; 7], "{ctas:?}");
         }
+    }
+
+    #[test]
+    fn clusters_of_a_persistent_grid_cover_every_tile_once() {
+        // 5 x 3 tiles, clusters of 2 x 2 CTAs over 3 x 2 cluster tiles: each CTA adds one to
+        // its tile and records its rank there; tiles past the grid's edge are clipped.
+        let src = "tile.kernel @k(%O: tensor<?x?xf32>, %R: tensor<?x?xf32>) {cluster = [2, 2, 1], grid = [5, 3]} {
+  %c1 = tile.constant {value = 1} : index
+  %c2 = tile.constant {value = 2} : index
+  %c3 = tile.constant {value = 3} : index
+  %n = tile.constant {value = 6} : index
+  %first = tile.clusterid {dim = 0} : index
+  %step = tile.nclusterid {dim = 0} : index
+  tile.for %first, %n, %step {
+  ^bb0(%t: index):
+    %q0 = tile.remi %t, %c3 : index
+    %q1 = tile.divi %t, %c3 : index
+    %b0 = tile.muli %q0, %c2 : index
+    %b1 = tile.muli %q1, %c2 : index
+    %x = tile.cluster_ctaid {dim = 0} : index
+    %y = tile.cluster_ctaid {dim = 1} : index
+    %p0 = tile.addi %b0, %x : index
+    %p1 = tile.addi %b1, %y : index
+    %o = tile.load %O, %p1, %p0 : tile<1x1xf32>
+    %one = tile.constant {value = 1.0} : f32
+    %ones = tile.splat %one : tile<1x1xf32>
+    %o2 = tile.add %o, %ones : tile<1x1xf32>
+    tile.store %O, %p1, %p0, %o2
+    %r = tile.cluster_ctarank : index
+    %rv = tile.splat %r : tile<1x1xindex>
+    %rf = tile.convert %rv : tile<1x1xf32>
+    tile.store %R, %p1, %p0, %rf
+    tile.yield
+  }
+  tile.return
+}
+";
+        let m = parse(src, "t.tile").unwrap();
+        for ctas in [2, 4, 6, 8] {
+            let mut args = [
+                ArgValue::Tensor(Tensor::filled(ScalarType::F32, &[3, 5], 0.0)),
+                ArgValue::Tensor(Tensor::filled(ScalarType::F32, &[3, 5], -1.0)),
+            ];
+            let limits = Limits {
+                ctas: Some(ctas),
+                ..Limits::default()
+            };
+            run_with(&m, "k", &mut args, limits).unwrap();
+            let o = args[0].tensor().unwrap().to_f32_vec().unwrap();
+            let r = args[1].tensor().unwrap().to_f32_vec().unwrap();
+            let rank: Vec<f32> = (0..15)
+                .map(|i| ((i % 5) % 2 + 2 * ((i / 5) % 2)) as f32)
+                .collect();
+            assert_eq!(o, [1.0; 15], "{ctas} CTAs along x");
+            assert_eq!(r, rank, "{ctas} CTAs along x");
+        }
+        let mut args = [
+            ArgValue::Tensor(Tensor::filled(ScalarType::F32, &[3, 5], 0.0)),
+            ArgValue::Tensor(Tensor::filled(ScalarType::F32, &[3, 5], 0.0)),
+        ];
+        let limits = Limits {
+            ctas: Some(3),
+            ..Limits::default()
+        };
+        let e = run_with(&m, "k", &mut args, limits).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("a positive multiple of the cluster's 2"),
+            "{e}"
+        );
     }
 
     #[test]

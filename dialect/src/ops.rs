@@ -235,7 +235,13 @@ define_ops! {
     TmaLoad = "tile.tma_load", Gpu,
         "Copies one ring stage global→shared with `cp.async.bulk.tensor` (TMA).",
         "`cp.async.bulk.tensor` global→shared of one ring stage: operands (tensor, ring, \
-            mbarriers, stage, coords...); completes on barrier `stage` of the mbarriers.";
+            mbarriers, stage, coords...); completes on barrier `stage` of the mbarriers. \
+            `multicast = d` (a kernel with a `cluster` of more than one CTA along `d`): the \
+            CTAs of the cluster that differ from this one only along `d` load the same box; \
+            CTA i of them (its `tile.cluster_ctaid` along `d`) copies rows [i·R/n, (i+1)·R/n) \
+            of the stage's R rows (n = cluster[d]) into every one of them \
+            (`.multicast::cluster`), completing its bytes on the same barrier of each: every \
+            CTA's stage fills, and its barrier counts the whole stage's bytes.";
     MbarrierWait = "tile.mbarrier_wait", Gpu,
         "Waits for a barrier phase of parity `phase` (`mbarrier.try_wait.parity`).",
         "Wait until barrier `index` completes the phase of parity `phase` \
@@ -243,7 +249,11 @@ define_ops! {
     MbarrierArrive = "tile.mbarrier_arrive", Gpu,
         "Arrives on a barrier (`mbarrier.arrive`), releasing a stage to its producer.",
         "Arrive on barrier `index` (`mbarrier.arrive`, one elected thread per consumer warpgroup): \
-            releases a stage to its producer.";
+            releases a stage to its producer. `cta = r`: on CTA r's barrier of the cluster \
+            instead (`mapa`, release at cluster scope). `peer_dims = [d, ...]`: on this CTA's \
+            barrier and on that of every CTA of the cluster that differs from this one only \
+            along one of the dimensions `d` (the CTAs whose multicast copies fill this CTA's \
+            stage, and which this CTA's copies fill).";
     WgmmaFence = "tile.wgmma_fence", Gpu,
         "`wgmma.fence.sync.aligned`: orders register accesses before the next wgmma.", "";
     Mma = "tile.mma", Gpu,
@@ -276,6 +286,18 @@ define_ops! {
     NumCtas = "tile.nctaid", Gpu, "The number of launched CTAs along `dim` (PTX `%nctaid`).", "";
     ClusterCtaRank = "tile.cluster_ctarank", Gpu,
         "This CTA's rank in its cluster (PTX `%cluster_ctarank`, 0 to cluster size - 1).", "";
+    ClusterId = "tile.clusterid", Gpu,
+        "The cluster's index in the grid along `dim` (PTX `%clusterid`).",
+        "The cluster's index in the grid along `dim` (PTX `%clusterid.x/y/z`): `%ctaid` \
+            divided by the kernel's `cluster` size along `dim`; the same in every CTA of a \
+            cluster.";
+    NumClusters = "tile.nclusterid", Gpu,
+        "The number of clusters in the grid along `dim` (PTX `%nclusterid`).", "";
+    ClusterCtaId = "tile.cluster_ctaid", Gpu,
+        "This CTA's index in its cluster along `dim` (PTX `%cluster_ctaid`).",
+        "This CTA's index in its cluster along `dim` (PTX `%cluster_ctaid.x/y/z`, 0 to \
+            cluster[dim] - 1): `%ctaid` mod the kernel's `cluster` size along `dim`. The rank \
+            (`tile.cluster_ctarank`) is x + y·cluster[0] + z·cluster[0]·cluster[1].";
     FenceProxyAsync = "tile.fence_proxy_async", Gpu,
         "Orders generic-proxy before async-proxy shared accesses (`fence.proxy.async`).",
         "`fence.proxy.async.shared::cta`: orders this thread's generic-proxy shared-memory \
@@ -407,7 +429,13 @@ impl OpKind {
         ) && (self.class() != OpClass::Gpu
             || matches!(
                 self,
-                OpKind::ConvertLayout | OpKind::CtaId | OpKind::NumCtas | OpKind::ClusterCtaRank
+                OpKind::ConvertLayout
+                    | OpKind::CtaId
+                    | OpKind::NumCtas
+                    | OpKind::ClusterCtaRank
+                    | OpKind::ClusterCtaId
+                    | OpKind::ClusterId
+                    | OpKind::NumClusters
             ))
     }
 }

@@ -74,6 +74,12 @@ impl Target {
     pub fn has_f32x2(self) -> bool {
         matches!(self, Target::Sm100 | Target::Sm100a)
     }
+    /// Whether `cp.async.bulk.tensor`'s `.multicast::cluster` form is for this target: the
+    /// architecture-specific targets (ptxas advises against it on plain sm_90; CCCL enables
+    /// it on sm_90a only).
+    pub fn has_tma_multicast(self) -> bool {
+        matches!(self, Target::Sm90a | Target::Sm100a)
+    }
     /// Whether the `.multicast::cluster::all` form of try_cancel exists.
     pub fn has_try_cancel_multicast(self) -> bool {
         self == Target::Sm100a

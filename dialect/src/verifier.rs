@@ -180,6 +180,8 @@ struct Verifier<'a> {
     num_warps: Option<i64>,
     /// CTAs per cluster of the current kernel (`cluster` attribute; 1 without one).
     cluster_size: i64,
+    /// The current kernel's cluster shape (`cluster` attribute; [1, 1, 1] without one).
+    cluster_dims: [i64; 3],
     /// Integer constants seen so far (`tile.constant` results), for index range checks.
     consts: HashMap<Value, i64>,
     /// Remainders by a positive constant (`tile.remi %x, %c`): the result lies in `0..c`.
@@ -200,6 +202,7 @@ impl<'a> Verifier<'a> {
             target: None,
             num_warps: None,
             cluster_size: 1,
+            cluster_dims: [1; 3],
             consts: HashMap::new(),
             moduli: HashMap::new(),
             kernel: None,
@@ -212,16 +215,13 @@ impl<'a> Verifier<'a> {
         self.visible.clear();
         self.target = op.str_attr("target").and_then(Target::from_name);
         self.num_warps = op.int_attr("num_warps");
-        self.cluster_size = op
-            .attr("cluster")
-            .and_then(Attribute::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Attribute::as_int)
-                    .map(|x| x.clamp(1, 16))
-                    .product()
-            })
-            .unwrap_or(1);
+        self.cluster_dims = [1; 3];
+        if let Some(a) = op.attr("cluster").and_then(Attribute::as_array) {
+            for (d, x) in a.iter().filter_map(Attribute::as_int).take(3).enumerate() {
+                self.cluster_dims[d] = x.clamp(1, 16);
+            }
+        }
+        self.cluster_size = self.cluster_dims.iter().product();
         self.kernel = op.symbol.clone();
         self.op(op, None);
     }
@@ -2177,6 +2177,20 @@ impl Verifier<'_> {
                         );
                     }
                 }
+                if let Some(a) = op.attr("multicast") {
+                    match a.as_int() {
+                        Some(d) if (0..3).contains(&d) && self.cluster_dims[d as usize] > 1 => {}
+                        _ => self.error(
+                            op,
+                            format!(
+                                "'{name}' attribute 'multicast' must be a dimension along \
+                                    which the kernel's cluster has more than one CTA (cluster \
+                                    {:?}), found {a}",
+                                self.cluster_dims
+                            ),
+                        ),
+                    }
+                }
             }
             OpKind::MbarrierExpectTx => {
                 let ok = ots.len() == 2 && want_bar(&ots[0]) && ots[1] == Type::INDEX;
@@ -2189,6 +2203,34 @@ impl Verifier<'_> {
                 self.int_attr_in(op, "bytes", 1, 1 << 20);
             }
             OpKind::MbarrierWait | OpKind::MbarrierArrive => {
+                if let Some(a) = op.attr("peer_dims") {
+                    let dims: Option<Vec<i64>> = a
+                        .as_array()
+                        .map(|x| x.iter().filter_map(Attribute::as_int).collect());
+                    let ok = op.kind == OpKind::MbarrierArrive
+                        && op.attr("cta").is_none()
+                        && dims.as_ref().is_some_and(|d| {
+                            !d.is_empty()
+                                && d.len() == a.as_array().map_or(0, <[Attribute]>::len)
+                                && d.iter().enumerate().all(|(i, &x)| {
+                                    (0..3).contains(&x)
+                                        && self.cluster_dims[x as usize] > 1
+                                        && !d[..i].contains(&x)
+                                })
+                        });
+                    if !ok {
+                        self.error(
+                            op,
+                            format!(
+                                "'{name}' attribute 'peer_dims' must be distinct dimensions \
+                                    along which the kernel's cluster has more than one CTA \
+                                    (cluster {:?}), on a 'tile.mbarrier_arrive' without 'cta'; \
+                                    found {a}",
+                                self.cluster_dims
+                            ),
+                        );
+                    }
+                }
                 if let Some(a) = op.attr("cta") {
                     let size = self.cluster_size;
                     match a {
@@ -2250,6 +2292,12 @@ impl Verifier<'_> {
                 if self.count(op, 0, 1) => {
                     self.result_must_be(op, &Type::INDEX);
                 }
+            OpKind::ClusterCtaId | OpKind::ClusterId | OpKind::NumClusters => {
+                if self.count(op, 0, 1) {
+                    self.result_must_be(op, &Type::INDEX);
+                }
+                self.int_attr_in(op, "dim", 0, 2);
+            }
             OpKind::FenceProxyAsync => {
                 self.count(op, 0, 0);
                 self.placed_attr(op);

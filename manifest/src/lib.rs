@@ -367,7 +367,9 @@ pub fn param_space_bytes(params: &[Param]) -> u64 {
 #[serde(tag = "schedule", rename_all = "snake_case")]
 pub enum Persistent {
     /// A strided loop over the tiles: launch min(tiles, SMs × `ctas_per_sm`) CTAs along x,
-    /// the tile count being the product of the grid's dimensions.
+    /// the tile count being the product of the grid's dimensions. With a `cluster` of
+    /// cx × cy CTAs: min(cluster tiles, SMs × `ctas_per_sm` / (cx·cy)) clusters, as
+    /// (clusters · cx, cy, 1) CTAs, the cluster tiles being ceildiv(x, cx) · ceildiv(y, cy) · z.
     Static {
         /// CTAs per SM.
         ctas_per_sm: u32,
@@ -786,14 +788,20 @@ impl Manifest {
                         });
                     }
                 }
-                let tiles = dims.iter().try_fold(1i64, |t, &d| t.checked_mul(d));
+                // A cluster of cx × cy CTAs takes cx × cy adjacent tiles: the loop runs
+                // over cluster tiles, ceildiv(x, cx) · ceildiv(y, cy) · z of them.
+                let [cx, cy, _] = self.cluster.map(|c| i64::from(c.max(1)));
+                let cdims = [(dims[0] + cx - 1) / cx, (dims[1] + cy - 1) / cy, dims[2]];
+                let tiles = cdims.iter().try_fold(1i64, |t, &d| t.checked_mul(d));
                 let ctas = i64::from(sm_count) * i64::from(ctas_per_sm.max(1));
-                let x = tiles.map_or(ctas, |t| t.min(ctas));
-                // Whole clusters: round down, but launch one cluster at least (the CTAs
-                // past the last tile find no work).
-                let c = i64::from(self.cluster[0].max(1));
-                let x = (x - x % c).max(c);
-                [check(0, x, format!("min(tiles, {ctas})"))?, 1, 1]
+                // Whole clusters, one at least (the CTAs past the last tile find no work).
+                let clusters = (ctas / (cx * cy)).max(1);
+                let n = tiles.map_or(clusters, |t| t.min(clusters));
+                [
+                    check(0, n * cx, format!("min(cluster tiles, {clusters}) x {cx}"))?,
+                    check(1, cy, "the cluster's y".into())?,
+                    1,
+                ]
             }
             _ => {
                 let mut g = [0u32; 3];
@@ -1047,6 +1055,17 @@ mod tests {
                 .grid,
             [1, 4, 1]
         );
+        // A static cluster of 2 x 2 CTAs: the loop runs over cluster tiles (N = 5 tiles of
+        // 256 → 3, M = 3 tiles of 128 → 2), clusters along x, one cluster's 2 along y.
+        let mut sc = st.clone();
+        sc.cluster = [2, 2, 1];
+        let ragged = [("M", 300), ("N", 1200)];
+        assert_eq!(sc.launch_config(&ragged, 132).unwrap().grid, [12, 2, 1]);
+        // More cluster tiles than fit: 132 SMs hold 33 clusters of 4.
+        assert_eq!(sc.launch_config(&tall, 132).unwrap().grid, [66, 2, 1]);
+        sc.cluster = [2, 1, 1];
+        assert_eq!(sc.launch_config(&ragged, 132).unwrap().grid, [18, 1, 1]);
+        assert_eq!(sc.launch_config(&ragged, 3).unwrap().grid, [2, 1, 1]);
         let mut huge = gemm(None);
         huge.dynamic_shared_memory_bytes = 1 << 32;
         let e = huge.launch_config(&[("M", 1), ("N", 1)], 132).unwrap_err();

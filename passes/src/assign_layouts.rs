@@ -453,7 +453,10 @@ fn unsupported(m: &Module, o: &Operation) -> Option<String> {
         | OpKind::FenceProxyAsync
         | OpKind::ClcTryCancel
         | OpKind::ClcQuery
-        | OpKind::ClusterCtaRank => None,
+        | OpKind::ClusterCtaRank
+        | OpKind::ClusterCtaId
+        | OpKind::ClusterId
+        | OpKind::NumClusters => None,
         // The try_cancel response slots: plain bytes, no swizzle.
         OpKind::SmemAlloc if o.int_attr("swizzle").unwrap_or(0) == 0 => None,
         k if k.class() == OpClass::Gpu => Some(format!(

@@ -59,6 +59,18 @@
 //!   cluster. The lowering ends such a kernel with a cluster barrier, so no CTA exits
 //!   while a multicast response may still be written into it.
 //!
+//!   With `cluster = X` and `cluster-y = Y` (X · Y ≤ 4; `Options::cluster` on sm_90a):
+//!   the kernel gets `cluster = [X, Y, 1]`, and a cluster takes X × Y adjacent tiles, X
+//!   along grid dimension 0 and Y along dimension 1. The loop runs over cluster tiles
+//!   (dimension 0 divided by X, dimension 1 by Y, rounded up) from `tile.clusterid {dim =
+//!   0}` in steps of `tile.nclusterid {dim = 0}`, the same sequence in every CTA of a
+//!   cluster; a CTA's program id along d is the cluster tile's times the cluster's size
+//!   plus its `tile.cluster_ctaid` along d. The launcher starts (clusters · X, Y, 1) CTAs.
+//!   Where the grid does not divide, a cluster's tiles past its edge run with program ids
+//!   past it (their loads read zeros, their stores are dropped); a kernel with flag ops is
+//!   refused. `tile-to-gpu` then multicasts the copies that are the same across a line of
+//!   the cluster.
+//!
 //! Tile order: linear tile t is decoded to program ids. With `group_m = G > 0` on a grid of
 //! 2 or more dimensions, tiles sweep G rows of dimension 1 (M) before moving along
 //! dimension 0 (N), so the CTAs in flight share rows of A and columns of B in L2:
@@ -70,7 +82,8 @@
 //! Every `tile.program_id {dim = d}` becomes the decoded id, every `tile.num_programs`
 //! the grid size, both computed from the kernel's grid expressions in the kernel.
 //!
-//! Options: `schedule` (static), `group_m` (8), `cluster` (1; clc only). Statistics:
+//! Options: `schedule` (static), `group_m` (8), `cluster` (1; clc and static), `cluster-y`
+//! (1; static only). Statistics:
 //! `kernels-made-persistent`.
 
 use crate::pass::{OptionInfo, OptionKind, Pass, PassContext, PassInfo, PassOptions};
@@ -107,8 +120,16 @@ pub static INFO: PassInfo = PassInfo {
             name: "cluster",
             kind: OptionKind::UInt,
             default: "1",
-            help: "clc only: CTAs per cluster along x (1, 2 or 4); > 1 uses the multicast \
-                try_cancel (sm_100a)",
+            help: "CTAs per cluster along x (1, 2 or 4): clc uses the multicast try_cancel \
+                (sm_100a); static gives each cluster adjacent tiles along grid dimension 0, \
+                whose loads tile-to-gpu multicasts",
+        },
+        OptionInfo {
+            name: "cluster-y",
+            kind: OptionKind::UInt,
+            default: "1",
+            help: "static only: CTAs per cluster along y (1, 2 or 4; x times y at most 4): \
+                adjacent tiles along grid dimension 1",
         },
         OptionInfo {
             name: "dot-kernels-only",
@@ -126,8 +147,10 @@ pub struct Persistent {
     pub schedule: String,
     /// Group size along dimension 1 (0 = off).
     pub group_m: u64,
-    /// CTAs per cluster along x (clc only).
+    /// CTAs per cluster along x (clc, static).
     pub cluster: u64,
+    /// CTAs per cluster along y (static only).
+    pub cluster_y: u64,
     /// Leave kernels that `tile-to-gpu` does not pipeline alone.
     pub dot_kernels_only: bool,
     /// Test-only: emit a deliberately broken clc protocol (the model test must catch it).
@@ -168,15 +191,31 @@ impl Persistent {
                 "persistent option 'cluster' must be 1, 2 or 4, found {cluster}"
             ));
         }
-        if cluster > 1 && o.get("schedule") != "clc" {
+        let cluster_y = o.uint("cluster-y");
+        if ![1, 2, 4].contains(&cluster_y) || cluster * cluster_y > 4 {
             return Err(format!(
-                "persistent option 'cluster={cluster}' needs schedule=clc"
+                "persistent options 'cluster' x 'cluster-y' must be 1, 2 or 4 each and at most 4 \
+                 CTAs in all, found {cluster} x {cluster_y}"
+            ));
+        }
+        let schedule = o.get("schedule");
+        if cluster * cluster_y > 1 && schedule == "none" {
+            return Err(format!(
+                "persistent option 'cluster={cluster} cluster-y={cluster_y}' needs schedule=static \
+                 or schedule=clc"
+            ));
+        }
+        if cluster_y > 1 && schedule == "clc" {
+            return Err(format!(
+                "persistent option 'cluster-y={cluster_y}' needs schedule=static (the clc \
+                 cluster lies along x)"
             ));
         }
         Ok(Persistent {
-            schedule: o.get("schedule").to_string(),
+            schedule: schedule.to_string(),
             group_m,
             cluster,
+            cluster_y,
             dot_kernels_only: o.bool("dot-kernels-only"),
             fault: None,
         })
@@ -303,11 +342,56 @@ fn make_persistent(m: &mut Module, k: &mut Operation, p: &Persistent) -> Result<
         })
         .collect::<Result<_, _>>()?;
     let cluster = if schedule == "clc" { p.cluster } else { 1 };
+    // A static schedule's cluster: CTAs of tiles adjacent along grid dimensions 0 and 1.
+    let (cx, cy) = if schedule == "static" {
+        (p.cluster as i64, p.cluster_y as i64)
+    } else {
+        (1, 1)
+    };
     if let Some(c) = k.attr("cluster") {
         return Err(err(format!(
             "persistent: the kernel already has 'cluster = {c}'; the schedule \
-                sets the cluster shape itself (schedule=clc cluster=N)"
+                sets the cluster shape itself (cluster=X cluster-y=Y)"
         )));
+    }
+    if cy > 1 && grid.len() < 2 {
+        return Err(err(format!(
+            "persistent: 'cluster-y={cy}' puts adjacent tiles of grid dimension 1 in a \
+                cluster, but the grid has one dimension"
+        )));
+    }
+    if cx * cy > 1 {
+        // A cluster's tiles past the grid's edge run with program ids past it (their loads
+        // read zeros, their stores are dropped); a flag indexed by tile would be out of range.
+        let mut flag = None;
+        k.walk(&mut |o| {
+            if flag.is_none()
+                && matches!(
+                    o.kind,
+                    OpKind::WaitFlag | OpKind::ReleaseFlag | OpKind::ArriveFlag
+                )
+            {
+                flag = Some(o.loc.clone());
+            }
+        });
+        if let Some(loc) = flag {
+            return Err(Diagnostic::error(
+                loc,
+                format!(
+                    "persistent: a cluster of {cx} x {cy} CTAs runs tiles past the grid's edge \
+                     when the grid does not divide; a flag op is not guarded against that \
+                     (use cluster=1 cluster-y=1 for this kernel)"
+                ),
+            ));
+        }
+        k.attrs.insert(
+            "cluster".into(),
+            Attribute::Array(vec![
+                Attribute::Int(cx),
+                Attribute::Int(cy),
+                Attribute::Int(1),
+            ]),
+        );
     }
     if cluster > 1 {
         // A cluster launch needs grid x divisible by the cluster size: pad it.
@@ -347,8 +431,23 @@ fn make_persistent(m: &mut Module, k: &mut Operation, p: &Persistent) -> Result<
         .map(|e| em.expr(e))
         .collect::<Result<_, _>>()
         .map_err(|e| err(format!("persistent: {e}")))?;
-    let mut ntiles = gd[0];
-    for &g in &gd[1..] {
+    // With a static cluster, the loop runs over cluster tiles: the grid in units of the
+    // cluster's cx x cy tiles.
+    let clustered = cx * cy > 1;
+    let gc: Vec<Value> = if clustered {
+        let mut gc = gd.clone();
+        for (d, c) in [(0, cx), (1, cy)] {
+            if c > 1 {
+                let cv = em.cst(c);
+                gc[d] = em.bin(OpKind::CeilDiv, gd[d], cv, "gc");
+            }
+        }
+        gc
+    } else {
+        gd.clone()
+    };
+    let mut ntiles = gc[0];
+    for &g in &gc[1..] {
         ntiles = em.bin(OpKind::MulI, ntiles, g, "ntiles");
     }
     let prologue = std::mem::take(&mut em.ops);
@@ -356,8 +455,24 @@ fn make_persistent(m: &mut Module, k: &mut Operation, p: &Persistent) -> Result<
     // The tile index: a loop variable (static, clc) or the linearised ctaid (none).
     let mut clc_first = None;
     let (t, loop_head) = if schedule == "static" {
-        let start = em.one(OpKind::CtaId, &[], &[("dim", Attribute::Int(0))], "cta");
-        let stride = em.one(OpKind::NumCtas, &[], &[("dim", Attribute::Int(0))], "ncta");
+        let mut start = em.one(OpKind::CtaId, &[], &[("dim", Attribute::Int(0))], "cta");
+        let mut stride = em.one(OpKind::NumCtas, &[], &[("dim", Attribute::Int(0))], "ncta");
+        if clustered {
+            // The loop runs over cluster tiles, the same in every CTA of a cluster.
+            em.ops.clear();
+            start = em.one(
+                OpKind::ClusterId,
+                &[],
+                &[("dim", Attribute::Int(0))],
+                "cluster",
+            );
+            stride = em.one(
+                OpKind::NumClusters,
+                &[],
+                &[("dim", Attribute::Int(0))],
+                "nclusters",
+            );
+        }
         let t = em.m.new_value(Type::INDEX, Some("tile".into()));
         (t, Some((start, stride)))
     } else {
@@ -381,8 +496,23 @@ fn make_persistent(m: &mut Module, k: &mut Operation, p: &Persistent) -> Result<
     };
     let head_ops = std::mem::take(&mut em.ops);
 
-    // Decode t into program ids.
-    let pids = decode(&mut em, t, &gd, group_m);
+    // Decode t into program ids; in a cluster, the CTA's tile within its cluster's.
+    let mut pids = decode(&mut em, t, &gc, group_m);
+    if clustered {
+        for (d, c) in [(0, cx), (1, cy)] {
+            if c > 1 {
+                let cv = em.cst(c);
+                let base = em.bin(OpKind::MulI, pids[d], cv, "cbase");
+                let r = em.one(
+                    OpKind::ClusterCtaId,
+                    &[],
+                    &[("dim", Attribute::Int(d as i64))],
+                    "crank",
+                );
+                pids[d] = em.bin(OpKind::AddI, base, r, "pid");
+            }
+        }
+    }
     let decode_ops = std::mem::take(&mut em.ops);
 
     // Rewrite the body: program ids and grid sizes; drop the return.

@@ -88,6 +88,20 @@
 //! its `arrive_count` is multiplied by the arrivals one CTA makes (one from the producer's
 //! elected thread, one per consumer warp).
 //!
+//! **Clusters** (a `cluster` of more than one CTA, as `persistent{schedule=static
+//! cluster=X cluster-y=Y}` makes it): the copies of a GEMM's A tile are the same in all CTAs
+//! of a cluster that differ only along x (its row comes from grid dimension 1), B's along y.
+//! A dependence analysis over the kernel (values computed from `tile.cluster_ctaid`,
+//! `tile.ctaid` or `tile.cluster_ctarank` along d may differ along d; `tile.clusterid` may
+//! not) finds, for each operand, the first cluster dimension along which its coordinates
+//! (but k) cannot differ, and marks its copy `{multicast = d}`: each of the n CTAs of the
+//! line copies 1/n of the stage's rows into all of them. Each CTA's full barrier still
+//! expects the whole stage's bytes; a stage is released (`{peer_dims = [...]}`) on this CTA's
+//! empty barrier and on those of the peers along every multicast dimension, whose
+//! `arrive_count` grows accordingly. Nothing is multicast unless the K range and the tile
+//! loop are the same in every CTA of the cluster (the ring's stages and phases must run in
+//! step), or where the rows do not split into whole 8-row swizzle atoms.
+//!
 //! **Epilogue store** (`epilogue`): `direct` (default) keeps the epilogue's `tile.store`,
 //! lowered as stores from the accumulator registers. `tma` (sm_90a, a 16-bit C of
 //! BM×BN with BN a multiple of 64; a tensor of higher rank takes the tile with leading unit
@@ -628,6 +642,153 @@ fn operand_of(
     })
 }
 
+/// The kernel's `cluster` shape ([1, 1, 1] without one; the verifier checked it).
+fn cluster_dims(k: &Operation) -> [i64; 3] {
+    let mut c = [1; 3];
+    if let Some(a) = k.attr("cluster").and_then(Attribute::as_array) {
+        for (d, x) in a.iter().filter_map(Attribute::as_int).take(3).enumerate() {
+            c[d] = x.max(1);
+        }
+    }
+    c
+}
+
+/// Which operand copies are multicast in a cluster launch, and along which cluster
+/// dimension: for A and B, the first dimension with more than one CTA along which the
+/// copy's coordinates (but k) cannot differ, where the stage's rows split evenly into
+/// parts of a multiple of 8 rows (whole swizzle atoms). Nothing is multicast unless the K
+/// range and the tile loop are the same in every CTA of the cluster (the ring's stages
+/// and phases then run in step in all of them). Also returns the dimensions whose peers
+/// release a stage (those used).
+fn multicast_plan(
+    mm: &Matmul,
+    cluster: [i64; 3],
+    deps: &HashMap<Value, u8>,
+    tile_loop: Option<&Operation>,
+) -> ([Option<usize>; 2], Vec<usize>) {
+    let dep = |v: &Value| deps.get(v).copied().unwrap_or(0);
+    let mut k_dep = dep(&mm.ub) | mm.lb.as_ref().map_or(0, dep);
+    if let Some(tl) = tile_loop {
+        k_dep |= tl.operands.iter().fold(0, |a, v| a | dep(v));
+    }
+    let mut plan = [None, None];
+    if cluster.iter().product::<i64>() == 1 || k_dep != 0 {
+        return (plan, vec![]);
+    }
+    for (i, x) in [&mm.a, &mm.b].into_iter().enumerate() {
+        let d = x
+            .coords
+            .iter()
+            .enumerate()
+            .filter(|&(j, _)| j != x.k_pos)
+            .fold(0, |a, (_, v)| a | dep(v));
+        plan[i] = (0..3).find(|&dim| {
+            let n = cluster[dim] as u64;
+            n > 1 && d & (1 << dim) == 0 && x.ring[0] % (8 * n) == 0
+        });
+    }
+    let mut dims: Vec<usize> = plan.iter().flatten().copied().collect();
+    dims.sort_unstable();
+    dims.dedup();
+    (plan, dims)
+}
+
+/// The cluster dimensions (bit d for dimension d) each value may depend on, over `ops` and
+/// their regions. A value computed from `tile.cluster_ctaid`, `tile.ctaid` along d or
+/// `tile.cluster_ctarank` (every bit) may differ between CTAs of one cluster that differ
+/// along d; `tile.clusterid` and arguments are the same in all of them. A `tile.for`'s
+/// induction variable depends on its bounds, a carried value on its init and what the body
+/// yields for it; a `tile.if`'s results on the condition and both branches' yields; any
+/// other op with regions on everything it holds. An over-approximation: loads are
+/// multicast only where their boxes are provably the same.
+fn cluster_deps(ops: &[Operation], deps: &mut HashMap<Value, u8>) -> u8 {
+    let of = |deps: &HashMap<Value, u8>, vs: &[Value]| {
+        vs.iter()
+            .fold(0u8, |a, v| a | deps.get(v).copied().unwrap_or(0))
+    };
+    let yields = |b: &Block| {
+        b.ops
+            .last()
+            .filter(|y| y.kind == OpKind::Yield)
+            .map(|y| y.operands.clone())
+            .unwrap_or_default()
+    };
+    let mut all = 0;
+    for o in ops {
+        let mut d = of(deps, &o.operands);
+        match o.kind {
+            OpKind::ClusterCtaId | OpKind::CtaId => {
+                d |= 1 << o.int_attr("dim").unwrap_or(0).clamp(0, 2);
+            }
+            OpKind::ClusterCtaRank => d |= 0b111,
+            _ => {}
+        }
+        let mut res = vec![d; o.results.len()];
+        match o.kind {
+            OpKind::For if o.regions.len() == 1 && o.operands.len() >= 3 => {
+                let b = &o.regions[0];
+                let bounds = of(deps, &o.operands[..3]);
+                let mut carried: Vec<u8> =
+                    o.operands[3..].iter().map(|v| of(deps, &[*v])).collect();
+                loop {
+                    if let Some(&iv) = b.args.first() {
+                        deps.insert(iv, bounds);
+                    }
+                    for (a, c) in b.args.iter().skip(1).zip(&carried) {
+                        deps.insert(*a, *c);
+                    }
+                    all |= cluster_deps(&b.ops, deps);
+                    let y = yields(b);
+                    let next: Vec<u8> = carried
+                        .iter()
+                        .enumerate()
+                        .map(|(i, c)| c | y.get(i).map_or(0, |v| of(deps, &[*v])))
+                        .collect();
+                    if next == carried {
+                        break;
+                    }
+                    carried = next;
+                }
+                res = carried;
+                res.resize(o.results.len(), d);
+            }
+            OpKind::If => {
+                for b in &o.regions {
+                    all |= cluster_deps(&b.ops, deps);
+                    for (i, v) in yields(b).iter().enumerate() {
+                        if let Some(r) = res.get_mut(i) {
+                            *r |= of(deps, &[*v]);
+                        }
+                    }
+                }
+            }
+            _ if !o.regions.is_empty() => loop {
+                for b in &o.regions {
+                    for &a in &b.args {
+                        deps.insert(a, d);
+                    }
+                }
+                let inner = o
+                    .regions
+                    .iter()
+                    .fold(0, |acc, b| acc | cluster_deps(&b.ops, deps));
+                all |= inner;
+                if inner & !d == 0 {
+                    res = vec![d; o.results.len()];
+                    break;
+                }
+                d |= inner;
+            },
+            _ => {}
+        }
+        for (&r, &x) in o.results.iter().zip(&res) {
+            deps.insert(r, x);
+        }
+        all |= d;
+    }
+    all
+}
+
 fn find_matmul<'a>(
     m: &Module,
     outer: &'a [Operation],
@@ -999,6 +1160,12 @@ fn lower_kernel(
     opts: (u64, bool, Option<bool>),
 ) -> Result<u64, Diagnostic> {
     let (stages, tma_epilogue, promote) = opts;
+    // A cluster launch: which values may differ between the cluster's CTAs.
+    let cluster = cluster_dims(k);
+    let mut deps = HashMap::new();
+    if cluster.iter().product::<i64>() > 1 {
+        cluster_deps(&k.regions[0].ops, &mut deps);
+    }
     // The K loop sits in the kernel body, or in the body of a persistent tile loop
     // (`tile.for {tile_loop = true}`, made by the `persistent` pass).
     let kbody = &k.regions[0];
@@ -1129,6 +1296,12 @@ fn lower_kernel(
     }
     let overlap = promote && target.has_wgmma();
     let consumers = (mm.bm / 64) as i64;
+    let (multicast, peer_dims) = multicast_plan(
+        &mm,
+        cluster,
+        &deps,
+        tile_loop_idx.map(|i| &k.regions[0].ops[i]),
+    );
 
     // Split the ops: kernel-level (kept), per-tile prologue P, the K loop, epilogue E.
     let mut kernel_ops = std::mem::take(&mut k.regions[0].ops);
@@ -1241,10 +1414,13 @@ fn lower_kernel(
         Type::Mbarrier { count: s },
         "full",
     );
+    // With multicast, a stage is released by this CTA's consumer warps and by those of
+    // every peer its copies fill (and whose copies fill it).
+    let peers: i64 = peer_dims.iter().map(|&d| cluster[d] - 1).sum();
     let empty = e.one(
         OpKind::MbarrierAlloc,
         &[],
-        &[("arrive_count", Attribute::Int(4 * consumers))],
+        &[("arrive_count", Attribute::Int(4 * consumers * (1 + peers)))],
         Type::Mbarrier { count: s },
         "empty",
     );
@@ -1389,6 +1565,19 @@ fn lower_kernel(
         let ph = e.int(OpKind::RemI, round, c2, "phase");
         (st, ph)
     };
+    let release: Vec<(&str, Attribute)> = if peer_dims.is_empty() {
+        vec![]
+    } else {
+        vec![(
+            "peer_dims",
+            Attribute::Array(
+                peer_dims
+                    .iter()
+                    .map(|&d| Attribute::Int(d as i64))
+                    .collect(),
+            ),
+        )]
+    };
     let mut mma_attrs = vec![("kind", Attribute::Str(target.mma_kind().into()))];
     mma_attrs.extend(mm.major_attrs());
     let tx = mm.tile().stage_bytes();
@@ -1418,11 +1607,18 @@ fn lower_kernel(
         if let Some(ks) = kstart {
             kk = e.int(OpKind::AddI, ks, kk, "k");
         }
-        for (x, ring, coords) in [(&mm.a, a_ring, a_coords), (&mm.b, b_ring, b_coords)] {
+        for (i, (x, ring, coords)) in [(&mm.a, a_ring, a_coords), (&mm.b, b_ring, b_coords)]
+            .into_iter()
+            .enumerate()
+        {
             let mut operands = vec![x.tensor, ring, full, st];
             operands.extend_from_slice(coords);
             operands[4 + x.k_pos] = kk;
-            e.op(OpKind::TmaLoad, &operands, &[], &[], None);
+            let mc: Vec<(&str, Attribute)> = multicast[i]
+                .map(|d| ("multicast", Attribute::Int(d as i64)))
+                .into_iter()
+                .collect();
+            e.op(OpKind::TmaLoad, &operands, &mc, &[], None);
         }
         e.op(OpKind::Yield, &[], &[], &[], None);
         let body = Block {
@@ -1476,7 +1672,7 @@ fn lower_kernel(
             let wrapped = e.int(OpKind::AddI, kg, cs, "kg_wrap");
             let prev_kg = e.int(OpKind::SubI, wrapped, c1, "kg_prev");
             let prev = e.int(OpKind::RemI, prev_kg, cs, "prev_stage");
-            e.op(OpKind::MbarrierArrive, &[empty, prev], &[], &[], None);
+            e.op(OpKind::MbarrierArrive, &[empty, prev], &release, &[], None);
         };
         let add = |e: &mut Emitter, a: Value, b: Value| {
             e.one(OpKind::Add, &[a, b], &[], mm.acc_ty.clone(), "acc_sum")
@@ -1576,7 +1772,7 @@ fn lower_kernel(
         let last_w = e.int(OpKind::AddI, last_g, cs, "kg_end_wrap");
         let last_p = e.int(OpKind::SubI, last_w, c1, "kg_last");
         let last = e.int(OpKind::RemI, last_p, cs, "last_stage");
-        e.op(OpKind::MbarrierArrive, &[empty, last], &[], &[], None);
+        e.op(OpKind::MbarrierArrive, &[empty, last], &release, &[], None);
         ops.extend(e.take());
         if swap {
             let mut t = Operation::new(OpKind::Transpose, lp_loc.clone());

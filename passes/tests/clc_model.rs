@@ -135,6 +135,7 @@ fn persistent_clc(
         schedule: "clc".into(),
         group_m: 2,
         cluster,
+        cluster_y: 1,
         dot_kernels_only: false,
         fault,
     }

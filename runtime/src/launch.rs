@@ -818,8 +818,8 @@ impl Prepared {
     ///
     /// # Errors
     /// [`BindError::Grid`] for an ordinary kernel, an empty dimension, a dimension past
-    /// the manifest's `grid_limits`, or a grid that is not one-dimensional (persistent
-    /// kernels launch along x).
+    /// the manifest's `grid_limits`, or a grid other than (x, cluster y, 1) (persistent
+    /// kernels launch clusters along x).
     pub fn set_grid(&mut self, manifest: &Manifest, grid: [u32; 3]) -> Result<(), BindError> {
         let refuse = |reason: String| BindError::Grid {
             kernel: manifest.kernel.clone(),
@@ -833,8 +833,12 @@ impl Prepared {
                     .into(),
             ));
         }
-        if grid[1] != 1 || grid[2] != 1 {
-            return Err(refuse("a persistent kernel's grid is (x, 1, 1)".into()));
+        let cy = manifest.cluster[1].max(1);
+        if grid[1] != cy || grid[2] != 1 {
+            return Err(refuse(format!(
+                "a persistent kernel's grid is (x, {cy}, 1): clusters along x, one cluster's \
+                 extent along y"
+            )));
         }
         let cluster = manifest.cluster[0].max(1);
         if grid[0] == 0 || grid[0] % cluster != 0 {

@@ -207,8 +207,11 @@ class Kernel:
         if pers and pers.get("schedule", "static") == "static":
             # Static persistent: min(tiles, SMs x CTAs per SM) CTAs along x. Other
             # schedules (clc: try_cancel stealing) launch the tile grid as given.
-            tiles = dims[0] * dims[1] * dims[2]
-            dims = [min(tiles, self.sms * int(pers.get("ctas_per_sm", 1))), 1, 1]
+            # A cluster of cx x cy CTAs takes adjacent tiles: (clusters * cx, cy, 1) CTAs.
+            cx, cy = (int(c) for c in self.m.get("cluster", [1, 1, 1])[:2])
+            tiles = -(-dims[0] // cx) * -(-dims[1] // cy) * dims[2]
+            n = min(tiles, max(1, self.sms * int(pers.get("ctas_per_sm", 1)) // (cx * cy)))
+            dims = [n * cx, cy, 1]
         limits = self.m.get("grid_limits", [2**31 - 1, 65535, 65535])
         for axis, (d, lim) in enumerate(zip(dims, limits)):
             if not 1 <= d <= lim:

@@ -265,11 +265,14 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
     }
 
     /// `tile.cluster_cta_rank`: `%cluster_ctarank` as an index.
+    /// `tile.cluster_ctarank`, `tile.cluster_ctaid`, `tile.clusterid` and
+    /// `tile.nclusterid`: the special registers `%cluster_ctarank`, `%cluster_ctaid.{x,y,z}`,
+    /// `%clusterid.{x,y,z}` and `%nclusterid.{x,y,z}` (PTX ISA §10.23–10.26), as `index`.
     pub(super) fn lower_cluster_cta_rank(&mut self, op: &Operation) -> R<()> {
         let Some(&r) = op.results.first() else {
-            return err(op, "'tile.cluster_cta_rank' without a result");
+            return err(op, format!("'{}' without a result", op.kind.name()));
         };
-        let rank = self.w.sreg("cluster.ctarank");
+        let rank = self.w.sreg(&crate::nvvm::cluster_sreg(op));
         let rank = self.w.zext(rank, ScalarType::Index);
         self.vals.insert(r, Lv::Scalar(rank));
         Ok(())

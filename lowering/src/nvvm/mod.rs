@@ -344,6 +344,18 @@ pub(crate) fn fp_fusion<'c>(ctx: &'c Context, k: &Operation) -> Option<melior::i
 ///
 /// # Errors
 /// A `cluster` attribute that is not three integers, located at the kernel.
+/// The special register (its NVVM name after `read.ptx.sreg.`) that a cluster id op reads:
+/// `cluster.ctarank`, or `cluster.ctaid.D`, `clusterid.D`, `nclusterid.D` along `dim` D.
+pub(crate) fn cluster_sreg(op: &Operation) -> String {
+    let d = ["x", "y", "z"][op.int_attr("dim").unwrap_or(0).clamp(0, 2) as usize];
+    match op.kind {
+        tilec_dialect::OpKind::ClusterCtaId => format!("cluster.ctaid.{d}"),
+        tilec_dialect::OpKind::ClusterId => format!("clusterid.{d}"),
+        tilec_dialect::OpKind::NumClusters => format!("nclusterid.{d}"),
+        _ => "cluster.ctarank".into(),
+    }
+}
+
 pub(crate) fn cluster_of(k: &Operation) -> Result<[i64; 3], Diagnostic> {
     let c: Vec<i64> = k
         .attr("cluster")

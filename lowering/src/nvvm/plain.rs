@@ -529,7 +529,9 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             K::MbarrierArrive => self.lower_arrive(op)?,
             K::ClcTryCancel => self.lower_try_cancel(op)?,
             K::ClcQuery => self.lower_clc_query(op)?,
-            K::ClusterCtaRank => self.lower_cluster_cta_rank(op)?,
+            K::ClusterCtaRank | K::ClusterCtaId | K::ClusterId | K::NumClusters => {
+                self.lower_cluster_cta_rank(op)?
+            }
             K::SmemStore => self.lower_smem_store(op)?,
             K::SmemLoad => self.lower_smem_load(op)?,
             K::CpAsync => self.lower_cp_async(op)?,

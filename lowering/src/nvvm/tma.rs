@@ -170,6 +170,13 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 );
             }
         }
+        if op.attr("multicast").is_some() {
+            return err(
+                op,
+                "'tile.tma_load' with 'multicast' is lowered in GEMM kernels (tile-to-gpu's \
+                 warp-specialized loop), not in a kernel with a plain launch",
+            );
+        }
         let bar = self.bar_addr(op, op.operands[2], op.operands[3])?;
         let rank = op.operands.len() - 4;
         let esize = buf.elem.size_bytes();
@@ -205,7 +212,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 let inner = l.w.add_const(coords[0], (j * box_cols) as i64);
                 let mut at = vec![inner.v];
                 at.extend(coords[1..].iter().map(|c| c.v));
-                l.w.tma_load_box(p, tm, &at, bar);
+                l.w.tma_load_box(p, tm, &at, bar, None);
             }
             Ok(())
         })

@@ -949,24 +949,29 @@ impl<'c, 'm> Writer<'c, 'm> {
     /// complete_tx::bytes` (PTX ISA §9.7.9.25.5.1): the box of tensor map `tmap` (a pointer to
     /// the `CUtensorMap` parameter) at `coords` (i32 element coordinates, innermost first, N
     /// of them) into shared memory at `dst` (an address-space-3 pointer), completing its bytes
-    /// on the mbarrier at `bar`.
+    /// on the mbarrier at `bar`. With `multicast` (an i16 mask of cluster CTA ranks), the
+    /// `.multicast::cluster` form: the box lands at the same offset in every CTA of the mask
+    /// and completes on the barrier at the same offset in each.
     pub fn tma_load_box(
         &mut self,
         dst: Value<'c, 'm>,
         tmap: Value<'c, 'm>,
         coords: &[Value<'c, 'm>],
         bar: Value<'c, 'm>,
+        multicast: Option<Value<'c, 'm>>,
     ) {
         let p7t = self.ptr_ty(7);
         let dst = self.cast("llvm.addrspacecast", dst, p7t);
+        let mc = i32::from(multicast.is_some());
         let segments =
-            DenseI32ArrayAttribute::new(self.ctx, &[1, 1, coords.len() as i32, 1, 0, 0, 0, 0])
+            DenseI32ArrayAttribute::new(self.ctx, &[1, 1, coords.len() as i32, 1, 0, mc, 0, 0])
                 .into();
         let mode = self.attr("#nvvm.tma_load_mode<tile>");
         let cta_only = self.attr("false");
         let mut operands = vec![dst, tmap];
         operands.extend_from_slice(coords);
         operands.push(bar);
+        operands.extend(multicast);
         self.op(
             "nvvm.cp.async.bulk.tensor.shared.cluster.global",
             &operands,
@@ -989,12 +994,19 @@ impl<'c, 'm> Writer<'c, 'm> {
             }
             Some(r) => {
                 let r = self.i32(r);
-                let p7 = self.ptr_ty(7);
-                let remote = self.op1("nvvm.mapa", &[bar, r.v], p7, &[]);
-                let scope = self.attr("#nvvm.mem_scope<cluster>");
-                self.op("nvvm.mbarrier.arrive", &[remote], &[], &[("scope", scope)]);
+                self.mbarrier_arrive_at(bar, r.v);
             }
         }
+    }
+
+    /// `mbarrier.arrive.release.cluster.shared::cluster.b64` on the barrier at the offset of
+    /// `bar` (an address-space-3 pointer) in the CTA of cluster rank `rank` (i32): `mapa`,
+    /// then the arrive (PTX ISA §9.7.13.15.13).
+    pub fn mbarrier_arrive_at(&mut self, bar: Value<'c, 'm>, rank: Value<'c, 'm>) {
+        let p7 = self.ptr_ty(7);
+        let remote = self.op1("nvvm.mapa", &[bar, rank], p7, &[]);
+        let scope = self.attr("#nvvm.mem_scope<cluster>");
+        self.op("nvvm.mbarrier.arrive", &[remote], &[], &[("scope", scope)]);
     }
 
     /// `barrier.cluster.arrive` (release) then `barrier.cluster.wait` (acquire), `.aligned`

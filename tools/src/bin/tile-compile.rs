@@ -9,7 +9,7 @@
 //!              [--epilogue-store direct|tma]
 //!              [--promote auto|on|off] [--invariant-a auto|smem|registers]
 //!              [--schedule static|clc|none|off] [--persistent-kernels dots|all] [--ctas-per-sm N]
-//!              [--cluster C] [--group-m G] [--num-warps W]
+//!              [--cluster X[xY]] [--group-m G] [--num-warps W]
 //!              [--kernel NAME] [-D NAME=VALUE]... [--no-simplify] [-O 0-3]
 //!              [--tile auto --problem M=..,N=..,K=..[,BATCH=..] [--sms N]]
 //!              [--ptxas] [--timing]
@@ -165,9 +165,11 @@ struct Cli {
     /// launch starts that many per SM.
     #[arg(long, default_value_t = 1)]
     ctas_per_sm: u32,
-    /// CTAs per cluster along x with --schedule clc (1, 2 or 4; > 1 uses the multicast
-    /// try_cancel, sm_100a only).
-    #[arg(long, default_value = "1", value_parser = choice::<ClusterShape>(vec!["1", "2", "4"]))]
+    /// CTAs per cluster, X or XxY: with --schedule clc 1, 2 or 4 along x (the multicast
+    /// try_cancel, sm_100a only); with the static schedule on sm_90a up to 4 CTAs along x
+    /// and y, taking adjacent tiles, whose shared operand copies are multicast (2: A along
+    /// N; 1x2: B along M; 2x2: both).
+    #[arg(long, default_value = "1", value_parser = |s: &str| s.parse::<ClusterShape>())]
     cluster: ClusterShape,
     /// Tiles of M swept per group for L2 reuse (0 = row-major order).
     #[arg(long, default_value_t = 8)]

@@ -163,6 +163,8 @@ pub(super) struct Gemm<'c, 'm, 'k> {
     pub prev: Option<OpKind>,
     /// CTAs per cluster (1: no cluster launch).
     pub cluster_size: i64,
+    /// The cluster's shape (x, y, z).
+    pub cluster: [i64; 3],
     /// The `swizzle` (bytes) of each shared-memory ring.
     pub ring_swizzle: HashMap<TileValue, i64>,
     /// Consumer warpgroups of the kernel's `tile.warp_specialize` (1 without one).
@@ -467,8 +469,8 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             K::MbarrierExpectTx => self.lower_expect_tx(op)?,
             K::MbarrierArrive => self.lower_arrive(op)?,
             K::FenceProxyAsync => self.w.fence_proxy_async(),
-            K::ClusterCtaRank => {
-                let r = self.w.sreg("cluster.ctarank");
+            K::ClusterCtaRank | K::ClusterCtaId | K::ClusterId | K::NumClusters => {
+                let r = self.w.sreg(&crate::nvvm::cluster_sreg(op));
                 let r64 = self.zext64(r);
                 self.def_scalar(op, r64);
             }
@@ -568,6 +570,7 @@ struct Analysis<'k> {
 }
 
 fn analyze<'k>(m: &TileModule, k: &'k Operation) -> R<Analysis<'k>> {
+    let cluster = super::cluster_of(k)?;
     let mut tma_boxes: HashMap<TileValue, Vec<u64>> = HashMap::new();
     // Each consumer warpgroup stores its rows of a staging slot, so a store's box is
     // (slot rows / consumers) x slot columns.
@@ -596,7 +599,11 @@ fn analyze<'k>(m: &TileModule, k: &'k Operation) -> R<Analysis<'k>> {
                 let sw = ring_swizzle.get(&o.operands[1]).copied().unwrap_or(128);
                 let cols = (sw.max(16) / elem.size_bytes()).max(1);
                 let mut b = vec![1; (*rank as usize).saturating_sub(2)];
-                b.extend([shape[0], shape[1].min(cols)]);
+                // A multicast copy: each of the n CTAs copies 1/n of the stage's rows.
+                let parts = o
+                    .int_attr("multicast")
+                    .map_or(1, |d| cluster[d.clamp(0, 2) as usize].max(1) as u64);
+                b.extend([shape[0] / parts, shape[1].min(cols)]);
                 tma_boxes.insert(o.operands[0], b);
                 tma_swizzle.insert(o.operands[0], sw);
             }
@@ -1160,6 +1167,7 @@ fn build_module<'c>(
         smem_end: 1024,
         prev: None,
         cluster_size,
+        cluster: shape.cluster,
         ring_swizzle: HashMap::new(),
         consumer_wgs: a.consumers as i64,
         loop_depth: 0,

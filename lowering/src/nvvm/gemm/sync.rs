@@ -135,6 +135,35 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         self.w.cond_br(l0, &go, &[], &cont, &[]);
         self.w.place(go);
         self.w.mbarrier_arrive(a, op.int_attr("cta"));
+        if let Some(dims) = op
+            .attr("peer_dims")
+            .and_then(tilec_dialect::Attribute::as_array)
+        {
+            // Every CTA that differs from this one only along d: ranks rank + (j − i)·stride
+            // for the other positions j of the line (i = %cluster_ctaid along d).
+            let rank = self.w.sreg("cluster.ctarank");
+            for d in dims.iter().filter_map(tilec_dialect::Attribute::as_int) {
+                let d = d.clamp(0, 2) as usize;
+                let n = self.cluster[d];
+                let stride: i64 = self.cluster[..d].iter().product();
+                let id = self
+                    .w
+                    .sreg(&format!("cluster.ctaid.{}", ["x", "y", "z"][d]));
+                let sc = self.i32(stride);
+                let back = self.bin("mul", id, sc);
+                let first = self.bin("sub", rank, back);
+                let cn = self.i32(n);
+                for o in 1..n {
+                    // Position (i + o) mod n of the line.
+                    let co = self.i32(o);
+                    let j = self.bin("add", id, co);
+                    let j = self.bin("urem", j, cn);
+                    let js = self.bin("mul", j, sc);
+                    let r = self.bin("add", first, js);
+                    self.w.mbarrier_arrive_at(a, r.v);
+                }
+            }
+        }
         self.w.br(&cont, &[]);
         self.w.place(cont);
         Ok(())

@@ -46,7 +46,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let sb = self.i32(ring.stage_bytes as i64);
         let so = self.bin("mul", st32, sb);
         let base_c = self.i32(ring.offset as i64);
-        let base = self.bin("add", so, base_c);
+        let mut base = self.bin("add", so, base_c);
         // cp.async.bulk.tensor takes the coordinates innermost first.
         let mut coords32 = vec![];
         for &c in &op.operands[4..] {
@@ -54,6 +54,44 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             coords32.push(self.trunc32(v));
         }
         coords32.reverse();
+        // Multicast along cluster dimension d: the n CTAs that differ only along d each copy
+        // rows [i·R/n, (i+1)·R/n) of every box (i = %cluster_ctaid along d) into all n.
+        let mut mask = None;
+        if let Some(d) = op.int_attr("multicast") {
+            let d = d.clamp(0, 2) as usize;
+            let n = self.cluster[d] as u64;
+            if n < 2 || ring.shape[0] % (8 * n) != 0 {
+                return err(
+                    op,
+                    format!(
+                        "convert-tile-to-nvvm: a multicast copy splits the stage's {} rows \
+                         among the cluster's {n} CTAs along dimension {d} in whole 8-row \
+                         swizzle atoms",
+                        ring.shape[0]
+                    ),
+                );
+            }
+            let part = ring.shape[0] / n;
+            let xyz = ["x", "y", "z"][d];
+            let id = self.w.sreg(&format!("cluster.ctaid.{xyz}"));
+            let rows = self.i32(part as i64);
+            let r0 = self.bin("mul", id, rows);
+            coords32[1] = self.bin("add", coords32[1], r0);
+            let pb = self.i32((part * span) as i64);
+            let off = self.bin("mul", id, pb);
+            base = self.bin("add", base, off);
+            // Ranks r0 + j·stride for j < n, r0 this line's first: rank − id·stride.
+            let stride: i64 = self.cluster[..d].iter().product();
+            let pattern: i64 = (0..n as i64).map(|j| 1 << (j * stride)).sum();
+            let rank = self.w.sreg("cluster.ctarank");
+            let sc = self.i32(stride);
+            let back = self.bin("mul", id, sc);
+            let first = self.bin("sub", rank, back);
+            let pat = self.i32(pattern);
+            let m32 = self.bin("shl", pat, first);
+            let i16t = self.w.int_ty(16);
+            mask = Some(self.w.cast("llvm.trunc", m32.v, i16t));
+        }
         let inner32 = coords32[0];
         let boxes = ring.shape[1] / box_cols;
         let box_bytes = ring.shape[0] * span;
@@ -73,7 +111,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             };
             let mut at = vec![ij.v];
             at.extend(coords32[1..].iter().map(|c| c.v));
-            self.w.tma_load_box(p, tm, &at, bar);
+            self.w.tma_load_box(p, tm, &at, bar, mask);
         }
         Ok(())
     }
