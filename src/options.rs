@@ -319,7 +319,9 @@ pub const NUM_WARPS: [u32; 7] = [0, 1, 2, 4, 8, 16, 32];
 ///     .with_schedule(Schedule::Clc)
 ///     .with_cluster(ClusterShape::x(2));
 /// assert!(o.validate().is_ok());
-/// let bad = Options::new(Target::Sm90a).with_cluster(ClusterShape::x(2));
+/// // sm_90a: a static cluster of 2 x 2 CTAs (TMA multicast of A and B).
+/// assert!(Options::new(Target::Sm90a).with_cluster("2x2".parse().unwrap()).validate().is_ok());
+/// let bad = Options::new(Target::Sm90).with_cluster(ClusterShape::x(2));
 /// assert_eq!(bad.validate().unwrap_err().option, "cluster");
 /// ```
 #[derive(Clone, Debug, PartialEq)]
