@@ -299,7 +299,8 @@ fn selected_kernel(input: Input<'_>, opts: &Options) -> Result<Module, Error> {
 /// ```
 ///
 /// # Errors
-/// [`Error::Options`] for a built module (it has no constants to bind); a located error at
+/// [`Error::Options`] for a built module (it has no constants to bind) or a `cluster` of more
+/// than one CTA (the heuristic does not choose clusters); a located error at
 /// the kernel when it does not declare `BM`, `BN` and `BK`, or when the heuristic has no
 /// answer for the problem ([`gemm_heuristic::HeuristicError`]: an empty or oversized
 /// dimension, an element type without measured configurations); otherwise, when no
@@ -310,6 +311,17 @@ pub fn auto_tile(
     problem: &gemm_heuristic::GemmProblem,
     machine: &gemm_heuristic::Machine,
 ) -> Result<(Options, gemm_heuristic::GemmChoice), Error> {
+    if base.cluster.size() > 1 {
+        return Err(Error::Options(OptionsError::new(
+            "cluster",
+            format!(
+                "{}: the tile heuristic chooses the schedule, and it has no measured rates for \
+                 clusters yet (some of its tiles run one tile per CTA): give the tile with -D \
+                 BM=.. -D BN=.. to build a cluster, or drop --cluster",
+                base.cluster
+            ),
+        )));
+    }
     let mut choice;
     if let Input::Text { .. } = input {
         let m = selected_kernel(input, &provisional_tile(base))?;
@@ -444,7 +456,7 @@ fn check_bindings(
     constants: &std::collections::BTreeMap<String, i64>,
     file: &str,
 ) -> Result<(), Error> {
-    use tilec_dialect::{Attribute, Diagnostic, Location};
+    use tilec_dialect::{Attribute, Location};
     let Some(k) = m.kernels().next() else {
         return Ok(());
     };
@@ -469,13 +481,15 @@ fn check_bindings(
     } else {
         Location::new(std::sync::Arc::from(file), 1, 1)
     };
-    Err(Error::Diagnostics(Diagnostics(vec![Diagnostic::error(
-        loc,
-        format!(
-            "constant '{n}' is bound, but kernel '@{}' does not declare it ({have})",
-            k.symbol.as_deref().unwrap_or("?")
+    Err(Error::Diagnostics(Diagnostics(vec![
+        tilec_dialect::Diagnostic::error(
+            loc,
+            format!(
+                "constant '{n}' is bound, but kernel '@{}' does not declare it ({have})",
+                k.symbol.as_deref().unwrap_or("?")
+            ),
         ),
-    )])))
+    ])))
 }
 
 /// Keep only the kernel to compile: `name`, or the module's only kernel.
@@ -487,15 +501,15 @@ fn select_kernel(
     name: Option<&str>,
     file: &str,
 ) -> Result<(), Error> {
-    use tilec_dialect::{Diagnostic, Location};
+    use tilec_dialect::Location;
     let names: Vec<String> = m
         .kernels()
         .map(|k| format!("@{}", k.symbol.as_deref().unwrap_or("?")))
         .collect();
     let fail = |loc: Location, msg: String| {
-        Err(Error::Diagnostics(Diagnostics(vec![Diagnostic::error(
-            loc, msg,
-        )])))
+        Err(Error::Diagnostics(Diagnostics(vec![
+            tilec_dialect::Diagnostic::error(loc, msg),
+        ])))
     };
     let file_loc = || Location::new(std::sync::Arc::from(file), 1, 1);
     match name {
@@ -665,6 +679,23 @@ fn front_end(
     let mut pm = PassManager::parse(&pipeline).map_err(Error::Pipeline)?;
     let report = pm.run(&mut module, &mut |_, _, _| {})?;
     timings.push(("tilec passes", t.elapsed()));
+    // A cluster is given to the kernels the schedule makes persistent; any other kernel
+    // would silently run without one.
+    if opts.cluster.size() > 1 && opts.schedule != Schedule::Off {
+        if let Some(k) = module.kernels().find(|k| k.attr("cluster").is_none()) {
+            return Err(Error::Diagnostics(Diagnostics(vec![
+                tilec_dialect::Diagnostic::error(
+                    k.loc.clone(),
+                    format!(
+                        "--cluster {}: the {} schedule gives clusters to the kernels it makes \
+                     persistent (GEMM pipelines, or every kernel with --persistent-kernels all), \
+                     and this one is not: build it without a cluster",
+                        opts.cluster, opts.schedule
+                    ),
+                ),
+            ])));
+        }
+    }
     let remarks = Diagnostics(report.diagnostics);
     Ok((VerifiedModule::new(module)?, file, timings, remarks))
 }

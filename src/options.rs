@@ -731,6 +731,16 @@ impl Options {
             );
         }
         let c = self.cluster;
+        if c.size() > 1 && !matches!(self.schedule, Schedule::Clc | Schedule::Static) {
+            return err(
+                "cluster",
+                format!(
+                    "{c} needs the clc schedule (sm_100a) or the static one (sm_90a), but the \
+                     schedule is {}",
+                    self.schedule
+                ),
+            );
+        }
         if self.schedule == Schedule::Static && c.size() > 1 {
             if c.z != 1 || ![1, 2, 4].contains(&c.x) || ![1, 2, 4].contains(&c.y) || c.size() > 4 {
                 return err(
@@ -757,16 +767,6 @@ impl Options {
                 format!(
                     "{c}: clusters of 1, 2 or 4 CTAs along x are supported (and with the static \
                      schedule on sm_90a, along x and y)"
-                ),
-            );
-        }
-        if c.size() > 1 && !matches!(self.schedule, Schedule::Clc | Schedule::Static) {
-            return err(
-                "cluster",
-                format!(
-                    "{c} needs the clc schedule (sm_100a) or the static one (sm_90a), but the \
-                     schedule is {}",
-                    self.schedule
                 ),
             );
         }

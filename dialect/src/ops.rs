@@ -238,8 +238,8 @@ define_ops! {
             mbarriers, stage, coords...); completes on barrier `stage` of the mbarriers. \
             `multicast = d` (a kernel with a `cluster` of more than one CTA along `d`): the \
             CTAs of the cluster that differ from this one only along `d` load the same box; \
-            CTA i of them (its `tile.cluster_ctaid` along `d`) copies rows [i·R/n, (i+1)·R/n) \
-            of the stage's R rows (n = cluster[d]) into every one of them \
+            CTA i of them (its `tile.cluster_ctaid` along `d`) copies rows i·R/n to (i+1)·R/n - 1 \
+            of the stage's R rows (n: the cluster's size along `d`) into every one of them \
             (`.multicast::cluster`), completing its bytes on the same barrier of each: every \
             CTA's stage fills, and its barrier counts the whole stage's bytes.";
     MbarrierWait = "tile.mbarrier_wait", Gpu,
@@ -250,7 +250,7 @@ define_ops! {
         "Arrives on a barrier (`mbarrier.arrive`), releasing a stage to its producer.",
         "Arrive on barrier `index` (`mbarrier.arrive`, one elected thread per consumer warpgroup): \
             releases a stage to its producer. `cta = r`: on CTA r's barrier of the cluster \
-            instead (`mapa`, release at cluster scope). `peer_dims = [d, ...]`: on this CTA's \
+            instead (`mapa`, release at cluster scope). `peer_dims` (a list of dimensions): on this CTA's \
             barrier and on that of every CTA of the cluster that differs from this one only \
             along one of the dimensions `d` (the CTAs whose multicast copies fill this CTA's \
             stage, and which this CTA's copies fill).";
@@ -296,8 +296,8 @@ define_ops! {
     ClusterCtaId = "tile.cluster_ctaid", Gpu,
         "This CTA's index in its cluster along `dim` (PTX `%cluster_ctaid`).",
         "This CTA's index in its cluster along `dim` (PTX `%cluster_ctaid.x/y/z`, 0 to \
-            cluster[dim] - 1): `%ctaid` mod the kernel's `cluster` size along `dim`. The rank \
-            (`tile.cluster_ctarank`) is x + y·cluster[0] + z·cluster[0]·cluster[1].";
+            the cluster's size along `dim`, less 1): `%ctaid` mod the kernel's `cluster` size along `dim`. The rank \
+            (`tile.cluster_ctarank`) is x + y·X + z·X·Y for a cluster of X × Y × Z.";
     FenceProxyAsync = "tile.fence_proxy_async", Gpu,
         "Orders generic-proxy before async-proxy shared accesses (`fence.proxy.async`).",
         "`fence.proxy.async.shared::cta`: orders this thread's generic-proxy shared-memory \

@@ -1547,7 +1547,19 @@ impl Verifier<'_> {
                 Some(d)
                     if d.len() == 3
                         && d.iter().all(|&x| (1..=16).contains(&x))
-                        && d.iter().product::<i64>() <= 16 => {}
+                        && d.iter().product::<i64>() <= 16 =>
+                {
+                    if d[2] != 1 && op.str_attr("schedule") == Some("static") {
+                        self.error(
+                            op,
+                            format!(
+                                "kernel attribute 'cluster' = {c}: a static persistent kernel \
+                                    launches its clusters as (clusters · x, y, 1) CTAs, so its \
+                                    cluster is 1 along z"
+                            ),
+                        );
+                    }
+                }
                 _ => self.error(
                     op,
                     format!(
@@ -2178,6 +2190,15 @@ impl Verifier<'_> {
                     }
                 }
                 if let Some(a) = op.attr("multicast") {
+                    if let Some(t) = self.target.filter(|t| !t.has_tma_multicast()) {
+                        self.error(
+                            op,
+                            format!(
+                                "'{name}' with 'multicast' (.multicast::cluster) is not for {t}; \
+                                    targets that have it: sm_90a, sm_100a"
+                            ),
+                        );
+                    }
                     match a.as_int() {
                         Some(d) if (0..3).contains(&d) && self.cluster_dims[d as usize] > 1 => {}
                         _ => self.error(
@@ -2207,8 +2228,17 @@ impl Verifier<'_> {
                     let dims: Option<Vec<i64>> = a
                         .as_array()
                         .map(|x| x.iter().filter_map(Attribute::as_int).collect());
-                    let ok = op.kind == OpKind::MbarrierArrive
-                        && op.attr("cta").is_none()
+                    if op.kind == OpKind::MbarrierWait {
+                        self.error(
+                            op,
+                            format!(
+                                "'{name}' waits on this CTA's barriers only; it takes no \
+                                    'peer_dims' (an arrive releases to peers)"
+                            ),
+                        );
+                    }
+                    let ok = op.kind == OpKind::MbarrierWait
+                        || op.attr("cta").is_none()
                         && dims.as_ref().is_some_and(|d| {
                             !d.is_empty()
                                 && d.len() == a.as_array().map_or(0, <[Attribute]>::len)

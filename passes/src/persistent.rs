@@ -360,6 +360,13 @@ fn make_persistent(m: &mut Module, k: &mut Operation, p: &Persistent) -> Result<
                 cluster, but the grid has one dimension"
         )));
     }
+    if cx * cy > 1 && !crate::tile_to_gpu::pipelines(k) {
+        return Err(err(format!(
+            "persistent: a static cluster ({cx} x {cy}) multicasts the operand copies of a GEMM \
+             pipeline (tile-to-gpu's main-loop form); this kernel gets a plain launch, where \
+             nothing would be multicast: build it without a cluster"
+        )));
+    }
     if cx * cy > 1 {
         // A cluster's tiles past the grid's edge run with program ids past it (their loads
         // read zeros, their stores are dropped); a flag indexed by tile would be out of range.
@@ -379,8 +386,8 @@ fn make_persistent(m: &mut Module, k: &mut Operation, p: &Persistent) -> Result<
                 loc,
                 format!(
                     "persistent: a cluster of {cx} x {cy} CTAs runs tiles past the grid's edge \
-                     when the grid does not divide; a flag op is not guarded against that \
-                     (use cluster=1 cluster-y=1 for this kernel)"
+                     when the grid does not divide; a flag op is not guarded against that: \
+                     build this kernel without a cluster"
                 ),
             ));
         }
@@ -513,6 +520,39 @@ fn make_persistent(m: &mut Module, k: &mut Operation, p: &Persistent) -> Result<
             }
         }
     }
+    // In a cluster, a tile past the grid's edge still runs (its copies fill its peers'
+    // stages), but its stores must not land: their coordinates become -2^30 there, which
+    // is outside every tensor, so the store drops every element.
+    let mut edge_guard = None;
+    if clustered {
+        let i1 = Type::Scalar(tilec_dialect::ScalarType::I1);
+        let mut inside: Option<Value> = None;
+        for (d, c) in [(0, cx), (1, cy)] {
+            if c > 1 {
+                let mut op = Operation::new(OpKind::CmpI, em.loc.clone());
+                op.operands = vec![pids[d], gd[d]];
+                op.attrs
+                    .insert("predicate".into(), Attribute::Str("slt".into()));
+                let r = em.m.new_value(i1.clone(), Some("in_grid".into()));
+                op.results = vec![r];
+                em.ops.push(op);
+                inside = Some(match inside {
+                    None => r,
+                    Some(a) => {
+                        // a && r
+                        let mut op = Operation::new(OpKind::Select, em.loc.clone());
+                        let f = em.m.new_value(i1.clone(), Some("in_grid".into()));
+                        op.operands = vec![a, r, a];
+                        op.results = vec![f];
+                        em.ops.push(op);
+                        f
+                    }
+                });
+            }
+        }
+        let far = em.cst(-(1 << 30));
+        edge_guard = inside.map(|i| (i, far));
+    }
     let decode_ops = std::mem::take(&mut em.ops);
 
     // Rewrite the body: program ids and grid sizes; drop the return.
@@ -550,6 +590,9 @@ fn make_persistent(m: &mut Module, k: &mut Operation, p: &Persistent) -> Result<
         }
     }
     drop_ids(&mut body_ops, &pids, &gd, &mut repl);
+    if let Some((inside, far)) = edge_guard {
+        guard_stores(em.m, &mut body_ops, inside, far);
+    }
     for o in &mut body_ops {
         o.walk_mut(&mut |x| {
             for v in &mut x.operands {
@@ -603,6 +646,31 @@ fn make_persistent(m: &mut Module, k: &mut Operation, p: &Persistent) -> Result<
     k.attrs
         .insert("group_m".into(), Attribute::Int(group_m as i64));
     Ok(())
+}
+
+/// Moves every `tile.store` and `tile.atomic_add` in `ops` (at any depth) out of bounds
+/// where `inside` is false: each coordinate becomes `select(inside, c, far)`.
+fn guard_stores(m: &mut Module, ops: &mut Vec<Operation>, inside: Value, far: Value) {
+    let mut out = Vec::with_capacity(ops.len());
+    for mut o in std::mem::take(ops) {
+        for r in &mut o.regions {
+            guard_stores(m, &mut r.ops, inside, far);
+        }
+        if matches!(o.kind, OpKind::Store | OpKind::AtomicAdd) && o.operands.len() >= 3 {
+            let n = o.operands.len();
+            for i in 1..n - 1 {
+                let c = o.operands[i];
+                let mut sel = Operation::new(OpKind::Select, o.loc.clone());
+                let v = m.new_value(Type::INDEX, Some("edge".into()));
+                sel.operands = vec![inside, c, far];
+                sel.results = vec![v];
+                out.push(sel);
+                o.operands[i] = v;
+            }
+        }
+        out.push(o);
+    }
+    *ops = out;
 }
 
 /// Linear id `x + y·gx + z·gx·gy` of grid position `ids` on grid `gd`.

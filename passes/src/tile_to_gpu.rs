@@ -269,7 +269,10 @@ impl Pass for TileToGpu {
                 continue;
             }
             let opts = (self.stages, self.tma_epilogue, self.promote);
-            match lower_kernel(m, k, self.target, opts) {
+            let mut remarks = vec![];
+            let r = lower_kernel(m, k, self.target, opts, &mut remarks);
+            cx.diagnostics.extend(remarks);
+            match r {
                 Ok(bytes) => {
                     cx.stat("loops-pipelined", 1);
                     cx.stat("smem-bytes", bytes);
@@ -1158,6 +1161,7 @@ fn lower_kernel(
     k: &mut Operation,
     target: Target,
     opts: (u64, bool, Option<bool>),
+    remarks: &mut Vec<Diagnostic>,
 ) -> Result<u64, Diagnostic> {
     let (stages, tma_epilogue, promote) = opts;
     // A cluster launch: which values may differ between the cluster's CTAs.
@@ -1296,12 +1300,28 @@ fn lower_kernel(
     }
     let overlap = promote && target.has_wgmma();
     let consumers = (mm.bm / 64) as i64;
-    let (multicast, peer_dims) = multicast_plan(
-        &mm,
-        cluster,
-        &deps,
-        tile_loop_idx.map(|i| &k.regions[0].ops[i]),
-    );
+    // TMA multicast is built for the wgmma GEMM on sm_90a (its `.multicast::cluster` form).
+    let (multicast, peer_dims) = if target.has_wgmma() && target.has_tma_multicast() {
+        multicast_plan(
+            &mm,
+            cluster,
+            &deps,
+            tile_loop_idx.map(|i| &k.regions[0].ops[i]),
+        )
+    } else {
+        ([None, None], vec![])
+    };
+    if cluster.iter().product::<i64>() > 1 && multicast == [None, None] && target.has_wgmma() {
+        remarks.push(Diagnostic::remark(
+            lp_loc.clone(),
+            format!(
+                "tile-to-gpu: the kernel's cluster {cluster:?} multicasts no copy: the K range \
+                 or the tile loop may differ between its CTAs, or no operand's coordinates are \
+                 the same along a cluster dimension whose size splits the stage's rows into \
+                 whole 8-row swizzle atoms"
+            ),
+        ));
+    }
 
     // Split the ops: kernel-level (kept), per-tile prologue P, the K loop, epilogue E.
     let mut kernel_ops = std::mem::take(&mut k.regions[0].ops);

@@ -3,7 +3,10 @@
 //! `tile.nctaid`, the tile loop) are interpreted for every launched CTA, and each
 //! `tile.store` records the tile it writes. Property: every tile of the grid is stored
 //! exactly once, whatever the grid (1-, 2-, 3-D, ragged), the group size and, for
-//! `schedule=static`, the number of CTAs the launcher starts (fewer or more than tiles).
+//! `schedule=static`, the number of CTAs the launcher starts (fewer or more than tiles) and
+//! the cluster shape (a static cluster of X x Y CTAs takes adjacent tiles; its tiles past
+//! the grid's edge must store nothing: a store out of bounds is dropped, as `tile.store`
+//! drops it).
 //!
 //! `PROPTEST_CASES` sets the number of random configurations (default 2000).
 
@@ -51,6 +54,8 @@ fn kernel(rank: usize) -> String {
 struct Cta {
     id: [i64; 3],
     n: [i64; 3],
+    /// The cluster shape (x, y, z).
+    cluster: [i64; 3],
 }
 
 fn run(
@@ -73,6 +78,23 @@ fn run(
             OpKind::MaxI => Some(a(0, env).max(a(1, env))),
             OpKind::CtaId => Some(cta.id[o.int_attr("dim").unwrap() as usize]),
             OpKind::NumCtas => Some(cta.n[o.int_attr("dim").unwrap() as usize]),
+            OpKind::ClusterCtaId => {
+                let d = o.int_attr("dim").unwrap() as usize;
+                Some(cta.id[d] % cta.cluster[d])
+            }
+            OpKind::ClusterId => {
+                let d = o.int_attr("dim").unwrap() as usize;
+                Some(cta.id[d] / cta.cluster[d])
+            }
+            OpKind::NumClusters => {
+                let d = o.int_attr("dim").unwrap() as usize;
+                Some(cta.n[d] / cta.cluster[d])
+            }
+            OpKind::CmpI => {
+                assert_eq!(o.str_attr("predicate"), Some("slt"));
+                Some(i64::from(a(0, env) < a(1, env)))
+            }
+            OpKind::Select => Some(if a(0, env) != 0 { a(1, env) } else { a(2, env) }),
             OpKind::ProgramId | OpKind::NumPrograms => panic!("the pass left {}", o.kind.name()),
             OpKind::For => {
                 let (lb, ub, step) = (a(0, env), a(1, env), a(2, env));
@@ -90,7 +112,10 @@ fn run(
                     .iter()
                     .map(|v| env[v])
                     .collect();
-                *stores.entry(idx).or_default() += 1;
+                // A negative coordinate is outside every tensor: the store drops it.
+                if idx.iter().all(|&i| i >= 0) {
+                    *stores.entry(idx).or_default() += 1;
+                }
                 None
             }
             _ => None,
@@ -107,25 +132,33 @@ fn check(
     group_m: u64,
     schedule: &str,
     launched: i64,
+    cluster: [i64; 2],
 ) -> Result<(), TestCaseError> {
     let mut m = parse(&kernel(rank), "model.tile").unwrap();
     verify(&m).unwrap();
+    let [cx, cy] = cluster;
     let mut pm = PassManager::parse(&format!(
-        "persistent{{schedule={schedule} group_m={group_m}}}"
+        "persistent{{schedule={schedule} group_m={group_m} cluster={cx} cluster-y={cy}}}"
     ))
     .unwrap();
     pm.run(&mut m, &mut |_, _, _| {}).unwrap();
     let k = &m.ops[0];
     let args = &k.regions[0].args;
     let ntiles: i64 = dims[..rank].iter().product();
-    // The launch: static starts `launched` CTAs along x; none launches the tile grid.
+    // The launch: static starts `launched` CTAs along x (with a cluster, `launched`
+    // clusters: (launched · cx, cy, 1) CTAs); none launches the tile grid.
     let ctas: Vec<Cta> = if schedule == "static" {
-        (0..launched)
-            .map(|c| Cta {
-                id: [c, 0, 0],
-                n: [launched, 1, 1],
-            })
-            .collect()
+        let mut v = vec![];
+        for y in 0..cy {
+            for x in 0..launched * cx {
+                v.push(Cta {
+                    id: [x, y, 0],
+                    n: [launched * cx, cy, 1],
+                    cluster: [cx, cy, 1],
+                });
+            }
+        }
+        v
     } else {
         let mut v = vec![];
         for z in 0..if rank > 2 { dims[2] } else { 1 } {
@@ -138,6 +171,7 @@ fn check(
                             if rank > 1 { dims[1] } else { 1 },
                             if rank > 2 { dims[2] } else { 1 },
                         ],
+                        cluster: [1, 1, 1],
                     });
                 }
             }
@@ -186,7 +220,18 @@ proptest! {
         let dims = [x, y, z];
         let ntiles: i64 = dims[..rank].iter().product();
         let launched = (ntiles + extra).clamp(1, ntiles + 6);
-        check(rank, dims, group_m, if static_sched { "static" } else { "none" }, launched)?;
+        check(rank, dims, group_m, if static_sched { "static" } else { "none" }, launched, [1, 1])?;
+    }
+
+    #[test]
+    fn every_tile_exactly_once_in_clusters(rank in 1usize..=3, x in 1i64..=13, y in 1i64..=11,
+                               z in 1i64..=4,
+                               group_m in prop::sample::select(vec![0u64, 1, 2, 3, 8]),
+                               cluster in prop::sample::select(vec![[2i64, 1], [4, 1], [1, 2], [2, 2], [1, 4]]),
+                               clusters in 1i64..=12) {
+        // cluster-y needs a second grid dimension.
+        prop_assume!(rank > 1 || cluster[1] == 1);
+        check(rank, [x, y, z], group_m, "static", clusters, cluster)?;
     }
 }
 
@@ -205,6 +250,7 @@ fn grouped_order_sweeps_m_first() {
     let cta = Cta {
         id: [0, 0, 0],
         n: [1, 1, 1],
+        cluster: [1, 1, 1],
     };
     let mut env = HashMap::new();
     env.insert(k.regions[0].args[1], 4);
