@@ -44,9 +44,21 @@ fn kernel(rank: usize) -> String {
         2 => "1x1",
         _ => "1x1x1",
     };
+    // A GEMM main loop (no trip) makes it a kernel `tile-to-gpu` pipelines, which a
+    // static cluster needs.
     format!(
-        "tile.kernel @k(%O: {tensor}, %X: index, %Y: index, %Z: index) {{grid = {dims}}} {{\n  \
-            {pids}  %one = tile.constant {{value = 1.0}} : f32\n  %t = tile.splat %one : \
+        "tile.kernel @k(%O: {tensor}, %X: index, %Y: index, %Z: index, %A: tensor<?x?xbf16>, \
+            %B: tensor<?x?xbf16>) {{grid = {dims}}} {{\n  \
+            {pids}  %c0 = tile.constant {{value = 0}} : index\n  \
+            %c16 = tile.constant {{value = 16}} : index\n  \
+            %zero = tile.zeros : tile<16x16xf32>\n  \
+            %acc = tile.for %c0, %c0, %c16, %zero : tile<16x16xf32> {{\n  \
+            ^bb0(%kk: index, %c: tile<16x16xf32>):\n    \
+            %a = tile.load %A, %c0, %kk : tile<16x16xbf16>\n    \
+            %b = tile.load %B, %kk, %c0 : tile<16x16xbf16>\n    \
+            %d = tile.dot %a, %b, %c : tile<16x16xf32>\n    \
+            tile.yield %d\n  }}\n  \
+            %one = tile.constant {{value = 1.0}} : f32\n  %t = tile.splat %one : \
             tile<{shape}xf32>\n  tile.store %O, {idx}, %t\n  tile.return\n}}\n"
     )
 }
