@@ -192,9 +192,9 @@ impl OptLevel {
 
 /// CTAs per thread-block cluster, x × y × z (PTX ISA `.reqnctapercluster`).
 ///
-/// Spelled `X` (y = z = 1), `XxY` (z = 1) or `XxYxZ`. Compiled: clusters of 1, 2 or 4 CTAs along x with the
-/// `clc` schedule on sm_100a, and of up to 4 CTAs along x and y with the `static` schedule on
-/// sm_90a ([`Options::validate`]).
+/// Spelled `X` (y = z = 1), `XxY` (z = 1) or `XxYxZ`. Compiled: clusters of 1, 2 or 4 CTAs
+/// along x with the `clc` schedule on sm_100a, and of up to 4 CTAs along x and y with the
+/// `static` schedule on sm_90a ([`Options::validate`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ClusterShape {
     /// CTAs along x.

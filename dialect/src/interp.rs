@@ -2771,7 +2771,8 @@ mod tests {
     fn clusters_of_a_persistent_grid_cover_every_tile_once() {
         // 5 x 3 tiles, clusters of 2 x 2 CTAs over 3 x 2 cluster tiles: each CTA adds one to
         // its tile and records its rank there; tiles past the grid's edge are clipped.
-        let src = "tile.kernel @k(%O: tensor<?x?xf32>, %R: tensor<?x?xf32>) {cluster = [2, 2, 1], grid = [5, 3]} {
+        let src = "tile.kernel @k(%O: tensor<?x?xf32>, %R: tensor<?x?xf32>) \
+    {cluster = [2, 2, 1], grid = [5, 3]} {
   %c1 = tile.constant {value = 1} : index
   %c2 = tile.constant {value = 2} : index
   %c3 = tile.constant {value = 3} : index

@@ -250,7 +250,8 @@ define_ops! {
         "Arrives on a barrier (`mbarrier.arrive`), releasing a stage to its producer.",
         "Arrive on barrier `index` (`mbarrier.arrive`, one elected thread per consumer warpgroup): \
             releases a stage to its producer. `cta = r`: on CTA r's barrier of the cluster \
-            instead (`mapa`, release at cluster scope). `peer_dims` (a list of dimensions): on this CTA's \
+            instead (`mapa`, release at cluster scope). `peer_dims` (a list of dimensions): \
+            on this CTA's \
             barrier and on that of every CTA of the cluster that differs from this one only \
             along one of the dimensions `d` (the CTAs whose multicast copies fill this CTA's \
             stage, and which this CTA's copies fill).";
@@ -296,7 +297,8 @@ define_ops! {
     ClusterCtaId = "tile.cluster_ctaid", Gpu,
         "This CTA's index in its cluster along `dim` (PTX `%cluster_ctaid`).",
         "This CTA's index in its cluster along `dim` (PTX `%cluster_ctaid.x/y/z`, 0 to \
-            the cluster's size along `dim`, less 1): `%ctaid` mod the kernel's `cluster` size along `dim`. The rank \
+            the cluster's size along `dim`, less 1): `%ctaid` mod the kernel's `cluster` size \
+            along `dim`. The rank \
             (`tile.cluster_ctarank`) is x + y·X + z·X·Y for a cluster of X × Y × Z.";
     FenceProxyAsync = "tile.fence_proxy_async", Gpu,
         "Orders generic-proxy before async-proxy shared accesses (`fence.proxy.async`).",

@@ -239,7 +239,8 @@ proptest! {
     fn every_tile_exactly_once_in_clusters(rank in 1usize..=3, x in 1i64..=13, y in 1i64..=11,
                                z in 1i64..=4,
                                group_m in prop::sample::select(vec![0u64, 1, 2, 3, 8]),
-                               cluster in prop::sample::select(vec![[2i64, 1], [4, 1], [1, 2], [2, 2], [1, 4]]),
+                               cluster in prop::sample::select(
+                                   vec![[2i64, 1], [4, 1], [1, 2], [2, 2], [1, 4]]),
                                clusters in 1i64..=12) {
         // cluster-y needs a second grid dimension.
         prop_assume!(rank > 1 || cluster[1] == 1);
