@@ -194,6 +194,27 @@ class Kernel:
         self.num_regs = check(cu.cuFuncGetAttribute(
             cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NUM_REGS, self.func), "cuFuncGetAttribute")
         self.sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+        # Clusters the device can hold at once (cuOccupancyMaxActiveClusters): the SMs of a
+        # GPC not filling a whole cluster stay idle, so a persistent launch of SMs / cluster
+        # size clusters may not all be resident.
+        self.max_clusters = 0
+        cl = self.m.get("cluster", [1, 1, 1])
+        if cl[0] * cl[1] * cl[2] > 1:
+            try:
+                cfg = cu.CUlaunchConfig()
+                cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = cl[0] * self.sms, cl[1], cl[2]
+                cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = self.m["block"]
+                cfg.sharedMemBytes = self.smem
+                a = cu.CUlaunchAttribute()
+                a.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+                a.value.clusterDim.x, a.value.clusterDim.y, a.value.clusterDim.z = cl
+                cfg.attrs = [a]
+                cfg.numAttrs = 1
+                err, n = cu.cuOccupancyMaxActiveClusters(self.func, cfg)
+                if err == cu.CUresult.CUDA_SUCCESS:
+                    self.max_clusters = int(n)
+            except Exception as e:  # an older cuda-python: fall back to SMs / cluster size
+                print("# cuOccupancyMaxActiveClusters: %s" % e, file=sys.stderr)
         self.split_k = self.m.get("split_k")
         self.split_override = 0  # split-K: S to use (0: choose per shape, see choose_split)
 
@@ -210,7 +231,10 @@ class Kernel:
             # A cluster of cx x cy CTAs takes adjacent tiles: (clusters * cx, cy, 1) CTAs.
             cx, cy = (int(c) for c in self.m.get("cluster", [1, 1, 1])[:2])
             tiles = -(-dims[0] // cx) * -(-dims[1] // cy) * dims[2]
-            n = min(tiles, max(1, self.sms * int(pers.get("ctas_per_sm", 1)) // (cx * cy)))
+            fit = self.sms * int(pers.get("ctas_per_sm", 1)) // (cx * cy)
+            if self.max_clusters:
+                fit = min(fit, self.max_clusters)
+            n = min(tiles, max(1, fit))
             dims = [n * cx, cy, 1]
         limits = self.m.get("grid_limits", [2**31 - 1, 65535, 65535])
         for axis, (d, lim) in enumerate(zip(dims, limits)):
@@ -569,6 +593,9 @@ def main():
     print("# %s: kernel %s, %s, block %s, cluster %s, dyn smem %d B, %d regs (driver JIT), %d SMs, launch %s"
           % (args.manifest, k.m["kernel"], k.m["target"], k.m["block"], k.m.get("cluster"), k.smem,
              k.num_regs, k.sms, "cuLaunchKernelEx" if k.launch_ex else "cuLaunchKernel"), flush=True)
+    if k.max_clusters:
+        print("# at most %d clusters resident (cuOccupancyMaxActiveClusters)" % k.max_clusters,
+              flush=True)
     rows = []
     failed = False
     hdr = "%6s %6s %6s  %9s  %7s  %9s %8s  %9s %8s  %6s  %s" % (
