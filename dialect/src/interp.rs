@@ -635,7 +635,7 @@ pub fn run_with(
         }
         grid[d] = n;
     }
-    let cluster = cluster_dims(k);
+    let cluster = k.cluster_shape();
     if let Some(n) = limits.ctas {
         if n < 1 || n % cluster[0] != 0 {
             return Err(grid_err(format!(
@@ -686,17 +686,6 @@ pub fn run_with(
         mach.launch.current += 1;
     }
     Ok(())
-}
-
-/// The cluster shape of kernel `k` (`cluster = [x, y, z]`; [1, 1, 1] without one).
-fn cluster_dims(k: &Operation) -> [i64; 3] {
-    let mut c = [1; 3];
-    if let Some(a) = k.attr("cluster").and_then(Attribute::as_array) {
-        for (d, x) in a.iter().filter_map(Attribute::as_int).take(3).enumerate() {
-            c[d] = x.max(1);
-        }
-    }
-    c
 }
 
 /// The launch state of the grid, for cluster launch control.

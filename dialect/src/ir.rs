@@ -97,6 +97,18 @@ impl Operation {
         self.attrs.get(name)
     }
 
+    /// A kernel's cluster shape: its `cluster` attribute `[x, y, z]` (each size clamped to
+    /// 1..=16, as the verifier bounds them; a missing size is 1), or [1, 1, 1] without one.
+    pub fn cluster_shape(&self) -> [i64; 3] {
+        let mut c = [1; 3];
+        if let Some(a) = self.attr("cluster").and_then(Attribute::as_array) {
+            for (d, x) in a.iter().filter_map(Attribute::as_int).take(3).enumerate() {
+                c[d] = x.clamp(1, 16);
+            }
+        }
+        c
+    }
+
     /// The integer attribute `name`.
     pub fn int_attr(&self, name: &str) -> Option<i64> {
         self.attrs.get(name).and_then(Attribute::as_int)

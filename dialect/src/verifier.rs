@@ -215,12 +215,7 @@ impl<'a> Verifier<'a> {
         self.visible.clear();
         self.target = op.str_attr("target").and_then(Target::from_name);
         self.num_warps = op.int_attr("num_warps");
-        self.cluster_dims = [1; 3];
-        if let Some(a) = op.attr("cluster").and_then(Attribute::as_array) {
-            for (d, x) in a.iter().filter_map(Attribute::as_int).take(3).enumerate() {
-                self.cluster_dims[d] = x.clamp(1, 16);
-            }
-        }
+        self.cluster_dims = op.cluster_shape();
         self.cluster_size = self.cluster_dims.iter().product();
         self.kernel = op.symbol.clone();
         self.op(op, None);

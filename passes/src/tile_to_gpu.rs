@@ -645,17 +645,6 @@ fn operand_of(
     })
 }
 
-/// The kernel's `cluster` shape ([1, 1, 1] without one; the verifier checked it).
-fn cluster_dims(k: &Operation) -> [i64; 3] {
-    let mut c = [1; 3];
-    if let Some(a) = k.attr("cluster").and_then(Attribute::as_array) {
-        for (d, x) in a.iter().filter_map(Attribute::as_int).take(3).enumerate() {
-            c[d] = x.max(1);
-        }
-    }
-    c
-}
-
 /// Which operand copies are multicast in a cluster launch, and along which cluster
 /// dimension: for A and B, the first dimension with more than one CTA along which the
 /// copy's coordinates (but k) cannot differ, where the stage's rows split evenly into
@@ -1165,7 +1154,7 @@ fn lower_kernel(
 ) -> Result<u64, Diagnostic> {
     let (stages, tma_epilogue, promote) = opts;
     // A cluster launch: which values may differ between the cluster's CTAs.
-    let cluster = cluster_dims(k);
+    let cluster = k.cluster_shape();
     let mut deps = HashMap::new();
     if cluster.iter().product::<i64>() > 1 {
         cluster_deps(&k.regions[0].ops, &mut deps);
