@@ -122,6 +122,22 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
     /// just converged the warp, `bar.warp.sync` orders the other lanes' reads first (not in
     /// the producer region, where one thread runs). `{cta = r}`: `mapa` + a release-cluster
     /// arrive on CTA r's barrier.
+    /// This CTA's line of the cluster along dimension `d` (the CTAs that differ from it only
+    /// there): its index i on the line (`%cluster_ctaid` along d, i32), the rank stride of
+    /// the line (the cluster's sizes before d multiplied), and the line's first rank
+    /// (`%cluster_ctarank` − i·stride, i32), PTX ISA §10.25–10.26.
+    pub(super) fn cluster_line(&mut self, d: usize) -> (V<'c, 'm>, i64, V<'c, 'm>) {
+        let stride: i64 = self.cluster[..d].iter().product();
+        let id = self
+            .w
+            .sreg(&format!("cluster.ctaid.{}", ["x", "y", "z"][d]));
+        let rank = self.w.sreg("cluster.ctarank");
+        let sc = self.i32(stride);
+        let back = self.bin("mul", id, sc);
+        let first = self.bin("sub", rank, back);
+        (id, stride, first)
+    }
+
     pub(super) fn lower_arrive(&mut self, op: &Operation) -> R<()> {
         if self.cwg.is_some() && self.prev != Some(OpKind::WaitGroup) {
             let all = self.i32(-1);
@@ -139,19 +155,13 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             .attr("peer_dims")
             .and_then(tilec_dialect::Attribute::as_array)
         {
-            // Every CTA that differs from this one only along d: ranks rank + (j − i)·stride
-            // for the other positions j of the line (i = %cluster_ctaid along d).
-            let rank = self.w.sreg("cluster.ctarank");
+            // Every CTA that differs from this one only along d: ranks first + j·stride for
+            // the other positions j of the line.
             for d in dims.iter().filter_map(tilec_dialect::Attribute::as_int) {
                 let d = d.clamp(0, 2) as usize;
                 let n = self.cluster[d];
-                let stride: i64 = self.cluster[..d].iter().product();
-                let id = self
-                    .w
-                    .sreg(&format!("cluster.ctaid.{}", ["x", "y", "z"][d]));
+                let (id, stride, first) = self.cluster_line(d);
                 let sc = self.i32(stride);
-                let back = self.bin("mul", id, sc);
-                let first = self.bin("sub", rank, back);
                 let cn = self.i32(n);
                 for o in 1..n {
                     // Position (i + o) mod n of the line.

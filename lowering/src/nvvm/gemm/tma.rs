@@ -72,21 +72,15 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 );
             }
             let part = ring.shape[0] / n;
-            let xyz = ["x", "y", "z"][d];
-            let id = self.w.sreg(&format!("cluster.ctaid.{xyz}"));
+            let (id, stride, first) = self.cluster_line(d);
             let rows = self.i32(part as i64);
             let r0 = self.bin("mul", id, rows);
             coords32[1] = self.bin("add", coords32[1], r0);
             let pb = self.i32((part * span) as i64);
             let off = self.bin("mul", id, pb);
             base = self.bin("add", base, off);
-            // Ranks r0 + j·stride for j < n, r0 this line's first: rank − id·stride.
-            let stride: i64 = self.cluster[..d].iter().product();
+            // The line's ranks: first + j·stride for j < n.
             let pattern: i64 = (0..n as i64).map(|j| 1 << (j * stride)).sum();
-            let rank = self.w.sreg("cluster.ctarank");
-            let sc = self.i32(stride);
-            let back = self.bin("mul", id, sc);
-            let first = self.bin("sub", rank, back);
             let pat = self.i32(pattern);
             let m32 = self.bin("shl", pat, first);
             let i16t = self.w.int_ty(16);
