@@ -60,6 +60,17 @@ fn cases() -> Vec<Case> {
         "%o = tile.constant {value = 3} : index",
     );
     add(K::Dim, "index", "%o = tile.dim %X {dim = 1} : index");
+    add(
+        K::Extract,
+        "i32",
+        "%e = tile.extract %F, %n : i32\n%o = tile.convert %e : index",
+    );
+    add(
+        K::Extract,
+        "f32",
+        "%e = tile.extract %X, %n, %n : f32\n%es = tile.splat %e : tile<@S@xf32>\n\
+         %out = tile.mul %t, %es : tile<@S@xf32>",
+    );
     for (k, name) in [
         (K::AddI, "addi"),
         (K::SubI, "subi"),

@@ -871,6 +871,20 @@ impl<'m> Builder<'m> {
         self.one(OpKind::Load, &ops, attrs, Type::tile(shape, elem))
     }
 
+    /// `%v = tile.extract %tensor, indices… : elem`: one element of `tensor` as a scalar of
+    /// its element type (zero outside it), read at run time: a group offset, a row's group
+    /// id.
+    ///
+    /// # Errors
+    /// Not a tensor, or indices other than one `index` per tensor dimension.
+    pub fn extract(&mut self, tensor: Value, indices: &[Value]) -> BuildResult<Value> {
+        let elem = self.tensor_elem(OpKind::Extract, tensor)?;
+        let ops: Vec<Value> = std::iter::once(tensor)
+            .chain(indices.iter().copied())
+            .collect();
+        self.one(OpKind::Extract, &ops, vec![], Type::Scalar(elem))
+    }
+
     /// `tile.gather %tensor, %rows, %col`: row i of the `R x cols` result is row `rows[i]`
     /// of the 2-D `tensor` from column `col` on (R the length of the 1-D integer tile
     /// `rows`).

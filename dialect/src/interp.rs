@@ -1083,6 +1083,7 @@ impl Machine<'_> {
                     tile_val(shape, elem, Data::Int(out))
                 }
                 OpKind::Load => self.load(op)?,
+                OpKind::Extract => self.extract(op)?,
                 OpKind::Gather => self.gather(op)?,
                 OpKind::Dot => self.dot(op)?,
                 OpKind::Convert => self.convert(op)?,
@@ -1297,6 +1298,27 @@ impl Machine<'_> {
 
     fn offsets(&self, op: &Operation, rank: usize) -> R<Vec<i64>> {
         (1..=rank).map(|i| self.int(op, i)).collect()
+    }
+
+    /// `tile.extract`: one element, zero outside the tensor.
+    fn extract(&mut self, op: &Operation) -> R<Val> {
+        let t = self.tensor(op)?;
+        let offs = self.offsets(op, t.shape.len())?;
+        let mut off = Some(0usize);
+        for (d, &c) in offs.iter().enumerate() {
+            off = match off {
+                Some(o) if c >= 0 && (c as u64) < t.shape[d] as u64 => {
+                    Some(o + c as usize * t.strides[d])
+                }
+                _ => None,
+            };
+        }
+        Ok(match (&t.data, off) {
+            (Data::Float(src), Some(o)) => Val::Float(round_to(t.elem, src[o])),
+            (Data::Int(src), Some(o)) => Val::Int(wrap_int(t.elem, src[o])),
+            (Data::Float(_), None) => Val::Float(0.0),
+            (Data::Int(_), None) => Val::Int(0),
+        })
     }
 
     fn gather(&mut self, op: &Operation) -> R<Val> {

@@ -131,6 +131,13 @@ define_ops! {
         "`%t = tile.gather %T, %rows, %col : tile<R x C x T>`: row i of the result is row \
             `%rows[i]` of `%T` from column `%col` on (`%rows` a 1-D integer tile of R \
             elements); rows or columns outside the tensor read as zero, or as `{padding}`.";
+    Extract = "tile.extract", Other,
+        "Reads one element of a global tensor as a scalar (MLIR `tensor.extract`).",
+        "`%v = tile.extract %T, %i0, ... : T` (one `index` per dimension of `%T`; the result \
+            the tensor's element type): the element at (i0, ...), or zero outside the tensor. \
+            One predicated `ld.global` per thread that runs it. For values the launch passes \
+            through memory, known only at run time: a grouped GEMM's group offsets or a row's \
+            group id. It reads memory as `tile.load` does: stores and flag ops order it.";
     Store = "tile.store", Other,
         "Store a tile into a global tensor at element offsets; out-of-bounds elements are \
             dropped.", "";
@@ -410,6 +417,12 @@ impl OpKind {
             self,
             OpKind::WaitFlag | OpKind::ReleaseFlag | OpKind::ArriveFlag
         )
+    }
+    /// Whether the op reads global memory through a tensor (`tile.load`, `tile.gather`,
+    /// `tile.extract`): pure, but a store or a flag op between two such reads may change
+    /// what the second one reads.
+    pub fn reads_global(self) -> bool {
+        matches!(self, OpKind::Load | OpKind::Gather | OpKind::Extract)
     }
     /// Whether the op has no side effects (may be removed when unused, and reordered): of
     /// the GPU level, only layout conversions and the reads of special registers.

@@ -962,6 +962,27 @@ impl Verifier<'_> {
                     );
                 }
             }
+            OpKind::Extract => {
+                let ok = match (ots.first(), rts.as_slice()) {
+                    (Some(Type::Tensor { rank, elem }), [Type::Scalar(r)]) => {
+                        ots.len() == 1 + *rank as usize
+                            && ots[1..].iter().all(|t| *t == Type::INDEX)
+                            && r == elem
+                    }
+                    _ => false,
+                };
+                if !ok {
+                    self.error(
+                        op,
+                        format!(
+                            "'tile.extract' takes a tensor and one index per dimension, and \
+                             gives a scalar of the tensor's element type; found ({}) -> ({})",
+                            list(&ots),
+                            list(&rts)
+                        ),
+                    );
+                }
+            }
             OpKind::Gather if self.count(op, 3, 1) => {
                 let ok = match (&ots[0], &ots[1], &ots[2], &rts[0]) {
                     (

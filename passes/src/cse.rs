@@ -2,15 +2,16 @@
 //!
 //! A pure op without regions whose kind, operands, attributes and result types equal those
 //! of an op that dominates it (earlier in the same block or in an enclosing block) is
-//! removed and its results replaced by the earlier op's. `tile.load` reads memory, so a
-//! load is only replaced by an identical load earlier in the same block with no op that
-//! may write memory (a store, a GPU-level op, an op with regions) between them.
+//! removed and its results replaced by the earlier op's. `tile.load`, `tile.gather` and
+//! `tile.extract` read memory, so such a read is only replaced by an identical one earlier
+//! in the same block with no op that may write memory (a store, a flag op, a GPU-level op,
+//! an op with regions) between them.
 //!
 //! Options: none. Statistics: `ops-eliminated`.
 
 use crate::pass::{Pass, PassContext, PassInfo};
 use std::collections::HashMap;
-use tilec_dialect::{Block, Diagnostics, Module, OpKind, Operation, Type, Value};
+use tilec_dialect::{Block, Diagnostics, Module, Operation, Type, Value};
 
 /// The registry entry.
 pub static INFO: PassInfo = PassInfo {
@@ -70,7 +71,7 @@ fn block(
             // A load reads memory: it may only reuse a load of the same block with no
             // possible write between them (see `clobbers`), never one from outside a loop
             // body or branch, which a store inside it may have overwritten.
-            let prev = if o.kind == OpKind::Load {
+            let prev = if o.kind.reads_global() {
                 scopes.last().and_then(|s| s.get(&k))
             } else {
                 scopes.iter().rev().find_map(|s| s.get(&k))
@@ -94,7 +95,7 @@ fn block(
             scopes
                 .last_mut()
                 .expect("scope")
-                .retain(|k, _| k.0 != OpKind::Load);
+                .retain(|k, _| !k.0.reads_global());
         }
         kept.push(o);
     }
@@ -103,7 +104,7 @@ fn block(
     n
 }
 
-/// Whether `o` may write memory a `tile.load` reads: any op with side effects (stores,
+/// Whether `o` may write memory a read of global memory sees: any op with side effects (stores,
 /// GPU-level ops) and any op holding regions, whatever they contain.
 fn clobbers(o: &Operation) -> bool {
     !o.kind.is_pure() || !o.regions.is_empty()

@@ -251,7 +251,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         (index, inb)
     }
 
-    fn offsets(&self, op: &Operation, from: usize, rank: usize) -> R<Vec<V<'c, 'm>>> {
+    pub(super) fn offsets(&self, op: &Operation, from: usize, rank: usize) -> R<Vec<V<'c, 'm>>> {
         op.operands[from..from + rank]
             .iter()
             .map(|&o| self.scalar(op, o))

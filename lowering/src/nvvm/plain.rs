@@ -476,6 +476,14 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             K::Convert => self.lower_convert(op)?,
             K::Load => self.lower_load(op)?,
             K::Gather => self.lower_gather(op)?,
+            K::Extract => {
+                let t = self.tensor(op, op.operands[0])?;
+                let idx = self.offsets(op, 1, t.sizes.len())?;
+                let v = self
+                    .w
+                    .load_element(t.ptr, &t.sizes, &t.strides, &idx, t.elem);
+                self.def(op, Lv::Scalar(v));
+            }
             K::Store => self.lower_store(op)?,
             K::WaitFlag | K::ReleaseFlag | K::ArriveFlag => self.lower_flag(op)?,
             K::Add | K::Sub | K::Mul | K::Div | K::Max | K::Min => self.lower_elementwise(op)?,

@@ -783,6 +783,48 @@ impl<'c, 'm> Writer<'c, 'm> {
         }
     }
 
+    /// One element of a global tensor (`tile.extract`): at `base + Σ indexᵢ · strideᵢ`
+    /// elements, loaded in a branch taken only when every index is below its size
+    /// (unsigned, so a negative index fails too); zero otherwise. `sizes` and `strides` are
+    /// i64 (elements); the indices any integer type.
+    pub fn load_element(
+        &mut self,
+        base: Value<'c, 'm>,
+        sizes: &[V<'c, 'm>],
+        strides: &[V<'c, 'm>],
+        indices: &[V<'c, 'm>],
+        elem: ScalarType,
+    ) -> V<'c, 'm> {
+        let mut inside = self.int(1, ScalarType::I1);
+        let mut index = self.i64(0);
+        for ((&i, &size), &stride) in indices.iter().zip(sizes).zip(strides) {
+            let i = self.int_cast(i, ScalarType::I64);
+            let ok = self.icmp(ICmp::Ult, i, size);
+            inside = self.and(inside, ok);
+            let o = self.mul(i, stride);
+            index = self.add(index, o);
+        }
+        let zero = if elem.is_float() {
+            self.float(0.0, elem)
+        } else {
+            self.int(0, elem)
+        };
+        let ety = self.ty(elem);
+        let ld = self.new_block(&[]);
+        let next = self.new_block(&[ety]);
+        self.cond_br(inside, &ld, &[], &next, &[zero.v]);
+        self.block = ld;
+        let p1 = self.ptr_ty(1);
+        let p = self.gep(base, index, ety, p1);
+        let x = self.load(p, ety, elem.size_bytes());
+        self.br(&next, &[x]);
+        self.block = next;
+        V {
+            v: self.args(next)[0],
+            t: elem,
+        }
+    }
+
     /// `llvm.store` with alignment `align` bytes.
     pub fn store(&mut self, v: Value<'c, 'm>, ptr: Value<'c, 'm>, align: u64) {
         let opts = LoadStoreOptions::new()

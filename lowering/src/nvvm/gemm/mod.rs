@@ -528,6 +528,25 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             K::Reshape => self.lower_epilogue_reshape(op)?,
             K::Transpose => self.lower_epilogue_transpose(op)?,
             K::Load => self.lower_epilogue_load(op)?,
+            K::Extract => {
+                let Some(Lv::TensorPtr(t)) = self.vals.get(&op.operands[0]).cloned() else {
+                    return err(
+                        op,
+                        "convert-tile-to-nvvm: 'tile.extract' reads a tensor passed as a \
+                         pointer; this one is a TMA tensor map (read by 'tile.tma_load')",
+                    );
+                };
+                let idx = op.operands[1..]
+                    .iter()
+                    .map(|&i| self.scalar(op, i))
+                    .collect::<R<Vec<_>>>()?;
+                let p1 = self.w.ptr_ty(1);
+                let base = self.w.cast("llvm.inttoptr", t.ptr.v, p1);
+                let v = self
+                    .w
+                    .load_element(base, &t.sizes, &t.strides, &idx, t.elem);
+                self.def_scalar(op, v);
+            }
             K::Store => self.lower_store(op, false)?,
             K::AtomicAdd => self.lower_store(op, true)?,
             K::SmemStore => self.lower_smem_store(op)?,
