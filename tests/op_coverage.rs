@@ -254,6 +254,14 @@ fn cases() -> Vec<Case> {
     );
     add(
         K::Store,
+        "masked",
+        "%c0 = tile.constant {value = 0} : index\n%i = tile.iota {dim = 0} : tile<@S@xindex>\n\
+         %nn = tile.splat %n : tile<@S@xindex>\n\
+         %m = tile.cmpi %i, %nn {predicate = \"slt\"} : tile<@S@xi1>\n\
+         tile.store %X, %n, %c0, %m, %t\n%out = tile.neg %t : tile<@S@xf32>",
+    );
+    add(
+        K::Store,
         "",
         "%c0 = tile.constant {value = 0} : index\ntile.store %X, %n, %c0, %t\n%out = tile.neg %t : \
          tile<@S@xf32>",
@@ -263,6 +271,14 @@ fn cases() -> Vec<Case> {
         "",
         "%c0 = tile.constant {value = 0} : index\ntile.atomic_add %X, %n, %c0, %t\n%out = tile.neg \
          %t : tile<@S@xf32>",
+    );
+    add(
+        K::AtomicAdd,
+        "masked",
+        "%c0 = tile.constant {value = 0} : index\n%i = tile.iota {dim = 1} : tile<@S@xindex>\n\
+         %nn = tile.splat %n : tile<@S@xindex>\n\
+         %m = tile.cmpi %i, %nn {predicate = \"sge\"} : tile<@S@xi1>\n\
+         tile.atomic_add %X, %n, %c0, %m, %t\n%out = tile.neg %t : tile<@S@xf32>",
     );
     add(
         K::WaitFlag,

@@ -918,6 +918,26 @@ impl<'m> Builder<'m> {
         self.write(OpKind::Store, tensor, offsets, value)
     }
 
+    /// `tile.store %tensor, offsets…, %mask, %value`: only the elements where the `i1` tile
+    /// `mask` (of the value's shape) is true are written; elements outside the tensor are
+    /// dropped.
+    ///
+    /// # Errors
+    /// As [`Builder::store`], or a mask that is not an `i1` tile of the value's shape.
+    pub fn store_masked(
+        &mut self,
+        tensor: Value,
+        offsets: &[Value],
+        mask: Value,
+        value: Value,
+    ) -> BuildResult<()> {
+        let ops: Vec<Value> = std::iter::once(tensor)
+            .chain(offsets.iter().copied())
+            .chain([mask, value])
+            .collect();
+        self.leaf(OpKind::Store, &ops, vec![], &[]).map(|_| ())
+    }
+
     /// `tile.atomic_add %tensor, offsets…, %value` into an f32 tensor.
     ///
     /// # Errors

@@ -492,6 +492,13 @@ pub struct Limits {
     /// docs); the next one fails, which ends a work-stealing loop. `u64::MAX` (the
     /// default): every request succeeds while a CTA is left to cancel.
     pub clc_steals: u64,
+    /// Launch the CTAs in reverse linear order (z slowest, x fastest, from the last).
+    /// CUDA promises no order between CTAs, so a kernel whose result depends on it (one
+    /// program overwriting elements another wrote) gives another result in one of the two
+    /// orders. Flag waits then find their flags unset (they wait for earlier programs), and
+    /// a kernel with `tile.clc_try_cancel` (which cancels CTAs from the end) is refused.
+    /// Default false.
+    pub reverse: bool,
 }
 
 impl Default for Limits {
@@ -501,6 +508,7 @@ impl Default for Limits {
             max_tile_elems: 1 << 24,
             ctas: None,
             clc_steals: u64::MAX,
+            reverse: false,
         }
     }
 }
@@ -646,12 +654,17 @@ pub fn run_with(
         // A persistent launch: clusters along x, one cluster's extent along y and z.
         grid = [n, cluster[1], cluster[2]];
     }
-    let mut runs_together = false;
-    k.walk(&mut |o| runs_together |= o.kind == OpKind::ClcTryCancel);
-    if runs_together && cluster.iter().product::<i64>() > 1 {
+    if k_has(k, OpKind::ClcTryCancel) && cluster.iter().product::<i64>() > 1 {
         return Err(grid_err(
             "a cluster launch whose CTAs run together (a multicast try_cancel) is not \
              interpreted: the interpreter runs one CTA after another"
+                .into(),
+        ));
+    }
+    if limits.reverse && k_has(k, OpKind::ClcTryCancel) {
+        return Err(grid_err(
+            "a kernel with 'tile.clc_try_cancel' is launched in order (its requests cancel \
+             CTAs from the end): not in reverse"
                 .into(),
         ));
     }
@@ -672,9 +685,14 @@ pub fn run_with(
             responses: std::collections::HashMap::new(),
         },
     };
-    // CTAs launch in linear order (x fastest); those a try_cancel cancelled never do.
+    // CTAs launch in linear order (x fastest; or from the last, `reverse`); those a
+    // try_cancel cancelled never do.
     while mach.launch.current < mach.launch.end {
-        let c = mach.launch.current;
+        let c = if limits.reverse {
+            total - 1 - mach.launch.current
+        } else {
+            mach.launch.current
+        };
         mach.pid = [
             c % grid[0],
             (c / grid[0]) % grid[1],
@@ -686,6 +704,13 @@ pub fn run_with(
         mach.launch.current += 1;
     }
     Ok(())
+}
+
+/// Whether kernel `k` holds an op of `kind`.
+fn k_has(k: &Operation, kind: OpKind) -> bool {
+    let mut any = false;
+    k.walk(&mut |o| any |= o.kind == kind);
+    any
 }
 
 /// The launch state of the grid, for cluster launch control.
@@ -1448,7 +1473,15 @@ impl Machine<'_> {
         let ti = self.tensor_index(op)?;
         let rank = self.tensor(op)?.shape.len();
         let offs = self.offsets(op, rank)?;
-        let value = self.tile(op, rank + 1)?;
+        let value = self.tile(op, op.operands.len().saturating_sub(1))?;
+        // A mask (before the value) keeps the elements where it is true.
+        let mask = match op.operands.len() == rank + 3 {
+            true => match &self.tile(op, rank + 1)?.data {
+                Data::Int(m) if m.len() == value.data.len() => Some(m.clone()),
+                _ => return Err(op_err(op, "the mask does not match the tile")),
+            },
+            false => None,
+        };
         let Some(ArgValue::Tensor(t)) = self.args.get_mut(ti) else {
             return Err(op_err(op, "operand 0 is not a tensor"));
         };
@@ -1466,6 +1499,9 @@ impl Machine<'_> {
                     (Some(o), Some(c)) => Some(o + c as usize * t.strides[d]),
                     _ => None,
                 };
+            }
+            if mask.as_ref().is_some_and(|m| m[lin] == 0) {
+                off = None;
             }
             if let Some(o) = off {
                 match (&mut t.data, &value.data) {

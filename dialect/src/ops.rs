@@ -140,13 +140,20 @@ define_ops! {
             group id. It reads memory as `tile.load` does: stores and flag ops order it.";
     Store = "tile.store", Other,
         "Store a tile into a global tensor at element offsets; out-of-bounds elements are \
-            dropped.", "";
+            dropped.",
+        "`tile.store %T, %o0, ..., %value` (one `index` offset per dimension of `%T`), or \
+            `tile.store %T, %o0, ..., %mask, %value` with an `i1` tile of the value's shape \
+            before the value (MLIR's `vector.maskedstore` order): only the elements where the \
+            mask is true are written (Triton's `tl.store(..., mask=)`), so programs whose tiles \
+            overlap rows of one tensor (a grouped GEMM's groups) each write their own rows. \
+            Elements outside the tensor are dropped either way.";
     AtomicAdd = "tile.atomic_add", Other,
         "Atomically adds a tile into a global f32 tensor (`red.global.add.f32`).",
         "Atomically add a tile into a global f32 tensor at element offsets (one per dimension): \
             `atomic_add %T, %row, %col, %tile`; each element is one relaxed `red.global.add` (GPU \
             scope), so programs may add into the same elements in any order (split-K); \
-            out-of-bounds elements are dropped.";
+            out-of-bounds elements are dropped. An `i1` mask tile before the value adds only \
+            where it is true, as for `tile.store`.";
     WaitFlag = "tile.wait_flag", Other,
         "Waits until element `%i` of a global i32 flag tensor equals `%v` (acquire, GPU scope).",
         "`tile.wait_flag %F, %i, %v` (`%F` a 1-D `tensor<?xi32>`, `%i` and `%v` index; the flag \

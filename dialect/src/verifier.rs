@@ -1903,17 +1903,35 @@ impl Verifier<'_> {
         };
         let r = *rank as usize;
         let want_operands = 1 + r + usize::from(!is_load);
-        if ots.len() != want_operands {
+        // A store's optional mask stands before its value (MLIR's `vector.maskedstore`).
+        let masked = !is_load && ots.len() == want_operands + 1;
+        if masked {
+            let value_shape = ots.last().and_then(Type::tile_shape);
+            let ok = matches!(&ots[r + 1], Type::Tile { shape, elem: ScalarType::I1, .. }
+                if Some(shape.as_slice()) == value_shape);
+            if !ok {
+                self.error(
+                    op,
+                    format!(
+                        "'{name}' mask must be an i1 tile of the value's shape, found {} for {}",
+                        ots[r + 1],
+                        ots[r + 2]
+                    ),
+                );
+            }
+        } else if ots.len() != want_operands {
             self.error(
                 op,
                 format!(
                     "'{name}' of a rank-{r} tensor expects {want_operands} operands \
                         (tensor, {r} offset(s){}), found {}",
                     if is_load {
-                        ""
+                        String::new()
                     } else {
-                        ", \
-                            value"
+                        format!(
+                            ", value; {} with a mask before the value",
+                            want_operands + 1
+                        )
                     },
                     ots.len()
                 ),
@@ -1935,7 +1953,7 @@ impl Verifier<'_> {
             if !rts.is_empty() {
                 self.error(op, format!("'{name}' has no results"));
             }
-            &ots[r + 1]
+            &ots[ots.len() - 1]
         };
         match tile {
             Type::Tile { shape, elem: e, .. } if shape.len() == r && e == elem => {}

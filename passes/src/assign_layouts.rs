@@ -30,6 +30,7 @@
 //!   the columns (each thread holds the indices of the rows it loads).
 //! - **Stores** keep their tile's layout unless it has shorter contiguous runs along the
 //!   last dimension than the blocked one (a transpose's): then they store a conversion.
+//!   A store's mask is taken in the layout of the tile it stores.
 //! - **Conversions.** An operand whose layout differs from the one its op takes gets a
 //!   `tile.convert_layout` just before the op — or, when a constructor made it, a copy of
 //!   the constructor in that layout (rematerialized, no data moves). A conversion in a
@@ -713,9 +714,23 @@ impl Assigner<'_> {
                     return;
                 };
                 let b = self.blocked(&s);
-                if l.contiguous_register_bits() < b.contiguous_register_bits() {
+                let mut stored = l;
+                if stored.contiguous_register_bits() < b.contiguous_register_bits() {
                     let last = op.operands.len() - 1;
                     op.operands[last] = self.convert(out, op, t, &b);
+                    stored = b;
+                }
+                // A mask (the operand before the value) pairs its registers with the value's.
+                let rank = match self.m.ty(op.operands[0]) {
+                    Type::Tensor { rank, .. } => *rank as usize,
+                    _ => return,
+                };
+                if op.operands.len() == rank + 3 {
+                    let mi = rank + 1;
+                    let mask = op.operands[mi];
+                    if self.layout(mask).as_ref() != Some(&stored) {
+                        op.operands[mi] = self.convert(out, op, mask, &stored);
+                    }
                 }
             }
             // A loop's yields are fixed by its `tile.for` (`fix_yield`), an if's by its

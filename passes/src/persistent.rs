@@ -657,8 +657,12 @@ fn guard_stores(m: &mut Module, ops: &mut Vec<Operation>, inside: Value, far: Va
             guard_stores(m, &mut r.ops, inside, far);
         }
         if matches!(o.kind, OpKind::Store | OpKind::AtomicAdd) && o.operands.len() >= 3 {
-            let n = o.operands.len();
-            for i in 1..n - 1 {
+            // The coordinates: one per tensor dimension (a mask and the value follow).
+            let rank = match m.try_ty(o.operands[0]) {
+                Some(Type::Tensor { rank, .. }) => *rank as usize,
+                _ => o.operands.len() - 2,
+            };
+            for i in 1..=rank.min(o.operands.len() - 2) {
                 let c = o.operands[i];
                 let mut sel = Operation::new(OpKind::Select, o.loc.clone());
                 let v = m.new_value(Type::INDEX, Some("edge".into()));

@@ -1100,6 +1100,14 @@ fn tma_store_plan(
     let Type::Tile { shape, elem, .. } = m.ty(st.operands[st.operands.len() - 1]).clone() else {
         unreachable!("verified store")
     };
+    if st.operands.len() == shape.len() + 3 {
+        return e(
+            &st.loc,
+            "tile-to-gpu: epilogue=tma stores whole boxes, and TMA has no element mask; a \
+                masked 'tile.store' is stored from the registers (epilogue=direct)"
+                .into(),
+        );
+    }
     // Leading unit dimensions (a batch index): the box is 1 there.
     let lead = shape.len().saturating_sub(2);
     if shape.len() < 2 || shape[..lead].iter().any(|&d| d != 1) || shape[lead..] != [mm.bm, mm.bn] {

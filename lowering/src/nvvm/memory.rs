@@ -9,9 +9,9 @@
 //! - **vector** (a ragged tile otherwise fit for the fast path, the last dimension's size a
 //!   multiple of the vector, so that each vector is wholly inside or outside the tensor;
 //!   loads only): one branch per vector around its access, on its first element's bounds;
-//! - **slow** (ragged edges, odd strides, padded shapes): one branch per element around a
-//!   scalar access, so an element outside the tensor is never touched (loads give zero;
-//!   stores are dropped).
+//! - **slow** (ragged edges, odd strides, padded shapes, masked stores): one branch per
+//!   element around a scalar access, so an element outside the tensor (or masked off) is
+//!   never touched (loads give zero; stores are dropped).
 //!
 //! Element `c` of a tile at offsets `o` is at `base + Σ_d (o_d + c_d) · stride_d` elements;
 //! an element is in bounds when `0 ≤ o_d + c_d < size_d` for every `d`. Outside loops, for
@@ -511,6 +511,22 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             .into_iter()
             .map(|o| self.w.int_cast(o, ScalarType::I64))
             .collect();
+        // A mask (before the value), in the value's layout (tile-assign-layouts): each
+        // element's store is predicated on it too, on the slow path.
+        let mask = match op.operands.len() == rank + 3 {
+            true => {
+                let m = self.tile(op, op.operands[rank + 1])?;
+                if m.layout != tile.layout {
+                    return err(
+                        op,
+                        "convert-tile-to-nvvm: the store's mask is not in its value's layout \
+                         (tile-assign-layouts puts it there)",
+                    );
+                }
+                Some(m.regs)
+            }
+            false => None,
+        };
         let elem = tile.elem;
         let ety = self.w.ty(elem);
         let layout = tile.layout.clone();
@@ -519,7 +535,11 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let join = self.w.new_block(&[]);
         let slow = self.w.new_block(&[]);
         let p1 = self.w.ptr_ty(1);
-        if let Some(fast_ok) = self.fast_path(&t, &offs, &tile.shape, &layout, vec, true) {
+        let fast = match mask {
+            Some(_) => None,
+            None => self.fast_path(&t, &offs, &tile.shape, &layout, vec, true),
+        };
+        if let Some(fast_ok) = fast {
             let fast = self.w.new_block(&[]);
             self.w.cond_br(fast_ok, &fast, &[], &slow, &[]);
             self.w.block = fast;
@@ -551,7 +571,14 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         self.w.block = slow;
         let split = self.split_access(&t, &offs, &tile.shape, &layout);
         for r in 0..n {
-            let (index, inb) = self.slow_element(split.as_ref(), &t, &offs, &tile, r);
+            let (index, mut inb) = self.slow_element(split.as_ref(), &t, &offs, &tile, r);
+            if let Some(m) = &mask {
+                let keep = V {
+                    v: m[r as usize],
+                    t: ScalarType::I1,
+                };
+                inb = self.w.and(inb, keep);
+            }
             let st = self.w.new_block(&[]);
             let next = self.w.new_block(&[]);
             self.w.cond_br(inb, &st, &[], &next, &[]);

@@ -9,7 +9,9 @@
 //! has a fast path (the whole tile inside, unit column stride, aligned: one `llvm.store` of
 //! 2 elements per register pair) and a slow path (one predicated `st.global` per element in
 //! inline asm, with its column, bounds check and address; out-of-bounds elements are
-//! dropped).
+//! dropped). A masked store evaluates its mask per register too: on the fast path each
+//! register pair is one predicated vector store where both bits are set, else predicated
+//! element stores; on the slow path the bit joins each element's bounds check.
 
 use super::{err, Gemm, Lv, PtrTensor, R};
 use crate::nvvm::math;
@@ -146,6 +148,8 @@ pub(super) struct StoreArgs<'c, 'm> {
     pub r0: V<'c, 'm>,
     pub c0: V<'c, 'm>,
     pub val: Rc<Lazy<'c, 'm>>,
+    /// The store's mask (an `i1` epilogue value): an element is written where it is true.
+    pub mask: Option<Rc<Lazy<'c, 'm>>>,
     /// `tile.atomic_add` (`red.global.add`) instead of a store.
     pub atomic: bool,
 }
@@ -806,8 +810,13 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         // own registers.
         let space = self.space_of(op, &shape)?;
         let sliced = self.acc.as_ref().and_then(|a| a.shape.as_ref()) != Some(&shape);
+        let rank = t.sizes.len();
         let (t, r0, c0) = self.matrix_of(op, t)?;
         let val = self.lazy_of(op, value)?;
+        let mask = match op.operands.len() == rank + 3 {
+            true => Some(self.lazy_of(op, op.operands[rank + 1])?),
+            false => None,
+        };
         if val.elem() != t.elem {
             return err(op, "store element type differs from the tensor's");
         }
@@ -821,6 +830,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             r0,
             c0,
             val,
+            mask,
             atomic,
         };
         let r = if sliced {
@@ -839,6 +849,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             r0,
             c0,
             val,
+            mask,
             atomic,
         } = a;
         let Some(shape) = matrix_shape(self.m.ty(*op.operands.last().expect("a store"))) else {
@@ -916,7 +927,12 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                     let p = self.w.gep(p0, o, et, p1);
                     memo.reg.clear();
                     let y = self.eval(op, &val, &space, x, &mut memo)?;
-                    if atomic {
+                    if let Some(m) = &mask {
+                        memo.reg.clear();
+                        let keep = self.eval(op, m, &space, x, &mut memo)?;
+                        let pa = self.w.cast("llvm.ptrtoint", p, i64t);
+                        self.masked_store(atomic, t.elem, pa, &[keep], &[y]);
+                    } else if atomic {
                         let pa = self.w.cast("llvm.ptrtoint", p, i64t);
                         self.w.inline_asm(
                             "red.global.add.f32 [$0], $1;",
@@ -949,6 +965,16 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             let x0 = self.eval(op, &val, &space, v, &mut memo)?;
             memo.reg.clear();
             let x1 = self.eval(op, &val, &space, v + 1, &mut memo)?;
+            if let Some(m) = &mask {
+                memo.reg.clear();
+                let k0 = self.eval(op, m, &space, v, &mut memo)?;
+                memo.reg.clear();
+                let k1 = self.eval(op, m, &space, v + 1, &mut memo)?;
+                let p = self.w.gep_const(pr, dc as i64, et, p1);
+                let pa = self.w.cast("llvm.ptrtoint", p, i64t);
+                self.masked_store(atomic, t.elem, pa, &[k0, k1], &[x0, x1]);
+                continue;
+            }
             if atomic {
                 let p = self.w.gep_const(pr, dc as i64, et, p1);
                 let pa = self.w.cast("llvm.ptrtoint", p, i64t);
@@ -1012,8 +1038,17 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             } else {
                 x.v
             };
-            // col = col0 + dc; p = col < N && row < M; store to row_addr + col * (stride1 *
-            // eb).
+            let rok = match &mask {
+                Some(m) => {
+                    memo.reg.clear();
+                    let keep = self.eval(op, m, &space, v, &mut memo)?;
+                    let keep = self.w.zext(keep, ScalarType::I32);
+                    self.w.and(rok, keep)
+                }
+                None => rok,
+            };
+            // col = col0 + dc; p = col < N && row < M (and the mask); store to row_addr +
+            // col * (stride1 * eb).
             let st = if atomic {
                 "red.global.add.f32".to_string()
             } else {
@@ -1034,5 +1069,60 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         self.w.br(&done, &[]);
         self.w.place(done);
         Ok(())
+    }
+
+    /// A masked store (or `red.global.add`, `atomic`) of one element or of a pair of
+    /// adjacent elements at `addr` (i64) on the fast path: a pair whose two mask bits are
+    /// set is one vector access; otherwise each element whose bit is set is stored alone.
+    /// Inline asm: predicated accesses, with the mask bits as predicates (one branch-free
+    /// sequence, as the unmasked fast path's vector stores are).
+    fn masked_store(
+        &mut self,
+        atomic: bool,
+        elem: ScalarType,
+        addr: Value<'c, 'm>,
+        keep: &[V<'c, 'm>],
+        x: &[V<'c, 'm>],
+    ) {
+        let (ty, reg) = match elem {
+            ScalarType::F32 => ("f32", "f"),
+            _ => ("b16", "h"),
+        };
+        let (one, two) = if atomic {
+            (
+                "red.global.add.f32".to_string(),
+                "red.global.add.v2.f32".to_string(),
+            )
+        } else {
+            (format!("st.global.{ty}"), format!("st.global.v2.{ty}"))
+        };
+        let i16t = self.w.int_ty(16);
+        let mut args = vec![addr];
+        for &k in keep {
+            args.push(self.w.zext(k, ScalarType::I32).v);
+        }
+        for &v in x {
+            args.push(if reg == "h" {
+                self.w.cast("llvm.bitcast", v.v, i16t)
+            } else {
+                v.v
+            });
+        }
+        let eb = elem.size_bytes();
+        let asm = if x.len() == 1 {
+            format!("{{ .reg .pred p; setp.ne.u32 p, $1, 0; @p {one} [$0], $2; }}")
+        } else {
+            // b: both bits; p, q: each bit, cleared where b stores the pair.
+            format!(
+                "{{ .reg .pred p, q, b; setp.ne.u32 p, $1, 0; setp.ne.u32 q, $2, 0; \
+                 and.pred b, p, q; @b {two} [$0], {{$3, $4}}; xor.pred p, p, b; \
+                 xor.pred q, q, b; @p {one} [$0], $3; @q {one} [$0+{eb}], $4; }}"
+            )
+        };
+        let cons = match x.len() {
+            1 => format!("l,r,{reg}"),
+            _ => format!("l,r,r,{reg},{reg}"),
+        };
+        self.w.inline_asm(&asm, &cons, &args, None, true);
     }
 }

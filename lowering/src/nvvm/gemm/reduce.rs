@@ -203,9 +203,11 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             r0,
             c0,
             val,
+            mask,
             atomic,
         } = a;
-        let TileType::Tile { shape, .. } = self.m.ty(op.operands[3]).clone() else {
+        let value = *op.operands.last().expect("verified store");
+        let TileType::Tile { shape, .. } = self.m.ty(value).clone() else {
             return err(op, "store of a non-tile");
         };
         let (st, reg) = match (t.elem, atomic) {
@@ -275,6 +277,11 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             let mut pred = self.w.and(rok, cok);
             if let Some(o) = ok {
                 pred = self.w.and(pred, o);
+            }
+            if let Some(m) = &mask {
+                memo.reg.clear();
+                let keep = self.eval(op, m, space, rho as usize, &mut memo)?;
+                pred = self.w.and(pred, keep);
             }
             let p32 = self.w.zext(pred, ScalarType::I32);
             let ro = self.bin("mul", row, t.strides[0]);
