@@ -931,11 +931,22 @@ impl<'m> Builder<'m> {
         mask: Value,
         value: Value,
     ) -> BuildResult<()> {
-        let ops: Vec<Value> = std::iter::once(tensor)
-            .chain(offsets.iter().copied())
-            .chain([mask, value])
-            .collect();
-        self.leaf(OpKind::Store, &ops, vec![], &[]).map(|_| ())
+        self.write_masked(OpKind::Store, tensor, offsets, Some(mask), value)
+    }
+
+    /// `tile.atomic_add %tensor, offsets…, %mask, %value`: adds only where the `i1` tile
+    /// `mask` (of the value's shape) is true.
+    ///
+    /// # Errors
+    /// As [`Builder::atomic_add`], or a mask that is not an `i1` tile of the value's shape.
+    pub fn atomic_add_masked(
+        &mut self,
+        tensor: Value,
+        offsets: &[Value],
+        mask: Value,
+        value: Value,
+    ) -> BuildResult<()> {
+        self.write_masked(OpKind::AtomicAdd, tensor, offsets, Some(mask), value)
     }
 
     /// `tile.atomic_add %tensor, offsets…, %value` into an f32 tensor.
@@ -982,8 +993,20 @@ impl<'m> Builder<'m> {
     }
 
     fn write(&mut self, kind: OpKind, t: Value, offsets: &[Value], v: Value) -> BuildResult<()> {
+        self.write_masked(kind, t, offsets, None, v)
+    }
+
+    fn write_masked(
+        &mut self,
+        kind: OpKind,
+        t: Value,
+        offsets: &[Value],
+        mask: Option<Value>,
+        v: Value,
+    ) -> BuildResult<()> {
         let ops: Vec<Value> = std::iter::once(t)
             .chain(offsets.iter().copied())
+            .chain(mask)
             .chain([v])
             .collect();
         self.leaf(kind, &ops, vec![], &[]).map(|_| ())

@@ -2930,6 +2930,54 @@ mod tests {
             let o = args[0].tensor().unwrap().to_f32_vec().unwrap();
             assert_eq!(o, want, "{steals}");
         }
+        // Cancellation takes CTAs from the end: no reverse launch.
+        let mut args = [ArgValue::Tensor(Tensor::filled(
+            ScalarType::F32,
+            &[7],
+            -1.0,
+        ))];
+        let limits = Limits {
+            reverse: true,
+            ..Limits::default()
+        };
+        let e = run_with(&m, "k", &mut args, limits)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not in reverse"), "{e}");
+    }
+
+    #[test]
+    fn reverse_launches_ctas_from_the_last() {
+        // Every program writes its id into O[0]: the last to run wins.
+        let src = "tile.kernel @k(%O: tensor<?xf32>) {grid = [3, 2]} {
+  %x = tile.program_id {dim = 0} : index
+  %y = tile.program_id {dim = 1} : index
+  %c0 = tile.constant {value = 0} : index
+  %c3 = tile.constant {value = 3} : index
+  %yx = tile.muli %y, %c3 : index
+  %id = tile.addi %yx, %x : index
+  %v = tile.splat %id : tile<1xindex>
+  %w = tile.convert %v : tile<1xf32>
+  tile.store %O, %c0, %w
+  tile.return
+}
+";
+        let m = parse(src, "t.tile").unwrap();
+        crate::verify(&m).unwrap();
+        for (reverse, want) in [(false, 5.0), (true, 0.0)] {
+            let mut args = [ArgValue::Tensor(Tensor::filled(
+                ScalarType::F32,
+                &[1],
+                -1.0,
+            ))];
+            let limits = Limits {
+                reverse,
+                ..Limits::default()
+            };
+            run_with(&m, "k", &mut args, limits).unwrap();
+            let o = args[0].tensor().unwrap().to_f32_vec().unwrap();
+            assert_eq!(o, [want], "reverse {reverse}");
+        }
     }
 
     #[test]

@@ -102,6 +102,13 @@ fn every_op() -> BuildResult<Module> {
         b.name(y, "out")?;
         b.store(a[3], &[row, c0], y)?;
         b.atomic_add(a[3], &[row, c0], y)?;
+        let e = b.extract(a[2], &[row])?;
+        let e = b.convert(e, Index)?;
+        let rows = b.iota(&[16, 16], Index, 0)?;
+        let lim = b.splat(e, &[16, 16])?;
+        let mine = b.cmpi(CmpPredicate::Slt, rows, lim)?;
+        b.store_masked(a[3], &[row, c0], mine, y)?;
+        b.atomic_add_masked(a[3], &[row, c0], mine, y)?;
         // The flags: a[2] is a 1-D i32 tensor.
         let old = b.arrive_flag(a[2], c0)?;
         b.wait_flag(a[2], c0, old)?;
@@ -124,6 +131,7 @@ fn every_tile_level_op_of_the_table_has_a_method() {
     let text = print_module(&m);
     assert!(text.contains("%out = tile.warp_specialize"), "{text}");
     assert!(text.contains("grid = [ceildiv(%N, 16), 2]"), "{text}");
+    assert!(text.contains(" = tile.extract %I, %"), "{text}");
     let back = parse(&text, "built.tile").unwrap();
     assert_eq!(print_module(&back), text);
 }

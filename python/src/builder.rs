@@ -56,6 +56,10 @@ impl Drop for Session {
 
 static SERIAL: AtomicU64 = AtomicU64::new(1);
 
+/// A masked write of the dialect builder: tensor, offsets, mask, value.
+type WriteMasked =
+    fn(&mut d::Builder<'static>, d::Value, &[d::Value], d::Value, d::Value) -> BuildResult<()>;
+
 /// Builds tile IR: kernels, their ops and regions, checked as they are made.
 #[pyclass(frozen, subclass, module = "tilec._tilec", name = "Builder")]
 pub struct PyBuilder {
@@ -687,26 +691,55 @@ impl PyBuilder {
         })
     }
 
-    /// `tile.store` of `value` at `offsets`.
+    /// `tile.extract`: one element of `tensor` at `indices` (index Values, one per
+    /// dimension) as a scalar of its element type; zero outside the tensor.
+    fn extract(
+        &self,
+        py: Python<'_>,
+        tensor: &Bound<'_, PyAny>,
+        indices: &Bound<'_, PyAny>,
+    ) -> PyResult<PyValue> {
+        let t = self.handle(tensor)?;
+        let idx = self.handles(indices)?;
+        self.run(py, |b| b.extract(t, &idx).map(|x| self.wrap(b, x)))
+    }
+
+    /// `tile.store` of `value` at `offsets`; with `mask` (an i1 tile of the value's
+    /// shape), only where it is true.
+    #[pyo3(signature = (tensor, offsets, value, mask=None))]
     fn store(
         &self,
         py: Python<'_>,
         tensor: &Bound<'_, PyAny>,
         offsets: &Bound<'_, PyAny>,
         value: &Bound<'_, PyAny>,
+        mask: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        self.write(py, [tensor, offsets, value], d::Builder::store)
+        match mask {
+            None => self.write(py, [tensor, offsets, value], d::Builder::store),
+            Some(m) => self.write_masked(py, [tensor, offsets, m, value], d::Builder::store_masked),
+        }
     }
 
-    /// `tile.atomic_add` of `value` at `offsets` (`red.global.add`).
+    /// `tile.atomic_add` of `value` at `offsets` (`red.global.add`); with `mask`, only
+    /// where it is true.
+    #[pyo3(signature = (tensor, offsets, value, mask=None))]
     fn atomic_add(
         &self,
         py: Python<'_>,
         tensor: &Bound<'_, PyAny>,
         offsets: &Bound<'_, PyAny>,
         value: &Bound<'_, PyAny>,
+        mask: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        self.write(py, [tensor, offsets, value], d::Builder::atomic_add)
+        match mask {
+            None => self.write(py, [tensor, offsets, value], d::Builder::atomic_add),
+            Some(m) => self.write_masked(
+                py,
+                [tensor, offsets, m, value],
+                d::Builder::atomic_add_masked,
+            ),
+        }
     }
 
     /// `tile.wait_flag flags, pos, value`: wait until `flags[pos] == value` (acquire, GPU
@@ -842,6 +875,22 @@ impl PyBuilder {
             self.handle(value)?,
         );
         self.run(py, |b| op(b, t, &offs, v))
+    }
+
+    /// A masked `tile.store` / `tile.atomic_add` (tensor, offsets, mask, value).
+    fn write_masked(
+        &self,
+        py: Python<'_>,
+        [tensor, offsets, mask, value]: [&Bound<'_, PyAny>; 4],
+        op: WriteMasked,
+    ) -> PyResult<()> {
+        let (t, offs, m, v) = (
+            self.handle(tensor)?,
+            self.handles(offsets)?,
+            self.handle(mask)?,
+            self.handle(value)?,
+        );
+        self.run(py, |b| op(b, t, &offs, m, v))
     }
 
     /// `tile.wait_flag` / `tile.release_flag` (flags, position, value; no result).

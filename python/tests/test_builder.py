@@ -114,6 +114,30 @@ def test_structured_ops():
     b.verify()
 
 
+def test_extract_and_masked_stores_compile_as_the_text_does():
+    b = tilec.Builder()
+
+    @b.kernel("lower_rows", [("X", "tensor<?x?xf32>"), ("S", "tensor<?xf32>"),
+                             ("Y", "tensor<?x?xf32>"), ("R", "index")])
+    def _(b, X, S, Y, R):
+        b.grid(b.arg(R))
+        r, c0 = b.program_id(0), b.constant_index(0)
+        s = b.extract(S, [r])
+        assert s.type == "f32"
+        x = b.load(X, [r, c0], [1, 256])
+        y = b.mul(x, b.splat(s, [1, 256]))
+        keep = b.cmpi("sle", b.iota([1, 256], "index", 1), b.splat(r, [1, 256]))
+        b.store(Y, [r, c0], y, mask=keep)
+
+    text = str(b)
+    assert "tile.extract %S, %" in text and ": f32" in text
+    assert text.count("tile.store %Y") == 1
+    built = tilec.compile(b, target="sm_90a")
+    again = tilec.compile(text, target="sm_90a")
+    assert built.ptx == again.ptx
+    assert "ld.global" in built.ptx
+
+
 def test_every_tile_op_has_a_method():
     special = {
         "tile.kernel": "kernel", "tile.for": "for_loop", "tile.if": "if_else",
