@@ -3,7 +3,8 @@
 //! Each seed gives a program over two f32 inputs and one output, on a random tile shape
 //! and ragged problem sizes: elementwise ops, reductions broadcast back, bf16 and i32 round
 //! trips, masks from `tile.iota`/`tile.cmpi`/`tile.select`, transposes, `exp2`, `sqrt`,
-//! and loops carrying tiles. On the CPU (every `cargo test`, 40 seeds): the reference
+//! loops carrying tiles, and (a third of the programs) two masked stores that each write
+//! the elements the other leaves. On the CPU (every `cargo test`, 40 seeds): the reference
 //! interpreter runs the program as written and after the default pipeline (laid out,
 //! GPU-level), with the same results, and its PTX for sm_90 is accepted by ptxas.
 //!
@@ -147,7 +148,30 @@ fn program(seed: u64) -> Program {
         next += 1;
         pool = next;
     }
-    let _ = writeln!(s, "  tile.store %Z, %row, %col, %v{}", next - 1);
+    if g.below(3) == 0 {
+        // Two masked stores: the result where (i + j) mod 3 != 0, X elsewhere; each element
+        // written once.
+        let it = format!("tile<{r}x{c}xindex>");
+        let b = format!("tile<{r}x{c}xi1>");
+        let _ = writeln!(s, "  %sti = tile.iota {{dim = 0}} : {it}");
+        let _ = writeln!(s, "  %stj = tile.iota {{dim = 1}} : {it}");
+        let _ = writeln!(s, "  %sts = tile.addi %sti, %stj : {it}");
+        let _ = writeln!(s, "  %st3 = tile.splat %c3 : {it}");
+        let _ = writeln!(s, "  %str = tile.remi %sts, %st3 : {it}");
+        let _ = writeln!(s, "  %st0 = tile.splat %c0 : {it}");
+        let _ = writeln!(
+            s,
+            "  %keep = tile.cmpi %str, %st0 {{predicate = \"ne\"}} : {b}"
+        );
+        let _ = writeln!(
+            s,
+            "  %drop = tile.cmpi %str, %st0 {{predicate = \"eq\"}} : {b}"
+        );
+        let _ = writeln!(s, "  tile.store %Z, %row, %col, %keep, %v{}", next - 1);
+        let _ = writeln!(s, "  tile.store %Z, %row, %col, %drop, %v0");
+    } else {
+        let _ = writeln!(s, "  tile.store %Z, %row, %col, %v{}", next - 1);
+    }
     let _ = writeln!(s, "  tile.return\n}}");
     Program { src: s, m, n }
 }

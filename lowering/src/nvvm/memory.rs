@@ -9,9 +9,12 @@
 //! - **vector** (a ragged tile otherwise fit for the fast path, the last dimension's size a
 //!   multiple of the vector, so that each vector is wholly inside or outside the tensor;
 //!   loads only): one branch per vector around its access, on its first element's bounds;
-//! - **slow** (ragged edges, odd strides, padded shapes, masked stores): one branch per
-//!   element around a scalar access, so an element outside the tensor (or masked off) is
-//!   never touched (loads give zero; stores are dropped).
+//! - **slow** (ragged edges, odd strides, padded shapes): one branch per element around a
+//!   scalar access, so an element outside the tensor (or masked off) is never touched
+//!   (loads give zero; stores are dropped).
+//!
+//! A masked store's fast path stores a vector whole where all its mask bits are set, and
+//! element by element where some are clear.
 //!
 //! Element `c` of a tile at offsets `o` is at `base + Σ_d (o_d + c_d) · stride_d` elements;
 //! an element is in bounds when `0 ≤ o_d + c_d < size_d` for every `d`. Outside loops, for
@@ -511,8 +514,9 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             .into_iter()
             .map(|o| self.w.int_cast(o, ScalarType::I64))
             .collect();
-        // A mask (before the value), in the value's layout (tile-assign-layouts): each
-        // element's store is predicated on it too, on the slow path.
+        // A mask (before the value), in the value's layout (tile-assign-layouts): on the
+        // fast path a vector is stored whole where all its bits are set, else element by
+        // element where each is; on the slow path each bit joins its element's bounds.
         let mask = match op.operands.len() == rank + 3 {
             true => {
                 let m = self.tile(op, op.operands[rank + 1])?;
@@ -535,11 +539,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let join = self.w.new_block(&[]);
         let slow = self.w.new_block(&[]);
         let p1 = self.w.ptr_ty(1);
-        let fast = match mask {
-            Some(_) => None,
-            None => self.fast_path(&t, &offs, &tile.shape, &layout, vec, true),
-        };
-        if let Some(fast_ok) = fast {
+        if let Some(fast_ok) = self.fast_path(&t, &offs, &tile.shape, &layout, vec, true) {
             let fast = self.w.new_block(&[]);
             self.w.cond_br(fast_ok, &fast, &[], &slow, &[]);
             self.w.block = fast;
@@ -548,8 +548,16 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 let coord = self.coord(&layout, r0);
                 let (index, _) = self.element(&t, &offs, &coord);
                 let p = self.w.gep(t.ptr, index, ety, p1);
+                let after = match &mask {
+                    Some(m) => Some(self.masked_vector(m, r0, vec, p, &tile.regs, elem)),
+                    None => None,
+                };
                 if vec == 1 {
                     self.w.store(tile.regs[r0 as usize], p, elem.size_bytes());
+                    if let Some(after) = after {
+                        self.w.br(&after, &[]);
+                        self.w.block = after;
+                    }
                     continue;
                 }
                 let mut x = self.w.op1("llvm.mlir.poison", &[], vty, &[]);
@@ -563,6 +571,10 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                     );
                 }
                 self.w.store(x, p, vec * elem.size_bytes());
+                if let Some(after) = after {
+                    self.w.br(&after, &[]);
+                    self.w.block = after;
+                }
             }
             self.w.br(&join, &[]);
         } else {
@@ -591,6 +603,52 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         self.w.br(&join, &[]);
         self.w.block = join;
         Ok(())
+    }
+}
+
+impl<'c, 'm> Lowerer<'c, 'm, '_> {
+    /// The masked fast path's test for the vector of registers `r0..r0 + vec` stored at
+    /// `p`: where any of their mask bits is clear, each element whose bit is set is stored
+    /// alone and the code goes on at the returned block; where all are set, the writer is
+    /// left in the block that stores the whole vector, which must then branch to it.
+    fn masked_vector(
+        &mut self,
+        mask: &[Value<'c, 'm>],
+        r0: u64,
+        vec: u64,
+        p: Value<'c, 'm>,
+        regs: &[Value<'c, 'm>],
+        elem: ScalarType,
+    ) -> melior::ir::BlockRef<'c, 'm> {
+        let bit = |r: u64| V {
+            v: mask[r as usize],
+            t: ScalarType::I1,
+        };
+        let mut all = bit(r0);
+        for r in r0 + 1..r0 + vec {
+            all = self.w.and(all, bit(r));
+        }
+        let whole = self.w.new_block(&[]);
+        let parts = self.w.new_block(&[]);
+        let after = self.w.new_block(&[]);
+        self.w.cond_br(all, &whole, &[], &parts, &[]);
+        self.w.block = parts;
+        let ety = self.w.ty(elem);
+        let p1 = self.w.ptr_ty(1);
+        for j in 0..vec {
+            let st = self.w.new_block(&[]);
+            let next = self.w.new_block(&[]);
+            self.w.cond_br(bit(r0 + j), &st, &[], &next, &[]);
+            self.w.block = st;
+            let jj = self.w.i64(j as i64);
+            let pj = self.w.gep(p, jj, ety, p1);
+            self.w.store(regs[(r0 + j) as usize], pj, elem.size_bytes());
+            self.w.br(&next, &[]);
+            self.w.block = next;
+        }
+        self.w.br(&after, &[]);
+        self.w.block = whole;
+        after
     }
 }
 
