@@ -1082,7 +1082,10 @@ pub(crate) fn cmpi_predicate(op: &Operation) -> R<Option<ICmp>> {
 }
 
 /// An integer op (`tile.addi` ... `tile.maxi`, or `tile.cmpi` with `pred`) on one value
-/// pair, wrapping as the interpreter does.
+/// pair, wrapping as the interpreter does. An `i1` is 0 or 1 there (true is 1), where
+/// LLVM's signed `i1` reads true as -1: on `i1` the signed ops and predicates become their
+/// unsigned forms (`tile.mini` is then AND, `tile.maxi` OR), which agree with the
+/// interpreter.
 pub(crate) fn int_binary<'c: 'm, 'm>(
     w: &mut Writer<'c, 'm>,
     kind: OpKind,
@@ -1091,25 +1094,36 @@ pub(crate) fn int_binary<'c: 'm, 'm>(
     b: V<'c, 'm>,
 ) -> V<'c, 'm> {
     use OpKind as K;
+    let bit = a.t == ScalarType::I1;
+    let (div, rem) = if bit {
+        ("udiv", "urem")
+    } else {
+        ("sdiv", "srem")
+    };
+    let (lt, gt) = if bit {
+        (ICmp::Ult, ICmp::Ugt)
+    } else {
+        (ICmp::Slt, ICmp::Sgt)
+    };
     match kind {
         K::AddI => w.bin("add", a, b),
         K::SubI => w.bin("sub", a, b),
         K::MulI => w.bin("mul", a, b),
-        K::DivI => w.bin("sdiv", a, b),
-        K::RemI => w.bin("srem", a, b),
+        K::DivI => w.bin(div, a, b),
+        K::RemI => w.bin(rem, a, b),
         K::CeilDiv => {
             let s = w.bin("add", a, b);
             let s = w.add_const(s, -1);
-            w.bin("sdiv", s, b)
+            w.bin(div, s, b)
         }
         K::MinI => {
-            let lt = w.icmp(ICmp::Slt, a, b);
-            w.select(lt, a, b)
+            let c = w.icmp(lt, a, b);
+            w.select(c, a, b)
         }
         K::MaxI => {
-            let gt = w.icmp(ICmp::Sgt, a, b);
-            w.select(gt, a, b)
+            let c = w.icmp(gt, a, b);
+            w.select(c, a, b)
         }
-        _ => w.icmp(pred.unwrap_or(ICmp::Eq), a, b),
+        _ => w.icmp(pred.unwrap_or(ICmp::Eq).on(a.t), a, b),
     }
 }

@@ -65,6 +65,18 @@ pub(crate) enum ICmp {
 }
 
 impl ICmp {
+    /// The predicate for operands of type `t`: on `i1`, which tile IR reads as 0 or 1
+    /// (LLVM's signed `i1` reads true as -1), a signed predicate becomes its unsigned form.
+    pub fn on(self, t: ScalarType) -> ICmp {
+        match (t, self) {
+            (ScalarType::I1, ICmp::Slt) => ICmp::Ult,
+            (ScalarType::I1, ICmp::Sle) => ICmp::Ule,
+            (ScalarType::I1, ICmp::Sgt) => ICmp::Ugt,
+            (ScalarType::I1, ICmp::Sge) => ICmp::Uge,
+            (_, p) => p,
+        }
+    }
+
     /// The predicate of its MLIR name (`eq`, `ne`, `slt`, ..., `uge`).
     pub fn from_name(s: &str) -> Option<ICmp> {
         Some(match s {

@@ -377,19 +377,22 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 let b = self.scalar(op, op.operands[1])?;
                 let t = self.result_scalar(op, 0)?;
                 let (a, b) = (V { v: a.v, t }, V { v: b.v, t });
+                // An i1 is 0 or 1 (see `int_binary`): unsigned forms.
+                let bit = t == ScalarType::I1;
+                let div = if bit { "udiv" } else { "sdiv" };
                 let r = match op.kind {
                     K::AddI => self.bin("add", a, b),
                     K::SubI => self.bin("sub", a, b),
                     K::MulI => self.bin("mul", a, b),
-                    K::DivI => self.bin("sdiv", a, b),
-                    K::RemI => self.bin("srem", a, b),
-                    K::MinI => self.bin("intr.smin", a, b),
-                    K::MaxI => self.bin("intr.smax", a, b),
+                    K::DivI => self.bin(div, a, b),
+                    K::RemI => self.bin(if bit { "urem" } else { "srem" }, a, b),
+                    K::MinI => self.bin(if bit { "intr.umin" } else { "intr.smin" }, a, b),
+                    K::MaxI => self.bin(if bit { "intr.umax" } else { "intr.smax" }, a, b),
                     _ => {
                         let one = self.w.int(1, t);
                         let bm1 = self.bin("sub", b, one);
                         let s = self.bin("add", a, bm1);
-                        self.bin("sdiv", s, b)
+                        self.bin(div, s, b)
                     }
                 };
                 self.def_scalar(op, r);
@@ -397,11 +400,10 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             K::CmpI => {
                 let a = self.scalar(op, op.operands[0])?;
                 let b = self.scalar(op, op.operands[1])?;
-                let name = op.str_attr("predicate").unwrap_or("eq");
-                let Some(p) = ICmp::from_name(name) else {
-                    return err(op, format!("unknown integer predicate '{name}'"));
+                let Some(p) = crate::nvvm::plain::cmpi_predicate(op)? else {
+                    return err(op, "'tile.cmpi' without a predicate");
                 };
-                let r = self.w.icmp(p, a, b);
+                let r = self.w.icmp(p.on(a.t), a, b);
                 self.def_scalar(op, r);
             }
             K::Select if matches!(self.m.ty(op.results[0]), TileType::Scalar(_)) => {
