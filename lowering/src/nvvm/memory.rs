@@ -10,11 +10,12 @@
 //!   multiple of the vector, so that each vector is wholly inside or outside the tensor;
 //!   loads only): one branch per vector around its access, on its first element's bounds;
 //! - **slow** (ragged edges, odd strides, padded shapes): one branch per element around a
-//!   scalar access, so an element outside the tensor (or masked off) is never touched
-//!   (loads give zero; stores are dropped).
+//!   scalar access, so an element outside the tensor is never touched (loads give zero;
+//!   stores are dropped).
 //!
 //! A masked store's fast path stores a vector whole where all its mask bits are set, and
-//! element by element where some are clear.
+//! element by element where some are clear; its slow path stores each element where it is
+//! in bounds and its bit is set. Both are predicated stores (inline asm), not branches.
 //!
 //! Element `c` of a tile at offsets `o` is at `base + Σ_d (o_d + c_d) · stride_d` elements;
 //! an element is in bounds when `0 ≤ o_d + c_d < size_d` for every `d`. Outside loops, for
@@ -548,16 +549,12 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 let coord = self.coord(&layout, r0);
                 let (index, _) = self.element(&t, &offs, &coord);
                 let p = self.w.gep(t.ptr, index, ety, p1);
-                let after = match &mask {
-                    Some(m) => Some(self.masked_vector(m, r0, vec, p, &tile.regs, elem)),
-                    None => None,
-                };
+                if let Some(m) = &mask {
+                    self.masked_vector(m, r0, vec, p, &tile.regs, elem);
+                    continue;
+                }
                 if vec == 1 {
                     self.w.store(tile.regs[r0 as usize], p, elem.size_bytes());
-                    if let Some(after) = after {
-                        self.w.br(&after, &[]);
-                        self.w.block = after;
-                    }
                     continue;
                 }
                 let mut x = self.w.op1("llvm.mlir.poison", &[], vty, &[]);
@@ -571,10 +568,6 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                     );
                 }
                 self.w.store(x, p, vec * elem.size_bytes());
-                if let Some(after) = after {
-                    self.w.br(&after, &[]);
-                    self.w.block = after;
-                }
             }
             self.w.br(&join, &[]);
         } else {
@@ -583,13 +576,20 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         self.w.block = slow;
         let split = self.split_access(&t, &offs, &tile.shape, &layout);
         for r in 0..n {
-            let (index, mut inb) = self.slow_element(split.as_ref(), &t, &offs, &tile, r);
+            let (index, inb) = self.slow_element(split.as_ref(), &t, &offs, &tile, r);
             if let Some(m) = &mask {
                 let keep = V {
                     v: m[r as usize],
                     t: ScalarType::I1,
                 };
-                inb = self.w.and(inb, keep);
+                let ok = self.w.and(inb, keep);
+                let p = self.w.gep(t.ptr, index, ety, p1);
+                let x = V {
+                    v: tile.regs[r as usize],
+                    t: elem,
+                };
+                self.w.predicated_store(p, ok, &[x]);
+                continue;
             }
             let st = self.w.new_block(&[]);
             let next = self.w.new_block(&[]);
@@ -607,10 +607,9 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
 }
 
 impl<'c, 'm> Lowerer<'c, 'm, '_> {
-    /// The masked fast path's test for the vector of registers `r0..r0 + vec` stored at
-    /// `p`: where any of their mask bits is clear, each element whose bit is set is stored
-    /// alone and the code goes on at the returned block; where all are set, the writer is
-    /// left in the block that stores the whole vector, which must then branch to it.
+    /// The masked fast path's store of the vector of registers `r0..r0 + vec` at `p`: one
+    /// predicated vector store where all their mask bits are set, and a predicated store
+    /// of each element whose bit is set where some are clear (no branch).
     fn masked_vector(
         &mut self,
         mask: &[Value<'c, 'm>],
@@ -619,36 +618,41 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         p: Value<'c, 'm>,
         regs: &[Value<'c, 'm>],
         elem: ScalarType,
-    ) -> melior::ir::BlockRef<'c, 'm> {
+    ) {
         let bit = |r: u64| V {
             v: mask[r as usize],
             t: ScalarType::I1,
         };
+        let xs: Vec<V<'c, 'm>> = (r0..r0 + vec)
+            .map(|r| V {
+                v: regs[r as usize],
+                t: elem,
+            })
+            .collect();
+        let ety = self.w.ty(elem);
+        let p1 = self.w.ptr_ty(1);
+        if vec * elem.size_bytes() < 4 {
+            // Too narrow for 32-bit words: each element where its bit is set.
+            for (j, &x) in xs.iter().enumerate() {
+                let jj = self.w.i64(j as i64);
+                let pj = self.w.gep(p, jj, ety, p1);
+                self.w.predicated_store(pj, bit(r0 + j as u64), &[x]);
+            }
+            return;
+        }
         let mut all = bit(r0);
         for r in r0 + 1..r0 + vec {
             all = self.w.and(all, bit(r));
         }
-        let whole = self.w.new_block(&[]);
-        let parts = self.w.new_block(&[]);
-        let after = self.w.new_block(&[]);
-        self.w.cond_br(all, &whole, &[], &parts, &[]);
-        self.w.block = parts;
-        let ety = self.w.ty(elem);
-        let p1 = self.w.ptr_ty(1);
-        for j in 0..vec {
-            let st = self.w.new_block(&[]);
-            let next = self.w.new_block(&[]);
-            self.w.cond_br(bit(r0 + j), &st, &[], &next, &[]);
-            self.w.block = st;
+        self.w.predicated_store(p, all, &xs);
+        let t = self.w.int(1, ScalarType::I1);
+        let some = self.w.bin("xor", all, t);
+        for (j, &x) in xs.iter().enumerate() {
+            let ok = self.w.and(some, bit(r0 + j as u64));
             let jj = self.w.i64(j as i64);
             let pj = self.w.gep(p, jj, ety, p1);
-            self.w.store(regs[(r0 + j) as usize], pj, elem.size_bytes());
-            self.w.br(&next, &[]);
-            self.w.block = next;
+            self.w.predicated_store(pj, ok, &[x]);
         }
-        self.w.br(&after, &[]);
-        self.w.block = whole;
-        after
     }
 }
 

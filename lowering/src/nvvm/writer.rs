@@ -796,9 +796,10 @@ impl<'c, 'm> Writer<'c, 'm> {
     }
 
     /// One element of a global tensor (`tile.extract`): at `base + Σ indexᵢ · strideᵢ`
-    /// elements, loaded in a branch taken only when every index is below its size
-    /// (unsigned, so a negative index fails too); zero otherwise. `sizes` and `strides` are
-    /// i64 (elements); the indices any integer type.
+    /// elements, read only when every index is below its size (unsigned, so a negative
+    /// index fails too); zero otherwise. `sizes` and `strides` are i64 (elements); the
+    /// indices any integer type. A predicated load ([`Self::predicated_load`]), ordered
+    /// with the program's other memory accesses.
     pub fn load_element(
         &mut self,
         base: Value<'c, 'm>,
@@ -816,25 +817,141 @@ impl<'c, 'm> Writer<'c, 'm> {
             let o = self.mul(i, stride);
             index = self.add(index, o);
         }
-        let zero = if elem.is_float() {
-            self.float(0.0, elem)
-        } else {
-            self.int(0, elem)
+        let eb = self.i64(elem.size_bytes() as i64);
+        let off = self.mul(index, eb);
+        let i64t = self.ty(ScalarType::I64);
+        let b = V {
+            v: self.cast("llvm.ptrtoint", base, i64t),
+            t: ScalarType::I64,
         };
-        let ety = self.ty(elem);
-        let ld = self.new_block(&[]);
-        let next = self.new_block(&[ety]);
-        self.cond_br(inside, &ld, &[], &next, &[zero.v]);
-        self.block = ld;
-        let p1 = self.ptr_ty(1);
-        let p = self.gep(base, index, ety, p1);
-        let x = self.load(p, ety, elem.size_bytes());
-        self.br(&next, &[x]);
-        self.block = next;
-        V {
-            v: self.args(next)[0],
-            t: elem,
-        }
+        let addr = self.add(b, off);
+        let ok = self.zext(inside, ScalarType::I32);
+        self.predicated_load(addr, ok, elem, true)
+    }
+
+    /// A load of one `elem` at global address `addr` (i64) where `ok` (an i32) is not 0,
+    /// else zero, touching no memory then: inline asm (`@p ld.global`), because LLVM has no
+    /// predicated load and a branch per load costs its back end time that grows faster
+    /// than the loads. With `ordered`, the asm has side effects, so LLVM neither moves it
+    /// across the program's stores nor merges two of them; without, it may hoist it (an
+    /// epilogue's loads of inputs the kernel does not write). 8-bit elements (fp8, the
+    /// bytes of an i1 tensor) are read as `u8`.
+    pub fn predicated_load(
+        &mut self,
+        addr: V<'c, 'm>,
+        ok: V<'c, 'm>,
+        elem: ScalarType,
+        ordered: bool,
+    ) -> V<'c, 'm> {
+        let (ld, mov, reg, bits) = match elem {
+            ScalarType::F32 => ("f32", "b32", "f", 32),
+            ScalarType::I32 => ("b32", "b32", "r", 32),
+            ScalarType::I64 | ScalarType::Index => ("b64", "b64", "l", 64),
+            ScalarType::F16 | ScalarType::BF16 => ("b16", "b16", "h", 16),
+            ScalarType::I1 | ScalarType::E4M3 | ScalarType::E5M2 => ("u8", "b16", "h", 16),
+        };
+        let asm = format!(
+            "{{ .reg .pred p; setp.ne.u32 p, $2, 0; mov.{mov} $0, 0; @p ld.global.{ld} $0, \
+             [$1]; }}"
+        );
+        let rt = if reg == "f" {
+            self.ty(ScalarType::F32)
+        } else {
+            self.int_ty(bits)
+        };
+        let x = self.inline_asm(
+            &asm,
+            &format!("={reg},l,r"),
+            &[addr.v, ok.v],
+            Some(rt),
+            ordered,
+        );
+        let x = x.unwrap_or_else(|| self.poison(rt));
+        let et = self.ty(elem);
+        let v = match elem {
+            ScalarType::F32 | ScalarType::I32 | ScalarType::I64 | ScalarType::Index => x,
+            ScalarType::F16 | ScalarType::BF16 => self.cast("llvm.bitcast", x, et),
+            ScalarType::I1 => self.cast("llvm.trunc", x, et),
+            ScalarType::E4M3 | ScalarType::E5M2 => {
+                let i8t = self.int_ty(8);
+                let b = self.cast("llvm.trunc", x, i8t);
+                self.cast("llvm.bitcast", b, et)
+            }
+        };
+        V { v, t: elem }
+    }
+
+    /// A store of the elements `xs` (one, or a vector of adjacent ones whose bytes are 4, 8
+    /// or 16, aligned to that) at `ptr` (global) where `ok` (i1) holds; nothing is
+    /// touched otherwise. Inline asm (`@p st.global`), as [`Self::predicated_load`]:
+    /// a vector as `st.global.v2/v4.b32` of its 32-bit words; 8-bit elements (fp8, i1) as
+    /// `u8`. The asm has side effects, so it stays in order with the other accesses.
+    pub fn predicated_store(&mut self, ptr: Value<'c, 'm>, ok: V<'c, 'm>, xs: &[V<'c, 'm>]) {
+        let Some(elem) = xs.first().map(|x| x.t) else {
+            return;
+        };
+        let i64t = self.ty(ScalarType::I64);
+        let addr = self.cast("llvm.ptrtoint", ptr, i64t);
+        let ok = self.zext(ok, ScalarType::I32);
+        let bytes = elem.size_bytes() * xs.len() as u64;
+        debug_assert!(xs.len() == 1 || matches!(bytes, 4 | 8 | 16));
+        let (ty, reg, vals): (&str, &str, Vec<Value<'c, 'm>>) = if xs.len() > 1 {
+            // The vector's 32-bit words.
+            let words = bytes / 4;
+            let ety = self.ty(elem);
+            let vty = self.vector_ty(xs.len() as u64, ety);
+            let mut v = self.undef(vty);
+            for (j, x) in xs.iter().enumerate() {
+                let jj = self.i32(j as i64);
+                v = self.insert_element(v, x.v, jj);
+            }
+            let i32t = self.int_ty(32);
+            let wty = self.vector_ty(words, i32t);
+            let w = self.cast("llvm.bitcast", v, wty);
+            let vals = (0..words)
+                .map(|k| {
+                    let kk = self.i32(k as i64);
+                    self.extract_element(w, kk, i32t)
+                })
+                .collect();
+            ("b32", "r", vals)
+        } else {
+            let x = xs[0];
+            let i16t = self.int_ty(16);
+            match elem {
+                ScalarType::F32 => ("f32", "f", vec![x.v]),
+                ScalarType::I32 => ("b32", "r", vec![x.v]),
+                ScalarType::I64 | ScalarType::Index => ("b64", "l", vec![x.v]),
+                ScalarType::F16 | ScalarType::BF16 => {
+                    ("b16", "h", vec![self.cast("llvm.bitcast", x.v, i16t)])
+                }
+                ScalarType::I1 => ("u8", "h", vec![self.cast("llvm.zext", x.v, i16t)]),
+                ScalarType::E4M3 | ScalarType::E5M2 => {
+                    let i8t = self.int_ty(8);
+                    let b = self.cast("llvm.bitcast", x.v, i8t);
+                    ("u8", "h", vec![self.cast("llvm.zext", b, i16t)])
+                }
+            }
+        };
+        let n = vals.len();
+        let (op, operands) = match n {
+            1 => (format!("st.global.{ty}"), "$2".to_string()),
+            _ => (
+                format!("st.global.v{n}.{ty}"),
+                format!(
+                    "{{{}}}",
+                    (0..n)
+                        .map(|k| format!("${}", k + 2))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ),
+        };
+        let asm = format!("{{ .reg .pred p; setp.ne.u32 p, $1, 0; @p {op} [$0], {operands}; }}");
+        let cons = format!("l,r{}", format!(",{reg}").repeat(n));
+        let mut args = vec![addr, ok.v];
+        args.extend(vals);
+        self.inline_asm(&asm, &cons, &args, None, true);
     }
 
     /// `llvm.store` with alignment `align` bytes.

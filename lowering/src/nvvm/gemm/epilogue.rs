@@ -415,39 +415,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let boff = self.bin("mul", off, eb);
         let addr = self.bin("add", t.ptr, boff);
         // A predicated load: out-of-bounds elements read zero and touch no memory.
-        match t.elem {
-            ScalarType::F32 => {
-                let f32t = self.w.ty(ScalarType::F32);
-                let x = self.w.inline_asm(
-                    "{ .reg .pred p; setp.ne.u32 p, $2, 0; mov.b32 $0, 0; @p ld.global.f32 $0, \
-                     [$1]; }",
-                    "=f,l,r",
-                    &[addr.v, ok32.v],
-                    Some(f32t),
-                    false,
-                );
-                V {
-                    v: x.expect("a typed result"),
-                    t: ScalarType::F32,
-                }
-            }
-            e => {
-                let i16t = self.w.int_ty(16);
-                let h = self.w.inline_asm(
-                    "{ .reg .pred p; setp.ne.u32 p, $2, 0; mov.b16 $0, 0; @p ld.global.b16 $0, \
-                     [$1]; }",
-                    "=h,l,r",
-                    &[addr.v, ok32.v],
-                    Some(i16t),
-                    false,
-                );
-                let et = self.w.ty(e);
-                V {
-                    v: self.w.cast("llvm.bitcast", h.expect("a typed result"), et),
-                    t: e,
-                }
-            }
-        }
+        self.w.predicated_load(addr, ok32, t.elem, false)
     }
 
     pub(super) fn lower_elementwise(&mut self, op: &Operation) -> R<()> {
