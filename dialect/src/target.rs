@@ -112,6 +112,11 @@ impl Target {
     pub fn max_smem_per_block_at(self, ctas: u64) -> u64 {
         (233_472 / ctas.max(1)).saturating_sub(1024)
     }
+    /// The most threads resident on one SM: 2,048 (64 warps; CUDA occupancy rules for
+    /// compute capability 9.0 and 10.0).
+    pub fn max_threads_per_sm(self) -> u64 {
+        2048
+    }
     /// The most registers per thread a CTA of `threads` threads can have resident with every
     /// thread at the same count: the 65,536-register file over the warps, which the
     /// hardware allocates in groups of 4, at most 255, rounded down to the allocation unit

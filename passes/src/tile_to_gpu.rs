@@ -291,7 +291,9 @@ impl Pass for TileToGpu {
 
 /// Whether kernel `k` has the main-loop form this pass pipelines: exactly one `tile.dot`,
 /// directly in the body of a `tile.for` whose other ops are loads, transposes, reshapes
-/// and the yield, with both of its operands computed in that body. Kernels with dots in
+/// and the yield, with both of its operands computed in that body. (A loop that also reads
+/// memory with `tile.extract` counts too, so that `find_matmul` refuses the extra read
+/// at its line, as it refuses an extra load, instead of the kernel leaving the pipeline.) Kernels with dots in
 /// any other form (attention's two products with a softmax between them, a dot outside a
 /// loop, a loop-invariant operand) get a plain launch from `tile-assign-layouts`; their dots
 /// are lowered with `mma.sync`, or with wgmma after `tile-dot-to-wgmma` on sm_90a.
@@ -306,6 +308,7 @@ pub fn pipelines(k: &Operation) -> bool {
                 matches!(
                     x.kind,
                     OpKind::Load
+                        | OpKind::Extract
                         | OpKind::Transpose
                         | OpKind::Reshape
                         | OpKind::Dot
@@ -1212,6 +1215,41 @@ fn lower_kernel(
     } else {
         None
     };
+    // `tile.extract` reads a tensor through its pointer; the pipeline passes A and B, and C
+    // under epilogue=tma, as TMA tensor maps instead.
+    let mut maps = vec![(mm.a.tensor, "A"), (mm.b.tensor, "B")];
+    if let Some((si, _)) = tma_plan {
+        let stores = scope.ops[mm.loop_idx + 1..]
+            .iter()
+            .filter(|o| o.str_attr("role").is_none());
+        if let Some(st) = stores.clone().nth(si) {
+            maps.push((st.operands[0], "C (epilogue=tma)"));
+        }
+    }
+    let mut read_map = None;
+    k.walk(&mut |o| {
+        if o.kind == OpKind::Extract && read_map.is_none() {
+            read_map = maps
+                .iter()
+                .find(|(t, _)| o.operands.first() == Some(t))
+                .map(|(_, n)| (o, *n));
+        }
+    });
+    if let Some((o, name)) = read_map {
+        return Err(Diagnostic::error(
+            o.loc.clone(),
+            format!(
+                "tile-to-gpu: 'tile.extract' reads {name}, which the GEMM pipeline passes as a \
+                 TMA tensor map (no pointer to read one element through); read it from a \
+                 tensor the pipeline does not copy{}",
+                if name.starts_with('C') {
+                    ", or store C from the registers (epilogue=direct)"
+                } else {
+                    ""
+                }
+            ),
+        ));
+    }
     let staging_bytes = tma_plan.map_or(0, |p| p.1);
     let smem = check_config(&mm, target, stages, other_smem, staging_bytes, &lp_loc)?;
     // An M tile below wgmma's 64 rows: the MMA computes the BN×BM tile of Cᵀ = Bᵀ · Aᵀ,

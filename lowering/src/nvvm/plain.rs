@@ -862,6 +862,18 @@ fn build_module<'c>(
     // the code after `setmaxnreg.inc` use the consumers' count (ptxas caps the whole kernel
     // at `.maxnreg`).
     let ctas = super::ctas_per_sm(k);
+    let resident = threads as u64 * ctas;
+    if resident > target.max_threads_per_sm() {
+        return Err(Diagnostic::error(
+            k.loc.clone(),
+            format!(
+                "'ctas_per_sm' = {ctas} CTAs of {threads} threads would be {resident} threads \
+                 on one SM; {target} holds at most {} (at most {} such CTAs)",
+                target.max_threads_per_sm(),
+                target.max_threads_per_sm() / threads as u64
+            ),
+        ));
+    }
     let i32t: Type = melior::ir::r#type::IntegerType::new(ctx, 32).into();
     let budget = if producer > 0 && target.setmaxnreg_split(num_warps / 4, ctas).is_some() {
         (
