@@ -137,7 +137,10 @@ define_ops! {
             the tensor's element type): the element at (i0, ...), or zero outside the tensor. \
             One predicated `ld.global` per thread that runs it. For values the launch passes \
             through memory, known only at run time: a grouped GEMM's group offsets or a row's \
-            group id. It reads memory as `tile.load` does: stores and flag ops order it.";
+            group id. Passes keep it in order with stores and flag ops, as `tile.load`. As \
+            for `tile.load`, no CTA barrier is placed between it and the program's own \
+            earlier store of the same element, which another thread may hold: such a \
+            read-after-write within one program is not ordered on the GPU.";
     Store = "tile.store", Other,
         "Store a tile into a global tensor at element offsets; out-of-bounds elements are \
             dropped.",
