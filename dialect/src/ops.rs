@@ -137,10 +137,11 @@ define_ops! {
             the tensor's element type): the element at (i0, ...), or zero outside the tensor. \
             One predicated `ld.global` per thread that runs it. For values the launch passes \
             through memory, known only at run time: a grouped GEMM's group offsets or a row's \
-            group id. Passes keep it in order with stores and flag ops, as `tile.load`. As \
-            for `tile.load`, no CTA barrier is placed between it and the program's own \
-            earlier store of the same element, which another thread may hold: such a \
-            read-after-write within one program is not ordered on the GPU.";
+            group id. Passes keep it in order with stores and flag ops, as `tile.load`. In a \
+            plain launch a read of a tensor the program stored to since its last barrier \
+            (`tile.load`, `tile.gather`, `tile.extract`) comes after a CTA barrier, since \
+            another thread may hold the element; a GEMM pipeline's epilogue orders such a \
+            read only through a flag op's barrier.";
     Store = "tile.store", Other,
         "Store a tile into a global tensor at element offsets; out-of-bounds elements are \
             dropped.",

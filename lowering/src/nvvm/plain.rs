@@ -118,6 +118,10 @@ pub(crate) struct Lowerer<'c, 'm, 'k> {
     pub cur_op: usize,
     /// The values waits take as inputs, not tied ([`super::wgmma::wgmma_only`]).
     pub wgmma_only: std::collections::HashSet<TileValue>,
+    /// Tensors the program stored to since its last CTA barrier: a later read of one
+    /// (whose elements another thread may have written) is put after a barrier
+    /// ([`Lowerer::order_reads`]).
+    pub written: std::collections::HashSet<TileValue>,
 }
 
 /// A placed region of dynamic shared memory: `bytes` from byte `offset`, live over the
@@ -375,10 +379,46 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             if op.str_attr("role") == Some("scheduler") && !self.scheduler {
                 self.lower_scheduler_op(op)?;
             } else {
+                self.order_reads(op);
                 self.lower_op(op)?;
+                if matches!(op.kind, OpKind::Store | OpKind::AtomicAdd) {
+                    self.written.extend(op.operands.first().copied());
+                }
             }
         }
         Ok(())
+    }
+
+    /// Read after write within one program: the elements a program stored may be held by
+    /// other threads than those that read them back, so a read (`tile.load`,
+    /// `tile.gather`, `tile.extract`) of a tensor stored to since the last barrier comes
+    /// after a CTA barrier (`bar.sync`, which also orders the CTA's memory accesses). A
+    /// loop's body counts its own stores as written at its top (the next iteration reads
+    /// them); a branch whose ops read a written tensor gets the barrier before it (the
+    /// condition is a scalar, the same in every thread). The scheduler's thread reads
+    /// what it wrote itself.
+    fn order_reads(&mut self, op: &Operation) {
+        if self.scheduler {
+            return;
+        }
+        let mut reads = vec![];
+        let mut writes = vec![];
+        op.walk(&mut |o| {
+            if o.kind.reads_global() {
+                reads.extend(o.operands.first().copied());
+            }
+            if matches!(o.kind, OpKind::Store | OpKind::AtomicAdd) {
+                writes.extend(o.operands.first().copied());
+            }
+        });
+        if matches!(op.kind, OpKind::For | OpKind::While) {
+            self.written.extend(writes);
+            return;
+        }
+        if reads.iter().any(|t| self.written.contains(t)) {
+            self.w.barrier();
+            self.written.clear();
+        }
     }
 
     pub(super) fn def(&mut self, op: &Operation, lv: Lv<'c, 'm>) {
@@ -998,6 +1038,7 @@ fn build_module<'c>(
         placed: vec![],
         cur_op: 0,
         wgmma_only: super::wgmma::wgmma_only(k),
+        written: std::collections::HashSet::new(),
     };
     lw.lower_block(&kbody.ops)?;
     if cluster_size > 1 {
