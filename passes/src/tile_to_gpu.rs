@@ -293,10 +293,11 @@ impl Pass for TileToGpu {
 /// directly in the body of a `tile.for` whose other ops are loads, transposes, reshapes
 /// and the yield, with both of its operands computed in that body. (A loop that also reads
 /// memory with `tile.extract` counts too, so that `find_matmul` refuses the extra read
-/// at its line, as it refuses an extra load, instead of the kernel leaving the pipeline.) Kernels with dots in
-/// any other form (attention's two products with a softmax between them, a dot outside a
-/// loop, a loop-invariant operand) get a plain launch from `tile-assign-layouts`; their dots
-/// are lowered with `mma.sync`, or with wgmma after `tile-dot-to-wgmma` on sm_90a.
+/// at its line, as it refuses an extra load, instead of the kernel leaving the pipeline.)
+/// Kernels with dots in any other form (attention's two products with a softmax between
+/// them, a dot outside a loop, a loop-invariant operand) get a plain launch from
+/// `tile-assign-layouts`; their dots are lowered with `mma.sync`, or with wgmma after
+/// `tile-dot-to-wgmma` on sm_90a.
 pub fn pipelines(k: &Operation) -> bool {
     let mut dots = 0;
     let mut main_loops = 0;
