@@ -1206,12 +1206,13 @@ fn lower_kernel(
             _ => None,
         })
         .sum();
+    // The epilogue's own ops (not the persistent loop's `role` ops).
+    let after: Vec<Operation> = scope.ops[mm.loop_idx + 1..]
+        .iter()
+        .filter(|o| o.str_attr("role").is_none())
+        .cloned()
+        .collect();
     let tma_plan = if tma_epilogue {
-        let after: Vec<Operation> = scope.ops[mm.loop_idx + 1..]
-            .iter()
-            .filter(|o| o.str_attr("role").is_none())
-            .cloned()
-            .collect();
         Some(tma_store_plan(m, &mm, target, &after, &lp_loc)?)
     } else {
         None
@@ -1219,13 +1220,8 @@ fn lower_kernel(
     // `tile.extract` reads a tensor through its pointer; the pipeline passes A and B, and C
     // under epilogue=tma, as TMA tensor maps instead.
     let mut maps = vec![(mm.a.tensor, "A"), (mm.b.tensor, "B")];
-    if let Some((si, _)) = tma_plan {
-        let stores = scope.ops[mm.loop_idx + 1..]
-            .iter()
-            .filter(|o| o.str_attr("role").is_none());
-        if let Some(st) = stores.clone().nth(si) {
-            maps.push((st.operands[0], "C (epilogue=tma)"));
-        }
+    if let Some(st) = tma_plan.and_then(|(si, _)| after.get(si)) {
+        maps.push((st.operands[0], "C (epilogue=tma)"));
     }
     let mut read_map = None;
     k.walk(&mut |o| {

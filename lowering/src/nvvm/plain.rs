@@ -398,7 +398,8 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
     /// condition is a scalar, the same in every thread). The scheduler's thread reads
     /// what it wrote itself.
     fn order_reads(&mut self, op: &Operation) {
-        if self.scheduler {
+        let looped = matches!(op.kind, OpKind::For | OpKind::While);
+        if self.scheduler || (self.written.is_empty() && !looped) {
             return;
         }
         let mut reads = vec![];
@@ -411,7 +412,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 writes.extend(o.operands.first().copied());
             }
         });
-        if matches!(op.kind, OpKind::For | OpKind::While) {
+        if looped {
             self.written.extend(writes);
             return;
         }

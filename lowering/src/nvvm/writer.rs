@@ -49,6 +49,19 @@ pub(crate) fn scalar_type(ctx: &Context, t: ScalarType) -> Type<'_> {
     }
 }
 
+/// How one element of `elem` moves between a register and global memory in PTX: the
+/// `ld`/`st` type, the inline-asm register constraint, and the register's bits (8-bit
+/// elements, fp8 and the bytes of an i1 tensor, travel as `u8` in a 16-bit register).
+fn global_access(elem: ScalarType) -> (&'static str, &'static str, u32) {
+    match elem {
+        ScalarType::F32 => ("f32", "f", 32),
+        ScalarType::I32 => ("b32", "r", 32),
+        ScalarType::I64 | ScalarType::Index => ("b64", "l", 64),
+        ScalarType::F16 | ScalarType::BF16 => ("b16", "h", 16),
+        ScalarType::I1 | ScalarType::E4M3 | ScalarType::E5M2 => ("u8", "h", 16),
+    }
+}
+
 /// Integer comparison predicates of `llvm.icmp` (MLIR's `ICmpPredicate`, in its order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ICmp {
@@ -843,13 +856,8 @@ impl<'c, 'm> Writer<'c, 'm> {
         elem: ScalarType,
         ordered: bool,
     ) -> V<'c, 'm> {
-        let (ld, mov, reg, bits) = match elem {
-            ScalarType::F32 => ("f32", "b32", "f", 32),
-            ScalarType::I32 => ("b32", "b32", "r", 32),
-            ScalarType::I64 | ScalarType::Index => ("b64", "b64", "l", 64),
-            ScalarType::F16 | ScalarType::BF16 => ("b16", "b16", "h", 16),
-            ScalarType::I1 | ScalarType::E4M3 | ScalarType::E5M2 => ("u8", "b16", "h", 16),
-        };
+        let (ld, reg, bits) = global_access(elem);
+        let mov = format!("b{bits}");
         let asm = format!(
             "{{ .reg .pred p; setp.ne.u32 p, $2, 0; mov.{mov} $0, 0; @p ld.global.{ld} $0, \
              [$1]; }}"
@@ -918,20 +926,18 @@ impl<'c, 'm> Writer<'c, 'm> {
         } else {
             let x = xs[0];
             let i16t = self.int_ty(16);
-            match elem {
-                ScalarType::F32 => ("f32", "f", vec![x.v]),
-                ScalarType::I32 => ("b32", "r", vec![x.v]),
-                ScalarType::I64 | ScalarType::Index => ("b64", "l", vec![x.v]),
-                ScalarType::F16 | ScalarType::BF16 => {
-                    ("b16", "h", vec![self.cast("llvm.bitcast", x.v, i16t)])
-                }
-                ScalarType::I1 => ("u8", "h", vec![self.cast("llvm.zext", x.v, i16t)]),
+            let (ty, reg, _) = global_access(elem);
+            let v = match elem {
+                ScalarType::F32 | ScalarType::I32 | ScalarType::I64 | ScalarType::Index => x.v,
+                ScalarType::F16 | ScalarType::BF16 => self.cast("llvm.bitcast", x.v, i16t),
+                ScalarType::I1 => self.cast("llvm.zext", x.v, i16t),
                 ScalarType::E4M3 | ScalarType::E5M2 => {
                     let i8t = self.int_ty(8);
                     let b = self.cast("llvm.bitcast", x.v, i8t);
-                    ("u8", "h", vec![self.cast("llvm.zext", b, i16t)])
+                    self.cast("llvm.zext", b, i16t)
                 }
-            }
+            };
+            (ty, reg, vec![v])
         };
         let n = vals.len();
         let (op, operands) = match n {
