@@ -232,6 +232,28 @@ fn transpose_and_column_sums_match_float64() {
 }
 
 #[test]
+fn split_column_sums_add_every_slab_once() {
+    let mut g = Rng(5);
+    // 2500 rows: three programs per column block add into S (1024 rows each, the last 452).
+    for (m, n) in [(70usize, 130usize), (2500, 300), (1, 5)] {
+        let x = g.vec(m * n, 2.0);
+        // S starts at 1 everywhere: the kernel adds to what is there.
+        let args = [
+            tensor(ScalarType::F32, &[m, n], &x),
+            tensor(ScalarType::F32, &[1, n], &vec![1.0; n]),
+            ArgValue::Int(m as i64),
+            ArgValue::Int(n as i64),
+        ];
+        let (l1, l2) = run_both("col_sums_split.tile", "col_sums_split", &args, 1);
+        let want: Vec<f64> = (0..n)
+            .map(|j| 1.0 + (0..m).map(|i| f64::from(x[i * n + j])).sum::<f64>())
+            .collect();
+        assert_close(&format!("col_sums_split {m}x{n}"), &l1, &want, 1e-6);
+        assert_close(&format!("col_sums_split {m}x{n} GPU level"), &l2, &l1, 1e-6);
+    }
+}
+
+#[test]
 fn scale_bias_act_matches_float64() {
     let mut g = Rng(9);
     let bf = ScalarType::BF16;
@@ -319,6 +341,7 @@ fn plain_examples_assemble_without_spills() {
         "layernorm_rows.tile",
         "transpose.tile",
         "col_sums.tile",
+        "col_sums_split.tile",
         "scale_bias_act.tile",
         "embedding.tile",
     ];

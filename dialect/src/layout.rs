@@ -503,6 +503,77 @@ impl LinearLayout {
         })
     }
 
+    /// Which register, lane and warp bits must be clear for a thread's register to be the
+    /// *owner* of its element, as `(register, lane, warp)` bit masks: every element that
+    /// several (register, lane, warp) triples hold has exactly one owner, and an element
+    /// held once is its holder's. All zero when no element is held twice. What an access
+    /// that must not repeat (`red.global.add`) is predicated on.
+    ///
+    /// The triples holding one element differ by the kernel of the map (a subspace over
+    /// F2); with the kernel's basis in reduced echelon form, each coset has one member
+    /// whose bits at the basis's pivots (each vector's highest bit) are all zero.
+    pub fn owner_masks(&self) -> (u64, u64, u64) {
+        let inputs: Vec<&Vec<u64>> = self
+            .register
+            .iter()
+            .chain(&self.lane)
+            .chain(&self.warp)
+            .collect();
+        let pack = |b: &[u64]| -> u128 {
+            b.iter()
+                .fold(0u128, |acc, &x| (acc << 21) | u128::from(x & 0x1f_ffff))
+        };
+        // Rows (image, inputs combined); an input whose image reduces to zero gives a
+        // kernel vector.
+        let mut rows: Vec<(u128, u64)> = vec![];
+        let mut kernel: Vec<u64> = vec![];
+        for (i, b) in inputs.iter().enumerate() {
+            let (mut v, mut c) = (pack(b), 1u64 << i);
+            for &(e, ec) in &rows {
+                if v >> (127 - e.leading_zeros()) & 1 == 1 {
+                    v ^= e;
+                    c ^= ec;
+                }
+            }
+            if v == 0 {
+                kernel.push(c);
+            } else {
+                rows.push((v, c));
+                rows.sort_unstable_by_key(|r| std::cmp::Reverse(r.0));
+            }
+        }
+        // Reduced echelon form: each pivot set in its own vector only.
+        let mut basis: Vec<u64> = vec![];
+        for mut k in kernel {
+            for &e in &basis {
+                if k >> (63 - e.leading_zeros()) & 1 == 1 {
+                    k ^= e;
+                }
+            }
+            if k == 0 {
+                continue;
+            }
+            let top = 63 - k.leading_zeros();
+            for e in &mut basis {
+                if *e >> top & 1 == 1 {
+                    *e ^= k;
+                }
+            }
+            basis.push(k);
+            basis.sort_unstable_by(|a, b| b.cmp(a));
+        }
+        let pivots = basis
+            .iter()
+            .fold(0u64, |m, e| m | 1 << (63 - e.leading_zeros()));
+        let (nr, nl) = (self.register.len(), self.lane.len());
+        let low = |n: usize| (1u64 << n) - 1;
+        (
+            pivots & low(nr),
+            pivots >> nr & low(nl),
+            pivots >> (nr + nl) & low(self.warp.len()),
+        )
+    }
+
     /// How many of the lowest register bits step by 1, 2, 4, ... along the last
     /// dimension: `2^n` registers are contiguous in a row-major tile (a vector access).
     pub fn contiguous_register_bits(&self) -> usize {
@@ -732,6 +803,57 @@ fn parse_bases(s: &str) -> Result<(Vec<Vec<u64>>, &str), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
+
+    /// Every element has exactly one owner under `owner_masks`, counted over all triples.
+    fn owners_per_element(l: &LinearLayout) -> HashMap<Vec<u64>, u32> {
+        let (rm, lm, wm) = l.owner_masks();
+        let mut owners: HashMap<Vec<u64>, u32> = HashMap::new();
+        for w in 0..l.num_warps() {
+            for ln in 0..WARP_SIZE {
+                for r in 0..l.num_registers() {
+                    let owner = r & rm == 0 && ln & lm == 0 && w & wm == 0;
+                    *owners.entry(l.apply(r, ln, w)).or_default() += u32::from(owner);
+                }
+            }
+        }
+        owners
+    }
+
+    #[test]
+    fn owner_masks_pick_one_holder_per_element() {
+        let blocked = LinearLayout::blocked(&[64, 128], 4, 4);
+        assert_eq!(blocked.owner_masks(), (0, 0, 0), "no element is held twice");
+        let cases = [
+            blocked.clone(),
+            // Rows reduced: the lanes and warps along a row hold copies.
+            blocked.slice(1),
+            blocked.slice(0),
+            LinearLayout::wgmma_accumulator(128, 1).slice(1),
+            // Fewer elements than threads: spare lanes and warps broadcast.
+            LinearLayout::blocked(&[1, 16], 4, 8),
+            LinearLayout::blocked(&[2, 2], 2, 4),
+            // Copies that are not single zero bases: lane 1's basis equals lane 0's, and
+            // a register bit repeats a warp bit.
+            LinearLayout {
+                dims: vec![4, 4],
+                register: vec![vec![0, 1], vec![2, 0]],
+                lane: vec![vec![0, 2], vec![0, 2], vec![1, 0], vec![1, 1], vec![0, 0]],
+                warp: vec![vec![2, 0]],
+            },
+        ];
+        for l in &cases {
+            let owners = owners_per_element(l);
+            assert_eq!(owners.len() as u64, l.dims.iter().product::<u64>(), "{l}");
+            assert!(owners.values().all(|&n| n == 1), "{l}: {owners:?}");
+        }
+        let (rm, lm, wm) = LinearLayout::blocked(&[1, 16], 4, 8).owner_masks();
+        assert_eq!((rm, wm), (0, 0b111), "the 8 warps hold copies of one row");
+        assert_ne!(
+            lm, 0,
+            "16 elements as 4-element vectors need 4 of the 32 lanes"
+        );
+    }
 
     #[test]
     fn registers_for_finds_renamings_and_only_those() {

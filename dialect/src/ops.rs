@@ -157,7 +157,9 @@ define_ops! {
             `atomic_add %T, %row, %col, %tile`; each element is one relaxed `red.global.add` (GPU \
             scope), so programs may add into the same elements in any order (split-K); \
             out-of-bounds elements are dropped. An `i1` mask tile before the value adds only \
-            where it is true, as for `tile.store`.";
+            where it is true, as for `tile.store`. Each element is added once, even where the \
+            tile's layout gives several threads copies of it (a reduction's result): by its \
+            one owner (`LinearLayout::owner_masks`).";
     WaitFlag = "tile.wait_flag", Other,
         "Waits until element `%i` of a global i32 flag tensor equals `%v` (acquire, GPU scope).",
         "`tile.wait_flag %F, %i, %v` (`%F` a 1-D `tensor<?xi32>`, `%i` and `%v` index; the flag \

@@ -204,7 +204,7 @@ pub fn assign_layouts(
     k.walk(&mut |o| {
         let tile = match o.kind {
             OpKind::Load | OpKind::Gather => o.results.first().copied(),
-            OpKind::Store => o.operands.last().copied(),
+            OpKind::Store | OpKind::AtomicAdd => o.operands.last().copied(),
             _ => None,
         };
         if let Some(t) = tile {
@@ -424,9 +424,6 @@ fn target_lacks(o: &Operation, target: Target) -> Option<String> {
 fn unsupported(m: &Module, o: &Operation) -> Option<String> {
     let name = o.kind.name();
     match o.kind {
-        OpKind::AtomicAdd => Some(format!(
-            "'{name}' is not lowered in kernels without a 'tile.dot' yet"
-        )),
         OpKind::Log => Some(format!(
             "'{name}' has no lowering with a stated error bound yet; 'tile.exp', \
              'tile.exp2', 'tile.tanh', 'tile.sqrt' and 'tile.rsqrt' are lowered"
@@ -706,7 +703,7 @@ impl Assigner<'_> {
                     self.fix_yield(&mut op.regions[1], &want, 0);
                 }
             }
-            OpKind::Store => {
+            OpKind::Store | OpKind::AtomicAdd => {
                 // A store from a layout with shorter contiguous runs than the blocked one
                 // (a transpose's) goes through a conversion, so it stores whole vectors.
                 let Some(&t) = op.operands.last() else { return };

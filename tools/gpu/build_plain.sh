@@ -14,7 +14,7 @@ cd "$(dirname "$0")/../.."
 out=${1:-gpu-out/plain}
 tc=${TILE_COMPILE:-target/release/tile-compile}
 plain=(vadd softmax softmax_rows softmax_online rmsnorm layernorm rmsnorm_rows layernorm_rows
-    transpose col_sums scale_bias_act embedding)
+    transpose col_sums col_sums_split scale_bias_act embedding)
 rm -rf "$out"
 for t in sm_90 sm_90a; do
     for e in "${plain[@]}"; do

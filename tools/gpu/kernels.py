@@ -11,7 +11,9 @@ tensors and scalars to the manifest's parameters by name) and run on each case:
     pitch wider than the row, so the kernel's slow path runs) and ragged sizes;
   * every output is a view into a wider buffer filled with a NaN bit pattern; after the
     launch every element of the view must be written (no poison left) and everything
-    outside it untouched (the pitch gaps and a guard after the end);
+    outside it untouched (the pitch gaps and a guard after the end); a kernel that adds
+    into its output (`zero_out`, e.g. col_sums_split's atomic adds) gets zeros inside the
+    view, and only the reference comparison tells a missing add;
   * the result is compared with a float64 reference computed by torch from the same
     inputs: ||out - ref|| / ||ref|| must be at most the case's tolerance.
 
@@ -224,6 +226,14 @@ KERNELS = {
         cases=[((64, 256), 0), ((70, 130), 3), ((1, 5), 0), ((5000, 1000), 0)],
         torch_fn=lambda t, s: torch.sum(t["X"], dim=0, keepdim=True, out=t["S"]),
         bw=[((16384, 8192),)]),
+    "col_sums_split": dict(
+        out="S", dtype=torch.float32, inputs=col_sums_inputs, zero_out=True,
+        out_shape=lambda t: (1, t["X"].shape[1]),
+        ref=lambda t, s: t["X"].double().sum(dim=0, keepdim=True), tol=1e-6,
+        cases=[((64, 256), 0), ((70, 130), 3), ((1, 5), 0), ((5000, 1000), 0),
+               ((100000, 300), 0)],
+        torch_fn=lambda t, s: torch.sum(t["X"], dim=0, keepdim=True, out=t["S"]),
+        bw=[((262144, 512),)]),
     "softmax": dict(
         out="Y", dtype=torch.bfloat16, inputs=matrix_inputs(torch.bfloat16), ref=softmax_ref,
         tol=1e-2,
@@ -288,6 +298,8 @@ def run_check(k, spec, shape, pad, seed):
     bufs = {}
     for name in outputs(spec):
         tensors[name], bufs[name] = poisoned(out_shape(spec, tensors), spec["dtype"], pad)
+        if spec.get("zero_out"):  # a kernel that adds into its output: zeros inside the guard
+            tensors[name].zero_()
     launch, grid = k.prepare(tensors, scalars, torch.cuda.current_stream().cuda_stream)
     launch()
     torch.cuda.synchronize()

@@ -28,7 +28,7 @@
 use super::plain::{err, Lowerer, Lv, Tensor, Tile, R};
 use super::writer::{ICmp, V};
 use melior::ir::{Type, Value};
-use tilec_dialect::{LinearLayout, Operation, ScalarType};
+use tilec_dialect::{LinearLayout, OpKind, Operation, ScalarType};
 
 impl<'c, 'm> Lowerer<'c, 'm, '_> {
     /// Registers per vector access for `layout` and `elem`: the contiguous registers, at
@@ -503,11 +503,15 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         Ok(())
     }
 
+    /// `tile.store`, and `tile.atomic_add` (one predicated `red.global.add.f32` per
+    /// element, by the element's one owner: a layout may give several threads copies of
+    /// an element, and each copy would add).
     pub(super) fn lower_store(&mut self, op: &Operation) -> R<()> {
         let t = self.tensor(op, op.operands[0])?;
         let Some(&tv) = op.operands.last() else {
             return err(op, "'tile.store' has no tile");
         };
+        let atomic = op.kind == OpKind::AtomicAdd;
         let tile = self.tile(op, tv)?;
         let rank = tile.shape.len();
         let offs: Vec<V<'c, 'm>> = self
@@ -540,7 +544,11 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let join = self.w.new_block(&[]);
         let slow = self.w.new_block(&[]);
         let p1 = self.w.ptr_ty(1);
-        if let Some(fast_ok) = self.fast_path(&t, &offs, &tile.shape, &layout, vec, true) {
+        let fast = match atomic {
+            true => None,
+            false => self.fast_path(&t, &offs, &tile.shape, &layout, vec, true),
+        };
+        if let Some(fast_ok) = fast {
             let fast = self.w.new_block(&[]);
             self.w.cond_br(fast_ok, &fast, &[], &slow, &[]);
             self.w.block = fast;
@@ -575,8 +583,29 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         }
         self.w.block = slow;
         let split = self.split_access(&t, &offs, &tile.shape, &layout);
+        let owner = atomic.then(|| self.owner(&layout));
         for r in 0..n {
+            if owner.is_some_and(|(regs, _)| r & regs != 0) {
+                continue;
+            }
             let (index, inb) = self.slow_element(split.as_ref(), &t, &offs, &tile, r);
+            if let Some((_, thread_owns)) = owner {
+                let mut ok = self.w.and(inb, thread_owns);
+                if let Some(m) = &mask {
+                    let keep = V {
+                        v: m[r as usize],
+                        t: ScalarType::I1,
+                    };
+                    ok = self.w.and(ok, keep);
+                }
+                let p = self.w.gep(t.ptr, index, ety, p1);
+                let x = V {
+                    v: tile.regs[r as usize],
+                    t: elem,
+                };
+                self.w.predicated_red_add(p, ok, x);
+                continue;
+            }
             if let Some(m) = &mask {
                 let keep = V {
                     v: m[r as usize],
@@ -607,6 +636,24 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
 }
 
 impl<'c, 'm> Lowerer<'c, 'm, '_> {
+    /// Which of a `layout` tile's elements this thread owns ([`LinearLayout::owner_masks`]):
+    /// the register bits that must be clear, and whether the lane and warp bits that must
+    /// be are (i1).
+    fn owner(&mut self, layout: &LinearLayout) -> (u64, V<'c, 'm>) {
+        let (regs, lanes, warps) = layout.owner_masks();
+        let z = self.w.i32(0);
+        let mut own = self.w.int(1, ScalarType::I1);
+        for (idx, mask) in [(self.lane, lanes), (self.warp, warps)] {
+            if mask != 0 {
+                let m = self.w.i32(mask as i64);
+                let bits = self.w.bin("and", idx, m);
+                let clear = self.w.icmp(ICmp::Eq, bits, z);
+                own = self.w.and(own, clear);
+            }
+        }
+        (regs, own)
+    }
+
     /// The masked fast path's store of the vector of registers `r0..r0 + vec` at `p`: one
     /// predicated vector store where all their mask bits are set, and a predicated store
     /// of each element whose bit is set where some are clear (no branch).

@@ -39,6 +39,23 @@ use tilec_dialect::{
     Type as TileType, VerifiedModule,
 };
 
+/// The tensors kernel `k` adds into with `tile.atomic_add`, by name, in parameter order
+/// (the manifest's `atomic_outputs`).
+pub(crate) fn atomic_outputs(m: &tilec_dialect::Module, k: &Operation) -> Vec<String> {
+    let mut added = std::collections::HashSet::new();
+    k.walk(&mut |o| {
+        if o.kind == tilec_dialect::OpKind::AtomicAdd {
+            added.extend(o.operands.first().copied());
+        }
+    });
+    k.regions[0]
+        .args
+        .iter()
+        .filter(|a| added.contains(*a))
+        .filter_map(|&a| m.name(a).map(str::to_string))
+        .collect()
+}
+
 /// A lowered kernel: the recipe of its MLIR module, and the manifest describing its launch.
 ///
 /// The module is built through melior's API in whichever MLIR context needs it: the driver

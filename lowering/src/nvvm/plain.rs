@@ -525,7 +525,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                     .load_element(t.ptr, &t.sizes, &t.strides, &idx, t.elem);
                 self.def(op, Lv::Scalar(v));
             }
-            K::Store => self.lower_store(op)?,
+            K::Store | K::AtomicAdd => self.lower_store(op)?,
             K::WaitFlag | K::ReleaseFlag | K::ArriveFlag => self.lower_flag(op)?,
             K::Add | K::Sub | K::Mul | K::Div | K::Max | K::Min => self.lower_elementwise(op)?,
             K::Neg | K::Abs | K::Exp | K::Exp2 | K::Sqrt | K::Rsqrt | K::Relu | K::Tanh => {
@@ -744,6 +744,7 @@ pub(super) fn lower_kernel(
     );
     manifest.persistent = super::persistent_of(k);
     manifest.cluster = super::cluster_of(k)?.map(|c| c as u32);
+    manifest.atomic_outputs = super::atomic_outputs(m, k);
     Ok((manifest, ptx_version))
 }
 

@@ -960,6 +960,22 @@ impl<'c, 'm> Writer<'c, 'm> {
         self.inline_asm(&asm, &cons, &args, None, true);
     }
 
+    /// `red.global.add.f32` of `x` (f32) into `*ptr` (global) where `ok` (i1) holds; nothing
+    /// is touched otherwise. Inline asm, as [`Self::predicated_store`]: MLIR 22's
+    /// `llvm.atomicrmw fadd` returns the old value (an `atom`), and is not predicated.
+    pub fn predicated_red_add(&mut self, ptr: Value<'c, 'm>, ok: V<'c, 'm>, x: V<'c, 'm>) {
+        let i64t = self.ty(ScalarType::I64);
+        let addr = self.cast("llvm.ptrtoint", ptr, i64t);
+        let ok = self.zext(ok, ScalarType::I32);
+        self.inline_asm(
+            "{ .reg .pred p; setp.ne.u32 p, $1, 0; @p red.global.add.f32 [$0], $2; }",
+            "l,r,f",
+            &[addr, ok.v, x.v],
+            None,
+            true,
+        );
+    }
+
     /// `llvm.store` with alignment `align` bytes.
     pub fn store(&mut self, v: Value<'c, 'm>, ptr: Value<'c, 'm>, align: u64) {
         let opts = LoadStoreOptions::new()

@@ -848,18 +848,9 @@ pub(super) fn lower_kernel(
         // Split-K: which scalar is S (grid z, when it is a plain argument), which tensors
         // the kernel adds into (the launcher zeroes them before each launch), the K
         // granularity of a slice (the ring's K tile), and what the launcher does after.
-        let mut ws: Vec<String> = vec![];
+        let ws = super::atomic_outputs(m, k);
         let mut flags = false;
-        k.walk(&mut |o| {
-            flags |= o.kind.is_flag();
-            if o.kind == OpKind::AtomicAdd {
-                if let Some(n) = m.name(o.operands[0]) {
-                    if !ws.iter().any(|w| w == n) {
-                        ws.push(n.to_string());
-                    }
-                }
-            }
-        });
+        k.walk(&mut |o| flags |= o.kind.is_flag());
         let k_tile = k_tile_of(m, k);
         // A split-K kernel: grid z is the number of K slices, a plain scalar argument. Other
         // kernels with atomics (an epilogue's reduction added into its output) only say
