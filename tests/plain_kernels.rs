@@ -43,13 +43,23 @@ fn round(elem: ScalarType, xs: &[f32]) -> Vec<f64> {
 /// Runs kernel `name` of `src` (level 1) and of its GPU-level form; returns both outputs
 /// (the tensor argument at `out`).
 fn run_both(file: &str, name: &str, args: &[ArgValue], out: usize) -> (Vec<f64>, Vec<f64>) {
-    let src = example(file);
-    let m = parse(&src, file).unwrap_or_else(|d| panic!("{file}: {d}"));
+    run_both_src(&example(file), file, name, args, out)
+}
+
+/// [`run_both`] on the kernel text `src` (named `file` in messages).
+fn run_both_src(
+    src: &str,
+    file: &str,
+    name: &str,
+    args: &[ArgValue],
+    out: usize,
+) -> (Vec<f64>, Vec<f64>) {
+    let m = parse(src, file).unwrap_or_else(|d| panic!("{file}: {d}"));
     let mut a1 = args.to_vec();
     run(&m, name, &mut a1).unwrap_or_else(|e| panic!("{file} (level 1): {e}"));
     let mut opts = Options::new(Target::Sm90);
     opts.emit = Emit::Tile;
-    let k = compile(Input::Text { source: &src, file }, &opts).unwrap();
+    let k = compile(Input::Text { source: src, file }, &opts).unwrap();
     assert!(
         k.text.contains("#linear<"),
         "{file}: no layouts after the pipeline"
@@ -229,6 +239,52 @@ fn transpose_and_column_sums_match_float64() {
         assert_close(&format!("col_sums {m}x{n}"), &l1, &want, 1e-6);
         assert_close(&format!("col_sums {m}x{n} GPU level"), &l2, &l1, 1e-6);
     }
+}
+
+#[test]
+fn unit_dimension_reshapes_of_any_shape_keep_every_element() {
+    // A 1x100 row as a 100x1 column (tile-simplify makes the transpose a reshape): the
+    // padded layouts differ only in where the unit dimension is.
+    let src = "tile.kernel @col(%X: tensor<?x?xf32>, %Y: tensor<?x?xf32>) {grid = [1]} {
+  %c0 = tile.constant {value = 0} : index
+  %x = tile.load %X, %c0, %c0 : tile<1x100xf32>
+  %t = tile.transpose %x : tile<100x1xf32>
+  %r = tile.reshape %t : tile<100xf32>
+  %s = tile.reshape %r : tile<1x100x1xf32>
+  %u = tile.reshape %s : tile<100x1xf32>
+  tile.store %Y, %c0, %c0, %u
+  tile.return
+}";
+    let x: Vec<f32> = (0..100).map(|i| i as f32 + 0.5).collect();
+    let args = [
+        tensor(ScalarType::F32, &[1, 100], &x),
+        ArgValue::Tensor(Tensor::zeros(ScalarType::F32, &[100, 1])),
+    ];
+    let (l1, l2) = run_both_src(src, "unit.tile", "col", &args, 1);
+    let want: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
+    assert_eq!(l1, want);
+    assert_eq!(l2, want, "GPU level");
+    let ptxas = common::nv_tool("ptxas", "PTXAS").unwrap_or_else(|e| panic!("{e}"));
+    let k = compile(
+        Input::Text {
+            source: src,
+            file: "unit.tile",
+        },
+        &Options::new(Target::Sm90a),
+    )
+    .unwrap_or_else(|e| panic!("unit.tile: {e}"));
+    let dir = std::env::temp_dir().join(format!("tilec-unit-reshape-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ptx = dir.join("k.ptx");
+    std::fs::write(&ptx, &k.ptx).unwrap();
+    let o = std::process::Command::new(&ptxas)
+        .args(["-arch", "sm_90a"])
+        .arg(&ptx)
+        .arg("-o")
+        .arg(dir.join("k.cubin"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
 #[test]

@@ -366,9 +366,10 @@ impl LinearLayout {
         }
     }
 
-    /// The layout of a row-major reshape to `shape` (both shapes powers of two, with the
-    /// same number of elements): the same threads and registers, each coordinate's
-    /// row-major offset read back in the new shape.
+    /// The layout of a row-major reshape to `shape` (padded: powers of two, with the same
+    /// number of elements): the same threads and registers, each coordinate's row-major
+    /// offset read back in the new shape. Exact for tiles whose shapes are powers of two,
+    /// and for reshapes that only add or drop unit dimensions (their padded shapes too).
     pub fn reshaped(&self, shape: &[u64]) -> LinearLayout {
         let flat = |c: &[u64]| -> u64 {
             c.iter()
@@ -818,6 +819,26 @@ mod tests {
             }
         }
         owners
+    }
+
+    #[test]
+    fn unit_dimension_reshapes_keep_each_register_on_its_element() {
+        // 1x100 (padded 1x128) to 100x1 and 1x100x1: element (0, c) becomes (c, 0) and
+        // (0, c, 0) in the same register of the same thread.
+        let row = LinearLayout::blocked(&[1, 100], 4, 4);
+        let col = row.reshaped(&padded(&[100, 1]));
+        let mid = row.reshaped(&padded(&[1, 100, 1]));
+        col.check(&[100, 1], 4).unwrap();
+        mid.check(&[1, 100, 1], 4).unwrap();
+        for w in 0..row.num_warps() {
+            for l in 0..WARP_SIZE {
+                for r in 0..row.num_registers() {
+                    let c = row.apply(r, l, w)[1];
+                    assert_eq!(col.apply(r, l, w), vec![c, 0]);
+                    assert_eq!(mid.apply(r, l, w), vec![0, c, 0]);
+                }
+            }
+        }
     }
 
     #[test]

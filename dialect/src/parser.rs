@@ -412,6 +412,12 @@ impl Parser<'_> {
             loop {
                 op.operands.push(self.use_value()?);
                 if !self.eat_punct(",") {
+                    // Another value on the op's line: a missing comma, not the next op.
+                    if let Tok::ValueRef(n) = self.peek() {
+                        if !self.toks[self.pos].newline_before {
+                            return self.err(format!("expected ',' before operand '%{n}'"));
+                        }
+                    }
                     break;
                 }
             }

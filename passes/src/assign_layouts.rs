@@ -38,10 +38,10 @@
 //!
 //! The kernel gets `target`, `num_warps` and `block = [32·num_warps, 1, 1]`. With
 //! `num-warps=0` (the default) the pass picks the warps ([`auto_warps`]). Everything the
-//! generic lowering cannot take yet is refused here, at its op: `tile.atomic_add`,
-//! `tile.log` (no lowering with a stated error bound yet), reshapes between shapes that
-//! are not powers of two, dots of other than bf16 or f16 into f32, and
-//! dots whose result has fewer m16n8 tiles than the warps. A tile that needs more than
+//! generic lowering cannot take yet is refused here, at its op: `tile.log` (no lowering
+//! with a stated error bound yet), reshapes between shapes that are not powers of two
+//! (other than adding or dropping unit dimensions), dots of other than bf16 or f16 into
+//! f32, and dots whose result has fewer m16n8 tiles than the warps. A tile that needs more than
 //! [`MAX_REGISTERS_PER_THREAD`] registers per thread is refused as a resource limit.
 //!
 //! GPU-level ops are refused, except those `persistent` writes into a level-1 kernel: the
@@ -432,10 +432,12 @@ fn unsupported(m: &Module, o: &Operation) -> Option<String> {
             let from = m.ty(*o.operands.first()?).tile_shape()?;
             let to = m.ty(*o.results.first()?).tile_shape()?;
             let pow2 = |s: &[u64]| s.iter().all(|d| d.is_power_of_two());
-            (!(pow2(from) && pow2(to))).then(|| {
+            // Adding or dropping unit dimensions keeps every register where it is.
+            let squeezed = |s: &[u64]| s.iter().copied().filter(|&d| d != 1).collect::<Vec<_>>();
+            (!(pow2(from) && pow2(to)) && squeezed(from) != squeezed(to)).then(|| {
                 format!(
                     "'{name}' between shapes that are not powers of two ({from:?} -> {to:?}) \
-                     is not lowered yet"
+                     is not lowered yet, other than adding or dropping unit dimensions"
                 )
             })
         }
@@ -616,7 +618,10 @@ impl Assigner<'_> {
                 if let (Some(l), Some(s)) =
                     (self.layout(op.operands[0]), shape_of(self.m, op.results[0]))
                 {
-                    self.set(op.results[0], l.reshaped(&s));
+                    self.set(
+                        op.results[0],
+                        l.reshaped(&tilec_dialect::layout::padded(&s)),
+                    );
                 }
             }
             OpKind::For | OpKind::While => {

@@ -625,8 +625,9 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 return err(
                     op,
                     format!(
-                        "convert-tile-to-nvvm: a 'tile.reshape' after the MMA may only add or \
-                         drop leading unit dimensions ({from} -> {to})"
+                        "convert-tile-to-nvvm: epilogue tiles are 2-D, or 2-D with leading unit \
+                         dimensions (a batch index), so a 'tile.reshape' after the MMA may only \
+                         add or drop leading unit dimensions; found {from} -> {to}"
                     ),
                 )
             }
