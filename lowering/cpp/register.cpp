@@ -3,6 +3,7 @@
 // these. MLIR's C API offers this only as "register everything"
 // (mlir-c/RegisterEverything.h), which links every dialect, pass and translation in.
 
+#include "mlir-c/ExecutionEngine.h"
 #include "mlir-c/IR.h"
 #include "mlir/CAPI/IR.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -220,4 +221,51 @@ extern "C" bool tilecSerializeGpuModule(MlirOperation module, const char *pipeli
     return false;
   sink(out->data(), out->size(), user);
   return true;
+}
+
+// melior binds all of MLIR's C API, so the linker pulls in every object file that those
+// bindings name, even where tilec never calls them, and with each file its static
+// initializers, which run at every start (cl::opt registrations and the pages they touch).
+// Two such files pull in most of MLIR and LLVM: RegisterEverything.cpp (`mlirRegisterAll*`:
+// every MLIR pass and dialect, and through them every LLVM target) and the execution
+// engine (a JIT, with the host's target). tilec registers only what it uses (above) and
+// runs no JIT, so the definitions below take the place of MLIR's. Nothing in tilec calls
+// them; a call would be a bug, reported as such.
+[[noreturn]] static void notLinked(const char *name) {
+  llvm::errs() << "tilec internal error: " << name
+               << " is not linked into tilec (lowering/cpp/register.cpp)\n";
+  std::abort();
+}
+extern "C" void mlirRegisterAllDialects(MlirDialectRegistry) {
+  notLinked("mlirRegisterAllDialects");
+}
+extern "C" void mlirRegisterAllLLVMTranslations(MlirContext) {
+  notLinked("mlirRegisterAllLLVMTranslations");
+}
+extern "C" void mlirRegisterAllPasses() { notLinked("mlirRegisterAllPasses"); }
+extern "C" MlirExecutionEngine mlirExecutionEngineCreate(MlirModule, int, int,
+                                                         const MlirStringRef *, bool, bool) {
+  notLinked("mlirExecutionEngineCreate");
+}
+extern "C" void mlirExecutionEngineInitialize(MlirExecutionEngine) {
+  notLinked("mlirExecutionEngineInitialize");
+}
+extern "C" void mlirExecutionEngineDestroy(MlirExecutionEngine) {
+  notLinked("mlirExecutionEngineDestroy");
+}
+extern "C" MlirLogicalResult mlirExecutionEngineInvokePacked(MlirExecutionEngine, MlirStringRef,
+                                                             void **) {
+  notLinked("mlirExecutionEngineInvokePacked");
+}
+extern "C" void *mlirExecutionEngineLookupPacked(MlirExecutionEngine, MlirStringRef) {
+  notLinked("mlirExecutionEngineLookupPacked");
+}
+extern "C" void *mlirExecutionEngineLookup(MlirExecutionEngine, MlirStringRef) {
+  notLinked("mlirExecutionEngineLookup");
+}
+extern "C" void mlirExecutionEngineRegisterSymbol(MlirExecutionEngine, MlirStringRef, void *) {
+  notLinked("mlirExecutionEngineRegisterSymbol");
+}
+extern "C" void mlirExecutionEngineDumpToObjectFile(MlirExecutionEngine, MlirStringRef) {
+  notLinked("mlirExecutionEngineDumpToObjectFile");
 }
