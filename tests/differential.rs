@@ -4,7 +4,8 @@
 //! and ragged problem sizes: elementwise ops, reductions broadcast back, bf16 and i32 round
 //! trips, masks from `tile.iota`/`tile.cmpi`/`tile.select`, transposes, `exp2`, `sqrt`,
 //! loops carrying tiles, and (a third of the programs) two masked stores that each write
-//! the elements the other leaves. On the CPU (every `cargo test`, 40 seeds): the reference
+//! the elements the other leaves, or (a sixth) atomic adds of the result or of its row or
+//! column sums, which several programs add into. On the CPU (every `cargo test`, 40 seeds): the reference
 //! interpreter runs the program as written and after the default pipeline (laid out,
 //! GPU-level), with the same results, and its PTX for sm_90 is accepted by ptxas.
 //!
@@ -28,6 +29,8 @@ struct Program {
     src: String,
     m: usize,
     n: usize,
+    /// The program adds into Z with `tile.atomic_add` (Z holds zeros before it runs).
+    atomic: bool,
 }
 
 fn program(seed: u64) -> Program {
@@ -148,6 +151,7 @@ fn program(seed: u64) -> Program {
         next += 1;
         pool = next;
     }
+    let mut atomic = false;
     if g.below(3) == 0 {
         // Two masked stores: the result where (i + j) mod 3 != 0, X elsewhere; each element
         // written once.
@@ -169,11 +173,42 @@ fn program(seed: u64) -> Program {
         );
         let _ = writeln!(s, "  tile.store %Z, %row, %col, %keep, %v{}", next - 1);
         let _ = writeln!(s, "  tile.store %Z, %row, %col, %drop, %v0");
+    } else if g.below(4) == 0 {
+        // Atomic adds into Z (zeros before the launch): the tile itself, or its sums over
+        // rows (into row 0) or over columns (into column 0), which every program along the
+        // reduced dimension adds into; a reduced tile's layout gives several threads copies
+        // of each sum, and each element must still be added once.
+        atomic = true;
+        let last = next - 1;
+        match g.below(3) {
+            0 => {
+                let _ = writeln!(
+                    s,
+                    "  %sum = tile.reduce %v{last} {{dim = 0, kind = \"add\"}} : tile<1x{c}xf32>"
+                );
+                let _ = writeln!(s, "  tile.atomic_add %Z, %c0, %col, %sum");
+            }
+            1 => {
+                let _ = writeln!(
+                    s,
+                    "  %sum = tile.reduce %v{last} {{dim = 1, kind = \"add\"}} : tile<{r}x1xf32>"
+                );
+                let _ = writeln!(s, "  tile.atomic_add %Z, %row, %c0, %sum");
+            }
+            _ => {
+                let _ = writeln!(s, "  tile.atomic_add %Z, %row, %col, %v{last}");
+            }
+        }
     } else {
         let _ = writeln!(s, "  tile.store %Z, %row, %col, %v{}", next - 1);
     }
     let _ = writeln!(s, "  tile.return\n}}");
-    Program { src: s, m, n }
+    Program {
+        src: s,
+        m,
+        n,
+        atomic,
+    }
 }
 
 fn inputs(seed: u64, m: usize, n: usize) -> (Vec<f32>, Vec<f32>) {
@@ -285,8 +320,8 @@ fn random_plain_programs_agree_and_assemble() {
             std::fs::write(Path::new(d).join(format!("p{seed:03}.bin")), bin).unwrap();
             std::fs::write(Path::new(d).join(format!("p{seed:03}.tile")), &p.src).unwrap();
             index.push(format!(
-                "{{\"seed\": {seed}, \"m\": {}, \"n\": {}}}",
-                p.m, p.n
+                "{{\"seed\": {seed}, \"m\": {}, \"n\": {}, \"atomic\": {}}}",
+                p.m, p.n, p.atomic
             ));
         }
     }

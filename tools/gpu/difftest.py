@@ -6,7 +6,8 @@
 
 DIR holds index.json, pNNN.bin (X, Y and the reference interpreter's Z, little-endian f32,
 row-major M×N), pNNN.tile, and sm_90/ and sm_90a/ with pNNN.ptx + pNNN.json. Each program
-runs once per target on its X and Y, Z poisoned with NaN first, and is compared with the
+runs once per target on its X and Y, Z poisoned with NaN first (zeros for a program that
+adds into Z with tile.atomic_add: index.json's "atomic"), and is compared with the
 interpreter's Z: every element written, and |gpu - ref| <= tol · max(1, max |ref|), with
 tol = 1e-5, or 8e-3 (one bf16 ulp) for programs that round through bf16 (an approximate
 exp2 or another order of additions can move a value across a bf16 rounding boundary).
@@ -43,7 +44,10 @@ def main():
         for target in ("sm_90", "sm_90a"):
             k = Kernel(os.path.join(a.dir, target, stem + ".json"))
             X, Y = x.to(dev), y.to(dev)
-            Z = torch.full((m, n), float("nan"), device=dev)
+            # A program that adds into Z (tile.atomic_add) starts from zeros, as the
+            # interpreter's Z does; the others from NaN, so that every element must be written.
+            atomic = e.get("atomic", False)
+            Z = torch.full((m, n), 0.0 if atomic else float("nan"), device=dev)
             launch, _ = k.prepare({"X": X, "Y": Y, "Z": Z}, {"M": m, "N": n},
                                   torch.cuda.current_stream().cuda_stream)
             launch()
