@@ -18,8 +18,9 @@
 //! (128 × 256 on mma.sync), which is then the choice.
 //!
 //! # The model
-//! For each candidate, with T = ⌈M/BM⌉·⌈N/BN⌉·batch output tiles over S SMs, one CTA per SM
-//! (the rings take most of shared memory):
+//! For each candidate, with T = (⌈M/BM⌉ + G − 1)·⌈N/BN⌉·batch output tiles over S SMs (G
+//! the groups of a grouped GEMM, 1 otherwise: each group boundary may cut a row tile), one
+//! CTA per SM (the rings take most of shared memory):
 //! - **waves**: W = ⌈T / S⌉ rounds; the last round's idle SMs are paid for (the reason and
 //!   `tile-choose` print T / S, the fraction of full waves);
 //! - **compute per CTA**: 2·BM·BN·K flops at one SM's share of the configuration's measured
@@ -28,8 +29,8 @@
 //! - **streaming per CTA**: (BM + BN)·K operand bytes at [`Machine::cta_stream_bytes_per_s`],
 //!   the rate one CTA's ring pulls from L2 (fitted on the M = 16 and M = 128 rows of the same
 //!   benchmark, where few CTAs run);
-//! - **DRAM**: the compulsory bytes, A, B and C once each (grouped tile order keeps the
-//!   panels in L2), at [`Machine::dram_bytes_per_s`];
+//! - **DRAM**: the compulsory bytes, A, B (G of them) and C once each (grouped tile order
+//!   keeps the panels in L2), at [`Machine::dram_bytes_per_s`];
 //! - estimate = max(W · max(compute, streaming), DRAM) + [`Machine::launch_us`].
 //!
 //! The smallest estimate wins; candidates within [`TIE`] of it count as equal, and among
@@ -66,6 +67,11 @@ pub struct GemmProblem {
     pub k: u64,
     /// Independent problems of the same shape (1 for a plain GEMM).
     pub batch: u64,
+    /// Groups stacked along M, each with its own B (a grouped GEMM for mixture-of-experts
+    /// layers, `examples/grouped_gemm.tile`; 1 for a plain GEMM). Their sizes are known
+    /// only at run time, so the model counts the worst case: `groups - 1` more row tiles
+    /// (a boundary inside each of them) and `groups` B matrices read from DRAM.
+    pub groups: u64,
     /// The element type of A and B (`bf16`, `f16`).
     pub elem: ScalarType,
 }
@@ -78,6 +84,7 @@ impl GemmProblem {
             n,
             k,
             batch: 1,
+            groups: 1,
             elem,
         }
     }
@@ -227,7 +234,11 @@ impl Estimate {
 pub fn estimate(p: &GemmProblem, c: &GemmConfig, machine: &Machine) -> Option<Estimate> {
     let rate = c.tflops? * 1e12;
     let sms = u64::from(machine.sms.max(1));
-    let (tm, tn) = (p.m.div_ceil(c.bm), p.n.div_ceil(c.bn));
+    let extra_rows = p.groups.max(1) - 1;
+    let (tm, tn) = (
+        p.m.div_ceil(c.bm).saturating_add(extra_rows),
+        p.n.div_ceil(c.bn),
+    );
     let tiles = tm.saturating_mul(tn).saturating_mul(p.batch);
     let waves = tiles.div_ceil(sms);
     let k = p.k as f64;
@@ -235,7 +246,8 @@ pub fn estimate(p: &GemmProblem, c: &GemmConfig, machine: &Machine) -> Option<Es
     let bytes = p.elem.size_bytes() as f64;
     let stream_us = (c.bm + c.bn) as f64 * k * bytes / machine.cta_stream_bytes_per_s * 1e6;
     let (m, n, b) = (p.m as f64, p.n as f64, p.batch as f64);
-    let dram_us = b * (m * k + k * n + m * n) * bytes / machine.dram_bytes_per_s * 1e6;
+    let g = p.groups.max(1) as f64;
+    let dram_us = b * (m * k + g * k * n + m * n) * bytes / machine.dram_bytes_per_s * 1e6;
     let total_us = (waves as f64 * compute_us.max(stream_us)).max(dram_us) + machine.launch_us;
     let computed = (tm * c.bm) as f64 * (tn * c.bn) as f64 * p.batch as f64;
     let padding = computed / (m * n * b).max(1.0) - 1.0;
@@ -521,6 +533,24 @@ mod tests {
         assert_eq!((c.config.bm, c.config.bn), (16, 128));
         assert_eq!(c.estimate.unwrap().bound(), "DRAM");
         assert!(c.reason.contains("tied within 3%"), "{}", c.reason);
+    }
+
+    #[test]
+    fn groups_add_row_tiles_and_weights() {
+        // #17's MoE layer: 8 experts, 32768 rows in all, N = 4096, K = 7168.
+        let plain = GemmProblem::new(32768, 4096, 7168, ScalarType::BF16);
+        let grouped = GemmProblem { groups: 8, ..plain };
+        let c = choose_gemm(&grouped, Target::Sm90a, &Machine::H200).unwrap();
+        let (e, e1) = (
+            c.estimate.unwrap(),
+            estimate(&plain, &c.config, &Machine::H200).unwrap(),
+        );
+        let tn = 4096u64.div_ceil(c.config.bn);
+        assert_eq!(e.tiles, (32768u64.div_ceil(c.config.bm) + 7) * tn);
+        assert_eq!(e1.tiles, 32768u64.div_ceil(c.config.bm) * tn);
+        // Eight B matrices of 7168 x 4096 bf16 more than one.
+        let more = 7.0 * 7168.0 * 4096.0 * 2.0 / Machine::H200.dram_bytes_per_s * 1e6;
+        assert!((e.dram_us - e1.dram_us - more).abs() < 1e-6 * more);
     }
 
     #[test]

@@ -5,9 +5,10 @@
 //! trips, masks from `tile.iota`/`tile.cmpi`/`tile.select`, transposes, `exp2`, `sqrt`,
 //! loops carrying tiles, and (a third of the programs) two masked stores that each write
 //! the elements the other leaves, or (a sixth) atomic adds of the result or of its row or
-//! column sums, which several programs add into. On the CPU (every `cargo test`, 40 seeds): the reference
-//! interpreter runs the program as written and after the default pipeline (laid out,
-//! GPU-level), with the same results, and its PTX for sm_90 is accepted by ptxas.
+//! column sums, which several programs add into. On the CPU (every `cargo test`, 40
+//! seeds): the reference interpreter runs the program as written and after the default
+//! pipeline (laid out, GPU-level), with the same results, and its PTX for sm_90 is
+//! accepted by ptxas.
 //!
 //! With `TILEC_DIFFTEST_OUT=DIR` (and `TILEC_DIFFTEST_COUNT`, default 500) the test also
 //! writes, per program, the PTX and manifest for sm_90 and sm_90a, the inputs and the

@@ -91,6 +91,7 @@ fn run() -> i32 {
             n,
             k,
             batch,
+            groups: 1,
             elem,
         };
         match choose_gemm(&p, cli.target, &machine) {

@@ -11,7 +11,7 @@
 //!              [--schedule static|clc|none|off] [--persistent-kernels dots|all] [--ctas-per-sm N]
 //!              [--cluster X[xY]] [--group-m G] [--num-warps W]
 //!              [--kernel NAME] [-D NAME=VALUE]... [--no-simplify] [-O 0-3]
-//!              [--tile auto --problem M=..,N=..,K=..[,BATCH=..] [--sms N]]
+//!              [--tile auto --problem M=..,N=..,K=..[,BATCH=..][,GROUPS=..] [--sms N]]
 //!              [--ptxas] [--timing]
 //! ```
 //! `-D BM=64` binds the kernel constant `BM` (`tile.kernel @gemm<BM = 128, ...>`; the
@@ -205,9 +205,10 @@ struct Cli {
     #[arg(long, value_parser = ["auto"], requires = "problem",
           conflicts_with_all = ["stages", "schedule", "epilogue_store"])]
     tile: Option<String>,
-    /// The problem --tile auto chooses for: M=..,N=..,K=..[,BATCH=..].
+    /// The problem --tile auto chooses for: M=..,N=..,K=..[,BATCH=..][,GROUPS=..] (GROUPS:
+    /// a grouped GEMM's groups, each with its own B).
     #[arg(long, value_name = "M=..,N=..,K=..", value_parser = problem, requires = "tile")]
-    problem: Option<[u64; 4]>,
+    problem: Option<[u64; 5]>,
     /// SMs of the GPU that --tile auto chooses for (132: H100 SXM, H200).
     #[arg(long, default_value_t = 132, requires = "tile",
           value_parser = clap::value_parser!(u32).range(1..=4096))]
@@ -227,20 +228,21 @@ struct Cli {
     ptx_version: Option<(u32, u32)>,
 }
 
-/// `M=..,N=..,K=..[,BATCH=..]` as [M, N, K, batch].
-fn problem(s: &str) -> Result<[u64; 4], String> {
-    let mut out = [0, 0, 0, 1];
-    let mut seen = [false; 4];
+/// `M=..,N=..,K=..[,BATCH=..][,GROUPS=..]` as [M, N, K, batch, groups].
+fn problem(s: &str) -> Result<[u64; 5], String> {
+    const NAMES: [&str; 5] = ["M", "N", "K", "BATCH", "GROUPS"];
+    let mut out = [0, 0, 0, 1, 1];
+    let mut seen = [false; 5];
     for part in s.split(',') {
         let (k, v) = part
             .split_once('=')
             .ok_or_else(|| format!("'{part}' is not NAME=VALUE (M=16,N=4096,K=4096)"))?;
-        let i = ["M", "N", "K", "BATCH"]
+        let i = NAMES
             .iter()
             .position(|n| n.eq_ignore_ascii_case(k.trim()))
-            .ok_or_else(|| format!("unknown dimension '{k}' (M, N, K, BATCH)"))?;
+            .ok_or_else(|| format!("unknown dimension '{k}' (M, N, K, BATCH, GROUPS)"))?;
         if seen[i] {
-            return Err(format!("{} is given twice", ["M", "N", "K", "BATCH"][i]));
+            return Err(format!("{} is given twice", NAMES[i]));
         }
         out[i] = v
             .trim()
@@ -393,7 +395,7 @@ fn run() -> i32 {
         source: src,
         file: &name,
     };
-    if let Some([m, n, kk, batch]) = cli.problem {
+    if let Some([m, n, kk, batch, groups]) = cli.problem {
         if let Some(c) = ["BM", "BN", "BK"]
             .iter()
             .find(|c| opts.constants.contains_key(**c))
@@ -407,6 +409,7 @@ fn run() -> i32 {
                 n,
                 k: kk,
                 batch,
+                groups,
                 elem,
             };
             auto_tile(input, &opts, &p, &Machine::H200.with_sms(cli.sms))
