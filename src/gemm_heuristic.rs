@@ -53,7 +53,8 @@ pub const TIE: f64 = 0.03;
 /// rate is the measured rate over this many.
 pub const RATE_SMS: f64 = 132.0;
 
-/// The largest M, N, K or batch [`choose_gemm`] takes: 2^31 - 1, CUDA's grid limit along x.
+/// The largest M, N, K, batch or groups [`choose_gemm`] takes: 2^31 - 1, CUDA's grid limit
+/// along x.
 pub const MAX_DIM: u64 = (1 << 31) - 1;
 
 /// One GEMM problem: C[batch, M, N] = A[batch, M, K] · B[batch, K, N].
@@ -298,10 +299,13 @@ impl GemmConfig {
 /// Why the heuristic has no answer.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum HeuristicError {
-    /// M, N, K or the batch is zero.
-    #[error("the problem {0} has an empty dimension: M, N, K and the batch must be positive")]
+    /// M, N, K, the batch or the groups are zero.
+    #[error(
+        "the problem {0} has an empty dimension: M, N, K, the batch and the groups must be \
+         positive"
+    )]
     Empty(String),
-    /// M, N, K or the batch is over [`MAX_DIM`].
+    /// M, N, K, the batch or the groups are over [`MAX_DIM`].
     #[error("the problem {0} has a dimension over 2^31 - 1 (CUDA's grid limit)")]
     TooLarge(String),
     /// No configuration is known for the element type on the target.
@@ -327,10 +331,13 @@ pub fn choose_gemm(
     target: Target,
     machine: &Machine,
 ) -> Result<GemmChoice, HeuristicError> {
-    if p.m == 0 || p.n == 0 || p.k == 0 || p.batch == 0 {
+    if p.m == 0 || p.n == 0 || p.k == 0 || p.batch == 0 || p.groups == 0 {
         return Err(HeuristicError::Empty(shape(p)));
     }
-    if [p.m, p.n, p.k, p.batch].iter().any(|&d| d > MAX_DIM) {
+    if [p.m, p.n, p.k, p.batch, p.groups]
+        .iter()
+        .any(|&d| d > MAX_DIM)
+    {
         return Err(HeuristicError::TooLarge(shape(p)));
     }
     let mut cands = configs(target, p.elem);
@@ -422,11 +429,15 @@ pub fn choose_gemm(
 }
 
 fn shape(p: &GemmProblem) -> String {
-    if p.batch == 1 {
+    let mut s = if p.batch == 1 {
         format!("{}x{}x{}", p.m, p.n, p.k)
     } else {
         format!("{}x{}x{}x{}", p.batch, p.m, p.n, p.k)
+    };
+    if p.groups != 1 {
+        s += &format!(" in {} groups", p.groups);
     }
+    s
 }
 
 /// The 21 (M, N, K) shapes of `tools/gpu/bench.py`: five squares, and M = 16, 128, 1024, 8192
@@ -601,8 +612,15 @@ mod tests {
         let e = choose_gemm(&p, Target::Sm90a, &Machine::H200).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "the problem 0x16x16 has an empty dimension: M, N, K and the batch must be positive"
+            "the problem 0x16x16 has an empty dimension: M, N, K, the batch and the groups \
+             must be positive"
         );
+        let p = GemmProblem {
+            groups: MAX_DIM + 1,
+            ..GemmProblem::new(16, 16, 16, ScalarType::BF16)
+        };
+        let e = choose_gemm(&p, Target::Sm90a, &Machine::H200).unwrap_err();
+        assert!(matches!(e, HeuristicError::TooLarge(_)), "{e}");
     }
 
     #[test]

@@ -301,7 +301,9 @@ fn selected_kernel(input: Input<'_>, opts: &Options) -> Result<Module, Error> {
 /// # Errors
 /// [`Error::Options`] for a built module (it has no constants to bind) or a `cluster` of more
 /// than one CTA (the heuristic does not choose clusters); a located error at
-/// the kernel when it does not declare `BM`, `BN` and `BK`, or when the heuristic has no
+/// the kernel when it does not declare `BM`, `BN` and `BK`, when the problem has a batch and
+/// the kernel no third grid dimension, or groups and no rank-3 tensor (a stack of B
+/// matrices), or when the heuristic has no
 /// answer for the problem ([`gemm_heuristic::HeuristicError`]: an empty or oversized
 /// dimension, an element type without measured configurations); otherwise, when no
 /// candidate passes, the first candidate's error.
@@ -372,6 +374,20 @@ pub fn auto_tile(
                  batched kernel walks the batch with a third grid dimension \
                  (examples/batched_gemm.tile)",
                 problem.batch,
+                k.symbol.as_deref().unwrap_or("?")
+            )));
+        }
+        let stacked = k.regions.first().is_some_and(|b| {
+            b.args
+                .iter()
+                .any(|&a| matches!(m.ty(a), tilec_dialect::Type::Tensor { rank, .. } if *rank >= 3))
+        });
+        if problem.groups > 1 && !stacked {
+            return Err(located(format!(
+                "the problem has {} groups, but kernel '@{}' has no stack of B matrices (a \
+                 tensor of rank 3): a grouped kernel reads each group's B from one \
+                 (examples/grouped_gemm.tile)",
+                problem.groups,
                 k.symbol.as_deref().unwrap_or("?")
             )));
         }

@@ -329,6 +329,19 @@ impl Parser<'_> {
         Ok(v)
     }
 
+    /// Whether the tokens from here are an op's result names: `%a [, %b]* =`.
+    fn starts_results(&self) -> bool {
+        let mut i = 0;
+        while matches!(self.peek_at(i), Tok::ValueRef(_)) {
+            match self.peek_at(i + 1) {
+                Tok::Punct("=") => return true,
+                Tok::Punct(",") => i += 2,
+                _ => return false,
+            }
+        }
+        false
+    }
+
     fn use_value(&mut self) -> PResult<Value> {
         let loc = self.loc();
         match self.bump() {
@@ -412,9 +425,10 @@ impl Parser<'_> {
             loop {
                 op.operands.push(self.use_value()?);
                 if !self.eat_punct(",") {
-                    // Another value on the op's line: a missing comma, not the next op.
+                    // Another value, on the op's line or on a later one that does not start
+                    // an op (`%a, %b = ...`): a missing comma.
                     if let Tok::ValueRef(n) = self.peek() {
-                        if !self.toks[self.pos].newline_before {
+                        if !self.toks[self.pos].newline_before || !self.starts_results() {
                             return self.err(format!("expected ',' before operand '%{n}'"));
                         }
                     }
@@ -467,6 +481,26 @@ impl Parser<'_> {
                     break;
                 }
             }
+        }
+        if types.is_empty() && !result_names.is_empty() {
+            if self.toks[self.pos].newline_before {
+                return Err(Diagnostic::error(
+                    loc,
+                    format!(
+                        "expected ':' and the result type(s) of '{}' at the end of its line",
+                        kind.name()
+                    ),
+                ));
+            }
+            let found = self.peek().describe();
+            let hint = match self.peek() {
+                Tok::ValueRef(n) => format!(" (a missing ',' before operand '%{n}'?)"),
+                _ => String::new(),
+            };
+            return self.err(format!(
+                "expected ':' and the result type(s) of '{}', found {found}{hint}",
+                kind.name()
+            ));
         }
         if types.len() != result_names.len() {
             return Err(Diagnostic::error(

@@ -1913,9 +1913,13 @@ impl Verifier<'_> {
                 self.error(
                     op,
                     format!(
-                        "'{name}' mask must be an i1 tile of the value's shape, found {} for {}",
+                        "'{name}' mask must be an i1 tile of the value's shape, found {} for {} \
+                         (with {} operands, operand {} is the mask: tensor, {r} offset(s), \
+                         mask, value)",
                         ots[r + 1],
-                        ots[r + 2]
+                        ots[r + 2],
+                        ots.len(),
+                        r + 2
                     ),
                 );
             }
