@@ -205,8 +205,8 @@ struct Cli {
     #[arg(long, value_parser = ["auto"], requires = "problem",
           conflicts_with_all = ["stages", "schedule", "epilogue_store"])]
     tile: Option<String>,
-    /// The problem --tile auto chooses for: M=..,N=..,K=..[,BATCH=..][,GROUPS=..] (GROUPS:
-    /// a grouped GEMM's groups, each with its own B).
+    /// The problem --tile auto chooses for: `M=..,N=..,K=..[,BATCH=..][,GROUPS=..]`
+    /// (GROUPS: a grouped GEMM's groups, each with its own B).
     #[arg(long, value_name = "M=..,N=..,K=..", value_parser = problem, requires = "tile")]
     problem: Option<[u64; 5]>,
     /// SMs of the GPU that --tile auto chooses for (132: H100 SXM, H200).
