@@ -41,6 +41,17 @@ use std::sync::Arc;
 /// overflow).
 pub const MAX_NESTING: usize = 128;
 
+/// What [`Parser::op_head`] reads of an op before its regions.
+struct OpHead {
+    op: Operation,
+    loc: Location,
+    kind: OpKind,
+    result_names: Vec<(String, Location)>,
+    types: Vec<Type>,
+    sig_args: Option<Vec<(String, Type, Location)>>,
+    outer_consts: Option<BTreeMap<String, i64>>,
+}
+
 /// Parse a whole file. `file` names it in locations.
 ///
 /// # Errors
@@ -329,6 +340,48 @@ impl Parser<'_> {
         Ok(v)
     }
 
+    /// The error for a value that follows an operand without a comma (the next token).
+    /// Out of line, as the other error builders below: `operation` recurses once per
+    /// nesting level, so its frame stays small.
+    #[cold]
+    #[inline(never)]
+    fn missing_comma(&self) -> Diagnostic {
+        let n = match self.peek() {
+            Tok::ValueRef(n) => n.as_str(),
+            _ => "",
+        };
+        Diagnostic::error(self.loc(), format!("expected ',' before operand '%{n}'"))
+    }
+
+    /// The error for result names without `: type`s after the op `kind` at `loc`: at the op
+    /// when its line ends there, else at the token found (a value there hints at a missing
+    /// comma).
+    #[cold]
+    #[inline(never)]
+    fn missing_result_types(&self, kind: OpKind, loc: &Location) -> Diagnostic {
+        if self.toks[self.pos].newline_before {
+            return Diagnostic::error(
+                loc.clone(),
+                format!(
+                    "expected ':' and the result type(s) of '{}' at the end of its line",
+                    kind.name()
+                ),
+            );
+        }
+        let hint = match self.peek() {
+            Tok::ValueRef(n) => format!(" (a missing ',' before operand '%{n}'?)"),
+            _ => String::new(),
+        };
+        Diagnostic::error(
+            self.loc(),
+            format!(
+                "expected ':' and the result type(s) of '{}', found {}{hint}",
+                kind.name(),
+                self.peek().describe()
+            ),
+        )
+    }
+
     /// Whether the tokens from here are an op's result names: `%a [, %b]* =`.
     fn starts_results(&self) -> bool {
         let mut i = 0;
@@ -355,7 +408,12 @@ impl Parser<'_> {
         }
     }
 
-    fn operation(&mut self, depth: usize) -> PResult<Operation> {
+    /// An op up to its regions: results, name, symbol and signature, operands, attributes
+    /// and result types. Out of line from [`Self::operation`], which recurses once per
+    /// nesting level through its regions: what is only needed here does not stay on the
+    /// stack for every level.
+    #[inline(never)]
+    fn op_head(&mut self) -> PResult<OpHead> {
         let loc = self.loc();
         // Results.
         let mut result_names = vec![];
@@ -427,10 +485,10 @@ impl Parser<'_> {
                 if !self.eat_punct(",") {
                     // Another value, on the op's line or on a later one that does not start
                     // an op (`%a, %b = ...`): a missing comma.
-                    if let Tok::ValueRef(n) = self.peek() {
-                        if !self.toks[self.pos].newline_before || !self.starts_results() {
-                            return self.err(format!("expected ',' before operand '%{n}'"));
-                        }
+                    if matches!(self.peek(), Tok::ValueRef(_))
+                        && (!self.toks[self.pos].newline_before || !self.starts_results())
+                    {
+                        return Err(self.missing_comma());
                     }
                     break;
                 }
@@ -483,24 +541,7 @@ impl Parser<'_> {
             }
         }
         if types.is_empty() && !result_names.is_empty() {
-            if self.toks[self.pos].newline_before {
-                return Err(Diagnostic::error(
-                    loc,
-                    format!(
-                        "expected ':' and the result type(s) of '{}' at the end of its line",
-                        kind.name()
-                    ),
-                ));
-            }
-            let found = self.peek().describe();
-            let hint = match self.peek() {
-                Tok::ValueRef(n) => format!(" (a missing ',' before operand '%{n}'?)"),
-                _ => String::new(),
-            };
-            return self.err(format!(
-                "expected ':' and the result type(s) of '{}', found {found}{hint}",
-                kind.name()
-            ));
+            return Err(self.missing_result_types(kind, &loc));
         }
         if types.len() != result_names.len() {
             return Err(Diagnostic::error(
@@ -513,6 +554,27 @@ impl Parser<'_> {
                 ),
             ));
         }
+        Ok(OpHead {
+            op,
+            loc,
+            kind,
+            result_names,
+            types,
+            sig_args,
+            outer_consts,
+        })
+    }
+
+    fn operation(&mut self, depth: usize) -> PResult<Operation> {
+        let OpHead {
+            mut op,
+            loc,
+            kind,
+            result_names,
+            types,
+            mut sig_args,
+            outer_consts,
+        } = self.op_head()?;
         // Regions (their names are scoped; results become visible after them).
         let mut first = true;
         while self.is_punct("{") {
