@@ -589,8 +589,12 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 continue;
             }
             let (index, inb) = self.slow_element(split.as_ref(), &t, &offs, &tile, r);
-            if let Some((_, thread_owns)) = owner {
-                let mut ok = self.w.and(inb, thread_owns);
+            // Predicated (no branch): an atomic add on its owner, a masked store on its bit.
+            if owner.is_some() || mask.is_some() {
+                let mut ok = inb;
+                if let Some((_, thread_owns)) = owner {
+                    ok = self.w.and(ok, thread_owns);
+                }
                 if let Some(m) = &mask {
                     let keep = V {
                         v: m[r as usize],
@@ -603,21 +607,10 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                     v: tile.regs[r as usize],
                     t: elem,
                 };
-                self.w.predicated_red_add(p, ok, x);
-                continue;
-            }
-            if let Some(m) = &mask {
-                let keep = V {
-                    v: m[r as usize],
-                    t: ScalarType::I1,
-                };
-                let ok = self.w.and(inb, keep);
-                let p = self.w.gep(t.ptr, index, ety, p1);
-                let x = V {
-                    v: tile.regs[r as usize],
-                    t: elem,
-                };
-                self.w.predicated_store(p, ok, &[x]);
+                match atomic {
+                    true => self.w.predicated_red_add(p, ok, x),
+                    false => self.w.predicated_store(p, ok, &[x]),
+                }
                 continue;
             }
             let st = self.w.new_block(&[]);
