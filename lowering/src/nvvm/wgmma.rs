@@ -738,9 +738,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             v: self.w.cast("llvm.ptrtoint", p, i32t),
             t: ScalarType::I32,
         };
-        let c4 = self.w.i32(4);
-        let lo = self.w.bin("lshr", addr, c4);
-        let lo64 = self.w.zext(lo, ScalarType::I64);
+        let lo64 = self.w.desc_start(addr);
         let hic = self.w.i64(hi);
         let d0 = self.w.bin("or", lo64, hic);
         let per_box = SWIZZLE_BYTES / 32;

@@ -760,6 +760,19 @@ impl<'c, 'm> Writer<'c, 'm> {
         }
     }
 
+    /// The 14-bit start-address field of a wgmma matrix descriptor, as i64: PTX ISA
+    /// §9.7.15.5.1's `matrix-descriptor-encode(x) = (x & 0x3FFFF) >> 4` of the shared-memory
+    /// address `addr` (i32, bytes). The mask matters in a cluster launch, where a CTA's
+    /// shared addresses may carry bits above the 18 the field encodes; unmasked they would
+    /// spill into the leading-byte-offset field.
+    pub fn desc_start(&mut self, addr: V<'c, 'm>) -> V<'c, 'm> {
+        let mask = self.i32(0x3FFFF);
+        let low = self.bin("and", addr, mask);
+        let c4 = self.i32(4);
+        let enc = self.bin("lshr", low, c4);
+        self.zext(enc, ScalarType::I64)
+    }
+
     /// The address of byte `offset` (i32) of the dynamic shared memory.
     pub fn smem_addr(&mut self, offset: V<'c, 'm>) -> Value<'c, 'm> {
         let p3 = self.ptr_ty(3);

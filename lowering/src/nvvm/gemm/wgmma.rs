@@ -163,11 +163,8 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let b_base = self.i32(b.offset as i64);
         let b1 = self.bin("add", b_so, b_base);
         let b_addr = self.bin("add", self.smem_i32, b1);
-        let c4 = self.i32(4);
-        let a_lo = self.bin("lshr", a_addr, c4);
-        let b_lo = self.bin("lshr", b_addr, c4);
-        let a_lo64 = self.zext64(a_lo);
-        let b_lo64 = self.zext64(b_lo);
+        let a_lo64 = self.w.desc_start(a_addr);
+        let b_lo64 = self.w.desc_start(b_addr);
         // (layout, LBO, SBO) of a stage of span `sp`: K-major, SBO = 8 rows; MN-major (boxes
         // of sp bytes of M or N, BK rows each), LBO = one box, SBO = 8 rows. And the byte
         // offset of k16 step kk in a stage of `rows` rows: K-major, 32 bytes along the row,
