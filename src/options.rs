@@ -403,9 +403,10 @@ pub struct Options {
     /// starts that many CTAs per SM. Default 1.
     pub ctas_per_sm: u32,
     /// CTAs per cluster (default 1 × 1 × 1). More than one needs [`Schedule::Clc`] on
-    /// sm_100a (the multicast try_cancel): 2 or 4 along x. With [`Schedule::Static`] a cluster
-    /// is refused for now: the TMA-multicast GEMM it builds (`persistent{schedule=static
-    /// cluster=X cluster-y=Y}`) gave wrong outputs in its first GPU run.
+    /// sm_100a (the multicast try_cancel): 2 or 4 along x; or [`Schedule::Static`] on sm_90a:
+    /// up to 4 CTAs along x and y, whose GEMM multicasts each operand's TMA copies to the
+    /// CTAs of the cluster that share it (`persistent{schedule=static cluster=X
+    /// cluster-y=Y}`).
     pub cluster: ClusterShape,
     /// Tiles of M swept per group for L2 reuse (`persistent` `group_m`; 0 = row-major;
     /// default 8).
@@ -744,20 +745,6 @@ impl Options {
                     format!(
                         "{c}: the static schedule takes clusters of 1, 2 or 4 CTAs along x and \
                          y, at most 4 in all, and 1 along z"
-                    ),
-                );
-            }
-            // Built and ptxas-clean, but wrong on the GPU: session 38's H200 run of the
-            // multicast GEMM gave wrong outputs and illegal-address faults. Off until fixed;
-            // tile-opt's persistent{schedule=static cluster=..} still builds it for study.
-            if t.has_tma_multicast() && t.has_wgmma() {
-                return err(
-                    "cluster",
-                    format!(
-                        "{c}: static clusters (TMA multicast) are built but not yet correct on \
-                         the GPU (wrong outputs in the first H200 run); they stay off until \
-                         fixed: tile-opt --pass-pipeline='persistent{{schedule=static \
-                         cluster=X cluster-y=Y}},...' builds them for study"
                     ),
                 );
             }
@@ -1197,10 +1184,10 @@ mod tests {
             assert_eq!(opt(o.with_invariant_a(InvariantA::Auto)), Ok(()));
         }
         assert_eq!(opt(base().with_schedule(Schedule::Clc)), Err("schedule"));
-        // Static clusters (TMA multicast) are refused until they are correct on the GPU.
+        // Static clusters (TMA multicast): up to 4 CTAs along x and y on sm_90a.
         for c in ["2", "1x2", "2x2", "4", "1x4"] {
             let c: ClusterShape = c.parse().unwrap();
-            assert_eq!(opt(base().with_cluster(c)), Err("cluster"), "{c}");
+            assert_eq!(opt(base().with_cluster(c)), Ok(()), "{c}");
         }
         for c in ["4x2", "2x1x2", "3"] {
             let c: ClusterShape = c.parse().unwrap();

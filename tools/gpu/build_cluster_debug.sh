@@ -3,7 +3,7 @@
 # gpu-out/cluster-debug; name it in the device call's carry): e1 a cluster launch with no
 # multicast and no peer release, e2 peer releases only (each CTA copies its whole stage),
 # e3 the full multicast, each for `--cluster 1x2` (B shared) and `2` (A shared). Built
-# through tile-opt (tile-compile refuses static clusters until they are correct on the GPU).
+# through tile-opt, so that each variant can be edited before tile-compile lowers it.
 # Then on the device, for each: python3 OUT/tile_errors.py OUT/eN-C/gemm_bf16.json 512 1024 256
 set -euo pipefail
 cd "$(dirname "$0")/../.."

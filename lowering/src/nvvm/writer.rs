@@ -1191,8 +1191,8 @@ impl<'c, 'm> Writer<'c, 'm> {
     }
 
     /// `mbarrier.arrive.shared::cta.b64` on the barrier at `bar` (an address-space-3
-    /// pointer), or with `cta = Some(r)` on CTA `r`'s barrier at the same offset: `mapa`,
-    /// then an arrive with release semantics at cluster scope (PTX ISA §9.7.13.15.13).
+    /// pointer), or with `cta = Some(r)` on CTA `r`'s barrier at the same offset
+    /// ([`Writer::mbarrier_arrive_at`]; PTX ISA §9.7.13.15.13).
     pub fn mbarrier_arrive(&mut self, bar: Value<'c, 'm>, cta: Option<i64>) {
         match cta {
             None => {
@@ -1205,14 +1205,18 @@ impl<'c, 'm> Writer<'c, 'm> {
         }
     }
 
-    /// `mbarrier.arrive.release.cluster.shared::cluster.b64` on the barrier at the offset of
-    /// `bar` (an address-space-3 pointer) in the CTA of cluster rank `rank` (i32): `mapa`,
-    /// then the arrive (PTX ISA §9.7.13.15.13).
+    /// `mbarrier.arrive.shared::cluster.b64` on the barrier at the offset of `bar` (an
+    /// address-space-3 pointer) in the CTA of cluster rank `rank` (i32): `mapa`, then the
+    /// arrive with the default `.release.cta` semantics (PTX ISA §9.7.13.15.13).
+    ///
+    /// Its one use is a consumer releasing a stage to a peer's producer: the accesses it
+    /// orders are that warp's reads of its own CTA's stage, already retired by
+    /// `wgmma.wait_group` (or the preceding loads), so no write needs publishing at
+    /// cluster scope. `.release.cluster` would compile to `MEMBAR.ALL.GPU` per arrive.
     pub fn mbarrier_arrive_at(&mut self, bar: Value<'c, 'm>, rank: Value<'c, 'm>) {
         let p7 = self.ptr_ty(7);
         let remote = self.op1("nvvm.mapa", &[bar, rank], p7, &[]);
-        let scope = self.attr("#nvvm.mem_scope<cluster>");
-        self.op("nvvm.mbarrier.arrive", &[remote], &[], &[("scope", scope)]);
+        self.op("nvvm.mbarrier.arrive", &[remote], &[], &[]);
     }
 
     /// `barrier.cluster.arrive` (release) then `barrier.cluster.wait` (acquire), `.aligned`

@@ -120,8 +120,8 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
     /// One arrive per warp (lane 0), matching arrive_count = 4 × consumer warpgroups. The
     /// arrive releases what every lane of the warp read: unless a `.sync.aligned` wait
     /// just converged the warp, `bar.warp.sync` orders the other lanes' reads first (not in
-    /// the producer region, where one thread runs). `{cta = r}`: `mapa` + a release-cluster
-    /// arrive on CTA r's barrier.
+    /// the producer region, where one thread runs). `{cta = r}`: `mapa` + an arrive on CTA
+    /// r's barrier (`Writer::mbarrier_arrive_at`).
     /// This CTA's line of the cluster along dimension `d` (the CTAs that differ from it only
     /// there): its index i on the line (`%cluster_ctaid` along d, i32), the rank stride of
     /// the line (the cluster's sizes before d multiplied), and the line's first rank
