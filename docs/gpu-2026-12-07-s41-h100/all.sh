@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Session 41: every owed GPU run, in priority order, from step FIRST (default 1) until
+# DEADLINE seconds (default 570) have passed; prints "NEXT n" with the first step not run.
+set -u
+cd "$(dirname "$0")/../.."
+first=${1:-1}
+deadline=${2:-570}
+o=gpu-out/s41
+res=${OUT:-/tmp/out}
+out=/tmp/s41res
+mkdir -p "$out" "$res"
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.limit,temperature.gpu --format=csv,noheader
+(while true; do
+    nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv,noheader >>"$out/smi-$first.log"
+    sleep 2
+done) &
+smi=$!
+g=$o/grouped k=$o/clusters c=$o/cluster-debug f=$o/family m=$o/gemm t=$o/tiles tn=$o/tiles-nt
+nn="" nt=""
+for x in t128x256 t128x128 t64x128 t64x64 t16x64 t16x128; do
+    nn="$nn --tilec $x=$t/$x/gemm.json"
+    nt="$nt --tilec $x=$tn/$x/gemm_nt_bf16.json --layout $x=nt"
+done
+steps=(
+  "120|cluster|for e in e1 e2 e3; do for cl in 1x2 2; do echo == \$e-\$cl; timeout 30 python3 $c/tile_errors.py $c/\$e-\$cl/gemm_bf16.json 512 1024 256 2>&1 | tail -12; done; done"
+  "150|grouped|python3 $g/grouped.py --ragged $g/ragged/grouped_gemm.json --contiguous $g/contiguous/grouped_gemm_contiguous.json --json $out/grouped.json"
+  "80|grouped_none|python3 $g/grouped.py --ragged $g/ragged_none/grouped_gemm.json --json $out/grouped_none.json"
+  "240|attention|python3 $o/att/attention.py $o/att/A --time"
+  "120|gemm12|python3 $m/bench.py --no-triton --repeat 5 --shapes 8192,8192,8192 4096,4096,4096 --tilec old-sm90a=$m/old-sm90a/gemm_bf16.json --tilec new-sm90a=$m/new-sm90a/gemm_bf16.json --tilec old-tma=$m/old-tma/gemm_bf16.json --tilec new-tma=$m/new-tma/gemm_bf16.json --json $out/gemm12.json 2>&1 | tail -30"
+  "300|layouts|python3 $f/bench.py --no-triton --repeat 3 --json $out/layouts.json --tilec nn=$f/gemm_bf16-sm90a/gemm_bf16.json --tilec nt=$f/gemm_nt_bf16-sm90a/gemm_nt_bf16.json --layout nt=nt --tilec tn=$f/gemm_tn_bf16-sm90a/gemm_tn_bf16.json --layout tn=tn --cublas-layouts nn nt tn 2>&1 | sed -n '/^ *M /,\$p'"
+  "250|norms|OUT=$out bash tools/gpu/norms.sh $out/norms 2>&1 | tail -60"
+  "150|plain|python3 tools/gpu/kernels.py gpu-out/plain/sm_90a gpu-out/plain/sm_90 2>&1 | tail -30"
+  "330|regret_nn|python3 tools/gpu/bench.py --no-triton --repeat 3 $nn --json $out/tiles-nn.json 2>&1 | tail -30"
+  "90|cluster_check|for cl in 1 2 1x2 2x2 4 1x4; do for s in '1000 1500 200' '130 2000 64' '2048 4096 1024' '4096 1024 4096'; do printf '%-5s %-16s ' \$cl \"\$s\"; timeout 20 python3 $k/tile_errors.py $k/c\$cl/gemm_bf16.json \$s 2>&1 | grep -o 'nan [0-9.a-z]* err [0-9.a-z]*' | awk '{if(\$4 !~ /^[0-9.]+\$/)b++; if(\$2>n)n=\$2; if(\$4>e)e=\$4; t++} END{print t, \"tiles, max unwritten\", n+0, \"max err\", e+0, \"non-numeric\", b+0}'; done; done"
+  "240|cluster_bench|python3 $k/bench.py --no-triton --repeat 3 --tilec c1=$k/c1/gemm_bf16.json --tilec c2=$k/c2/gemm_bf16.json --tilec c1x2=$k/c1x2/gemm_bf16.json --tilec c2x2=$k/c2x2/gemm_bf16.json --tilec c4=$k/c4/gemm_bf16.json --tilec c1x4=$k/c1x4/gemm_bf16.json --json $out/clusters.json 2>&1 | tail -32"
+  "330|regret_nt|python3 tools/gpu/bench.py --no-triton --repeat 3 $nt --cublas-layouts nt --json $out/tiles-nt.json 2>&1 | tail -30"
+)
+n=${#steps[@]}
+i=$first
+while [ "$i" -le "$n" ]; do
+    IFS='|' read -r max name cmd <<<"${steps[$((i - 1))]}"
+    left=$((deadline - SECONDS))
+    if [ "$left" -lt 60 ]; then break; fi
+    [ "$max" -gt "$left" ] && max=$left
+    echo "=== step $i $name ($(date -u +%H:%M:%S), limit ${max}s)"
+    timeout "$max" bash -c "$cmd" 2>&1 | tee "$out/step$i-$name.txt"
+    echo "=== step $i done after ${SECONDS}s"
+    i=$((i + 1))
+done
+kill $smi
+echo "NEXT $i"
+tar czf "$res/res-$first.tgz" -C /tmp s41res
