@@ -122,7 +122,10 @@ fn static_clusters_sm90a_no_gpu_scope_fence_per_k_step() {
         let (ptx, log, cubin) = build_with("gemm_bf16.tile", &o, &format!("-cluster{c}"));
         let what = format!("gemm_bf16 --cluster {c}");
         assert!(ptx.contains(".reqnctapercluster"), "{what}");
-        assert!(ptx.contains("mbarrier.arrive.shared::cluster.b64"), "{what}");
+        assert!(
+            ptx.contains("mbarrier.arrive.shared::cluster.b64"),
+            "{what}"
+        );
         assert!(!ptx.contains("mbarrier.arrive.release.cluster"), "{what}");
         assert_clean(&log, &what);
         let sass = Command::new(nv_tool("nvdisasm", "NVDISASM"))
@@ -130,7 +133,11 @@ fn static_clusters_sm90a_no_gpu_scope_fence_per_k_step() {
             .output()
             .unwrap();
         let sass = String::from_utf8_lossy(&sass.stdout);
-        assert_eq!(sass.matches("HGMMA.64x256x16.F32.BF16").count(), 8, "{what}");
+        assert_eq!(
+            sass.matches("HGMMA.64x256x16.F32.BF16").count(),
+            8,
+            "{what}"
+        );
         assert_eq!(sass.matches("MEMBAR.ALL.GPU").count(), 2, "{what}");
     }
 }
