@@ -918,9 +918,11 @@ impl Options {
         // (`tile-hoist-loads` is not in the default pipeline: on the H200 it left RMSNorm
         // as fast and made LayerNorm 22% slower, from the registers the early loads hold;
         // docs/performance.md.)
+        // A wide store's elementwise chain in column strips where its loads and kept tiles
+        // would crowd the registers (a normalisation's output at 32,768 columns).
         p.push_str(&format!(
-            ",tile-assign-layouts{{target={} num-warps={}}}",
-            self.target, self.num_warps
+            ",tile-strip-mine-stores{{num-warps={}}},tile-assign-layouts{{target={} num-warps={}}}",
+            self.num_warps, self.target, self.num_warps
         ));
         // Dots of laid-out kernels as wgmma where the target has it (a no-op elsewhere),
         // then the layout conversions and transposes that only fed them go; the waits come

@@ -143,6 +143,21 @@ fn static_clusters_sm90a_no_gpu_scope_fence_per_k_step() {
 }
 
 #[test]
+fn wide_norms_without_spills() {
+    // Normalisations of 32,768 columns at 16 and 32 warps (128 and 64 registers a thread):
+    // tile-strip-mine-stores computes the output in column strips, so the weights are not
+    // all live beside the kept row (LayerNorm spilled 616 bytes at 16 warps without it).
+    for name in ["layernorm.tile", "rmsnorm.tile"] {
+        let src = example(name).replace("4096", "32768");
+        for warps in [16, 32] {
+            let o = Options::new(Target::Sm90a).with_num_warps(warps);
+            let (_, log, _) = build_source(name, &src, &o, &format!("-w32768-{warps}"));
+            assert_clean(&log, &format!("{name} at 32768 columns, {warps} warps"));
+        }
+    }
+}
+
+#[test]
 fn smaller_tile_programs_sm90a() {
     // The smaller-tile GEMM programs the benchmark autotunes over (docs/performance.md):
     // one tile per CTA, deeper rings; m64nBN wgmma, 8 per k tile and consumer warpgroup.

@@ -10,7 +10,8 @@
 //! [`hoist_loads`] (`tile-hoist-loads`),
 //! [`persistent`], [`pingpong`] (`tile-pingpong`), [`pipeline_loads`]
 //! (`tile-pipeline-loads`), [`simplify`]
-//! (`tile-simplify`), [`specialize_masks`] (`tile-specialize-masks`), [`tile_to_gpu`],
+//! (`tile-simplify`), [`specialize_masks`] (`tile-specialize-masks`), [`strip_mine_stores`]
+//! (`tile-strip-mine-stores`), [`tile_to_gpu`],
 //! [`verify_async_waits`], [`verify_named_barriers`].
 //! [`async_model`] holds what the wait placement and the checker's path explorer agree a
 //! hazard is; [`async_sim`] is the checker's second half, an executable model of the group
@@ -41,6 +42,7 @@ pub mod pipeline;
 pub mod pipeline_loads;
 pub mod simplify;
 pub mod specialize_masks;
+pub mod strip_mine_stores;
 pub mod tile_to_gpu;
 pub mod verify_async_waits;
 pub mod verify_named_barriers;
@@ -79,6 +81,14 @@ static REGISTRY: &[RegistryEntry] = &[
     RegistryEntry {
         info: &hoist_loads::INFO,
         build: |_| Ok(Box::new(hoist_loads::HoistLoads)),
+    },
+    RegistryEntry {
+        info: &strip_mine_stores::INFO,
+        build: |o| {
+            Ok(Box::new(strip_mine_stores::StripMineStores::from_options(
+                o,
+            )?))
+        },
     },
     RegistryEntry {
         info: &persistent::INFO,

@@ -1191,8 +1191,9 @@ impl<'c, 'm> Writer<'c, 'm> {
     }
 
     /// `mbarrier.arrive.shared::cta.b64` on the barrier at `bar` (an address-space-3
-    /// pointer), or with `cta = Some(r)` on CTA `r`'s barrier at the same offset
-    /// ([`Writer::mbarrier_arrive_at`]; PTX ISA §9.7.13.15.13).
+    /// pointer), or with `cta = Some(r)` on CTA `r`'s barrier at the same offset with
+    /// release semantics at cluster scope ([`Writer::mbarrier_arrive_at`]; PTX ISA
+    /// §9.7.13.15.13).
     pub fn mbarrier_arrive(&mut self, bar: Value<'c, 'm>, cta: Option<i64>) {
         match cta {
             None => {
@@ -1200,23 +1201,34 @@ impl<'c, 'm> Writer<'c, 'm> {
             }
             Some(r) => {
                 let r = self.i32(r);
-                self.mbarrier_arrive_at(bar, r.v);
+                self.mbarrier_arrive_at(bar, r.v, true);
             }
         }
     }
 
     /// `mbarrier.arrive.shared::cluster.b64` on the barrier at the offset of `bar` (an
     /// address-space-3 pointer) in the CTA of cluster rank `rank` (i32): `mapa`, then the
-    /// arrive with the default `.release.cta` semantics (PTX ISA §9.7.13.15.13).
+    /// arrive, with `.release.cluster` semantics when `cluster_release`, else the default
+    /// `.release.cta` (PTX ISA §9.7.13.15.13).
     ///
-    /// Its one use is a consumer releasing a stage to a peer's producer: the accesses it
-    /// orders are that warp's reads of its own CTA's stage, already retired by
-    /// `wgmma.wait_group` (or the preceding loads), so no write needs publishing at
-    /// cluster scope. `.release.cluster` would compile to `MEMBAR.ALL.GPU` per arrive.
-    pub fn mbarrier_arrive_at(&mut self, bar: Value<'c, 'm>, rank: Value<'c, 'm>) {
+    /// The GEMM's stage releases to peer CTAs take `.release.cta`: the accesses such an
+    /// arrive orders are that warp's reads of its own CTA's stage, already retired by
+    /// `wgmma.wait_group`, so no write needs publishing at cluster scope, and
+    /// `.release.cluster` compiles to `MEMBAR.ALL.GPU` per arrive (per k step).
+    pub fn mbarrier_arrive_at(
+        &mut self,
+        bar: Value<'c, 'm>,
+        rank: Value<'c, 'm>,
+        cluster_release: bool,
+    ) {
         let p7 = self.ptr_ty(7);
         let remote = self.op1("nvvm.mapa", &[bar, rank], p7, &[]);
-        self.op("nvvm.mbarrier.arrive", &[remote], &[], &[]);
+        if cluster_release {
+            let scope = self.attr("#nvvm.mem_scope<cluster>");
+            self.op("nvvm.mbarrier.arrive", &[remote], &[], &[("scope", scope)]);
+        } else {
+            self.op("nvvm.mbarrier.arrive", &[remote], &[], &[]);
+        }
     }
 
     /// `barrier.cluster.arrive` (release) then `barrier.cluster.wait` (acquire), `.aligned`

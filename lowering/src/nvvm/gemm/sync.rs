@@ -170,7 +170,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                     let j = self.bin("urem", j, cn);
                     let js = self.bin("mul", j, sc);
                     let r = self.bin("add", first, js);
-                    self.w.mbarrier_arrive_at(a, r.v);
+                    self.w.mbarrier_arrive_at(a, r.v, false);
                 }
             }
         }

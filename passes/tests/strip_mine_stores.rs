@@ -1,0 +1,180 @@
+//! `tile-strip-mine-stores`: which stores it splits and into how many strips, and that the
+//! reference interpreter gives the same bits before and after (rows narrower than the tile
+//! included, where the loads read zeros past the row and the stores drop those columns).
+
+use tilec_dialect::interp::{run, ArgValue, Tensor};
+use tilec_dialect::{parse, print_module, verify, Module, OpKind, ScalarType};
+use tilec_passes::pass::{Pass, PassContext};
+use tilec_passes::strip_mine_stores::StripMineStores;
+
+/// Example `name` with its 4096-column tiles made `cols` wide.
+fn example(name: &str, cols: u64) -> Module {
+    let path = format!("{}/../examples/{name}.tile", env!("CARGO_MANIFEST_DIR"));
+    let src = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("4096", &cols.to_string());
+    let m = parse(&src, &path).unwrap();
+    verify(&m).unwrap();
+    m
+}
+
+/// `m` after the pass; its statistics (stores split, strips).
+fn strip(m: &Module, num_warps: u64, strips: u64) -> (Module, u64, u64) {
+    let mut s = m.clone();
+    let mut cx = PassContext::default();
+    StripMineStores { num_warps, strips }
+        .run(&mut s, &mut cx)
+        .unwrap();
+    verify(&s).unwrap_or_else(|d| panic!("{d}\n{}", print_module(&s)));
+    let stat = |n: &str| {
+        cx.statistics
+            .iter()
+            .find(|(k, _)| k == n)
+            .map_or(0, |(_, v)| *v)
+    };
+    (s, stat("stores-strip-mined"), stat("strips"))
+}
+
+fn count(m: &Module, kind: OpKind) -> usize {
+    m.op_count(kind)
+}
+
+struct Rng(u64);
+impl Rng {
+    fn unit(&mut self) -> f32 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+    }
+    fn tensor(&mut self, elem: ScalarType, shape: &[usize]) -> Tensor {
+        let v: Vec<f32> = (0..shape.iter().product()).map(|_| self.unit()).collect();
+        Tensor::from_f32(elem, shape, &v)
+    }
+}
+
+/// Runs kernel `name` of `a` and `b` on the same arguments (`out` is the index of the
+/// output tensor, poisoned with NaN) and asserts the outputs have the same bits.
+fn same_bits(a: &Module, b: &Module, name: &str, args: &[ArgValue], out: usize) {
+    let outputs = |m: &Module| {
+        let mut args = args.to_vec();
+        run(m, name, &mut args).unwrap_or_else(|e| panic!("{name}: {e}"));
+        args[out].tensor().unwrap().to_f32_vec().unwrap()
+    };
+    let (x, y) = (outputs(a), outputs(b));
+    assert_eq!(x.len(), y.len());
+    for (i, (p, q)) in x.iter().zip(&y).enumerate() {
+        assert_eq!(
+            p.to_bits(),
+            q.to_bits(),
+            "{name}: element {i}: {p} before, {q} after"
+        );
+    }
+    assert!(
+        x.iter().all(|v| !v.is_nan()),
+        "{name}: an element was not written"
+    );
+}
+
+/// LayerNorm's and RMSNorm's arguments for `rows` × `n` (the kernel's tile may be wider).
+fn norm_args(rng: &mut Rng, name: &str, rows: usize, n: usize) -> (Vec<ArgValue>, usize) {
+    let bf = ScalarType::BF16;
+    let mut a = vec![
+        ArgValue::Tensor(rng.tensor(bf, &[rows, n])),
+        ArgValue::Tensor(rng.tensor(bf, &[n])),
+    ];
+    if name == "layernorm" {
+        a.push(ArgValue::Tensor(rng.tensor(bf, &[n])));
+    }
+    a.push(ArgValue::Tensor(Tensor::filled(bf, &[rows, n], f32::NAN)));
+    let out = a.len() - 1;
+    a.extend([
+        ArgValue::Int(rows as i64),
+        ArgValue::Int(n as i64),
+        ArgValue::Float(1e-5),
+    ]);
+    (a, out)
+}
+
+#[test]
+fn wide_norms_are_split_and_keep_their_bits() {
+    let mut rng = Rng(0x5eed);
+    // 32,768 columns at 16 warps: LayerNorm keeps x − mean (64 registers) and loads w and b
+    // (32 each), 4 strips; RMSNorm keeps x (64) and loads w (32), 2 strips.
+    for (name, strips) in [("layernorm", 4), ("rmsnorm", 2)] {
+        let m = example(name, 32768);
+        let (s, stores, n) = strip(&m, 16, 0);
+        assert_eq!((stores, n), (1, strips), "{name}");
+        assert_eq!(count(&s, OpKind::Store), strips as usize, "{name}");
+        assert_eq!(count(&s, OpKind::ExtractSlice), strips as usize, "{name}");
+        let loads = if name == "layernorm" { 3 } else { 2 };
+        assert_eq!(
+            count(&s, OpKind::Load),
+            1 + (loads - 1) * strips as usize,
+            "{name}: x once, the weights per strip"
+        );
+        for (rows, cols) in [(2, 32768), (3, 30001), (1, 17)] {
+            let (args, out) = norm_args(&mut rng, name, rows, cols);
+            same_bits(&m, &s, name, &args, out);
+        }
+    }
+}
+
+#[test]
+fn more_warps_fewer_strips_and_small_rows_unchanged() {
+    // At 32 warps the budget is 64 registers: LayerNorm keeps 32 and loads 32, still 4
+    // strips (each strip's loads within an eighth of the budget).
+    let (_, stores, n) = strip(&example("layernorm", 32768), 32, 0);
+    assert_eq!((stores, n), (1, 4));
+    // 4,096 columns: far below the budget at the chosen warps.
+    for name in ["layernorm", "rmsnorm", "softmax", "vadd"] {
+        let m = example(name, 4096);
+        let (s, stores, _) = strip(&m, 0, 0);
+        assert_eq!(stores, 0, "{name}");
+        assert_eq!(print_module(&s), print_module(&m), "{name}");
+    }
+}
+
+#[test]
+fn forced_strips_on_an_elementwise_kernel() {
+    // vadd with strips=4: both loads per strip, the offsets shifted by 256 each.
+    let m = example("vadd", 4096);
+    let (s, stores, n) = strip(&m, 4, 4);
+    assert_eq!((stores, n), (1, 4));
+    assert_eq!(count(&s, OpKind::Load), 8);
+    assert_eq!(count(&s, OpKind::Store), 4);
+    assert_eq!(count(&s, OpKind::ExtractSlice), 0);
+    let mut rng = Rng(7);
+    for len in [1024, 1000, 5, 3000] {
+        let f = ScalarType::F32;
+        let args = vec![
+            ArgValue::Tensor(rng.tensor(f, &[len])),
+            ArgValue::Tensor(rng.tensor(f, &[len])),
+            ArgValue::Tensor(Tensor::filled(f, &[len], f32::NAN)),
+            ArgValue::Int(len as i64),
+        ];
+        same_bits(&m, &s, "vadd", &args, 2);
+    }
+}
+
+#[test]
+fn softmax_and_in_place_stores_are_left_alone() {
+    // Softmax's output chain loads nothing (exp(x − max) is kept for the sum), and a
+    // store into the tensor the chain loads may not move that load: neither is split,
+    // even when strips are forced.
+    let (_, stores, _) = strip(&example("softmax", 32768), 16, 4);
+    assert_eq!(stores, 0);
+    let src = "tile.kernel @scale(%X: tensor<?xf32>, %N: index) {grid = [1]} {
+  %c0 = tile.constant {value = 0} : index
+  %x = tile.load %X, %c0 : tile<4096xf32>
+  %y = tile.add %x, %x : tile<4096xf32>
+  tile.store %X, %c0, %y
+  tile.return
+}
+";
+    let m = parse(src, "scale.tile").unwrap();
+    verify(&m).unwrap();
+    let (s, stores, _) = strip(&m, 4, 4);
+    assert_eq!(stores, 0);
+    assert_eq!(print_module(&s), print_module(&m));
+}
