@@ -238,8 +238,16 @@ impl Kernel<'_> {
         let mut demoted: HashSet<Value> = HashSet::new();
         loop {
             let mut roles: HashMap<Value, Role> = HashMap::new();
+            let chain = Chain {
+                m,
+                b,
+                def: &def,
+                demoted: &demoted,
+                written: self.written,
+                n,
+            };
             for &v in &roots {
-                self.classify(m, b, &def, &demoted, n, v, &mut roles)?;
+                chain.classify(v, &mut roles)?;
             }
             let in_chain: HashMap<usize, usize> = roles
                 .values()
@@ -272,121 +280,6 @@ impl Kernel<'_> {
             }
             demoted.extend(bad);
         }
-    }
-
-    /// Gives `v` (a value with `n` columns, or a scalar) and its chain operands their roles;
-    /// `None` if `v` cannot be rebuilt per strip.
-    #[allow(clippy::too_many_arguments)]
-    fn classify(
-        &self,
-        m: &Module,
-        b: &Block,
-        def: &HashMap<Value, usize>,
-        demoted: &HashSet<Value>,
-        n: u64,
-        v: Value,
-        roles: &mut HashMap<Value, Role>,
-    ) -> Option<()> {
-        if roles.contains_key(&v) {
-            return Some(());
-        }
-        let Some(shape) = m.ty(v).tile_shape() else {
-            roles.insert(v, Role::Whole);
-            return Some(());
-        };
-        if shape.last() != Some(&n) {
-            return None;
-        }
-        let slice = |roles: &mut HashMap<Value, Role>| {
-            roles.insert(v, Role::Slice);
-            Some(())
-        };
-        let Some(&i) = def.get(&v) else {
-            return slice(roles);
-        };
-        if demoted.contains(&v) {
-            return slice(roles);
-        }
-        let op = &b.ops[i];
-        let same_cols = |w: Value| m.ty(w).tile_shape().and_then(|s| s.last().copied());
-        match op.kind {
-            OpKind::Load => {
-                if self.written.contains(&op.operands[0]) {
-                    return slice(roles);
-                }
-                roles.insert(v, Role::Load(i));
-                Some(())
-            }
-            OpKind::Splat | OpKind::Zeros => {
-                roles.insert(v, Role::Op(i));
-                Some(())
-            }
-            OpKind::Broadcast => {
-                let src = op.operands[0];
-                match same_cols(src) {
-                    Some(1) => {
-                        roles.insert(src, Role::Whole);
-                    }
-                    Some(c) if c == n => self.classify(m, b, def, demoted, n, src, roles)?,
-                    _ => return slice(roles),
-                }
-                roles.insert(v, Role::Op(i));
-                Some(())
-            }
-            OpKind::Reshape => {
-                let src = op.operands[0];
-                if same_cols(src) != Some(n) {
-                    return slice(roles);
-                }
-                self.classify(m, b, def, demoted, n, src, roles)?;
-                roles.insert(v, Role::Op(i));
-                Some(())
-            }
-            OpKind::CmpI | OpKind::Select | OpKind::Convert => {
-                self.elementwise(m, b, def, demoted, n, v, i, roles)
-            }
-            k if matches!(
-                k.class(),
-                OpClass::FloatBinary | OpClass::FloatUnary | OpClass::IntBinary
-            ) =>
-            {
-                self.elementwise(m, b, def, demoted, n, v, i, roles)
-            }
-            _ => slice(roles),
-        }
-    }
-
-    /// An elementwise op `b.ops[i]` (result `v`): its tile operands must have its shape.
-    #[allow(clippy::too_many_arguments)]
-    fn elementwise(
-        &self,
-        m: &Module,
-        b: &Block,
-        def: &HashMap<Value, usize>,
-        demoted: &HashSet<Value>,
-        n: u64,
-        v: Value,
-        i: usize,
-        roles: &mut HashMap<Value, Role>,
-    ) -> Option<()> {
-        let op = &b.ops[i];
-        let shape = m.ty(v).tile_shape()?.to_vec();
-        for &w in &op.operands {
-            match m.ty(w).tile_shape() {
-                None => {
-                    roles.insert(w, Role::Whole);
-                }
-                Some(s) if s == shape.as_slice() => {
-                    self.classify(m, b, def, demoted, n, w, roles)?;
-                }
-                Some(_) => {
-                    roles.insert(v, Role::Slice);
-                    return Some(());
-                }
-            }
-        }
-        roles.insert(v, Role::Op(i));
-        Some(())
     }
 
     /// The plan with its strip count, or `None` when the chain loads nothing or fits.
@@ -506,6 +399,113 @@ impl Kernel<'_> {
         }
         b.ops = kept;
         (removed, inserted)
+    }
+}
+
+/// One store's chain being found: the store's block, the ops before the store by result,
+/// the values demoted to slices, and the stored tile's columns.
+struct Chain<'a> {
+    m: &'a Module,
+    b: &'a Block,
+    def: &'a HashMap<Value, usize>,
+    demoted: &'a HashSet<Value>,
+    written: &'a HashSet<Value>,
+    n: u64,
+}
+
+impl Chain<'_> {
+    /// Gives `v` (a value with `n` columns, or a scalar) and its chain operands their roles;
+    /// `None` if `v` cannot be rebuilt per strip.
+    fn classify(&self, v: Value, roles: &mut HashMap<Value, Role>) -> Option<()> {
+        let (m, b, n) = (self.m, self.b, self.n);
+        if roles.contains_key(&v) {
+            return Some(());
+        }
+        let Some(shape) = m.ty(v).tile_shape() else {
+            roles.insert(v, Role::Whole);
+            return Some(());
+        };
+        if shape.last() != Some(&n) {
+            return None;
+        }
+        let slice = |roles: &mut HashMap<Value, Role>| {
+            roles.insert(v, Role::Slice);
+            Some(())
+        };
+        let Some(&i) = self.def.get(&v) else {
+            return slice(roles);
+        };
+        if self.demoted.contains(&v) {
+            return slice(roles);
+        }
+        let op = &b.ops[i];
+        let same_cols = |w: Value| m.ty(w).tile_shape().and_then(|s| s.last().copied());
+        match op.kind {
+            OpKind::Load => {
+                if self.written.contains(&op.operands[0]) {
+                    return slice(roles);
+                }
+                roles.insert(v, Role::Load(i));
+                Some(())
+            }
+            OpKind::Splat | OpKind::Zeros => {
+                roles.insert(v, Role::Op(i));
+                Some(())
+            }
+            OpKind::Broadcast => {
+                let src = op.operands[0];
+                match same_cols(src) {
+                    Some(1) => {
+                        roles.insert(src, Role::Whole);
+                    }
+                    Some(c) if c == n => self.classify(src, roles)?,
+                    _ => return slice(roles),
+                }
+                roles.insert(v, Role::Op(i));
+                Some(())
+            }
+            OpKind::Reshape => {
+                let src = op.operands[0];
+                if same_cols(src) != Some(n) {
+                    return slice(roles);
+                }
+                self.classify(src, roles)?;
+                roles.insert(v, Role::Op(i));
+                Some(())
+            }
+            OpKind::CmpI | OpKind::Select | OpKind::Convert => self.elementwise(v, i, roles),
+            k if matches!(
+                k.class(),
+                OpClass::FloatBinary | OpClass::FloatUnary | OpClass::IntBinary
+            ) =>
+            {
+                self.elementwise(v, i, roles)
+            }
+            _ => slice(roles),
+        }
+    }
+
+    /// An elementwise op `b.ops[i]` (result `v`): its tile operands must have its shape.
+    fn elementwise(&self, v: Value, i: usize, roles: &mut HashMap<Value, Role>) -> Option<()> {
+        let (m, b) = (self.m, self.b);
+        let op = &b.ops[i];
+        let shape = m.ty(v).tile_shape()?.to_vec();
+        for &w in &op.operands {
+            match m.ty(w).tile_shape() {
+                None => {
+                    roles.insert(w, Role::Whole);
+                }
+                Some(s) if s == shape.as_slice() => {
+                    self.classify(w, roles)?;
+                }
+                Some(_) => {
+                    roles.insert(v, Role::Slice);
+                    return Some(());
+                }
+            }
+        }
+        roles.insert(v, Role::Op(i));
+        Some(())
     }
 }
 

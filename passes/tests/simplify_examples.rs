@@ -2,6 +2,8 @@
 //! and after on ragged random shapes, and the naive frontend kernel ends with the loop
 //! structure of the hand-written fused one.
 
+mod common;
+use common::Rng;
 use tilec_dialect::interp::{run, ArgValue, Tensor};
 use tilec_dialect::{parse, print_module, verify, Module, OpKind, ScalarType};
 use tilec_passes::simplify::{simplify, SimplifyOptions};
@@ -18,20 +20,6 @@ fn simplified(m: &Module) -> Module {
     simplify(&mut s, &SimplifyOptions::default());
     verify(&s).unwrap_or_else(|d| panic!("{d}\n{}", print_module(&s)));
     s
-}
-
-struct Rng(u64);
-impl Rng {
-    fn unit(&mut self) -> f32 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-    }
-    fn tensor(&mut self, elem: ScalarType, shape: &[usize]) -> Tensor {
-        let v: Vec<f32> = (0..shape.iter().product()).map(|_| self.unit()).collect();
-        Tensor::from_f32(elem, shape, &v)
-    }
 }
 
 /// The args of a GEMM-like example: tensors first (A, B, [bias], C), then M, N, K

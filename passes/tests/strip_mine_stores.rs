@@ -2,6 +2,8 @@
 //! reference interpreter gives the same bits before and after (rows narrower than the tile
 //! included, where the loads read zeros past the row and the stores drop those columns).
 
+mod common;
+use common::Rng;
 use tilec_dialect::interp::{run, ArgValue, Tensor};
 use tilec_dialect::{parse, print_module, verify, Module, OpKind, ScalarType};
 use tilec_passes::pass::{Pass, PassContext};
@@ -37,20 +39,6 @@ fn strip(m: &Module, num_warps: u64, strips: u64) -> (Module, u64, u64) {
 
 fn count(m: &Module, kind: OpKind) -> usize {
     m.op_count(kind)
-}
-
-struct Rng(u64);
-impl Rng {
-    fn unit(&mut self) -> f32 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-    }
-    fn tensor(&mut self, elem: ScalarType, shape: &[usize]) -> Tensor {
-        let v: Vec<f32> = (0..shape.iter().product()).map(|_| self.unit()).collect();
-        Tensor::from_f32(elem, shape, &v)
-    }
 }
 
 /// Runs kernel `name` of `a` and `b` on the same arguments (`out` is the index of the
