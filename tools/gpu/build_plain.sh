@@ -5,7 +5,11 @@
 #   OUT/sm_90/, OUT/sm_90a/   every dot-free example, PTX + manifest, for both targets;
 #   OUT/wN/sm_90a/            softmax, RMSNorm and LayerNorm with the row tile widened from
 #                             4096 to N (1024, 8192 with 8 warps, 32768 with 16 and 32
-#                             warps), timed with `kernels.py --shapes ... --tag /wN`.
+#                             warps), timed with `kernels.py --shapes ... --tag /wN`;
+#   OUT/w8192-8-sK/sm_90a/    RMSNorm and LayerNorm at 8192 columns and 8 warps with
+#                             tile-strip-mine-stores forced to K = 2, 4 strips (LayerNorm:
+#                             116 registers a thread unstripped, 2 CTAs an SM; 84 and 72
+#                             with 2 and 4 strips, 3 CTAs), for the occupancy question.
 #
 # Usage: tools/gpu/build_plain.sh [OUT] (after `cargo build --release`; uses
 # target/release/tile-compile, or TILE_COMPILE).
@@ -31,6 +35,14 @@ for v in 1024:0 8192:8 32768:16 32768:32; do
     for e in softmax rmsnorm layernorm; do
         sed "s/4096/$width/g" "examples/$e.tile" >"$tmp/$e.tile"
         "$tc" "$tmp/$e.tile" --target sm_90a --num-warps "$warps" -o "$dir/sm_90a" >/dev/null
+    done
+done
+for k in 2 4; do
+    for e in rmsnorm layernorm; do
+        sed "s/4096/8192/g" "examples/$e.tile" >"$tmp/$e.tile"
+        "${TILE_OPT:-target/release/tile-opt}" "$tmp/$e.tile" -o "$tmp/$e-s.tile" \
+            --pass-pipeline="tile-strip-mine-stores{num-warps=8 strips=$k}"
+        "$tc" "$tmp/$e-s.tile" --target sm_90a --num-warps 8 -o "$out/w8192-8-s$k/sm_90a" >/dev/null
     done
 done
 for w in 8 16; do

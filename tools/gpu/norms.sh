@@ -36,3 +36,9 @@ python3 $k $g/w8192-8/sm_90a --only softmax,rmsnorm,layernorm --time --no-check 
     --shapes 16384x8192 --tag /w8192 --json "$pre-8192.json"
 python3 $k $g/w32768-16/sm_90a --only softmax,rmsnorm,layernorm --time --no-check \
     --shapes 8192x32768 --tag /w32768 --json "$pre-32768.json"
+# 16384x8192 with 2 and 4 forced strips beside the unstripped build (the occupancy question).
+for round in 1 2; do
+    python3 $k $g/w8192-8/sm_90a $g/w8192-8-s2/sm_90a $g/w8192-8-s4/sm_90a \
+        --only rmsnorm,layernorm --time --no-check --no-inductor --shapes 16384x8192 \
+        --json "$pre-8192-strips$round.json"
+done
