@@ -166,6 +166,8 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             return None;
         }
         let tc32 = self.thread_coord(layout);
+        let ety = self.w.ty(t.elem);
+        let p1 = self.w.ptr_ty(1);
         let w = &mut self.w;
         let mut base = w.i64(0);
         let mut hi = Vec::with_capacity(offs.len());
@@ -186,12 +188,13 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             let zero = w.i64(0);
             lo.push(w.bin("sub", zero, g));
         }
-        Some(Split { hi, lo, pad, base })
+        let ptr = w.gep(t.ptr, base, ety, p1);
+        Some(Split { hi, lo, pad, ptr })
     }
 
-    /// Element index (i64) and in-bounds flag (i1) of register `r` from a [`Split`]: its
-    /// coordinate `k` (a constant) against the limits, and `k < shape - tc` for padded
-    /// shapes.
+    /// Element index (i64, from [`Split::ptr`]) and in-bounds flag (i1) of register `r`
+    /// from a [`Split`]: its coordinate `k` (a constant) against the limits, and
+    /// `k < shape - tc` for padded shapes.
     fn split_element(
         &mut self,
         s: &Split<'c, 'm>,
@@ -201,10 +204,10 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
     ) -> (V<'c, 'm>, V<'c, 'm>) {
         let k = tile.layout.register_coord(r);
         let w = &mut self.w;
-        // The access's base plus constant multiples of the strides: a chain of adds from one
-        // register's index to the next would cost LLVM's straight-line strength reduction
-        // time quadratic in the chain's length.
-        let mut index = s.base;
+        // Constant multiples of the strides from the access's base pointer: a chain of adds
+        // from one register's index to the next would cost LLVM's straight-line strength
+        // reduction time quadratic in the chain's length.
+        let mut index = w.i64(0);
         for (d, &x) in k.iter().enumerate() {
             if x != 0 {
                 let kc = w.i64(x as i64);
@@ -234,8 +237,9 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         (index, inb)
     }
 
-    /// Element index and in-bounds flag of register `r` on a slow path: from `split`
-    /// where the layout allows it, else from the element's coordinate.
+    /// Address and in-bounds flag of register `r` on a slow path: from `split` where the
+    /// layout allows it, else from the element's coordinate. The address is a base pointer
+    /// and an element index from it, for the caller to combine where it accesses memory.
     fn slow_element(
         &mut self,
         split: Option<&Split<'c, 'm>>,
@@ -243,16 +247,17 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         offs: &[V<'c, 'm>],
         tile: &Tile<'c, 'm>,
         r: u64,
-    ) -> (V<'c, 'm>, V<'c, 'm>) {
+    ) -> (Value<'c, 'm>, V<'c, 'm>, V<'c, 'm>) {
         if let Some(s) = split {
-            return self.split_element(s, t, tile, r);
+            let (index, inb) = self.split_element(s, t, tile, r);
+            return (s.ptr, index, inb);
         }
         let coord = self.coord(&tile.layout, r);
         let (index, mut inb) = self.element(t, offs, &coord);
         if let Some(it) = self.in_tile(tile, &coord) {
             inb = self.w.and(inb, it);
         }
-        (index, inb)
+        (t.ptr, index, inb)
     }
 
     pub(super) fn offsets(&self, op: &Operation, from: usize, rank: usize) -> R<Vec<V<'c, 'm>>> {
@@ -330,12 +335,13 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 let split = self.split_access(&t, &offs, &shape, &layout);
                 let mut vecs: Vec<Value<'c, 'm>> = Vec::with_capacity((n / vec) as usize);
                 for r0 in (0..n).step_by(vec as usize) {
-                    let (index, inb) = self.slow_element(split.as_ref(), &t, &offs, &tile, r0);
+                    let (base, index, inb) =
+                        self.slow_element(split.as_ref(), &t, &offs, &tile, r0);
                     let ld = self.w.new_block(&[]);
                     let next = self.w.new_block(&[vty]);
                     self.w.cond_br(inb, &ld, &[], &next, &[padv]);
                     self.w.block = ld;
-                    let p = self.w.gep(t.ptr, index, ety, p1);
+                    let p = self.w.gep(base, index, ety, p1);
                     let x = self.w.load(p, vty, vec * elem.size_bytes());
                     self.w.br(&next, &[x]);
                     self.w.block = next;
@@ -351,12 +357,12 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let mut acc: Option<Value<'c, 'm>> = None;
         let split = self.split_access(&t, &offs, &shape, &layout);
         for r in 0..n {
-            let (index, inb) = self.slow_element(split.as_ref(), &t, &offs, &tile, r);
+            let (base, index, inb) = self.slow_element(split.as_ref(), &t, &offs, &tile, r);
             let ld = self.w.new_block(&[]);
             let next = self.w.new_block(&[ety]);
             self.w.cond_br(inb, &ld, &[], &next, &[pad.v]);
             self.w.block = ld;
-            let p = self.w.gep(t.ptr, index, ety, p1);
+            let p = self.w.gep(base, index, ety, p1);
             let x = self.w.load(p, ety, elem.size_bytes());
             self.w.br(&next, &[x]);
             self.w.block = next;
@@ -588,7 +594,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             if owner.is_some_and(|(regs, _)| r & regs != 0) {
                 continue;
             }
-            let (index, inb) = self.slow_element(split.as_ref(), &t, &offs, &tile, r);
+            let (base, index, inb) = self.slow_element(split.as_ref(), &t, &offs, &tile, r);
             // Predicated (no branch): an atomic add on its owner, a masked store on its bit.
             if owner.is_some() || mask.is_some() {
                 let mut ok = inb;
@@ -602,7 +608,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                     };
                     ok = self.w.and(ok, keep);
                 }
-                let p = self.w.gep(t.ptr, index, ety, p1);
+                let p = self.w.gep(base, index, ety, p1);
                 let x = V {
                     v: tile.regs[r as usize],
                     t: elem,
@@ -617,7 +623,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             let next = self.w.new_block(&[]);
             self.w.cond_br(inb, &st, &[], &next, &[]);
             self.w.block = st;
-            let p = self.w.gep(t.ptr, index, ety, p1);
+            let p = self.w.gep(base, index, ety, p1);
             self.w.store(tile.regs[r as usize], p, elem.size_bytes());
             self.w.br(&next, &[]);
             self.w.block = next;
@@ -705,6 +711,10 @@ struct Split<'c, 'm> {
     lo: Vec<V<'c, 'm>>,
     /// `shape_d - tc_d` for the padded dimensions: inside the tile below it.
     pad: Vec<Option<V<'c, 'm>>>,
-    /// `Σ_d (off_d + tc_d) · stride_d`: the index of the thread's register 0 (i64).
-    base: V<'c, 'm>,
+    /// `&tensor[Σ_d (off_d + tc_d) · stride_d]`: the thread's register 0, computed once in
+    /// the block that dominates the access's per-element blocks, so that each element is
+    /// one address computation from it (a base in each element's block would be a
+    /// duplicate that LLVM cannot merge across sibling blocks, and that costs its
+    /// straight-line strength reduction time quadratic in the elements).
+    ptr: Value<'c, 'm>,
 }
