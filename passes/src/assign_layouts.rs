@@ -150,7 +150,9 @@ pub const AUTO_ELEMS_PER_THREAD: u64 = 32;
 
 /// The warps the pass gives kernel `k` with `num-warps=0`: enough that each thread holds
 /// at most [`AUTO_ELEMS_PER_THREAD`] elements of the kernel's largest tile, from 4 to 8
-/// (at 16 warps the register cap, 65,536 / 512 threads = 128, spilled a 64×256 reduction).
+/// (at 16 warps the register cap, 65,536 / 512 threads = 128, spilled a 64×256 reduction);
+/// more, up to 32, only where a tile would need more than [`MAX_REGISTERS_PER_THREAD`]
+/// registers per thread at 8 (a 1×32,768 tile of `index`: 256 at 8 warps, 128 at 16).
 ///
 /// A kernel with `tile.dot`s gets as many warps as the dot with the fewest 16-row MMA
 /// tiles has (at most 8), so that every warp holds whole rows of every product and a
@@ -158,11 +160,16 @@ pub const AUTO_ELEMS_PER_THREAD: u64 = 32;
 /// ([`LinearLayout::dot_operand_a`]).
 pub fn auto_warps(m: &Module, k: &Operation) -> u64 {
     let mut largest = 1u64;
+    let mut largest_bytes = 0u64;
     let mut dot_rows: Option<u64> = None;
     k.walk(&mut |o| {
         for &r in &o.results {
             if let Some(s) = m.ty(r).tile_shape() {
-                largest = largest.max(s.iter().map(|d| d.next_power_of_two()).product());
+                let elems: u64 = s.iter().map(|d| d.next_power_of_two()).product();
+                largest = largest.max(elems);
+                if let Type::Tile { elem, .. } = m.ty(r) {
+                    largest_bytes = largest_bytes.max(elems * elem.size_bytes());
+                }
                 if o.kind == OpKind::Dot {
                     let tiles = (s[0].next_power_of_two() / 16).max(1);
                     dot_rows = Some(dot_rows.map_or(tiles, |d| d.min(tiles)));
@@ -173,9 +180,13 @@ pub fn auto_warps(m: &Module, k: &Operation) -> u64 {
     if let Some(tiles) = dot_rows {
         return tiles.min(8);
     }
-    (largest / (32 * AUTO_ELEMS_PER_THREAD))
+    let mut warps = (largest / (32 * AUTO_ELEMS_PER_THREAD))
         .next_power_of_two()
-        .clamp(4, 8)
+        .clamp(4, 8);
+    while warps < 32 && largest_bytes.div_ceil(4 * 32 * warps) > MAX_REGISTERS_PER_THREAD {
+        warps *= 2;
+    }
+    warps
 }
 
 /// Lays out kernel `k` (see the module docs); returns the number of conversions inserted.
@@ -297,10 +308,14 @@ fn registers_fit(m: &Module, k: &Operation, num_warps: u64) -> Result<(), Diagno
             };
             let regs = (l.num_registers() * elem.size_bytes()).div_ceil(4);
             if regs > MAX_REGISTERS_PER_THREAD && first.is_none() {
+                let fix = if num_warps < 32 {
+                    "use smaller tiles or more warps (--num-warps, up to 32)"
+                } else {
+                    "use smaller tiles (32 warps is a CTA's most)"
+                };
                 let msg = format!(
                     "'{}' makes a {} that needs {regs} registers per thread at {num_warps} warps \
-                     (a thread has at most {MAX_REGISTERS_PER_THREAD}): use smaller tiles or \
-                     more warps",
+                     (a thread has at most {MAX_REGISTERS_PER_THREAD}): {fix}",
                     o.kind.name(),
                     Type::tile(shape, *elem),
                 );

@@ -18,8 +18,9 @@
 //! The chain is, backwards from the stored value (and a store mask), the ops of the store's
 //! block whose results are used only inside the chain: float and integer elementwise ops,
 //! `tile.cmpi`, `tile.select`, `tile.convert`, `tile.reshape` that keeps the last dimension,
-//! `tile.broadcast` (re-broadcast per strip when its operand is one column wide), and
-//! `tile.splat` / `tile.zeros`; and `tile.load`s of tensors the kernel never writes (kernel
+//! `tile.broadcast` (re-broadcast per strip when its operand is one column wide),
+//! `tile.splat` / `tile.zeros`, and `tile.iota` (per strip, plus the strip's first column
+//! along the last dimension); and `tile.load`s of tensors the kernel never writes (kernel
 //! arguments never alias), used only inside the chain. Any other tile operand of the chain
 //! (a value from before, a reduction's input kept for the output) is sliced.
 //!
@@ -27,9 +28,11 @@
 //! registers per thread (loaded tiles and sliced tiles, at their element sizes, over the
 //! CTA's threads) exceed half the thread's budget (65,536 / threads, at most 255). `K` is
 //! the smallest power of two, at least 2, that brings the loaded tiles' share to an eighth of
-//! the budget, as long as each strip keeps at least 8 elements per thread and `K` divides
-//! `N`. Kernels with a `tile.dot` (their epilogues are `tile-to-gpu`'s), kernels that are
-//! already laid out (a `target`), and kernels with flag ops are left alone.
+//! the budget, as long as each strip keeps at least 8 elements per thread and is a power of
+//! two wide (`N / K`; a slice of a kept tile then stays in registers, where any other width
+//! would go through shared memory). Kernels with a `tile.dot` (their epilogues are
+//! `tile-to-gpu`'s), kernels that are already laid out (a `target`), and kernels with flag
+//! ops are left alone.
 //!
 //! Options: `num-warps` (0: as `tile-assign-layouts` chooses, [`auto_warps`]), `strips`
 //! (0: choose as above; otherwise split every eligible store into that many strips, for
@@ -64,8 +67,9 @@ pub static INFO: PassInfo = PassInfo {
             name: "strips",
             kind: OptionKind::UInt,
             default: "0",
-            help: "Strips per eligible store: 0 to choose from the register estimate, or a \
-                power of two that divides the last dimension (every eligible store is split)",
+            help:
+                "Strips per eligible store: 0 to choose from the register estimate, or a \
+                power of two that leaves strips a power of two wide (every eligible store is split)",
         },
     ],
 };
@@ -318,9 +322,13 @@ impl Kernel<'_> {
             .map(|s| s.iter().product::<u64>())
             .max()
             .unwrap_or(0);
-        let fits = |k: u64| n.is_multiple_of(k) && elems / k >= 8 * self.threads;
+        // A strip a power of two wide is whole register bits of every layout of its tiles,
+        // so a slice of a kept tile stays in the thread's registers; any other width would
+        // take each slice through shared memory.
+        let aligned = |k: u64| n.is_multiple_of(k) && (n / k).is_power_of_two();
+        let fits = |k: u64| aligned(k) && elems / k >= 8 * self.threads;
         let strips = if self.forced != 0 {
-            if !n.is_multiple_of(self.forced) {
+            if !aligned(self.forced) {
                 return None;
             }
             self.forced
@@ -448,7 +456,7 @@ impl Chain<'_> {
                 roles.insert(v, Role::Load(i));
                 Some(())
             }
-            OpKind::Splat | OpKind::Zeros => {
+            OpKind::Splat | OpKind::Zeros | OpKind::Iota => {
                 roles.insert(v, Role::Op(i));
                 Some(())
             }
@@ -563,7 +571,12 @@ impl Strip<'_, '_> {
                 let mut o = src.clone();
                 o.operands = src.operands.iter().map(|&w| self.value(w)).collect();
                 let ty = self.strip_ty(v);
-                self.emit(o, v, ty)
+                let x = self.emit(o, v, ty.clone());
+                if src.kind == OpKind::Iota {
+                    self.iota_shift(src, x, ty)
+                } else {
+                    x
+                }
             }
         };
         self.memo.insert(v, x);
@@ -577,6 +590,37 @@ impl Strip<'_, '_> {
         let r = self.m.new_value(ty, name);
         o.results = vec![r];
         o.regions.clear();
+        self.out.push(o);
+        r
+    }
+
+    /// A strip's `tile.iota` `x` (of type `ty`) counted from the strip's first column: along
+    /// the last dimension, plus a splat of the shift (`tile.addi`); along another, as is.
+    fn iota_shift(&mut self, src: &Operation, x: Value, ty: Type) -> Value {
+        let Type::Tile { shape, elem, .. } = &ty else {
+            return x;
+        };
+        let along_last = matches!(src.attr("dim"), Some(Attribute::Int(d))
+            if *d as usize + 1 == shape.len());
+        if self.shift == 0 || !along_last {
+            return x;
+        }
+        let scalar = Type::Scalar(*elem);
+        let c = self.m.new_value(scalar.clone(), None);
+        let mut o = Operation::new(OpKind::Constant, src.loc.clone());
+        o.attrs
+            .insert("value".into(), Attribute::Int(self.shift as i64));
+        o.results = vec![c];
+        self.out.push(o);
+        let sp = self.m.new_value(ty.clone(), None);
+        let mut o = Operation::new(OpKind::Splat, src.loc.clone());
+        o.operands = vec![c];
+        o.results = vec![sp];
+        self.out.push(o);
+        let r = self.m.new_value(ty, None);
+        let mut o = Operation::new(OpKind::AddI, src.loc.clone());
+        o.operands = vec![x, sp];
+        o.results = vec![r];
         self.out.push(o);
         r
     }

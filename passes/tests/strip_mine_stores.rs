@@ -166,3 +166,55 @@ fn softmax_and_in_place_stores_are_left_alone() {
     assert_eq!(stores, 0);
     assert_eq!(print_module(&s), print_module(&m));
 }
+
+/// `y = x · w` stored where the column is below `%N` (an iota mask), `cols` wide.
+fn masked_scale(cols: u64) -> Module {
+    let src = "tile.kernel @k(%X: tensor<?x?xf32>, %W: tensor<?xf32>, %Y: tensor<?x?xf32>, \
+%N: index) {grid = [1]} {
+  %c0 = tile.constant {value = 0} : index
+  %x = tile.load %X, %c0, %c0 : tile<1xCOLSxf32>
+  %w = tile.load %W, %c0 : tile<COLSxf32>
+  %w2 = tile.reshape %w : tile<1xCOLSxf32>
+  %y = tile.mul %x, %w2 : tile<1xCOLSxf32>
+  %cols = tile.iota {dim = 1} : tile<1xCOLSxindex>
+  %nn = tile.splat %N : tile<1xCOLSxindex>
+  %in = tile.cmpi %cols, %nn {predicate = \"slt\"} : tile<1xCOLSxi1>
+  tile.store %Y, %c0, %c0, %in, %y
+  tile.return
+}
+"
+    .replace("COLS", &cols.to_string());
+    let m = parse(&src, "masked_scale.tile").unwrap();
+    verify(&m).unwrap();
+    m
+}
+
+#[test]
+fn an_iota_mask_is_rebuilt_per_strip_and_odd_widths_are_left_alone() {
+    // 8,192 columns at 4 warps, 4 strips: the iota is re-made per strip (counted from the
+    // strip's first column), so nothing is sliced.
+    let m = masked_scale(8192);
+    let (s, stores, n) = strip(&m, 4, 4);
+    assert_eq!((stores, n), (1, 4));
+    assert_eq!(count(&s, OpKind::Iota), 4);
+    assert_eq!(count(&s, OpKind::ExtractSlice), 0);
+    let mut rng = Rng(11);
+    let f = ScalarType::F32;
+    for (cols, limit) in [(8192, 8192), (8192, 5000), (3000, 2047), (8192, 0)] {
+        let args = vec![
+            ArgValue::Tensor(rng.tensor(f, &[1, cols])),
+            ArgValue::Tensor(rng.tensor(f, &[cols])),
+            ArgValue::Tensor(Tensor::filled(f, &[1, cols], 0.0)),
+            ArgValue::Int(limit),
+        ];
+        same_bits(&m, &s, "k", &args, 2);
+    }
+    // 10,000 and 12,288 columns: no power-of-two strip width, so no split (a slice of a kept
+    // tile would go through shared memory), chosen or forced.
+    for (cols, forced) in [(10000, 0), (10000, 4), (12288, 0), (12288, 4)] {
+        let m = masked_scale(cols);
+        let (s, stores, _) = strip(&m, 4, forced);
+        assert_eq!(stores, 0, "{cols} columns, strips={forced}");
+        assert_eq!(print_module(&s), print_module(&m));
+    }
+}

@@ -1,0 +1,41 @@
+//! `tile-assign-layouts`' choice of warps (`num-warps=0`): 4 to 8 from the largest tile's
+//! elements, and more only where a tile would not fit a thread's registers at 8.
+
+use tilec_dialect::{parse, verify, Module};
+use tilec_passes::assign_layouts::auto_warps;
+
+/// Example `name` with its 4096-column tiles made `cols` wide.
+fn example(name: &str, cols: u64) -> Module {
+    let path = format!("{}/../examples/{name}.tile", env!("CARGO_MANIFEST_DIR"));
+    let src = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("4096", &cols.to_string());
+    let m = parse(&src, &path).unwrap();
+    verify(&m).unwrap();
+    m
+}
+
+fn warps(m: &Module) -> u64 {
+    auto_warps(m, &m.ops[0])
+}
+
+#[test]
+fn warps_from_the_largest_tile() {
+    // 4,096 columns: 4 warps (32 elements per thread); 8,192: 8.
+    assert_eq!(warps(&example("layernorm", 4096)), 4);
+    assert_eq!(warps(&example("layernorm", 8192)), 8);
+    assert_eq!(warps(&example("softmax", 8192)), 8);
+    // 16,384 columns: 16 elements per thread would take 16 warps, but 8 hold LayerNorm's
+    // widest tile (its column iota, 8-byte index: 64 registers per thread).
+    assert_eq!(warps(&example("layernorm", 16384)), 8);
+}
+
+#[test]
+fn more_warps_where_a_tile_needs_more_than_255_registers() {
+    // The 1×32,768 index iota is 256 registers per thread at 8 warps, 128 at 16.
+    assert_eq!(warps(&example("layernorm", 32768)), 16);
+    // 65,536 columns: 256 at 16 warps, 128 at 32.
+    assert_eq!(warps(&example("layernorm", 65536)), 32);
+    // Softmax at 32,768 keeps only 4-byte tiles: 128 registers at 8 warps.
+    assert_eq!(warps(&example("softmax", 32768)), 8);
+}
