@@ -702,18 +702,39 @@ fn front_end(
             return Err(Error::Diagnostics(Diagnostics(vec![
                 tilec_dialect::Diagnostic::error(
                     k.loc.clone(),
-                    format!(
-                        "--cluster {}: the {} schedule gives clusters to the kernels it makes \
-                     persistent (GEMM pipelines, or every kernel with --persistent-kernels all), \
-                     and this one is not: build it without a cluster",
-                        opts.cluster, opts.schedule
-                    ),
+                    if opts.schedule == Schedule::Static {
+                        format!(
+                            "--cluster {}: the static schedule gives clusters to GEMM \
+                             pipelines only (it multicasts their operand copies), and this \
+                             kernel has none: build it without a cluster",
+                            opts.cluster
+                        )
+                    } else {
+                        format!(
+                            "--cluster {}: the {} schedule gives clusters to the kernels it \
+                             makes persistent (GEMM pipelines, or every kernel with \
+                             --persistent-kernels all), and this one is not: build it without \
+                             a cluster",
+                            opts.cluster, opts.schedule
+                        )
+                    },
                 ),
             ])));
         }
     }
     let remarks = Diagnostics(report.diagnostics);
     Ok((VerifiedModule::new(module)?, file, timings, remarks))
+}
+
+/// Whether `ptx` defines the kernel entry `name` (`.entry name(`).
+fn ptx_has_entry(ptx: &str, name: &str) -> bool {
+    ptx.lines().any(|l| {
+        l.split_once(".entry ").is_some_and(|(_, rest)| {
+            rest.trim_start()
+                .strip_prefix(name)
+                .is_some_and(|r| r.starts_with('(') || r.trim().is_empty())
+        })
+    })
 }
 
 /// `verify-async-waits` then `verify-named-barriers` (default budgets) on `m`, and the time
@@ -864,6 +885,26 @@ fn lower(
         }
     };
     timings.push(("MLIR", t.elapsed()));
+    // Only a user's LLVM pipeline (--llvm-passes) can drop the kernel; say so rather than
+    // hand out a PTX file that launches nothing.
+    if matches!(opts.emit, Emit::Ptx | Emit::Cubin) && !ptx_has_entry(&ptx, &name) {
+        return Err(Error::Diagnostics(Diagnostics(vec![
+            tilec_dialect::Diagnostic::error(
+                vm.module()
+                    .kernels()
+                    .find(|o| o.symbol.as_deref() == Some(name.as_str()))
+                    .map_or_else(
+                        || tilec_dialect::Location::new(std::sync::Arc::from(file), 1, 1),
+                        |o| o.loc.clone(),
+                    ),
+                format!(
+                    "the PTX has no '.entry {name}': the LLVM pass pipeline removed the kernel \
+                     (--llvm-passes {:?})",
+                    opts.llvm_passes.as_deref().unwrap_or("")
+                ),
+            ),
+        ])));
+    }
     let mut cubin = vec![];
     if opts.emit == Emit::Cubin {
         let t = Instant::now();

@@ -664,6 +664,12 @@ impl Options {
                 format!("{} is out of range: 2 to 8 ring slots", self.stages),
             );
         }
+        if self.group_m > 65_536 {
+            return err(
+                "group_m",
+                format!("{} is out of range: 0 to 65536 tiles of M", self.group_m),
+            );
+        }
         if !(1..=32).contains(&self.ctas_per_sm) {
             return err(
                 "ctas_per_sm",
@@ -1141,6 +1147,8 @@ mod tests {
         assert_eq!(opt(base().with_stages(1)), Err("stages"));
         assert_eq!(opt(base().with_stages(9)), Err("stages"));
         assert_eq!(opt(base().with_stages(8)), Ok(()));
+        assert_eq!(opt(base().with_group_m(65_537)), Err("group_m"));
+        assert_eq!(opt(base().with_group_m(65_536)), Ok(()));
         assert_eq!(opt(base().with_ctas_per_sm(0)), Err("ctas_per_sm"));
         assert_eq!(opt(base().with_ctas_per_sm(33)), Err("ctas_per_sm"));
         assert_eq!(opt(base().with_ctas_per_sm(2)), Ok(()));

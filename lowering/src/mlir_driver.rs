@@ -738,6 +738,12 @@ thread_local! {
     };
 }
 
+thread_local! {
+    /// Whether this thread's compile runs a caller's LLVM pipeline
+    /// ([`TargetSpec::llvm_passes`]), for the fatal-error handler's note.
+    static USER_PIPELINE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 fn set_fatal_stage(stage: &str) {
     FATAL_CONTEXT.with(|c| {
         if let Ok(mut c) = c.try_borrow_mut() {
@@ -779,10 +785,13 @@ extern "C" fn on_llvm_fatal_error(reason: *const std::os::raw::c_char) {
     } else {
         stage
     };
-    eprintln!(
-        "error: LLVM failed fatally compiling {subject} in {stage}: {reason}\n\
-         note: tilec should have refused this input before MLIR; please report it"
-    );
+    let note = if USER_PIPELINE.with(std::cell::Cell::get) {
+        "note: the LLVM pass pipeline was the one given (--llvm-passes); check it against \
+         `opt -passes=`, or leave it out for tilec's"
+    } else {
+        "note: tilec should have refused this input before MLIR; please report it"
+    };
+    eprintln!("error: LLVM failed fatally compiling {subject} in {stage}: {reason}\n{note}");
     // LLVM aborts after the handler returns when the error asks for a crash report (as
     // instruction selection's do): end the process here, with the exit code of an error.
     std::process::exit(1);
@@ -932,6 +941,7 @@ fn compile(
         lap(pass);
     }
     set_fatal_stage("LLVM (translation, optimisation, NVPTX code generation)");
+    USER_PIPELINE.with(|u| u.set(target.llvm_passes.is_some()));
     let object = serialize(&module, target, format, &sink);
     lap("llvm");
     set_fatal_stage("");

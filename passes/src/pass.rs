@@ -66,13 +66,19 @@ impl PassOptions {
     /// Check `given` (name, value) pairs against `info` and fill in defaults.
     ///
     /// # Errors
-    /// An unknown option name or a value of the wrong type, as a message.
+    /// An unknown option name, one given twice, or a value of the wrong type, as a message.
     pub fn new(info: &PassInfo, given: &[(String, String)]) -> Result<Self, String> {
         let mut values = BTreeMap::new();
         for o in info.options {
             values.insert(o.name.to_string(), o.default.to_string());
         }
-        for (k, v) in given {
+        for (i, (k, v)) in given.iter().enumerate() {
+            if let Some((_, first)) = given[..i].iter().find(|(n, _)| n == k) {
+                return Err(format!(
+                    "pass '{}' option '{k}' is given twice ('{first}', then '{v}')",
+                    info.name
+                ));
+            }
             let Some(o) = info.options.iter().find(|o| o.name == k) else {
                 let known: Vec<&str> = info.options.iter().map(|o| o.name).collect();
                 return Err(if known.is_empty() {

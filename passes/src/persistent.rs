@@ -356,8 +356,8 @@ fn make_persistent(m: &mut Module, k: &mut Operation, p: &Persistent) -> Result<
     }
     if cy > 1 && grid.len() < 2 {
         return Err(err(format!(
-            "persistent: 'cluster-y={cy}' puts adjacent tiles of grid dimension 1 in a \
-                cluster, but the grid has one dimension"
+            "persistent: a cluster {cx}x{cy} ('cluster-y={cy}') puts adjacent tiles of grid \
+                dimension 1 in a cluster, but the grid has one dimension"
         )));
     }
     if cx * cy > 1 && !crate::tile_to_gpu::pipelines(k) {

@@ -171,8 +171,8 @@ struct Cli {
     /// N; 1x2: B along M; 2x2: both).
     #[arg(long, default_value = "1", value_parser = |s: &str| s.parse::<ClusterShape>())]
     cluster: ClusterShape,
-    /// Tiles of M swept per group for L2 reuse (0 = row-major order).
-    #[arg(long, default_value_t = 8)]
+    /// Tiles of M swept per group for L2 reuse (0 = row-major order; at most 65536).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(0..=65_536))]
     group_m: u32,
     /// Warps per CTA of a kernel without a dot: 1, 2, 4, 8, 16 or 32, or 0 to let
     /// tile-assign-layouts choose from the tiles.
