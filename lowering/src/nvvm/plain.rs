@@ -135,6 +135,11 @@ pub(crate) struct Placed {
     pub scratch: bool,
 }
 
+/// Shared memory (bytes) up to which round trips keep apart from each other
+/// ([`Lowerer::scratch_region`]): 48 KiB, CUDA's dynamic shared memory without the opt-in,
+/// which leaves four CTAs an SM on Hopper.
+pub(crate) const SCRATCH_APART_BYTES: u64 = 48 * 1024;
+
 /// A round trip's scratch region ([`Lowerer::scratch_region`]) and the synchronisation its
 /// bytes need.
 #[derive(Clone, Copy, Debug)]
@@ -314,28 +319,47 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
     /// lowest offset, first fit over the regions placed so far, that no buffer live at this
     /// op and no other round trip uses. So it may take the bytes of a `tile.smem_alloc`
     /// buffer that is dead here or not yet in use; [`Scratch`] says which barriers that
-    /// needs. Round trips do not share bytes with each other: that would cost a barrier
-    /// where the kernel's shared memory is small, as it is without buffers.
+    /// needs. Round trips share bytes with earlier ones only where holding them apart would
+    /// take the kernel past [`SCRATCH_APART_BYTES`] (inside a loop: past what a CTA may
+    /// have): sharing costs a barrier before the op (an op outside a loop ends with none),
+    /// and more shared memory costs CTAs per SM.
     ///
     /// # Errors
-    /// More shared memory than a CTA may have.
+    /// More shared memory than a CTA may have, even with every earlier round trip's bytes
+    /// taken again.
     pub fn scratch_region(&mut self, bytes: u64, loc: &TileLoc) -> R<Scratch> {
         let cur = self.cur_op;
-        let busy: Vec<(u64, u64)> = self
-            .placed
-            .iter()
-            .filter(|p| p.scratch || (p.live.0 <= cur && cur <= p.live.1))
-            .map(|p| (p.offset, p.offset + p.bytes))
-            .collect();
-        let mut starts: Vec<u64> = std::iter::once(0)
-            .chain(busy.iter().map(|b| b.1))
-            .map(|x| x.div_ceil(16) * 16)
-            .collect();
-        starts.sort_unstable();
-        let at = starts
-            .into_iter()
-            .find(|&o| busy.iter().all(|&(a, z)| o + bytes <= a || z <= o))
-            .unwrap_or_else(|| self.smem_bytes.div_ceil(16) * 16);
+        let first_fit = |share: bool| {
+            let busy: Vec<(u64, u64)> = self
+                .placed
+                .iter()
+                .filter(|p| {
+                    (p.scratch && !(share && p.live.1 < cur))
+                        || (p.live.0 <= cur && cur <= p.live.1)
+                })
+                .map(|p| (p.offset, p.offset + p.bytes))
+                .collect();
+            let mut starts: Vec<u64> = std::iter::once(0)
+                .chain(busy.iter().map(|b| b.1))
+                .map(|x| x.div_ceil(16) * 16)
+                .collect();
+            starts.sort_unstable();
+            starts
+                .into_iter()
+                .find(|&o| busy.iter().all(|&(a, z)| o + bytes <= a || z <= o))
+                .unwrap_or_else(|| self.smem_bytes.div_ceil(16) * 16)
+        };
+        let mut at = first_fit(false);
+        // In a loop the barrier would run every iteration: share there only when the
+        // round trips cannot be held apart at all.
+        let apart = if self.in_loop() {
+            self.target.max_smem_per_block_at(self.ctas_per_sm)
+        } else {
+            SCRATCH_APART_BYTES
+        };
+        if at + bytes > apart {
+            at = first_fit(true);
+        }
         self.fits(at, bytes, loc)?;
         let overlaps = |p: &Placed| at < p.offset + p.bytes && p.offset < at + bytes;
         let reuses_earlier = self.placed.iter().any(|p| overlaps(p) && p.live.1 < cur);
