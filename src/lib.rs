@@ -669,6 +669,20 @@ fn front_end(
             }
         }
     }
+    // The passes skip a lowered kernel: an option that configures them would be ignored.
+    if let Some(k) = module.kernels().find(|k| k.str_attr("target").is_some()) {
+        if let Some(&option) = opts.pass_options_changed().first() {
+            return Err(Error::Options(OptionsError::new(
+                option,
+                format!(
+                    "kernel '@{}' is already lowered (its 'target' is set), and the passes \
+                     this option configures do not run on it again: leave the option out, or \
+                     compile the source kernel with it",
+                    k.symbol.as_deref().unwrap_or("?")
+                ),
+            )));
+        }
+    }
     for (on, flag) in [(opts.ftz, "ftz"), (opts.fp_fusion, "fp_fusion")] {
         if on {
             for k in &mut module.ops {

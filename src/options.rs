@@ -442,6 +442,41 @@ pub struct Options {
 }
 
 impl Options {
+    /// The options that configure tilec's passes (as [`Options::set`] names them) whose
+    /// values differ from [`Options::new`]'s for this target: what a kernel that is already
+    /// lowered (its `target` set) cannot honour, since the passes do not run on it again.
+    pub(crate) fn pass_options_changed(&self) -> Vec<&'static str> {
+        let d = Options::new(self.target);
+        [
+            ("stages", self.stages != d.stages),
+            ("load_stages", self.load_stages != d.load_stages),
+            ("mma_lookahead", self.mma_lookahead != d.mma_lookahead),
+            ("warp_specialize", self.warp_specialize != d.warp_specialize),
+            ("pingpong", self.pingpong != d.pingpong),
+            ("pingpong_body", self.pingpong_body != d.pingpong_body),
+            ("defer_mma", self.defer_mma != d.defer_mma),
+            (
+                "specialize_masks",
+                self.specialize_masks != d.specialize_masks,
+            ),
+            ("epilogue", self.epilogue != d.epilogue),
+            ("promote", self.promote != d.promote),
+            ("invariant_a", self.invariant_a != d.invariant_a),
+            ("schedule", self.schedule != d.schedule),
+            (
+                "persistent_kernels",
+                self.persistent_kernels != d.persistent_kernels,
+            ),
+            ("cluster", self.cluster != d.cluster),
+            ("group_m", self.group_m != d.group_m),
+            ("simplify", self.simplify != d.simplify),
+            ("num_warps", self.num_warps != d.num_warps),
+        ]
+        .into_iter()
+        .filter_map(|(name, changed)| changed.then_some(name))
+        .collect()
+    }
+
     /// Defaults for `target`: 4 stages, PTX, waits checked, the target's schedule.
     pub fn new(target: Target) -> Self {
         Options {

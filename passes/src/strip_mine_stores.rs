@@ -67,9 +67,9 @@ pub static INFO: PassInfo = PassInfo {
             name: "strips",
             kind: OptionKind::UInt,
             default: "0",
-            help:
-                "Strips per eligible store: 0 to choose from the register estimate, or a \
-                power of two that leaves strips a power of two wide (every eligible store is split)",
+            help: "Strips per eligible store: 0 to choose from the register estimate, or a \
+                power of two that leaves strips a power of two wide (every eligible store \
+                is split)",
         },
     ],
 };

@@ -319,9 +319,22 @@ fn main() {
 fn report(e: &Error, name: &str, src: &str) -> i32 {
     match e {
         Error::Diagnostics(d) => eprint_diags(d, Some(src)),
+        Error::Options(o) => {
+            eprintln!("{name}: error: --{}: {}", flag(o.option), o.reason);
+            return EXIT_USAGE;
+        }
         e => eprintln!("{name}: error: {e}"),
     }
     EXIT_DIAGNOSTICS
+}
+
+/// The command-line flag of option `option` ([`tilec::Options::set`]'s name).
+fn flag(option: &str) -> String {
+    match option {
+        "epilogue" => "epilogue-store".to_string(),
+        "simplify" => "no-simplify".to_string(),
+        o => o.replace('_', "-"),
+    }
 }
 
 fn run() -> i32 {
@@ -383,12 +396,7 @@ fn run() -> i32 {
     opts.constants = cli.defines.iter().cloned().collect();
     opts.llvm_passes = cli.llvm_passes.clone();
     if let Err(e) = opts.validate() {
-        let flag = match e.option {
-            "epilogue" => "epilogue-store".to_string(),
-            "define" => "define".to_string(),
-            o => o.replace('_', "-"),
-        };
-        eprintln!("error: --{flag}: {}", e.reason);
+        eprintln!("error: --{}: {}", flag(e.option), e.reason);
         return EXIT_USAGE;
     }
     let input = Input::Text {
