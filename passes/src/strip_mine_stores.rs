@@ -20,9 +20,14 @@
 //! `tile.cmpi`, `tile.select`, `tile.convert`, `tile.reshape` that keeps the last dimension,
 //! `tile.broadcast` (re-broadcast per strip when its operand is one column wide),
 //! `tile.splat` / `tile.zeros`, and `tile.iota` (per strip, plus the strip's first column
-//! along the last dimension); and `tile.load`s of tensors the kernel never writes (kernel
-//! arguments never alias), used only inside the chain. Any other tile operand of the chain
-//! (a value from before, a reduction's input kept for the output) is sliced.
+//! along the last dimension); and `tile.load`s of tensors the kernel never writes, used only
+//! inside the chain. Any other tile operand of the chain (a value from before, a
+//! reduction's input kept for the output) is sliced.
+//!
+//! What this assumes of the caller: a tensor argument the kernel only reads overlaps no
+//! written one except element for element (the same buffer passed twice, as an in-place
+//! call does: each strip reads only the columns it then writes). A read tensor that
+//! overlaps a written one at other offsets would see an earlier strip's stores.
 //!
 //! A store is split when the chain reads at least one tile from memory and its estimated
 //! registers per thread (loaded tiles and sliced tiles, at their element sizes, over the
