@@ -73,6 +73,15 @@ fn assert_clean(log: &str, what: &str) {
     assert!(log.contains("Used "), "{what}: no register report:\n{log}");
 }
 
+/// nvdisasm's SASS listing of `cubin`.
+fn disassemble(cubin: &std::path::Path) -> String {
+    let out = Command::new(nv_tool("nvdisasm", "NVDISASM"))
+        .arg(cubin)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// ptxas reports wgmma trouble as `info` lines C7510–C7520 (serialization, injected waits).
 fn assert_no_c75(log: &str, what: &str) {
     assert!(
@@ -95,11 +104,7 @@ fn gemm_sm90a_wgmma() {
         "slow-path stores"
     );
     assert_clean(&log, "gemm_bf16 sm_90a");
-    let sass = Command::new(nv_tool("nvdisasm", "NVDISASM"))
-        .arg(&cubin)
-        .output()
-        .unwrap();
-    let sass = String::from_utf8_lossy(&sass.stdout);
+    let sass = disassemble(&cubin);
     // 4 k16 steps in the peeled first k tile + 4 in the loop.
     assert_eq!(
         sass.matches("HGMMA.64x256x16.F32.BF16").count(),
@@ -128,11 +133,7 @@ fn static_clusters_sm90a_no_gpu_scope_fence_per_k_step() {
         );
         assert!(!ptx.contains("mbarrier.arrive.release.cluster"), "{what}");
         assert_clean(&log, &what);
-        let sass = Command::new(nv_tool("nvdisasm", "NVDISASM"))
-            .arg(&cubin)
-            .output()
-            .unwrap();
-        let sass = String::from_utf8_lossy(&sass.stdout);
+        let sass = disassemble(&cubin);
         assert_eq!(
             sass.matches("HGMMA.64x256x16.F32.BF16").count(),
             8,
@@ -186,12 +187,8 @@ fn smaller_tile_programs_sm90a() {
             + &String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{file}: {log}");
         assert_clean(&log, file);
-        let sass = Command::new(nv_tool("nvdisasm", "NVDISASM"))
-            .arg(dir.join("k.cubin"))
-            .output()
-            .unwrap();
         assert_eq!(
-            String::from_utf8_lossy(&sass.stdout).matches(hgmma).count(),
+            disassemble(&dir.join("k.cubin")).matches(hgmma).count(),
             per_tile,
             "{file}: {hgmma} count"
         );
@@ -242,11 +239,7 @@ fn splitk_atomic_epilogue_sm90a() {
                 "{what}: the split-K epilogue only adds"
             );
             assert_clean(&log, &what);
-            let sass = Command::new(nv_tool("nvdisasm", "NVDISASM"))
-                .arg(&cubin)
-                .output()
-                .unwrap();
-            let sass = String::from_utf8_lossy(&sass.stdout);
+            let sass = disassemble(&cubin);
             assert!(sass.contains(hgmma), "{what}: {hgmma}");
             assert!(
                 sass.contains("RED.E.ADD.F32") || sass.contains("REDG.E.ADD.F32"),
@@ -291,13 +284,6 @@ fn gemm_family_operand_majors_f16_and_batches() {
     // operand is MN-major in shared memory, 8 HGMMA (the peeled k tile and the loop, 4 k16
     // steps each), 0 spills; on sm_90 ldmatrix with .trans exactly for the MN-major operands
     // (16 per operand and k tile), 0 spills.
-    let nvdisasm = |cubin: &Path| {
-        let out = Command::new(nv_tool("nvdisasm", "NVDISASM"))
-            .arg(cubin)
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).to_string()
-    };
     for (file, trans, wgmma, hgmma) in [
         (
             "gemm_nt_bf16.tile",
@@ -333,7 +319,11 @@ fn gemm_family_operand_majors_f16_and_batches() {
             "{what}: transpose immediates {imm}"
         );
         assert_clean(&log, &what);
-        assert_eq!(nvdisasm(&cubin).matches(hgmma).count(), 8, "{what}: HGMMA");
+        assert_eq!(
+            disassemble(&cubin).matches(hgmma).count(),
+            8,
+            "{what}: HGMMA"
+        );
         if file == "batched_gemm.tile" {
             assert_eq!(ptx.matches("cp.async.bulk.tensor.3d").count(), 5, "{what}");
         }
@@ -607,11 +597,7 @@ fn gemm_sm90a_tma_epilogue() {
             "{what}: no register-direct store left"
         );
         assert_clean(&log, &what);
-        let sass = Command::new(nv_tool("nvdisasm", "NVDISASM"))
-            .arg(&cubin)
-            .output()
-            .unwrap();
-        let sass = String::from_utf8_lossy(&sass.stdout);
+        let sass = disassemble(&cubin);
         assert_eq!(sass.matches("UTMASTG").count(), 4, "{what}: UTMASTG count");
         assert_eq!(
             sass.matches("STSM.16.M88.4").count(),

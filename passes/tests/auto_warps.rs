@@ -1,19 +1,10 @@
 //! `tile-assign-layouts`' choice of warps (`num-warps=0`): 4 to 8 from the largest tile's
 //! elements, and more only where a tile would not fit a thread's registers at 8.
 
-use tilec_dialect::{parse, verify, Module};
+mod common;
+use common::example;
+use tilec_dialect::Module;
 use tilec_passes::assign_layouts::auto_warps;
-
-/// Example `name` with its 4096-column tiles made `cols` wide.
-fn example(name: &str, cols: u64) -> Module {
-    let path = format!("{}/../examples/{name}.tile", env!("CARGO_MANIFEST_DIR"));
-    let src = std::fs::read_to_string(&path)
-        .unwrap()
-        .replace("4096", &cols.to_string());
-    let m = parse(&src, &path).unwrap();
-    verify(&m).unwrap();
-    m
-}
 
 fn warps(m: &Module) -> u64 {
     auto_warps(m, &m.ops[0])

@@ -3,22 +3,11 @@
 //! included, where the loads read zeros past the row and the stores drop those columns).
 
 mod common;
-use common::Rng;
+use common::{example, Rng};
 use tilec_dialect::interp::{run, ArgValue, Tensor};
 use tilec_dialect::{parse, print_module, verify, Module, OpKind, ScalarType};
 use tilec_passes::pass::{Pass, PassContext};
 use tilec_passes::strip_mine_stores::StripMineStores;
-
-/// Example `name` with its 4096-column tiles made `cols` wide.
-fn example(name: &str, cols: u64) -> Module {
-    let path = format!("{}/../examples/{name}.tile", env!("CARGO_MANIFEST_DIR"));
-    let src = std::fs::read_to_string(&path)
-        .unwrap()
-        .replace("4096", &cols.to_string());
-    let m = parse(&src, &path).unwrap();
-    verify(&m).unwrap();
-    m
-}
 
 /// `m` after the pass; its statistics (stores split, strips).
 fn strip(m: &Module, num_warps: u64, strips: u64) -> (Module, u64, u64) {

@@ -1,7 +1,21 @@
 //! What the interpreter-based pass tests share.
 
+// Each test crate that includes this module uses part of it.
+#![allow(dead_code)]
+
 use tilec_dialect::interp::Tensor;
-use tilec_dialect::ScalarType;
+use tilec_dialect::{parse, verify, Module, ScalarType};
+
+/// Example `name` (examples/NAME.tile, verified) with its 4096-column tiles made `cols` wide.
+pub fn example(name: &str, cols: u64) -> Module {
+    let path = format!("{}/../examples/{name}.tile", env!("CARGO_MANIFEST_DIR"));
+    let src = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("4096", &cols.to_string());
+    let m = parse(&src, &path).unwrap();
+    verify(&m).unwrap();
+    m
+}
 
 /// A xorshift generator of test data (deterministic per seed).
 pub struct Rng(pub u64);
