@@ -9,9 +9,10 @@
 //! - **vector** (a ragged tile otherwise fit for the fast path, the last dimension's size a
 //!   multiple of the vector, so that each vector is wholly inside or outside the tensor;
 //!   loads only): one branch per vector around its access, on its first element's bounds;
-//! - **slow** (ragged edges, odd strides, padded shapes): one branch per element around a
-//!   scalar access, so an element outside the tensor is never touched (loads give zero;
-//!   stores are dropped).
+//! - **slow** (ragged edges, odd strides, padded shapes): one scalar access per element,
+//!   predicated on its bounds (`@p ld.global` / `@p st.global` inline asm; inside loops,
+//!   where the asm cost registers, loads take a branch each instead), so an element outside
+//!   the tensor is never touched (loads give the padding; stores are dropped).
 //!
 //! A masked store's fast path stores a vector whole where all its mask bits are set, and
 //! element by element where some are clear; its slow path stores each element where it is
@@ -619,8 +620,9 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 continue;
             }
             let (base, index, inb) = self.slow_element(split.as_ref(), &t, &offs, &tile, r);
-            // Predicated (no branch): an atomic add on its owner, a masked store on its bit.
-            if owner.is_some() || mask.is_some() {
+            // Predicated (no branch): an atomic add on its owner, a masked store on its bit,
+            // and outside loops any store (a branch and a block per element slow LLVM).
+            if owner.is_some() || mask.is_some() || !self.in_loop() {
                 let mut ok = inb;
                 if let Some((_, thread_owns)) = owner {
                     ok = self.w.and(ok, thread_owns);
