@@ -921,6 +921,14 @@ impl Options {
         if self.simplify && tilec_passes::lookup("tile-simplify").is_some() {
             p.push_str("tile-simplify,");
         }
+        // A wide store's elementwise chain in column strips where its loads and kept tiles
+        // would crowd the registers (a normalisation's output at 32,768 columns); before
+        // `persistent`, which may wrap a kernel without a dot in its tile loop (the pass
+        // leaves kernels with GPU-level ops alone).
+        p.push_str(&format!(
+            "tile-strip-mine-stores{{num-warps={}}},",
+            self.num_warps
+        ));
         let dots = self.persistent_kernels == PersistentKernels::Dots;
         match self.schedule {
             Schedule::Off => {}
@@ -959,11 +967,9 @@ impl Options {
         // (`tile-hoist-loads` is not in the default pipeline: on the H200 it left RMSNorm
         // as fast and made LayerNorm 22% slower, from the registers the early loads hold;
         // docs/performance.md.)
-        // A wide store's elementwise chain in column strips where its loads and kept tiles
-        // would crowd the registers (a normalisation's output at 32,768 columns).
         p.push_str(&format!(
-            ",tile-strip-mine-stores{{num-warps={}}},tile-assign-layouts{{target={} num-warps={}}}",
-            self.num_warps, self.target, self.num_warps
+            ",tile-assign-layouts{{target={} num-warps={}}}",
+            self.target, self.num_warps
         ));
         // Dots of laid-out kernels as wgmma where the target has it (a no-op elsewhere),
         // then the layout conversions and transposes that only fed them go; the waits come
