@@ -675,10 +675,11 @@ fn front_end(
             return Err(Error::Options(OptionsError::new(
                 option,
                 format!(
-                    "kernel '@{}' is already lowered (its 'target' is set), and the passes \
-                     this option configures do not run on it again: leave the option out, or \
-                     compile the source kernel with it",
-                    k.symbol.as_deref().unwrap_or("?")
+                    "kernel '@{}' ({}) is already lowered (its 'target' is set), and the \
+                     passes this option configures do not run on it again: leave the option \
+                     out, or compile the source kernel with it",
+                    k.symbol.as_deref().unwrap_or("?"),
+                    k.loc
                 ),
             )));
         }
