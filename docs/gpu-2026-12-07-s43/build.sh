@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Session 43's device builds, into gpu-out/s43 (carried), gpu-out/plain and gpu-out/diff.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+o=gpu-out/s43
+tc=target/release/tile-compile
+rm -rf $o
+mkdir -p $o/clusters
+for cl in 1 2 1x2 2x2; do
+    extra="--cluster $cl"
+    [ $cl = 1 ] && extra=""
+    $tc examples/gemm_bf16.tile --target sm_90a --schedule static $extra --emit cubin \
+        -o $o/clusters/c$cl >/dev/null
+done
+cp tools/gpu/bench.py tools/gpu/run.py tools/gpu/tile_errors.py $o/clusters/
+tools/gpu/build_plain.sh gpu-out/plain
+rm -rf gpu-out/diff
+TILEC_DIFFTEST_OUT=$PWD/gpu-out/diff cargo test --release --test differential >/dev/null
+tools/gpu/build_tiles.sh $o/tiles
+tools/gpu/build_tiles.sh $o/tiles-nt examples/gemm_nt_bf16.tile
+tools/gpu/build_grouped.sh $o/grouped
+mkdir -p $o/att/A
+tmp=$(mktemp -d)
+for e in attention_fwd attention_fwd_causal; do
+    for d in 64 128 256; do
+        n=${e}_q128_k128_d$d
+        python3 tools/gpu/attention_blocks.py examples/$e.tile 128 128 $d > $tmp/$n.tile
+        common="--target sm_90a --emit cubin --ptxas --ftz --fp-fusion --warp-specialize true --defer-mma true"
+        $tc $tmp/$n.tile $common -o $o/att/A > $o/att/A/$n.ptxas 2>&1 || echo "A $n failed"
+    done
+done
+rm -rf $tmp
+cp tools/gpu/attention.py tools/gpu/run.py $o/att/
+du -sh $o $o/* gpu-out/plain gpu-out/diff
