@@ -385,6 +385,8 @@ def main():
     ap.add_argument("--no-inductor", action="store_true", help="skip torch.compile")
     ap.add_argument("--tag", default="", help="a label for this run's rows (a variant name)")
     ap.add_argument("--only", help="these kernels only (comma-separated names)")
+    ap.add_argument("--dir-tags", action="store_true",
+                    help="label each directory's rows with its name (its parent's for sm_*)")
     a = ap.parse_args()
     override = None
     if a.shapes:
@@ -400,6 +402,11 @@ def main():
                 continue
             k = Kernel(os.path.join(d, f))
             tag = "%s/%s%s" % (m["target"], m["kernel"], a.tag)
+            if a.dir_tags:
+                base = os.path.basename(os.path.normpath(d))
+                if base.startswith("sm_"):
+                    base = os.path.basename(os.path.dirname(os.path.normpath(d)))
+                tag += "/" + base
             for i, (shape, pad) in enumerate([] if a.no_check else spec["cases"]):
                 try:
                     ok, err, w, u, grid = run_check(k, spec, shape, pad, a.seed + i)
