@@ -13,6 +13,25 @@ for cl in 1 2 1x2 2x2; do
         -o $o/clusters/c$cl >/dev/null
 done
 cp tools/gpu/bench.py tools/gpu/run.py tools/gpu/tile_errors.py $o/clusters/
+# gemm.tile at the heuristic's 128x256 (4 stages, static, TMA store), cluster 1, 2, 1x2.
+for cl in 1 2 1x2; do
+    extra="--cluster $cl"
+    [ $cl = 1 ] && extra=""
+    $tc examples/gemm.tile --target sm_90a -D BM=128 -D BN=256 --stages 4 --schedule static \
+        --epilogue-store tma $extra --emit cubin -o $o/ctile/t$cl >/dev/null
+done
+# fp8: build_fp8.sh's variants, and the promoted 128x128 and the 128x256 example in clusters.
+tools/gpu/build_fp8.sh $o/fp8 >/dev/null
+to128='s/{value = 256}/{value = 128}/; s/ceildiv(%N, 256)/ceildiv(%N, 128)/; s/128x256/128x128/g; s/256x128xe4m3/128x128xe4m3/'
+sed -e "$to128" examples/gemm_fp8_e4m3.tile >/tmp/n128.tile
+for cl in 2 1x2; do
+    $tc /tmp/n128.tile --target sm_90a --promote on --schedule static --cluster $cl \
+        -o $o/fp8/promote-bf16-sm90a-c$cl >/dev/null
+    $tc examples/gemm_fp8_e4m3.tile --target sm_90a --schedule static --cluster $cl \
+        -o $o/fp8/e4m3-bf16-sm90a-c$cl >/dev/null
+done
+cp tools/gpu/fp8.py tools/gpu/run.py $o/fp8/
+bash docs/gpu-2026-12-07-s43/variants.sh >/dev/null
 tools/gpu/build_plain.sh gpu-out/plain
 rm -rf gpu-out/diff
 TILEC_DIFFTEST_OUT=$PWD/gpu-out/diff cargo test --release --test differential >/dev/null
