@@ -11,7 +11,7 @@ out=/tmp/s43res
 mkdir -p "$out" "$res"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.limit,temperature.gpu --format=csv,noheader
 (while true; do
-    nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv,noheader >>"$out/smi-$first.log"
+    nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv,noheader >>"$out/smi-${first//,/-}.log"
     sleep 2
 done) &
 smi=$!
@@ -36,8 +36,13 @@ steps=(
   "330|regret_nt|python3 tools/gpu/bench.py --no-triton --repeat 3 $nt --cublas-layouts nt --json $out/tiles-nt.json 2>&1 | tail -30"
 )
 n=${#steps[@]}
-i=$first
-while [ "$i" -le "$n" ]; do
+# FIRST is a step number (run from it on) or a comma-separated list of steps.
+if [[ $first == *,* ]]; then
+    IFS=, read -ra order <<<"$first"
+else
+    order=($(seq "$first" "$n"))
+fi
+for i in "${order[@]}"; do
     IFS='|' read -r max name cmd <<<"${steps[$((i - 1))]}"
     left=$((deadline - SECONDS))
     if [ "$left" -lt 60 ]; then break; fi
@@ -45,8 +50,7 @@ while [ "$i" -le "$n" ]; do
     echo "=== step $i $name ($(date -u +%H:%M:%S), limit ${max}s)"
     timeout "$max" bash -c "$cmd" 2>&1 | tee "$out/step$i-$name.txt"
     echo "=== step $i done after ${SECONDS}s"
-    i=$((i + 1))
 done
 kill $smi
-echo "NEXT $i"
-tar czf "$res/res-$first.tgz" -C /tmp s43res
+echo "LAST $i"
+tar czf "$res/res-${first//,/-}.tgz" -C /tmp s43res
