@@ -29,21 +29,37 @@
 //! call does: each strip reads only the columns it then writes). A read tensor that
 //! overlaps a written one at other offsets would see an earlier strip's stores.
 //!
-//! A store is split when the chain reads at least one tile from memory and its estimated
-//! registers per thread (loaded tiles and sliced tiles, at their element sizes, over the
-//! CTA's threads) exceed half the thread's budget (65,536 / threads, at most 255). `K` is
-//! the smallest power of two, at least 2, that brings the loaded tiles' share to an eighth of
-//! the budget, as long as each strip keeps at least 8 elements per thread and is a power of
-//! two wide (`N / K`; a slice of a kept tile then stays in registers, where any other width
-//! would go through shared memory). Kernels with a `tile.dot` (their epilogues are
-//! `tile-to-gpu`'s), kernels that are already laid out (a `target`), and kernels with flag
-//! ops are left alone.
+//! A store is split when the chain reads at least one tile from memory and either
+//! - its estimated registers per thread (loaded tiles and sliced tiles, at their element
+//!   sizes, over the CTA's threads) exceed half the thread's budget (65,536 / threads, at most
+//!   255): then `K` is the smallest power of two, at least 2, that brings the loaded tiles'
+//!   share to an eighth of the budget; or
+//! - it slices a kept tile and its loaded tiles take at least [`HALVE_LOADED_REGISTERS`]
+//!   registers a thread: then `K` = 2. Memory-bound kernels hold more CTAs an SM with fewer
+//!   registers, and so more rows' loads in flight (more strips than 2 cost the loads of each
+//!   strip their overlap with the previous strip's work). A chain that keeps nothing (a
+//!   copy, an elementwise kernel) is the kernel's whole stream: splitting it would only hold
+//!   the second half's loads behind the first half's stores.
+//!
+//! Each strip keeps at least 8 elements per thread and is a power of two wide (`N / K`; a
+//! slice of a kept tile then stays in registers, where any other width would go through
+//! shared memory); a store that allows no such `K` is left whole. Kernels with a `tile.dot`
+//! (their epilogues are `tile-to-gpu`'s), kernels that are already laid out (a `target`),
+//! and kernels with flag ops are left alone.
 //!
 //! Options: `num-warps` (0: as `tile-assign-layouts` chooses, [`auto_warps`]), `strips`
 //! (0: choose as above; otherwise split every eligible store into that many strips, for
 //! tests). Statistics: `stores-strip-mined`, `strips`.
 
 use crate::assign_layouts::{auto_warps, MAX_REGISTERS_PER_THREAD};
+
+/// A chain that slices a kept tile and whose loaded tiles take at least this many registers
+/// a thread is split in two even when it fits the budget. Halving the loaded tiles' live range lowers the kernel's
+/// registers, so that an SM holds more CTAs and keeps more rows' loads in flight (measured
+/// on an H100, `docs/performance.md`, session 43: LayerNorm 32768×4096 at 4 warps 117 → 80
+/// registers, 2707 → 2931 GB/s; 16384×8192 at 8 warps 2502 → 2920; RMSNorm 16384×8192
+/// 2775 → 2951; 4 strips were 1–2 % slower than 2).
+pub const HALVE_LOADED_REGISTERS: u64 = 16;
 use crate::pass::{OptionInfo, OptionKind, Pass, PassContext, PassInfo, PassOptions};
 use std::collections::{HashMap, HashSet};
 use tilec_dialect::{
@@ -339,11 +355,12 @@ impl Kernel<'_> {
             self.forced
         } else {
             let budget = (65_536 / self.threads).min(MAX_REGISTERS_PER_THREAD);
-            if 2 * (loaded + kept) <= budget {
+            let spills = 2 * (loaded + kept) > budget;
+            if !spills && (kept == 0 || loaded < HALVE_LOADED_REGISTERS) {
                 return None;
             }
             let mut k = 2;
-            while 8 * loaded.div_ceil(k) > budget && fits(2 * k) {
+            while spills && 8 * loaded.div_ceil(k) > budget && fits(2 * k) {
                 k *= 2;
             }
             if !fits(k) {
