@@ -20,6 +20,11 @@ for cl in 1 2 1x2; do
     $tc examples/gemm.tile --target sm_90a -D BM=128 -D BN=256 --stages 4 --schedule static \
         --epilogue-store tma $extra --emit cubin -o $o/ctile/t$cl >/dev/null
 done
+# The example's 128x256 with the TMA-store epilogue in clusters 2 and 1x2.
+for cl in 2 1x2; do
+    $tc examples/gemm_bf16.tile --target sm_90a --schedule static --cluster $cl \
+        --epilogue-store tma --emit cubin -o $o/ctile/bt$cl >/dev/null
+done
 # fp8: build_fp8.sh's variants, and the promoted 128x128 and the 128x256 example in clusters.
 tools/gpu/build_fp8.sh $o/fp8 >/dev/null
 to128='s/{value = 256}/{value = 128}/; s/ceildiv(%N, 256)/ceildiv(%N, 128)/; s/128x256/128x128/g; s/256x128xe4m3/128x128xe4m3/'

@@ -4,8 +4,9 @@
 #
 #   OUT/sm_90/, OUT/sm_90a/   every dot-free example, PTX + manifest, for both targets;
 #   OUT/wN/sm_90a/            softmax, RMSNorm and LayerNorm with the row tile widened from
-#                             4096 to N (1024, 8192 with 8 warps, 32768 with 16 and 32
-#                             warps), timed with `kernels.py --shapes ... --tag /wN`;
+#                             4096 to N (1024, 8192 and 32768), warps as tile-compile
+#                             chooses them, timed with `kernels.py --shapes ... --tag /wN`;
+#   OUT/wN-W/sm_90a/          the same with W warps (8192 with 8; 32768 with 16 and 32);
 #   OUT/w8192-8-sK/sm_90a/    RMSNorm and LayerNorm at 8192 columns and 8 warps with
 #                             tile-strip-mine-stores forced to K = 2, 4 strips (LayerNorm:
 #                             116 registers a thread unstripped, 2 CTAs an SM; 84 and 72
@@ -27,7 +28,7 @@ for t in sm_90 sm_90a; do
 done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for v in 1024:0 8192:8 32768:16 32768:32; do
+for v in 1024:0 8192:0 8192:8 32768:0 32768:16 32768:32; do
     width=${v%:*}
     warps=${v#*:}
     dir="$out/w$width"
