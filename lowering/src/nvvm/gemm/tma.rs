@@ -6,7 +6,7 @@
 
 use super::epilogue::EvalMemo;
 use super::{err, Gemm, Lv, R};
-use crate::nvvm::writer::V;
+use crate::nvvm::writer::{ICmp, V};
 use melior::ir::attribute::DenseI32ArrayAttribute;
 use std::collections::HashMap;
 use tilec_dialect::{Operation, ScalarType, Value as TileValue};
@@ -276,7 +276,8 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
     /// slot (at slot + w·64·128 bytes) to the tensor at (..., row + 64 w, col) with
     /// `cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group` (N the tensor's rank, 2 to 5:
     /// a 64x64 box of the tensor map, 1 in the leading dimensions; 128-byte swizzle); TMA
-    /// clips what lies outside the tensor.
+    /// clips what lies outside the tensor, and a box wholly before the tensor's start (row
+    /// or column at or below minus the box's extent) is not issued.
     pub(super) fn lower_tma_store(&mut self, op: &Operation) -> R<()> {
         self.staging_is_swizzled(op)?;
         let Some(Lv::TensorMap(tm)) = self.vals.get(&op.operands[0]).cloned() else {
@@ -318,7 +319,17 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         let r = self.bin("add", row32, ro);
         let p = self.elected();
         let z = self.i32(0);
-        let go = self.w.icmp(crate::nvvm::writer::ICmp::Ne, p, z);
+        let go = self.w.icmp(ICmp::Ne, p, z);
+        // A box wholly before the tensor's start (a coordinate at or below minus its extent)
+        // writes nothing, so it is not issued: the persistent schedule parks the tile of a
+        // cluster's CTA past the grid at coordinate -2^30, and such a store faulted on an
+        // H100 (illegal instruction).
+        let lo_r = self.i32(-rows);
+        let lo_c = self.i32(-(shape[1] as i64));
+        let in_r = self.w.icmp(ICmp::Sgt, r, lo_r);
+        let in_c = self.w.icmp(ICmp::Sgt, col32, lo_c);
+        let go = self.bin("and", go, in_r);
+        let go = self.bin("and", go, in_c);
         let src = self.w.cast("llvm.inttoptr", src.v, self.w.ptr_ty(3));
         let segments = DenseI32ArrayAttribute::new(self.w.ctx, &[1, 1, rank as i32, 0, 1]).into();
         let mode = self.w.attr("#nvvm.tma_store_mode<tile>");
