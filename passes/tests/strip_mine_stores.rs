@@ -106,7 +106,12 @@ fn more_warps_fewer_strips_and_small_rows_unchanged() {
     // 4,096 columns at the chosen 4 warps: far below the budget, but the norms' weights take
     // 16 registers a thread or more, so their stores are halved; softmax loads nothing for its
     // store, and halves of vadd's 1,024-element tiles would hold 4 elements a thread.
-    for (name, want) in [("layernorm", 2), ("rmsnorm", 2), ("softmax", 0), ("vadd", 0)] {
+    for (name, want) in [
+        ("layernorm", 2),
+        ("rmsnorm", 2),
+        ("softmax", 0),
+        ("vadd", 0),
+    ] {
         let m = example(name, 4096);
         let (s, stores, n) = strip(&m, 0, 0);
         assert_eq!((stores, n), (u64::from(want > 0), want), "{name}");
