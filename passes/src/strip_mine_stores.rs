@@ -52,19 +52,19 @@
 //! tests). Statistics: `stores-strip-mined`, `strips`.
 
 use crate::assign_layouts::{auto_warps, MAX_REGISTERS_PER_THREAD};
-
-/// A chain that slices a kept tile and whose loaded tiles take at least this many registers
-/// a thread is split in two even when it fits the budget. Halving the loaded tiles' live range lowers the kernel's
-/// registers, so that an SM holds more CTAs and keeps more rows' loads in flight (measured
-/// on an H100, `docs/performance.md`, session 43: LayerNorm 32768×4096 at 4 warps 117 → 80
-/// registers, 2707 → 2931 GB/s; 16384×8192 at 8 warps 2502 → 2920; RMSNorm 16384×8192
-/// 2775 → 2951; 4 strips were 1–2 % slower than 2).
-pub const HALVE_LOADED_REGISTERS: u64 = 16;
 use crate::pass::{OptionInfo, OptionKind, Pass, PassContext, PassInfo, PassOptions};
 use std::collections::{HashMap, HashSet};
 use tilec_dialect::{
     Attribute, Block, Diagnostics, Module, OpClass, OpKind, Operation, Type, Value,
 };
+
+/// A chain that slices a kept tile and whose loaded tiles take at least this many registers
+/// a thread is split in two even when it fits the budget. Halving the loaded tiles' live
+/// range lowers the kernel's registers, so that an SM holds more CTAs and keeps more rows'
+/// loads in flight (measured on an H100, `docs/performance.md`, session 43: LayerNorm
+/// 32768×4096 at 4 warps 117 → 80 registers, 2707 → 2931 GB/s; 16384×8192 at 8 warps
+/// 2502 → 2920; RMSNorm 16384×8192 2775 → 2951; 4 strips were 1–2 % slower than 2).
+pub const HALVE_LOADED_REGISTERS: u64 = 16;
 
 /// The registry entry.
 pub static INFO: PassInfo = PassInfo {
