@@ -684,6 +684,7 @@ fn front_end(
             )));
         }
     }
+    check_dot_options(&module, opts)?;
     for (on, flag) in [(opts.ftz, "ftz"), (opts.fp_fusion, "fp_fusion")] {
         if on {
             for k in &mut module.ops {
@@ -737,8 +738,67 @@ fn front_end(
             ])));
         }
     }
+    // Warps per CTA are tile-assign-layouts' choice, for kernels with a plain launch; the
+    // GEMM pipeline (tile-to-gpu) sets its own warpgroups.
+    if opts.num_warps != 0 {
+        if let Some(k) = module.kernels().next() {
+            if module.kernels().all(|k| k.attr("num_warps").is_none()) {
+                return Err(Error::Options(OptionsError::new(
+                    "num_warps",
+                    format!(
+                        "no kernel of the module has a plain launch (kernel '@{}' at {} is a \
+                         GEMM pipeline, whose warpgroups tile-to-gpu sets): leave the option \
+                         out",
+                        k.symbol.as_deref().unwrap_or("?"),
+                        k.loc
+                    ),
+                )));
+            }
+        }
+    }
     let remarks = Diagnostics(report.diagnostics);
     Ok((VerifiedModule::new(module)?, file, timings, remarks))
+}
+
+/// The options that configure only the passes of kernels with a `tile.dot` (the GEMM
+/// pipeline's ring, epilogue and promotion; wgmma operands; software pipelining and warp
+/// specialisation of laid-out dots), as [`Options::set`] names them.
+const DOT_OPTIONS: [&str; 10] = [
+    "stages",
+    "load_stages",
+    "mma_lookahead",
+    "warp_specialize",
+    "pingpong",
+    "pingpong_body",
+    "defer_mma",
+    "epilogue",
+    "promote",
+    "invariant_a",
+];
+
+/// [`Error::Options`] when `opts` changes one of [`DOT_OPTIONS`] from its default and no
+/// kernel of `module` has a `tile.dot`: the option would be silently ignored.
+fn check_dot_options(module: &tilec_dialect::Module, opts: &Options) -> Result<(), Error> {
+    let changed = opts.pass_options_changed();
+    let Some(&option) = changed.iter().find(|o| DOT_OPTIONS.contains(o)) else {
+        return Ok(());
+    };
+    let mut dots = false;
+    for k in module.kernels() {
+        k.walk(&mut |o| dots |= o.kind == tilec_dialect::OpKind::Dot);
+    }
+    match module.kernels().next() {
+        Some(k) if !dots => Err(Error::Options(OptionsError::new(
+            option,
+            format!(
+                "no kernel of the module has a 'tile.dot' (kernel '@{}' at {}), and this \
+                 option configures only the passes of kernels with one: leave it out",
+                k.symbol.as_deref().unwrap_or("?"),
+                k.loc
+            ),
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Whether `ptx` defines the kernel entry `name` (`.entry name(`).

@@ -33,7 +33,7 @@
 //! - its estimated registers per thread (loaded tiles and sliced tiles, at their element
 //!   sizes, over the CTA's threads) exceed half the thread's budget (65,536 / threads, at most
 //!   255): then `K` is the smallest power of two, at least 2, that brings the loaded tiles'
-//!   share to an eighth of the budget; or
+//!   share to an eighth of the budget, at most [`MAX_STRIPS`]; or
 //! - it slices a kept tile and its loaded tiles take at least [`HALVE_LOADED_REGISTERS`]
 //!   registers a thread: then `K` = 2. Memory-bound kernels hold more CTAs an SM with fewer
 //!   registers, and so more rows' loads in flight (more strips than 2 cost the loads of each
@@ -65,6 +65,11 @@ use tilec_dialect::{
 /// 32768×4096 at 4 warps 117 → 80 registers, 2707 → 2931 GB/s; 16384×8192 at 8 warps
 /// 2502 → 2920; RMSNorm 16384×8192 2775 → 2951; 4 strips were 1–2 % slower than 2).
 pub const HALVE_LOADED_REGISTERS: u64 = 16;
+
+/// The most strips the pass chooses for one store. A tile that would need more is far past
+/// any register budget, and `tile-assign-layouts` refuses it with a located error; more
+/// strips would only make the module large first (each strip repeats the chain).
+pub const MAX_STRIPS: u64 = 64;
 
 /// The registry entry.
 pub static INFO: PassInfo = PassInfo {
@@ -360,7 +365,7 @@ impl Kernel<'_> {
                 return None;
             }
             let mut k = 2;
-            while spills && 8 * loaded.div_ceil(k) > budget && fits(2 * k) {
+            while spills && 8 * loaded.div_ceil(k) > budget && k < MAX_STRIPS && fits(2 * k) {
                 k *= 2;
             }
             if !fits(k) {

@@ -223,3 +223,30 @@ fn an_iota_mask_is_rebuilt_per_strip_and_odd_widths_are_left_alone() {
         assert_eq!(print_module(&s), print_module(&m));
     }
 }
+
+#[test]
+fn a_tile_past_every_budget_gets_at_most_max_strips() {
+    // 16 × 1,048,576 f32 at 32 warps: no strip count would fit it; the pass stops at
+    // MAX_STRIPS (tile-assign-layouts then refuses the tile) instead of writing 2^16 strips.
+    let src = "tile.kernel @big(%X: tensor<?x?xf32>, %W: tensor<?x?xf32>, %Y: tensor<?x?xf32>) \
+               {grid = [1]} {
+  %c0 = tile.constant {value = 0} : index
+  %x = tile.load %X, %c0, %c0 : tile<16x1048576xf32>
+  %s = tile.reduce %x {dim = 1, kind = \"add\"} : tile<16x1xf32>
+  %sb = tile.broadcast %s : tile<16x1048576xf32>
+  %w = tile.load %W, %c0, %c0 : tile<16x1048576xf32>
+  %d = tile.sub %x, %sb : tile<16x1048576xf32>
+  %y = tile.add %d, %w : tile<16x1048576xf32>
+  tile.store %Y, %c0, %c0, %y
+  tile.return
+}
+";
+    let m = parse(src, "big.tile").unwrap();
+    verify(&m).unwrap();
+    let (s, stores, n) = strip(&m, 32, 0);
+    assert_eq!(
+        (stores, n),
+        (1, tilec_passes::strip_mine_stores::MAX_STRIPS)
+    );
+    assert_eq!(count(&s, OpKind::Store), 64);
+}
