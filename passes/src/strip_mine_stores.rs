@@ -41,7 +41,8 @@
 //!   copy, an elementwise kernel) is the kernel's whole stream: splitting it would only hold
 //!   the second half's loads behind the first half's stores.
 //!
-//! Each strip keeps at least 8 elements per thread and is a power of two wide (`N / K`; a
+//! A store whose chain runs more than [`MAX_CHAIN_DEPTH`] ops back is left whole. Each strip
+//! keeps at least 8 elements per thread and is a power of two wide (`N / K`; a
 //! slice of a kept tile then stays in registers, where any other width would go through
 //! shared memory); a store that allows no such `K` is left whole. Kernels with a `tile.dot`
 //! (their epilogues are `tile-to-gpu`'s), kernels that are already laid out (a `target`),
@@ -70,6 +71,10 @@ pub const HALVE_LOADED_REGISTERS: u64 = 16;
 /// any register budget, and `tile-assign-layouts` refuses it with a located error; more
 /// strips would only make the module large first (each strip repeats the chain).
 pub const MAX_STRIPS: u64 = 64;
+
+/// The longest chain of ops, from the store back, that the pass follows: a store fed by a
+/// longer chain is left whole (the walk is recursive, and the stack bounds it).
+pub const MAX_CHAIN_DEPTH: usize = 512;
 
 /// The registry entry.
 pub static INFO: PassInfo = PassInfo {
@@ -275,6 +280,7 @@ impl Kernel<'_> {
                 demoted: &demoted,
                 written: self.written,
                 n,
+                depth: Default::default(),
             };
             for &v in &roots {
                 chain.classify(v, &mut roles)?;
@@ -446,12 +452,26 @@ struct Chain<'a> {
     demoted: &'a HashSet<Value>,
     written: &'a HashSet<Value>,
     n: u64,
+    /// How deep the walk from the store is now.
+    depth: std::cell::Cell<usize>,
 }
 
 impl Chain<'_> {
     /// Gives `v` (a value with `n` columns, or a scalar) and its chain operands their roles;
-    /// `None` if `v` cannot be rebuilt per strip.
+    /// `None` if `v` cannot be rebuilt per strip, or lies more than [`MAX_CHAIN_DEPTH`] ops
+    /// from the store.
     fn classify(&self, v: Value, roles: &mut HashMap<Value, Role>) -> Option<()> {
+        if self.depth.get() >= MAX_CHAIN_DEPTH {
+            return None;
+        }
+        self.depth.set(self.depth.get() + 1);
+        let r = self.classify_at(v, roles);
+        self.depth.set(self.depth.get() - 1);
+        r
+    }
+
+    /// [`Chain::classify`] one level down.
+    fn classify_at(&self, v: Value, roles: &mut HashMap<Value, Role>) -> Option<()> {
         let (m, b, n) = (self.m, self.b, self.n);
         if roles.contains_key(&v) {
             return Some(());

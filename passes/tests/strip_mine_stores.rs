@@ -250,3 +250,29 @@ fn a_tile_past_every_budget_gets_at_most_max_strips() {
     );
     assert_eq!(count(&s, OpKind::Store), 64);
 }
+
+#[test]
+fn a_chain_deeper_than_the_walk_is_left_whole() {
+    // 4,000 chained adds over a loaded weight (a kept row sliced at the end): the walk stops
+    // at MAX_CHAIN_DEPTH instead of overflowing the stack, and the store stays whole.
+    let mut src = String::from(
+        "tile.kernel @deep(%X: tensor<?x?xf32>, %W: tensor<?x?xf32>, %Y: tensor<?x?xf32>) \
+         {grid = [1]} {\n  %c0 = tile.constant {value = 0} : index\n  \
+         %x = tile.load %X, %c0, %c0 : tile<1x4096xf32>\n  \
+         %s = tile.reduce %x {dim = 1, kind = \"add\"} : tile<1x1xf32>\n  \
+         %sb = tile.broadcast %s : tile<1x4096xf32>\n  \
+         %v0 = tile.load %W, %c0, %c0 : tile<1x4096xf32>\n",
+    );
+    for i in 1..=4000 {
+        src.push_str(&format!(
+            "  %v{i} = tile.add %v{}, %sb : tile<1x4096xf32>\n",
+            i - 1
+        ));
+    }
+    src.push_str("  tile.store %Y, %c0, %c0, %v4000\n  tile.return\n}\n");
+    let m = parse(&src, "deep.tile").unwrap();
+    verify(&m).unwrap();
+    let (s, stores, _) = strip(&m, 1, 0);
+    assert_eq!(stores, 0);
+    assert_eq!(print_module(&s), print_module(&m));
+}
