@@ -143,7 +143,11 @@ pub enum Error {
     /// The pipeline text did not build.
     #[error("pipeline: {0}")]
     Pipeline(String),
-    /// The options do not go together ([`Options::validate`]).
+    /// The options do not go together ([`Options::validate`]), or one configures passes that
+    /// no kernel of the input runs and would be ignored: a pass option for a kernel already
+    /// lowered, an option of the dot pipelines for a module without a `tile.dot`,
+    /// `num_warps` for a module whose kernels are all GEMM pipelines. The message names the
+    /// kernel and its file:line:col.
     #[error("{0}")]
     Options(#[from] OptionsError),
     /// `ptxas` did not assemble the PTX ([`Emit::Cubin`]).
@@ -738,24 +742,7 @@ fn front_end(
             ])));
         }
     }
-    // Warps per CTA are tile-assign-layouts' choice, for kernels with a plain launch; the
-    // GEMM pipeline (tile-to-gpu) sets its own warpgroups.
-    if opts.num_warps != 0 {
-        if let Some(k) = module.kernels().next() {
-            if module.kernels().all(|k| k.attr("num_warps").is_none()) {
-                return Err(Error::Options(OptionsError::new(
-                    "num_warps",
-                    format!(
-                        "no kernel of the module has a plain launch (kernel '@{}' at {} is a \
-                         GEMM pipeline, whose warpgroups tile-to-gpu sets): leave the option \
-                         out",
-                        k.symbol.as_deref().unwrap_or("?"),
-                        k.loc
-                    ),
-                )));
-            }
-        }
-    }
+    check_num_warps(&module, opts)?;
     let remarks = Diagnostics(report.diagnostics);
     Ok((VerifiedModule::new(module)?, file, timings, remarks))
 }
@@ -797,6 +784,28 @@ fn check_dot_options(module: &tilec_dialect::Module, opts: &Options) -> Result<(
                 k.loc
             ),
         ))),
+        _ => Ok(()),
+    }
+}
+
+/// [`Error::Options`] when `opts` sets `num_warps` and no kernel of `module` (after the
+/// passes) has a plain launch: warps per CTA are `tile-assign-layouts`' choice, and the
+/// GEMM pipeline (`tile-to-gpu`) sets its own warpgroups.
+fn check_num_warps(module: &tilec_dialect::Module, opts: &Options) -> Result<(), Error> {
+    match module.kernels().next() {
+        Some(k)
+            if opts.num_warps != 0 && module.kernels().all(|k| k.attr("num_warps").is_none()) =>
+        {
+            Err(Error::Options(OptionsError::new(
+                "num_warps",
+                format!(
+                    "no kernel of the module has a plain launch (kernel '@{}' at {} is a GEMM \
+                     pipeline, whose warpgroups tile-to-gpu sets): leave the option out",
+                    k.symbol.as_deref().unwrap_or("?"),
+                    k.loc
+                ),
+            )))
+        }
         _ => Ok(()),
     }
 }
