@@ -145,9 +145,11 @@ pub enum Error {
     Pipeline(String),
     /// The options do not go together ([`Options::validate`]), or one configures passes that
     /// no kernel of the input runs and would be ignored: a pass option for a kernel already
-    /// lowered, an option of the dot pipelines for a module without a `tile.dot`,
-    /// `num_warps` for a module whose kernels are all GEMM pipelines. The message names the
-    /// kernel and its file:line:col.
+    /// lowered, an option of the dot pipelines for a module without a `tile.dot`, an option
+    /// of GEMM pipelines (`stages`, `epilogue`, `promote`) where every dot is laid out, one
+    /// of laid-out dots (`warp_specialize`, `load_stages`, ...) where every dot is a GEMM
+    /// pipeline, `num_warps` for a module whose kernels are all GEMM pipelines. The message
+    /// names the kernel and its file:line:col.
     #[error("{0}")]
     Options(#[from] OptionsError),
     /// `ptxas` did not assemble the PTX ([`Emit::Cubin`]).
@@ -689,6 +691,7 @@ fn front_end(
         }
     }
     check_dot_options(&module, opts)?;
+    let dots = dot_kernels(&module);
     for (on, flag) in [(opts.ftz, "ftz"), (opts.fp_fusion, "fp_fusion")] {
         if on {
             for k in &mut module.ops {
@@ -743,39 +746,54 @@ fn front_end(
         }
     }
     check_num_warps(&module, opts)?;
+    check_dot_paths(&module, &dots, opts)?;
     let remarks = Diagnostics(report.diagnostics);
     Ok((VerifiedModule::new(module)?, file, timings, remarks))
 }
 
-/// The options that configure only the passes of kernels with a `tile.dot` (the GEMM
-/// pipeline's ring, epilogue and promotion; wgmma operands; software pipelining and warp
-/// specialisation of laid-out dots), as [`Options::set`] names them.
-const DOT_OPTIONS: [&str; 10] = [
-    "stages",
+/// The options that configure only `tile-to-gpu`'s GEMM pipelines (the shared-memory ring,
+/// the epilogue store, promotion), as [`Options::set`] names them.
+const PIPELINE_OPTIONS: [&str; 3] = ["stages", "epilogue", "promote"];
+
+/// The options that configure only the dots of laid-out kernels, those with a plain launch
+/// (`tile-dot-to-wgmma`'s operands, `tile-pipeline-loads`' rings and warp specialisation,
+/// `tile-defer-mma`, `tile-pingpong`), as [`Options::set`] names them.
+const LAID_OUT_DOT_OPTIONS: [&str; 7] = [
     "load_stages",
     "mma_lookahead",
     "warp_specialize",
     "pingpong",
     "pingpong_body",
     "defer_mma",
-    "epilogue",
-    "promote",
     "invariant_a",
 ];
 
-/// [`Error::Options`] when `opts` changes one of [`DOT_OPTIONS`] from its default and no
-/// kernel of `module` has a `tile.dot`: the option would be silently ignored.
+/// The symbols of `module`'s kernels that have a `tile.dot`.
+fn dot_kernels(module: &tilec_dialect::Module) -> Vec<String> {
+    module
+        .kernels()
+        .filter(|k| {
+            let mut dot = false;
+            k.walk(&mut |o| dot |= o.kind == tilec_dialect::OpKind::Dot);
+            dot
+        })
+        .filter_map(|k| k.symbol.clone())
+        .collect()
+}
+
+/// [`Error::Options`] when `opts` changes one of [`PIPELINE_OPTIONS`] or
+/// [`LAID_OUT_DOT_OPTIONS`] from its default and no kernel of `module` has a `tile.dot`: the
+/// option would be silently ignored.
 fn check_dot_options(module: &tilec_dialect::Module, opts: &Options) -> Result<(), Error> {
     let changed = opts.pass_options_changed();
-    let Some(&option) = changed.iter().find(|o| DOT_OPTIONS.contains(o)) else {
+    let Some(&option) = changed
+        .iter()
+        .find(|o| PIPELINE_OPTIONS.contains(o) || LAID_OUT_DOT_OPTIONS.contains(o))
+    else {
         return Ok(());
     };
-    let mut dots = false;
-    for k in module.kernels() {
-        k.walk(&mut |o| dots |= o.kind == tilec_dialect::OpKind::Dot);
-    }
     match module.kernels().next() {
-        Some(k) if !dots => Err(Error::Options(OptionsError::new(
+        Some(k) if dot_kernels(module).is_empty() => Err(Error::Options(OptionsError::new(
             option,
             format!(
                 "no kernel of the module has a 'tile.dot' (kernel '@{}' at {}), and this \
@@ -786,6 +804,53 @@ fn check_dot_options(module: &tilec_dialect::Module, opts: &Options) -> Result<(
         ))),
         _ => Ok(()),
     }
+}
+
+/// [`Error::Options`] when, after the passes, `opts` changes an option that configures only
+/// one of the two paths a dot takes and no kernel of `dots` (the symbols of the kernels that
+/// had a `tile.dot`) took that path: [`PIPELINE_OPTIONS`] when every such kernel has a plain
+/// launch (its dots laid out), [`LAID_OUT_DOT_OPTIONS`] when every one is a GEMM pipeline
+/// (no `num_warps`: `tile-to-gpu` built it).
+fn check_dot_paths(
+    module: &tilec_dialect::Module,
+    dots: &[String],
+    opts: &Options,
+) -> Result<(), Error> {
+    let with_dot = || {
+        module
+            .kernels()
+            .filter(|k| k.symbol.as_ref().is_some_and(|s| dots.contains(s)))
+    };
+    for option in opts.pass_options_changed() {
+        let pipeline = PIPELINE_OPTIONS.contains(&option);
+        if !pipeline && !LAID_OUT_DOT_OPTIONS.contains(&option) {
+            continue;
+        }
+        // A pipeline option wants a kernel without a plain launch; a laid-out one, one with.
+        if with_dot().any(|k| k.attr("num_warps").is_none() == pipeline) {
+            continue;
+        }
+        let Some(k) = with_dot().next() else { continue };
+        let name = k.symbol.as_deref().unwrap_or("?");
+        let reason = if pipeline {
+            format!(
+                "no kernel's dot is a GEMM pipeline (kernel '@{name}' at {} has a plain \
+                 launch: its dots are laid out, by tile-dot-to-wgmma and tile-pipeline-loads), \
+                 and this option configures only tile-to-gpu's GEMM pipelines: leave it out",
+                k.loc
+            )
+        } else {
+            format!(
+                "every kernel's dot is a GEMM pipeline (kernel '@{name}' at {}: tile-to-gpu \
+                 builds its ring and warpgroups), and this option configures only the passes \
+                 of laid-out dots (tile-dot-to-wgmma, tile-pipeline-loads, tile-defer-mma, \
+                 tile-pingpong): leave it out",
+                k.loc
+            )
+        };
+        return Err(Error::Options(OptionsError::new(option, reason)));
+    }
+    Ok(())
 }
 
 /// [`Error::Options`] when `opts` sets `num_warps` and no kernel of `module` (after the
