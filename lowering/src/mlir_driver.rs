@@ -441,6 +441,27 @@ impl MlirError {
             _ => &[],
         }
     }
+
+    /// This error with every location in the input text itself (`input.mlir:LINE:COL`, see
+    /// [`SOURCE_NAME`]) renamed to `name:LINE:COL`, for a caller that read the text from a
+    /// file. Locations written in the text are left as they are.
+    pub fn with_source_name(mut self, name: &str) -> Self {
+        let prefix = format!("{SOURCE_NAME}:");
+        match &mut self {
+            MlirError::Parse { diagnostics }
+            | MlirError::Verify { diagnostics }
+            | MlirError::Llvm { diagnostics }
+            | MlirError::Pass { diagnostics, .. } => {
+                for d in diagnostics {
+                    if let Some(rest) = d.location.strip_prefix(&prefix) {
+                        d.location = format!("{name}:{rest}");
+                    }
+                }
+            }
+            _ => {}
+        }
+        self
+    }
 }
 
 /// What the serialization of the `gpu.module` should produce.

@@ -303,6 +303,12 @@ fn mlir_stage(cli: &Cli, product: &str, name: &str, src: &str) -> i32 {
                 EXIT_DIAGNOSTICS
             }
         },
+        // Text read from a file is located in it; from standard input (the child process
+        // of Options::mlir_child) it keeps MLIR's buffer name.
+        Err(e) if name != "<stdin>" => {
+            eprintln!("{name}: error: {}", e.with_source_name(name));
+            EXIT_DIAGNOSTICS
+        }
         Err(e) => {
             eprintln!("{name}: error: {e}");
             EXIT_DIAGNOSTICS
@@ -458,28 +464,19 @@ fn run() -> i32 {
     let man = cli.out_dir.join(format!("{stem}.json"));
     let mut manifest = k.manifest.clone();
     manifest.ptx_file = format!("{stem}.ptx");
-    let mut written = vec![out.display().to_string()];
+    let mut files = vec![];
     if cubin {
         let file = format!("{stem}.cubin");
-        let path = cli.out_dir.join(&file);
-        if let Err(e) = std::fs::write(&path, &k.cubin) {
-            eprintln!(
-                "error: could not write '{}': {}",
-                path.display(),
-                io_reason(&e)
-            );
-            return EXIT_DIAGNOSTICS;
-        }
-        written.push(path.display().to_string());
+        files.push((cli.out_dir.join(&file), k.cubin.clone()));
         manifest.cubin_file = Some(file);
     }
-    for (path, text) in [(&out, &k.text), (&man, &manifest.to_json())] {
-        if let Err(e) = write_output(Some(&path.display().to_string()), text) {
-            eprintln!("{e}");
-            return EXIT_DIAGNOSTICS;
-        }
+    files.insert(0, (out.clone(), k.text.clone().into_bytes()));
+    files.push((man.clone(), manifest.to_json().into_bytes()));
+    if let Err(e) = write_outputs(&files) {
+        eprintln!("{e}");
+        return EXIT_DIAGNOSTICS;
     }
-    written.push(man.display().to_string());
+    let written: Vec<String> = files.iter().map(|(p, _)| p.display().to_string()).collect();
     eprintln!("wrote {}", written.join(", "));
     let mut status = EXIT_OK;
     if cli.ptxas {
@@ -500,6 +497,45 @@ fn run() -> i32 {
         );
     }
     status
+}
+
+/// Writes each `(path, bytes)` of a compile's outputs (PTX or other text, cubin, manifest)
+/// all or none: a path that is a directory is refused before anything is written, each file
+/// goes to a temporary beside its path first, and only once every one is written are they
+/// renamed into place, so that a failed compile never leaves a PTX without its manifest.
+///
+/// # Errors
+/// `error: could not write 'PATH': REASON`, after removing the temporaries.
+fn write_outputs(files: &[(PathBuf, Vec<u8>)]) -> Result<(), String> {
+    let fail = |p: &Path, why: String| format!("error: could not write '{}': {why}", p.display());
+    for (p, _) in files {
+        if p.is_dir() {
+            return Err(fail(p, "it is a directory".into()));
+        }
+    }
+    let temp = |p: &Path| {
+        let mut name = p.file_name().unwrap_or_default().to_os_string();
+        name.push(format!(".tmp-{}", std::process::id()));
+        p.with_file_name(name)
+    };
+    let clean = || {
+        for (p, _) in files {
+            let _ = std::fs::remove_file(temp(p));
+        }
+    };
+    for (p, bytes) in files {
+        if let Err(e) = std::fs::write(temp(p), bytes) {
+            clean();
+            return Err(fail(p, io_reason(&e)));
+        }
+    }
+    for (p, _) in files {
+        if let Err(e) = std::fs::rename(temp(p), p) {
+            clean();
+            return Err(fail(p, io_reason(&e)));
+        }
+    }
+    Ok(())
 }
 
 /// The file name stem of a kernel's outputs: its name, or for a name longer than 200 bytes
