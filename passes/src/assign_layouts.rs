@@ -42,7 +42,9 @@
 //! with a stated error bound yet), reshapes between shapes that are not powers of two
 //! (other than adding or dropping unit dimensions), dots of other than bf16 or f16 into
 //! f32, and dots whose result has fewer m16n8 tiles than the warps. A tile that needs more than
-//! [`MAX_REGISTERS_PER_THREAD`] registers per thread is refused as a resource limit.
+//! [`MAX_REGISTERS_PER_THREAD`] registers per thread is refused as a resource limit; a
+//! floating-point tile that takes a thread's whole share of the register file at the warps
+//! given gets a warning ([`register_share_warning`]: ptxas would spill).
 //!
 //! GPU-level ops are refused, except those `persistent` writes into a level-1 kernel: the
 //! static schedule's `tile.ctaid`/`tile.nctaid`, and the clc schedule's work-stealing
@@ -132,6 +134,7 @@ impl Pass for AssignLayouts {
                 Ok(n) => {
                     cx.stat("kernels-laid-out", 1);
                     cx.stat("layout-conversions", n);
+                    cx.diagnostics.extend(register_share_warning(m, k));
                 }
                 Err(d) => errors.extend(d.0),
             }
@@ -289,6 +292,55 @@ pub fn assign_layouts(
 
 /// The most 32-bit registers a thread has (PTX's `.maxnreg` bound on every target).
 pub const MAX_REGISTERS_PER_THREAD: u64 = 255;
+
+/// 32-bit registers in one SM's register file (sm_90, sm_100: 64K).
+pub const REGISTERS_PER_SM: u64 = 65536;
+
+/// A warning at the first op of laid-out kernel `k` whose floating-point result tile alone
+/// needs as many registers per thread as the thread's share of the register file at the
+/// kernel's `num_warps` and `ctas_per_sm` (`REGISTERS_PER_SM / threads`, at most
+/// [`MAX_REGISTERS_PER_THREAD`]): nothing is left for the rest of the kernel, so ptxas will
+/// spill. Past [`MAX_REGISTERS_PER_THREAD`] the tile is refused instead ([`assign_layouts`]);
+/// below it the kernel is valid, only slow. `None` when every tile fits.
+pub fn register_share_warning(m: &Module, k: &Operation) -> Option<Diagnostic> {
+    let warps = k.int_attr("num_warps").filter(|&w| w > 0)? as u64;
+    let ctas = k.int_attr("ctas_per_sm").filter(|&c| c > 0).unwrap_or(1) as u64;
+    let threads = 32 * warps * ctas;
+    let share = (REGISTERS_PER_SM / threads).min(MAX_REGISTERS_PER_THREAD);
+    let mut first = None;
+    k.walk(&mut |o| {
+        for &r in &o.results {
+            let Type::Tile {
+                shape,
+                elem,
+                layout: Some(l),
+            } = m.ty(r)
+            else {
+                continue;
+            };
+            // Index and mask tiles (iota, comparisons on it) fold into address arithmetic.
+            if !elem.is_float() {
+                continue;
+            }
+            let regs = (l.num_registers() * elem.size_bytes()).div_ceil(4);
+            if regs >= share && first.is_none() {
+                first = Some(Diagnostic::warning(
+                    o.loc.clone(),
+                    format!(
+                        "'{}' makes a {} that needs {regs} registers per thread at {warps} \
+                         warps, all of a thread's share of the register file ({share}: \
+                         {REGISTERS_PER_SM} / {threads} threads, at most \
+                         {MAX_REGISTERS_PER_THREAD}): ptxas will spill to local memory; \
+                         loop over blocks of the tile instead (examples/softmax_online.tile)",
+                        o.kind.name(),
+                        Type::tile(shape, *elem),
+                    ),
+                ));
+            }
+        }
+    });
+    first
+}
 
 /// Refuses the first op whose result tile alone needs more registers per thread than a
 /// thread has ([`MAX_REGISTERS_PER_THREAD`]): such a tile cannot live in registers, and its
