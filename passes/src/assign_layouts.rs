@@ -134,7 +134,8 @@ impl Pass for AssignLayouts {
                 Ok(n) => {
                     cx.stat("kernels-laid-out", 1);
                     cx.stat("layout-conversions", n);
-                    cx.diagnostics.extend(register_share_warning(m, k));
+                    cx.diagnostics
+                        .extend(register_share_warning(m, k, self.target));
                 }
                 Err(d) => errors.extend(d.0),
             }
@@ -293,20 +294,17 @@ pub fn assign_layouts(
 /// The most 32-bit registers a thread has (PTX's `.maxnreg` bound on every target).
 pub const MAX_REGISTERS_PER_THREAD: u64 = 255;
 
-/// 32-bit registers in one SM's register file (sm_90, sm_100: 64K).
-pub const REGISTERS_PER_SM: u64 = 65536;
-
 /// A warning at the first op of laid-out kernel `k` whose floating-point result tile alone
-/// needs as many registers per thread as the thread's share of the register file at the
-/// kernel's `num_warps` and `ctas_per_sm` (`REGISTERS_PER_SM / threads`, at most
-/// [`MAX_REGISTERS_PER_THREAD`]): nothing is left for the rest of the kernel, so ptxas will
-/// spill. Past [`MAX_REGISTERS_PER_THREAD`] the tile is refused instead ([`assign_layouts`]);
-/// below it the kernel is valid, only slow. `None` when every tile fits.
-pub fn register_share_warning(m: &Module, k: &Operation) -> Option<Diagnostic> {
+/// needs as many registers per thread as `target` gives each thread of the kernel's
+/// `num_warps` × `ctas_per_sm` warps ([`Target::register_cap`]): nothing is left for the
+/// rest of the kernel, so ptxas will spill. Past [`MAX_REGISTERS_PER_THREAD`] the tile is
+/// refused instead ([`assign_layouts`]); below it the kernel is valid, only slow. `None` when
+/// every tile fits.
+pub fn register_share_warning(m: &Module, k: &Operation, target: Target) -> Option<Diagnostic> {
     let warps = k.int_attr("num_warps").filter(|&w| w > 0)? as u64;
     let ctas = k.int_attr("ctas_per_sm").filter(|&c| c > 0).unwrap_or(1) as u64;
     let threads = 32 * warps * ctas;
-    let share = (REGISTERS_PER_SM / threads).min(MAX_REGISTERS_PER_THREAD);
+    let share = target.register_cap(threads);
     let mut first = None;
     k.walk(&mut |o| {
         for &r in &o.results {
@@ -328,10 +326,9 @@ pub fn register_share_warning(m: &Module, k: &Operation) -> Option<Diagnostic> {
                     o.loc.clone(),
                     format!(
                         "'{}' makes a {} that needs {regs} registers per thread at {warps} \
-                         warps, all of a thread's share of the register file ({share}: \
-                         {REGISTERS_PER_SM} / {threads} threads, at most \
-                         {MAX_REGISTERS_PER_THREAD}): ptxas will spill to local memory; \
-                         loop over blocks of the tile instead (examples/softmax_online.tile)",
+                         warps, all of a thread's share of the register file ({share} with \
+                         {threads} threads resident): ptxas will spill to local memory; loop \
+                         over blocks of the tile instead (examples/softmax_online.tile)",
                         o.kind.name(),
                         Type::tile(shape, *elem),
                     ),
