@@ -926,8 +926,8 @@ impl Options {
         // `persistent`, which may wrap a kernel without a dot in its tile loop (the pass
         // leaves kernels with GPU-level ops alone).
         p.push_str(&format!(
-            "tile-strip-mine-stores{{num-warps={}}},",
-            self.num_warps
+            "tile-strip-mine-stores{{target={} num-warps={}}},",
+            self.target, self.num_warps
         ));
         let dots = self.persistent_kernels == PersistentKernels::Dots;
         match self.schedule {

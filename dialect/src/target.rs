@@ -117,6 +117,11 @@ impl Target {
     pub fn max_threads_per_sm(self) -> u64 {
         2048
     }
+    /// The most CTAs resident on one SM: 32 (CUDA occupancy rules for compute capability
+    /// 9.0 and 10.0).
+    pub fn max_ctas_per_sm(self) -> u64 {
+        32
+    }
     /// The most registers per thread a CTA of `threads` threads can have resident with every
     /// thread at the same count: the 65,536-register file over the warps, which the
     /// hardware allocates in groups of 4, at most 255, rounded down to the allocation unit

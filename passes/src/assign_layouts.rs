@@ -127,7 +127,7 @@ impl Pass for AssignLayouts {
                 continue;
             }
             let warps = match self.num_warps {
-                0 => auto_warps(m, k),
+                0 => auto_warps(m, k, self.target),
                 n => n,
             };
             match assign_layouts(m, k, self.target, warps) {
@@ -149,20 +149,37 @@ impl Pass for AssignLayouts {
     }
 }
 
+/// The fewest warps [`auto_warps`] gives a kernel without a dot: `target`'s most warps on an
+/// SM over its most CTAs on an SM (2,048 / 32 / 32 = 2 on sm_90 and sm_100), the smallest CTA
+/// with which the SM's warp slots fill with the most CTAs resident.
+pub fn min_auto_warps(target: Target) -> u64 {
+    target.max_threads_per_sm() / 32 / target.max_ctas_per_sm()
+}
+
+/// Elements a thread holds at most where [`auto_warps`] gives a kernel [`min_auto_warps`]:
+/// a largest tile of up to 1,024 elements. A kernel of one small row a CTA is bound by the
+/// loads in flight, resident CTAs × the row each loads, and more CTAs of fewer warps keep
+/// more rows in flight. Measured on an H100 (`docs/performance.md`, session 44), at 2 warps
+/// against 4: LayerNorm at 1,024 columns 2846 against 2619 GB/s, RMSNorm, softmax and vadd
+/// within 0.5 %; at 2,048 elements (32 a thread at 2 warps) LayerNorm gained 1.6 % but
+/// RMSNorm lost 0.6 % and the compute-bound `scale_bias_act` 12 %, so those keep 4.
+pub const SMALL_CTA_ELEMS_PER_THREAD: u64 = 16;
+
 /// Elements of the largest tile each thread holds when the pass chooses the warps.
 pub const AUTO_ELEMS_PER_THREAD: u64 = 32;
 
-/// The warps the pass gives kernel `k` with `num-warps=0`: enough that each thread holds
-/// at most [`AUTO_ELEMS_PER_THREAD`] elements of the kernel's largest tile, from 4 to 8
-/// (at 16 warps the register cap, 65,536 / 512 threads = 128, spilled a 64×256 reduction);
-/// more, up to 32, only where a tile would need more than [`MAX_REGISTERS_PER_THREAD`]
-/// registers per thread at 8 (a 1×32,768 tile of `index`: 256 at 8 warps, 128 at 16).
+/// The warps the pass gives kernel `k` for `target` with `num-warps=0`: [`min_auto_warps`]
+/// where the largest tile is small ([`SMALL_CTA_ELEMS_PER_THREAD`]); otherwise enough that
+/// each thread holds at most [`AUTO_ELEMS_PER_THREAD`] elements of it, from 4 to 8 (at 16
+/// warps the register cap, 65,536 / 512 threads = 128, spilled a 64×256 reduction); more,
+/// up to 32, only where a tile would need more than [`MAX_REGISTERS_PER_THREAD`] registers
+/// per thread at 8 (a 1×32,768 tile of `index`: 256 at 8 warps, 128 at 16).
 ///
 /// A kernel with `tile.dot`s gets as many warps as the dot with the fewest 16-row MMA
 /// tiles has (at most 8), so that every warp holds whole rows of every product and a
 /// product's result is the next product's A operand where it stays
 /// ([`LinearLayout::dot_operand_a`]).
-pub fn auto_warps(m: &Module, k: &Operation) -> u64 {
+pub fn auto_warps(m: &Module, k: &Operation, target: Target) -> u64 {
     let mut largest = 1u64;
     let mut largest_bytes = 0u64;
     let mut dot_rows: Option<u64> = None;
@@ -184,9 +201,14 @@ pub fn auto_warps(m: &Module, k: &Operation) -> u64 {
     if let Some(tiles) = dot_rows {
         return tiles.min(8);
     }
-    let mut warps = (largest / (32 * AUTO_ELEMS_PER_THREAD))
-        .next_power_of_two()
-        .clamp(4, 8);
+    let fewest = min_auto_warps(target);
+    let mut warps = if largest <= 32 * fewest * SMALL_CTA_ELEMS_PER_THREAD {
+        fewest
+    } else {
+        (largest / (32 * AUTO_ELEMS_PER_THREAD))
+            .next_power_of_two()
+            .clamp(4, 8)
+    };
     while warps < 32 && largest_bytes.div_ceil(4 * 32 * warps) > MAX_REGISTERS_PER_THREAD {
         warps *= 2;
     }

@@ -48,15 +48,15 @@
 //! (their epilogues are `tile-to-gpu`'s), kernels that are already laid out (a `target`),
 //! and kernels with flag ops are left alone.
 //!
-//! Options: `num-warps` (0: as `tile-assign-layouts` chooses, [`auto_warps`]), `strips`
-//! (0: choose as above; otherwise split every eligible store into that many strips, for
-//! tests). Statistics: `stores-strip-mined`, `strips`.
+//! Options: `target` (sm_90a), `num-warps` (0: as `tile-assign-layouts` chooses,
+//! [`auto_warps`]), `strips` (0: choose as above; otherwise split every eligible store into
+//! that many strips, for tests). Statistics: `stores-strip-mined`, `strips`.
 
 use crate::assign_layouts::{auto_warps, MAX_REGISTERS_PER_THREAD};
 use crate::pass::{OptionInfo, OptionKind, Pass, PassContext, PassInfo, PassOptions};
 use std::collections::{HashMap, HashSet};
 use tilec_dialect::{
-    Attribute, Block, Diagnostics, Module, OpClass, OpKind, Operation, Type, Value,
+    Attribute, Block, Diagnostics, Module, OpClass, OpKind, Operation, Target, Type, Value,
 };
 
 /// A chain that slices a kept tile and whose loaded tiles take at least this many registers
@@ -88,6 +88,12 @@ pub static INFO: PassInfo = PassInfo {
         --pass-pipeline='tile-strip-mine-stores{num-warps=16}' examples/layernorm.tile",
     options: &[
         OptionInfo {
+            name: "target",
+            kind: OptionKind::Enum(&["sm_90", "sm_90a", "sm_100", "sm_100a"]),
+            default: "sm_90a",
+            help: "GPU to build for (tile-assign-layouts' choice of warps depends on it)",
+        },
+        OptionInfo {
             name: "num-warps",
             kind: OptionKind::UInt,
             default: "0",
@@ -107,6 +113,8 @@ pub static INFO: PassInfo = PassInfo {
 
 /// The pass.
 pub struct StripMineStores {
+    /// Target (for [`auto_warps`]).
+    pub target: Target,
     /// Warps per CTA (0: [`auto_warps`]).
     pub num_warps: u64,
     /// Strips per store (0: from the register estimate).
@@ -120,6 +128,8 @@ impl StripMineStores {
     /// `num-warps` not 0 or a power of two from 1 to 32; `strips` not 0 or a power of two
     /// from 2 to 1,024.
     pub fn from_options(o: &PassOptions) -> Result<Self, String> {
+        let target = Target::from_name(o.get("target"))
+            .ok_or_else(|| format!("unknown target '{}'", o.get("target")))?;
         let num_warps = o.uint("num-warps");
         if num_warps != 0 && (num_warps > 32 || !num_warps.is_power_of_two()) {
             return Err(format!(
@@ -134,7 +144,11 @@ impl StripMineStores {
                  from 2 to 1024, found {strips}"
             ));
         }
-        Ok(StripMineStores { num_warps, strips })
+        Ok(StripMineStores {
+            target,
+            num_warps,
+            strips,
+        })
     }
 }
 
@@ -159,7 +173,7 @@ impl Pass for StripMineStores {
                 continue;
             }
             let warps = match self.num_warps {
-                0 => auto_warps(m, k),
+                0 => auto_warps(m, k, self.target),
                 n => n,
             };
             let mut written = HashSet::new();

@@ -1,17 +1,26 @@
-//! `tile-assign-layouts`' choice of warps (`num-warps=0`): 4 to 8 from the largest tile's
-//! elements, and more only where a tile would not fit a thread's registers at 8.
+//! `tile-assign-layouts`' choice of warps (`num-warps=0`): 2 for a largest tile of up to
+//! 1,024 elements, else 4 to 8 from its elements, and more only where a tile would not fit a
+//! thread's registers at 8.
 
 mod common;
 use common::example;
-use tilec_dialect::Module;
+use tilec_dialect::{Module, Target};
 use tilec_passes::assign_layouts::auto_warps;
 
 fn warps(m: &Module) -> u64 {
-    auto_warps(m, &m.ops[0])
+    auto_warps(m, &m.ops[0], Target::Sm90a)
 }
 
 #[test]
 fn warps_from_the_largest_tile() {
+    // 1,024 columns: 2 warps, the fewest that fill an SM's 64 warp slots with its 32 CTAs
+    // (16 elements per thread); 2,048: 4 (32 elements per thread at 2 would be too many).
+    assert_eq!(warps(&example("layernorm", 1024)), 2);
+    assert_eq!(warps(&example("layernorm", 2048)), 4);
+    assert_eq!(
+        tilec_passes::assign_layouts::min_auto_warps(Target::Sm100a),
+        2
+    );
     // 4,096 columns: 4 warps (32 elements per thread); 8,192: 8.
     assert_eq!(warps(&example("layernorm", 4096)), 4);
     assert_eq!(warps(&example("layernorm", 8192)), 8);
