@@ -5,7 +5,7 @@
 mod common;
 use common::{example, Rng};
 use tilec_dialect::interp::{run, ArgValue, Tensor};
-use tilec_dialect::{parse, print_module, verify, Module, OpKind, ScalarType};
+use tilec_dialect::{parse, print_module, verify, Module, OpKind, ScalarType, Target};
 use tilec_passes::pass::{Pass, PassContext};
 use tilec_passes::strip_mine_stores::StripMineStores;
 
@@ -13,9 +13,13 @@ use tilec_passes::strip_mine_stores::StripMineStores;
 fn strip(m: &Module, num_warps: u64, strips: u64) -> (Module, u64, u64) {
     let mut s = m.clone();
     let mut cx = PassContext::default();
-    StripMineStores { num_warps, strips }
-        .run(&mut s, &mut cx)
-        .unwrap();
+    StripMineStores {
+        target: Target::Sm90a,
+        num_warps,
+        strips,
+    }
+    .run(&mut s, &mut cx)
+    .unwrap();
     verify(&s).unwrap_or_else(|d| panic!("{d}\n{}", print_module(&s)));
     let stat = |n: &str| {
         cx.statistics
