@@ -156,20 +156,23 @@ pub fn min_auto_warps(target: Target) -> u64 {
     target.max_threads_per_sm() / 32 / target.max_ctas_per_sm()
 }
 
-/// Elements a thread holds at most where [`auto_warps`] gives a kernel [`min_auto_warps`]:
-/// a largest tile of up to 1,024 elements. A kernel of one small row a CTA is bound by the
-/// loads in flight, resident CTAs × the row each loads, and more CTAs of fewer warps keep
-/// more rows in flight. Measured on an H100 (`docs/performance.md`, session 44), at 2 warps
-/// against 4: LayerNorm at 1,024 columns 2846 against 2619 GB/s, RMSNorm, softmax and vadd
-/// within 0.5 %; at 2,048 elements (32 a thread at 2 warps) LayerNorm gained 1.6 % but
-/// RMSNorm lost 0.6 % and the compute-bound `scale_bias_act` 12 %, so those keep 4.
+/// Elements a thread holds at most where [`auto_warps`] gives a kernel with a reduction
+/// [`min_auto_warps`]: a largest tile of up to 1,024 elements. A kernel that reduces one small
+/// row a CTA is bound by the loads in flight, resident CTAs × the row each loads, while each
+/// CTA waits on its reductions' barriers; more CTAs of fewer warps keep more rows in flight.
+/// Measured on an H100 (`docs/performance.md`, session 44), at 2 warps against 4: LayerNorm
+/// at 1,024 columns 2846 against 2619 GB/s, RMSNorm and softmax within 1 %; at 2,048
+/// elements (32 a thread at 2 warps) LayerNorm gained 1.6 % but RMSNorm lost 0.6 % and the
+/// compute-bound `scale_bias_act` 12 %. A kernel without a reduction (vadd: the same speed
+/// at 2 and 4 warps) keeps 4, whose code is half as long to compile.
 pub const SMALL_CTA_ELEMS_PER_THREAD: u64 = 16;
 
 /// Elements of the largest tile each thread holds when the pass chooses the warps.
 pub const AUTO_ELEMS_PER_THREAD: u64 = 32;
 
 /// The warps the pass gives kernel `k` for `target` with `num-warps=0`: [`min_auto_warps`]
-/// where the largest tile is small ([`SMALL_CTA_ELEMS_PER_THREAD`]); otherwise enough that
+/// where it has a `tile.reduce` and its largest tile is small
+/// ([`SMALL_CTA_ELEMS_PER_THREAD`]); otherwise enough that
 /// each thread holds at most [`AUTO_ELEMS_PER_THREAD`] elements of it, from 4 to 8 (at 16
 /// warps the register cap, 65,536 / 512 threads = 128, spilled a 64×256 reduction); more,
 /// up to 32, only where a tile would need more than [`MAX_REGISTERS_PER_THREAD`] registers
@@ -201,8 +204,10 @@ pub fn auto_warps(m: &Module, k: &Operation, target: Target) -> u64 {
     if let Some(tiles) = dot_rows {
         return tiles.min(8);
     }
+    let mut reduces = false;
+    k.walk(&mut |o| reduces |= o.kind == OpKind::Reduce);
     let fewest = min_auto_warps(target);
-    let mut warps = if largest <= 32 * fewest * SMALL_CTA_ELEMS_PER_THREAD {
+    let mut warps = if reduces && largest <= 32 * fewest * SMALL_CTA_ELEMS_PER_THREAD {
         fewest
     } else {
         (largest / (32 * AUTO_ELEMS_PER_THREAD))

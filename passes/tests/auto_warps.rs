@@ -1,5 +1,5 @@
-//! `tile-assign-layouts`' choice of warps (`num-warps=0`): 2 for a largest tile of up to
-//! 1,024 elements, else 4 to 8 from its elements, and more only where a tile would not fit a
+//! `tile-assign-layouts`' choice of warps (`num-warps=0`): 2 for a kernel with a reduction
+//! and a largest tile of up to 1,024 elements, else 4 to 8 from its elements, and more only where a tile would not fit a
 //! thread's registers at 8.
 
 mod common;
@@ -17,6 +17,8 @@ fn warps_from_the_largest_tile() {
     // (16 elements per thread); 2,048: 4 (32 elements per thread at 2 would be too many).
     assert_eq!(warps(&example("layernorm", 1024)), 2);
     assert_eq!(warps(&example("layernorm", 2048)), 4);
+    // Without a reduction (vadd's 1,024-element tile): 4.
+    assert_eq!(warps(&example("vadd", 4096)), 4);
     assert_eq!(
         tilec_passes::assign_layouts::min_auto_warps(Target::Sm100a),
         2
