@@ -853,19 +853,26 @@ fn check_dot_paths(
     Ok(())
 }
 
-/// [`Error::Options`] when `opts` sets `num_warps` and no kernel of `module` (after the
-/// passes) has a plain launch: warps per CTA are `tile-assign-layouts`' choice, and the
-/// GEMM pipeline (`tile-to-gpu`) sets its own warpgroups.
+/// [`Error::Options`] when `opts` sets `num_warps` or `ctas_per_sm` and no kernel of
+/// `module` (after the passes) has a plain launch: warps per CTA are `tile-assign-layouts`'
+/// choice and CTAs per SM the plain launch's register budget, while the GEMM pipeline
+/// (`tile-to-gpu`) sets its own warpgroups and budget.
 fn check_num_warps(module: &tilec_dialect::Module, opts: &Options) -> Result<(), Error> {
+    let option = if opts.num_warps != 0 {
+        "num_warps"
+    } else if opts.ctas_per_sm != 1 {
+        "ctas_per_sm"
+    } else {
+        return Ok(());
+    };
     match module.kernels().next() {
-        Some(k)
-            if opts.num_warps != 0 && module.kernels().all(|k| k.attr("num_warps").is_none()) =>
-        {
+        Some(k) if module.kernels().all(|k| k.attr("num_warps").is_none()) => {
             Err(Error::Options(OptionsError::new(
-                "num_warps",
+                option,
                 format!(
                     "no kernel of the module has a plain launch (kernel '@{}' at {} is a GEMM \
-                     pipeline, whose warpgroups tile-to-gpu sets): leave the option out",
+                     pipeline, whose warpgroups and register budget tile-to-gpu sets): leave \
+                     the option out",
                     k.symbol.as_deref().unwrap_or("?"),
                     k.loc
                 ),

@@ -683,8 +683,9 @@ impl Options {
     ///   without the multicast try_cancel (sm_100a only); with `static`, other than 1, 2 or 4
     ///   along x and y (at most 4 in all, 1 along z), or more than 1 on a target without TMA
     ///   multicast (sm_90a); more than 1 with any other schedule;
-    /// - `epilogue` `tma`, `mma_lookahead` true, or `invariant_a` other than `auto`
-    ///   without wgmma (sm_90a only);
+    /// - `epilogue` `tma`, `load_stages` other than 2, `mma_lookahead` true,
+    ///   `warp_specialize` true, or `invariant_a` other than `auto` without wgmma (sm_90a
+    ///   only);
     /// - `num_warps` not in [`NUM_WARPS`];
     /// - `llvm_passes` with an optimisation level below 3 (it would not run), or empty;
     /// - `kernel` empty; `mlir_child_timeout` zero;
@@ -829,6 +830,16 @@ impl Options {
             return err(
                 "mma_lookahead",
                 format!("true issues a wgmma ahead, which needs sm_90a; the target is {t}"),
+            );
+        }
+        if self.load_stages != Options::new(t).load_stages && !t.has_wgmma() {
+            return err(
+                "load_stages",
+                format!(
+                    "{} sets the depth of the TMA rings that stage wgmma operands, which needs \
+                     sm_90a; the target is {t}",
+                    self.load_stages
+                ),
             );
         }
         if self.warp_specialize && !t.has_wgmma() {
@@ -1224,6 +1235,9 @@ mod tests {
                 opt(o.clone().with_mma_lookahead(true)),
                 Err("mma_lookahead")
             );
+            assert_eq!(opt(o.clone().with_load_stages(3)), Err("load_stages"));
+            assert_eq!(opt(o.clone().with_load_stages(0)), Err("load_stages"));
+            assert_eq!(opt(o.clone().with_load_stages(2)), Ok(()));
             assert_eq!(
                 opt(o.clone().with_invariant_a(InvariantA::Smem)),
                 Err("invariant_a")

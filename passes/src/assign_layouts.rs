@@ -321,18 +321,18 @@ pub fn assign_layouts(
 /// The most 32-bit registers a thread has (PTX's `.maxnreg` bound on every target).
 pub const MAX_REGISTERS_PER_THREAD: u64 = 255;
 
-/// A warning at the first op of laid-out kernel `k` whose floating-point result tile alone
-/// needs as many registers per thread as `target` gives each thread of the kernel's
-/// `num_warps` × `ctas_per_sm` warps ([`Target::register_cap`]): nothing is left for the
-/// rest of the kernel, so ptxas will spill. Past [`MAX_REGISTERS_PER_THREAD`] the tile is
-/// refused instead ([`assign_layouts`]); below it the kernel is valid, only slow. `None` when
-/// every tile fits.
+/// A warning at the op of laid-out kernel `k` whose floating-point result tile needs the
+/// most registers, where that tile alone needs as many registers per thread as `target`
+/// gives each thread of the kernel's `num_warps` × `ctas_per_sm` warps
+/// ([`Target::register_cap`]): nothing is left for the rest of the kernel, so ptxas will
+/// spill. Past [`MAX_REGISTERS_PER_THREAD`] the tile is refused instead ([`assign_layouts`]);
+/// below it the kernel is valid, only slow. `None` when every tile fits.
 pub fn register_share_warning(m: &Module, k: &Operation, target: Target) -> Option<Diagnostic> {
     let warps = k.int_attr("num_warps").filter(|&w| w > 0)? as u64;
     let ctas = k.int_attr("ctas_per_sm").filter(|&c| c > 0).unwrap_or(1) as u64;
     let threads = 32 * warps * ctas;
     let share = target.register_cap(threads);
-    let mut first = None;
+    let mut worst: Option<(u64, Diagnostic)> = None;
     k.walk(&mut |o| {
         for &r in &o.results {
             let Type::Tile {
@@ -348,8 +348,8 @@ pub fn register_share_warning(m: &Module, k: &Operation, target: Target) -> Opti
                 continue;
             }
             let regs = (l.num_registers() * elem.size_bytes()).div_ceil(4);
-            if regs >= share && first.is_none() {
-                first = Some(Diagnostic::warning(
+            if regs >= share && worst.as_ref().is_none_or(|(w, _)| regs > *w) {
+                let d = Diagnostic::warning(
                     o.loc.clone(),
                     format!(
                         "'{}' makes a {} that needs {regs} registers per thread at {warps} \
@@ -359,11 +359,12 @@ pub fn register_share_warning(m: &Module, k: &Operation, target: Target) -> Opti
                         o.kind.name(),
                         Type::tile(shape, *elem),
                     ),
-                ));
+                );
+                worst = Some((regs, d));
             }
         }
     });
-    first
+    worst.map(|(_, d)| d)
 }
 
 /// Refuses the first op whose result tile alone needs more registers per thread than a

@@ -94,7 +94,7 @@ fn mlir_diagnostics_and_a_missing_program_are_errors() {
                 stderr.contains("failed to parse the MLIR module"),
                 "{stderr}"
             );
-            assert!(stderr.contains("input.mlir:1:"), "{stderr}");
+            assert!(stderr.contains("<stdin>:1:"), "{stderr}");
         }
         other => panic!("expected a failed child, got {other:?}"),
     }

@@ -303,14 +303,8 @@ fn mlir_stage(cli: &Cli, product: &str, name: &str, src: &str) -> i32 {
                 EXIT_DIAGNOSTICS
             }
         },
-        // Text read from a file is located in it; from standard input (the child process
-        // of Options::mlir_child) it keeps MLIR's buffer name.
-        Err(e) if name != "<stdin>" => {
-            eprintln!("{name}: error: {}", e.with_source_name(name));
-            EXIT_DIAGNOSTICS
-        }
         Err(e) => {
-            eprintln!("{name}: error: {e}");
+            eprintln!("{name}: error: {}", e.with_source_name(name));
             EXIT_DIAGNOSTICS
         }
     }
