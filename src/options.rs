@@ -688,6 +688,8 @@ impl Options {
     ///   only);
     /// - `num_warps` not in [`NUM_WARPS`];
     /// - `llvm_passes` with an optimisation level below 3 (it would not run), or empty;
+    ///   `llvm_passes` or an `opt_level` other than 3 with `emit` `tile` or `mlir` (LLVM
+    ///   does not run);
     /// - `kernel` empty; `mlir_child_timeout` zero;
     /// - `define`: a [`Options::constants`] name that no kernel could declare (see
     ///   [`tilec_dialect::is_constant_name`]).
@@ -866,6 +868,25 @@ impl Options {
                     self.num_warps
                 ),
             );
+        }
+        if matches!(self.emit, Emit::Tile | Emit::Mlir) {
+            let llvm = if self.llvm_passes.is_some() {
+                Some("llvm_passes")
+            } else if self.opt_level != OptLevel::O3 {
+                Some("opt_level")
+            } else {
+                None
+            };
+            if let Some(option) = llvm {
+                return err(
+                    option,
+                    format!(
+                        "configures LLVM, which does not run when the output is {}: leave it \
+                         out, or emit llvm, ptx or cubin",
+                        self.emit
+                    ),
+                );
+            }
         }
         match &self.llvm_passes {
             Some(p) if p.trim().is_empty() => {
@@ -1234,6 +1255,15 @@ mod tests {
             assert_eq!(
                 opt(o.clone().with_mma_lookahead(true)),
                 Err("mma_lookahead")
+            );
+            let mlir = o.clone().with_emit(Emit::Mlir);
+            assert_eq!(
+                opt(mlir.clone().with_opt_level(OptLevel::O1)),
+                Err("opt_level")
+            );
+            assert_eq!(
+                opt(mlir.with_llvm_passes("instcombine")),
+                Err("llvm_passes")
             );
             assert_eq!(opt(o.clone().with_load_stages(3)), Err("load_stages"));
             assert_eq!(opt(o.clone().with_load_stages(0)), Err("load_stages"));

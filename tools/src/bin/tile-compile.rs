@@ -20,7 +20,8 @@
 //! the model of `tilec::gemm_heuristic`): it binds the constants `BM`, `BN` and `BK` (the
 //! kernel must declare them) and sets the stages, the schedule and the epilogue store, and
 //! prints the choice and its reason; those options are then not given by hand.
-//! Writes `DIR/NAME.ptx` (or `.mlir`, `.ll`, `.tile` with `--emit`) and `DIR/NAME.json`.
+//! Writes `DIR/NAME.ptx` and its manifest `DIR/NAME.json`, all or none (with `--emit mlir`,
+//! `llvm` or `tile` only `DIR/NAME.mlir`, `.ll` or `.tile`: a manifest names its PTX).
 //! `--emit cubin` also writes `DIR/NAME.cubin` (`ptxas -arch=TARGET` of the PTX), which the
 //! manifest's `cubin_file` names. `--ptxas` assembles the PTX with `ptxas -v` and reports
 //! registers, shared memory, spills and warnings. Both find `ptxas` as `tilec::ptxas::find`
@@ -465,7 +466,10 @@ fn run() -> i32 {
         manifest.cubin_file = Some(file);
     }
     files.insert(0, (out.clone(), k.text.clone().into_bytes()));
-    files.push((man.clone(), manifest.to_json().into_bytes()));
+    // A manifest names the PTX it launches: none beside MLIR, LLVM IR or tile IR.
+    if matches!(cli.emit, Emit::Ptx | Emit::Cubin) {
+        files.push((man.clone(), manifest.to_json().into_bytes()));
+    }
     if let Err(e) = write_outputs(&files) {
         eprintln!("{e}");
         return EXIT_DIAGNOSTICS;
