@@ -1194,13 +1194,16 @@ mod tests {
             .with_kernel("@gemm")
             .with_constant("BM", 64);
         assert_eq!(o, want);
-        // sm_100a has the clc cluster but no wgmma: the wgmma-only choices are refused.
+        // sm_100a has the clc cluster but no wgmma: the wgmma-only choices are refused, and
+        // an LLVM pipeline with MLIR as the output.
         assert_eq!(o.validate().unwrap_err().option, "mma_lookahead");
         let wgmma_free = o
             .clone()
             .with_mma_lookahead(false)
+            .with_load_stages(2)
             .with_invariant_a(InvariantA::Auto);
-        assert_eq!(wgmma_free.validate(), Ok(()));
+        assert_eq!(wgmma_free.validate().unwrap_err().option, "llvm_passes");
+        assert_eq!(wgmma_free.with_emit(Emit::Ptx).validate(), Ok(()));
         assert_eq!(Options::NAMES.len(), 27);
         let e = o.set("stage", "4").unwrap_err();
         assert!(
