@@ -177,6 +177,21 @@ fn check_source_level(m: &tilec_dialect::Module) -> Result<(), Error> {
     let mut ds = vec![];
     // `target` marks tile-to-gpu's output, `schedule` persistent's: their GPU-level ops are
     // the passes' own.
+    // A kernel's symbol is its PTX entry's name, which LLVM's NVPTX back end would rename
+    // (`a.b` to `a_b`) where it is not letters, digits and '_'.
+    for k in m.kernels() {
+        let name = k.symbol.as_deref().unwrap_or_default();
+        if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            ds.push(Diagnostic::error(
+                k.loc.clone(),
+                format!(
+                    "kernel name '@{name}' is not a PTX entry name: use letters, digits and \
+                     '_' only (a kernel's symbol names its '.entry', its files and its \
+                     manifest)"
+                ),
+            ));
+        }
+    }
     let untouched =
         |k: &&tilec_dialect::Operation| k.attr("target").is_none() && k.attr("schedule").is_none();
     for k in m.kernels().filter(untouched) {
