@@ -148,8 +148,9 @@ pub enum Error {
     /// lowered, an option of the dot pipelines for a module without a `tile.dot`, an option
     /// of GEMM pipelines (`stages`, `epilogue`, `promote`) where every dot is laid out, one
     /// of laid-out dots (`warp_specialize`, `load_stages`, ...) where every dot is a GEMM
-    /// pipeline, `num_warps` for a module whose kernels are all GEMM pipelines. The message
-    /// names the kernel and its file:line:col.
+    /// pipeline, `num_warps` or `ctas_per_sm` for a module whose kernels are all GEMM
+    /// pipelines, `schedule`, `group_m` or `persistent_kernels` where they make no kernel
+    /// persistent. The message names the kernel and its file:line:col.
     #[error("{0}")]
     Options(#[from] OptionsError),
     /// `ptxas` did not assemble the PTX ([`Emit::Cubin`]).
@@ -762,6 +763,7 @@ fn front_end(
     }
     check_num_warps(&module, opts)?;
     check_dot_paths(&module, &dots, opts)?;
+    check_schedule_options(&module, opts)?;
     let remarks = Diagnostics(report.diagnostics);
     Ok((VerifiedModule::new(module)?, file, timings, remarks))
 }
@@ -895,6 +897,82 @@ fn check_num_warps(module: &tilec_dialect::Module, opts: &Options) -> Result<(),
         }
         _ => Ok(()),
     }
+}
+
+/// [`Error::Options`] when, after the passes, `opts` sets an option of the `persistent` pass
+/// that no kernel took: a `schedule` that makes kernels persistent (`static`, `clc`) or a
+/// `group_m` where no kernel was made persistent (the pass takes GEMM pipelines, and with
+/// `persistent_kernels` `all` every kernel), and `persistent_kernels` `all` where the
+/// schedule makes nothing persistent or every kernel is a GEMM pipeline (which `dots`
+/// already takes).
+fn check_schedule_options(module: &tilec_dialect::Module, opts: &Options) -> Result<(), Error> {
+    let changed = opts.pass_options_changed();
+    let Some(k) = module.kernels().next() else {
+        return Ok(());
+    };
+    let kernel = format!(
+        "kernel '@{}' at {}",
+        k.symbol.as_deref().unwrap_or("?"),
+        k.loc
+    );
+    let persistent = module.kernels().any(|k| k.attr("schedule").is_some());
+    let makes_persistent = matches!(opts.schedule, Schedule::Static | Schedule::Clc);
+    let refuse = |option, reason: String| Err(Error::Options(OptionsError::new(option, reason)));
+    if !persistent {
+        let plain = if opts.persistent_kernels == PersistentKernels::Dots {
+            "; a kernel with a plain launch only with --persistent-kernels all"
+        } else {
+            ""
+        };
+        if changed.contains(&"schedule") && makes_persistent {
+            return refuse(
+                "schedule",
+                format!(
+                    "no kernel of the module is made persistent ({kernel} is not a GEMM \
+                     pipeline{plain}): leave the option out"
+                ),
+            );
+        }
+        if changed.contains(&"group_m") {
+            let why = if makes_persistent {
+                format!(
+                    "no kernel of the module is made persistent ({kernel} is not a GEMM \
+                     pipeline{plain})"
+                )
+            } else {
+                format!(
+                    "the schedule is {}, which makes no kernel persistent",
+                    opts.schedule
+                )
+            };
+            return refuse(
+                "group_m",
+                format!("orders the tiles of persistent kernels, and {why}: leave the option out"),
+            );
+        }
+    }
+    if opts.persistent_kernels == PersistentKernels::All {
+        if !makes_persistent {
+            return refuse(
+                "persistent_kernels",
+                format!(
+                    "the schedule is {}, which makes no kernel persistent: leave the option \
+                     out, or choose static or clc",
+                    opts.schedule
+                ),
+            );
+        }
+        if module.kernels().all(|k| k.attr("num_warps").is_none()) {
+            return refuse(
+                "persistent_kernels",
+                format!(
+                    "every kernel of the module is a GEMM pipeline ({kernel}), which the \
+                     default (dots) already makes persistent: leave the option out"
+                ),
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Whether `ptx` defines the kernel entry `name` (`.entry name(`).
