@@ -38,7 +38,7 @@
 mod common;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches, Parser};
 use common::*;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -311,6 +311,33 @@ fn mlir_stage(cli: &Cli, product: &str, name: &str, src: &str) -> i32 {
     }
 }
 
+/// The first option given on the command line that `--mlir-stage` does not take, as its
+/// flag (`--stages`, `-o`), or `None`.
+fn ignored_by_mlir_stage(m: &clap::ArgMatches) -> Option<String> {
+    const TAKEN: [&str; 6] = [
+        "file",
+        "target",
+        "mlir_stage",
+        "opt_level",
+        "llvm_passes",
+        "ptx_version",
+    ];
+    let cmd = Cli::command();
+    m.ids()
+        .map(|id| id.as_str())
+        .filter(|id| !TAKEN.contains(id) && cmd.get_arguments().any(|a| a.get_id() == *id))
+        .find(|id| m.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
+        .map(|id| {
+            let arg = cmd.get_arguments().find(|a| a.get_id() == id);
+            match arg.and_then(|a| a.get_long()) {
+                Some(long) => format!("--{long}"),
+                None => arg
+                    .and_then(|a| a.get_short())
+                    .map_or_else(|| id.to_string(), |c| format!("-{c}")),
+            }
+        })
+}
+
 fn main() {
     exit_now(run());
 }
@@ -343,13 +370,26 @@ fn run() -> i32 {
     // An LLVM fatal error (a tilec bug: such input must be refused before MLIR) ends the
     // process with one located line and exit 1, not an abort.
     tilec::lowering::install_fatal_error_handler();
-    let cli = match Cli::try_parse() {
+    let parsed = Cli::command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m).map(|c| (c, m)));
+    let (cli, matches) = match parsed {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
             return if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
         }
     };
+    if cli.mlir_stage.is_some() {
+        if let Some(flag) = ignored_by_mlir_stage(&matches) {
+            eprintln!(
+                "error: {flag}: --mlir-stage runs only the MLIR stage on an MLIR module, which \
+                 this option does not configure (it takes --target, -O, --llvm-passes and \
+                 --ptx-version; the PTX or LLVM IR goes to standard output)"
+            );
+            return EXIT_USAGE;
+        }
+    }
     if cli.ptxas && !matches!(cli.emit, Emit::Ptx | Emit::Cubin) {
         eprintln!("error: --ptxas needs --emit ptx or cubin");
         return EXIT_USAGE;
