@@ -600,7 +600,34 @@ fn select_kernel(
 /// kernel being compiled (where one was chosen), and no diagnostic is repeated.
 pub fn compile(input: Input<'_>, opts: &Options) -> Result<Kernel, Error> {
     let mut kernel = None;
-    compile_kernel(input, opts, &mut kernel).map_err(|e| with_kernel(e, &kernel))
+    compile_kernel(input, opts, &mut kernel)
+        .map_err(|e| with_kernel(e, &kernel))
+        .map_err(|e| user_pipeline_error(e, opts))
+}
+
+/// An LLVM failure to parse the user's pipeline ([`Options::llvm_passes`]) as the usage
+/// error it is ([`Error::Options`]): LLVM's `PassBuilder` checks the text where it runs it,
+/// in the MLIR stage, and its message (`unknown pass name 'x'`) is the reason.
+fn user_pipeline_error(e: Error, opts: &Options) -> Error {
+    const PREFIX: &str = "LLVM pass pipeline '";
+    let Error::Mlir(m @ tilec_lowering::MlirError::Llvm { .. }) = &e else {
+        return e;
+    };
+    let Some(pipeline) = &opts.llvm_passes else {
+        return e;
+    };
+    match m.diagnostics().iter().find_map(|d| {
+        d.message
+            .strip_prefix(PREFIX)
+            .and_then(|r| r.strip_prefix(pipeline.as_str()))
+            .and_then(|r| r.strip_prefix("': "))
+    }) {
+        Some(reason) => Error::Options(OptionsError::new(
+            "llvm_passes",
+            format!("LLVM does not parse the pipeline: {reason}"),
+        )),
+        None => e,
+    }
 }
 
 /// Checks that `input` compiles with `opts` as far as no MLIR is needed: the options, the
