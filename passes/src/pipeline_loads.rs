@@ -223,6 +223,16 @@ impl Pass for PipelineLoads {
             }
             let cands = candidates(m, k);
             if cands.is_empty() {
+                let mut dots = false;
+                k.walk(&mut |o| dots |= o.kind == OpKind::Mma);
+                if dots && (self.warp_specialize || self.mma_lookahead) {
+                    cx.diagnostics.push(Diagnostic::remark(
+                        k.loc.clone(),
+                        "tile-pipeline-loads: no loop of this kernel loads a wgmma operand, so \
+                         nothing is staged in a TMA ring: warp-specialize and mma-lookahead \
+                         change nothing here",
+                    ));
+                }
                 continue;
             }
             n += cands.len() as u64;
