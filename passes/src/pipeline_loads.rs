@@ -120,7 +120,9 @@
 //!
 //! Options: `stages` (2 to 8, default 2), `mma-lookahead` (default false), `warp-specialize`
 //! (default false). Statistics: `loads-pipelined`, `mmas-issued-ahead`,
-//! `kernels-warp-specialized`.
+//! `kernels-warp-specialized`. Remarks, at the kernel: why `warp-specialize` did not apply,
+//! and that a kernel with wgmma but no loop to stage makes `warp-specialize` and
+//! `mma-lookahead` change nothing.
 
 use crate::pass::{OptionInfo, OptionKind, Pass, PassContext, PassInfo, PassOptions};
 use std::collections::{HashMap, HashSet};
