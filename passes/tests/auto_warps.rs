@@ -1,6 +1,6 @@
 //! `tile-assign-layouts`' choice of warps (`num-warps=0`): 2 for a kernel with a reduction
-//! and a largest tile of up to 1,024 elements, else 4 to 8 from its elements, and more only where a tile would not fit a
-//! thread's registers at 8.
+//! and a largest tile of up to 1,024 elements, else 4 to 8 from its elements, and more only
+//! where a tile would not fit a thread's registers at 8.
 
 mod common;
 use common::example;
