@@ -321,6 +321,28 @@ pub fn assign_layouts(
 /// The most 32-bit registers a thread has (PTX's `.maxnreg` bound on every target).
 pub const MAX_REGISTERS_PER_THREAD: u64 = 255;
 
+/// Calls `f` with each op of `k` and each of its laid-out result tiles' type and the
+/// registers per thread that tile takes (4 bytes a register).
+fn each_tile_registers(
+    m: &Module,
+    k: &Operation,
+    f: &mut dyn FnMut(&Operation, Type, ScalarType, u64),
+) {
+    k.walk(&mut |o| {
+        for &r in &o.results {
+            if let Type::Tile {
+                shape,
+                elem,
+                layout: Some(l),
+            } = m.ty(r)
+            {
+                let regs = (l.num_registers() * elem.size_bytes()).div_ceil(4);
+                f(o, Type::tile(shape, *elem), *elem, regs);
+            }
+        }
+    });
+}
+
 /// A warning at the op of laid-out kernel `k` whose floating-point result tile needs the
 /// most registers, where that tile alone needs as many registers per thread as `target`
 /// gives each thread of the kernel's `num_warps` × `ctas_per_sm` warps
@@ -333,35 +355,20 @@ pub fn register_share_warning(m: &Module, k: &Operation, target: Target) -> Opti
     let threads = 32 * warps * ctas;
     let share = target.register_cap(threads);
     let mut worst: Option<(u64, Diagnostic)> = None;
-    k.walk(&mut |o| {
-        for &r in &o.results {
-            let Type::Tile {
-                shape,
-                elem,
-                layout: Some(l),
-            } = m.ty(r)
-            else {
-                continue;
-            };
-            // Index and mask tiles (iota, comparisons on it) fold into address arithmetic.
-            if !elem.is_float() {
-                continue;
-            }
-            let regs = (l.num_registers() * elem.size_bytes()).div_ceil(4);
-            if regs >= share && worst.as_ref().is_none_or(|(w, _)| regs > *w) {
-                let d = Diagnostic::warning(
-                    o.loc.clone(),
-                    format!(
-                        "'{}' makes a {} that needs {regs} registers per thread at {warps} \
-                         warps, all of a thread's share of the register file ({share} with \
-                         {threads} threads resident): ptxas will spill to local memory; loop \
-                         over blocks of the tile instead (examples/softmax_online.tile)",
-                        o.kind.name(),
-                        Type::tile(shape, *elem),
-                    ),
-                );
-                worst = Some((regs, d));
-            }
+    each_tile_registers(m, k, &mut |o, tile, elem, regs| {
+        // Index and mask tiles (iota, comparisons on it) fold into address arithmetic.
+        if elem.is_float() && regs >= share && worst.as_ref().is_none_or(|(w, _)| regs > *w) {
+            let d = Diagnostic::warning(
+                o.loc.clone(),
+                format!(
+                    "'{}' makes a {tile} that needs {regs} registers per thread at {warps} \
+                     warps, all of a thread's share of the register file ({share} with \
+                     {threads} threads resident): ptxas will spill to local memory; loop over \
+                     blocks of the tile instead (examples/softmax_online.tile)",
+                    o.kind.name(),
+                ),
+            );
+            worst = Some((regs, d));
         }
     });
     worst.map(|(_, d)| d)
@@ -373,37 +380,25 @@ pub fn register_share_warning(m: &Module, k: &Operation, target: Target) -> Opti
 /// The error is a resource limit, `registers per thread`.
 fn registers_fit(m: &Module, k: &Operation, num_warps: u64) -> Result<(), Diagnostics> {
     let mut first = None;
-    k.walk(&mut |o| {
-        for &r in &o.results {
-            let Type::Tile {
-                shape,
-                elem,
-                layout: Some(l),
-            } = m.ty(r)
-            else {
-                continue;
+    each_tile_registers(m, k, &mut |o, tile, _, regs| {
+        if regs > MAX_REGISTERS_PER_THREAD && first.is_none() {
+            let fix = if num_warps < 32 {
+                "use smaller tiles or more warps (--num-warps, up to 32)"
+            } else {
+                "use smaller tiles (32 warps is a CTA's most)"
             };
-            let regs = (l.num_registers() * elem.size_bytes()).div_ceil(4);
-            if regs > MAX_REGISTERS_PER_THREAD && first.is_none() {
-                let fix = if num_warps < 32 {
-                    "use smaller tiles or more warps (--num-warps, up to 32)"
-                } else {
-                    "use smaller tiles (32 warps is a CTA's most)"
-                };
-                let msg = format!(
-                    "'{}' makes a {} that needs {regs} registers per thread at {num_warps} warps \
-                     (a thread has at most {MAX_REGISTERS_PER_THREAD}): {fix}",
-                    o.kind.name(),
-                    Type::tile(shape, *elem),
-                );
-                first = Some(Diagnostic::resource_limit(
-                    o.loc.clone(),
-                    msg,
-                    "registers per thread",
-                    regs,
-                    MAX_REGISTERS_PER_THREAD,
-                ));
-            }
+            let msg = format!(
+                "'{}' makes a {tile} that needs {regs} registers per thread at {num_warps} warps \
+                 (a thread has at most {MAX_REGISTERS_PER_THREAD}): {fix}",
+                o.kind.name(),
+            );
+            first = Some(Diagnostic::resource_limit(
+                o.loc.clone(),
+                msg,
+                "registers per thread",
+                regs,
+                MAX_REGISTERS_PER_THREAD,
+            ));
         }
     });
     match first {
