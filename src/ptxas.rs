@@ -159,10 +159,13 @@ pub fn assemble_with(
     let log = std::fs::read(&log_path).unwrap_or_default();
     let log = String::from_utf8_lossy(&log);
     if !status.success() {
+        // The exit status (or the signal) too: a ptxas that dies prints nothing.
+        let log = log.trim_end();
+        let sep = if log.is_empty() { "" } else { "\n" };
         return Err(PtxasError::Failed {
             ptxas: ptxas.display().to_string(),
             arch: target.name(),
-            log: log.trim_end().to_string(),
+            log: format!("{log}{sep}({status})"),
         });
     }
     let cubin = std::fs::read(&output).map_err(io(format!("reading {}", output.display())))?;
@@ -225,7 +228,14 @@ mod tests {
         };
         assert_eq!(
             (log.as_str(), arch),
-            ("ptxas fatal: bad PTX\nmore", "sm_90")
+            ("ptxas fatal: bad PTX\nmore\n(exit status: 255)", "sm_90")
+        );
+        // One that dies silently says how it ended.
+        let p = fake(dir.path(), "kill -SEGV $$");
+        let e = assemble_with(&p, "", Target::Sm90, DEFAULT_TIMEOUT).unwrap_err();
+        assert!(
+            e.to_string().contains("failed:\n(signal: 11 (SIGSEGV)"),
+            "{e}"
         );
         // Success without an ELF image is no cubin either.
         let p = fake(dir.path(), "echo hello > \"$4\"");

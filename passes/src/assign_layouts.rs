@@ -473,15 +473,20 @@ fn dot_unsupported(m: &Module, o: &Operation, num_warps: u64) -> Option<String> 
         sc[1].next_power_of_two(),
         sa[1].next_power_of_two(),
     );
-    let fits = kk >= 16 && LinearLayout::dot_warps(mm, n, num_warps).is_some();
-    (!fits).then(|| {
-        format!(
-            "'tile.dot' of {}x{} by {}x{} does not fit mma.sync.m16n8k16 at {num_warps} \
-             warps: K must be at least 16, and each warp needs at least one 16 x 8 tile of \
-             the result (use a larger tile or fewer warps)",
-            sc[0], sa[1], sa[1], sc[1]
-        )
-    })
+    let tiles_fit = LinearLayout::dot_warps(mm, n, num_warps).is_some();
+    let why = match (kk >= 16, tiles_fit) {
+        (true, true) => return None,
+        (false, true) => "K must be at least 16 (use a larger K)".to_string(),
+        (_, false) if num_warps > 1 => "each warp needs at least one 16 x 8 tile of the \
+            result (use a larger tile or fewer warps)"
+            .to_string(),
+        (_, false) => "the result must hold at least one 16 x 8 tile (use a larger tile)".into(),
+    };
+    Some(format!(
+        "'tile.dot' of {}x{} by {}x{} does not fit mma.sync.m16n8k16 at {num_warps} warps: \
+         {why}",
+        sc[0], sa[1], sa[1], sc[1]
+    ))
 }
 
 /// Why `target` cannot run `o` (the try_cancel protocol of `persistent{schedule=clc}`),

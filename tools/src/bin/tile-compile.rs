@@ -485,10 +485,14 @@ fn run() -> i32 {
     };
     eprint_diags(&k.remarks, Some(src));
     if let Err(e) = std::fs::create_dir_all(&cli.out_dir) {
-        eprintln!(
-            "error: could not create '{}': {}",
-            cli.out_dir.display(),
+        let why = if cli.out_dir.exists() || cli.out_dir.is_symlink() {
+            "it is not a directory (-o names the directory the outputs go to)".to_string()
+        } else {
             io_reason(&e)
+        };
+        eprintln!(
+            "error: could not create the output directory '{}': {why}",
+            cli.out_dir.display()
         );
         return EXIT_DIAGNOSTICS;
     }
