@@ -795,6 +795,15 @@ fn front_end(
     Ok((VerifiedModule::new(module)?, file, timings, remarks))
 }
 
+/// `kernel '@NAME' at FILE:LINE:COL`, as the option refusals name a kernel.
+fn kernel_at(k: &tilec_dialect::Operation) -> String {
+    format!(
+        "kernel '@{}' at {}",
+        k.symbol.as_deref().unwrap_or("?"),
+        k.loc
+    )
+}
+
 /// The options that configure only `tile-to-gpu`'s GEMM pipelines (the shared-memory ring,
 /// the epilogue store, promotion), as [`Options::set`] names them.
 const PIPELINE_OPTIONS: [&str; 3] = ["stages", "epilogue", "promote"];
@@ -840,10 +849,9 @@ fn check_dot_options(module: &tilec_dialect::Module, opts: &Options) -> Result<(
         Some(k) if dot_kernels(module).is_empty() => Err(Error::Options(OptionsError::new(
             option,
             format!(
-                "no kernel of the module has a 'tile.dot' (kernel '@{}' at {}), and this \
-                 option configures only the passes of kernels with one: leave it out",
-                k.symbol.as_deref().unwrap_or("?"),
-                k.loc
+                "no kernel of the module has a 'tile.dot' ({}), and this option configures \
+                 only the passes of kernels with one: leave it out",
+                kernel_at(k)
             ),
         ))),
         _ => Ok(()),
@@ -875,21 +883,20 @@ fn check_dot_paths(
             continue;
         }
         let Some(k) = with_dot().next() else { continue };
-        let name = k.symbol.as_deref().unwrap_or("?");
         let reason = if pipeline {
             format!(
-                "no kernel's dot is a GEMM pipeline (kernel '@{name}' at {} has a plain \
-                 launch: its dots are laid out, by tile-dot-to-wgmma and tile-pipeline-loads), \
-                 and this option configures only tile-to-gpu's GEMM pipelines: leave it out",
-                k.loc
+                "no kernel's dot is a GEMM pipeline ({} has a plain launch: its dots are laid \
+                 out, by tile-dot-to-wgmma and tile-pipeline-loads), and this option \
+                 configures only tile-to-gpu's GEMM pipelines: leave it out",
+                kernel_at(k)
             )
         } else {
             format!(
-                "every kernel's dot is a GEMM pipeline (kernel '@{name}' at {}: tile-to-gpu \
-                 builds its ring and warpgroups), and this option configures only the passes \
-                 of laid-out dots (tile-dot-to-wgmma, tile-pipeline-loads, tile-defer-mma, \
-                 tile-pingpong): leave it out",
-                k.loc
+                "every kernel's dot is a GEMM pipeline ({}: tile-to-gpu builds its ring and \
+                 warpgroups), and this option configures only the passes of laid-out dots \
+                 (tile-dot-to-wgmma, tile-pipeline-loads, tile-defer-mma, tile-pingpong): \
+                 leave it out",
+                kernel_at(k)
             )
         };
         return Err(Error::Options(OptionsError::new(option, reason)));
@@ -914,11 +921,9 @@ fn check_num_warps(module: &tilec_dialect::Module, opts: &Options) -> Result<(),
             Err(Error::Options(OptionsError::new(
                 option,
                 format!(
-                    "no kernel of the module has a plain launch (kernel '@{}' at {} is a GEMM \
-                     pipeline, whose warpgroups and register budget tile-to-gpu sets): leave \
-                     the option out",
-                    k.symbol.as_deref().unwrap_or("?"),
-                    k.loc
+                    "no kernel of the module has a plain launch ({} is a GEMM pipeline, whose \
+                     warpgroups and register budget tile-to-gpu sets): leave the option out",
+                    kernel_at(k)
                 ),
             )))
         }
@@ -937,11 +942,7 @@ fn check_schedule_options(module: &tilec_dialect::Module, opts: &Options) -> Res
     let Some(k) = module.kernels().next() else {
         return Ok(());
     };
-    let kernel = format!(
-        "kernel '@{}' at {}",
-        k.symbol.as_deref().unwrap_or("?"),
-        k.loc
-    );
+    let kernel = kernel_at(k);
     let persistent = module.kernels().any(|k| k.attr("schedule").is_some());
     let makes_persistent = matches!(opts.schedule, Schedule::Static | Schedule::Clc);
     let refuse = |option, reason: String| Err(Error::Options(OptionsError::new(option, reason)));
