@@ -597,7 +597,8 @@ impl Options {
     /// Sets one option from text, as a frontend with string-keyed options (Python keyword
     /// arguments, a config file) has them: `name` is a field's name (`-` may stand for `_`),
     /// `value` its spelling (`"clc"`, `"2"`, `"true"`, ...). Setting `target` keeps the other
-    /// fields; the schedule stays as it was. `define` takes `NAME=VALUE` and binds one kernel
+    /// fields, except a schedule at the old target's default, which becomes the new one's
+    /// (`clc` on sm_100, `none` on sm_90). `define` takes `NAME=VALUE` and binds one kernel
     /// constant ([`Options::constants`]; `tile-compile -D`), keeping the others.
     ///
     /// # Errors
@@ -621,12 +622,17 @@ impl Options {
         }
         match name.replace('-', "_").as_str() {
             "target" => {
-                self.target = Target::from_name(value).ok_or_else(|| {
+                let target = Target::from_name(value).ok_or_else(|| {
                     OptionsError::new(
                         "target",
                         format!("unknown target '{value}' (known: {})", Target::names()),
                     )
-                })?
+                })?;
+                // A schedule left at the old target's default takes the new one's.
+                if self.schedule == Schedule::default_for(self.target) {
+                    self.schedule = Schedule::default_for(target);
+                }
+                self.target = target;
             }
             "stages" => self.stages = num("stages", value)?,
             "load_stages" => self.load_stages = num("load_stages", value)?,
@@ -1214,6 +1220,15 @@ mod tests {
         assert_eq!(o.set("stages", "four").unwrap_err().option, "stages");
         assert_eq!(o.set("simplify", "yes").unwrap_err().option, "simplify");
         assert_eq!(o.set("target", "sm_80").unwrap_err().option, "target");
+        // A schedule at the old target's default follows the target; a chosen one stays.
+        let mut o = Options::new(Target::Sm90a);
+        o.set("target", "sm_90").unwrap();
+        assert_eq!(o.schedule, Schedule::None);
+        o.set("target", "sm_100a").unwrap();
+        assert_eq!(o.schedule, Schedule::Clc);
+        let mut o = Options::new(Target::Sm90a).with_schedule(Schedule::Off);
+        o.set("target", "sm_100").unwrap();
+        assert_eq!(o.schedule, Schedule::Off);
     }
 
     #[test]
