@@ -129,6 +129,19 @@ impl Operation {
         }
     }
 
+    /// How deep regions nest inside this op: 0 for an op without regions, 1 for one whose
+    /// regions hold no op with regions, and so on. A pass that wraps ops in one more region
+    /// checks it against [`crate::parser::MAX_NESTING`], which the verifier holds every
+    /// module to.
+    pub fn region_depth(&self) -> usize {
+        self.regions
+            .iter()
+            .flat_map(|r| &r.ops)
+            .map(|o| 1 + o.region_depth())
+            .max()
+            .unwrap_or(usize::from(!self.regions.is_empty()))
+    }
+
     /// Visit this op and every nested op mutably, outer before inner.
     pub fn walk_mut(&mut self, f: &mut dyn FnMut(&mut Operation)) {
         f(self);

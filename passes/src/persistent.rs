@@ -237,6 +237,20 @@ impl Pass for Persistent {
             {
                 continue;
             }
+            // The tile loop is one more region around the body.
+            let depth = k.region_depth();
+            if depth >= tilec_dialect::parser::MAX_NESTING {
+                errors.push(Diagnostic::error(
+                    k.loc.clone(),
+                    format!(
+                        "the kernel's regions nest {depth} levels, and the persistent tile loop \
+                         would add one past the limit ({}): nest less, or build it without a \
+                         persistent schedule (schedule none)",
+                        tilec_dialect::parser::MAX_NESTING
+                    ),
+                ));
+                continue;
+            }
             match make_persistent(m, k, self) {
                 Ok(()) => cx.stat("kernels-made-persistent", 1),
                 Err(d) => errors.push(d),

@@ -66,6 +66,10 @@ impl Pass for SpecializeMasks {
             if k.attr("target").is_some() || k.attr("num_warps").is_some() {
                 continue;
             }
+            // The uniform branch is one more region: none where that would pass the limit.
+            if k.region_depth() >= tilec_dialect::parser::MAX_NESTING {
+                continue;
+            }
             let mut uses: HashMap<Value, usize> = HashMap::new();
             k.walk(&mut |o| {
                 for &v in &o.operands {

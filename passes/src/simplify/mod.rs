@@ -22,7 +22,8 @@
 //! **Results are kept bit for bit**: every e-graph rule is exact under the semantics of
 //! the reference interpreter ([`tilec_dialect::interp`]); moving a power-of-two scale out
 //! of a loop is exact barring overflow and underflow; anything exact only up to rounding
-//! needs `reassociate=true`. Kernels that already hold GPU-level ops are left alone.
+//! needs `reassociate=true`. Kernels that already hold GPU-level ops, or are laid out (a
+//! `target`), are left alone.
 //!
 //! **Deterministic**: egg runs with deterministic hash maps, extraction breaks ties by a
 //! total order, and the default limits count e-nodes and iterations, so the same input
@@ -214,7 +215,8 @@ fn simplify_kernels(m: &mut Module, o: &SimplifyOptions) -> Stats {
         k.walk(&mut |op| {
             gpu_level |= op.kind.class() == OpClass::Gpu || op.kind == OpKind::WarpSpecialize
         });
-        if k.kind != OpKind::Kernel || gpu_level {
+        // Laid-out kernels (a `target`) too: the rewrites build tiles without layouts.
+        if k.kind != OpKind::Kernel || gpu_level || k.attr("target").is_some() {
             continue;
         }
         let Some(body) = k.regions.first_mut() else {
