@@ -262,6 +262,18 @@ fn run() -> i32 {
             return EXIT_USAGE;
         }
     }
+    let defines: Vec<(String, i64)> = m
+        .get_many::<(String, i64)>("define")
+        .into_iter()
+        .flatten()
+        .cloned()
+        .collect();
+    for (i, (n, _)) in defines.iter().enumerate() {
+        if defines[..i].iter().any(|(d, _)| d == n) {
+            eprintln!("error: -D {n} is given twice");
+            return EXIT_USAGE;
+        }
+    }
     let input = m.get_one::<String>("input").expect("default");
     let (name, src) = match read_source(input) {
         Ok(x) => x,
@@ -276,12 +288,7 @@ fn run() -> i32 {
         statistics: m.get_flag("pass-statistics"),
         verify_each: *m.get_one::<bool>("verify-each").expect("default"),
         lower,
-        constants: m
-            .get_many::<(String, i64)>("define")
-            .into_iter()
-            .flatten()
-            .cloned()
-            .collect(),
+        constants: defines.into_iter().collect(),
         declared: Default::default(),
     };
     let chunks = if m.get_flag("split-input-file") {
