@@ -214,6 +214,19 @@ impl<'a> Verifier<'a> {
     fn kernel(&mut self, op: &'a Operation) {
         self.visible.clear();
         self.target = op.str_attr("target").and_then(Target::from_name);
+        // A `target` names a known target: the op availability checks below key on it.
+        if let Some(t) = op.attr("target") {
+            if self.target.is_none() {
+                let msg = match op.str_attr("target") {
+                    Some(name) => format!(
+                        "'target' = \"{name}\" is not a known target (known: {})",
+                        Target::names()
+                    ),
+                    None => format!("'target' must be a string naming a target, found {t}"),
+                };
+                self.error(op, msg);
+            }
+        }
         self.num_warps = op.int_attr("num_warps");
         self.cluster_dims = op.cluster_shape();
         self.cluster_size = self.cluster_dims.iter().product();
