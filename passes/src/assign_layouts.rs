@@ -491,7 +491,7 @@ fn dot_unsupported(m: &Module, o: &Operation, num_warps: u64) -> Option<String> 
 
 /// Why `target` cannot run `o` (the try_cancel protocol of `persistent{schedule=clc}`),
 /// if it cannot.
-fn target_lacks(o: &Operation, target: Target) -> Option<String> {
+pub(crate) fn target_lacks(o: &Operation, target: Target) -> Option<String> {
     let name = o.kind.name();
     match o.kind {
         OpKind::ClcTryCancel | OpKind::ClcQuery if !target.has_try_cancel() => Some(format!(

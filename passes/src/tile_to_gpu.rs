@@ -268,6 +268,18 @@ impl Pass for TileToGpu {
                 // Kernels in any other form are `tile-assign-layouts`'s (a plain launch).
                 continue;
             }
+            // An op the target lacks (persistent's clc protocol on sm_90a) is refused at the
+            // kernel, before the pipeline is built around it.
+            let mut lacks = None;
+            k.walk(&mut |o| {
+                if lacks.is_none() {
+                    lacks = crate::assign_layouts::target_lacks(o, self.target);
+                }
+            });
+            if let Some(msg) = lacks {
+                errors.push(Diagnostic::error(k.loc.clone(), msg));
+                continue;
+            }
             let opts = (self.stages, self.tma_epilogue, self.promote);
             let mut remarks = vec![];
             let r = lower_kernel(m, k, self.target, opts, &mut remarks);
