@@ -167,17 +167,16 @@ impl From<Diagnostics> for Error {
 /// A kernel no pass has processed (neither tile-to-gpu's `target` attribute nor
 /// persistent's `schedule`) is written in level-1 ops only: the GPU-level ops (shared
 /// memory, TMA, mbarriers, async groups, ...) carry protocols that the passes establish and
-/// the checkers verify, so one written by
-/// hand into a source kernel is an error at that op. (A fully GPU-level kernel, with its
-/// `target`, is compiled as it is, its waits checked by `verify-async-waits`.)
+/// the checkers verify, so one written by hand into a source kernel is an error at that op.
+/// (A fully GPU-level kernel, with its `target`, is compiled as it is, its waits checked by
+/// `verify-async-waits`.) Every kernel's symbol must be a PTX entry name.
 ///
 /// # Errors
-/// The first GPU-level op of each source kernel.
+/// Each kernel whose symbol is not a PTX entry name; the first GPU-level op of each source
+/// kernel.
 fn check_source_level(m: &tilec_dialect::Module) -> Result<(), Error> {
     use tilec_dialect::Diagnostic;
     let mut ds = vec![];
-    // `target` marks tile-to-gpu's output, `schedule` persistent's: their GPU-level ops are
-    // the passes' own.
     // A kernel's symbol is its PTX entry's name, which LLVM's NVPTX back end would rename
     // (`a.b` to `a_b`) where it is not letters, digits and '_'.
     for k in m.kernels() {
@@ -193,6 +192,8 @@ fn check_source_level(m: &tilec_dialect::Module) -> Result<(), Error> {
             ));
         }
     }
+    // `target` marks tile-to-gpu's output, `schedule` persistent's: their GPU-level ops are
+    // the passes' own.
     let untouched =
         |k: &&tilec_dialect::Operation| k.attr("target").is_none() && k.attr("schedule").is_none();
     for k in m.kernels().filter(untouched) {
