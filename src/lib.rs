@@ -796,6 +796,12 @@ fn front_end(
     Ok((VerifiedModule::new(module)?, file, timings, remarks))
 }
 
+/// Whether every kernel of `module` (after the passes) is a GEMM pipeline: none has a plain
+/// launch (`num_warps`).
+fn all_gemm_pipelines(module: &tilec_dialect::Module) -> bool {
+    module.kernels().all(|k| k.attr("num_warps").is_none())
+}
+
 /// `kernel '@NAME' at FILE:LINE:COL`, as the option refusals name a kernel.
 fn kernel_at(k: &tilec_dialect::Operation) -> String {
     format!(
@@ -918,16 +924,14 @@ fn check_num_warps(module: &tilec_dialect::Module, opts: &Options) -> Result<(),
         return Ok(());
     };
     match module.kernels().next() {
-        Some(k) if module.kernels().all(|k| k.attr("num_warps").is_none()) => {
-            Err(Error::Options(OptionsError::new(
-                option,
-                format!(
-                    "no kernel of the module has a plain launch ({} is a GEMM pipeline, whose \
+        Some(k) if all_gemm_pipelines(module) => Err(Error::Options(OptionsError::new(
+            option,
+            format!(
+                "no kernel of the module has a plain launch ({} is a GEMM pipeline, whose \
                      warpgroups and register budget tile-to-gpu sets): leave the option out",
-                    kernel_at(k)
-                ),
-            )))
-        }
+                kernel_at(k)
+            ),
+        ))),
         _ => Ok(()),
     }
 }
@@ -953,21 +957,16 @@ fn check_schedule_options(module: &tilec_dialect::Module, opts: &Options) -> Res
         } else {
             ""
         };
+        let none = format!(
+            "no kernel of the module is made persistent ({kernel} is not a GEMM \
+             pipeline{plain})"
+        );
         if changed.contains(&"schedule") && makes_persistent {
-            return refuse(
-                "schedule",
-                format!(
-                    "no kernel of the module is made persistent ({kernel} is not a GEMM \
-                     pipeline{plain}): leave the option out"
-                ),
-            );
+            return refuse("schedule", format!("{none}: leave the option out"));
         }
         if changed.contains(&"group_m") {
             let why = if makes_persistent {
-                format!(
-                    "no kernel of the module is made persistent ({kernel} is not a GEMM \
-                     pipeline{plain})"
-                )
+                none
             } else {
                 format!(
                     "the schedule is {}, which makes no kernel persistent",
@@ -991,7 +990,7 @@ fn check_schedule_options(module: &tilec_dialect::Module, opts: &Options) -> Res
                 ),
             );
         }
-        if module.kernels().all(|k| k.attr("num_warps").is_none()) {
+        if all_gemm_pipelines(module) {
             return refuse(
                 "persistent_kernels",
                 format!(

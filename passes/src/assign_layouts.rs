@@ -186,7 +186,9 @@ pub fn auto_warps(m: &Module, k: &Operation, target: Target) -> u64 {
     let mut largest = 1u64;
     let mut largest_bytes = 0u64;
     let mut dot_rows: Option<u64> = None;
+    let mut reduces = false;
     k.walk(&mut |o| {
+        reduces |= o.kind == OpKind::Reduce;
         for &r in &o.results {
             if let Some(s) = m.ty(r).tile_shape() {
                 let elems: u64 = s.iter().map(|d| d.next_power_of_two()).product();
@@ -204,8 +206,6 @@ pub fn auto_warps(m: &Module, k: &Operation, target: Target) -> u64 {
     if let Some(tiles) = dot_rows {
         return tiles.min(8);
     }
-    let mut reduces = false;
-    k.walk(&mut |o| reduces |= o.kind == OpKind::Reduce);
     let fewest = min_auto_warps(target);
     let mut warps = if reduces && largest <= 32 * fewest * SMALL_CTA_ELEMS_PER_THREAD {
         fewest
