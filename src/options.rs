@@ -140,8 +140,8 @@ choice! {
     /// Whether each k tile's MMA result is added into the f32 sum once it completes
     /// (`tile-to-gpu` `promote`): the precise fp8 accumulation on Hopper.
     Promote, "promote" {
-        /// `auto`: promote fp8 MMAs on wgmma where the three accumulators fit (an N tile of at
-        /// most 128 with an M tile of 128).
+        /// `auto`: promote fp8 MMAs on wgmma where two accumulators fit (an N tile of at most
+        /// 192 with an M tile of 128; up to 128 the next k tile's MMAs run during the add).
         Auto = "auto",
         /// `on`: always; an error where the accumulators do not fit.
         On = "on",

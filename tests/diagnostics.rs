@@ -102,14 +102,14 @@ fn the_lowering_s_shared_memory_overflow_is_a_resource_limit() {
 
 #[test]
 fn register_limits_are_resource_limits() {
-    // Promotion of a 128x256 fp8 tile: three accumulators of 128 registers per thread.
+    // Promotion of a 128x256 fp8 tile: two accumulators of 128 registers per thread.
     let o = Options::new(Target::Sm90a).with_promote(Promote::On);
     let d = diags(&example("gemm_fp8_e4m3.tile"), &o);
     assert_eq!(
         d[0].kind,
         DiagKind::ResourceLimit {
             resource: "accumulator registers per thread",
-            needed: 384,
+            needed: 256,
             limit: 192
         },
         "{}",

@@ -135,11 +135,13 @@
 //! tensor cores work during the add: the loop takes k tiles in pairs and carries the sum
 //! and the last part (each part keeps its own registers; a loop-carried part that rotated
 //! through one register set would be a copy of registers a wgmma may still write), and a
-//! `tile.if` after it takes the last k tile of an even count. That is three accumulators
-//! (mma.sync: two, its MMAs being synchronous), so accumulators × BM × BN / consumer
-//! threads must stay within [`PROMOTE_MAX_ACC_REGS`] (mma.sync:
+//! `tile.if` after it takes the last k tile of an even count. That is three accumulators.
+//! Where three do not fit but two do (a 128×192 tile), the wgmma loop adds each k tile's part
+//! after `wait_group 0`, as mma.sync always does (its MMAs are synchronous): the other
+//! consumer warpgroup's MMAs keep the tensor cores busy meanwhile. Accumulators × BM × BN /
+//! consumer threads must stay within [`PROMOTE_MAX_ACC_REGS`] (mma.sync:
 //! [`PROMOTE_MAX_ACC_REGS_MMA_SYNC`]). `auto` (the default) promotes fp8 MMAs on wgmma when
-//! they fit (a 128×128 tile, not a 128×256 one); `true` promotes any kernel whose
+//! two accumulators fit (up to 128×192, not 128×256); `true` promotes any kernel whose
 //! accumulators fit, and refuses the others.
 //!
 //! Options: `target` (sm_90a), `stages` (4), `epilogue` (`direct`), `promote` (`auto`).
@@ -180,8 +182,8 @@ pub static INFO: PassInfo = PassInfo {
             default: "auto",
             help: "Accumulate each k tile's MMAs into a fresh accumulator and add it into the \
                 f32 sum (DeepGEMM's promotion: Hopper's fp8 wgmma sums with reduced precision); \
-                needs registers for three accumulators on wgmma (two on mma.sync). auto: for \
-                fp8 wgmma when they fit",
+                needs registers for two accumulators (three on wgmma to keep the next k tile's \
+                MMAs in flight during the add). auto: for fp8 wgmma when they fit",
         },
         OptionInfo {
             name: "epilogue",
@@ -203,9 +205,10 @@ pub fn ring_bytes(tile: &GemmTile, stages: u64) -> u64 {
     BARRIER_REGION_BYTES + stages * tile.stage_bytes()
 }
 
-/// The most accumulator registers per consumer thread `promote` may hold on wgmma: the sum
-/// and two parts (one in flight while the other is added), below the 232 a consumer gets
-/// from `setmaxnreg` (three 64×128 fragments: a 128×128 tile).
+/// The most accumulator registers per consumer thread `promote` may hold on wgmma, below the
+/// 232 a consumer gets from `setmaxnreg`: the sum and two parts (one in flight while the other
+/// is added; three 64×128 fragments, a 128×128 tile), or the sum and one part (two 64×192
+/// fragments, a 128×192 tile).
 pub const PROMOTE_MAX_ACC_REGS: u64 = 192;
 
 /// The same on the mma.sync path: the sum and one part (its MMAs are synchronous), below
@@ -224,7 +227,7 @@ pub struct TileToGpu {
     /// Stage the epilogue's store through shared memory and store it with TMA.
     pub tma_epilogue: bool,
     /// Promote each k tile's MMA result into the f32 sum (`promote`): `Some(on)`, or `None`
-    /// (`auto`) for fp8 operands on wgmma when its three accumulators fit.
+    /// (`auto`) for fp8 operands on wgmma when two accumulators fit.
     pub promote: Option<bool>,
 }
 
@@ -1302,19 +1305,20 @@ fn lower_kernel(
         }
     }
     let mm = if swap { mm.swapped() } else { mm };
-    // Accumulators per consumer thread: the sum and the k tile's part, and on wgmma the
-    // next k tile's part, in flight during the add.
+    // Accumulators per consumer thread: the sum and the k tile's part, and on wgmma where
+    // it fits the next k tile's part, in flight during the add.
     let threads = if target.has_wgmma() {
         WARPGROUP_THREADS as u64 * (mm.bm / 64)
     } else {
         256
     };
-    let (accs, max_regs) = if target.has_wgmma() {
-        (3, PROMOTE_MAX_ACC_REGS)
+    let max_regs = if target.has_wgmma() {
+        PROMOTE_MAX_ACC_REGS
     } else {
-        (2, PROMOTE_MAX_ACC_REGS_MMA_SYNC)
+        PROMOTE_MAX_ACC_REGS_MMA_SYNC
     };
     let regs = mm.bm * mm.bn / threads;
+    let accs = 2;
     let fits = accs * regs <= max_regs;
     let promote = promote.unwrap_or(mm.elem.is_fp8() && target.has_wgmma() && fits);
     if promote && !fits {
@@ -1342,7 +1346,7 @@ fn lower_kernel(
             max_regs,
         ));
     }
-    let overlap = promote && target.has_wgmma();
+    let overlap = promote && target.has_wgmma() && 3 * regs <= max_regs;
     let consumers = (mm.bm / 64) as i64;
     // TMA multicast is built for the wgmma GEMM on sm_90a (its `.multicast::cluster` form).
     let (multicast, peer_dims) = if target.has_wgmma() && target.has_tma_multicast() {

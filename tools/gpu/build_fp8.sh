@@ -8,8 +8,11 @@
 #   OUT/mixed-f32-T/   A e4m3 x B e5m2, f32 C
 #   OUT/rowwise-bf16-T/  examples/gemm_fp8_rowwise.tile (M x 1 and 1 x N scales)
 #   OUT/n128-{bf16,f32}-sm90a/, OUT/promote-{bf16,f32}-sm90a/  the e4m3 kernel with a
-#                      128x128 tile, without and with --promote (three accumulators do not
-#                      fit at 128x256)
+#                      128x128 tile, without and with --promote (three accumulators: the
+#                      next k tile's MMAs run during the add)
+#   OUT/n192-bf16-sm90a/, OUT/promote192-{bf16,f32}-sm90a/  the same at 128x192, where only
+#                      two accumulators fit (the add after wait_group 0); neither fits at
+#                      128x256
 #
 # Usage: tools/gpu/build_fp8.sh [OUT] (after `cargo build --release`; uses
 # target/release/tile-compile, or TILE_COMPILE).
@@ -31,14 +34,22 @@ sed -e 's/%B: tensor<?x?xe4m3>/%B: tensor<?x?xe5m2>/' \
     -e 's/tile<128x256xe4m3>/tile<128x256xe5m2>/' "$f32" >"$mixed"
 n128=$(mktemp --suffix=.tile)
 n128f=$(mktemp --suffix=.tile)
-trap 'rm -f "$f32" "$mixed" "$n128" "$n128f"' EXIT
+n192=$(mktemp --suffix=.tile)
+n192f=$(mktemp --suffix=.tile)
+trap 'rm -f "$f32" "$mixed" "$n128" "$n128f" "$n192" "$n192f"' EXIT
 to128='s/{value = 256}/{value = 128}/; s/ceildiv(%N, 256)/ceildiv(%N, 128)/; s/128x256/128x128/g; s/256x128xe4m3/128x128xe4m3/'
 sed -e "$to128" "$src" >"$n128"
 sed -e "$to128" "$f32" >"$n128f"
+to192='s/{value = 256}/{value = 192}/; s/ceildiv(%N, 256)/ceildiv(%N, 192)/; s/128x256/128x192/g; s/256x128xe4m3/192x128xe4m3/'
+sed -e "$to192" "$src" >"$n192"
+sed -e "$to192" "$f32" >"$n192f"
 "$tc" "$n128" --target sm_90a --promote off -o "$out/n128-bf16-sm90a" >/dev/null
 "$tc" "$n128f" --target sm_90a --promote off -o "$out/n128-f32-sm90a" >/dev/null
 "$tc" "$n128" --target sm_90a --promote on -o "$out/promote-bf16-sm90a" >/dev/null
 "$tc" "$n128f" --target sm_90a --promote on -o "$out/promote-f32-sm90a" >/dev/null
+"$tc" "$n192" --target sm_90a --promote off -o "$out/n192-bf16-sm90a" >/dev/null
+"$tc" "$n192" --target sm_90a --promote on -o "$out/promote192-bf16-sm90a" >/dev/null
+"$tc" "$n192f" --target sm_90a --promote on -o "$out/promote192-f32-sm90a" >/dev/null
 for t in sm_90a sm_90; do
     tt=${t/_/}
     "$tc" "$src" --target "$t" -o "$out/e4m3-bf16-$tt" >/dev/null

@@ -137,9 +137,10 @@ struct Cli {
     )]
     epilogue_store: EpilogueStore,
     /// Add each k tile's MMA result into the f32 sum once it completes (tile-to-gpu
-    /// `promote`): the precise fp8 accumulation on sm_90a, needing three accumulators'
-    /// registers (a 128x128 tile). auto (default): for fp8 on wgmma when they fit; on: always (an
-    /// error where they do not fit); off: never.
+    /// `promote`): the precise fp8 accumulation on sm_90a, needing two accumulators' registers
+    /// (a 128x192 tile; three, to overlap the add with the next MMAs, up to 128x128). auto
+    /// (default): for fp8 on wgmma when they fit; on: always (an error where they do not fit);
+    /// off: never.
     #[arg(long, default_value = "auto", value_parser = choice::<Promote>(Promote::names()))]
     promote: Promote,
     /// Where a laid-out dot's loop-invariant A operand (attention's Q) goes on wgmma
