@@ -8,8 +8,10 @@
 //! [`configs`] lists, per target and element type, the configurations whose steady
 //! throughput has been measured: a tile (BM × BN, stepping K by BK), its ring depth, its
 //! `persistent` schedule and its epilogue store, each with the rate it reached on large
-//! squares. The sm_90a rates are the H200's of `docs/bench-2026-12-06-s32-tiles-nn-h200.json`
-//! (the means of the 8192³ and 16384³ rows); a configuration without a measurement is not a
+//! squares. The sm_90a bf16/f16 rates are the H200's of
+//! `docs/bench-2026-12-06-s32-tiles-nn-h200.json` (the means of the 8192³ and 16384³ rows);
+//! the fp8 ones (e4m3, e5m2: the promoted 128 × 192 and 128 × 128 tiles, BK = 128) an
+//! H100's, until an H200 is measured. A configuration without a measurement is not a
 //! candidate, so the heuristic never prefers a tile nobody has timed. Beside the 64- and
 //! 128-row wgmma tiles the table holds the swap-AB tiles 16 × 64 and 16 × 128, which
 //! `tile-to-gpu` computes as Cᵀ = Bᵀ · Aᵀ and which store C from the registers: slow on
@@ -157,6 +159,21 @@ const WGMMA_16BIT: [GemmConfig; 6] = [
     direct(cfg(16, 64, 8, Schedule::None, 118.0)),
 ];
 
+/// fp8 (e4m3, e5m2) on wgmma: the tiles whose `promote` (the default, `auto`) fits, so the
+/// accumulation is `torch._scaled_mm`'s without fast accumulation; BK = 128 (128 bytes, one
+/// swizzle span). The rates are an **H100**'s (no H200 was lent): the means of the 8192³ and
+/// 16384³ rows of `docs/gpu-2026-12-07-s45/fp8-time.json` (A·Bᵀ, per-tensor scales, bf16 C).
+/// The unpromoted 128×256 tile is faster on some shapes but sums with wgmma's reduced
+/// precision, so it is not a candidate.
+const WGMMA_FP8: [GemmConfig; 2] = [
+    direct(fp8(cfg(128, 192, 4, Schedule::Static, 1201.0))),
+    direct(fp8(cfg(128, 128, 4, Schedule::Static, 1014.0))),
+];
+
+const fn fp8(c: GemmConfig) -> GemmConfig {
+    GemmConfig { bk: 128, ..c }
+}
+
 const fn cfg(bm: u64, bn: u64, stages: u32, schedule: Schedule, tflops: f64) -> GemmConfig {
     GemmConfig {
         bm,
@@ -179,21 +196,28 @@ const fn direct(c: GemmConfig) -> GemmConfig {
 /// The candidate configurations for `elem` on `target` (see the module docs), best rate
 /// first; empty where none is known.
 pub fn configs(target: Target, elem: ScalarType) -> Vec<GemmConfig> {
-    if !matches!(elem, ScalarType::BF16 | ScalarType::F16) {
+    let fp8 = elem.is_fp8();
+    if !fp8 && !matches!(elem, ScalarType::BF16 | ScalarType::F16) {
         return vec![];
     }
     if target.has_wgmma() {
-        return WGMMA_16BIT.to_vec();
+        return if fp8 {
+            WGMMA_FP8.to_vec()
+        } else {
+            WGMMA_16BIT.to_vec()
+        };
     }
     vec![GemmConfig {
         bm: 128,
         bn: 256,
-        bk: 64,
+        // 128 bytes of K per row either way.
+        bk: if fp8 { 128 } else { 64 },
         stages: 4,
         schedule: Schedule::default_for(target),
         epilogue: EpilogueStore::Direct,
-        // The sm_90 PTX on the H200 (docs/performance.md, 2026-11-29); never on sm_100.
-        tflops: (target == Target::Sm90).then_some(448.0),
+        // The sm_90 bf16 PTX on the H200 (docs/performance.md, 2026-11-29); never on sm_100,
+        // nor fp8 on mma.sync.
+        tflops: (target == Target::Sm90 && !fp8).then_some(448.0),
     }]
 }
 
@@ -310,8 +334,8 @@ pub enum HeuristicError {
     TooLarge(String),
     /// No configuration is known for the element type on the target.
     #[error(
-        "no measured GEMM tile configuration for {elem} on {target} (the heuristic knows bf16 \
-         and f16)"
+        "no measured GEMM tile configuration for {elem} on {target} (the heuristic knows bf16, \
+         f16, e4m3 and e5m2)"
     )]
     NoConfig {
         /// The element type.
@@ -536,6 +560,52 @@ mod tests {
         assert_eq!((few.config.bm, few.config.bn), (128, 256), "{}", few.reason);
     }
 
+    /// fp8 on sm_90a: the promoted tiles only, BK = 128, direct store. Against the H100 run
+    /// the rates come from (docs/gpu-2026-12-07-s45/fp8-time.json) the choice is within 5% of
+    /// the faster of the two on 16 of the 21 shapes (docs/performance.md, session 45).
+    #[test]
+    fn fp8_chooses_among_the_promoted_tiles() {
+        let fp8 = |m, n, k| {
+            let p = GemmProblem::new(m, n, k, ScalarType::E4M3);
+            choose_gemm(&p, Target::Sm90a, &Machine::H200).unwrap()
+        };
+        for (m, n, k, want) in [
+            (8192, 8192, 8192, (128, 192)),
+            (16384, 16384, 16384, (128, 192)),
+            (2048, 2048, 2048, (128, 128)),
+            (1024, 4096, 14336, (128, 128)),
+            (8192, 128256, 4096, (128, 192)),
+        ] {
+            let c = fp8(m, n, k);
+            assert_eq!(
+                (c.config.bm, c.config.bn),
+                want,
+                "{m}x{n}x{k}: {}",
+                c.reason
+            );
+            assert_eq!(c.config.bk, 128);
+            assert_eq!(c.config.epilogue, EpilogueStore::Direct);
+            assert_eq!(c.ranked.len(), 2);
+        }
+        // 8192³ on 128x192: 64 × 43 = 2752 tiles; 2·128·192·8192 flops at 1201 TFLOP/s.
+        let e = fp8(8192, 8192, 8192).estimate.unwrap();
+        assert_eq!((e.tiles, e.waves), (2752, 21));
+        let per_cta = 2.0 * 128.0 * 192.0 * 8192.0 / (1201e12 / RATE_SMS) * 1e6;
+        assert!((e.compute_us - per_cta).abs() < 1e-9);
+        // e5m2 takes the same tiles; mma.sync targets their one tile, unmeasured.
+        assert_eq!(configs(Target::Sm90a, ScalarType::E5M2), WGMMA_FP8.to_vec());
+        let p = GemmProblem::new(8192, 8192, 8192, ScalarType::E4M3);
+        let c = choose_gemm(&p, Target::Sm90, &Machine::H200).unwrap();
+        assert_eq!(c.config.tile_name(), "128x256x128");
+        assert_eq!(c.estimate, None);
+        // f32 (tf32 MMAs) has no measured configuration.
+        let p = GemmProblem::new(8192, 8192, 8192, ScalarType::F32);
+        assert!(matches!(
+            choose_gemm(&p, Target::Sm90a, &Machine::H200),
+            Err(HeuristicError::NoConfig { .. })
+        ));
+    }
+
     #[test]
     fn ties_prefer_less_padding() {
         // 16x128256x4096 is DRAM-bound on every tile: the swapped 16-row tiles pad none,
@@ -602,7 +672,7 @@ mod tests {
             assert_eq!(c.estimate.is_some(), t == Target::Sm90);
             assert!(c.reason.contains("only tile"), "{}", c.reason);
         }
-        let p = GemmProblem::new(16, 16, 16, ScalarType::E4M3);
+        let p = GemmProblem::new(16, 16, 16, ScalarType::I32);
         let e = choose_gemm(&p, Target::Sm90a, &Machine::H200).unwrap_err();
         assert!(matches!(e, HeuristicError::NoConfig { .. }), "{e}");
         let p = GemmProblem::new(16, u64::MAX, 16, ScalarType::BF16);

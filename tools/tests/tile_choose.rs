@@ -65,6 +65,13 @@ fn given_shapes_targets_and_sms() {
     );
     let (_, out, _) = run(&["--sms", "16", "1024x1024x1024"]);
     assert_eq!(tiles(&out), ["128x256x64"]);
+    // fp8: the promoted tiles, K by 128 bytes.
+    let (code, out, err) = run(&["8192x8192x8192", "2048x2048x2048", "--dtype", "e4m3"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(tiles(&out), ["128x192x128", "128x128x128"]);
+    let (code, out, _) = run(&["--dtype", "e5m2", "--target", "sm_90", "8192x8192x8192"]);
+    assert_eq!(code, 0);
+    assert_eq!(tiles(&out), ["128x256x128"]);
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! and estimate (`tilec::gemm_heuristic`), without compiling anything.
 //!
 //! ```text
-//! tile-choose [MxNxK | BxMxNxK]... [--target sm_90a] [--dtype bf16] [--sms 132]
+//! tile-choose [MxNxK | BxMxNxK]... [--target sm_90a] [--dtype bf16|f16|e4m3|e5m2] [--sms 132]
 //! ```
 //! With no shape, the 21 shapes of `tools/gpu/bench.py`. Prints a Markdown table: the
 //! chosen tile, stages, schedule and epilogue store, the waves over the SMs, what bounds the
@@ -34,7 +34,7 @@ struct Cli {
     #[arg(long, default_value = "sm_90a", value_parser = parse_target)]
     target: Target,
     /// Element type of A and B.
-    #[arg(long, default_value = "bf16", value_parser = ["bf16", "f16"])]
+    #[arg(long, default_value = "bf16", value_parser = ["bf16", "f16", "e4m3", "e5m2"])]
     dtype: String,
     /// SMs of the GPU (132: H100 SXM, H200).
     #[arg(long, default_value_t = 132, value_parser = clap::value_parser!(u32).range(1..=4096))]
