@@ -138,7 +138,9 @@
 //! `tile.if` after it takes the last k tile of an even count. That is three accumulators.
 //! Where three do not fit but two do (a 128×192 tile), the wgmma loop adds each k tile's part
 //! after `wait_group 0`, as mma.sync always does (its MMAs are synchronous): the other
-//! consumer warpgroup's MMAs keep the tensor cores busy meanwhile. Accumulators × BM × BN /
+//! consumer warpgroup's MMAs keep the tensor cores busy meanwhile. That wait retires the k
+//! tile's MMAs, so its stage is released right after the add rather than one k tile later
+//! (k tile 0's part is added to zeros to give its wait and release a place). Accumulators × BM × BN /
 //! consumer threads must stay within [`PROMOTE_MAX_ACC_REGS`] (mma.sync:
 //! [`PROMOTE_MAX_ACC_REGS_MMA_SYNC`]). `auto` (the default) promotes fp8 MMAs on wgmma when
 //! two accumulators fit (up to 128×192, not 128×256); `true` promotes any kernel whose
@@ -1745,7 +1747,20 @@ fn lower_kernel(
         let add = |e: &mut Emitter, a: Value, b: Value| {
             e.one(OpKind::Add, &[a, b], &[], mm.acc_ty.clone(), "acc_sum")
         };
-        let acc0 = mma_at(e, g, None, "acc0");
+        // Promotion that waits for each part (wgmma where three accumulators do not fit):
+        // once the add's wait retires a k tile's MMAs, its stage is released at once, so
+        // the producer runs all `stages` k tiles ahead. k tile 0 is added to zeros, which
+        // gives its wait and its release a place.
+        let release_at_once = promote && !overlap && target.has_wgmma();
+        let release_now = |e: &mut Emitter, kg: Value| {
+            let st = e.int(OpKind::RemI, kg, cs, "done_stage");
+            e.op(OpKind::MbarrierArrive, &[empty, st], &release, &[], None);
+        };
+        let mut acc0 = mma_at(e, g, None, "acc0");
+        if release_at_once {
+            acc0 = add(e, init, acc0);
+            release_now(e, g);
+        }
         let mut ops = e.take();
         if overlap {
             // Promotion with the next k tile's chain in flight during each add: the loop
@@ -1821,7 +1836,11 @@ fn lower_kernel(
             } else {
                 mma_at(e, kg, Some(acc_in), "acc_next")
             };
-            release_prev(e, kg);
+            if release_at_once {
+                release_now(e, kg);
+            } else {
+                release_prev(e, kg);
+            }
             e.op(OpKind::Yield, &[d], &[], &[], None);
             let body = Block {
                 args: vec![kt, acc_in],
@@ -1836,11 +1855,13 @@ fn lower_kernel(
             ops.push(lp);
         }
 
-        let last_g = e.int(OpKind::AddI, g, ktiles, "kg_end");
-        let last_w = e.int(OpKind::AddI, last_g, cs, "kg_end_wrap");
-        let last_p = e.int(OpKind::SubI, last_w, c1, "kg_last");
-        let last = e.int(OpKind::RemI, last_p, cs, "last_stage");
-        e.op(OpKind::MbarrierArrive, &[empty, last], &release, &[], None);
+        if !release_at_once {
+            let last_g = e.int(OpKind::AddI, g, ktiles, "kg_end");
+            let last_w = e.int(OpKind::AddI, last_g, cs, "kg_end_wrap");
+            let last_p = e.int(OpKind::SubI, last_w, c1, "kg_last");
+            let last = e.int(OpKind::RemI, last_p, cs, "last_stage");
+            e.op(OpKind::MbarrierArrive, &[empty, last], &release, &[], None);
+        }
         ops.extend(e.take());
         if swap {
             let mut t = Operation::new(OpKind::Transpose, lp_loc.clone());

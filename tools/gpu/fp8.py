@@ -25,6 +25,12 @@ examples/gemm_fp8_rowwise.tile, against _scaled_mm with M x 1 and 1 x N scales) 
 _scaled_mm (use_fast_accum False, and True) at
 8192^3 and the 21 shapes of tools/gpu/bench.py (M,N,K), CUDA events, 5 warm-ups, the median
 of --iters; the kernel torch ran is read with torch.profiler and printed.
+
+--interleave V1,V2,...: the variants (folders of DIR) on --shapes (default 8192x8192x8192),
+interleaved: --reps rounds, each timing every variant and then _scaled_mm (use_fast_accum
+False) once, on the same inputs; prints each variant's median over the rounds, the spread
+(min-max of its rounds) and the ratio _scaled_mm / tilec of the medians. Each variant's
+output is checked first (written, guard intact, bf16 error <= 1e-2 on 256 rows).
 """
 import argparse
 import glob
@@ -219,6 +225,41 @@ def timing(d, iters, seed):
     return rows, g, gf
 
 
+def interleave(root, variants, shapes, iters, reps, seed):
+    rows = []
+    for si, (M, N, K) in enumerate(shapes):
+        cases = {}
+        for v in variants:
+            man = glob.glob(os.path.join(root, v, "*.json"))[0]
+            c = Case(tr.Kernel(man), M, N, K, seed * 31 + si)
+            out, written, guard_ok = c.run_checked()
+            e = rel_err(out[:256], c.ref(256))
+            ok = written and guard_ok and e <= 1e-2
+            print("# %s %dx%dx%d: rel %.1e written %s guard %s%s" % (
+                v, M, N, K, e, written, guard_ok, "" if ok else "  FAIL"), flush=True)
+            cases[v] = c
+        ref = cases[variants[0]]
+        t = {v: [] for v in variants}
+        ts = []
+        for _ in range(reps):
+            for v in variants:
+                t[v].append(tr.time_events(cases[v].launch, iters))
+            ts.append(tr.time_events(lambda: scaled_mm(ref, torch.bfloat16, False), iters))
+        sm = statistics.median(ts)
+        fl = 2.0 * M * N * K
+        print("%dx%dx%d: _scaled_mm %.4f ms (%.4f-%.4f), %.0f TFLOP/s" % (
+            M, N, K, sm, min(ts), max(ts), fl / sm / 1e9), flush=True)
+        for v in variants:
+            m = statistics.median(t[v])
+            print("  %-32s %.4f ms (%.4f-%.4f) %6.0f TFLOP/s  ratio %.3f" % (
+                v, m, min(t[v]), max(t[v]), fl / m / 1e9, sm / m), flush=True)
+            rows.append({"variant": v, "M": M, "N": N, "K": K, "ms": m, "rounds": t[v],
+                         "scaled_mm_ms": sm, "scaled_mm_rounds": ts, "ratio": sm / m})
+        del cases, ref
+        torch.cuda.empty_cache()
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -233,6 +274,10 @@ def main():
                     help="folders of DIR that --time runs (bf16 C, sm_90a)")
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--interleave", help="comma-separated variants to time interleaved")
+    ap.add_argument("--shapes", default="8192x8192x8192",
+                    help="MxNxK,... for --interleave")
+    ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--json")
     args = ap.parse_args()
     print("# %s, torch %s" % (torch.cuda.get_device_name(), torch.__version__), flush=True)
@@ -250,6 +295,10 @@ def main():
             print("# timing", v, flush=True)
             rows, g, gf = timing(os.path.join(args.dir, v), args.iters, args.seed)
             res["time"][v] = {"rows": rows, "geomean": g, "geomean_fast": gf}
+    if args.interleave:
+        shapes = [tuple(int(x) for x in sh.split("x")) for sh in args.shapes.split(",")]
+        res["interleave"] = interleave(args.dir, args.interleave.split(","), shapes,
+                                       args.iters, args.reps, args.seed)
     if args.rowwise:
         rows, g, gf = timing(os.path.join(args.dir, "rowwise-bf16-sm90a"), args.iters, args.seed)
         res["time_rowwise"] = {"rows": rows, "geomean": g, "geomean_fast": gf}

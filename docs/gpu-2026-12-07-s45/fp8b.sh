@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Session 45, second fp8 call: 128x192 promotion that releases each k tile's stage once its
+# add's wait retires it (p192*, this tree) against the form that released the stage one k
+# tile later (p192*-before, the first call's PTX), beside n192, p128 and the 128x256
+# example, interleaved (fp8.py --interleave); and the checks of --tile auto's fp8 builds.
+# Builds: gpu-out/fp8b, gpu-out/fp8c (see docs/performance.md, session 45).
+set -u
+cd "$(dirname "$0")/../.."
+res=${OUT:-/tmp/out}
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.limit --format=csv,noheader
+timeout 120 python3 tools/gpu/fp8.py gpu-out/fp8c --check --json $res/fp8c-check.json 2>&1 | tail -34
+timeout 120 python3 tools/gpu/fp8.py gpu-out/fp8b --check --json $res/fp8b-check.json 2>&1 | grep -v ' ok$' | tail -12
+v=p192-bf16-sm90a,p192-before-bf16-sm90a,p192s5-bf16-sm90a,p192c1x2-bf16-sm90a,p192c1x2-before-bf16-sm90a,p192c2-bf16-sm90a,n192-bf16-sm90a,p128-bf16-sm90a,e4m3-bf16-sm90a
+timeout 300 python3 tools/gpu/fp8.py gpu-out/fp8b --interleave $v --shapes 8192x8192x8192,8192x14336x4096,4096x4096x4096,16384x16384x16384,1024x4096x4096 --reps 7 --iters 20 --json $res/fp8b-interleave.json 2>&1 | grep -v '^# .*written True guard True$'
