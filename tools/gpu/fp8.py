@@ -26,7 +26,8 @@ _scaled_mm (use_fast_accum False, and True) at
 8192^3 and the 21 shapes of tools/gpu/bench.py (M,N,K), CUDA events, 5 warm-ups, the median
 of --iters; the kernel torch ran is read with torch.profiler and printed.
 
---interleave V1,V2,...: the variants (folders of DIR) on --shapes (default 8192x8192x8192),
+--interleave V1,V2,...: the variants (folders of DIR) on --shapes (default 8192x8192x8192;
+`bench`: the 21 shapes),
 interleaved: --reps rounds, each timing every variant and then _scaled_mm (use_fast_accum
 False) once, on the same inputs; prints each variant's median over the rounds, the spread
 (min-max of its rounds) and the ratio _scaled_mm / tilec of the medians. Each variant's
@@ -276,7 +277,7 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--interleave", help="comma-separated variants to time interleaved")
     ap.add_argument("--shapes", default="8192x8192x8192",
-                    help="MxNxK,... for --interleave")
+                    help="MxNxK,... for --interleave, or 'bench' for the 21 shapes")
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--json")
     args = ap.parse_args()
@@ -296,7 +297,8 @@ def main():
             rows, g, gf = timing(os.path.join(args.dir, v), args.iters, args.seed)
             res["time"][v] = {"rows": rows, "geomean": g, "geomean_fast": gf}
     if args.interleave:
-        shapes = [tuple(int(x) for x in sh.split("x")) for sh in args.shapes.split(",")]
+        shapes = (default_shapes() if args.shapes == "bench" else
+                  [tuple(int(x) for x in sh.split("x")) for sh in args.shapes.split(",")])
         res["interleave"] = interleave(args.dir, args.interleave.split(","), shapes,
                                        args.iters, args.reps, args.seed)
     if args.rowwise:
