@@ -1199,3 +1199,32 @@ fn lower(
         remarks: Diagnostics(vec![]),
     })
 }
+
+#[cfg(test)]
+mod option_class_tests {
+    use super::*;
+    use tilec_dialect::Target;
+
+    /// The hand-kept option classes name options that exist, that [`Options::set`] takes,
+    /// and whose change from the default `pass_options_changed` reports (so the
+    /// applicability checks see them); no option is in both classes.
+    #[test]
+    fn option_classes_name_settable_pass_options() {
+        for &name in PIPELINE_OPTIONS.iter().chain(LAID_OUT_DOT_OPTIONS.iter()) {
+            assert!(
+                Options::NAMES.contains(&name),
+                "{name} is not an option name"
+            );
+            assert!(
+                !(PIPELINE_OPTIONS.contains(&name) && LAID_OUT_DOT_OPTIONS.contains(&name)),
+                "{name} is in both classes"
+            );
+            // A non-default value for each: the first of these that `set` takes.
+            let mut o = Options::new(Target::Sm90a);
+            let set = ["6", "true", "tma", "on", "smem"]
+                .iter()
+                .any(|v| o.set(name, v).is_ok() && o.pass_options_changed().contains(&name));
+            assert!(set, "{name}: no value makes pass_options_changed report it");
+        }
+    }
+}
