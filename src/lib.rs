@@ -359,13 +359,20 @@ pub fn auto_tile(
             .filter(|c| declared.is_none_or(|d| !d.contains_key(*c)))
             .collect();
         if !missing.is_empty() {
+            // A K tile of 128 bytes, as the examples step K.
+            let fp8 = dot_elem(&m).is_ok_and(|e| e.is_fp8());
+            let (bk, example) = if fp8 {
+                (128, "examples/gemm_fp8.tile")
+            } else {
+                (64, "examples/gemm.tile")
+            };
             return Err(Error::Diagnostics(Diagnostics(vec![
                 tilec_dialect::Diagnostic::error(
                     k.loc.clone(),
                     format!(
                         "the tile heuristic binds the constants BM, BN and BK, and kernel '@{}' \
                      does not declare {}: write its tile sizes as constants (tile.kernel \
-                     @{}<BM = 128, BN = 256, BK = 64>(...), as examples/gemm.tile does)",
+                     @{}<BM = 128, BN = 256, BK = {bk}>(...), as {example} does)",
                         k.symbol.as_deref().unwrap_or("?"),
                         missing.join(", "),
                         k.symbol.as_deref().unwrap_or("k"),

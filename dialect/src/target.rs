@@ -258,7 +258,7 @@ impl Target {
     ///
     /// # Errors
     /// A message naming the broken limit, e.g. "a 256x256 f32 accumulator needs 256 KiB of
-    /// registers; the register file holds 256 KiB per SM".
+    /// registers, not less than the 256 KiB register file of an SM, ...".
     pub fn check_gemm_tile(self, t: &GemmTile) -> Result<(), TileRefusal> {
         let acc_bytes = t.bm * t.bn * t.acc.size_bytes();
         if acc_bytes >= REGISTER_FILE_BYTES {
@@ -269,8 +269,8 @@ impl Target {
                     limit: REGISTER_FILE_BYTES - 1,
                 },
                 message: format!(
-                    "a {}x{} {} accumulator needs {} KiB of registers; the register file holds \
-                     {} KiB per SM, with room needed for addresses and the epilogue",
+                    "a {}x{} {} accumulator needs {} KiB of registers, not less than the {} KiB \
+                     register file of an SM, which must also hold addresses and the epilogue",
                     t.bm,
                     t.bn,
                     t.acc,
@@ -481,8 +481,8 @@ mod tests {
         assert!(e(128, 256, 16).contains("K tile must be 64, 128 or 256 bytes"));
         assert_eq!(
             e(256, 256, 64),
-            "a 256x256 f32 accumulator needs 256 KiB of registers; the register file holds 256 \
-             KiB per SM, with room needed for addresses and the epilogue"
+            "a 256x256 f32 accumulator needs 256 KiB of registers, not less than the 256 KiB \
+             register file of an SM, which must also hold addresses and the epilogue"
         );
         let mut mixed = tile(128, 256, 64, false);
         mixed.elem = ScalarType::F32;

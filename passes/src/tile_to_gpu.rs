@@ -590,6 +590,17 @@ fn trace_operand(
                         ),
                     ));
                 }
+                // [1, n] <-> [n, 1] in the matrix dimensions is a transpose (tile-simplify
+                // writes a transpose of a vector so).
+                let matrix = |t: &Type| -> [u64; 2] {
+                    let s = t.tile_shape().unwrap_or(&[]);
+                    let at = |i: usize| s.len().checked_sub(i).map_or(1, |j| s[j]);
+                    [at(2), at(1)]
+                };
+                let (a, b) = (matrix(m.ty(d.operands[0])), matrix(m.ty(d.results[0])));
+                if a != b && a == [b[1], b[0]] {
+                    transposed = !transposed;
+                }
             }
             other => {
                 return Err(Diagnostic::error(
@@ -903,8 +914,22 @@ fn find_matmul<'a>(
             ),
         ));
     }
-    let a = operand_of(m, body_defs[&va], ta, true, iv, "A")?;
-    let bo = operand_of(m, body_defs[&vb], tb, false, iv, "B")?;
+    // A 1x1 load reads the same either way round (tile-simplify drops its transpose).
+    let either = |v: Value, t: bool, k_col: bool, which: &str| {
+        operand_of(m, body_defs[&v], t, k_col, iv, which).or_else(|e| {
+            let unit = m
+                .ty(v)
+                .tile_shape()
+                .is_some_and(|s| s.iter().all(|&n| n == 1));
+            if unit {
+                operand_of(m, body_defs[&v], !t, k_col, iv, which)
+            } else {
+                Err(e)
+            }
+        })
+    };
+    let a = either(va, ta, true, "A")?;
+    let bo = either(vb, tb, false, "B")?;
     let [am, ak] = a.view();
     let [bk_b, bn] = bo.view();
     let elem = m.ty(va).elem().unwrap_or(ScalarType::F32);
@@ -1322,6 +1347,22 @@ fn lower_kernel(
     let regs = mm.bm * mm.bn / threads;
     let accs = 2;
     let fits = accs * regs <= max_regs;
+    if promote.is_none() && mm.elem.is_fp8() && target.has_wgmma() && !fits {
+        let max_bn = max_regs * threads / (accs * mm.bm) / 8 * 8;
+        remarks.push(Diagnostic::remark(
+            lp_loc.clone(),
+            format!(
+                "tile-to-gpu: this fp8 GEMM's sum is not promoted: two {}x{} f32 accumulators \
+                 need {} registers per consumer thread, over {max_regs}, so it keeps wgmma's \
+                 reduced-precision fp8 accumulation (torch._scaled_mm's use_fast_accum=True); \
+                 an N tile of at most {max_bn} with an M tile of {} is promoted",
+                mm.bm,
+                mm.bn,
+                accs * regs,
+                mm.bm
+            ),
+        ));
+    }
     let promote = promote.unwrap_or(mm.elem.is_fp8() && target.has_wgmma() && fits);
     if promote && !fits {
         let fix = if target.has_wgmma() {

@@ -24,7 +24,8 @@
 //! `llvm` or `tile` only `DIR/NAME.mlir`, `.ll` or `.tile`: a manifest names its PTX).
 //! `--emit cubin` also writes `DIR/NAME.cubin` (`ptxas -arch=TARGET` of the PTX), which the
 //! manifest's `cubin_file` names. `--ptxas` assembles the PTX with `ptxas -v` and reports
-//! registers, shared memory, spills and warnings. Both find `ptxas` as `tilec::ptxas::find`
+//! registers, spills and warnings, then the manifest's dynamic shared memory (ptxas reports
+//! static shared memory only). Both find `ptxas` as `tilec::ptxas::find`
 //! does: `$PTXAS`, the `nvidia-cuda-nvcc` wheel in a `.venv` or on `PATH`, then `PATH`.
 //! Exit codes: 0 success, 1 diagnostics or a failed ptxas, 2 usage.
 //!
@@ -215,7 +216,8 @@ struct Cli {
     #[arg(long, default_value_t = 132, requires = "tile",
           value_parser = clap::value_parser!(u32).range(1..=4096))]
     sms: u32,
-    /// Run ptxas -v on the PTX and report registers, shared memory, spills and warnings.
+    /// Run ptxas -v on the PTX and report registers, spills and warnings, then the kernel's
+    /// dynamic shared memory (the manifest's).
     #[arg(long)]
     ptxas: bool,
     /// Print the time of each stage and of the whole compile.
@@ -523,7 +525,7 @@ fn run() -> i32 {
     eprintln!("wrote {}", written.join(", "));
     let mut status = EXIT_OK;
     if cli.ptxas {
-        status = run_ptxas(&out, cli.target);
+        status = run_ptxas(&out, cli.target, manifest.dynamic_shared_memory_bytes);
     }
     if cli.timing {
         for (stage, d) in &k.timings {
@@ -599,7 +601,9 @@ fn file_stem(name: &str) -> String {
     format!("{}-{hash:016x}", &name[..cut])
 }
 
-fn run_ptxas(ptx: &Path, target: Target) -> i32 {
+/// `ptxas -v` on `ptx`: its register, spill and warning lines, then the kernel's dynamic
+/// shared memory (`smem_bytes`, the manifest's: ptxas reports only static shared memory).
+fn run_ptxas(ptx: &Path, target: Target, smem_bytes: u64) -> i32 {
     let Some(ptxas) = tilec::ptxas::find() else {
         eprintln!("error: {}", tilec::ptxas::PtxasError::NotFound);
         return EXIT_DIAGNOSTICS;
@@ -642,6 +646,7 @@ fn run_ptxas(ptx: &Path, target: Target) -> i32 {
     for l in &summary {
         eprintln!("  {l}");
     }
+    eprintln!("  {smem_bytes} bytes of dynamic shared memory (the manifest's)");
     if !out.status.success() {
         eprintln!("error: ptxas failed");
         return EXIT_DIAGNOSTICS;
