@@ -137,14 +137,14 @@
 //! through one register set would be a copy of registers a wgmma may still write), and a
 //! `tile.if` after it takes the last k tile of an even count. That is three accumulators.
 //! Where three do not fit but two do (a 128×192 tile), the wgmma loop adds each k tile's part
-//! after `wait_group 0`, as mma.sync always does (its MMAs are synchronous): the other
-//! consumer warpgroup's MMAs keep the tensor cores busy meanwhile. That wait retires the k
-//! tile's MMAs, so its stage is released right after the add rather than one k tile later
-//! (k tile 0's part is added to zeros to give its wait and release a place). Accumulators × BM × BN /
-//! consumer threads must stay within [`PROMOTE_MAX_ACC_REGS`] (mma.sync:
+//! after `wait_group 0`, as mma.sync always does (its MMAs are synchronous); only the other
+//! consumer warpgroup's MMAs can run meanwhile. That wait retires the k tile's MMAs, so its
+//! stage is released right after the add rather than one k tile later (k tile 0's part is
+//! added to zeros to give its wait and release a place). Accumulators × BM × BN / consumer
+//! threads must stay within [`PROMOTE_MAX_ACC_REGS`] (mma.sync:
 //! [`PROMOTE_MAX_ACC_REGS_MMA_SYNC`]). `auto` (the default) promotes fp8 MMAs on wgmma when
-//! two accumulators fit (up to 128×192, not 128×256); `true` promotes any kernel whose
-//! accumulators fit, and refuses the others.
+//! two accumulators fit (up to 128×192, not 128×256), and remarks at the loop where they do
+//! not; `true` promotes any kernel whose accumulators fit, and refuses the others.
 //!
 //! Options: `target` (sm_90a), `stages` (4), `epilogue` (`direct`), `promote` (`auto`).
 //! Statistics:
