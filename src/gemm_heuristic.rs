@@ -417,13 +417,14 @@ pub fn choose_gemm(
     let (config, est) = ranked[0];
     let e = est.expect("ranked candidates are measured");
     let mut reason = format!(
-        "{} tiles of {}x{} = {:.2} waves on {} SMs; {}-bound ({:.1} µs compute, {:.1} µs \
+        "{} tiles of {}x{} = {:.2} waves on {} SM{}; {}-bound ({:.1} µs compute, {:.1} µs \
          streaming per CTA, {:.1} µs DRAM); est. {:.1} µs, {:.0} TFLOP/s",
         e.tiles,
         config.bm,
         config.bn,
         e.tiles as f64 / f64::from(machine.sms.max(1)),
         machine.sms,
+        if machine.sms == 1 { "" } else { "s" },
         e.bound(),
         e.compute_us,
         e.stream_us,

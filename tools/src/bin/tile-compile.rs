@@ -254,6 +254,12 @@ fn problem(s: &str) -> Result<[u64; 5], String> {
             .ok()
             .filter(|&x| x > 0)
             .ok_or_else(|| format!("'{v}' ({k}) is not a positive integer"))?;
+        let max = tilec::gemm_heuristic::MAX_DIM;
+        if out[i] > max {
+            return Err(format!(
+                "{v} ({k}) is over {max} (2^31 - 1, CUDA's grid limit along x)"
+            ));
+        }
         seen[i] = true;
     }
     if !seen[..3].iter().all(|&x| x) {
