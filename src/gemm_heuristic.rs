@@ -10,8 +10,9 @@
 //! `persistent` schedule and its epilogue store, each with the rate it reached on large
 //! squares. The sm_90a bf16/f16 rates are the H200's of
 //! `docs/bench-2026-12-06-s32-tiles-nn-h200.json` (the means of the 8192³ and 16384³ rows);
-//! the fp8 ones (e4m3, e5m2: the promoted 128 × 192 and 128 × 128 tiles, BK = 128) an
-//! H100's, until an H200 is measured. A configuration without a measurement is not a
+//! the fp8 ones (e4m3, e5m2: the promoted 128 × 192 and 128 × 128 tiles, BK = 128, or with
+//! [`GemmProblem::fast_accum`] the unpromoted 128 × 256 and 128 × 192) an H100's, until an
+//! H200 is measured. A configuration without a measurement is not a
 //! candidate, so the heuristic never prefers a tile nobody has timed. Beside the 64- and
 //! 128-row wgmma tiles the table holds the swap-AB tiles 16 × 64 and 16 × 128, which
 //! `tile-to-gpu` computes as Cᵀ = Bᵀ · Aᵀ and which store C from the registers: slow on
@@ -45,7 +46,7 @@
 //! elsewhere, and each extra slice adds a fix-up step (docs/performance.md, session 28).
 //! Choosing them needs that cost in the model and an H200 calibration (#17).
 
-use crate::options::{EpilogueStore, Options, Schedule};
+use crate::options::{EpilogueStore, Options, Promote, Schedule};
 use tilec_dialect::{ScalarType, Target};
 
 /// Estimates within this fraction of the best count as ties.
@@ -75,8 +76,12 @@ pub struct GemmProblem {
     /// only at run time, so the model counts the worst case: `groups - 1` more row tiles
     /// (a boundary inside each of them) and `groups` B matrices read from DRAM.
     pub groups: u64,
-    /// The element type of A and B (`bf16`, `f16`).
+    /// The element type of A and B (`bf16`, `f16`, `e4m3`, `e5m2`).
     pub elem: ScalarType,
+    /// fp8: the problem takes wgmma's reduced-precision accumulation
+    /// (`torch._scaled_mm(use_fast_accum=True)`), so the unpromoted tiles are the candidates;
+    /// otherwise only tiles whose promoted sum fits are. No effect on other types.
+    pub fast_accum: bool,
 }
 
 impl GemmProblem {
@@ -89,6 +94,7 @@ impl GemmProblem {
             batch: 1,
             groups: 1,
             elem,
+            fast_accum: false,
         }
     }
 
@@ -144,6 +150,9 @@ pub struct GemmConfig {
     pub epilogue: EpilogueStore,
     /// The steady rate measured on large squares, TFLOP/s; `None` where never measured.
     pub tflops: Option<f64>,
+    /// `tile-to-gpu`'s promotion as measured: [`Promote::Auto`] (left to the options), or
+    /// [`Promote::Off`] for the fp8 tiles measured with wgmma's own accumulation.
+    pub promote: Promote,
 }
 
 /// [`configs`]' table: (target has wgmma, measured). The rates are the means of the
@@ -164,15 +173,28 @@ const WGMMA_16BIT: [GemmConfig; 6] = [
 /// swizzle span). The rates are an **H100**'s (no H200 was lent): the means of the 8192³ and
 /// 16384³ medians of `docs/gpu-2026-12-07-s45/fp8b-interleave2.json` (A·Bᵀ, per-tensor
 /// scales, bf16 C; 15 interleaved rounds).
-/// The unpromoted 128×256 tile is faster on some shapes but sums with wgmma's reduced
-/// precision, so it is not a candidate.
+/// The unpromoted tiles sum with wgmma's reduced precision: they are [`WGMMA_FP8_FAST`].
 const WGMMA_FP8: [GemmConfig; 2] = [
     direct(fp8(cfg(128, 192, 4, Schedule::Static, 1110.0))),
     direct(fp8(cfg(128, 128, 4, Schedule::Static, 1059.0))),
 ];
 
+/// fp8 on wgmma with its own, reduced-precision accumulation
+/// ([`GemmProblem::fast_accum`]; `promote` off): the same call's 128×256 and 128×192 rates.
+const WGMMA_FP8_FAST: [GemmConfig; 2] = [
+    unpromoted(direct(fp8(cfg(128, 256, 4, Schedule::Static, 1185.0)))),
+    unpromoted(direct(fp8(cfg(128, 192, 4, Schedule::Static, 1171.0)))),
+];
+
 const fn fp8(c: GemmConfig) -> GemmConfig {
     GemmConfig { bk: 128, ..c }
+}
+
+const fn unpromoted(c: GemmConfig) -> GemmConfig {
+    GemmConfig {
+        promote: Promote::Off,
+        ..c
+    }
 }
 
 const fn cfg(bm: u64, bn: u64, stages: u32, schedule: Schedule, tflops: f64) -> GemmConfig {
@@ -184,6 +206,7 @@ const fn cfg(bm: u64, bn: u64, stages: u32, schedule: Schedule, tflops: f64) -> 
         schedule,
         epilogue: EpilogueStore::Tma,
         tflops: Some(tflops),
+        promote: Promote::Auto,
     }
 }
 
@@ -219,7 +242,18 @@ pub fn configs(target: Target, elem: ScalarType) -> Vec<GemmConfig> {
         // The sm_90 bf16 PTX on the H200 (docs/performance.md, 2026-11-29); never on sm_100,
         // nor fp8 on mma.sync.
         tflops: (target == Target::Sm90 && !fp8).then_some(448.0),
+        promote: Promote::Auto,
     }]
+}
+
+/// The candidates for problem `p` on `target`: [`configs`], or for an fp8 problem that takes
+/// fast accumulation on wgmma, the unpromoted tiles.
+pub fn problem_configs(p: &GemmProblem, target: Target) -> Vec<GemmConfig> {
+    if p.fast_accum && p.elem.is_fp8() && target.has_wgmma() {
+        WGMMA_FP8_FAST.to_vec()
+    } else {
+        configs(target, p.elem)
+    }
 }
 
 /// What the model says of one configuration on one problem.
@@ -309,15 +343,22 @@ impl GemmConfig {
     }
 
     /// `opts` with this configuration: the constants `BM`, `BN`, `BK`, the stages, the
-    /// schedule and the epilogue store.
+    /// schedule and the epilogue store, and `promote` where the configuration was measured
+    /// with it off.
     pub fn apply(&self, opts: Options) -> Options {
         let to_i64 = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-        opts.with_constant("BM", to_i64(self.bm))
+        let o = opts
+            .with_constant("BM", to_i64(self.bm))
             .with_constant("BN", to_i64(self.bn))
             .with_constant("BK", to_i64(self.bk))
             .with_stages(self.stages)
             .with_schedule(self.schedule)
-            .with_epilogue(self.epilogue)
+            .with_epilogue(self.epilogue);
+        if self.promote == Promote::Auto {
+            o
+        } else {
+            o.with_promote(self.promote)
+        }
     }
 }
 
@@ -365,7 +406,7 @@ pub fn choose_gemm(
     {
         return Err(HeuristicError::TooLarge(shape(p)));
     }
-    let mut cands = configs(target, p.elem);
+    let mut cands = problem_configs(p, target);
     // A TMA store needs C's rows 16-byte aligned (docs/manifest.md): N·size a multiple of 16.
     if !(p.n * p.elem.size_bytes()).is_multiple_of(16) {
         for c in &mut cands {
@@ -601,6 +642,28 @@ mod tests {
         let c = choose_gemm(&p, Target::Sm90, &Machine::H200).unwrap();
         assert_eq!(c.config.tile_name(), "128x256x128");
         assert_eq!(c.estimate, None);
+        // Fast accumulation: the unpromoted tiles, applied with promote off.
+        let p = GemmProblem {
+            fast_accum: true,
+            ..GemmProblem::new(8192, 8192, 8192, ScalarType::E4M3)
+        };
+        let c = choose_gemm(&p, Target::Sm90a, &Machine::H200).unwrap();
+        assert_eq!(c.config.tile_name(), "128x256x128");
+        assert_eq!(c.ranked.len(), 2);
+        assert!(c.ranked.iter().all(|(g, _)| g.promote == Promote::Off));
+        let o = c.config.apply(Options::new(Target::Sm90a));
+        assert_eq!(o.promote, Promote::Off);
+        // bf16 ignores it; a promoted configuration leaves the options' promote alone.
+        let p = GemmProblem {
+            fast_accum: true,
+            ..GemmProblem::new(8192, 8192, 8192, ScalarType::BF16)
+        };
+        assert_eq!(
+            problem_configs(&p, Target::Sm90a),
+            configs(Target::Sm90a, p.elem)
+        );
+        let on = Options::new(Target::Sm90a).with_promote(Promote::On);
+        assert_eq!(WGMMA_FP8[0].apply(on).promote, Promote::On);
         // f32 (tf32 MMAs) has no measured configuration.
         let p = GemmProblem::new(8192, 8192, 8192, ScalarType::F32);
         assert!(matches!(

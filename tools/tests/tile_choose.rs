@@ -69,6 +69,9 @@ fn given_shapes_targets_and_sms() {
     let (code, out, err) = run(&["8192x8192x8192", "2048x2048x2048", "--dtype", "e4m3"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(tiles(&out), ["128x192x128", "128x128x128"]);
+    let (code, out, _) = run(&["--dtype", "e4m3", "--fast-accum", "8192x8192x8192"]);
+    assert_eq!(code, 0);
+    assert_eq!(tiles(&out), ["128x256x128"]);
     let (code, out, _) = run(&["--dtype", "e5m2", "--target", "sm_90", "8192x8192x8192"]);
     assert_eq!(code, 0);
     assert_eq!(tiles(&out), ["128x256x128"]);

@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! tile-choose [MxNxK | BxMxNxK]... [--target sm_90a] [--dtype bf16|f16|e4m3|e5m2] [--sms 132]
+//!             [--fast-accum]
 //! ```
 //! With no shape, the 21 shapes of `tools/gpu/bench.py`. Prints a Markdown table: the
 //! chosen tile, stages, schedule and epilogue store, the waves over the SMs, what bounds the
@@ -39,6 +40,11 @@ struct Cli {
     /// SMs of the GPU (132: H100 SXM, H200).
     #[arg(long, default_value_t = 132, value_parser = clap::value_parser!(u32).range(1..=4096))]
     sms: u32,
+    /// fp8: accept wgmma's reduced-precision accumulation (torch._scaled_mm's
+    /// use_fast_accum=True), so the unpromoted tiles are the candidates (`tile-compile
+    /// --promote off --tile auto` chooses the same).
+    #[arg(long)]
+    fast_accum: bool,
 }
 
 /// `MxNxK` or `BxMxNxK` as [batch, M, N, K].
@@ -93,6 +99,7 @@ fn run() -> i32 {
             batch,
             groups: 1,
             elem,
+            fast_accum: cli.fast_accum,
         };
         match choose_gemm(&p, cli.target, &machine) {
             Ok(c) => {

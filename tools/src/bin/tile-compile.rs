@@ -469,6 +469,9 @@ fn run() -> i32 {
                 batch,
                 groups,
                 elem,
+                // `--promote off` asks for wgmma's own accumulation: its tiles are the
+                // unpromoted ones.
+                fast_accum: opts.promote == tilec::Promote::Off,
             };
             auto_tile(input, &opts, &p, &Machine::H200.with_sms(cli.sms))
         });
