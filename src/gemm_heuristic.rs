@@ -46,7 +46,7 @@
 //! elsewhere, and each extra slice adds a fix-up step (docs/performance.md, session 28).
 //! Choosing them needs that cost in the model and an H200 calibration (#17).
 
-use crate::options::{EpilogueStore, Options, Promote, Schedule};
+use crate::options::{ClusterShape, EpilogueStore, Options, Promote, Schedule};
 use tilec_dialect::{ScalarType, Target};
 
 /// Estimates within this fraction of the best count as ties.
@@ -153,6 +153,9 @@ pub struct GemmConfig {
     /// `tile-to-gpu`'s promotion as measured: [`Promote::Auto`] (left to the options), or
     /// [`Promote::Off`] for the fp8 tiles measured with wgmma's own accumulation.
     pub promote: Promote,
+    /// The static cluster ([`Options::cluster`]; `1x2`: two CTAs along M share B's copies by
+    /// TMA multicast). Its CTAs come in whole clusters, so the tile grid rounds up to them.
+    pub cluster: ClusterShape,
 }
 
 /// [`configs`]' table: (target has wgmma, measured). The rates are the means of the
@@ -174,7 +177,14 @@ const WGMMA_16BIT: [GemmConfig; 6] = [
 /// 16384³ medians of `docs/gpu-2026-12-07-s45/fp8b-interleave2.json` (A·Bᵀ, per-tensor
 /// scales, bf16 C; 15 interleaved rounds).
 /// The unpromoted tiles sum with wgmma's reduced precision: they are [`WGMMA_FP8_FAST`].
-const WGMMA_FP8: [GemmConfig; 2] = [
+/// 128×192 in a 1x2 cluster (B multicast along M) from the same call (1103 and 1213
+/// TFLOP/s): it gains on the largest shapes, and its pairs of CTAs cost where M has few tiles.
+const WGMMA_FP8: [GemmConfig; 3] = [
+    clustered(
+        direct(fp8(cfg(128, 192, 4, Schedule::Static, 1158.0))),
+        1,
+        2,
+    ),
     direct(fp8(cfg(128, 192, 4, Schedule::Static, 1110.0))),
     direct(fp8(cfg(128, 128, 4, Schedule::Static, 1059.0))),
 ];
@@ -188,6 +198,13 @@ const WGMMA_FP8_FAST: [GemmConfig; 2] = [
 
 const fn fp8(c: GemmConfig) -> GemmConfig {
     GemmConfig { bk: 128, ..c }
+}
+
+const fn clustered(c: GemmConfig, x: u32, y: u32) -> GemmConfig {
+    GemmConfig {
+        cluster: ClusterShape { x, y, z: 1 },
+        ..c
+    }
 }
 
 const fn unpromoted(c: GemmConfig) -> GemmConfig {
@@ -207,6 +224,7 @@ const fn cfg(bm: u64, bn: u64, stages: u32, schedule: Schedule, tflops: f64) -> 
         epilogue: EpilogueStore::Tma,
         tflops: Some(tflops),
         promote: Promote::Auto,
+        cluster: ClusterShape::NONE,
     }
 }
 
@@ -243,6 +261,7 @@ pub fn configs(target: Target, elem: ScalarType) -> Vec<GemmConfig> {
         // nor fp8 on mma.sync.
         tflops: (target == Target::Sm90 && !fp8).then_some(448.0),
         promote: Promote::Auto,
+        cluster: ClusterShape::NONE,
     }]
 }
 
@@ -295,9 +314,11 @@ pub fn estimate(p: &GemmProblem, c: &GemmConfig, machine: &Machine) -> Option<Es
     let rate = c.tflops? * 1e12;
     let sms = u64::from(machine.sms.max(1));
     let extra_rows = p.groups.max(1) - 1;
+    // Whole clusters: the tile grid rounds up to the cluster along N (x) and M (y).
+    let round = |t: u64, by: u32| t.div_ceil(u64::from(by.max(1))) * u64::from(by.max(1));
     let (tm, tn) = (
-        p.m.div_ceil(c.bm).saturating_add(extra_rows),
-        p.n.div_ceil(c.bn),
+        round(p.m.div_ceil(c.bm).saturating_add(extra_rows), c.cluster.y),
+        round(p.n.div_ceil(c.bn), c.cluster.x),
     );
     let tiles = tm.saturating_mul(tn).saturating_mul(p.batch);
     let waves = tiles.div_ceil(sms);
@@ -354,10 +375,24 @@ impl GemmConfig {
             .with_stages(self.stages)
             .with_schedule(self.schedule)
             .with_epilogue(self.epilogue);
+        let o = if self.cluster == ClusterShape::NONE {
+            o
+        } else {
+            o.with_cluster(self.cluster)
+        };
         if self.promote == Promote::Auto {
             o
         } else {
             o.with_promote(self.promote)
+        }
+    }
+
+    /// The cluster as `tile-compile --cluster` takes it: `1` (none), `2`, `1x2`, ….
+    pub fn cluster_name(&self) -> String {
+        match self.cluster {
+            ClusterShape { x, y: 1, z: 1 } => x.to_string(),
+            ClusterShape { x, y, z: 1 } => format!("{x}x{y}"),
+            c => format!("{}x{}x{}", c.x, c.y, c.z),
         }
     }
 }
@@ -613,29 +648,38 @@ mod tests {
             let p = GemmProblem::new(m, n, k, ScalarType::E4M3);
             choose_gemm(&p, Target::Sm90a, &Machine::H200).unwrap()
         };
-        for (m, n, k, want) in [
-            (8192, 8192, 8192, (128, 192)),
-            (16384, 16384, 16384, (128, 192)),
-            (2048, 2048, 2048, (128, 128)),
-            (1024, 4096, 14336, (128, 128)),
-            (8192, 128256, 4096, (128, 192)),
+        let c1x2 = ClusterShape { x: 1, y: 2, z: 1 };
+        for (m, n, k, want, cluster) in [
+            (8192, 8192, 8192, (128, 192), c1x2),
+            (16384, 16384, 16384, (128, 192), c1x2),
+            (2048, 2048, 2048, (128, 128), ClusterShape::NONE),
+            (1024, 4096, 14336, (128, 128), ClusterShape::NONE),
+            (16, 128256, 4096, (128, 128), ClusterShape::NONE),
+            (8192, 128256, 4096, (128, 192), c1x2),
         ] {
             let c = fp8(m, n, k);
-            assert_eq!(
-                (c.config.bm, c.config.bn),
-                want,
-                "{m}x{n}x{k}: {}",
-                c.reason
-            );
+            let got = (c.config.bm, c.config.bn);
+            assert_eq!(got, want, "{m}x{n}x{k}: {}", c.reason);
+            assert_eq!(c.config.cluster, cluster, "{m}x{n}x{k}: {}", c.reason);
             assert_eq!(c.config.bk, 128);
             assert_eq!(c.config.epilogue, EpilogueStore::Direct);
-            assert_eq!(c.ranked.len(), 2);
+            assert_eq!(c.ranked.len(), 3);
         }
-        // 8192³ on 128x192: 64 × 43 = 2752 tiles; 2·128·192·8192 flops at 1110 TFLOP/s.
-        let e = fp8(8192, 8192, 8192).estimate.unwrap();
+        // 8192³ on 128x192 in 1x2 clusters: 64 × 43 = 2752 tiles (64 rows: whole clusters);
+        // 2·128·192·8192 flops at 1158 TFLOP/s.
+        let c = fp8(8192, 8192, 8192);
+        let e = c.estimate.unwrap();
         assert_eq!((e.tiles, e.waves), (2752, 21));
-        let per_cta = 2.0 * 128.0 * 192.0 * 8192.0 / (1110e12 / RATE_SMS) * 1e6;
+        let per_cta = 2.0 * 128.0 * 192.0 * 8192.0 / (1158e12 / RATE_SMS) * 1e6;
         assert!((e.compute_us - per_cta).abs() < 1e-9);
+        assert_eq!(c.config.cluster_name(), "1x2");
+        assert_eq!(c.config.apply(Options::new(Target::Sm90a)).cluster, c1x2);
+        // M = 16: one row tile, which a 1x2 cluster pairs with an empty one.
+        let p = GemmProblem::new(16, 128256, 4096, ScalarType::E4M3);
+        let c = choose_gemm(&p, Target::Sm90a, &Machine::H200).unwrap();
+        let clustered = c.ranked.iter().find(|r| r.0.cluster == c1x2).unwrap();
+        assert_eq!(clustered.1.unwrap().tiles, 2 * 668);
+        assert_eq!(clustered.1.unwrap().padding, 2.0 * 128.0 / 16.0 - 1.0);
         // e5m2 takes the same tiles; mma.sync targets their one tile, unmeasured.
         assert_eq!(configs(Target::Sm90a, ScalarType::E5M2), WGMMA_FP8.to_vec());
         let p = GemmProblem::new(8192, 8192, 8192, ScalarType::E4M3);

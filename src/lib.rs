@@ -323,7 +323,7 @@ fn selected_kernel(input: Input<'_>, opts: &Options) -> Result<Module, Error> {
 ///
 /// # Errors
 /// [`Error::Options`] for a built module (it has no constants to bind) or a `cluster` of more
-/// than one CTA (the heuristic does not choose clusters); a located error at
+/// than one CTA (the heuristic chooses the cluster: none, or `1x2` for fp8); a located error at
 /// the kernel when it does not declare `BM`, `BN` and `BK`, when the problem has a batch and
 /// the kernel no third grid dimension, or groups and no rank-3 tensor (a stack of B
 /// matrices), or when the heuristic has no
@@ -340,9 +340,9 @@ pub fn auto_tile(
         return Err(Error::Options(OptionsError::new(
             "cluster",
             format!(
-                "{}: the tile heuristic chooses the schedule, and it has no measured rates for \
-                 clusters yet (some of its tiles run one tile per CTA): give the tile with -D \
-                 BM=.. -D BN=.. to build a cluster, or drop --cluster",
+                "{}: the tile heuristic chooses the schedule and the cluster (one it measured: \
+                 fp8's 1x2): give the tile with -D BM=.. -D BN=.. to build another cluster, or \
+                 drop --cluster",
                 base.cluster
             ),
         )));

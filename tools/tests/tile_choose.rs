@@ -35,7 +35,7 @@ fn the_benchmark_table_has_a_row_per_shape() {
     assert_eq!(rows[5], "16x64x64", "{out}");
     assert_eq!(rows[6], "64x64x64", "{out}");
     let first = out.lines().nth(2).unwrap();
-    assert!(first.starts_with("| 1 | 1024 | 1024 | 1024 | 64x128x64 | 6 | none | tma | 0.97 |"));
+    assert!(first.starts_with("| 1 | 1024 | 1024 | 1024 | 64x128x64 | 6 | none | tma | 1 | 0.97 |"));
     assert!(
         first.contains("128 tiles of 64x128 = 0.97 waves on 132 SMs"),
         "{first}"
@@ -56,7 +56,7 @@ fn given_shapes_targets_and_sms() {
     assert_eq!(code, 0);
     let row = out.lines().nth(2).unwrap();
     assert!(
-        row.contains("| 128x256x64 | 4 | clc | direct | - | - | - | - |"),
+        row.contains("| 128x256x64 | 4 | clc | direct | 1 | - | - | - | - |"),
         "{row}"
     );
     assert!(
@@ -69,6 +69,13 @@ fn given_shapes_targets_and_sms() {
     let (code, out, err) = run(&["8192x8192x8192", "2048x2048x2048", "--dtype", "e4m3"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(tiles(&out), ["128x192x128", "128x128x128"]);
+    // The cluster column: 8192³ in a 1x2 cluster, 2048³ without.
+    let cluster = |row: &str| row.split('|').nth(9).unwrap_or("").trim().to_string();
+    let rows: Vec<&str> = out.lines().skip(2).collect();
+    assert_eq!(
+        (cluster(rows[0]), cluster(rows[1])),
+        ("1x2".into(), "1".into())
+    );
     let (code, out, _) = run(&["--dtype", "e4m3", "--fast-accum", "8192x8192x8192"]);
     assert_eq!(code, 0);
     assert_eq!(tiles(&out), ["128x256x128"]);

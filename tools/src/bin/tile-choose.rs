@@ -86,9 +86,10 @@ fn run() -> i32 {
     // The table is written at once: a reader that closes the pipe early (`| head`) ends
     // the write, not the process.
     let mut out = String::from(
-        "| batch | M | N | K | tile | stages | schedule | epilogue | waves | bound | est. µs | \
-         est. TFLOP/s | reason |\n\
-         | ---: | ---: | ---: | ---: | --- | ---: | --- | --- | ---: | --- | ---: | ---: | --- |\n",
+        "| batch | M | N | K | tile | stages | schedule | epilogue | cluster | waves | bound | \
+         est. µs | est. TFLOP/s | reason |\n\
+         | ---: | ---: | ---: | ---: | --- | ---: | --- | --- | --- | ---: | --- | ---: | ---: \
+         | --- |\n",
     );
     let mut status = EXIT_OK;
     for [batch, m, n, k] in shapes {
@@ -115,12 +116,13 @@ fn run() -> i32 {
                 };
                 let _ = writeln!(
                     out,
-                    "| {batch} | {m} | {n} | {k} | {} | {} | {} | {} | {waves} | {bound} | {us} \
-                     | {tf} | {} |",
+                    "| {batch} | {m} | {n} | {k} | {} | {} | {} | {} | {} | {waves} | {bound} \
+                     | {us} | {tf} | {} |",
                     f.tile_name(),
                     f.stages,
                     f.schedule,
                     f.epilogue,
+                    f.cluster_name(),
                     c.reason
                 );
             }

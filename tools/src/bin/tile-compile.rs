@@ -478,8 +478,13 @@ fn run() -> i32 {
         match chosen {
             Ok((o, c)) => {
                 let f = &c.config;
+                let cluster = if f.cluster == tilec::ClusterShape::NONE {
+                    String::new()
+                } else {
+                    format!(", cluster {}", f.cluster_name())
+                };
                 eprintln!(
-                    "tile auto: {} with {} stages, schedule {}, epilogue {}: {}",
+                    "tile auto: {} with {} stages, schedule {}, epilogue {}{cluster}: {}",
                     f.tile_name(),
                     f.stages,
                     f.schedule,
