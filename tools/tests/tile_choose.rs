@@ -35,7 +35,8 @@ fn the_benchmark_table_has_a_row_per_shape() {
     assert_eq!(rows[5], "16x64x64", "{out}");
     assert_eq!(rows[6], "64x64x64", "{out}");
     let first = out.lines().nth(2).unwrap();
-    assert!(first.starts_with("| 1 | 1024 | 1024 | 1024 | 64x128x64 | 6 | none | tma | 1 | 0.97 |"));
+    let head = "| 1 | 1024 | 1024 | 1024 | 64x128x64 | 6 | none | tma | 1 | 0.97 |";
+    assert!(first.starts_with(head), "{first}");
     assert!(
         first.contains("128 tiles of 64x128 = 0.97 waves on 132 SMs"),
         "{first}"
