@@ -389,11 +389,7 @@ impl GemmConfig {
 
     /// The cluster as `tile-compile --cluster` takes it: `1` (none), `2`, `1x2`, ….
     pub fn cluster_name(&self) -> String {
-        match self.cluster {
-            ClusterShape { x, y: 1, z: 1 } => x.to_string(),
-            ClusterShape { x, y, z: 1 } => format!("{x}x{y}"),
-            c => format!("{}x{}x{}", c.x, c.y, c.z),
-        }
+        self.cluster.to_string()
     }
 }
 

@@ -258,10 +258,10 @@ impl FromStr for ClusterShape {
 
 impl fmt::Display for ClusterShape {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.y == 1 && self.z == 1 {
-            write!(f, "{}", self.x)
-        } else {
-            write!(f, "{}x{}x{}", self.x, self.y, self.z)
+        match (self.y, self.z) {
+            (1, 1) => write!(f, "{}", self.x),
+            (y, 1) => write!(f, "{}x{y}", self.x),
+            (y, z) => write!(f, "{}x{y}x{z}", self.x),
         }
     }
 }
@@ -1110,7 +1110,7 @@ mod tests {
         let c: ClusterShape = "2x2x1".parse().unwrap();
         assert_eq!(
             (c.dims(), c.size(), c.to_string()),
-            ([2, 2, 1], 4, "2x2x1".into())
+            ([2, 2, 1], 4, "2x2".into())
         );
         assert_eq!(
             "1x2".parse::<ClusterShape>().map(ClusterShape::dims),
