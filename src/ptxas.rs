@@ -49,12 +49,12 @@ pub enum PtxasError {
     },
 }
 
-/// Where `ptxas` is: `$PTXAS`; then `nvidia/cu13/bin/ptxas` (the `nvidia-cuda-nvcc` wheel's
-/// layout) in the site-packages of a `.venv` beside the executable, the working directory or
-/// one of their parents, or of the Python environment whose `bin` is on `PATH`; then `ptxas`
-/// on `PATH`.
+/// Where `ptxas` is: `$PTXAS` (an empty value counts as unset); then `nvidia/cu13/bin/ptxas`
+/// (the `nvidia-cuda-nvcc` wheel's layout) in the site-packages of a `.venv` beside the
+/// executable, the working directory or one of their parents, or of the Python environment
+/// whose `bin` is on `PATH`; then `ptxas` on `PATH`.
 pub fn find() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("PTXAS") {
+    if let Some(p) = std::env::var_os("PTXAS").filter(|p| !p.is_empty()) {
         return Some(PathBuf::from(p));
     }
     let wheel = |prefix: &Path| -> Option<PathBuf> {
