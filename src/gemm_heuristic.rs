@@ -386,11 +386,6 @@ impl GemmConfig {
             o.with_promote(self.promote)
         }
     }
-
-    /// The cluster as `tile-compile --cluster` takes it: `1` (none), `2`, `1x2`, ….
-    pub fn cluster_name(&self) -> String {
-        self.cluster.to_string()
-    }
 }
 
 /// Why the heuristic has no answer.
@@ -668,7 +663,7 @@ mod tests {
         assert_eq!((e.tiles, e.waves), (2752, 21));
         let per_cta = 2.0 * 128.0 * 192.0 * 8192.0 / (1158e12 / RATE_SMS) * 1e6;
         assert!((e.compute_us - per_cta).abs() < 1e-9);
-        assert_eq!(c.config.cluster_name(), "1x2");
+        assert_eq!(c.config.cluster.to_string(), "1x2");
         assert_eq!(c.config.apply(Options::new(Target::Sm90a)).cluster, c1x2);
         // M = 16: one row tile, which a 1x2 cluster pairs with an empty one.
         let p = GemmProblem::new(16, 128256, 4096, ScalarType::E4M3);

@@ -1347,8 +1347,9 @@ fn lower_kernel(
     let regs = mm.bm * mm.bn / threads;
     let accs = 2;
     let fits = accs * regs <= max_regs;
+    // The widest N tile (a multiple of 8) whose accumulators fit at this M tile.
+    let max_bn = max_regs * threads / (accs * mm.bm) / 8 * 8;
     if promote.is_none() && mm.elem.is_fp8() && target.has_wgmma() && !fits {
-        let max_bn = max_regs * threads / (accs * mm.bm) / 8 * 8;
         remarks.push(Diagnostic::remark(
             lp_loc.clone(),
             format!(
@@ -1366,7 +1367,6 @@ fn lower_kernel(
     let promote = promote.unwrap_or(mm.elem.is_fp8() && target.has_wgmma() && fits);
     if promote && !fits {
         let fix = if target.has_wgmma() {
-            let max_bn = max_regs * threads / (accs * mm.bm) / 8 * 8;
             format!(
                 "use an N tile of at most {max_bn} with an M tile of {} on {target}",
                 mm.bm

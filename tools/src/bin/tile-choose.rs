@@ -122,7 +122,7 @@ fn run() -> i32 {
                     f.stages,
                     f.schedule,
                     f.epilogue,
-                    f.cluster_name(),
+                    f.cluster,
                     c.reason
                 );
             }

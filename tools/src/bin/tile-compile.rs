@@ -481,7 +481,7 @@ fn run() -> i32 {
                 let cluster = if f.cluster == tilec::ClusterShape::NONE {
                     String::new()
                 } else {
-                    format!(", cluster {}", f.cluster_name())
+                    format!(", cluster {}", f.cluster)
                 };
                 eprintln!(
                     "tile auto: {} with {} stages, schedule {}, epilogue {}{cluster}: {}",
