@@ -43,6 +43,15 @@
 //! loop moves into the consumer region (the consumers hold the accumulator) and is lowered per
 //! fragment.
 //!
+//! On the mma.sync targets (no `setmaxnreg`) the producer region is empty and the block is
+//! the 8 consumer warps: registers go to warps in groups of four, so a ninth warp would cap
+//! every thread at 168 registers (65,536 / 12 warps), where the 128×256 tile spills; 256
+//! threads have 255. The consumers' thread 0 issues the copies instead (`role =
+//! "scheduler"`): k tiles 0 .. S−2 before the peeled tile, then k tile kt + S − 1 at the top
+//! of iteration kt, into the stage k tile kt − 1 read. `mma.sync` reads its stage into
+//! registers before it returns, so each stage is released right after its MMA, and the copy
+//! waits only for the warps that are still in iteration kt − 1.
+//!
 //! **K bounds.** The loop may start at any index value computed before it (split-K: a
 //! slice [s·Kc, min((s+1)·Kc, K)) of the K range), not only the constant 0. The k-tile
 //! count is max(ceildiv(ub − lb, BK), 1) and k tile kt is read at kstart + kt·BK, with
@@ -84,9 +93,11 @@
 //! CTA's scheduler); ops after the K loop with `role = "all"` run in both regions, after
 //! the producer's copies and after the consumers' epilogue. In the consumer region, a
 //! scheduler-only op's results are registers it never wrote: `tile.constant 0`
-//! (`false` for `i1`). An mbarrier array with `{per_cta = true}` counts arrivals per CTA;
-//! its `arrive_count` is multiplied by the arrivals one CTA makes (one from the producer's
-//! elected thread, one per consumer warp).
+//! (`false` for `i1`). Without a producer region (mma.sync) the scheduler ops stay in the
+//! consumer region, where the consumers' thread 0 runs them. An mbarrier array with
+//! `{per_cta = true}` counts arrivals per CTA; its `arrive_count` is multiplied by the
+//! arrivals one CTA makes (one from the producer's elected thread, if any, one per
+//! consumer warp).
 //!
 //! **Clusters** (a `cluster` of more than one CTA, as `persistent{schedule=static
 //! cluster=X cluster-y=Y}` makes it): the copies of a GEMM's A tile are the same in all CTAs
@@ -1463,7 +1474,7 @@ fn lower_kernel(
     let for_consumers = |ops: Vec<Operation>| -> Vec<Operation> {
         let mut out = vec![];
         for o in ops {
-            if o.str_attr("role") == Some("scheduler") {
+            if o.str_attr("role") == Some("scheduler") && target.has_wgmma() {
                 for &r in &o.results {
                     let mut c = Operation::new(OpKind::Constant, o.loc.clone());
                     c.attrs.insert("value".into(), Attribute::Int(0));
@@ -1477,7 +1488,8 @@ fn lower_kernel(
         out
     };
     // Scale per-CTA arrival counts by the arrivals one CTA makes.
-    let arrivals_per_cta = 1 + 4 * (mm.bm / 64) as i64;
+    // The producer (none on mma.sync targets, below) and the consumer warps.
+    let arrivals_per_cta = i64::from(target.has_wgmma()) + 4 * (mm.bm / 64) as i64;
     let mut kernel_head = kernel_head;
     for o in &mut kernel_head {
         if o.kind == OpKind::MbarrierAlloc
@@ -1540,6 +1552,11 @@ fn lower_kernel(
     let c2 = e.index(2, "c2");
     let cs = e.index(s as i64, "cstages");
     let cbk = e.index(mm.bk as i64, "cbk");
+    // mma.sync targets have no setmaxnreg, and the hardware allocates registers to warps in
+    // groups of four, so a producer warp beside the 8 consumer warps would cap every thread
+    // at 168 registers (where the 128x256 tile spills): there the consumers' thread 0
+    // issues the copies, S - 1 k tiles ahead, and the CTA is the 8 warps (255 registers).
+    let inline_ahead = (!target.has_wgmma()).then(|| e.index(s as i64 - 1, "cstages_m1"));
     // At least one k tile: the peeled first tile always runs (a tensor map cannot encode
     // K = 0, and with K < 64 the TMA zero-fill supplies the rest).
     //
@@ -1693,16 +1710,15 @@ fn lower_kernel(
     mma_attrs.extend(mm.major_attrs());
     let tx = mm.tile().stage_bytes();
 
-    // One region's work for one tile, given its global k base `g`; returns the ops.
-    // Producer: for each k tile, wait for the stage to be empty (the first round passes at
-    // once: a fresh mbarrier is in phase 0, so waiting for parity 1 returns), arm the full
-    // barrier with the stage's bytes, issue both copies.
-    let producer_tile = |e: &mut Emitter,
-                         g: Value,
-                         a_coords: &[Value],
-                         b_coords: &[Value],
-                         (ktiles, kstart): (Value, Option<Value>)| {
-        let kt = e.m.new_value(Type::INDEX, Some("kt".into()));
+    // The copies of k tile `kt` of the tile whose global k base is `g`: wait for its stage
+    // to be empty (the first round passes at once: a fresh mbarrier is in phase 0, so
+    // waiting for parity 1 returns), arm the full barrier with the stage's bytes, issue
+    // both copies.
+    let produce_k = |e: &mut Emitter,
+                     g: Value,
+                     kt: Value,
+                     kstart: Option<Value>,
+                     (a_coords, b_coords): (&[Value], &[Value])| {
         let kg = e.int(OpKind::AddI, g, kt, "kg");
         let (st, ph) = stage_and_parity(e, kg);
         let eph = e.int(OpKind::SubI, c1, ph, "empty_phase");
@@ -1731,6 +1747,15 @@ fn lower_kernel(
                 .collect();
             e.op(OpKind::TmaLoad, &operands, &mc, &[], None);
         }
+    };
+    // One region's work for one tile, given its global k base `g`; returns the ops.
+    // Producer: the copies of every k tile in turn.
+    let producer_tile = |e: &mut Emitter,
+                         g: Value,
+                         coords: (&[Value], &[Value]),
+                         (ktiles, kstart): (Value, Option<Value>)| {
+        let kt = e.m.new_value(Type::INDEX, Some("kt".into()));
+        produce_k(e, g, kt, kstart, coords);
         e.op(OpKind::Yield, &[], &[], &[], None);
         let body = Block {
             args: vec![kt],
@@ -1746,7 +1771,53 @@ fn lower_kernel(
     // registers); in iteration kt, wait for the stage to be full, MMA over it, then
     // release stage kt-1 (deferred release keeps one MMA group in flight); after the loop
     // release the tile's last stage, then the epilogue.
-    let consumer_tile = |e: &mut Emitter, g: Value, ktiles: Value| -> Vec<Operation> {
+    //
+    // Without a producer region (`inline_producer`), the consumers' thread 0 issues the
+    // copies (`role = "scheduler"`): k tiles 0 .. S-2 before the chain, and at the start of
+    // iteration kt k tile kt + S - 1, into the stage of k tile kt - 1, which every warp
+    // released at the end of iteration kt - 1 (mma.sync reads its stage synchronously, so
+    // each stage is released right after its MMA).
+    let consumer_tile = |e: &mut Emitter,
+                         g: Value,
+                         (ktiles, kstart): (Value, Option<Value>),
+                         coords: (&[Value], &[Value])|
+     -> Vec<Operation> {
+        let scheduler = || ("role".to_string(), Attribute::Str("scheduler".into()));
+        let prefetch = |e: &mut Emitter, kt: Value| {
+            let Some(ahead_by) = inline_ahead else {
+                return;
+            };
+            let ahead = e.int(OpKind::AddI, kt, ahead_by, "kt_ahead");
+            let due = e.cmpi(ahead, ktiles, "slt", "kt_ahead_due");
+            let before = std::mem::take(&mut e.ops);
+            produce_k(e, g, ahead, kstart, coords);
+            let then = std::mem::replace(&mut e.ops, before);
+            let mut op = Operation::if_then(due, then, lp_loc.clone());
+            op.attrs.extend([scheduler()]);
+            e.ops.push(op);
+        };
+        if let Some(ahead_by) = inline_ahead {
+            let first = e.one(
+                OpKind::MinI,
+                &[ktiles, ahead_by],
+                &[],
+                Type::INDEX,
+                "kt_prologue",
+            );
+            let j = e.m.new_value(Type::INDEX, Some("kt".into()));
+            let before = std::mem::take(&mut e.ops);
+            produce_k(e, g, j, kstart, coords);
+            e.op(OpKind::Yield, &[], &[], &[], None);
+            let body = std::mem::replace(&mut e.ops, before);
+            let mut lp = Operation::new(OpKind::For, lp_loc.clone());
+            lp.operands = vec![c0, first, c1];
+            lp.regions.push(Block {
+                args: vec![j],
+                ops: body,
+            });
+            lp.attrs.extend([scheduler()]);
+            e.ops.push(lp);
+        }
         let mut first_attrs = mma_attrs.clone();
         first_attrs.push(("zero_acc", Attribute::Bool(true)));
         // Swapped, the chain starts from zeros of its own BN×BM type, and ends in a value
@@ -1792,14 +1863,18 @@ fn lower_kernel(
         // once the add's wait retires a k tile's MMAs, its stage is released at once, so
         // the producer runs all `stages` k tiles ahead. k tile 0 is added to zeros, which
         // gives its wait and its release a place.
-        let release_at_once = promote && !overlap && target.has_wgmma();
+        let add_zero = promote && !overlap && target.has_wgmma();
+        let release_at_once = add_zero || inline_ahead.is_some();
         let release_now = |e: &mut Emitter, kg: Value| {
             let st = e.int(OpKind::RemI, kg, cs, "done_stage");
             e.op(OpKind::MbarrierArrive, &[empty, st], &release, &[], None);
         };
+        prefetch(e, c0);
         let mut acc0 = mma_at(e, g, None, "acc0");
-        if release_at_once {
+        if add_zero {
             acc0 = add(e, init, acc0);
+        }
+        if release_at_once {
             release_now(e, g);
         }
         let mut ops = e.take();
@@ -1864,6 +1939,7 @@ fn lower_kernel(
             // chain per k tile added into the f32 sum.
             let kt = e.m.new_value(Type::INDEX, Some("kt".into()));
             let acc_in = e.m.new_value(mm.acc_ty.clone(), Some("acc_iter".into()));
+            prefetch(e, kt);
             let kg = e.int(OpKind::AddI, g, kt, "kg");
             let d = if promote {
                 let r = mma_at(e, kg, None, "acc_part");
@@ -1917,11 +1993,14 @@ fn lower_kernel(
         None => {
             // One tile per CTA: the per-tile prologue stays at kernel level.
             let range = kernel_range.expect("bounds at kernel level without a tile loop");
-            let p = producer_tile(&mut e, c0, &mm.a.coords, &mm.b.coords, range);
-            let mut pops = vec![p];
+            let coords = (&mm.a.coords[..], &mm.b.coords[..]);
+            let mut pops = vec![];
+            if inline_ahead.is_none() {
+                pops.push(producer_tile(&mut e, c0, coords, range));
+            }
             e.op(OpKind::Yield, &[], &[], &[], None);
             pops.extend(e.take());
-            let mut cops = consumer_tile(&mut e, c0, range.0);
+            let mut cops = consumer_tile(&mut e, c0, range, coords);
             cops.extend(epilogue);
             e.op(OpKind::Yield, &[], &[], &[], None);
             cops.extend(e.take());
@@ -2006,36 +2085,42 @@ fn lower_kernel(
                     region
                 };
             let mut p_parts = Some((p_prologue, p_tail));
-            let pops = tile_loop(&mut e, p_args, p_yield, &mut |e, g| {
-                let (mut ops, tail) = p_parts.take().expect("called once");
-                let range = match kernel_range {
-                    Some(r) => r,
-                    None => {
-                        let r = k_range(e, lb_p, ub_p, true);
-                        ops.extend(e.take());
-                        r
-                    }
-                };
-                ops.push(producer_tile(e, g, &a_coords_p, &b_coords_p, range));
-                ops.extend(tail);
-                (ops, range.0)
-            });
+            let pops = if inline_ahead.is_some() {
+                e.op(OpKind::Yield, &[], &[], &[], None);
+                e.take()
+            } else {
+                tile_loop(&mut e, p_args, p_yield, &mut |e, g| {
+                    let (mut ops, tail) = p_parts.take().expect("called once");
+                    let range = match kernel_range {
+                        Some(r) => r,
+                        None => {
+                            let r = k_range(e, lb_p, ub_p, true);
+                            ops.extend(e.take());
+                            r
+                        }
+                    };
+                    ops.push(producer_tile(e, g, (&a_coords_p, &b_coords_p), range));
+                    ops.extend(tail);
+                    (ops, range.0)
+                })
+            };
             let mut c_parts = Some((per_tile, epilogue, tail));
             let cops = tile_loop(&mut e, tl_args, tl_yield.operands.clone(), &mut |e, g| {
                 let (per_tile, epilogue, tail) = c_parts.take().expect("called once");
                 let mut ops = for_consumers(per_tile);
-                let ktiles = match kernel_range {
-                    Some(r) => r.0,
+                let range = match kernel_range {
+                    Some(r) => r,
                     None => {
-                        let r = k_range(e, mm.lb, mm.ub, false);
+                        let r = k_range(e, mm.lb, mm.ub, inline_ahead.is_some());
                         ops.extend(e.take());
-                        r.0
+                        r
                     }
                 };
-                ops.extend(consumer_tile(e, g, ktiles));
+                let coords = (&mm.a.coords[..], &mm.b.coords[..]);
+                ops.extend(consumer_tile(e, g, range, coords));
                 ops.extend(epilogue);
                 ops.extend(for_consumers(tail));
-                (ops, ktiles)
+                (ops, range.0)
             });
             e.ops = prologue;
             (
@@ -2063,11 +2148,11 @@ fn lower_kernel(
     k.attrs
         .insert("target".into(), Attribute::Str(target.name().into()));
     // wgmma needs warpgroup-aligned consumers, so the producer is a whole warpgroup (which
-    // gives its registers away with setmaxnreg); with mma.sync one producer warp suffices.
+    // gives its registers away with setmaxnreg); with mma.sync the consumers copy.
     let producer_threads = if target.has_wgmma() {
         WARPGROUP_THREADS
     } else {
-        32
+        0
     };
     k.attrs.insert(
         "block".into(),

@@ -94,6 +94,7 @@ pub(super) fn scheduler_may_run(k: OpKind) -> bool {
             OpKind::Constant
                 | OpKind::CmpI
                 | OpKind::If
+                | OpKind::For
                 | OpKind::Yield
                 | OpKind::MbarrierWait
                 | OpKind::MbarrierExpectTx
@@ -147,7 +148,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 format!(
                     "'{}' cannot run in the scheduler's code (role = \"scheduler\": thread 0 \
                      alone in a kernel with a plain launch): only scalar arithmetic, \
-                     'tile.if', and mbarrier, fence, TMA and try_cancel ops can",
+                     'tile.if', 'tile.for', and mbarrier, fence, TMA and try_cancel ops can",
                     o.kind.name()
                 ),
             ),

@@ -4,8 +4,9 @@
 //! that hands each op to its construct:
 //!
 //! - `sync`: `tile.warp_specialize` (barrier init by thread 0, the producer and consumer
-//!   regions with `nvvm.setmaxregister`), mbarriers, named barriers, fences, cluster and
-//!   try_cancel ops, bulk async-groups;
+//!   regions with `nvvm.setmaxregister`; a block without producer threads runs the
+//!   consumers' `role = "scheduler"` ops on their first thread), mbarriers, named
+//!   barriers, fences, cluster and try_cancel ops, bulk async-groups;
 //! - `tma`: `tile.tma_load`, `tile.smem_store` (`stmatrix`) and `tile.tma_store`;
 //! - `wgmma`: `tile.mma {kind = "wgmma"}` (`wgmma.mma_async` with shared-memory
 //!   descriptors, one asm statement per K stage) and `tile.wait_group`;
@@ -147,7 +148,8 @@ pub(super) struct Gemm<'c, 'm, 'k> {
     pub acc: Option<AccInfo>,
     /// The MMA family of the kernel: decides the fragment layout.
     pub mma_sync: bool,
-    /// Threads of the producer (128 with wgmma, 32 with mma.sync).
+    /// Threads of the producer, before the consumers' (128 with wgmma; with mma.sync 0,
+    /// as `tile-to-gpu` makes it, where the consumers issue the copies, or 32).
     pub producer_threads: i64,
     /// mma.sync: the consumer warp's (warp_m, warp_n) in the 2 x 4 warp grid.
     pub warp_mn: Option<(V<'c, 'm>, V<'c, 'm>)>,
@@ -180,6 +182,9 @@ pub(super) struct Gemm<'c, 'm, 'k> {
     pub tma_stores: bool,
     /// The shared-memory slot of `tile.arrive_flag`'s old value, once allocated.
     pub flag_slot: Option<u64>,
+    /// Whether the op being lowered runs on the consumers' first thread alone (an op with
+    /// `role = "scheduler"` in the consumer region).
+    pub scheduler: bool,
 }
 
 impl<'c, 'm> Gemm<'c, 'm, '_> {
@@ -302,7 +307,11 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         }
         for (op, &mma_after) in ops.iter().zip(&mma_after) {
             self.w.at(&op.loc);
-            self.lower_op(op)?;
+            if op.str_attr("role") == Some("scheduler") && self.cwg.is_some() && !self.scheduler {
+                self.lower_scheduler_op(op)?;
+            } else {
+                self.lower_op(op)?;
+            }
             if let ([r], true) = (&op.results[..], mma_after) {
                 if let Some(Lv::Lazy(l)) =
                     self.vals.get(r).cloned().filter(|_| self.is_acc_tile(*r))
@@ -760,6 +769,30 @@ fn setup<'k>(m: &TileModule, k: &'k Operation) -> R<Setup<'k>> {
     }
     let cluster = super::cluster_of(k)?;
     let analysis = analyze(m, k)?;
+    // The block is the producer (a warpgroup with wgmma; a warp or none with mma.sync)
+    // after the consumer warpgroups.
+    let threads: i64 = block.iter().product();
+    let producer = threads - 128 * analysis.consumers as i64;
+    let takes = if target.has_wgmma() {
+        &[128][..]
+    } else {
+        &[0, 32][..]
+    };
+    if !takes.contains(&producer) {
+        let want: Vec<String> = takes
+            .iter()
+            .map(|p| (p + 128 * analysis.consumers as i64).to_string())
+            .collect();
+        return err(
+            k,
+            format!(
+                "kernel block of {threads} threads: a GEMM kernel with {} consumer \
+                 warpgroups on {target} has a block of {} threads",
+                analysis.consumers,
+                want.join(" or ")
+            ),
+        );
+    }
     let params = params_of(m, k, &analysis)?;
     let mut atomics = false;
     k.walk(&mut |o| atomics |= o.kind == OpKind::AtomicAdd);
@@ -1044,11 +1077,11 @@ fn build_module<'c>(
     } else {
         // mma.sync kernels (no setmaxnreg): the hardware allocates warps in groups of 4, so
         // 288 threads (9 warps) take the register file of 12 warps: 65536 / (12 × 32) =
-        // 170 → 168. (A cap of 224 assembled but failed to launch on the H200 with
-        // LAUNCH_OUT_OF_RESOURCES.)
+        // 170 → 168 (a cap of 224 assembled but failed to launch on the H200 with
+        // LAUNCH_OUT_OF_RESOURCES); 256 threads take 8 warps': 256 → 255, the ISA's limit.
         let warps = ((shape.block[0] * shape.block[1] * shape.block[2]) as u64).div_ceil(32);
         let alloc_warps = warps.div_ceil(4) * 4;
-        Some((65536 / (alloc_warps * 32)).min(255) / 8 * 8)
+        Some((65536 / (alloc_warps * 32) / 8 * 8).min(255))
     };
     let fty = llvm::r#type::function(llvm::r#type::void(ctx), &ptypes, false);
     let region = Region::new();
@@ -1171,7 +1204,7 @@ fn build_module<'c>(
         cwg: None,
         acc: None,
         mma_sync: !shape.target.has_wgmma(),
-        producer_threads: if shape.target.has_wgmma() { 128 } else { 32 },
+        producer_threads: shape.block.iter().product::<i64>() - 128 * a.consumers as i64,
         warp_mn: None,
         frag_rc: None,
         exit,
@@ -1186,6 +1219,7 @@ fn build_module<'c>(
         written: Default::default(),
         tma_stores: false,
         flag_slot: None,
+        scheduler: false,
     };
     let mut flags = false;
     k.walk(&mut |o| match o.kind {

@@ -46,34 +46,45 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             // whole cluster sees every barrier initialised before anyone goes on.
             self.cluster_barrier(true);
         }
-        let pt = self.i32(self.producer_threads);
-        let is_p = self.w.icmp(ICmp::Ult, tid, pt);
-        let producer = self.w.block(&[]);
-        let consumer = self.w.block(&[]);
-        self.w.cond_br(is_p, &producer, &[], &consumer, &[]);
-        self.w.place(producer);
-        if self.target.has_setmaxnreg() {
-            self.w.setmaxnreg(false, 40);
+        if self.producer_threads > 0 {
+            let pt = self.i32(self.producer_threads);
+            let is_p = self.w.icmp(ICmp::Ult, tid, pt);
+            let producer = self.w.block(&[]);
+            let consumer = self.w.block(&[]);
+            self.w.cond_br(is_p, &producer, &[], &consumer, &[]);
+            self.w.place(producer);
+            if self.target.has_setmaxnreg() {
+                self.w.setmaxnreg(false, 40);
+            }
+            let t0b = self.w.icmp(ICmp::Eq, tid, z);
+            let elected = self.w.block(&[]);
+            self.w.cond_br(t0b, &elected, &[], &self.exit, &[]);
+            self.w.place(elected);
+            self.lower_block(&op.regions[0].ops)?;
+            self.w.br(&self.exit, &[]);
+            self.w.place(consumer);
+        } else if let Some(o) = op.regions[0].ops.iter().find(|o| o.kind != OpKind::Yield) {
+            return err(
+                o,
+                "convert-tile-to-nvvm: a 'tile.warp_specialize' whose kernel block has no \
+                 producer threads (only its consumer warpgroups) has an empty producer region",
+            );
         }
-        let t0b = self.w.icmp(ICmp::Eq, tid, z);
-        let elected = self.w.block(&[]);
-        self.w.cond_br(t0b, &elected, &[], &self.exit, &[]);
-        self.w.place(elected);
-        self.lower_block(&op.regions[0].ops)?;
-        self.w.br(&self.exit, &[]);
-        self.w.place(consumer);
         if self.target.has_setmaxnreg() {
             self.w.setmaxnreg(true, 232);
         }
+        // The consumer warpgroup: the CTA's, less the producer's (a whole one, or a warp).
         let c128 = self.i32(128);
         let wg = self.bin("udiv", tid, c128);
-        let one = self.i32(1);
-        self.cwg = Some(self.bin("sub", wg, one));
+        let pw = self.i32((self.producer_threads as u64).div_ceil(128) as i64);
+        self.cwg = Some(self.bin("sub", wg, pw));
         if self.mma_sync {
-            // Consumer warps 0..7 (after the producer warp) in a 2 x 4 grid of 64 x 64 tiles.
+            // Consumer warps 0..7 (after the producer warp, if any) in a 2 x 4 grid of
+            // 64 x 64 tiles.
             let c5 = self.i32(5);
             let w = self.bin("lshr", tid, c5);
-            let cw = self.bin("sub", w, one);
+            let p = self.i32(self.producer_threads / 32);
+            let cw = self.bin("sub", w, p);
             let c2 = self.i32(2);
             let c3 = self.i32(3);
             let wm = self.bin("lshr", cw, c2);
@@ -91,6 +102,59 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 .ok_or_else(|| Diagnostic::error(y.loc.clone(), "yielded value not lowered"))?;
             self.vals.insert(*r, lv);
         }
+        Ok(())
+    }
+
+    /// An op with `role = "scheduler"` in the consumer region (a kernel whose consumers
+    /// issue their own copies): on the consumers' first thread alone, which is why it may
+    /// have no results and hold only what one thread can run
+    /// ([`crate::nvvm::clc::scheduler_may_run`]; no tile values).
+    pub(super) fn lower_scheduler_op(&mut self, op: &Operation) -> R<()> {
+        if !op.results.is_empty() {
+            return err(
+                op,
+                format!(
+                    "'{}' with role = \"scheduler\" has results: in the consumer region of a \
+                     GEMM kernel the scheduler is the consumers' first thread alone, and no \
+                     other thread would have them",
+                    op.kind.name()
+                ),
+            );
+        }
+        let mut bad = None;
+        op.walk(&mut |o| {
+            let tiles = o
+                .results
+                .iter()
+                .chain(&o.operands)
+                .any(|&v| matches!(self.m.ty(v), tilec_dialect::Type::Tile { .. }));
+            if (tiles || !crate::nvvm::clc::scheduler_may_run(o.kind)) && bad.is_none() {
+                bad = Some(o);
+            }
+        });
+        if let Some(o) = bad {
+            return err(
+                o,
+                format!(
+                    "'{}' cannot run in the scheduler's code (role = \"scheduler\": the \
+                     consumers' first thread alone): only scalar arithmetic, 'tile.if', \
+                     'tile.for', and mbarrier, fence, TMA and try_cancel ops can",
+                    o.kind.name()
+                ),
+            );
+        }
+        let first = self.i32(self.producer_threads);
+        let lead = self.w.icmp(ICmp::Eq, self.tid, first);
+        let go = self.w.block(&[]);
+        let cont = self.w.block(&[]);
+        self.w.cond_br(lead, &go, &[], &cont, &[]);
+        self.w.place(go);
+        self.scheduler = true;
+        let r = self.lower_op(op);
+        self.scheduler = false;
+        r?;
+        self.w.br(&cont, &[]);
+        self.w.place(cont);
         Ok(())
     }
 
