@@ -8,6 +8,8 @@
 //! **Agents.** Every CTA runs one producer agent (region 0 of `tile.warp_specialize`: the
 //! elected thread, the CTA's scheduler) and one agent per consumer warp (region 1; a warp's
 //! lanes run in lockstep, and `tile.mbarrier_arrive` is one arrive per warp, as lowered).
+//! Where the producer region is empty (mma.sync: the block is the consumer warps), consumer
+//! warp 0 alone runs region 1's `role = "scheduler"` ops, the copies among them.
 //! In a plain launch every agent is a warp running the tile loop; warp 0 alone runs the
 //! `role = "scheduler"` ops (thread 0 is its lane 0), an array `{per_cta = true}` counts
 //! one arrival per warp, and a `tile.barrier` after each tile's store (as the lowering's
@@ -28,7 +30,8 @@
 //! `try_wait.parity p` succeeds once the phase of parity p has completed.
 //!
 //! **Checked**, on every schedule: every tile is stored exactly once by each consumer warp,
-//! and the producer loads exactly the tiles its CTA's consumers store, in the same order;
+//! and the copies (by the producer, or by consumer warp 0) load exactly the tiles its CTA's
+//! consumers store, in the same order;
 //! no try_cancel is issued by a CTA that has observed a failed one; a response slot is read
 //! only after the reader's own wait saw the barrier phase its response completed, and with
 //! one 128-bit load; the slot is rewritten only after a `fence.proxy.async` by the issuer;
@@ -269,9 +272,10 @@ struct Agent<'m> {
     proved: HashMap<i64, u64>,
     consumed: HashMap<i64, u64>,
     fenced: bool,
-    /// Tiles (row, col): stored (consumer) or loaded at k = 0 (producer, from A's row and B's
-    /// column).
+    /// Tiles (row, col) stored.
     tiles: Vec<(i64, i64)>,
+    /// Tiles (row, col) whose copies this agent issued at k = 0 (A's row, B's column).
+    loads: Vec<(i64, i64)>,
     pending_row: Option<i64>,
     /// The CTA barrier generation this agent waits to complete (at a `tile.barrier`).
     at_barrier: Option<u64>,
@@ -324,6 +328,9 @@ struct World<'m> {
     /// A kernel with a plain launch: every agent is a warp running the same code, warp 0
     /// (thread 0's) also the scheduler.
     plain: bool,
+    /// A warp-specialized kernel without a producer: every agent is a consumer warp, warp 0
+    /// also the scheduler, which issues the copies.
+    inline: bool,
     clc_bars: HashSet<u32>,
     rng: Rng,
     steps: u64,
@@ -391,6 +398,7 @@ impl<'m> World<'m> {
                     consumed: HashMap::new(),
                     fenced: false,
                     tiles: vec![],
+                    loads: vec![],
                     pending_row: None,
                     at_barrier: None,
                 });
@@ -461,7 +469,10 @@ impl<'m> World<'m> {
         let cta = self.agents[a].cta;
         let val = |ag: &Agent, i: usize| ag.env[op.operands[i].0 as usize];
         // A plain launch: the scheduler's ops run on thread 0, in warp 0, alone.
-        if self.plain && self.agents[a].role != 0 && op.str_attr("role") == Some("scheduler") {
+        if (self.plain || self.inline)
+            && self.agents[a].role != 0
+            && op.str_attr("role") == Some("scheduler")
+        {
             advance(&mut self.agents[a]);
             return Ok(());
         }
@@ -575,7 +586,7 @@ impl<'m> World<'m> {
                     }
                 } else if c0 == 0 {
                     let row = ag.pending_row.take().expect("A's copy comes before B's");
-                    ag.tiles.push((row, c1));
+                    ag.loads.push((row, c1));
                 }
                 self.events.push(Event::Tx {
                     cta,
@@ -922,6 +933,11 @@ fn run_schedules(
     // producer and 4 warps per consumer warpgroup. A plain launch: the ops before the tile
     // loop once per CTA, then every warp runs the rest.
     let plain = k.attr("num_warps").is_some();
+    let mut inline = false;
+    body.ops.iter().for_each(|o| {
+        inline |= o.kind == OpKind::WarpSpecialize
+            && o.regions[0].ops.iter().all(|x| x.kind == OpKind::Yield);
+    });
     let (head_len, regions, consumer_warps) = if plain {
         let at = body
             .ops
@@ -939,8 +955,13 @@ fn run_schedules(
             .expect("warp_specialize");
         let ws = &body.ops[at];
         let consumers = ws.int_attr("consumers").unwrap() as usize;
-        let regions = [&ws.regions[0].ops[..], &ws.regions[1].ops[..]];
-        (at, regions, 4 * consumers)
+        if inline {
+            let r = &ws.regions[1].ops[..];
+            (at, [r, r], 4 * consumers - 1)
+        } else {
+            let regions = [&ws.regions[0].ops[..], &ws.regions[1].ops[..]];
+            (at, regions, 4 * consumers)
+        }
     };
     let args = body.args.clone();
     let gx0 = (cfg.n + 255) / 256;
@@ -999,6 +1020,7 @@ fn run_schedules(
             regions,
             consumer_warps,
             plain,
+            inline,
             clc_bars: HashSet::new(),
             rng,
             steps: 0,
@@ -1011,10 +1033,18 @@ fn run_schedules(
         w.launch(cl);
         w.run()
             .map_err(|e| format!("schedule {s} (seed {seed}): {e}"))?;
-        // Exactly once, per consumer warp; the producer matches its consumers.
+        // Exactly once, per consumer warp; the producer matches its consumers. A producer
+        // handles the tiles it copies, every other agent those it stores.
+        let handled = |ag: &Agent<'_>| -> Vec<(i64, i64)> {
+            if ag.role == 0 && !plain && !inline {
+                ag.loads.clone()
+            } else {
+                ag.tiles.clone()
+            }
+        };
         let mut per_warp: Vec<HashMap<(i64, i64), u32>> = vec![HashMap::new(); consumer_warps + 1];
         for ag in &w.agents {
-            for &t in &ag.tiles {
+            for t in handled(ag) {
                 *per_warp[ag.role].entry(t).or_default() += 1;
             }
         }
@@ -1025,7 +1055,7 @@ fn run_schedules(
                     "schedule {s} (seed {seed}): {} {role} handled {total} tiles \
                         ({} distinct), the grid has \
                         {ntiles}",
-                    if role == 0 && !plain {
+                    if role == 0 && !plain && !inline {
                         "producer"
                     } else {
                         "warp"
@@ -1039,14 +1069,23 @@ fn run_schedules(
             if mine.is_empty() {
                 continue; // cancelled: its tile ran in a CTA that stole it
             }
+            let first = handled(mine[0]);
             for g in &mine[1..] {
-                if g.tiles != mine[0].tiles {
+                if g.tiles != first {
                     return Err(format!(
                         "schedule {s} (seed {seed}): CTA {cta}: warp {} stored tiles {:?} \
-                            but the producer (plain launch: warp 0) handled {:?}",
-                        g.role, g.tiles, mine[0].tiles
+                            but the producer (plain launch or no producer: warp 0) handled \
+                            {:?}",
+                        g.role, g.tiles, first
                     ));
                 }
+            }
+            if inline && mine[0].loads != first {
+                return Err(format!(
+                    "schedule {s} (seed {seed}): CTA {cta}: warp 0 copied tiles {:?} but \
+                        stored {:?}",
+                    mine[0].loads, first
+                ));
             }
         }
     }
