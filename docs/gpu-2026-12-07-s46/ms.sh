@@ -24,6 +24,17 @@ echo "== grouped sm90"
 timeout 120 python3 $n/grouped.py --ragged $n/grouped_gemm-sm90/grouped_gemm.json \
     --contiguous $n/grouped_gemm_contiguous-sm90/grouped_gemm_contiguous.json --iters 20 \
     2>&1 | tail -12 || status=1
+echo "== grouped sm90a"
+timeout 120 python3 $n/grouped.py --ragged $n/grouped_gemm-sm90a/grouped_gemm.json \
+    --contiguous $n/grouped_gemm_contiguous-sm90a/grouped_gemm_contiguous.json --iters 20 \
+    2>&1 | tail -12 || status=1
+for e in gemm_splitk gemm_splitk_last_slice; do
+    echo "== $e sm90a"
+    run $n/$e-sm90a/$e.json --shapes $sh || status=1
+done
+echo "== softmax_online (plain)"
+timeout 120 python3 tools/gpu/kernels.py gpu-out/plain/sm_90a gpu-out/plain/sm_90 \
+    --only softmax_online 2>&1 | tail -8
 echo "== fp8 check (sm90 variants)"
 timeout 150 python3 $n/fp8.py $n/fp8 --check 2>&1 | grep -E "sm90 |FAIL" | grep -v "sm90a" | tail -40
 echo "=== checks done after ${SECONDS}s, status $status"
