@@ -66,8 +66,10 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         } else if let Some(o) = op.regions[0].ops.iter().find(|o| o.kind != OpKind::Yield) {
             return err(
                 o,
-                "convert-tile-to-nvvm: a 'tile.warp_specialize' whose kernel block has no \
-                 producer threads (only its consumer warpgroups) has an empty producer region",
+                "convert-tile-to-nvvm: the kernel's block is only the consumer warpgroups, so \
+                 no thread runs the producer region of 'tile.warp_specialize': leave it empty \
+                 (the consumers issue the copies, `role = \"scheduler\"`) or add a producer \
+                 warp to the block",
             );
         }
         if self.target.has_setmaxnreg() {
