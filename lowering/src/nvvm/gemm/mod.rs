@@ -1072,17 +1072,13 @@ fn build_module<'c>(
             _ => {}
         }
     }
-    let maxnreg = if shape.target.has_wgmma() {
-        None
-    } else {
-        // mma.sync kernels (no setmaxnreg): the hardware allocates warps in groups of 4, so
-        // 288 threads (9 warps) take the register file of 12 warps: 65536 / (12 × 32) =
-        // 170 → 168 (a cap of 224 assembled but failed to launch on the H200 with
-        // LAUNCH_OUT_OF_RESOURCES); 256 threads take 8 warps': 256 → 255, the ISA's limit.
-        let warps = ((shape.block[0] * shape.block[1] * shape.block[2]) as u64).div_ceil(32);
-        let alloc_warps = warps.div_ceil(4) * 4;
-        Some((65536 / (alloc_warps * 32) / 8 * 8).min(255))
-    };
+    // mma.sync kernels (no setmaxnreg): the register file over the block's warps, in the
+    // hardware's allocation groups (`Target::register_cap`: 168 for 288 threads, 248 for the
+    // 256 of a kernel without a producer warp).
+    let maxnreg = (!shape.target.has_wgmma()).then(|| {
+        let threads = (shape.block[0] * shape.block[1] * shape.block[2]) as u64;
+        shape.target.register_cap(threads)
+    });
     let fty = llvm::r#type::function(llvm::r#type::void(ctx), &ptypes, false);
     let region = Region::new();
     let args: Vec<(Type, Location)> = ptypes.iter().map(|&t| (t, loc)).collect();
