@@ -29,7 +29,9 @@
 
 use super::plain::{err, Lowerer, Lv, R};
 use super::writer::{ICmp, V};
-use tilec_dialect::{Attribute as TileAttr, OpClass, OpKind, Operation, ScalarType, Type};
+use tilec_dialect::{
+    Attribute as TileAttr, Module as TileModule, OpClass, OpKind, Operation, ScalarType, Type,
+};
 
 /// In a cluster launch (`cluster_size > 1`), the mbarrier arrays at the kernel's top level:
 /// those get a cluster barrier after their initialisation.
@@ -105,54 +107,56 @@ pub(super) fn scheduler_may_run(k: OpKind) -> bool {
         )
 }
 
+/// Refuses, at the op, a `role = "scheduler"` op that one thread cannot run for all: one
+/// with results (no other thread would have them), or one holding an op that
+/// [`scheduler_may_run`] refuses or that touches a tile. `scheduler` names the thread, as in
+/// "thread 0 alone in a kernel with a plain launch".
+pub(super) fn check_scheduler_code(m: &TileModule, op: &Operation, scheduler: &str) -> R<()> {
+    if !op.results.is_empty() {
+        return err(
+            op,
+            format!(
+                "'{}' with role = \"scheduler\" has results: the scheduler is {scheduler}, and \
+                 no other thread would have them",
+                op.kind.name()
+            ),
+        );
+    }
+    let mut bad = None;
+    op.walk(&mut |o| {
+        let tiles = o
+            .results
+            .iter()
+            .chain(&o.operands)
+            .any(|&v| matches!(m.ty(v), Type::Tile { .. }));
+        if (tiles || !scheduler_may_run(o.kind)) && bad.is_none() {
+            bad = Some(o);
+        }
+    });
+    match bad {
+        None => Ok(()),
+        Some(o) => err(
+            o,
+            format!(
+                "'{}' cannot run in the scheduler's code (role = \"scheduler\": {scheduler}): \
+                 only scalar arithmetic, 'tile.if', 'tile.for', and mbarrier, fence, TMA and \
+                 try_cancel ops can",
+                o.kind.name()
+            ),
+        ),
+    }
+}
+
 impl<'c, 'm> Lowerer<'c, 'm, '_> {
     /// An op with `role = "scheduler"` (module docs): on thread 0 alone.
     pub(super) fn lower_scheduler_op(&mut self, op: &Operation) -> R<()> {
-        if !op.results.is_empty() {
-            return err(
-                op,
-                format!(
-                    "'{}' with role = \"scheduler\" has results: in a kernel with a plain \
-                     launch the scheduler is thread 0 alone, and no other thread would have them",
-                    op.kind.name()
-                ),
-            );
-        }
-        self.check_scheduler_code(op)?;
+        check_scheduler_code(self.m, op, "thread 0 alone in a kernel with a plain launch")?;
         self.on_thread0(|l| {
             l.scheduler = true;
             let r = l.lower_op(op);
             l.scheduler = false;
             r
         })
-    }
-
-    /// Refuses, at the op, what thread 0 alone cannot run (module docs).
-    fn check_scheduler_code(&self, op: &Operation) -> R<()> {
-        let mut bad = None;
-        op.walk(&mut |o| {
-            let tiles = o
-                .results
-                .iter()
-                .chain(&o.operands)
-                .any(|&v| matches!(self.m.ty(v), Type::Tile { .. }));
-            let ok = scheduler_may_run(o.kind) && !tiles;
-            if !ok && bad.is_none() {
-                bad = Some(o);
-            }
-        });
-        match bad {
-            None => Ok(()),
-            Some(o) => err(
-                o,
-                format!(
-                    "'{}' cannot run in the scheduler's code (role = \"scheduler\": thread 0 \
-                     alone in a kernel with a plain launch): only scalar arithmetic, \
-                     'tile.if', 'tile.for', and mbarrier, fence, TMA and try_cancel ops can",
-                    o.kind.name()
-                ),
-            ),
-        }
     }
 
     /// `tile.smem_alloc` without `swizzle`: `stages` slots of plain bytes, 16-byte aligned.

@@ -112,39 +112,11 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
     /// have no results and hold only what one thread can run
     /// ([`crate::nvvm::clc::scheduler_may_run`]; no tile values).
     pub(super) fn lower_scheduler_op(&mut self, op: &Operation) -> R<()> {
-        if !op.results.is_empty() {
-            return err(
-                op,
-                format!(
-                    "'{}' with role = \"scheduler\" has results: in the consumer region of a \
-                     GEMM kernel the scheduler is the consumers' first thread alone, and no \
-                     other thread would have them",
-                    op.kind.name()
-                ),
-            );
-        }
-        let mut bad = None;
-        op.walk(&mut |o| {
-            let tiles = o
-                .results
-                .iter()
-                .chain(&o.operands)
-                .any(|&v| matches!(self.m.ty(v), tilec_dialect::Type::Tile { .. }));
-            if (tiles || !crate::nvvm::clc::scheduler_may_run(o.kind)) && bad.is_none() {
-                bad = Some(o);
-            }
-        });
-        if let Some(o) = bad {
-            return err(
-                o,
-                format!(
-                    "'{}' cannot run in the scheduler's code (role = \"scheduler\": the \
-                     consumers' first thread alone): only scalar arithmetic, 'tile.if', \
-                     'tile.for', and mbarrier, fence, TMA and try_cancel ops can",
-                    o.kind.name()
-                ),
-            );
-        }
+        crate::nvvm::clc::check_scheduler_code(
+            self.m,
+            op,
+            "the consumers' first thread alone in a GEMM kernel",
+        )?;
         let first = self.i32(self.producer_threads);
         let lead = self.w.icmp(ICmp::Eq, self.tid, first);
         let go = self.w.block(&[]);
