@@ -56,6 +56,10 @@ use crate::target::Target;
 use crate::types::{ScalarType, Type, MAX_DIM};
 use std::collections::{HashMap, HashSet};
 
+/// The most mbarriers one `tile.mbarrier_alloc` makes: the lowering keeps a CTA's mbarriers
+/// in a 1024-byte region of shared memory, 8 bytes each (PTX ISA §9.7.13.15).
+pub const MAX_MBARRIERS: u64 = 128;
+
 /// Verify a module; `Ok` if it satisfies every invariant in the module doc.
 ///
 /// # Errors
@@ -2202,6 +2206,18 @@ impl Verifier<'_> {
                     );
                 }
                 self.int_attr_in(op, "arrive_count", 1, 1024);
+                if let Some(Type::Mbarrier { count }) = rts.first() {
+                    if !(1..=MAX_MBARRIERS).contains(count) {
+                        self.error(
+                            op,
+                            format!(
+                                "'{name}' allocates {count} mbarriers; an array holds 1 to \
+                                 {MAX_MBARRIERS} (8 bytes each, in the 1024-byte barrier region \
+                                 of shared memory)"
+                            ),
+                        );
+                    }
+                }
             }
             OpKind::TmaLoad => {
                 // tensor, ring, barriers, stage, coords...

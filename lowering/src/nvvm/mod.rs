@@ -208,6 +208,59 @@ pub(crate) fn persistent_of(k: &Operation) -> Option<crate::manifest::Persistent
     }
 }
 
+/// Refuses, at kernel `k`, launch attributes the manifest would pass on to the launcher
+/// unchecked: a `schedule` other than `none`, `static` and `clc` (and `clc` on a target
+/// without try_cancel), a persistent schedule on a kernel without the `persistent` pass's
+/// tile loop (`{tile_loop = true}`; each CTA would run one tile of a grid launched with fewer
+/// CTAs than tiles), a `group_m` outside 0 to 65,536, and `smem_bytes` over the target's
+/// shared memory per block at the kernel's CTAs per SM.
+fn check_launch_attrs(k: &Operation) -> Result<(), Diagnostic> {
+    let Some(target) = k.str_attr("target").and_then(Target::from_name) else {
+        return Ok(());
+    };
+    let bad = |msg: String| Err(Diagnostic::error(k.loc.clone(), msg));
+    match k.attr("schedule") {
+        None => {}
+        Some(Attribute::Str(s)) if s == "none" => {}
+        Some(Attribute::Str(s)) if s == "static" || s == "clc" => {
+            if s == "clc" && !target.has_try_cancel() {
+                return bad(format!(
+                    "kernel 'schedule' = \"clc\" needs clusterlaunchcontrol.try_cancel \
+                     (sm_100, sm_100a); the target is {target}"
+                ));
+            }
+            let mut tile_loop = false;
+            k.walk(&mut |o| tile_loop |= o.attr("tile_loop").is_some());
+            if !tile_loop {
+                return bad(format!(
+                    "kernel 'schedule' = \"{s}\" launches fewer CTAs than tiles, but the kernel \
+                     has no tile loop ({{tile_loop = true}}, from the 'persistent' pass)"
+                ));
+            }
+        }
+        Some(a) => {
+            return bad(format!(
+                "kernel 'schedule' must be \"none\", \"static\" or \"clc\", found {a}"
+            ))
+        }
+    }
+    if let Some(g) = k.attr("group_m") {
+        if !g.as_int().is_some_and(|g| (0..=65_536).contains(&g)) {
+            return bad(format!("kernel 'group_m' must be 0 to 65536, found {g}"));
+        }
+    }
+    if let Some(b) = k.attr("smem_bytes") {
+        let limit = target.max_smem_per_block_at(ctas_per_sm(k));
+        if !b.as_int().is_some_and(|b| (0..=limit as i64).contains(&b)) {
+            return bad(format!(
+                "kernel 'smem_bytes' must be 0 to {limit} (the shared memory of a block on \
+                 {target}), found {b}"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Lower every kernel of a verified GPU-level module, each through the lowering its form
 /// takes: a plain launch (a `num_warps` attribute) or the GEMM pipeline. Each kernel's
 /// module is built once here, so that what the lowering cannot take is reported now.
@@ -242,6 +295,7 @@ fn lower_kernels(vm: &VerifiedModule, trial: bool) -> Result<Vec<LoweredKernel>,
         .enumerate()
         .map(|(index, k)| {
             refuse_fp8(m, k)?;
+            check_launch_attrs(k)?;
             let (mut manifest, ptx_version) = if k.attr("num_warps").is_some() {
                 plain::lower_kernel(m, k, trial)?
             } else if ctas_per_sm(k) != 1 {

@@ -185,6 +185,8 @@ pub(super) struct Gemm<'c, 'm, 'k> {
     /// Whether the op being lowered runs on the consumers' first thread alone (an op with
     /// `role = "scheduler"` in the consumer region).
     pub scheduler: bool,
+    /// Whether the producer region (its elected thread) is being lowered.
+    pub in_producer: bool,
 }
 
 impl<'c, 'm> Gemm<'c, 'm, '_> {
@@ -307,9 +309,11 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         }
         for (op, &mma_after) in ops.iter().zip(&mma_after) {
             self.w.at(&op.loc);
-            if op.str_attr("role") == Some("scheduler") && self.cwg.is_some() && !self.scheduler {
+            let one_thread = self.scheduler || self.in_producer;
+            if op.str_attr("role") == Some("scheduler") && !one_thread {
                 self.lower_scheduler_op(op)?;
             } else {
+                self.check_one_thread_op(op, one_thread)?;
                 self.lower_op(op)?;
             }
             if let ([r], true) = (&op.results[..], mma_after) {
@@ -455,7 +459,11 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                     return err(op, "bad barriers");
                 };
                 let offset: u64 = self.barrier_inits.iter().map(|b| b.1 * 8).sum();
-                if offset + count * 8 > 1024 {
+                if count
+                    .checked_mul(8)
+                    .and_then(|b| b.checked_add(offset))
+                    .is_none_or(|e| e > 1024)
+                {
                     return err(
                         op,
                         "more than 128 mbarriers do not fit the 1024-byte barrier region",
@@ -764,32 +772,32 @@ fn setup<'k>(m: &TileModule, k: &'k Operation) -> R<Setup<'k>> {
         .and_then(TileAttr::as_array)
         .map(|a| a.iter().filter_map(TileAttr::as_int).collect())
         .unwrap_or_default();
-    if block.len() != 3 {
+    if k.attr("block").is_none() {
         return err(k, "kernel has no 'block' attribute (set by tile-to-gpu)");
     }
     let cluster = super::cluster_of(k)?;
     let analysis = analyze(m, k)?;
-    // The block is the producer (a warpgroup with wgmma; a warp or none with mma.sync)
-    // after the consumer warpgroups.
-    let threads: i64 = block.iter().product();
-    let producer = threads - 128 * analysis.consumers as i64;
-    let takes = if target.has_wgmma() {
-        &[128][..]
-    } else {
-        &[0, 32][..]
-    };
-    if !takes.contains(&producer) {
-        let want: Vec<String> = takes
-            .iter()
-            .map(|p| (p + 128 * analysis.consumers as i64).to_string())
-            .collect();
+    // The block is one-dimensional (the lowering reads `%tid.x` alone): the producer (a
+    // warpgroup with wgmma, none with mma.sync) after the consumer warpgroups, which on
+    // mma.sync are the 2 x 4 warp grid of the 128x256 tile.
+    let consumers = analysis.consumers as i64;
+    if !target.has_wgmma() && consumers != 2 {
         return err(
             k,
             format!(
-                "kernel block of {threads} threads: a GEMM kernel with {} consumer \
-                 warpgroups on {target} has a block of {} threads",
-                analysis.consumers,
-                want.join(" or ")
+                "a GEMM kernel on {target} has 2 consumer warpgroups (the 2 x 4 warps of \
+                 mma.sync's 128x256 tile), found {consumers}"
+            ),
+        );
+    }
+    let producer = if target.has_wgmma() { 128 } else { 0 };
+    let want = [producer + 128 * consumers, 1, 1];
+    if block[..] != want {
+        return err(
+            k,
+            format!(
+                "kernel 'block' = {block:?}: a GEMM kernel with {consumers} consumer warpgroups \
+                 on {target} has block = {want:?}"
             ),
         );
     }
@@ -1216,6 +1224,7 @@ fn build_module<'c>(
         tma_stores: false,
         flag_slot: None,
         scheduler: false,
+        in_producer: false,
     };
     let mut flags = false;
     k.walk(&mut |o| match o.kind {

@@ -60,7 +60,10 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
             let elected = self.w.block(&[]);
             self.w.cond_br(t0b, &elected, &[], &self.exit, &[]);
             self.w.place(elected);
-            self.lower_block(&op.regions[0].ops)?;
+            self.in_producer = true;
+            let r = self.lower_block(&op.regions[0].ops);
+            self.in_producer = false;
+            r?;
             self.w.br(&self.exit, &[]);
             self.w.place(consumer);
         } else if let Some(o) = op.regions[0].ops.iter().find(|o| o.kind != OpKind::Yield) {
@@ -72,7 +75,7 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                  warp to the block",
             );
         }
-        if self.target.has_setmaxnreg() {
+        if self.target.has_setmaxnreg() && self.producer_threads > 0 {
             self.w.setmaxnreg(true, 232);
         }
         // The consumer warpgroup: the CTA's, less the producer's (a whole one, or a warp).
@@ -112,6 +115,17 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
     /// have no results and hold only what one thread can run
     /// ([`crate::nvvm::clc::scheduler_may_run`]; no tile values).
     pub(super) fn lower_scheduler_op(&mut self, op: &Operation) -> R<()> {
+        if self.cwg.is_none() {
+            return err(
+                op,
+                format!(
+                    "'{}' with role = \"scheduler\" outside 'tile.warp_specialize': in a GEMM \
+                     kernel the scheduler is the producer's elected thread or the consumers' \
+                     first thread, in its regions",
+                    op.kind.name()
+                ),
+            );
+        }
         crate::nvvm::clc::check_scheduler_code(
             self.m,
             op,
@@ -129,6 +143,28 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
         r?;
         self.w.br(&cont, &[]);
         self.w.place(cont);
+        Ok(())
+    }
+
+    /// Refuses, at the op, an op that one thread must issue for the CTA (a TMA copy, an
+    /// `expect_tx` arm, a try_cancel request) where every thread would run it: outside the
+    /// producer region and the scheduler's code.
+    pub(super) fn check_one_thread_op(&self, op: &Operation, one_thread: bool) -> R<()> {
+        let single = matches!(
+            op.kind,
+            OpKind::TmaLoad | OpKind::MbarrierExpectTx | OpKind::ClcTryCancel
+        );
+        if single && !one_thread {
+            return err(
+                op,
+                format!(
+                    "'{}' in a GEMM kernel is issued by one thread for the CTA: in the producer \
+                     region, or with role = \"scheduler\" (the consumers' first thread); here \
+                     every thread would run it",
+                    op.kind.name()
+                ),
+            );
+        }
         Ok(())
     }
 
