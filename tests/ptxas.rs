@@ -265,7 +265,7 @@ fn gemm_sm90_and_sm100_mma_sync() {
             256,
             "{t}: 2 k tiles x 4 k16 x 32 mma"
         );
-        // sm_100's default is the clc persistent loop: 0 spills within the 248 registers
+        // sm_100's default is the clc persistent loop: 0 spills within the 255 registers
         // of a 256-thread CTA (no producer warp on mma.sync targets).
         assert_clean(&log, &format!("gemm_bf16 {t}"));
         assert!(ptx.contains(".maxntid 256, 1, 1"), "{t}: 8 consumer warps");

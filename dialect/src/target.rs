@@ -124,14 +124,15 @@ impl Target {
     }
     /// The most registers per thread a CTA of `threads` threads can have resident with every
     /// thread at the same count: the 65,536-register file over the warps, which the
-    /// hardware allocates in groups of 4, at most 255, rounded down to the allocation unit
-    /// of 8 (CUDA occupancy rules for compute capability 9.0 and 10.0). The plain launch
-    /// passes it as `.maxnreg`, so ptxas uses what the code needs instead of spilling to
+    /// hardware allocates in groups of 4, rounded down to the allocation unit of 8, and at
+    /// most 255, the ISA's limit (a thread of 255 takes the unit of 256: CUDA occupancy
+    /// rules for compute capability 9.0 and 10.0). The plain launch and the mma.sync GEMM
+    /// pass it as `.maxnreg`, so ptxas uses what the code needs instead of spilling to
     /// reach an occupancy target of its own.
     pub fn register_cap(self, threads: u64) -> u64 {
         let warps = threads.div_ceil(32).max(1);
         let alloc = warps.div_ceil(4) * 4;
-        (65_536 / (alloc * 32)).min(255) / 8 * 8
+        (65_536 / (alloc * 32) / 8 * 8).min(255)
     }
     /// The `setmaxnreg` counts, per thread, of a warp-specialized CTA of one producer
     /// warpgroup and `consumers` consumer warpgroups, `ctas` of which are to be resident on

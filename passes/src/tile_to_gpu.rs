@@ -46,7 +46,7 @@
 //! On the mma.sync targets (no `setmaxnreg`) the producer region is empty and the block is
 //! the 8 consumer warps: registers go to warps in groups of four, so a ninth warp would cap
 //! every thread at 168 registers (65,536 / 12 warps), where the 128×256 tile spills; 256
-//! threads have 248. The consumers' thread 0 issues the copies instead (`role =
+//! threads have 255. The consumers' thread 0 issues the copies instead (`role =
 //! "scheduler"`): k tiles 0 .. S−2 before the peeled tile, then k tile kt + S − 1 at the top
 //! of iteration kt, into the stage k tile kt − 1 read. `mma.sync` reads its stage into
 //! registers before it returns, so each stage is released right after its MMA, and the copy
@@ -1555,7 +1555,7 @@ fn lower_kernel(
     // mma.sync targets have no setmaxnreg, and the hardware allocates registers to warps in
     // groups of four, so a producer warp beside the 8 consumer warps would cap every thread
     // at 168 registers (where the 128x256 tile spills): there the consumers' thread 0
-    // issues the copies, S - 1 k tiles ahead, and the CTA is the 8 warps (248 registers).
+    // issues the copies, S - 1 k tiles ahead, and the CTA is the 8 warps (255 registers).
     let inline_ahead = (!target.has_wgmma()).then(|| e.index(s as i64 - 1, "cstages_m1"));
     // At least one k tile: the peeled first tile always runs (a tensor map cannot encode
     // K = 0, and with K < 64 the TMA zero-fill supplies the rest).

@@ -1081,7 +1081,7 @@ fn build_module<'c>(
         }
     }
     // mma.sync kernels (no setmaxnreg): the register file over the block's warps, in the
-    // hardware's allocation groups (`Target::register_cap`: 168 for 288 threads, 248 for the
+    // hardware's allocation groups (`Target::register_cap`: 168 for 288 threads, 255 for the
     // 256 of a kernel without a producer warp).
     let maxnreg = (!shape.target.has_wgmma()).then(|| {
         let threads = (shape.block[0] * shape.block[1] * shape.block[2]) as u64;
