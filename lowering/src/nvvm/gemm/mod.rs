@@ -776,6 +776,31 @@ fn setup<'k>(m: &TileModule, k: &'k Operation) -> R<Setup<'k>> {
         return err(k, "kernel has no 'block' attribute (set by tile-to-gpu)");
     }
     let cluster = super::cluster_of(k)?;
+    // One `tile.warp_specialize`, in the kernel body: its lowering initialises the CTA's
+    // mbarriers, which a second one would initialise again while they are in use.
+    let mut specialized = vec![];
+    k.walk(&mut |o| {
+        if o.kind == OpKind::WarpSpecialize {
+            specialized.push(o);
+        }
+    });
+    let top = k.regions.first().map_or(0, |b| {
+        b.ops
+            .iter()
+            .filter(|o| o.kind == OpKind::WarpSpecialize)
+            .count()
+    });
+    let misplaced = specialized.len() > 1 || top != specialized.len();
+    if let Some(&o) = specialized
+        .get(1)
+        .or(specialized.first().filter(|_| misplaced))
+    {
+        return err(
+            o,
+            "a GEMM kernel has one 'tile.warp_specialize', directly in the kernel body (its \
+             lowering initialises the CTA's mbarriers)",
+        );
+    }
     let analysis = analyze(m, k)?;
     // The block is one-dimensional (the lowering reads `%tid.x` alone): the producer (a
     // warpgroup with wgmma, none with mma.sync) after the consumer warpgroups, which on
