@@ -1471,10 +1471,15 @@ fn lower_kernel(
     }
     // The consumer region's copy of ops that may be scheduler-only: those become the
     // constants a never-written register holds.
+    // mma.sync targets have no setmaxnreg, and the hardware allocates registers to warps in
+    // groups of four, so a producer warp beside the 8 consumer warps would cap every thread
+    // at 168 registers (where the 128x256 tile spills): there the consumers' thread 0
+    // issues the copies, S - 1 k tiles ahead, and the CTA is the 8 warps (255 registers).
+    let no_producer = !target.has_wgmma();
     let for_consumers = |ops: Vec<Operation>| -> Vec<Operation> {
         let mut out = vec![];
         for o in ops {
-            if o.str_attr("role") == Some("scheduler") && target.has_wgmma() {
+            if o.str_attr("role") == Some("scheduler") && !no_producer {
                 for &r in &o.results {
                     let mut c = Operation::new(OpKind::Constant, o.loc.clone());
                     c.attrs.insert("value".into(), Attribute::Int(0));
@@ -1488,8 +1493,8 @@ fn lower_kernel(
         out
     };
     // Scale per-CTA arrival counts by the arrivals one CTA makes.
-    // The producer (none on mma.sync targets, below) and the consumer warps.
-    let arrivals_per_cta = i64::from(target.has_wgmma()) + 4 * (mm.bm / 64) as i64;
+    // The producer's elected thread, if any, and the consumer warps.
+    let arrivals_per_cta = i64::from(!no_producer) + 4 * (mm.bm / 64) as i64;
     let mut kernel_head = kernel_head;
     for o in &mut kernel_head {
         if o.kind == OpKind::MbarrierAlloc
@@ -1552,11 +1557,8 @@ fn lower_kernel(
     let c2 = e.index(2, "c2");
     let cs = e.index(s as i64, "cstages");
     let cbk = e.index(mm.bk as i64, "cbk");
-    // mma.sync targets have no setmaxnreg, and the hardware allocates registers to warps in
-    // groups of four, so a producer warp beside the 8 consumer warps would cap every thread
-    // at 168 registers (where the 128x256 tile spills): there the consumers' thread 0
-    // issues the copies, S - 1 k tiles ahead, and the CTA is the 8 warps (255 registers).
-    let inline_ahead = (!target.has_wgmma()).then(|| e.index(s as i64 - 1, "cstages_m1"));
+    // Without a producer, how far ahead the consumers' thread 0 copies: S - 1 k tiles.
+    let inline_ahead = no_producer.then(|| e.index(s as i64 - 1, "cstages_m1"));
     // At least one k tile: the peeled first tile always runs (a tensor map cannot encode
     // K = 0, and with K < 64 the TMA zero-fill supplies the rest).
     //
@@ -1772,7 +1774,7 @@ fn lower_kernel(
     // release stage kt-1 (deferred release keeps one MMA group in flight); after the loop
     // release the tile's last stage, then the epilogue.
     //
-    // Without a producer region (`inline_producer`), the consumers' thread 0 issues the
+    // Without a producer region (`no_producer`), the consumers' thread 0 issues the
     // copies (`role = "scheduler"`): k tiles 0 .. S-2 before the chain, and at the start of
     // iteration kt k tile kt + S - 1, into the stage of k tile kt - 1, which every warp
     // released at the end of iteration kt - 1 (mma.sync reads its stage synchronously, so
