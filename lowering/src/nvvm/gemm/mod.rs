@@ -148,8 +148,8 @@ pub(super) struct Gemm<'c, 'm, 'k> {
     pub acc: Option<AccInfo>,
     /// The MMA family of the kernel: decides the fragment layout.
     pub mma_sync: bool,
-    /// Threads of the producer, before the consumers' (128 with wgmma; with mma.sync 0,
-    /// as `tile-to-gpu` makes it, where the consumers issue the copies, or 32).
+    /// Threads of the producer, before the consumers': 128 with wgmma, 0 with mma.sync
+    /// (the consumers issue the copies).
     pub producer_threads: i64,
     /// mma.sync: the consumer warp's (warp_m, warp_n) in the 2 x 4 warp grid.
     pub warp_mn: Option<(V<'c, 'm>, V<'c, 'm>)>,

@@ -71,21 +71,20 @@ impl<'c, 'm> Gemm<'c, 'm, '_> {
                 o,
                 "convert-tile-to-nvvm: the kernel's block is only the consumer warpgroups, so \
                  no thread runs the producer region of 'tile.warp_specialize': leave it empty \
-                 (the consumers issue the copies, `role = \"scheduler\"`) or add a producer \
-                 warp to the block",
+                 (the consumers issue the copies, `role = \"scheduler\"`)",
             );
         }
         if self.target.has_setmaxnreg() && self.producer_threads > 0 {
             self.w.setmaxnreg(true, 232);
         }
-        // The consumer warpgroup: the CTA's, less the producer's (a whole one, or a warp).
+        // The consumer warpgroup: the CTA's, less the producer's (one warpgroup, or none).
         let c128 = self.i32(128);
         let wg = self.bin("udiv", tid, c128);
         let pw = self.i32((self.producer_threads as u64).div_ceil(128) as i64);
         self.cwg = Some(self.bin("sub", wg, pw));
         if self.mma_sync {
-            // Consumer warps 0..7 (after the producer warp, if any) in a 2 x 4 grid of
-            // 64 x 64 tiles.
+            // Consumer warps 0..7 (after the producer, if any) in a 2 x 4 grid of 64 x 64
+            // tiles.
             let c5 = self.i32(5);
             let w = self.bin("lshr", tid, c5);
             let p = self.i32(self.producer_threads / 32);
