@@ -43,7 +43,8 @@
 //! loop moves into the consumer region (the consumers hold the accumulator) and is lowered per
 //! fragment.
 //!
-//! On the mma.sync targets (no `setmaxnreg`) the producer region is empty and the block is
+//! On the mma.sync targets (no warpgroup to give registers away with `setmaxnreg`, which
+//! sm_90 and sm_100 lack anyway) the producer region is empty and the block is
 //! the 8 consumer warps: registers go to warps in groups of four, so a ninth warp would cap
 //! every thread at 168 registers (65,536 / 12 warps), where the 128×256 tile spills; 256
 //! threads have 255. The consumers' thread 0 issues the copies instead (`role =
@@ -1469,13 +1470,14 @@ fn lower_kernel(
             ));
         }
     }
-    // The consumer region's copy of ops that may be scheduler-only: those become the
-    // constants a never-written register holds.
-    // mma.sync targets have no setmaxnreg, and the hardware allocates registers to warps in
+    // mma.sync kernels have no producer warpgroup to give registers away with setmaxnreg
+    // (sm_90 and sm_100 lack it), and the hardware allocates registers to warps in
     // groups of four, so a producer warp beside the 8 consumer warps would cap every thread
     // at 168 registers (where the 128x256 tile spills): there the consumers' thread 0
     // issues the copies, S - 1 k tiles ahead, and the CTA is the 8 warps (255 registers).
     let no_producer = !target.has_wgmma();
+    // The consumer region's copy of ops that may be scheduler-only: those become the
+    // constants a never-written register holds (with a producer, which runs them).
     let for_consumers = |ops: Vec<Operation>| -> Vec<Operation> {
         let mut out = vec![];
         for o in ops {

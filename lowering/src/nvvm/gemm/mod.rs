@@ -1105,7 +1105,7 @@ fn build_module<'c>(
             _ => {}
         }
     }
-    // mma.sync kernels (no setmaxnreg): the register file over the block's warps, in the
+    // mma.sync kernels (no setmaxnreg split): the register file over the block's warps, in the
     // hardware's allocation groups (`Target::register_cap`: 168 for 288 threads, 255 for the
     // 256 of a kernel without a producer warp).
     let maxnreg = (!shape.target.has_wgmma()).then(|| {
