@@ -224,9 +224,15 @@ fn check_launch_attrs(k: &Operation) -> Result<(), Diagnostic> {
         Some(Attribute::Str(s)) if s == "none" => {}
         Some(Attribute::Str(s)) if s == "static" || s == "clc" => {
             if s == "clc" && !target.has_try_cancel() {
+                let with: Vec<&str> = Target::ALL
+                    .into_iter()
+                    .filter(|t| t.has_try_cancel())
+                    .map(Target::name)
+                    .collect();
                 return bad(format!(
-                    "kernel 'schedule' = \"clc\" needs clusterlaunchcontrol.try_cancel \
-                     (sm_100, sm_100a); the target is {target}"
+                    "kernel 'schedule' = \"clc\" needs clusterlaunchcontrol.try_cancel ({}); \
+                     the target is {target}",
+                    with.join(", ")
                 ));
             }
             let mut tile_loop = false;

@@ -815,8 +815,7 @@ fn setup<'k>(m: &TileModule, k: &'k Operation) -> R<Setup<'k>> {
             ),
         );
     }
-    let producer = if target.has_wgmma() { 128 } else { 0 };
-    let want = [producer + 128 * consumers, 1, 1];
+    let want = [producer_threads(target) + 128 * consumers, 1, 1];
     if block[..] != want {
         return err(
             k,
@@ -1233,7 +1232,7 @@ fn build_module<'c>(
         cwg: None,
         acc: None,
         mma_sync: !shape.target.has_wgmma(),
-        producer_threads: shape.block.iter().product::<i64>() - 128 * a.consumers as i64,
+        producer_threads: producer_threads(shape.target),
         warp_mn: None,
         frag_rc: None,
         exit,
@@ -1275,6 +1274,17 @@ fn build_module<'c>(
     let smem_end = g.smem_end;
     drop(g);
     Ok((module, smem_end))
+}
+
+/// Threads of a GEMM kernel's producer, before its consumer warpgroups: a warpgroup with
+/// wgmma (it gives its registers away with `setmaxnreg`), none with mma.sync (the
+/// consumers' thread 0 issues the copies).
+fn producer_threads(target: Target) -> i64 {
+    if target.has_wgmma() {
+        128
+    } else {
+        0
+    }
 }
 
 /// Whether `op` is a `tile.mma` or holds one in its regions.
