@@ -27,7 +27,7 @@
 //! dimension).
 
 use super::plain::{err, Lowerer, Lv, Tensor, Tile, R};
-use super::writer::{ICmp, V};
+use super::writer::{AsmAddress, ICmp, V};
 use melior::ir::{Type, Value};
 use tilec_dialect::{LinearLayout, OpKind, Operation, ScalarType};
 
@@ -216,6 +216,13 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 index = w.add(index, term);
             }
         }
+        (index, self.split_inbounds(s, &k))
+    }
+
+    /// Whether the register at constant coordinate `k` (from the thread's first) is in
+    /// bounds (i1), from a [`Split`]'s limits.
+    fn split_inbounds(&mut self, s: &Split<'c, 'm>, k: &[u64]) -> V<'c, 'm> {
+        let w = &mut self.w;
         let mut inb: Option<V<'c, 'm>> = None;
         let mut and = |w: &mut super::writer::Writer<'c, 'm>, c: V<'c, 'm>| {
             inb = Some(match inb {
@@ -234,8 +241,50 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 and(w, inside);
             }
         }
-        let inb = inb.unwrap_or_else(|| w.int(1, ScalarType::I1));
-        (index, inb)
+        inb.unwrap_or_else(|| w.int(1, ScalarType::I1))
+    }
+
+    /// The byte address of a [`Split`]'s base and the tensor's strides in bytes, once
+    /// per access, for [`Self::predicated_element`].
+    fn split_asm_base(&mut self, s: &Split<'c, 'm>, t: &Tensor<'c, 'm>) -> AsmBase<'c, 'm> {
+        let base = self.w.asm_address(s.ptr).base;
+        let eb = self.w.i64(t.elem.size_bytes() as i64);
+        let strides = t.strides.iter().map(|&x| self.w.mul(x, eb)).collect();
+        AsmBase { base, strides }
+    }
+
+    /// Address (computed in the access's asm) and in-bounds flag of register `r` on a
+    /// predicated slow path: from `split` and its [`AsmBase`] where the layout allows it
+    /// (the base plus constant multiples of the byte strides), else as
+    /// [`Self::slow_element`] gives them.
+    fn predicated_element(
+        &mut self,
+        split: Option<&(Split<'c, 'm>, AsmBase<'c, 'm>)>,
+        t: &Tensor<'c, 'm>,
+        offs: &[V<'c, 'm>],
+        tile: &Tile<'c, 'm>,
+        r: u64,
+    ) -> (AsmAddress<'c, 'm>, V<'c, 'm>) {
+        if let Some((s, b)) = split {
+            let k = tile.layout.register_coord(r);
+            let inb = self.split_inbounds(s, &k);
+            let terms = k
+                .iter()
+                .zip(&b.strides)
+                .filter(|(&kd, _)| kd != 0)
+                .map(|(&kd, &stride)| (stride, kd))
+                .collect();
+            let addr = AsmAddress {
+                base: b.base,
+                terms,
+            };
+            return (addr, inb);
+        }
+        let (base, index, inb) = self.slow_element(None, t, offs, tile, r);
+        let ety = self.w.ty(t.elem);
+        let p1 = self.w.ptr_ty(1);
+        let p = self.w.gep(base, index, ety, p1);
+        (self.w.asm_address(p), inb)
     }
 
     /// Address and in-bounds flag of register `r` on a slow path: from `split` where the
@@ -356,7 +405,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         self.w.block = slow;
         let mut vecs = Vec::with_capacity((n / vec) as usize);
         let mut acc: Option<Value<'c, 'm>> = None;
-        let split = self.split_access(&t, &offs, &shape, &layout);
+        let mut split = self.split_access(&t, &offs, &shape, &layout);
         // Outside loops, a predicated load per element, not a branch and a block each (a
         // block per element made LLVM's CodeGenPrepare, GVN and strength reduction time
         // grow with the elements); `pad` by a select. The asm keeps its place among the
@@ -366,23 +415,26 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         // The asm gives +0 (all bits clear) outside the tensor.
         let pad_zero = !elem.is_float()
             || tilec_dialect::ops::load_padding(op.attr("padding")).is_ok_and(|p| p.to_bits() == 0);
+        let asm_split = match predicated {
+            true => split.take().map(|s| {
+                let b = self.split_asm_base(&s, &t);
+                (s, b)
+            }),
+            false => None,
+        };
         for r in 0..n {
-            let (base, index, inb) = self.slow_element(split.as_ref(), &t, &offs, &tile, r);
-            let p = self.w.gep(base, index, ety, p1);
             let x = if predicated {
-                let i64t = self.w.ty(ScalarType::I64);
-                let addr = V {
-                    v: self.w.cast("llvm.ptrtoint", p, i64t),
-                    t: ScalarType::I64,
-                };
+                let (addr, inb) = self.predicated_element(asm_split.as_ref(), &t, &offs, &tile, r);
                 let ok = self.w.zext(inb, ScalarType::I32);
-                let x = self.w.predicated_load(addr, ok, elem, true);
+                let x = self.w.predicated_load_at(&addr, ok, elem, true);
                 if pad_zero {
                     x.v
                 } else {
                     self.w.select(inb, x, pad).v
                 }
             } else {
+                let (base, index, inb) = self.slow_element(split.as_ref(), &t, &offs, &tile, r);
+                let p = self.w.gep(base, index, ety, p1);
                 let ld = self.w.new_block(&[]);
                 let next = self.w.new_block(&[ety]);
                 self.w.cond_br(inb, &ld, &[], &next, &[pad.v]);
@@ -613,16 +665,24 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             self.w.br(&slow, &[]);
         }
         self.w.block = slow;
-        let split = self.split_access(&t, &offs, &tile.shape, &layout);
+        let mut split = self.split_access(&t, &offs, &tile.shape, &layout);
         let owner = atomic.then(|| self.owner(&layout));
+        // Predicated (no branch): an atomic add on its owner, a masked store on its bit,
+        // and outside loops any store (a branch and a block per element slow LLVM).
+        let predicated = owner.is_some() || mask.is_some() || !self.in_loop();
+        let asm_split = match predicated {
+            true => split.take().map(|s| {
+                let b = self.split_asm_base(&s, &t);
+                (s, b)
+            }),
+            false => None,
+        };
         for r in 0..n {
             if owner.is_some_and(|(regs, _)| r & regs != 0) {
                 continue;
             }
-            let (base, index, inb) = self.slow_element(split.as_ref(), &t, &offs, &tile, r);
-            // Predicated (no branch): an atomic add on its owner, a masked store on its bit,
-            // and outside loops any store (a branch and a block per element slow LLVM).
-            if owner.is_some() || mask.is_some() || !self.in_loop() {
+            if predicated {
+                let (addr, inb) = self.predicated_element(asm_split.as_ref(), &t, &offs, &tile, r);
                 let mut ok = inb;
                 if let Some((_, thread_owns)) = owner {
                     ok = self.w.and(ok, thread_owns);
@@ -634,17 +694,17 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                     };
                     ok = self.w.and(ok, keep);
                 }
-                let p = self.w.gep(base, index, ety, p1);
                 let x = V {
                     v: tile.regs[r as usize],
                     t: elem,
                 };
                 match atomic {
-                    true => self.w.predicated_red_add(p, ok, x),
-                    false => self.w.predicated_store(p, ok, &[x]),
+                    true => self.w.predicated_red_add(&addr, ok, x),
+                    false => self.w.predicated_store_at(&addr, ok, &[x]),
                 }
                 continue;
             }
+            let (base, index, inb) = self.slow_element(split.as_ref(), &t, &offs, &tile, r);
             let st = self.w.new_block(&[]);
             let next = self.w.new_block(&[]);
             self.w.cond_br(inb, &st, &[], &next, &[]);
@@ -726,6 +786,14 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             self.w.predicated_store(pj, ok, &[x]);
         }
     }
+}
+
+/// See [`Lowerer::split_asm_base`].
+struct AsmBase<'c, 'm> {
+    /// The byte address of [`Split::ptr`] (i64).
+    base: V<'c, 'm>,
+    /// Each dimension's stride in bytes (i64).
+    strides: Vec<V<'c, 'm>>,
 }
 
 /// See [`Lowerer::split_access`].

@@ -62,6 +62,38 @@ fn global_access(elem: ScalarType) -> (&'static str, &'static str, u32) {
     }
 }
 
+/// A global address that a predicated access's inline asm computes itself: `base` (an
+/// i64 byte address) plus `k · stride` bytes for each term `(stride, k)` (an i64 and a
+/// constant), as PTX `mad.lo.s64` (`add.s64` where `k` is 1). A slow path's per-element
+/// addresses are such sums; in the asm, LLVM sees no per-element arithmetic, which its
+/// straight-line strength reduction and scalar evolution would reason about at a cost
+/// that grows faster than the elements. ptxas optimises the arithmetic instead.
+pub(crate) struct AsmAddress<'c, 'm> {
+    pub base: V<'c, 'm>,
+    pub terms: Vec<(V<'c, 'm>, u64)>,
+}
+
+impl AsmAddress<'_, '_> {
+    /// The PTX that computes the address into `a` (empty without terms) and the address
+    /// operand (`a`, or the base's `$base`); the terms are operands `$first..`.
+    fn asm(&self, base: usize, first: usize) -> (String, String) {
+        if self.terms.is_empty() {
+            return (String::new(), format!("${base}"));
+        }
+        let mut calc = String::from(" .reg .b64 a;");
+        let mut prev = format!("${base}");
+        for (j, (_, k)) in self.terms.iter().enumerate() {
+            let s = first + j;
+            calc += &match k {
+                1 => format!(" add.s64 a, ${s}, {prev};"),
+                _ => format!(" mad.lo.s64 a, ${s}, {k}, {prev};"),
+            };
+            prev = "a".into();
+        }
+        (calc, "a".into())
+    }
+}
+
 /// Integer comparison predicates of `llvm.icmp` (MLIR's `ICmpPredicate`, in its order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ICmp {
@@ -869,21 +901,40 @@ impl<'c, 'm> Writer<'c, 'm> {
         elem: ScalarType,
         ordered: bool,
     ) -> V<'c, 'm> {
+        let addr = AsmAddress {
+            base: addr,
+            terms: vec![],
+        };
+        self.predicated_load_at(&addr, ok, elem, ordered)
+    }
+
+    /// [`Self::predicated_load`] at an [`AsmAddress`]: the asm adds the address's terms
+    /// to its base.
+    pub fn predicated_load_at(
+        &mut self,
+        addr: &AsmAddress<'c, 'm>,
+        ok: V<'c, 'm>,
+        elem: ScalarType,
+        ordered: bool,
+    ) -> V<'c, 'm> {
         let (ld, reg, bits) = global_access(elem);
         let mov = format!("b{bits}");
+        let (calc, at) = addr.asm(1, 3);
         let asm = format!(
-            "{{ .reg .pred p; setp.ne.u32 p, $2, 0; mov.{mov} $0, 0; @p ld.global.{ld} $0, \
-             [$1]; }}"
+            "{{ .reg .pred p;{calc} setp.ne.u32 p, $2, 0; mov.{mov} $0, 0; @p ld.global.{ld} \
+             $0, [{at}]; }}"
         );
         let rt = if reg == "f" {
             self.ty(ScalarType::F32)
         } else {
             self.int_ty(bits)
         };
+        let mut operands = vec![addr.base.v, ok.v];
+        operands.extend(addr.terms.iter().map(|(s, _)| s.v));
         let x = self.inline_asm(
             &asm,
-            &format!("={reg},l,r"),
-            &[addr.v, ok.v],
+            &format!("={reg},l,r{}", ",l".repeat(addr.terms.len())),
+            &operands,
             Some(rt),
             ordered,
         );
@@ -908,11 +959,33 @@ impl<'c, 'm> Writer<'c, 'm> {
     /// a vector as `st.global.v2/v4.b32` of its 32-bit words; 8-bit elements (fp8, i1) as
     /// `u8`. The asm has side effects, so it stays in order with the other accesses.
     pub fn predicated_store(&mut self, ptr: Value<'c, 'm>, ok: V<'c, 'm>, xs: &[V<'c, 'm>]) {
+        let addr = self.asm_address(ptr);
+        self.predicated_store_at(&addr, ok, xs);
+    }
+
+    /// The address of the global pointer `ptr` as an [`AsmAddress`] without terms.
+    pub fn asm_address(&mut self, ptr: Value<'c, 'm>) -> AsmAddress<'c, 'm> {
+        let i64t = self.ty(ScalarType::I64);
+        AsmAddress {
+            base: V {
+                v: self.cast("llvm.ptrtoint", ptr, i64t),
+                t: ScalarType::I64,
+            },
+            terms: vec![],
+        }
+    }
+
+    /// [`Self::predicated_store`] at an [`AsmAddress`]: the asm adds the address's terms
+    /// to its base.
+    pub fn predicated_store_at(
+        &mut self,
+        addr: &AsmAddress<'c, 'm>,
+        ok: V<'c, 'm>,
+        xs: &[V<'c, 'm>],
+    ) {
         let Some(elem) = xs.first().map(|x| x.t) else {
             return;
         };
-        let i64t = self.ty(ScalarType::I64);
-        let addr = self.cast("llvm.ptrtoint", ptr, i64t);
         let ok = self.zext(ok, ScalarType::I32);
         let bytes = elem.size_bytes() * xs.len() as u64;
         debug_assert!(xs.len() == 1 || matches!(bytes, 4 | 8 | 16));
@@ -966,27 +1039,33 @@ impl<'c, 'm> Writer<'c, 'm> {
                 ),
             ),
         };
-        let asm = format!("{{ .reg .pred p; setp.ne.u32 p, $1, 0; @p {op} [$0], {operands}; }}");
-        let cons = format!("l,r{}", format!(",{reg}").repeat(n));
-        let mut args = vec![addr, ok.v];
+        let (calc, at) = addr.asm(0, 2 + n);
+        let asm =
+            format!("{{ .reg .pred p;{calc} setp.ne.u32 p, $1, 0; @p {op} [{at}], {operands}; }}");
+        let cons = format!(
+            "l,r{}{}",
+            format!(",{reg}").repeat(n),
+            ",l".repeat(addr.terms.len())
+        );
+        let mut args = vec![addr.base.v, ok.v];
         args.extend(vals);
+        args.extend(addr.terms.iter().map(|(s, _)| s.v));
         self.inline_asm(&asm, &cons, &args, None, true);
     }
 
-    /// `red.global.add.f32` of `x` (f32) into `*ptr` (global) where `ok` (i1) holds; nothing
+    /// `red.global.add.f32` of `x` (f32) into the f32 at `addr` where `ok` (i1) holds; nothing
     /// is touched otherwise. Inline asm, as [`Self::predicated_store`]: MLIR 22's
     /// `llvm.atomicrmw fadd` returns the old value (an `atom`), and is not predicated.
-    pub fn predicated_red_add(&mut self, ptr: Value<'c, 'm>, ok: V<'c, 'm>, x: V<'c, 'm>) {
-        let i64t = self.ty(ScalarType::I64);
-        let addr = self.cast("llvm.ptrtoint", ptr, i64t);
+    pub fn predicated_red_add(&mut self, addr: &AsmAddress<'c, 'm>, ok: V<'c, 'm>, x: V<'c, 'm>) {
         let ok = self.zext(ok, ScalarType::I32);
-        self.inline_asm(
-            "{ .reg .pred p; setp.ne.u32 p, $1, 0; @p red.global.add.f32 [$0], $2; }",
-            "l,r,f",
-            &[addr, ok.v, x.v],
-            None,
-            true,
+        let (calc, at) = addr.asm(0, 3);
+        let asm = format!(
+            "{{ .reg .pred p;{calc} setp.ne.u32 p, $1, 0; @p red.global.add.f32 [{at}], $2; }}"
         );
+        let mut args = vec![addr.base.v, ok.v, x.v];
+        args.extend(addr.terms.iter().map(|(s, _)| s.v));
+        let cons = format!("l,r,f{}", ",l".repeat(addr.terms.len()));
+        self.inline_asm(&asm, &cons, &args, None, true);
     }
 
     /// `llvm.store` with alignment `align` bytes.
