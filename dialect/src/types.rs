@@ -118,6 +118,38 @@ impl ScalarType {
             ScalarType::I64 | ScalarType::Index => 8,
         }
     }
+
+    /// The bit pattern of `v` in this type, in the low [`Self::size_bytes`] bytes, where
+    /// `v` is exactly one of its values: a NaN as the type's canonical quiet NaN (IEEE 754
+    /// binary16/32, bfloat16); for the fp8 types only zero, for the integer types only
+    /// integers. `None` for a value the type cannot hold exactly.
+    pub fn exact_bits(self, v: f64) -> Option<u64> {
+        let exact = |back: f64| (back == v || (v.is_nan() && back.is_nan())).then_some(());
+        match self {
+            ScalarType::F32 => {
+                let x = v as f32;
+                exact(f64::from(x)).map(|()| u64::from(x.to_bits()))
+            }
+            ScalarType::BF16 => {
+                let x = half::bf16::from_f64(v);
+                exact(x.to_f64()).map(|()| u64::from(x.to_bits()))
+            }
+            ScalarType::F16 => {
+                let x = half::f16::from_f64(v);
+                exact(x.to_f64()).map(|()| u64::from(x.to_bits()))
+            }
+            ScalarType::E4M3 | ScalarType::E5M2 => (v == 0.0 && v.is_sign_positive()).then_some(0),
+            ScalarType::I1 => (v == 0.0 || v == 1.0).then_some(v as u64),
+            ScalarType::I32 => {
+                let i = v as i32;
+                exact(f64::from(i)).map(|()| u64::from(i as u32))
+            }
+            ScalarType::I64 | ScalarType::Index => {
+                let i = v as i64;
+                exact(i as f64).map(|()| i as u64)
+            }
+        }
+    }
 }
 
 impl fmt::Display for ScalarType {
@@ -368,6 +400,31 @@ impl fmt::Display for Type {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn exact_bits_of_paddings() {
+        use ScalarType as S;
+        assert_eq!(S::BF16.exact_bits(f64::NEG_INFINITY), Some(0xFF80));
+        assert_eq!(S::F16.exact_bits(f64::NEG_INFINITY), Some(0xFC00));
+        assert_eq!(S::F32.exact_bits(f64::NEG_INFINITY), Some(0xFF80_0000));
+        assert_eq!(S::F32.exact_bits(1.0), Some(0x3F80_0000));
+        assert_eq!(S::BF16.exact_bits(-2.0), Some(0xC000));
+        assert_eq!(S::F16.exact_bits(0.5), Some(0x3800));
+        assert_eq!(S::BF16.exact_bits(f64::NAN), Some(0x7FC0));
+        assert_eq!(S::F32.exact_bits(f64::NAN), Some(0x7FC0_0000));
+        // Not exactly a value of the type.
+        assert_eq!(S::BF16.exact_bits(0.1), None);
+        assert_eq!(S::F32.exact_bits(0.1), None);
+        assert_eq!(S::F16.exact_bits(1e6), None);
+        assert_eq!(S::E4M3.exact_bits(0.0), Some(0));
+        assert_eq!(S::E4M3.exact_bits(1.0), None);
+        assert_eq!(S::I32.exact_bits(-1.0), Some(0xFFFF_FFFF));
+        assert_eq!(S::I32.exact_bits(0.5), None);
+        assert_eq!(S::I32.exact_bits(1e10), None);
+        assert_eq!(S::I64.exact_bits(-1.0), Some(u64::MAX));
+        assert_eq!(S::I1.exact_bits(1.0), Some(1));
+        assert_eq!(S::I1.exact_bits(2.0), None);
+    }
+
     use super::*;
 
     #[test]

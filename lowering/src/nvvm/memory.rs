@@ -24,10 +24,13 @@
 //! this as compares of each register's constant coordinate against per-access limits,
 //! and an index of the access's base plus constant multiples of the strides (see
 //! `split_access`); elsewhere from each element's coordinate (one unsigned compare per
-//! dimension).
+//! dimension). Where such a slow path is predicated, each element's asm computes its
+//! address and the compares of the dimensions its registers span itself, from per-access
+//! values ([`AsmElement`]): LLVM then sees no per-element arithmetic, which made most of
+//! the compile time of the dot-free kernels.
 
 use super::plain::{err, Lowerer, Lv, Tensor, Tile, R};
-use super::writer::{AsmAddress, ICmp, V};
+use super::writer::{AsmBound, AsmElement, ICmp, V};
 use melior::ir::{Type, Value};
 use tilec_dialect::{LinearLayout, OpKind, Operation, ScalarType};
 
@@ -244,47 +247,91 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         inb.unwrap_or_else(|| w.int(1, ScalarType::I1))
     }
 
-    /// The byte address of a [`Split`]'s base and the tensor's strides in bytes, once
-    /// per access, for [`Self::predicated_element`].
-    fn split_asm_base(&mut self, s: &Split<'c, 'm>, t: &Tensor<'c, 'm>) -> AsmBase<'c, 'm> {
-        let base = self.w.asm_address(s.ptr).base;
+    /// What a predicated slow path's asm needs of a [`Split`], once per access: the byte
+    /// address of its base, the tensor's strides in bytes, the dimensions along which
+    /// the layout's registers lie (their bounds are checked in each element's asm), and
+    /// the bounds of the others (the same for every element; i1).
+    fn split_asm_base(
+        &mut self,
+        s: &Split<'c, 'm>,
+        t: &Tensor<'c, 'm>,
+        layout: &LinearLayout,
+    ) -> AsmBase<'c, 'm> {
+        let base = self.w.asm_element(s.ptr).base;
         let eb = self.w.i64(t.elem.size_bytes() as i64);
         let strides = t.strides.iter().map(|&x| self.w.mul(x, eb)).collect();
-        AsmBase { base, strides }
+        let rank = t.strides.len();
+        let mut varying = vec![false; rank];
+        for r in 0..layout.num_registers() {
+            for (d, &k) in layout.register_coord(r).iter().enumerate() {
+                varying[d] |= k != 0;
+            }
+        }
+        // Register 0's bounds in the dimensions along which no register lies.
+        let fixed: Vec<usize> = (0..rank).filter(|&d| !varying[d]).collect();
+        let fixed_dims = Split {
+            hi: fixed.iter().map(|&d| s.hi[d]).collect(),
+            lo: fixed.iter().map(|&d| s.lo[d]).collect(),
+            pad: fixed.iter().map(|&d| s.pad[d]).collect(),
+            ptr: s.ptr,
+        };
+        let zeros = vec![0u64; fixed_dims.hi.len()];
+        let flag = self.split_inbounds(&fixed_dims, &zeros);
+        AsmBase {
+            base,
+            strides,
+            varying,
+            flag,
+        }
     }
 
-    /// Address (computed in the access's asm) and in-bounds flag of register `r` on a
-    /// predicated slow path: from `split` and its [`AsmBase`] where the layout allows it
-    /// (the base plus constant multiples of the byte strides), else as
-    /// [`Self::slow_element`] gives them.
+    /// Address and guard of register `r` on a predicated slow path, from a [`Split`] and
+    /// its [`AsmBase`]: the base plus constant multiples of the byte strides, and the
+    /// bounds of the dimensions along which the registers lie, all in the asm.
     fn predicated_element(
         &mut self,
-        split: Option<&(Split<'c, 'm>, AsmBase<'c, 'm>)>,
+        (s, b): &(Split<'c, 'm>, AsmBase<'c, 'm>),
+        tile: &Tile<'c, 'm>,
+        r: u64,
+    ) -> AsmElement<'c, 'm> {
+        let k = tile.layout.register_coord(r);
+        let terms = k
+            .iter()
+            .zip(&b.strides)
+            .filter(|(&kd, _)| kd != 0)
+            .map(|(&kd, &stride)| (stride, kd))
+            .collect();
+        let bounds = (0..k.len())
+            .filter(|&d| b.varying[d])
+            .map(|d| AsmBound {
+                k: k[d],
+                hi: s.hi[d],
+                lo: s.lo[d],
+                pad: s.pad[d],
+            })
+            .collect();
+        AsmElement {
+            base: b.base,
+            terms,
+            bounds,
+        }
+    }
+
+    /// Address and in-bounds flag (i1) of register `r` on a predicated slow path without
+    /// an [`AsmBase`]: as [`Self::slow_element`] gives them, the bounds in LLVM.
+    fn predicated_element_llvm(
+        &mut self,
+        split: Option<&Split<'c, 'm>>,
         t: &Tensor<'c, 'm>,
         offs: &[V<'c, 'm>],
         tile: &Tile<'c, 'm>,
         r: u64,
-    ) -> (AsmAddress<'c, 'm>, V<'c, 'm>) {
-        if let Some((s, b)) = split {
-            let k = tile.layout.register_coord(r);
-            let inb = self.split_inbounds(s, &k);
-            let terms = k
-                .iter()
-                .zip(&b.strides)
-                .filter(|(&kd, _)| kd != 0)
-                .map(|(&kd, &stride)| (stride, kd))
-                .collect();
-            let addr = AsmAddress {
-                base: b.base,
-                terms,
-            };
-            return (addr, inb);
-        }
-        let (base, index, inb) = self.slow_element(None, t, offs, tile, r);
+    ) -> (AsmElement<'c, 'm>, V<'c, 'm>) {
+        let (base, index, inb) = self.slow_element(split, t, offs, tile, r);
         let ety = self.w.ty(t.elem);
         let p1 = self.w.ptr_ty(1);
         let p = self.w.gep(base, index, ety, p1);
-        (self.w.asm_address(p), inb)
+        (self.w.asm_element(p), inb)
     }
 
     /// Address and in-bounds flag of register `r` on a slow path: from `split` where the
@@ -412,25 +459,36 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         // kernel's accesses (another argument may be the same buffer). Inside a loop,
         // branches: there the asm cost registers (col_sums: 112 -> 182).
         let predicated = !self.in_loop();
-        // The asm gives +0 (all bits clear) outside the tensor.
-        let pad_zero = !elem.is_float()
-            || tilec_dialect::ops::load_padding(op.attr("padding")).is_ok_and(|p| p.to_bits() == 0);
-        let asm_split = match predicated {
-            true => split.take().map(|s| {
-                let b = self.split_asm_base(&s, &t);
+        // The padding's bits, for the asm to give where it reads nothing (`None`: a value
+        // the type cannot hold exactly, given by a select instead).
+        let pad_bits = match elem.is_float() {
+            true => tilec_dialect::ops::load_padding(op.attr("padding"))
+                .ok()
+                .and_then(|p| elem.exact_bits(p)),
+            false => Some(0),
+        };
+        let asm_split = match (predicated, pad_bits) {
+            (true, Some(_)) => split.take().map(|s| {
+                let b = self.split_asm_base(&s, &t, &layout);
                 (s, b)
             }),
-            false => None,
+            _ => None,
         };
         for r in 0..n {
-            let x = if predicated {
-                let (addr, inb) = self.predicated_element(asm_split.as_ref(), &t, &offs, &tile, r);
+            let x = if let Some(a) = &asm_split {
+                let at = self.predicated_element(a, &tile, r);
+                let ok = self.w.zext(a.1.flag, ScalarType::I32);
+                let bits = pad_bits.unwrap_or(0);
+                self.w.predicated_load_at(&at, ok, elem, true, bits).v
+            } else if predicated {
+                let (at, inb) = self.predicated_element_llvm(split.as_ref(), &t, &offs, &tile, r);
                 let ok = self.w.zext(inb, ScalarType::I32);
-                let x = self.w.predicated_load_at(&addr, ok, elem, true);
-                if pad_zero {
-                    x.v
-                } else {
-                    self.w.select(inb, x, pad).v
+                let x = self
+                    .w
+                    .predicated_load_at(&at, ok, elem, true, pad_bits.unwrap_or(0));
+                match pad_bits {
+                    Some(_) => x.v,
+                    None => self.w.select(inb, x, pad).v,
                 }
             } else {
                 let (base, index, inb) = self.slow_element(split.as_ref(), &t, &offs, &tile, r);
@@ -672,7 +730,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let predicated = owner.is_some() || mask.is_some() || !self.in_loop();
         let asm_split = match predicated {
             true => split.take().map(|s| {
-                let b = self.split_asm_base(&s, &t);
+                let b = self.split_asm_base(&s, &t, &layout);
                 (s, b)
             }),
             false => None,
@@ -682,8 +740,10 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 continue;
             }
             if predicated {
-                let (addr, inb) = self.predicated_element(asm_split.as_ref(), &t, &offs, &tile, r);
-                let mut ok = inb;
+                let (addr, mut ok) = match &asm_split {
+                    Some(a) => (self.predicated_element(a, &tile, r), a.1.flag),
+                    None => self.predicated_element_llvm(split.as_ref(), &t, &offs, &tile, r),
+                };
                 if let Some((_, thread_owns)) = owner {
                     ok = self.w.and(ok, thread_owns);
                 }
@@ -794,6 +854,10 @@ struct AsmBase<'c, 'm> {
     base: V<'c, 'm>,
     /// Each dimension's stride in bytes (i64).
     strides: Vec<V<'c, 'm>>,
+    /// Per dimension: whether some register's coordinate in it is not 0.
+    varying: Vec<bool>,
+    /// The bounds of the other dimensions (i1).
+    flag: V<'c, 'm>,
 }
 
 /// See [`Lowerer::split_access`].

@@ -62,35 +62,90 @@ fn global_access(elem: ScalarType) -> (&'static str, &'static str, u32) {
     }
 }
 
-/// A global address that a predicated access's inline asm computes itself: `base` (an
-/// i64 byte address) plus `k · stride` bytes for each term `(stride, k)` (an i64 and a
-/// constant), as PTX `mad.lo.s64` (`add.s64` where `k` is 1). A slow path's per-element
-/// addresses are such sums; in the asm, LLVM sees no per-element arithmetic, which its
-/// straight-line strength reduction and scalar evolution would reason about at a cost
-/// that grows faster than the elements. ptxas optimises the arithmetic instead.
-pub(crate) struct AsmAddress<'c, 'm> {
+/// A global element that a predicated access's inline asm addresses and guards itself.
+///
+/// Its address is `base` (an i64 byte address) plus `k · stride` bytes for each term
+/// `(stride, k)` (an i64 and a constant), as PTX `mad.lo.s64` (`add.s64` where `k` is 1).
+/// It is accessed where the access's flag holds and, for each bound, `lo ≤ k < hi` (and
+/// `k < pad`) of its constant coordinate `k` (signed, `setp.{gt,le}.and.s64`). A slow
+/// path's elements are such sums and bounds; in the asm, LLVM sees no per-element
+/// arithmetic or compare, which its instruction selection, straight-line strength
+/// reduction and scalar evolution would process at a cost that grows faster than the
+/// elements. ptxas optimises them instead.
+pub(crate) struct AsmElement<'c, 'm> {
     pub base: V<'c, 'm>,
     pub terms: Vec<(V<'c, 'm>, u64)>,
+    pub bounds: Vec<AsmBound<'c, 'm>>,
 }
 
-impl AsmAddress<'_, '_> {
-    /// The PTX that computes the address into `a` (empty without terms) and the address
-    /// operand (`a`, or the base's `$base`); the terms are operands `$first..`.
-    fn asm(&self, base: usize, first: usize) -> (String, String) {
-        if self.terms.is_empty() {
-            return (String::new(), format!("${base}"));
+/// See [`AsmElement`]: `lo ≤ k < hi`, and `k < pad` where there is one (i64 each).
+pub(crate) struct AsmBound<'c, 'm> {
+    pub k: u64,
+    pub hi: V<'c, 'm>,
+    pub lo: V<'c, 'm>,
+    pub pad: Option<V<'c, 'm>>,
+}
+
+/// The operands of an inline asm statement as it is built: each input's constraint and
+/// value, numbered after the `outputs`.
+struct AsmOperands<'c, 'm> {
+    constraints: Vec<String>,
+    values: Vec<Value<'c, 'm>>,
+    outputs: usize,
+}
+
+impl<'c, 'm> AsmOperands<'c, 'm> {
+    /// `outputs`: the output constraints (`=h` and the like), numbered first.
+    fn new(outputs: &[&str]) -> Self {
+        Self {
+            constraints: outputs.iter().map(|c| c.to_string()).collect(),
+            values: vec![],
+            outputs: outputs.len(),
         }
-        let mut calc = String::from(" .reg .b64 a;");
-        let mut prev = format!("${base}");
-        for (j, (_, k)) in self.terms.iter().enumerate() {
-            let s = first + j;
-            calc += &match k {
-                1 => format!(" add.s64 a, ${s}, {prev};"),
-                _ => format!(" mad.lo.s64 a, ${s}, {k}, {prev};"),
+    }
+
+    /// Adds an input; returns its reference in the asm text (`$n`).
+    fn input(&mut self, constraint: &str, v: Value<'c, 'm>) -> String {
+        self.constraints.push(constraint.into());
+        self.values.push(v);
+        format!("${}", self.outputs + self.values.len() - 1)
+    }
+
+    fn constraints(&self) -> String {
+        self.constraints.join(",")
+    }
+}
+
+impl<'c, 'm> AsmElement<'c, 'm> {
+    /// Its declarations, its guard's PTX (narrowing predicate `p`) and its address's
+    /// (into `a`, where it has terms), with its inputs added to `ops` (the base's
+    /// reference is `base`), and the address operand (`a` or `base`).
+    fn asm(&self, base: &str, ops: &mut AsmOperands<'c, 'm>) -> (String, String, String) {
+        let mut guard = String::new();
+        for b in &self.bounds {
+            let k = b.k;
+            let hi = ops.input("l", b.hi.v);
+            guard += &format!(" setp.gt.and.s64 p, {hi}, {k}, p;");
+            let lo = ops.input("l", b.lo.v);
+            guard += &format!(" setp.le.and.s64 p, {lo}, {k}, p;");
+            if let Some(pad) = b.pad {
+                let pad = ops.input("l", pad.v);
+                guard += &format!(" setp.gt.and.s64 p, {pad}, {k}, p;");
+            }
+        }
+        if self.terms.is_empty() {
+            return (String::new(), guard, base.into());
+        }
+        let mut prev = base.to_string();
+        for (stride, k) in &self.terms {
+            let s = ops.input("l", stride.v);
+            guard += &match k {
+                1 => format!(" add.s64 a, {s}, {prev};"),
+                _ => format!(" mad.lo.s64 a, {s}, {k}, {prev};"),
             };
             prev = "a".into();
         }
-        (calc, "a".into())
+        (" .reg .b64 a;".into(), guard, "a".into())
     }
 }
 
@@ -901,43 +956,43 @@ impl<'c, 'm> Writer<'c, 'm> {
         elem: ScalarType,
         ordered: bool,
     ) -> V<'c, 'm> {
-        let addr = AsmAddress {
+        let at = AsmElement {
             base: addr,
             terms: vec![],
+            bounds: vec![],
         };
-        self.predicated_load_at(&addr, ok, elem, ordered)
+        self.predicated_load_at(&at, ok, elem, ordered, 0)
     }
 
-    /// [`Self::predicated_load`] at an [`AsmAddress`]: the asm adds the address's terms
-    /// to its base.
+    /// [`Self::predicated_load`] of an [`AsmElement`], giving the bits `pad` (of `elem`,
+    /// [`ScalarType::exact_bits`]) where it is not read.
     pub fn predicated_load_at(
         &mut self,
-        addr: &AsmAddress<'c, 'm>,
+        at: &AsmElement<'c, 'm>,
         ok: V<'c, 'm>,
         elem: ScalarType,
         ordered: bool,
+        pad: u64,
     ) -> V<'c, 'm> {
         let (ld, reg, bits) = global_access(elem);
-        let mov = format!("b{bits}");
-        let (calc, at) = addr.asm(1, 3);
+        let mut ops = AsmOperands::new(&[&format!("={reg}")]);
+        let base = ops.input("l", at.base.v);
+        let ok_ref = ops.input("r", ok.v);
+        let (decl, guard, addr) = at.asm(&base, &mut ops);
+        let pad = match pad {
+            0 => "0".to_string(),
+            _ => format!("{pad:#x}"),
+        };
         let asm = format!(
-            "{{ .reg .pred p;{calc} setp.ne.u32 p, $2, 0; mov.{mov} $0, 0; @p ld.global.{ld} \
-             $0, [{at}]; }}"
+            "{{ .reg .pred p;{decl} setp.ne.u32 p, {ok_ref}, 0;{guard} mov.b{bits} $0, {pad}; \
+             @p ld.global.{ld} $0, [{addr}]; }}"
         );
         let rt = if reg == "f" {
             self.ty(ScalarType::F32)
         } else {
             self.int_ty(bits)
         };
-        let mut operands = vec![addr.base.v, ok.v];
-        operands.extend(addr.terms.iter().map(|(s, _)| s.v));
-        let x = self.inline_asm(
-            &asm,
-            &format!("={reg},l,r{}", ",l".repeat(addr.terms.len())),
-            &operands,
-            Some(rt),
-            ordered,
-        );
+        let x = self.inline_asm(&asm, &ops.constraints(), &ops.values, Some(rt), ordered);
         let x = x.unwrap_or_else(|| self.poison(rt));
         let et = self.ty(elem);
         let v = match elem {
@@ -959,27 +1014,27 @@ impl<'c, 'm> Writer<'c, 'm> {
     /// a vector as `st.global.v2/v4.b32` of its 32-bit words; 8-bit elements (fp8, i1) as
     /// `u8`. The asm has side effects, so it stays in order with the other accesses.
     pub fn predicated_store(&mut self, ptr: Value<'c, 'm>, ok: V<'c, 'm>, xs: &[V<'c, 'm>]) {
-        let addr = self.asm_address(ptr);
-        self.predicated_store_at(&addr, ok, xs);
+        let at = self.asm_element(ptr);
+        self.predicated_store_at(&at, ok, xs);
     }
 
-    /// The address of the global pointer `ptr` as an [`AsmAddress`] without terms.
-    pub fn asm_address(&mut self, ptr: Value<'c, 'm>) -> AsmAddress<'c, 'm> {
+    /// The global pointer `ptr` as an [`AsmElement`] without terms or bounds.
+    pub fn asm_element(&mut self, ptr: Value<'c, 'm>) -> AsmElement<'c, 'm> {
         let i64t = self.ty(ScalarType::I64);
-        AsmAddress {
+        AsmElement {
             base: V {
                 v: self.cast("llvm.ptrtoint", ptr, i64t),
                 t: ScalarType::I64,
             },
             terms: vec![],
+            bounds: vec![],
         }
     }
 
-    /// [`Self::predicated_store`] at an [`AsmAddress`]: the asm adds the address's terms
-    /// to its base.
+    /// [`Self::predicated_store`] of an [`AsmElement`].
     pub fn predicated_store_at(
         &mut self,
-        addr: &AsmAddress<'c, 'm>,
+        at: &AsmElement<'c, 'm>,
         ok: V<'c, 'm>,
         xs: &[V<'c, 'm>],
     ) {
@@ -1025,47 +1080,40 @@ impl<'c, 'm> Writer<'c, 'm> {
             };
             (ty, reg, vec![v])
         };
-        let n = vals.len();
-        let (op, operands) = match n {
-            1 => (format!("st.global.{ty}"), "$2".to_string()),
-            _ => (
+        let mut ops = AsmOperands::new(&[]);
+        let base = ops.input("l", at.base.v);
+        let ok_ref = ops.input("r", ok.v);
+        let refs: Vec<String> = vals.iter().map(|&v| ops.input(reg, v)).collect();
+        let (op, operands) = match refs.len() {
+            1 => (format!("st.global.{ty}"), refs[0].clone()),
+            n => (
                 format!("st.global.v{n}.{ty}"),
-                format!(
-                    "{{{}}}",
-                    (0..n)
-                        .map(|k| format!("${}", k + 2))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
+                format!("{{{}}}", refs.join(", ")),
             ),
         };
-        let (calc, at) = addr.asm(0, 2 + n);
-        let asm =
-            format!("{{ .reg .pred p;{calc} setp.ne.u32 p, $1, 0; @p {op} [{at}], {operands}; }}");
-        let cons = format!(
-            "l,r{}{}",
-            format!(",{reg}").repeat(n),
-            ",l".repeat(addr.terms.len())
+        let (decl, guard, addr) = at.asm(&base, &mut ops);
+        let asm = format!(
+            "{{ .reg .pred p;{decl} setp.ne.u32 p, {ok_ref}, 0;{guard} @p {op} [{addr}], \
+             {operands}; }}"
         );
-        let mut args = vec![addr.base.v, ok.v];
-        args.extend(vals);
-        args.extend(addr.terms.iter().map(|(s, _)| s.v));
-        self.inline_asm(&asm, &cons, &args, None, true);
+        self.inline_asm(&asm, &ops.constraints(), &ops.values, None, true);
     }
 
-    /// `red.global.add.f32` of `x` (f32) into the f32 at `addr` where `ok` (i1) holds; nothing
-    /// is touched otherwise. Inline asm, as [`Self::predicated_store`]: MLIR 22's
+    /// `red.global.add.f32` of `x` (f32) into the f32 at `at` where `ok` (i1) holds;
+    /// nothing is touched otherwise. Inline asm, as [`Self::predicated_store`]: MLIR 22's
     /// `llvm.atomicrmw fadd` returns the old value (an `atom`), and is not predicated.
-    pub fn predicated_red_add(&mut self, addr: &AsmAddress<'c, 'm>, ok: V<'c, 'm>, x: V<'c, 'm>) {
+    pub fn predicated_red_add(&mut self, at: &AsmElement<'c, 'm>, ok: V<'c, 'm>, x: V<'c, 'm>) {
         let ok = self.zext(ok, ScalarType::I32);
-        let (calc, at) = addr.asm(0, 3);
+        let mut ops = AsmOperands::new(&[]);
+        let base = ops.input("l", at.base.v);
+        let ok_ref = ops.input("r", ok.v);
+        let x_ref = ops.input("f", x.v);
+        let (decl, guard, addr) = at.asm(&base, &mut ops);
         let asm = format!(
-            "{{ .reg .pred p;{calc} setp.ne.u32 p, $1, 0; @p red.global.add.f32 [{at}], $2; }}"
+            "{{ .reg .pred p;{decl} setp.ne.u32 p, {ok_ref}, 0;{guard} @p red.global.add.f32 \
+             [{addr}], {x_ref}; }}"
         );
-        let mut args = vec![addr.base.v, ok.v, x.v];
-        args.extend(addr.terms.iter().map(|(s, _)| s.v));
-        let cons = format!("l,r,f{}", ",l".repeat(addr.terms.len()));
-        self.inline_asm(&asm, &cons, &args, None, true);
+        self.inline_asm(&asm, &ops.constraints(), &ops.values, None, true);
     }
 
     /// `llvm.store` with alignment `align` bytes.
