@@ -5,7 +5,7 @@
 # operand layout, f16, the batch, the bias+ReLU epilogue, fp8, grouped), then timings
 # interleaved in one process: bench.py (old, new, cuBLAS) over 7 of its shapes, 3 rounds; fp8
 # old against new at 8192^3, 4096^3 and 2048^3. MS_CHECK_ONLY=1 stops after the checks.
-set -u
+set -u -o pipefail
 cd "$(dirname "$0")/../.."
 n=gpu-out/ms-new o=gpu-out/ms-old res=${OUT:-/tmp/out}
 mkdir -p "$res"
