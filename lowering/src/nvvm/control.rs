@@ -175,7 +175,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         self.bind(&region.args[1..], &inits, &hargs[1..]);
         let from_lb = self.w.icmp(ICmp::Sge, iv, lb);
         self.w.assume(from_lb);
-        self.loop_body(header, &region.ops)?;
+        self.loop_body(header, &region.ops, init_vals.len())?;
         let step_iv = self.w.add(iv, step);
         let mut next = vec![step_iv.v];
         next.extend(self.yielded(region, &inits)?);
@@ -263,7 +263,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
     /// computed from them there. Addresses and bounds built on thread coordinates then vary
     /// with the loop, so LLVM does not hoist one per element out of the loop and keep them
     /// all live through it (register pressure ptxas does not undo).
-    fn loop_body(&mut self, entry: BlockRef<'c, 'm>, ops: &[Operation]) -> R<()> {
+    fn loop_body(&mut self, entry: BlockRef<'c, 'm>, ops: &[Operation], carried: usize) -> R<()> {
         let saved = (
             self.prologue,
             self.lane,
@@ -279,7 +279,9 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let first = self.w.new_block(&[]);
         self.w.block = first;
         self.loop_depth += 1;
+        self.loop_carried += carried;
         let lowered = self.lower_block(ops);
+        self.loop_carried -= carried;
         self.loop_depth -= 1;
         let here = self.w.block;
         self.w.block = entry;
@@ -306,7 +308,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         self.w.block = body;
         let bargs = self.w.args(body);
         self.bind(&region.args, &inits, &bargs);
-        self.loop_body(body, &region.ops)?;
+        self.loop_body(body, &region.ops, init_vals.len())?;
         let go = self.scalar(y, y.operands[0])?;
         let mut next = vec![];
         for (i, &v) in y.operands[1..].iter().enumerate() {

@@ -45,6 +45,16 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         v
     }
 
+    /// Whether a slow path of `elems` registers per thread is predicated (inline asm per
+    /// element) rather than a branch per element: outside loops always; inside a loop
+    /// where the registers the enclosing loops carry and `elems` are at most
+    /// [`LOOP_PREDICATE_REGISTERS`]. ptxas schedules predicated loads early, which
+    /// lengthens their registers' lives; beside many loop-carried registers (attention's
+    /// accumulator: 69 a thread on mma.sync) that spilled, where the branches did not.
+    fn predicate_slow_path(&self, elems: u64) -> bool {
+        !self.in_loop() || self.loop_carried as u64 + elems <= LOOP_PREDICATE_REGISTERS
+    }
+
     /// Whether the fast path applies (i1), or `None` when it never can (padded shapes).
     /// With `bounds` false, the condition of the vector path instead: the same alignment,
     /// and the last dimension's size a multiple of the vector, without the tile inside the
@@ -162,11 +172,13 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         offs: &[V<'c, 'm>],
         shape: &[u64],
         layout: &LinearLayout,
+        asm: bool,
     ) -> Option<Split<'c, 'm>> {
         // Inside a loop the per-register compares of a loop-invariant dimension are
         // loop-invariant too, and LLVM hoists them all out of the loop: there the
-        // coordinate form, whose compares vary with the loop, is cheaper.
-        if !layout.register_bits_disjoint() || self.in_loop() {
+        // coordinate form, whose compares vary with the loop, is cheaper, unless the
+        // compares are in each element's asm (`asm`), which stays in the loop.
+        if !layout.register_bits_disjoint() || (self.in_loop() && !asm) {
             return None;
         }
         let tc32 = self.thread_coord(layout);
@@ -429,7 +441,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                         .w
                         .op1("llvm.insertelement", &[padv, pad.v, jj.v], vty, &[]);
                 }
-                let split = self.split_access(&t, &offs, &shape, &layout);
+                let split = self.split_access(&t, &offs, &shape, &layout, false);
                 let mut vecs: Vec<Value<'c, 'm>> = Vec::with_capacity((n / vec) as usize);
                 for r0 in (0..n).step_by(vec as usize) {
                     let (base, index, inb) =
@@ -452,13 +464,12 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         self.w.block = slow;
         let mut vecs = Vec::with_capacity((n / vec) as usize);
         let mut acc: Option<Value<'c, 'm>> = None;
-        let mut split = self.split_access(&t, &offs, &shape, &layout);
-        // Outside loops, a predicated load per element, not a branch and a block each (a
-        // block per element made LLVM's CodeGenPrepare, GVN and strength reduction time
-        // grow with the elements); `pad` by a select. The asm keeps its place among the
-        // kernel's accesses (another argument may be the same buffer). Inside a loop,
-        // branches: there the asm cost registers (col_sums: 112 -> 182).
-        let predicated = !self.in_loop();
+        // A predicated load per element, not a branch and a block each (a block per
+        // element made LLVM's CodeGenPrepare, GVN and strength reduction time grow with the
+        // elements), where [`Lowerer::predicate_slow_path`] allows it. The asm keeps its
+        // place among the kernel's accesses (another argument may be the same buffer).
+        let predicated = self.predicate_slow_path(n);
+        let mut split = self.split_access(&t, &offs, &shape, &layout, predicated);
         // The padding's bits, for the asm to give where it reads nothing (`None`: a value
         // the type cannot hold exactly, given by a select instead).
         let pad_bits = match elem.is_float() {
@@ -723,11 +734,12 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             self.w.br(&slow, &[]);
         }
         self.w.block = slow;
-        let mut split = self.split_access(&t, &offs, &tile.shape, &layout);
         let owner = atomic.then(|| self.owner(&layout));
         // Predicated (no branch): an atomic add on its owner, a masked store on its bit,
-        // and outside loops any store (a branch and a block per element slow LLVM).
-        let predicated = owner.is_some() || mask.is_some() || !self.in_loop();
+        // and any store [`Lowerer::predicate_slow_path`] allows (a branch and a block per
+        // element slow LLVM).
+        let predicated = owner.is_some() || mask.is_some() || self.predicate_slow_path(n);
+        let mut split = self.split_access(&t, &offs, &tile.shape, &layout, predicated);
         let asm_split = match predicated {
             true => split.take().map(|s| {
                 let b = self.split_asm_base(&s, &t, &layout);
@@ -847,6 +859,12 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         }
     }
 }
+
+/// The most registers per thread that the loops around a slow path carry plus the slow
+/// path's own for it to be predicated inside a loop ([`Lowerer::predicate_slow_path`]):
+/// half the ISA's 255. From ptxas on the examples: col_sums (9 + 32) and softmax_online
+/// predicate theirs at no spill; attention on mma.sync (69 carried) spilled 4–12 bytes.
+const LOOP_PREDICATE_REGISTERS: u64 = 128;
 
 /// See [`Lowerer::split_asm_base`].
 struct AsmBase<'c, 'm> {

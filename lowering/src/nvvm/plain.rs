@@ -97,6 +97,8 @@ pub(crate) struct Lowerer<'c, 'm, 'k> {
     pub smem_bytes: u64,
     /// How many `tile.for` and `tile.while` bodies enclose the op being lowered.
     pub loop_depth: u32,
+    /// The values (registers per thread) the enclosing loops carry, summed.
+    pub loop_carried: usize,
     /// Warps per CTA.
     pub num_warps: u64,
     /// CTAs to be resident per SM (the kernel's `ctas_per_sm`, default 1): the registers and
@@ -1055,6 +1057,7 @@ fn build_module<'c>(
         thread_coords: HashMap::new(),
         smem_bytes: 0,
         loop_depth: 0,
+        loop_carried: 0,
         num_warps,
         ctas_per_sm: super::ctas_per_sm(k),
         cluster_visible: super::clc::cluster_barriers(k, cluster_size)?,
