@@ -485,27 +485,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             }),
             _ => None,
         };
-        // 16-bit elements in pairs: one asm loads both and packs them into a 32-bit word.
-        let pairs = elem.size_bytes() == 2 && vec % 2 == 0;
-        let paired = asm_split.as_ref().filter(|_| pairs);
-        if let Some(a) = paired {
-            let i32t = self.w.int_ty(32);
-            let wty = self.w.vector_ty(vec / 2, i32t);
-            let ok = self.w.zext(a.1.flag, ScalarType::I32);
-            let bits = pad_bits.unwrap_or(0);
-            for r0 in (0..n).step_by(vec as usize) {
-                let mut words = self.w.undef(wty);
-                for j in 0..vec / 2 {
-                    let lo = self.predicated_element(a, &tile, r0 + 2 * j);
-                    let hi = self.predicated_element(a, &tile, r0 + 2 * j + 1);
-                    let word = self.w.predicated_load_pair([&lo, &hi], ok, elem, bits);
-                    let jj = self.w.i32(j as i64);
-                    words = self.w.insert_element(words, word, jj);
-                }
-                vecs.push(self.w.cast("llvm.bitcast", words, vty));
-            }
-        }
-        for r in (0..n).filter(|_| paired.is_none()) {
+        for r in 0..n {
             let x = if let Some(a) = &asm_split {
                 let at = self.predicated_element(a, &tile, r);
                 let ok = self.w.zext(a.1.flag, ScalarType::I32);

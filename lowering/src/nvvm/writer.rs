@@ -106,11 +106,6 @@ impl<'c, 'm> AsmOperands<'c, 'm> {
 
     /// Adds an input; returns its reference in the asm text (`$n`).
     fn input(&mut self, constraint: &str, v: Value<'c, 'm>) -> String {
-        let same = |(c, x): (&String, &Value<'c, 'm>)| c == constraint && *x == v;
-        let inputs = self.constraints[self.outputs..].iter().zip(&self.values);
-        if let Some(i) = inputs.clone().position(same) {
-            return format!("${}", self.outputs + i);
-        }
         self.constraints.push(constraint.into());
         self.values.push(v);
         format!("${}", self.outputs + self.values.len() - 1)
@@ -1011,40 +1006,6 @@ impl<'c, 'm> Writer<'c, 'm> {
             }
         };
         V { v, t: elem }
-    }
-
-    /// Two adjacent 16-bit `elem`s (f16, bf16) at `ats`, each loaded where `ok` (an i32)
-    /// is not 0 and its guard holds, else the bits `pad`, packed into one 32-bit word (the
-    /// first in the low half) by one asm: a slow path's vectors then take one asm and one
-    /// `insertelement` per pair.
-    pub fn predicated_load_pair(
-        &mut self,
-        ats: [&AsmElement<'c, 'm>; 2],
-        ok: V<'c, 'm>,
-        elem: ScalarType,
-        pad: u64,
-    ) -> Value<'c, 'm> {
-        debug_assert_eq!(elem.size_bytes(), 2);
-        let mut ops = AsmOperands::new(&["=r"]);
-        let ok_ref = ops.input("r", ok.v);
-        let mut decl = String::new();
-        let mut body = String::new();
-        for (j, at) in ats.iter().enumerate() {
-            let base = ops.input("l", at.base.v);
-            let (d, guard, addr) = at.asm(&base, &mut ops);
-            if !d.is_empty() {
-                decl = d;
-            }
-            body += &format!(
-                " setp.ne.u32 p, {ok_ref}, 0;{guard} mov.b16 x{j}, {pad:#x}; \
-                 @p ld.global.b16 x{j}, [{addr}];"
-            );
-        }
-        let asm =
-            format!("{{ .reg .pred p;{decl} .reg .b16 x0, x1;{body} mov.b32 $0, {{x0, x1}}; }}");
-        let i32t = self.int_ty(32);
-        self.inline_asm(&asm, &ops.constraints(), &ops.values, Some(i32t), true)
-            .unwrap_or_else(|| self.poison(i32t))
     }
 
     /// A store of the elements `xs` (one, or a vector of adjacent ones whose bytes are 4, 8
