@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 47's check of the slow-path changes after 5c2d619 (loops predicated, 16-bit pairs):
+# Session 47's check of the slow-path change after 5c2d619 (fceba5c: slow paths in loops predicated):
 # every dot-free example on sm_90a and sm_90 (kernels.py), the differential run
 # (gpu-out/diff), the attention builds (gpu-out/s43/att/A, correctness and time).
 # Carry gpu-out/plain, gpu-out/diff, gpu-out/s43.

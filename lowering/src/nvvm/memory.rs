@@ -26,8 +26,8 @@
 //! `split_access`); elsewhere from each element's coordinate (one unsigned compare per
 //! dimension). Where such a slow path is predicated, each element's asm computes its
 //! address and the compares of the dimensions its registers span itself, from per-access
-//! values ([`AsmElement`]): LLVM then sees no per-element arithmetic, which made most of
-//! the compile time of the dot-free kernels.
+//! values (the writer's `AsmElement`): LLVM then sees no per-element arithmetic, which
+//! made most of the compile time of the dot-free kernels.
 
 use super::plain::{err, Lowerer, Lv, Tensor, Tile, R};
 use super::writer::{AsmBound, AsmElement, ICmp, V};
