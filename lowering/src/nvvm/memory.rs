@@ -37,12 +37,30 @@ use tilec_dialect::{LinearLayout, OpKind, Operation, ScalarType};
 impl<'c, 'm> Lowerer<'c, 'm, '_> {
     /// Registers per vector access for `layout` and `elem`: the contiguous registers, at
     /// most 16 bytes.
+    /// `i1` elements are one byte each in memory, but LLVM packs an `<n x i1>` vector into
+    /// bits: they are accessed one at a time.
     fn vector_regs(layout: &LinearLayout, elem: ScalarType) -> u64 {
+        if elem == ScalarType::I1 {
+            return 1;
+        }
         let mut v = 1u64 << layout.contiguous_register_bits();
         while v > 1 && v * elem.size_bytes() > 16 {
             v /= 2;
         }
         v
+    }
+
+    /// Whether register `r` of `layout` lies outside a tile of `shape` for every thread: its
+    /// constant coordinate in a padded dimension is at least the tile's size there (the
+    /// layouts of the asm form, whose register bits are apart from the thread bits, add it
+    /// to the thread's coordinate). Such an element is the padding, or not stored; the
+    /// asm's own compare would hide that from ptxas, which then kept the element live.
+    fn padded_out(shape: &[u64], layout: &LinearLayout, r: u64) -> bool {
+        let k = layout.register_coord(r);
+        k.iter()
+            .zip(shape)
+            .zip(&layout.dims)
+            .any(|((&k, &size), &dim)| size != dim && k >= size)
     }
 
     /// Whether a slow path of `elems` registers per thread is predicated (inline asm per
@@ -486,7 +504,9 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             _ => None,
         };
         for r in 0..n {
-            let x = if let Some(a) = &asm_split {
+            let x = if asm_split.is_some() && Self::padded_out(&shape, &layout, r) {
+                pad.v
+            } else if let Some(a) = &asm_split {
                 let at = self.predicated_element(a, &tile, r);
                 let ok = self.w.zext(a.1.flag, ScalarType::I32);
                 let bits = pad_bits.unwrap_or(0);
@@ -749,6 +769,9 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         };
         for r in 0..n {
             if owner.is_some_and(|(regs, _)| r & regs != 0) {
+                continue;
+            }
+            if asm_split.is_some() && Self::padded_out(&tile.shape, &layout, r) {
                 continue;
             }
             if predicated {
