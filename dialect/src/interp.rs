@@ -80,6 +80,34 @@ pub fn round_to(elem: ScalarType, x: f32) -> f32 {
     }
 }
 
+/// Round an `f64` to the nearest value of the float type `elem` (ties to even) in one
+/// step, as an MLIR float constant of that type is (a load's padding): `f64 → f32 → bf16`
+/// could round twice. fp8 goes through a nearest-even `f32` ([`round_to`]).
+pub fn round_f64_to(elem: ScalarType, x: f64) -> f32 {
+    match elem {
+        ScalarType::BF16 | ScalarType::F16 => round_to(elem, f64_to_f32_odd(x)),
+        _ => round_to(elem, x as f32),
+    }
+}
+
+/// `x` rounded to `f32` to odd: truncated, with the last bit set where that was inexact.
+/// Rounding that to nearest-even in a type of at most 21 mantissa bits gives what one
+/// direct rounding of `x` would (`half`'s `from_f64` goes through a nearest-even `f32`).
+fn f64_to_f32_odd(x: f64) -> f32 {
+    let f = x as f32;
+    if x.is_nan() || f64::from(f) == x {
+        return f;
+    }
+    if f.is_infinite() {
+        return f32::MAX.copysign(f); // 0x7F7F_FFFF: odd already
+    }
+    let mut bits = f.to_bits();
+    if f64::from(f).abs() > x.abs() {
+        bits -= 1;
+    }
+    f32::from_bits(bits | 1)
+}
+
 /// Round `x` to an 8-bit float of `mant` mantissa bits whose smallest normal exponent is
 /// `emin` and whose largest finite value is `max`: to nearest, ties to even, and
 /// *satfinite*, as PTX's `cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32` does: a result beyond
@@ -1361,7 +1389,7 @@ impl Machine<'_> {
         let mut data = Data::zeros(elem, r * c);
         let padding = crate::ops::load_padding(op.attr("padding")).map_err(|e| op_err(op, e))?;
         if let Data::Float(out) = &mut data {
-            out.fill(round_to(elem, padding as f32));
+            out.fill(round_f64_to(elem, padding));
         }
         let inside = |x: i64, n: usize| x >= 0 && (x as u64) < n as u64;
         for i in 0..r {
@@ -1393,7 +1421,7 @@ impl Machine<'_> {
         let mut data = Data::zeros(elem, n);
         let padding = crate::ops::load_padding(op.attr("padding")).map_err(|e| op_err(op, e))?;
         if let Data::Float(out) = &mut data {
-            out.fill(round_to(elem, padding as f32));
+            out.fill(round_f64_to(elem, padding));
         }
         for lin in 0..n {
             let mut off = Some(0usize);
@@ -2027,6 +2055,20 @@ pub fn to_tf32(v: f32) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paddings_round_once() {
+        let x = 1.0 + 2f64.powi(-8) + 2f64.powi(-30);
+        // Above the tie between 1 and 1 + 2^-7: up, where f32 first would make it a tie.
+        assert_eq!(round_f64_to(ScalarType::BF16, x).to_bits(), 0x3F81_0000);
+        assert_eq!(round_to(ScalarType::BF16, x as f32).to_bits(), 0x3F80_0000);
+        assert_eq!(round_f64_to(ScalarType::F32, -0.0).to_bits(), 0x8000_0000);
+        assert!(round_f64_to(ScalarType::F16, f64::NAN).is_nan());
+        assert_eq!(
+            round_f64_to(ScalarType::F16, f64::NEG_INFINITY),
+            f32::NEG_INFINITY
+        );
+    }
     use crate::{parse, verify};
 
     /// A small deterministic generator (xorshift), so tests need no dependency.
