@@ -122,8 +122,11 @@ pub(crate) struct Lowerer<'c, 'm, 'k> {
     pub wgmma_only: std::collections::HashSet<TileValue>,
     /// Tensors the program stored to since its last CTA barrier: a later read of one
     /// (whose elements another thread may have written) is put after a barrier
-    /// ([`Lowerer::order_reads`]).
+    /// ([`Lowerer::order_accesses`]).
     pub written: std::collections::HashSet<TileValue>,
+    /// Tensors the program read since its last CTA barrier: a later write of one (to
+    /// elements another thread may still be about to read) is put after a barrier.
+    pub read: std::collections::HashSet<TileValue>,
 }
 
 /// A placed region of dynamic shared memory: `bytes` from byte `offset`, live over the
@@ -405,27 +408,32 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             if op.str_attr("role") == Some("scheduler") && !self.scheduler {
                 self.lower_scheduler_op(op)?;
             } else {
-                self.order_reads(op);
+                self.order_accesses(op);
                 self.lower_op(op)?;
                 if matches!(op.kind, OpKind::Store | OpKind::AtomicAdd) {
                     self.written.extend(op.operands.first().copied());
+                }
+                if op.kind.reads_global() {
+                    self.read.extend(op.operands.first().copied());
                 }
             }
         }
         Ok(())
     }
 
-    /// Read after write within one program: the elements a program stored may be held by
-    /// other threads than those that read them back, so a read (`tile.load`,
-    /// `tile.gather`, `tile.extract`) of a tensor stored to since the last barrier comes
-    /// after a CTA barrier (`bar.sync`, which also orders the CTA's memory accesses). A
-    /// loop's body counts its own stores as written at its top (the next iteration reads
-    /// them); a branch whose ops read a written tensor gets the barrier before it (the
-    /// condition is a scalar, the same in every thread). The scheduler's thread reads
-    /// what it wrote itself.
-    fn order_reads(&mut self, op: &Operation) {
+    /// Read after write and write after read within one program: the elements a program
+    /// stores may be held by other threads than those that read them (another layout, or
+    /// a layout whose copies of an element live in several threads), so a read
+    /// (`tile.load`, `tile.gather`, `tile.extract`) of a tensor stored to since the last
+    /// barrier, and a write (`tile.store`, `tile.atomic_add`) of a tensor read since
+    /// then, come after a CTA barrier (`bar.sync`, which also orders the CTA's memory
+    /// accesses). A loop's body counts its own stores as written and its own reads as
+    /// read at its top (the next iteration follows them); a branch whose ops read or
+    /// write such a tensor gets the barrier before it (the condition is a scalar, the
+    /// same in every thread). The scheduler's thread reads what it wrote itself.
+    fn order_accesses(&mut self, op: &Operation) {
         let looped = matches!(op.kind, OpKind::For | OpKind::While);
-        if self.scheduler || (self.written.is_empty() && !looped) {
+        if self.scheduler || (self.written.is_empty() && self.read.is_empty() && !looped) {
             return;
         }
         let mut reads = vec![];
@@ -440,11 +448,15 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         });
         if looped {
             self.written.extend(writes);
+            self.read.extend(reads);
             return;
         }
-        if reads.iter().any(|t| self.written.contains(t)) {
+        let after_write = reads.iter().any(|t| self.written.contains(t));
+        let after_read = writes.iter().any(|t| self.read.contains(t));
+        if after_write || after_read {
             self.w.barrier();
             self.written.clear();
+            self.read.clear();
         }
     }
 
@@ -1068,6 +1080,7 @@ fn build_module<'c>(
         cur_op: 0,
         wgmma_only: super::wgmma::wgmma_only(k),
         written: std::collections::HashSet::new(),
+        read: std::collections::HashSet::new(),
     };
     lw.lower_block(&kbody.ops)?;
     if cluster_size > 1 {
