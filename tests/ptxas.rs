@@ -848,25 +848,31 @@ fn limits_are_errors_before_mlir() {
 /// packed f32): the pipeline only leaves out passes that change nothing in the writer's IR.
 /// The exceptions are listed in [`DIFFERS_FROM_O3`]; for them, the PTX must still differ
 /// (so the list stays true) by at most a few lines.
-/// Examples whose PTX from `LLVM_PIPELINE` is not byte-identical to `default<O3>`'s, by at
-/// most 6 lines each: in the attention kernels' pipelined key loop on sm_90a, `default<O3>`
-/// tests the exit with a compare of its own where tilec's pipeline reuses the prefetch guard's
-/// (`kv + 64 < SKV`), and places one address computation differently (measured
-/// 2026-12-06). No single pass of `default<O3>` that `LLVM_PIPELINE` leaves out explains it
-/// (each was added back, and each removed from `default<O3>`, on 2026-12-04). The early
-/// SimplifyCFG and the first CorrelatedValuePropagation run, added on 2026-12-07, made every
-/// other example identical (the mma.sync GEMMs' copies by the consumers' thread 0, the
-/// split-K clamps, the grouped GEMMs' trip counts, softmax_online's loop entry). Since its
-/// loop's slow path became predicated asm (2026-12-07), softmax_online differs again on every
-/// target: tilec's pipeline computes one `and.pred` of the slow path's bounds earlier than
-/// `default<O3>`, next to the compares it combines (12 lines differ; the same count).
-const DIFFERS_FROM_O3: [(&str, Target); 6] = [
-    ("attention_fwd.tile", Target::Sm90a),
-    ("attention_fwd_causal.tile", Target::Sm90a),
-    ("softmax_online.tile", Target::Sm90a),
-    ("softmax_online.tile", Target::Sm90),
-    ("softmax_online.tile", Target::Sm100),
-    ("softmax_online.tile", Target::Sm100a),
+/// Examples whose PTX from `LLVM_PIPELINE` is not byte-identical to `default<O3>`'s, with
+/// the most lines by which the two may differ in length. In the attention kernels'
+/// pipelined key loop on sm_90a, `default<O3>` tests the exit with a compare of its own where
+/// tilec's pipeline reuses the prefetch guard's (`kv + 64 < SKV`), and places one address
+/// computation differently (measured 2026-12-06). No single pass of `default<O3>` that
+/// `LLVM_PIPELINE` leaves out explains it (each was added back, and each removed from
+/// `default<O3>`, on 2026-12-04). The early SimplifyCFG and the first
+/// CorrelatedValuePropagation run, added on 2026-12-07, made every other example identical
+/// (the mma.sync GEMMs' copies by the consumers' thread 0, the split-K clamps, the grouped
+/// GEMMs' trip counts, softmax_online's loop entry). Since its loop's slow path became
+/// predicated asm (2026-12-07), softmax_online differs again on every target: tilec's
+/// pipeline computes one `and.pred` of the slow path's bounds earlier than `default<O3>`,
+/// next to the compares it combines (12 lines differ; the same count). Since code generation
+/// runs at `CodeGenOptLevel::Default` (2026-12-08; EarlyCSE where `Aggressive` ran GVN),
+/// gemm_splitk_last_slice on sm_90a is 9 lines shorter from tilec's pipeline: its IR and
+/// `default<O3>`'s give the same PTX at `Aggressive` (`llc -O3`), and at `Default` EarlyCSE
+/// merges more in tilec's (7 instructions fewer).
+const DIFFERS_FROM_O3: [(&str, Target, usize); 7] = [
+    ("attention_fwd.tile", Target::Sm90a, 6),
+    ("attention_fwd_causal.tile", Target::Sm90a, 6),
+    ("gemm_splitk_last_slice.tile", Target::Sm90a, 10),
+    ("softmax_online.tile", Target::Sm90a, 6),
+    ("softmax_online.tile", Target::Sm90, 6),
+    ("softmax_online.tile", Target::Sm100, 6),
+    ("softmax_online.tile", Target::Sm100a, 6),
 ];
 
 #[test]
@@ -901,12 +907,15 @@ fn llvm_pipeline_matches_default_o3() {
                 &llvm,
             )
             .unwrap_or_else(|e| panic!("{name} for {target} with default<O3>: {e}"));
-            if DIFFERS_FROM_O3.contains(&(name.as_str(), target)) {
+            let listed = DIFFERS_FROM_O3
+                .iter()
+                .find(|(n, t, _)| *n == name.as_str() && *t == target);
+            if let Some(&(_, _, most)) = listed {
                 let (a, b): (Vec<&str>, Vec<&str>) =
                     (k.ptx.lines().collect(), o3.ptx.lines().collect());
                 let extra = b.len().abs_diff(a.len());
                 assert!(
-                    k.ptx != o3.ptx && extra <= 6,
+                    k.ptx != o3.ptx && extra <= most,
                     "{name} for {target}: listed in DIFFERS_FROM_O3, but the PTX is {} \
                      ({} lines against default<O3>'s {})",
                     if k.ptx == o3.ptx {

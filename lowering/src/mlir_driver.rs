@@ -12,7 +12,10 @@
 //! 4. the serialization of the `gpu.module` (`tilecSerializeGpuModule` in
 //!    `lowering/cpp/register.cpp`: MLIR's NVVM serializer, the one `gpu-module-to-binary`
 //!    runs, with tilec's LLVM pass pipeline [`LLVM_PIPELINE`] at -O3): translation to LLVM
-//!    IR, LLVM's optimisation passes, NVPTX code generation,
+//!    IR, LLVM's optimisation passes, NVPTX code generation (at `CodeGenOptLevel::Default`
+//!    where `opt_level` is 3: `Aggressive` adds two GVN runs to NVPTX's IR passes, 5–20 % of
+//!    a dot-free kernel's compile, for PTX with as many instructions or more on every
+//!    example),
 //!
 //! and returns the PTX text. [`mlir_to_llvm_ir`] runs the same stages and returns the LLVM
 //! module LLVM's NVPTX back end is given (target triple and data layout set, optimised at
@@ -87,7 +90,7 @@ pub struct TargetSpec {
     pub chip: String,
     /// The PTX ISA version `(major, minor)`, e.g. `(8, 0)`; at least [`min_ptx_version`].
     pub ptx_version: (u32, u32),
-    /// LLVM optimisation level, 0–3.
+    /// LLVM optimisation level, 0–3 (code generation at most at 2, see the module docs).
     pub opt_level: u32,
     /// The LLVM pass pipeline run at `opt_level` 3, as `opt -passes=` reads it; `None`:
     /// [`LLVM_PIPELINE`]; an empty string: LLVM's `default<O3>`. At levels 0–2 LLVM's
@@ -102,15 +105,16 @@ pub struct TargetSpec {
 /// `default<O3>`'s passes one at a time, keeping a removal only when the PTX stayed byte-identical
 /// for every example on sm_90a, sm_90, sm_100 and sm_100a and for the option snapshots
 /// (`tests/precise`); `tests/ptxas.rs` compares it with `default<O3>` on every example: the
-/// two attention kernels on sm_90a differ by at most 2 lines (a loop's exit test; the reason
-/// is in that test). `nvvm-reflect` and `nvvm-intr-range`
-/// (the ranges of `%tid`, `%ctaid` and the like, from the kernel's `maxntid`) are what the NVPTX
-/// target adds at the start of every default pipeline. `slp-vectorizer` and `loop-unroll` stay
-/// although only some targets or kernels need them: SLP forms `f32x2` arithmetic on sm_100
-/// (`slp-max-vf` turns it off elsewhere), and a kernel's own short loops are unrolled. What is
-/// gone: the inliner and call-graph passes (a kernel is one function), coroutine, OpenMP and
-/// loop-vectorizer passes, SROA (the writer makes no allocas), DSE, MemCpyOpt, JumpThreading,
-/// VectorCombine, 3 of the 8 InstCombine runs and 5 of the 8 SimplifyCFG runs. `tile-compile
+/// attention kernels on sm_90a, softmax_online and gemm_splitk_last_slice on sm_90a differ by
+/// a few lines (the reasons are in that test). `nvvm-reflect` and `nvvm-intr-range` (the
+/// ranges of `%tid`, `%ctaid` and the like, from the kernel's `maxntid`) are what the NVPTX
+/// target adds at the start of every default pipeline. `slp-vectorizer` stays for the targets
+/// with `f32x2` arithmetic, which it forms on sm_100 ([`TargetSpec::llvm_pipeline`] drops it
+/// elsewhere), and `loop-unroll` although only some kernels need it (their own short loops).
+/// What is gone: the inliner and call-graph passes (a kernel is one function), coroutine,
+/// OpenMP and loop-vectorizer passes, SROA (the writer makes no allocas), DSE, MemCpyOpt,
+/// JumpThreading, VectorCombine, 3 of the 8 InstCombine runs and 5 of the 8 SimplifyCFG runs,
+/// and SLP on targets without `f32x2`. `tile-compile
 /// --llvm-passes 'default<O3>'` runs LLVM's own.
 pub const LLVM_PIPELINE: &str = concat!(
     "nvvm-reflect,",
@@ -169,9 +173,16 @@ impl TargetSpec {
         }
     }
 
-    /// The LLVM pass pipeline at -O3: `llvm_passes` or [`LLVM_PIPELINE`].
-    pub fn llvm_pipeline(&self) -> &str {
-        self.llvm_passes.as_deref().unwrap_or(LLVM_PIPELINE)
+    /// The LLVM pass pipeline at -O3: `llvm_passes`, or [`LLVM_PIPELINE`], less its
+    /// `slp-vectorizer` for a chip without packed f32 arithmetic
+    /// ([`tilec_dialect::Target::has_f32x2`]): there it forms nothing (the PTX is the same)
+    /// and took 3 % of a LayerNorm's compile.
+    pub fn llvm_pipeline(&self) -> std::borrow::Cow<'_, str> {
+        match &self.llvm_passes {
+            Some(p) => p.as_str().into(),
+            None if !packed_f32(&self.chip) => LLVM_PIPELINE.replace("slp-vectorizer,", "").into(),
+            None => LLVM_PIPELINE.into(),
+        }
     }
 
     /// Hopper with wgmma: `sm_90a`, PTX ISA 8.0.
@@ -670,6 +681,9 @@ extern "C" {
     /// `lowering/cpp/register.cpp`: sets LLVM command-line option `name` to `value`; false
     /// if there is no such option or the value does not parse.
     fn tilecSetLlvmOption(name: *const c_char, value: *const c_char) -> bool;
+    /// `lowering/cpp/register.cpp`: orders every block's use list under `op` as MLIR's
+    /// parser would from the printed module (phis take their incoming values in that order).
+    fn tilecOrderBlockUses(op: mlir_sys::MlirOperation);
     /// `lowering/cpp/register.cpp`: the `gpu.module` `module` to PTX, or with `llvm_ir` to
     /// optimised LLVM IR text, handed to `sink`; false on error (reported as diagnostics).
     fn tilecSerializeGpuModule(
@@ -691,8 +705,12 @@ extern "C" {
 /// snapshots) but took 22–63 ms of a compile (softmax, LayerNorm, scale_bias_act;
 /// `opt -O3 -time-passes`). On sm_100 it forms `add.rn.f32x2` and the like.
 fn llvm_options(chip: &str) -> LlvmOptions {
-    let packed = tilec_dialect::Target::from_name(chip).is_none_or(|t| t.has_f32x2());
-    [("slp-max-vf", if packed { "0" } else { "1" })]
+    [("slp-max-vf", if packed_f32(chip) { "0" } else { "1" })]
+}
+
+/// Whether `chip` has packed f32 arithmetic, or is not one tilec knows (then LLVM decides).
+fn packed_f32(chip: &str) -> bool {
+    tilec_dialect::Target::from_name(chip).is_none_or(|t| t.has_f32x2())
 }
 
 /// Sets `options` through `tilecSetLlvmOption`; false if one of them does not exist.
@@ -932,6 +950,8 @@ fn compile(
                     location: d.loc.to_string(),
                 }],
             })?;
+            // SAFETY: the module is live; the call only reorders use lists.
+            unsafe { tilecOrderBlockUses(module.as_operation().to_raw()) };
             check_input(&module, &sink)?;
             lap("build+verify");
             module
@@ -989,7 +1009,7 @@ fn serialize(
     let gpu = ops_named(module, "gpu.module");
     let gpu = gpu.first().ok_or(MlirError::NoGpuModule)?;
     let pipeline =
-        std::ffi::CString::new(target.llvm_pipeline()).expect("validate() refuses a NUL");
+        std::ffi::CString::new(&*target.llvm_pipeline()).expect("validate() refuses a NUL");
     extern "C" fn push(data: *const c_char, len: usize, user: *mut std::ffi::c_void) {
         // SAFETY: `user` is the `Vec` below; `data` holds `len` bytes for this call.
         unsafe {

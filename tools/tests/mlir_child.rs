@@ -23,6 +23,8 @@ fn the_child_gives_the_same_ptx_and_llvm_ir() {
     for (file, target) in [
         ("gemm_bf16.tile", Target::Sm90a),
         ("softmax.tile", Target::Sm100),
+        ("col_sums.tile", Target::Sm90a),
+        ("layernorm.tile", Target::Sm90),
     ] {
         let src = example(file);
         let input = || Input::Text { source: &src, file };

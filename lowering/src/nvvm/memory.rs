@@ -423,6 +423,14 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let p1 = self.w.ptr_ty(1);
         let slow = self.w.new_block(&[]);
         let pad = self.load_padding(op, elem)?;
+        // The padding's bits, for the asm to give where it reads nothing (`None`: a value
+        // the type cannot hold exactly, given by a select instead).
+        let pad_bits = match elem.is_float() {
+            true => tilec_dialect::ops::load_padding(op.attr("padding"))
+                .ok()
+                .and_then(|p| elem.exact_bits(p)),
+            false => Some(0),
+        };
         if let Some(fast_ok) = self.fast_path(&t, &offs, &shape, &layout, vec, true) {
             let fast = self.w.new_block(&[]);
             let other = match self.fast_path(&t, &offs, &shape, &layout, vec, false) {
@@ -449,31 +457,8 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             }
             self.w.br(&join, &vecs);
             if let Some(vector) = other {
-                // A ragged tile whose vectors are each wholly inside or outside the tensor:
-                // one branch per vector, on its first element's bounds.
                 self.w.block = vector;
-                let mut padv = self.w.op1("llvm.mlir.poison", &[], vty, &[]);
-                for j in 0..vec {
-                    let jj = self.w.i32(j as i64);
-                    padv = self
-                        .w
-                        .op1("llvm.insertelement", &[padv, pad.v, jj.v], vty, &[]);
-                }
-                let split = self.split_access(&t, &offs, &shape, &layout, false);
-                let mut vecs: Vec<Value<'c, 'm>> = Vec::with_capacity((n / vec) as usize);
-                for r0 in (0..n).step_by(vec as usize) {
-                    let (base, index, inb) =
-                        self.slow_element(split.as_ref(), &t, &offs, &tile, r0);
-                    let ld = self.w.new_block(&[]);
-                    let next = self.w.new_block(&[vty]);
-                    self.w.cond_br(inb, &ld, &[], &next, &[padv]);
-                    self.w.block = ld;
-                    let p = self.w.gep(base, index, ety, p1);
-                    let x = self.w.load(p, vty, vec * elem.size_bytes());
-                    self.w.br(&next, &[x]);
-                    self.w.block = next;
-                    vecs.push(self.w.args(next)[0]);
-                }
+                let vecs = self.vector_path(&t, &offs, &tile, vty, pad, pad_bits);
                 self.w.br(&join, &vecs);
             }
         } else {
@@ -488,14 +473,6 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         // place among the kernel's accesses (another argument may be the same buffer).
         let predicated = self.predicate_slow_path(n);
         let mut split = self.split_access(&t, &offs, &shape, &layout, predicated);
-        // The padding's bits, for the asm to give where it reads nothing (`None`: a value
-        // the type cannot hold exactly, given by a select instead).
-        let pad_bits = match elem.is_float() {
-            true => tilec_dialect::ops::load_padding(op.attr("padding"))
-                .ok()
-                .and_then(|p| elem.exact_bits(p)),
-            false => Some(0),
-        };
         let asm_split = match (predicated, pad_bits) {
             (true, Some(_)) => split.take().map(|s| {
                 let b = self.split_asm_base(&s, &t, &layout);
@@ -503,12 +480,30 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             }),
             _ => None,
         };
-        for r in 0..n {
+        let asm_ok = asm_split
+            .as_ref()
+            .map(|a| self.w.zext(a.1.flag, ScalarType::I32));
+        // One asm per vector where its elements pack into 32-bit words.
+        let bits = elem.size_bytes() * 8;
+        let packed = vec > 1 && matches!(bits, 8 | 16 | 32) && (vec * bits) % 32 == 0;
+        if let (Some(a), Some(ok), true) = (&asm_split, asm_ok, packed) {
+            for r0 in (0..n).step_by(vec as usize) {
+                let at: Vec<Option<AsmElement<'c, 'm>>> = (r0..r0 + vec)
+                    .map(|r| {
+                        let out = Self::padded_out(&shape, &layout, r);
+                        (!out).then(|| self.predicated_element(a, &tile, r))
+                    })
+                    .collect();
+                let bits = pad_bits.unwrap_or(0);
+                let words = self.w.predicated_load_packed(&at, ok, elem, bits);
+                vecs.push(self.w.cast("llvm.bitcast", words, vty));
+            }
+        }
+        for r in (0..n).filter(|_| !(asm_split.is_some() && packed)) {
             let x = if asm_split.is_some() && Self::padded_out(&shape, &layout, r) {
                 pad.v
-            } else if let Some(a) = &asm_split {
+            } else if let (Some(a), Some(ok)) = (&asm_split, asm_ok) {
                 let at = self.predicated_element(a, &tile, r);
-                let ok = self.w.zext(a.1.flag, ScalarType::I32);
                 let bits = pad_bits.unwrap_or(0);
                 self.w.predicated_load_at(&at, ok, elem, true, bits).v
             } else if predicated {
@@ -566,6 +561,65 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             self.vals.insert(r, Lv::Tile(Tile { regs, ..tile }));
         }
         Ok(())
+    }
+
+    /// The vector path of a load: a ragged tile whose vectors (`vty`, registers
+    /// `r0..r0 + vec` of `tile`'s layout) each lie wholly inside or outside the tensor.
+    /// Where [`Lowerer::predicate_slow_path`] allows it and the padding (`pad_bits`) fills
+    /// a 32-bit word, one predicated vector load per vector, its address and bounds in
+    /// the asm ([`AsmElement`]); else one branch per vector, on its first element's
+    /// bounds, around a vector load. Returns the vectors.
+    fn vector_path(
+        &mut self,
+        t: &Tensor<'c, 'm>,
+        offs: &[V<'c, 'm>],
+        tile: &Tile<'c, 'm>,
+        vty: Type<'c>,
+        pad: V<'c, 'm>,
+        pad_bits: Option<u64>,
+    ) -> Vec<Value<'c, 'm>> {
+        let (elem, layout) = (tile.elem, &tile.layout);
+        let n = layout.num_registers();
+        let vec = Self::vector_regs(layout, elem);
+        let bytes = vec * elem.size_bytes();
+        let word = pad_bits
+            .filter(|_| bytes % 4 == 0 && self.predicate_slow_path(n))
+            .and_then(|b| pad_word(b, elem));
+        let split = self.split_access(t, offs, &tile.shape, layout, word.is_some());
+        let mut vecs: Vec<Value<'c, 'm>> = Vec::with_capacity((n / vec) as usize);
+        if let (Some(word), Some(s)) = (word, &split) {
+            let b = self.split_asm_base(s, t, layout);
+            let ok = self.w.zext(b.flag, ScalarType::I32);
+            let a = (split.expect("matched above"), b);
+            for r0 in (0..n).step_by(vec as usize) {
+                let at = self.predicated_element(&a, tile, r0);
+                let words = self.w.predicated_load_words(&at, ok, bytes / 4, word);
+                vecs.push(self.w.cast("llvm.bitcast", words, vty));
+            }
+            return vecs;
+        }
+        let ety = self.w.ty(elem);
+        let p1 = self.w.ptr_ty(1);
+        let mut padv = self.w.op1("llvm.mlir.poison", &[], vty, &[]);
+        for j in 0..vec {
+            let jj = self.w.i32(j as i64);
+            padv = self
+                .w
+                .op1("llvm.insertelement", &[padv, pad.v, jj.v], vty, &[]);
+        }
+        for r0 in (0..n).step_by(vec as usize) {
+            let (base, index, inb) = self.slow_element(split.as_ref(), t, offs, tile, r0);
+            let ld = self.w.new_block(&[]);
+            let next = self.w.new_block(&[vty]);
+            self.w.cond_br(inb, &ld, &[], &next, &[padv]);
+            self.w.block = ld;
+            let p = self.w.gep(base, index, ety, p1);
+            let x = self.w.load(p, vty, bytes);
+            self.w.br(&next, &[x]);
+            self.w.block = next;
+            vecs.push(self.w.args(next)[0]);
+        }
+        vecs
     }
 
     /// `tile.gather`: per register, row `rows[i]` (the index register of its row) and
@@ -916,4 +970,18 @@ struct Split<'c, 'm> {
     /// duplicate that LLVM cannot merge across sibling blocks, and that costs its
     /// straight-line strength reduction time quadratic in the elements).
     ptr: Value<'c, 'm>,
+}
+
+/// The 32-bit word that holds the padding `bits` of `elem` in each of its elements, or
+/// `None` where an element is wider than a word and its padding is not 0.
+fn pad_word(bits: u64, elem: ScalarType) -> Option<u32> {
+    let w = elem.size_bytes() * 8;
+    match w {
+        32 => Some(bits as u32),
+        _ if w > 32 => (bits == 0).then_some(0),
+        _ => {
+            let one = (bits & ((1 << w) - 1)) as u32;
+            Some((0..32 / w).fold(0, |acc, i| acc | (one << (w * i))))
+        }
+    }
 }

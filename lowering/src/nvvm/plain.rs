@@ -10,7 +10,7 @@
 //! branches).
 
 use super::smem_plan::{SmemPlan, Span, ALWAYS};
-use super::writer::{ICmp, Writer, V};
+use super::writer::{thread_dim_bases, ICmp, Writer, V};
 use crate::manifest::{Manifest, Param};
 use melior::{
     dialect::llvm,
@@ -91,8 +91,9 @@ pub(crate) struct Lowerer<'c, 'm, 'k> {
     pub lane: V<'c, 'm>,
     pub warp: V<'c, 'm>,
     pub target: Target,
-    /// Per layout, the coordinate (i32, per dimension) a thread's lane and warp contribute.
-    pub thread_coords: HashMap<LinearLayout, Vec<V<'c, 'm>>>,
+    /// The coordinate (i32) a thread's lane and warp contribute in one dimension, per
+    /// that dimension's lane and warp bases ([`thread_dim_bases`]).
+    pub thread_coords: HashMap<(Vec<u64>, Vec<u64>), V<'c, 'm>>,
     /// Bytes of dynamic shared memory the kernel needs (the regions of its round trips).
     pub smem_bytes: u64,
     /// How many `tile.for` and `tile.while` bodies enclose the op being lowered.
@@ -225,14 +226,21 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
 
     /// The coordinate (one i32 per dimension) that this thread's lane and warp contribute
     /// in `layout`: the XOR of the bases of the lane and warp bits set.
+    /// Each dimension's part is computed once per prologue and shared by every layout whose
+    /// lane and warp bases agree in that dimension.
     pub fn thread_coord(&mut self, layout: &LinearLayout) -> Vec<V<'c, 'm>> {
-        if let Some(c) = self.thread_coords.get(layout) {
-            return c.clone();
-        }
-        let (lane, warp) = (self.lane, self.warp);
-        let c = self.in_prologue(|w| w.thread_coord(layout, lane, warp));
-        self.thread_coords.insert(layout.clone(), c.clone());
-        c
+        (0..layout.rank())
+            .map(|d| {
+                let bases = thread_dim_bases(layout, d);
+                if let Some(&c) = self.thread_coords.get(&bases) {
+                    return c;
+                }
+                let (lane, warp) = (self.lane, self.warp);
+                let c = self.in_prologue(|w| w.thread_dim_coord(&bases, lane, warp));
+                self.thread_coords.insert(bases, c);
+                c
+            })
+            .collect()
     }
 
     /// The coordinate of register `r` of this thread in `layout` (i32 per dimension).

@@ -104,11 +104,20 @@ impl<'c, 'm> AsmOperands<'c, 'm> {
         }
     }
 
-    /// Adds an input; returns its reference in the asm text (`$n`).
+    /// Adds an input, or finds the same value already added with the same constraint;
+    /// returns its reference in the asm text (`$n`).
     fn input(&mut self, constraint: &str, v: Value<'c, 'm>) -> String {
-        self.constraints.push(constraint.into());
-        self.values.push(v);
-        format!("${}", self.outputs + self.values.len() - 1)
+        let found = self
+            .values
+            .iter()
+            .zip(&self.constraints[self.outputs..])
+            .position(|(&x, c)| x == v && c == constraint);
+        let i = found.unwrap_or_else(|| {
+            self.constraints.push(constraint.into());
+            self.values.push(v);
+            self.values.len() - 1
+        });
+        format!("${}", self.outputs + i)
     }
 
     fn constraints(&self) -> String {
@@ -562,7 +571,7 @@ impl<'c, 'm> Writer<'c, 'm> {
 
     /// The coordinate (one i32 per dimension) that the thread with lane `lane` and warp
     /// `warp` (i32) holds in `layout` before its register's part: the XOR of the bases of
-    /// the lane and warp bits set.
+    /// the lane and warp bits set ([`Self::thread_dim_coord`] per dimension).
     pub fn thread_coord(
         &mut self,
         layout: &LinearLayout,
@@ -571,21 +580,73 @@ impl<'c, 'm> Writer<'c, 'm> {
     ) -> Vec<V<'c, 'm>> {
         (0..layout.rank())
             .map(|d| {
-                let mut acc = self.i32(0);
-                for (index, bases) in [(lane, &layout.lane), (warp, &layout.warp)] {
-                    for (bit, b) in bases.iter().enumerate() {
-                        if b[d] == 0 {
-                            continue;
-                        }
-                        let on = self.bit(index, bit as u32);
-                        let k = self.i32(b[d] as i64);
-                        let term = self.mul(on, k);
-                        acc = self.bin("xor", acc, term);
-                    }
-                }
-                acc
+                let bases = thread_dim_bases(layout, d);
+                self.thread_dim_coord(&bases, lane, warp)
             })
             .collect()
+    }
+
+    /// One dimension's part of [`Self::thread_coord`], from that dimension's component of
+    /// each lane and warp basis (`bases.0`, `bases.1`; [`thread_dim_bases`]). Where the
+    /// bases are distinct powers of two (blocked and MMA layouts), their XOR is an OR of
+    /// bit fields, one `lshr`/`and`/`shl` per run of index bits that maps to a run of
+    /// coordinate bits; else the XOR of each set bit's basis.
+    pub fn thread_dim_coord(
+        &mut self,
+        bases: &(Vec<u64>, Vec<u64>),
+        lane: V<'c, 'm>,
+        warp: V<'c, 'm>,
+    ) -> V<'c, 'm> {
+        let all = bases.0.iter().chain(&bases.1).filter(|&&b| b != 0);
+        let (mut union, mut fields) = (0u64, true);
+        for &b in all {
+            fields &= b.is_power_of_two() && union & b == 0;
+            union |= b;
+        }
+        let mut acc: Option<V<'c, 'm>> = None;
+        let mut join = |w: &mut Self, name: &str, x: V<'c, 'm>| {
+            acc = Some(match acc {
+                Some(a) => w.bin(name, a, x),
+                None => x,
+            });
+        };
+        for (index, bs) in [(lane, &bases.0), (warp, &bases.1)] {
+            let mut bit = 0;
+            while bit < bs.len() {
+                let b = bs[bit];
+                if b == 0 {
+                    bit += 1;
+                    continue;
+                }
+                if !fields {
+                    let on = self.bit(index, bit as u32);
+                    let k = self.i32(b as i64);
+                    let term = self.mul(on, k);
+                    join(self, "xor", term);
+                    bit += 1;
+                    continue;
+                }
+                // A run of index bits whose bases double from `b`.
+                let mut len = 1;
+                while bit + len < bs.len() && bs[bit + len] == b << len {
+                    len += 1;
+                }
+                let mut x = index;
+                if bit > 0 {
+                    let s = self.i32(bit as i64);
+                    x = self.bin("lshr", x, s);
+                }
+                let mask = self.i32((1i64 << len) - 1);
+                x = self.bin("and", x, mask);
+                if b > 1 {
+                    let s = self.i32(i64::from(b.trailing_zeros()));
+                    x = self.bin("shl", x, s);
+                }
+                join(self, "or", x);
+                bit += len;
+            }
+        }
+        acc.unwrap_or_else(|| self.i32(0))
     }
 
     /// A float op on f32 values: `llvm.fadd` and the like, or an `llvm.intr.*`.
@@ -1006,6 +1067,123 @@ impl<'c, 'm> Writer<'c, 'm> {
             }
         };
         V { v, t: elem }
+    }
+
+    /// A load of `words` adjacent 32-bit words (1, 2 or 4: 4, 8 or 16 bytes, aligned to
+    /// that) at `at` where `ok` (an i32) is not 0, else `pad` in each word, touching no
+    /// memory then: one `@p ld.global.v{2,4}.b32` (PTX ISA, "ld"), ordered with the
+    /// program's other accesses as [`Self::predicated_load`] with `ordered`. Returns a
+    /// `vector<words x i32>`.
+    pub fn predicated_load_words(
+        &mut self,
+        at: &AsmElement<'c, 'm>,
+        ok: V<'c, 'm>,
+        words: u64,
+        pad: u32,
+    ) -> Value<'c, 'm> {
+        debug_assert!(matches!(words, 1 | 2 | 4));
+        let outs = vec!["=r"; words as usize];
+        let mut ops = AsmOperands::new(&outs);
+        let base = ops.input("l", at.base.v);
+        let ok_ref = ops.input("r", ok.v);
+        let (decl, guard, addr) = at.asm(&base, &mut ops);
+        let regs: Vec<String> = (0..words).map(|k| format!("${k}")).collect();
+        let movs: String = regs
+            .iter()
+            .map(|r| format!(" mov.b32 {r}, {pad:#x};"))
+            .collect();
+        let ld = match words {
+            1 => format!("ld.global.b32 {}", regs[0]),
+            n => format!("ld.global.v{n}.b32 {{{}}}", regs.join(", ")),
+        };
+        let asm = format!(
+            "{{ .reg .pred p;{decl} setp.ne.u32 p, {ok_ref}, 0;{guard}{movs} @p {ld}, [{addr}]; }}"
+        );
+        self.words_result(&asm, &ops, words)
+    }
+
+    /// Loads of one vector's elements (`at`, adjacent registers of 8, 16 or 32 bits whose
+    /// bytes are a multiple of 4), each where `ok` (an i32) is not 0 and its own bounds
+    /// hold, else the padding bits `pad` (of `elem`); `None` is an element never read,
+    /// which gets the padding too. One asm for the vector: a predicated `ld.global` per
+    /// element, packed into 32-bit words (`mov.b32 {lo, hi}` of 16-bit elements, `bfi.b32`
+    /// of bytes), so that LLVM sees one statement per vector rather than one per element.
+    /// Ordered with the program's other accesses. Returns a `vector<words x i32>`.
+    pub fn predicated_load_packed(
+        &mut self,
+        at: &[Option<AsmElement<'c, 'm>>],
+        ok: V<'c, 'm>,
+        elem: ScalarType,
+        pad: u64,
+    ) -> Value<'c, 'm> {
+        let bits = elem.size_bytes() as usize * 8;
+        debug_assert!(matches!(bits, 8 | 16 | 32) && (at.len() * bits) % 32 == 0);
+        let words = at.len() * bits / 32;
+        let outs = vec!["=r"; words];
+        let mut ops = AsmOperands::new(&outs);
+        let ok_ref = ops.input("r", ok.v);
+        let (temps, ld) = match bits {
+            32 => (String::new(), "b32"),
+            16 => (format!(" .reg .b16 e<{}>;", at.len()), "b16"),
+            _ => (format!(" .reg .b32 e<{}>;", at.len()), "u8"),
+        };
+        let mut body = format!("{{ .reg .pred p; .reg .b64 a;{temps}");
+        for (j, el) in at.iter().enumerate() {
+            let dst = match bits {
+                32 => format!("${j}"),
+                _ => format!("e{j}"),
+            };
+            let mov = if bits == 16 { 16 } else { 32 };
+            body += &format!(" mov.b{mov} {dst}, {pad:#x};");
+            let Some(el) = el else {
+                continue;
+            };
+            let base = ops.input("l", el.base.v);
+            let (_, guard, addr) = el.asm(&base, &mut ops);
+            body +=
+                &format!(" setp.ne.u32 p, {ok_ref}, 0;{guard} @p ld.global.{ld} {dst}, [{addr}];");
+        }
+        for w in 0..words {
+            body += &match bits {
+                32 => String::new(),
+                16 => format!(" mov.b32 ${w}, {{e{}, e{}}};", 2 * w, 2 * w + 1),
+                _ => {
+                    let e = 4 * w;
+                    let mut p = format!(" mov.b32 ${w}, e{e};");
+                    for b in 1..4 {
+                        p += &format!(" bfi.b32 ${w}, e{}, ${w}, {}, 8;", e + b, 8 * b);
+                    }
+                    p
+                }
+            };
+        }
+        body += " }";
+        self.words_result(&body, &ops, words as u64)
+    }
+
+    /// The `words` 32-bit outputs of the inline asm `asm` (operands `ops`, side effects)
+    /// as a `vector<words x i32>`.
+    fn words_result(&mut self, asm: &str, ops: &AsmOperands<'c, 'm>, words: u64) -> Value<'c, 'm> {
+        let i32t = self.int_ty(32);
+        let rt = match words {
+            1 => i32t,
+            _ => self.struct_ty(&vec![i32t; words as usize]),
+        };
+        let x = self.inline_asm(asm, &ops.constraints(), &ops.values, Some(rt), true);
+        let x = x.unwrap_or_else(|| self.poison(rt));
+        let wty = self.vector_ty(words, i32t);
+        let mut v = self.undef(wty);
+        let parts = match words {
+            1 => vec![x],
+            _ => (0..words as usize)
+                .map(|k| self.extract(x, k, i32t))
+                .collect(),
+        };
+        for (k, p) in parts.into_iter().enumerate() {
+            let kk = self.i32(k as i64);
+            v = self.insert_element(v, p, kk);
+        }
+        v
     }
 
     /// A store of the elements `xs` (one, or a vector of adjacent ones whose bytes are 4, 8
@@ -1624,4 +1802,13 @@ impl<'c, 'm> Writer<'c, 'm> {
             )),
         }
     }
+}
+
+/// Dimension `d`'s component of each lane basis and each warp basis of `layout`: what
+/// [`Writer::thread_dim_coord`] takes, and a key for sharing its result between layouts.
+pub(crate) fn thread_dim_bases(layout: &LinearLayout, d: usize) -> (Vec<u64>, Vec<u64>) {
+    (
+        layout.lane.iter().map(|b| b[d]).collect(),
+        layout.warp.iter().map(|b| b[d]).collect(),
+    )
 }
