@@ -485,7 +485,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             .map(|a| self.w.zext(a.1.flag, ScalarType::I32));
         // One asm per vector where its elements pack into 32-bit words.
         let bits = elem.size_bytes() * 8;
-        let packed = vec > 1 && matches!(bits, 8 | 16 | 32) && (vec * bits) % 32 == 0;
+        let packed = vec > 1 && matches!(bits, 8 | 16 | 32) && (vec * bits).is_multiple_of(32);
         if let (Some(a), Some(ok), true) = (&asm_split, asm_ok, packed) {
             for r0 in (0..n).step_by(vec as usize) {
                 let at: Vec<Option<AsmElement<'c, 'm>>> = (r0..r0 + vec)
@@ -583,7 +583,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
         let vec = Self::vector_regs(layout, elem);
         let bytes = vec * elem.size_bytes();
         let word = pad_bits
-            .filter(|_| bytes % 4 == 0 && self.predicate_slow_path(n))
+            .filter(|_| bytes.is_multiple_of(4) && self.predicate_slow_path(n))
             .and_then(|b| pad_word(b, elem));
         let split = self.split_access(t, offs, &tile.shape, layout, word.is_some());
         let mut vecs: Vec<Value<'c, 'm>> = Vec::with_capacity((n / vec) as usize);

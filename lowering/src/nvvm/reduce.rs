@@ -196,12 +196,29 @@ pub(crate) fn reduce_registers<'c: 'm, 'm, S: ReduceSite<'c, 'm>>(
         let x = w.bin("shl", on, sh);
         wr = w.bin("or", wr, x);
     }
-    for (rho, a) in acc.iter().enumerate() {
-        let base = partial_base(site, &p, rho as u64);
+    // Where coordinates add, register 0's slot plus a constant, the constant in the address.
+    let first = p.layout.register_bits_disjoint().then(|| {
+        let b = partial_base(site, &p, 0);
         let w = site.writer();
-        let slot = w.add(base, wr);
-        let ptr = partial_ptr(w, &p, slot);
-        w.store(a.v, ptr, 4);
+        let slot = w.add(b, wr);
+        (b, partial_ptr(w, &p, slot))
+    });
+    for (rho, a) in acc.iter().enumerate() {
+        let (base, ptr) = match first {
+            Some((b, ptr0)) => {
+                let c = p.register_offset(rho as u64);
+                let w = site.writer();
+                let off = w.i32(4 * c);
+                (w.add_const(b, c), w.gep_bytes(ptr0, off, w.ptr_ty(3)))
+            }
+            None => {
+                let base = partial_base(site, &p, rho as u64);
+                let w = site.writer();
+                let slot = w.add(base, wr);
+                (base, partial_ptr(w, &p, slot))
+            }
+        };
+        site.writer().store(a.v, ptr, 4);
         bases.push(base);
     }
     site.sync();
@@ -249,12 +266,32 @@ impl Partials {
     }
 }
 
-/// The first slot (i32) of register `rho`'s partials.
+impl Partials {
+    /// Slots from register 0's partials to register `rho`'s where the layout's register
+    /// bits are apart from its thread bits (coordinates add): a constant.
+    fn register_offset(&self, rho: u64) -> i64 {
+        let rc = self.layout.register_coord(rho);
+        let flat = rc
+            .iter()
+            .zip(&self.layout.dims)
+            .fold(0u64, |acc, (&x, &n)| acc * n + x);
+        (flat * self.warps) as i64
+    }
+}
+
+/// The first slot (i32) of register `rho`'s partials: register 0's plus a constant where
+/// the layout's register bits are apart from its thread bits, which LLVM folds into each
+/// access's address.
 fn partial_base<'c: 'm, 'm, S: ReduceSite<'c, 'm>>(
     site: &mut S,
     p: &Partials,
     rho: u64,
 ) -> V<'c, 'm> {
+    if rho != 0 && p.layout.register_bits_disjoint() {
+        let b = partial_base(site, p, 0);
+        let c = p.register_offset(rho);
+        return site.writer().add_const(b, c);
+    }
     let q = site.coord(&p.layout, rho);
     let w = site.writer();
     let f = flat(w, &q, &p.layout.dims);
@@ -269,16 +306,42 @@ fn partial_ptr<'c: 'm, 'm>(w: &mut Writer<'c, 'm>, p: &Partials, slot: V<'c, 'm>
     w.smem_addr(off)
 }
 
+/// The partials of the element whose first slot is `base`, combined: read as vectors of 4
+/// (or 2) f32 where the slots' bytes are aligned to the vector, as LLVM's load-store
+/// vectorizer would merge them, so that it and GVN see a few loads instead of one per warp.
 fn read_partials<'c: 'm, 'm>(w: &mut Writer<'c, 'm>, p: &Partials, base: V<'c, 'm>) -> V<'c, 'm> {
     let f32t = w.ty(ScalarType::F32);
+    let width = [4u64, 2]
+        .into_iter()
+        .find(|&n| p.warps.is_multiple_of(n) && p.region.is_multiple_of(4 * n))
+        .unwrap_or(1);
+    let first = partial_ptr(w, p, base);
+    let p3 = w.ptr_ty(3);
     let mut parts = vec![];
-    for j in 0..p.warps {
-        let slot = w.add_const(base, j as i64);
-        let ptr = partial_ptr(w, p, slot);
-        parts.push(V {
-            v: w.load(ptr, f32t, 4),
-            t: ScalarType::F32,
-        });
+    for j in (0..p.warps).step_by(width as usize) {
+        let ptr = match j {
+            0 => first,
+            _ => {
+                let off = w.i32(4 * j as i64);
+                w.gep_bytes(first, off, p3)
+            }
+        };
+        if width == 1 {
+            parts.push(V {
+                v: w.load(ptr, f32t, 4),
+                t: ScalarType::F32,
+            });
+            continue;
+        }
+        let vty = w.vector_ty(width, f32t);
+        let v = w.load(ptr, vty, 4 * width);
+        for k in 0..width {
+            let kk = w.i32(k as i64);
+            parts.push(V {
+                v: w.extract_element(v, kk, f32t),
+                t: ScalarType::F32,
+            });
+        }
     }
     tree(w, p.kind, parts)
 }

@@ -1117,7 +1117,7 @@ impl<'c, 'm> Writer<'c, 'm> {
         pad: u64,
     ) -> Value<'c, 'm> {
         let bits = elem.size_bytes() as usize * 8;
-        debug_assert!(matches!(bits, 8 | 16 | 32) && (at.len() * bits) % 32 == 0);
+        debug_assert!(matches!(bits, 8 | 16 | 32) && (at.len() * bits).is_multiple_of(32));
         let words = at.len() * bits / 32;
         let outs = vec!["=r"; words];
         let mut ops = AsmOperands::new(&outs);
