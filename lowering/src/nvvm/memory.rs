@@ -821,7 +821,26 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             }),
             false => None,
         };
-        for r in 0..n {
+        // A plain store's elements in one asm per vector of registers.
+        let grouped = owner.is_none() && mask.is_none() && vec > 1;
+        if let (Some(a), true) = (&asm_split, grouped) {
+            for r0 in (0..n).step_by(vec as usize) {
+                let at: Vec<Option<AsmElement<'c, 'm>>> = (r0..r0 + vec)
+                    .map(|r| {
+                        let out = Self::padded_out(&tile.shape, &layout, r);
+                        (!out).then(|| self.predicated_element(a, &tile, r))
+                    })
+                    .collect();
+                let xs: Vec<V<'c, 'm>> = (r0..r0 + vec)
+                    .map(|r| V {
+                        v: tile.regs[r as usize],
+                        t: elem,
+                    })
+                    .collect();
+                self.w.predicated_store_group(&at, a.1.flag, &xs);
+            }
+        }
+        for r in (0..n).filter(|_| !(asm_split.is_some() && grouped)) {
             if owner.is_some_and(|(regs, _)| r & regs != 0) {
                 continue;
             }

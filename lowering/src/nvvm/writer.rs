@@ -1243,20 +1243,8 @@ impl<'c, 'm> Writer<'c, 'm> {
                 .collect();
             ("b32", "r", vals)
         } else {
-            let x = xs[0];
-            let i16t = self.int_ty(16);
             let (ty, reg, _) = global_access(elem);
-            let v = match elem {
-                ScalarType::F32 | ScalarType::I32 | ScalarType::I64 | ScalarType::Index => x.v,
-                ScalarType::F16 | ScalarType::BF16 => self.cast("llvm.bitcast", x.v, i16t),
-                ScalarType::I1 => self.cast("llvm.zext", x.v, i16t),
-                ScalarType::E4M3 | ScalarType::E5M2 => {
-                    let i8t = self.int_ty(8);
-                    let b = self.cast("llvm.bitcast", x.v, i8t);
-                    self.cast("llvm.zext", b, i16t)
-                }
-            };
-            (ty, reg, vec![v])
+            (ty, reg, vec![self.store_operand(xs[0])])
         };
         let mut ops = AsmOperands::new(&[]);
         let base = ops.input("l", at.base.v);
@@ -1275,6 +1263,56 @@ impl<'c, 'm> Writer<'c, 'm> {
              {operands}; }}"
         );
         self.inline_asm(&asm, &ops.constraints(), &ops.values, None, true);
+    }
+
+    /// Stores of several elements `xs` (one type), each at its [`AsmElement`] where `ok`
+    /// (i1) and its own bounds hold, in one asm: a predicated `st.global` per element (as
+    /// [`Self::predicated_store`] gives one), so that LLVM sees one statement for them.
+    /// `None` in `at` is an element not stored.
+    pub fn predicated_store_group(
+        &mut self,
+        at: &[Option<AsmElement<'c, 'm>>],
+        ok: V<'c, 'm>,
+        xs: &[V<'c, 'm>],
+    ) {
+        let Some(elem) = xs.first().map(|x| x.t) else {
+            return;
+        };
+        let ok = self.zext(ok, ScalarType::I32);
+        let (ty, reg, _) = global_access(elem);
+        let mut ops = AsmOperands::new(&[]);
+        let ok_ref = ops.input("r", ok.v);
+        let mut body = String::from("{ .reg .pred p; .reg .b64 a;");
+        for (el, &x) in at.iter().zip(xs) {
+            let Some(el) = el else {
+                continue;
+            };
+            let v = self.store_operand(x);
+            let x_ref = ops.input(reg, v);
+            let base = ops.input("l", el.base.v);
+            let (_, guard, addr) = el.asm(&base, &mut ops);
+            body += &format!(
+                " setp.ne.u32 p, {ok_ref}, 0;{guard} @p st.global.{ty} [{addr}], {x_ref};"
+            );
+        }
+        body += " }";
+        self.inline_asm(&body, &ops.constraints(), &ops.values, None, true);
+    }
+
+    /// One element as the register [`global_access`] stores it from: 16-bit floats as
+    /// `i16`, 8-bit elements zero-extended to `i16`.
+    fn store_operand(&mut self, x: V<'c, 'm>) -> Value<'c, 'm> {
+        let i16t = self.int_ty(16);
+        match x.t {
+            ScalarType::F32 | ScalarType::I32 | ScalarType::I64 | ScalarType::Index => x.v,
+            ScalarType::F16 | ScalarType::BF16 => self.cast("llvm.bitcast", x.v, i16t),
+            ScalarType::I1 => self.cast("llvm.zext", x.v, i16t),
+            ScalarType::E4M3 | ScalarType::E5M2 => {
+                let i8t = self.int_ty(8);
+                let b = self.cast("llvm.bitcast", x.v, i8t);
+                self.cast("llvm.zext", b, i16t)
+            }
+        }
     }
 
     /// `red.global.add.f32` of `x` (f32) into the f32 at `at` where `ok` (i1) holds;
