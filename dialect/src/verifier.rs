@@ -50,11 +50,15 @@
 use crate::attr::{Attribute, Expr};
 use crate::diag::{DiagKind, Diagnostic, Diagnostics};
 use crate::ir::{Block, Module, Operation, Value};
+use crate::layout::LinearLayout;
 use crate::location::Location;
 use crate::ops::{CmpPredicate, OpClass, OpKind, Precision, ReduceKind};
 use crate::target::Target;
 use crate::types::{ScalarType, Type, MAX_DIM};
 use std::collections::{HashMap, HashSet};
+
+/// A shape, a warp count and what [`LinearLayout::check`] said of a layout for them.
+type LayoutCheck = (Vec<u64>, u64, Result<(), String>);
 
 /// The most mbarriers one `tile.mbarrier_alloc` makes: the lowering keeps a CTA's mbarriers
 /// in a 1024-byte region of shared memory, 8 bytes each (PTX ISA §9.7.13.15).
@@ -174,6 +178,8 @@ pub fn verify_op(
 
 struct Verifier<'a> {
     m: &'a Module,
+    /// The results of [`LinearLayout::check`] so far, per layout: shape, warps, result.
+    layout_checks: HashMap<LinearLayout, Vec<LayoutCheck>>,
     diags: Vec<Diagnostic>,
     defined: HashSet<Value>,
     /// Values visible at the current point, one set per enclosing block.
@@ -200,6 +206,7 @@ impl<'a> Verifier<'a> {
     fn new(m: &'a Module) -> Self {
         Verifier {
             m,
+            layout_checks: HashMap::new(),
             diags: vec![],
             defined: HashSet::new(),
             visible: vec![],
@@ -323,6 +330,25 @@ impl Verifier<'_> {
         self.m.try_ty(v)
     }
 
+    /// [`LinearLayout::check`], once per layout, shape and warp count: a kernel's values
+    /// share few layouts, and the check is most of what verifying a value costs.
+    fn layout_check(&mut self, l: &LinearLayout, shape: &[u64], warps: u64) -> Result<(), String> {
+        let known = self.layout_checks.get(l).and_then(|seen| {
+            seen.iter()
+                .find(|(s, w, _)| s == shape && *w == warps)
+                .map(|(_, _, r)| r.clone())
+        });
+        if let Some(r) = known {
+            return r;
+        }
+        let r = l.check(shape, warps);
+        self.layout_checks
+            .entry(l.clone())
+            .or_default()
+            .push((shape.to_vec(), warps, r.clone()));
+        r
+    }
+
     fn define(&mut self, op: &Operation, v: Value) {
         if self.m.try_ty(v).is_none() {
             self.error(
@@ -341,7 +367,7 @@ impl Verifier<'_> {
             return;
         }
         if let Some(l) = self.m.try_ty(v).and_then(Type::layout) {
-            let shape = self.m.ty(v).tile_shape().unwrap_or(&[]).to_vec();
+            let shape = self.m.ty(v).tile_shape().unwrap_or(&[]);
             match self.num_warps {
                 None => self.error(
                     op,
@@ -352,7 +378,7 @@ impl Verifier<'_> {
                     ),
                 ),
                 Some(w) => {
-                    if let Err(e) = l.check(&shape, w.max(1) as u64) {
+                    if let Err(e) = self.layout_check(l, shape, w.max(1) as u64) {
                         self.error(op, format!("layout of {}: {e}", self.show(v)));
                     }
                 }
