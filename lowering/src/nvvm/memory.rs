@@ -249,12 +249,13 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 index = w.add(index, term);
             }
         }
-        (index, self.split_inbounds(s, &k))
+        let dims: Vec<(usize, u64)> = k.iter().copied().enumerate().collect();
+        (index, self.split_inbounds(s, &dims))
     }
 
-    /// Whether the register at constant coordinate `k` (from the thread's first) is in
-    /// bounds (i1), from a [`Split`]'s limits.
-    fn split_inbounds(&mut self, s: &Split<'c, 'm>, k: &[u64]) -> V<'c, 'm> {
+    /// Whether the register at constant coordinate `k_d` (from the thread's first) in each
+    /// listed dimension `(d, k_d)` is in bounds there (i1), from a [`Split`]'s limits.
+    fn split_inbounds(&mut self, s: &Split<'c, 'm>, dims: &[(usize, u64)]) -> V<'c, 'm> {
         let w = &mut self.w;
         let mut inb: Option<V<'c, 'm>> = None;
         let mut and = |w: &mut super::writer::Writer<'c, 'm>, c: V<'c, 'm>| {
@@ -263,7 +264,7 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
                 None => c,
             });
         };
-        for (d, &kd) in k.iter().enumerate() {
+        for &(d, kd) in dims {
             let kc = w.i64(kd as i64);
             let below = w.icmp(ICmp::Slt, kc, s.hi[d]);
             and(w, below);
@@ -298,15 +299,8 @@ impl<'c, 'm> Lowerer<'c, 'm, '_> {
             }
         }
         // Register 0's bounds in the dimensions along which no register lies.
-        let fixed: Vec<usize> = (0..rank).filter(|&d| !varying[d]).collect();
-        let fixed_dims = Split {
-            hi: fixed.iter().map(|&d| s.hi[d]).collect(),
-            lo: fixed.iter().map(|&d| s.lo[d]).collect(),
-            pad: fixed.iter().map(|&d| s.pad[d]).collect(),
-            ptr: s.ptr,
-        };
-        let zeros = vec![0u64; fixed_dims.hi.len()];
-        let flag = self.split_inbounds(&fixed_dims, &zeros);
+        let fixed: Vec<(usize, u64)> = (0..rank).filter(|&d| !varying[d]).map(|d| (d, 0)).collect();
+        let flag = self.split_inbounds(s, &fixed);
         AsmBase {
             base,
             strides,
